@@ -1,0 +1,67 @@
+// Layer 1: target memory. An address space is a set of read-only byte ranges;
+// backends (ELF core, crash's readmem, libkdumpfile) implement this interface.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "leakref/result.hpp"
+
+namespace lr {
+
+class Memory {
+ public:
+  virtual ~Memory() = default;
+
+  // Fast path: a pointer to `len` contiguous bytes at `addr`, valid for the
+  // lifetime of this Memory (it points into a mapping or a stable cache page).
+  // Returns nullptr when the range is not readable in one piece; callers then
+  // use read(), which can span ranges and reports why it failed.
+  // Not thread-safe: implementations keep a lookup cache.
+  virtual const uint8_t* span(uint64_t addr, size_t len) const = 0;
+
+  // Copy `len` bytes at `addr` into `buf`. On failure returns kFault naming the
+  // first unreadable address; `buf` contents are then unspecified.
+  virtual Result<void> read(uint64_t addr, void* buf, size_t len) const = 0;
+
+  // Human description of why `addr` is not readable ("not in core", "beyond
+  // end of truncated core", ...); empty if it is readable.
+  virtual std::string why_unreadable(uint64_t addr) const { (void)addr; return "unreadable"; }
+
+  // Convenience typed reads (little-endian host == target for x86_64).
+  template <class T>
+  Result<T> read_as(uint64_t addr) const {
+    T v{};
+    if (const uint8_t* p = span(addr, sizeof(T))) {
+      std::memcpy(&v, p, sizeof(T));
+      return v;
+    }
+    LR_TRY(read(addr, &v, sizeof(T)));
+    return v;
+  }
+  Result<uint64_t> read_u64(uint64_t addr) const { return read_as<uint64_t>(addr); }
+
+  // Reads a NUL-terminated string of at most `max` bytes. A string cut by an
+  // unreadable byte or by `max` is returned as far as it goes, with `complete`
+  // false; an unreadable first byte is an error.
+  Result<std::string> read_cstring(uint64_t addr, size_t max, bool* complete = nullptr) const;
+};
+
+// Reads fixed-width little-endian integers out of a byte buffer.
+inline uint64_t load_uint(const uint8_t* p, size_t width) {
+  switch (width) {
+    case 1: return p[0];
+    case 2: { uint16_t v; std::memcpy(&v, p, 2); return v; }
+    case 4: { uint32_t v; std::memcpy(&v, p, 4); return v; }
+    case 8: { uint64_t v; std::memcpy(&v, p, 8); return v; }
+    default: {
+      uint64_t v = 0;
+      std::memcpy(&v, p, width < 8 ? width : 8);
+      return v;
+    }
+  }
+}
+
+}  // namespace lr

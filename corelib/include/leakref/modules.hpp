@@ -1,0 +1,122 @@
+// Layer 2: the executable and shared libraries of a process image, their load
+// bias and build-ids, debuginfo search, and ELF symbol tables.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "leakref/memory.hpp"
+#include "leakref/result.hpp"
+
+typedef struct Elf Elf;
+typedef struct Dwarf Dwarf;
+
+namespace lr {
+
+class CoreFile;
+
+struct DebugOptions {
+  std::string sysroot;                  // prefix for default debug dirs and module paths
+  std::vector<std::string> debug_dirs;  // --debug-dir, searched before /usr/lib/debug
+  bool use_debuginfod = true;           // only if DEBUGINFOD_URLS is set
+};
+
+struct Symbol {
+  uint64_t addr = 0;  // runtime address (bias applied)
+  uint64_t size = 0;
+  std::string name;
+  bool is_func = false;
+  bool is_object = false;
+};
+
+// One loaded ELF object. Opening its files and DWARF is lazy; a Module owns
+// its Elf/Dwarf handles and file descriptors.
+class Module {
+ public:
+  Module() = default;
+  ~Module();
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  std::string path;       // as the process saw it
+  std::string host_path;  // the file opened on this machine ("" if none)
+  uint64_t base = 0;      // lowest mapped address
+  uint64_t end = 0;       // one past the highest mapped address
+  uint64_t bias = 0;      // runtime address = ELF vaddr + bias
+  std::string build_id;   // from the core when present, else from the file
+  bool is_exe = false;
+  bool from_link_map = false;
+
+  // Debuginfo: where DWARF came from ("embedded", "build-id dir ...",
+  // "debuglink ...", "debuginfod"), or why there is none (`debug_missing`
+  // names the build-id and every place looked).
+  std::string debug_path;
+  std::string debug_how;
+  std::string debug_missing;
+  bool has_dwarf() const { return !debug_path.empty(); }
+
+  // The module's DWARF, opened on first use; nullptr when there is none.
+  Dwarf* dwarf();
+  // Symbols sorted by address (.symtab of debug file and main file, .dynsym).
+  const std::vector<Symbol>& symbols();
+  std::string basename() const;
+
+ private:
+  friend class ModuleSet;
+  void load_symbols_from(Elf* e);
+  int main_fd_ = -1, debug_fd_ = -1;
+  Elf* main_elf_ = nullptr;
+  Elf* debug_elf_ = nullptr;
+  Dwarf* dwarf_ = nullptr;
+  bool dwarf_tried_ = false;
+  bool syms_loaded_ = false;
+  std::vector<Symbol> syms_;
+};
+
+struct SymbolHit {
+  Module* module = nullptr;
+  const Symbol* sym = nullptr;  // null when only the module is known
+  uint64_t offset = 0;          // from sym->addr, or from module bias if no symbol
+  std::string format() const;   // "sym+0x1f [libfoo.so.1]" or "libfoo.so.1+0x1234"
+};
+
+class ModuleSet {
+ public:
+  // Builds modules from the core's NT_FILE note and its r_debug link_map.
+  static std::unique_ptr<ModuleSet> from_core(const CoreFile& core, const DebugOptions& opts);
+  // An empty set the caller fills with add() (crash extension, kernel).
+  static std::unique_ptr<ModuleSet> empty(const DebugOptions& opts);
+
+  // Adds a module whose file is `host_path`, loaded with `bias`. Debuginfo is
+  // searched immediately (cheap: stat calls); DWARF is opened lazily.
+  Module* add(const std::string& path, const std::string& host_path, uint64_t base, uint64_t end,
+              uint64_t bias, const std::string& build_id, bool is_exe);
+
+  const std::vector<std::unique_ptr<Module>>& modules() const { return mods_; }
+  Module* exe() const;
+  Module* module_at(uint64_t addr) const;  // nullptr if no module maps addr
+  Module* by_name(const std::string& name) const;  // basename or path match
+
+  // Symbol by name; "name@module" restricts the module. kNotFound if absent.
+  Result<std::pair<Module*, const Symbol*>> lookup(const std::string& name) const;
+  // Address to symbol; `module` null when the address is in no module.
+  SymbolHit symbolize(uint64_t addr) const;
+
+  const std::vector<std::string>& warnings() const { return warnings_; }
+
+ private:
+  void find_debuginfo(Module& m);
+  DebugOptions opts_;
+  std::vector<std::unique_ptr<Module>> mods_;
+  std::vector<std::string> warnings_;
+};
+
+// Reads r_debug's link_map from an executable loaded at `exe_bias`;
+// returns (l_addr, name) pairs, bounded and cycle-safe.
+std::vector<std::pair<uint64_t, std::string>> read_link_map(const Memory& mem, uint64_t exe_base,
+                                                            std::vector<std::string>* warnings);
+
+}  // namespace lr

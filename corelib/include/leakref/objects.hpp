@@ -1,0 +1,65 @@
+// Layer 4a: typed views of target memory. A FieldSpec is resolved once per
+// walk (type lookups, offsets); evaluating it per object only reads bytes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "leakref/memory.hpp"
+#include "leakref/result.hpp"
+#include "leakref/types.hpp"
+
+namespace lr {
+
+class ModuleSet;
+
+struct FieldValue {
+  enum class Kind { kSigned, kUnsigned, kBool, kPointer, kEnum, kString, kUuid, kFloat,
+                    kAggregate, kError };
+  Kind kind = Kind::kError;
+  int64_t s = 0;
+  uint64_t u = 0;
+  double f = 0;
+  std::string text;  // enum name, string, uuid, error, aggregate type name
+  bool truncated = false;  // strings cut short
+  // As an integer when the value is integer-like (signed/unsigned/bool/enum/pointer).
+  bool as_int(int64_t* out) const;
+  std::string to_string() const;  // human form: 42, 0x7f.., "text", NAME(3), <error: ...>
+};
+
+// A member path from an object type, possibly crossing pointers ("a->b.c").
+struct FieldSpec {
+  std::string path;
+  std::vector<FieldLoc> hops;  // hop i>0 starts at the pointer read at hop i-1
+  const Type* type = nullptr;  // final field type
+  bool is_refcount = false;
+};
+
+// Resolves `path` on `t`; `refcount` descends wrappers to the integer.
+Result<FieldSpec> make_field_spec(const Type* t, std::string_view path, bool refcount = false);
+
+// Raw integer at `loc` in `obj` (bitfields, sign extension, enums, bools).
+uint64_t load_field_u(const uint8_t* obj, const FieldLoc& loc);
+int64_t load_field_s(const uint8_t* obj, const FieldLoc& loc);
+
+// Evaluates `spec` on the object at `addr` whose bytes (type size) are `obj`.
+FieldValue eval_field(const Memory& mem, uint64_t addr, const uint8_t* obj, const FieldSpec& spec);
+// Formats a scalar/array/string value of `type` at `addr` (bytes at `p`).
+FieldValue format_scalar(const Memory& mem, const uint8_t* p, const FieldLoc& loc);
+
+// Renders an object like crash's `struct` command (gdb pretty print):
+//   struct node {
+//     refcount = 2,
+//     name = "a",
+//     ...
+//   }
+// Pointers that hit a symbol are annotated when `mods` is given.
+std::string format_object(const Memory& mem, uint64_t addr, const Type* t, ModuleSet* mods,
+                          int max_depth = 8);
+
+// The object's bytes, via the fast path or a copy into `scratch`.
+const uint8_t* object_bytes(const Memory& mem, uint64_t addr, size_t size,
+                            std::vector<uint8_t>& scratch);
+
+}  // namespace lr

@@ -1,0 +1,52 @@
+// The engine facade: a core (memory), its modules (symbols, debuginfo) and
+// their types, opened together with one set of options. Front ends (CLI,
+// tests, the crash extension via its own Memory) build on this.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "leakref/elfcore.hpp"
+#include "leakref/modules.hpp"
+#include "leakref/result.hpp"
+#include "leakref/types.hpp"
+
+namespace lr {
+
+struct ProgramOptions {
+  std::string exe;                      // --exe
+  std::string sysroot;                  // --sysroot
+  std::vector<std::string> debug_dirs;  // --debug-dir
+};
+
+class Program {
+ public:
+  static Result<std::unique_ptr<Program>> open_core(const std::string& core_path,
+                                                    const ProgramOptions& opts);
+  // For front ends with their own memory (crash): the caller owns `mem`.
+  Program(const Memory* mem, std::unique_ptr<ModuleSet> mods);
+
+  const Memory& mem() const { return *mem_; }
+  CoreFile* core() const { return core_.get(); }
+  ModuleSet& modules() const { return *mods_; }
+  TypeRegistry& types() const { return *types_; }
+  // Warnings from every layer, in order (core, modules).
+  std::vector<std::string> warnings() const;
+
+  // Parses "0x1234", "1234", "SYMBOL", "SYMBOL@module", "*SYMBOL" (the value
+  // stored at the symbol), "SYMBOL+0x10". kNotFound names the symbol.
+  Result<uint64_t> resolve_address(const std::string& spec) const;
+
+ private:
+  Program() = default;
+  std::unique_ptr<CoreFile> core_;
+  const Memory* mem_ = nullptr;
+  std::unique_ptr<ModuleSet> mods_;
+  std::unique_ptr<TypeRegistry> types_;
+};
+
+// Parses a number with optional 0x prefix; false if it is not one.
+bool parse_u64(const std::string& s, uint64_t* out);
+
+}  // namespace lr

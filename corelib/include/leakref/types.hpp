@@ -1,0 +1,134 @@
+// Layer 3: C type layouts from DWARF (libdw). Every type is converted once
+// and cached; member paths resolve to a FieldLoc (offset, bits, type) that
+// walkers apply to raw object bytes without further lookups.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "leakref/result.hpp"
+
+typedef struct Dwarf Dwarf;
+
+namespace lr {
+
+class Module;
+class ModuleSet;
+
+enum class TypeKind { kVoid, kInt, kBool, kFloat, kPointer, kStruct, kUnion, kEnum, kArray,
+                      kFunction, kTypedef };
+
+struct Type;
+
+struct Member {
+  std::string name;  // "" for an anonymous struct/union member
+  uint64_t offset = 0;       // bytes from the start of the enclosing type
+  uint16_t bit_offset = 0;   // bitfields: bits from `offset` (little-endian numbering)
+  uint16_t bit_size = 0;     // 0 = not a bitfield
+  const Type* type = nullptr;
+};
+
+struct Enumerator {
+  std::string name;
+  int64_t value = 0;
+};
+
+struct Type {
+  TypeKind kind = TypeKind::kVoid;
+  std::string name;       // bare name: "node", "int", "atomic_t"; "" if anonymous
+  uint64_t size = 0;
+  bool is_signed = false;  // integers, enums (underlying), char
+  bool is_char = false;    // char-like integer (arrays of it print as strings)
+  bool complete = true;    // false for a struct only ever declared
+  const Type* target = nullptr;  // pointer/typedef target, array element
+  uint64_t count = 0;            // arrays; 0 with `flexible`
+  bool flexible = false;
+  std::vector<Member> members;
+  std::vector<Enumerator> enumerators;
+
+  std::string display() const;  // "struct node", "struct node *", "int [4]"
+  // Typedefs resolved; nullptr-safe.
+  const Type* strip() const;
+  bool is_integer_like() const;  // int, bool, enum, pointer (after strip)
+  bool is_aggregate() const;     // struct or union (after strip)
+};
+
+// Path into an object: "a.b", "arr[3]", "a->b" (deref), anonymous members
+// transparent.
+struct PathStep {
+  enum class Op { kMember, kIndex, kDeref } op = Op::kMember;
+  std::string name;
+  int64_t index = 0;
+};
+// Parses a member path; kInvalidArgument with a message pointing at the
+// offending character. Never reads memory.
+Result<std::vector<PathStep>> parse_member_path(std::string_view path);
+
+struct FieldLoc {
+  uint64_t offset = 0;
+  uint16_t bit_offset = 0;
+  uint16_t bit_size = 0;
+  const Type* type = nullptr;
+};
+
+// Resolves member/index steps within `t` (no "->"). kNotFound names the
+// member and the type that lacks it.
+Result<FieldLoc> resolve_path(const Type* t, const std::vector<PathStep>& steps);
+Result<FieldLoc> resolve_path(const Type* t, std::string_view path);
+
+// Like resolve_path, then descends through refcount wrappers to the integer
+// inside: atomic_t.counter, refcount_t.refs, kref.refcount, lockref.count,
+// gf_atomic_t.value, or a struct's only member.
+Result<FieldLoc> resolve_refcount(const Type* t, std::string_view path);
+
+// Finds a member by name in t, looking through anonymous members; returns its
+// accumulated offset. nullptr if absent.
+const Member* find_member(const Type* t, std::string_view name, uint64_t* offset);
+
+struct Variable {
+  std::string name;
+  uint64_t addr = 0;
+  const Type* type = nullptr;
+  Module* module = nullptr;
+};
+
+class TypeRegistry {
+ public:
+  // Types are looked up in the modules' DWARF in module order (executable
+  // first). The registry borrows `mods`.
+  explicit TypeRegistry(ModuleSet* mods);
+  ~TypeRegistry();
+
+  // "struct node", "union u", "enum e", "node_t", "unsigned int", with any
+  // number of trailing '*'. kNotFound says which modules had DWARF to search.
+  Result<const Type*> find(std::string_view name);
+  // A global variable: address from the symbol table, type from DWARF.
+  Result<Variable> find_variable(std::string_view name);
+  // Canonical built-in integer/pointer types for callers without DWARF.
+  const Type* builtin_u64();
+  const Type* void_ptr();
+
+  struct Index;
+
+ private:
+  Index* index_for(Module* m);
+  const Type* convert(Module* m, Dwarf* dw, uint64_t die_off);
+  const Type* complete_struct(const Type* t, Module* m, uint64_t die_off, TypeKind kind);
+  Type* fresh();
+
+  ModuleSet* mods_;
+  std::deque<Type> types_;
+  std::map<std::pair<Module*, uint64_t>, const Type*> cache_;
+  std::map<Module*, std::unique_ptr<Index>> indexes_;
+  std::map<std::string, const Type*> pointer_cache_;
+  const Type* u64_ = nullptr;
+  const Type* voidp_ = nullptr;
+};
+
+}  // namespace lr

@@ -1,0 +1,350 @@
+#include "leakref/objects.hpp"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "leakref/modules.hpp"
+
+namespace lr {
+
+bool FieldValue::as_int(int64_t* out) const {
+  switch (kind) {
+    case Kind::kSigned: case Kind::kEnum: *out = s; return true;
+    case Kind::kUnsigned: case Kind::kBool: case Kind::kPointer:
+      *out = static_cast<int64_t>(u);
+      return true;
+    default: return false;
+  }
+}
+
+std::string FieldValue::to_string() const {
+  switch (kind) {
+    case Kind::kSigned: return fmt::format("{}", s);
+    case Kind::kUnsigned: return fmt::format("{}", u);
+    case Kind::kBool: return u ? "true" : "false";
+    case Kind::kPointer: return u ? fmt::format("{:#x}", u) : "0x0";
+    case Kind::kEnum: return text.empty() ? fmt::format("{}", s) : text;
+    case Kind::kString: {
+      std::string o = "\"";
+      for (unsigned char c : text) {
+        if (c == '"' || c == '\\') {
+          o += '\\';
+          o += static_cast<char>(c);
+        } else if (c < 32 || c >= 127) {
+          o += fmt::format("\\{:03o}", c);
+        } else {
+          o += static_cast<char>(c);
+        }
+      }
+      return o + (truncated ? "\"..." : "\"");
+    }
+    case Kind::kUuid: return text;
+    case Kind::kFloat: return fmt::format("{}", f);
+    case Kind::kAggregate: return "{...}";
+    case Kind::kError: return "<" + text + ">";
+  }
+  return "?";
+}
+
+Result<FieldSpec> make_field_spec(const Type* t, std::string_view path, bool refcount) {
+  LR_ASSIGN(auto steps, parse_member_path(path));
+  FieldSpec spec;
+  spec.path = std::string(path);
+  spec.is_refcount = refcount;
+  std::vector<PathStep> seg;
+  const Type* cur = t;
+  auto flush = [&](bool last) -> Result<void> {
+    FieldLoc loc;
+    if (last && refcount) {
+      // Re-render the segment as a path for resolve_refcount.
+      std::string p;
+      for (const auto& s : seg) {
+        if (s.op == PathStep::Op::kMember) p += (p.empty() ? "" : ".") + s.name;
+        else p += fmt::format("[{}]", s.index);
+      }
+      LR_ASSIGN(loc, resolve_refcount(cur, p));
+    } else {
+      LR_ASSIGN(loc, resolve_path(cur, seg));
+    }
+    spec.hops.push_back(loc);
+    cur = loc.type;
+    return {};
+  };
+  for (const auto& s : steps) {
+    if (s.op != PathStep::Op::kDeref) {
+      seg.push_back(s);
+      continue;
+    }
+    LR_TRY(flush(false));
+    const Type* pt = cur ? cur->strip() : nullptr;
+    if (!pt || pt->kind != TypeKind::kPointer || !pt->target)
+      return make_error(Errc::kInvalidArgument,
+                        fmt::format("'{}': '->' applied to a non-pointer ({})", path,
+                                    pt ? pt->display() : "unknown type"));
+    cur = pt->target;
+    seg.clear();
+  }
+  LR_TRY(flush(true));
+  spec.type = cur;
+  return spec;
+}
+
+uint64_t load_field_u(const uint8_t* obj, const FieldLoc& loc) {
+  const Type* t = loc.type ? loc.type->strip() : nullptr;
+  size_t sz = t ? t->size : 8;
+  if (sz > 8) sz = 8;
+  if (!loc.bit_size) return load_uint(obj + loc.offset, sz ? sz : 1);
+  size_t nbytes = (loc.bit_offset + loc.bit_size + 7) / 8;
+  unsigned __int128 v = 0;
+  std::memcpy(&v, obj + loc.offset, nbytes > 16 ? 16 : nbytes);
+  v >>= loc.bit_offset;
+  uint64_t mask = loc.bit_size >= 64 ? ~uint64_t{0} : ((uint64_t{1} << loc.bit_size) - 1);
+  return static_cast<uint64_t>(v) & mask;
+}
+
+int64_t load_field_s(const uint8_t* obj, const FieldLoc& loc) {
+  uint64_t u = load_field_u(obj, loc);
+  unsigned bits = loc.bit_size;
+  if (!bits) {
+    const Type* t = loc.type ? loc.type->strip() : nullptr;
+    bits = static_cast<unsigned>((t && t->size && t->size <= 8 ? t->size : 8) * 8);
+  }
+  if (bits < 64 && (u >> (bits - 1)) & 1) u |= ~uint64_t{0} << bits;
+  return static_cast<int64_t>(u);
+}
+
+namespace {
+
+bool looks_uuid(const Type* declared, const Type* s) {
+  if (!s || s->kind != TypeKind::kArray || s->count != 16) return false;
+  const Type* e = s->target ? s->target->strip() : nullptr;
+  if (!e || e->size != 1) return false;
+  for (const Type* t = declared; t; t = t->kind == TypeKind::kTypedef ? t->target : nullptr)
+    if (t->name == "uuid_t" || t->name == "guid_t" || t->name == "uuid_le" || t->name == "uuid_be")
+      return true;
+  return false;
+}
+
+std::string uuid_text(const uint8_t* p) {
+  return fmt::format(
+      "{:02x}{:02x}{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}{:02x}{:02x}{:02x}"
+      "{:02x}",
+      p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9], p[10], p[11], p[12], p[13], p[14],
+      p[15]);
+}
+
+}  // namespace
+
+FieldValue format_scalar(const Memory& mem, const uint8_t* obj, const FieldLoc& loc) {
+  FieldValue v;
+  const Type* t = loc.type ? loc.type->strip() : nullptr;
+  if (!t) {
+    v.text = "unknown type";
+    return v;
+  }
+  switch (t->kind) {
+    case TypeKind::kInt:
+      if (t->is_signed) {
+        v.kind = FieldValue::Kind::kSigned;
+        v.s = load_field_s(obj, loc);
+      } else {
+        v.kind = FieldValue::Kind::kUnsigned;
+        v.u = load_field_u(obj, loc);
+      }
+      return v;
+    case TypeKind::kBool:
+      v.kind = FieldValue::Kind::kBool;
+      v.u = load_field_u(obj, loc);
+      return v;
+    case TypeKind::kEnum: {
+      v.kind = FieldValue::Kind::kEnum;
+      v.s = t->is_signed ? load_field_s(obj, loc) : static_cast<int64_t>(load_field_u(obj, loc));
+      for (const auto& e : t->enumerators)
+        if (e.value == v.s) v.text = e.name;
+      return v;
+    }
+    case TypeKind::kFloat:
+      v.kind = FieldValue::Kind::kFloat;
+      if (t->size == 4) {
+        float f;
+        std::memcpy(&f, obj + loc.offset, 4);
+        v.f = f;
+      } else if (t->size == 8) {
+        std::memcpy(&v.f, obj + loc.offset, 8);
+      }
+      return v;
+    case TypeKind::kPointer: {
+      v.kind = FieldValue::Kind::kPointer;
+      v.u = load_uint(obj + loc.offset, 8);
+      return v;
+    }
+    case TypeKind::kArray: {
+      const Type* e = t->target ? t->target->strip() : nullptr;
+      if (looks_uuid(loc.type, t)) {
+        v.kind = FieldValue::Kind::kUuid;
+        v.text = uuid_text(obj + loc.offset);
+        return v;
+      }
+      if (e && e->kind == TypeKind::kInt && e->is_char && e->size == 1) {
+        v.kind = FieldValue::Kind::kString;
+        const char* s = reinterpret_cast<const char*>(obj + loc.offset);
+        v.text.assign(s, strnlen(s, t->count));
+        return v;
+      }
+      v.kind = FieldValue::Kind::kAggregate;
+      v.text = t->display();
+      return v;
+    }
+    case TypeKind::kStruct: case TypeKind::kUnion:
+      v.kind = FieldValue::Kind::kAggregate;
+      v.text = t->display();
+      return v;
+    default:
+      v.text = "cannot show " + t->display();
+      return v;
+  }
+  (void)mem;
+}
+
+const uint8_t* object_bytes(const Memory& mem, uint64_t addr, size_t size,
+                            std::vector<uint8_t>& scratch) {
+  if (const uint8_t* p = mem.span(addr, size)) return p;
+  scratch.resize(size);
+  if (!mem.read(addr, scratch.data(), size).ok()) return nullptr;
+  return scratch.data();
+}
+
+FieldValue eval_field(const Memory& mem, uint64_t addr, const uint8_t* obj, const FieldSpec& spec) {
+  std::vector<uint8_t> scratch;
+  const uint8_t* cur = obj;
+  uint64_t cur_addr = addr;
+  for (size_t i = 0; i < spec.hops.size(); ++i) {
+    const FieldLoc& loc = spec.hops[i];
+    if (i + 1 == spec.hops.size()) {
+      FieldValue v = format_scalar(mem, cur, loc);
+      // char * : read the string it points to.
+      const Type* t = loc.type ? loc.type->strip() : nullptr;
+      if (v.kind == FieldValue::Kind::kPointer && t && t->target) {
+        const Type* e = t->target->strip();
+        if (e && e->kind == TypeKind::kInt && e->is_char && v.u) {
+          bool complete = false;
+          auto s = mem.read_cstring(v.u, 256, &complete);
+          FieldValue sv;
+          if (s.ok()) {
+            sv.kind = FieldValue::Kind::kString;
+            sv.text = s.value();
+            sv.truncated = !complete;
+            sv.u = v.u;
+            return sv;
+          }
+          sv.kind = FieldValue::Kind::kError;
+          sv.text = fmt::format("{:#x}: {}", v.u, mem.why_unreadable(v.u));
+          return sv;
+        }
+      }
+      return v;
+    }
+    uint64_t next = load_uint(cur + loc.offset, 8);
+    const Type* pt = loc.type ? loc.type->strip() : nullptr;
+    const Type* target = pt && pt->target ? pt->target->strip() : nullptr;
+    FieldValue err;
+    if (!next) {
+      err.text = "NULL";
+      return err;
+    }
+    size_t need = target && target->size ? target->size : 8;
+    cur = object_bytes(mem, next, need, scratch);
+    if (!cur) {
+      err.text = fmt::format("{:#x}: {}", next, mem.why_unreadable(next));
+      return err;
+    }
+    cur_addr = next;
+  }
+  (void)cur_addr;
+  FieldValue none;
+  none.text = "empty path";
+  return none;
+}
+
+namespace {
+
+void format_rec(const Memory& mem, uint64_t addr, const uint8_t* obj, const FieldLoc& loc,
+                ModuleSet* mods, int indent, int depth, std::string& out) {
+  const Type* t = loc.type ? loc.type->strip() : nullptr;
+  std::string pad(indent * 2, ' ');
+  if (t && (t->kind == TypeKind::kStruct || t->kind == TypeKind::kUnion)) {
+    if (depth <= 0) {
+      out += "{...}";
+      return;
+    }
+    out += "{\n";
+    for (const auto& m : t->members) {
+      FieldLoc ml{loc.offset + m.offset, m.bit_offset, m.bit_size, m.type};
+      out += pad + "  ";
+      if (!m.name.empty()) out += m.name + " = ";
+      format_rec(mem, addr, obj, ml, mods, indent + 1, depth - 1, out);
+      out += ",\n";
+    }
+    out += pad + "}";
+    return;
+  }
+  if (t && t->kind == TypeKind::kArray) {
+    FieldValue v = format_scalar(mem, obj, loc);
+    if (v.kind != FieldValue::Kind::kAggregate) {
+      out += v.to_string();
+      return;
+    }
+    const Type* e = t->target;
+    uint64_t es = e && e->strip() ? e->strip()->size : 0;
+    uint64_t n = std::min<uint64_t>(t->count, 64);
+    out += "{";
+    for (uint64_t i = 0; i < n; ++i) {
+      if (i) out += ", ";
+      FieldLoc el{loc.offset + i * es, 0, 0, e};
+      format_rec(mem, addr, obj, el, mods, indent + 1, depth - 1, out);
+    }
+    if (t->count > n) out += fmt::format(", ...<{} more>", t->count - n);
+    out += "}";
+    return;
+  }
+  FieldValue v = format_scalar(mem, obj, loc);
+  out += v.to_string();
+  if (v.kind == FieldValue::Kind::kPointer && v.u && mods) {
+    SymbolHit h = mods->symbolize(v.u);
+    if (h.sym) out += " <" + h.format() + ">";
+    const Type* e = t && t->target ? t->target->strip() : nullptr;
+    if (e && e->kind == TypeKind::kInt && e->is_char) {
+      bool complete = false;
+      auto s = mem.read_cstring(v.u, 64, &complete);
+      if (s.ok()) {
+        FieldValue sv;
+        sv.kind = FieldValue::Kind::kString;
+        sv.text = s.value();
+        sv.truncated = !complete;
+        out += " " + sv.to_string();
+      }
+    }
+  } else if (v.kind == FieldValue::Kind::kEnum && !v.text.empty()) {
+    // gdb prints just the name; keep the number too for refcount work.
+    out += fmt::format(" ({})", v.s);
+  }
+}
+
+}  // namespace
+
+std::string format_object(const Memory& mem, uint64_t addr, const Type* t, ModuleSet* mods,
+                          int max_depth) {
+  const Type* s = t ? t->strip() : nullptr;
+  if (!s || !s->size) return fmt::format("<{}: type has no size>", t ? t->display() : "?");
+  std::vector<uint8_t> scratch;
+  const uint8_t* obj = object_bytes(mem, addr, s->size, scratch);
+  if (!obj) return fmt::format("<{:#x}: {}>", addr, mem.why_unreadable(addr));
+  std::string out = t->display() + " ";
+  FieldLoc root{0, 0, 0, t};
+  format_rec(mem, addr, obj, root, mods, 0, max_depth, out);
+  out += "\n";
+  return out;
+}
+
+}  // namespace lr

@@ -1,0 +1,89 @@
+#include "leakref/program.hpp"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstdlib>
+
+namespace lr {
+
+bool parse_u64(const std::string& s, uint64_t* out) {
+  if (s.empty() || s.size() > 20) return false;
+  int base = 10;
+  const char* p = s.c_str();
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+    base = 16;
+    p += 2;
+  }
+  for (const char* q = p; *q; ++q)
+    if (!(base == 16 ? std::isxdigit(static_cast<unsigned char>(*q))
+                     : std::isdigit(static_cast<unsigned char>(*q))))
+      return false;
+  if (!*p) return false;
+  errno = 0;
+  char* end = nullptr;
+  unsigned long long v = std::strtoull(p, &end, base);
+  if (errno || *end) return false;
+  *out = v;
+  return true;
+}
+
+Result<std::unique_ptr<Program>> Program::open_core(const std::string& core_path,
+                                                    const ProgramOptions& opts) {
+  std::unique_ptr<Program> p(new Program());
+  CoreOptions co;
+  co.sysroot = opts.sysroot;
+  co.exe_path = opts.exe;
+  LR_ASSIGN(p->core_, CoreFile::open(core_path, co));
+  p->mem_ = p->core_.get();
+  DebugOptions dopt;
+  dopt.sysroot = opts.sysroot;
+  dopt.debug_dirs = opts.debug_dirs;
+  p->mods_ = ModuleSet::from_core(*p->core_, dopt);
+  if (!p->mods_->exe() && !opts.exe.empty()) {
+    // No NT_FILE (truncated notes): place --exe using AT_PHDR if we have it.
+    p->mods_->add(opts.exe, opts.exe, 0, 0, 0, "", true);
+  }
+  p->types_ = std::make_unique<TypeRegistry>(p->mods_.get());
+  return p;
+}
+
+Program::Program(const Memory* mem, std::unique_ptr<ModuleSet> mods)
+    : mem_(mem), mods_(std::move(mods)), types_(std::make_unique<TypeRegistry>(mods_.get())) {}
+
+std::vector<std::string> Program::warnings() const {
+  std::vector<std::string> w;
+  if (core_) w = core_->warnings();
+  for (const auto& s : mods_->warnings()) w.push_back(s);
+  return w;
+}
+
+Result<uint64_t> Program::resolve_address(const std::string& raw) const {
+  std::string spec = raw;
+  bool deref = false;
+  if (!spec.empty() && spec[0] == '*') {
+    deref = true;
+    spec = spec.substr(1);
+  }
+  uint64_t add = 0;
+  if (auto plus = spec.find('+'); plus != std::string::npos) {
+    if (!parse_u64(spec.substr(plus + 1), &add))
+      return make_error(Errc::kInvalidArgument, fmt::format("bad offset in '{}'", raw));
+    spec = spec.substr(0, plus);
+  }
+  uint64_t a = 0;
+  if (!parse_u64(spec, &a)) {
+    auto hit = mods_->lookup(spec);
+    if (!hit.ok()) return std::move(hit).error();
+    a = hit.value().second->addr;
+  }
+  a += add;
+  if (deref) {
+    auto v = mem_->read_u64(a);
+    if (!v.ok()) return std::move(v).error();
+    a = v.value();
+  }
+  return a;
+}
+
+}  // namespace lr

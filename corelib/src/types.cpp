@@ -1,0 +1,610 @@
+#include "leakref/types.hpp"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "leakref/modules.hpp"
+
+namespace lr {
+
+struct TypeRegistry::Index {
+  std::unordered_map<std::string, std::vector<uint64_t>> types;  // "struct x", "x"
+  std::unordered_map<std::string, std::vector<uint64_t>> vars;
+  bool built = false;
+};
+
+namespace {
+
+constexpr int kMaxDepth = 256;
+
+bool is_decl(Dwarf_Die* d) {
+  Dwarf_Attribute a;
+  bool f = false;
+  return dwarf_attr(d, DW_AT_declaration, &a) && dwarf_formflag(&a, &f) == 0 && f;
+}
+
+bool attr_udata(Dwarf_Die* d, unsigned at, uint64_t* out) {
+  Dwarf_Attribute a;
+  Dwarf_Word w;
+  if (!dwarf_attr_integrate(d, at, &a)) return false;
+  if (dwarf_formudata(&a, &w) != 0) return false;
+  *out = w;
+  return true;
+}
+
+bool member_location(Dwarf_Die* d, uint64_t* out) {
+  Dwarf_Attribute a;
+  if (!dwarf_attr(d, DW_AT_data_member_location, &a)) {
+    *out = 0;  // union members have none
+    return true;
+  }
+  Dwarf_Word w;
+  switch (dwarf_whatform(&a)) {
+    case DW_FORM_data1: case DW_FORM_data2: case DW_FORM_data4: case DW_FORM_data8:
+    case DW_FORM_udata: case DW_FORM_sdata: case DW_FORM_implicit_const:
+      if (dwarf_formudata(&a, &w) != 0) return false;
+      *out = w;
+      return true;
+    default: {
+      Dwarf_Op* ops;
+      size_t n;
+      if (dwarf_getlocation(&a, &ops, &n) != 0 || n != 1 || ops[0].atom != DW_OP_plus_uconst)
+        return false;
+      *out = ops[0].number;
+      return true;
+    }
+  }
+}
+
+std::string normalize_name(std::string_view s) {
+  std::string out;
+  bool sp = false;
+  for (char c : s) {
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      sp = !out.empty();
+      continue;
+    }
+    if (sp) out.push_back(' ');
+    sp = false;
+    out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string Type::display() const {
+  switch (kind) {
+    case TypeKind::kStruct: return "struct " + (name.empty() ? std::string("<anonymous>") : name);
+    case TypeKind::kUnion: return "union " + (name.empty() ? std::string("<anonymous>") : name);
+    case TypeKind::kEnum: return "enum " + (name.empty() ? std::string("<anonymous>") : name);
+    case TypeKind::kPointer: {
+      std::string t = target ? target->display() : "void";
+      return t + (t.back() == '*' ? "*" : " *");
+    }
+    case TypeKind::kArray:
+      return (target ? target->display() : "?") +
+             (flexible ? std::string(" []") : fmt::format(" [{}]", count));
+    case TypeKind::kFunction: return "function";
+    case TypeKind::kVoid: return "void";
+    default: return name.empty() ? "?" : name;
+  }
+}
+
+const Type* Type::strip() const {
+  const Type* t = this;
+  for (int i = 0; t && t->kind == TypeKind::kTypedef && i < kMaxDepth; ++i) t = t->target;
+  return t;
+}
+
+bool Type::is_integer_like() const {
+  const Type* t = strip();
+  return t && (t->kind == TypeKind::kInt || t->kind == TypeKind::kBool ||
+               t->kind == TypeKind::kEnum || t->kind == TypeKind::kPointer);
+}
+
+bool Type::is_aggregate() const {
+  const Type* t = strip();
+  return t && (t->kind == TypeKind::kStruct || t->kind == TypeKind::kUnion);
+}
+
+Result<std::vector<PathStep>> parse_member_path(std::string_view p) {
+  std::vector<PathStep> out;
+  size_t i = 0;
+  auto bad = [&](const char* what) {
+    return make_error(Errc::kInvalidArgument,
+                      fmt::format("bad member path '{}': {} at position {}", p, what, i));
+  };
+  auto ident = [&]() -> std::string {
+    size_t s = i;
+    while (i < p.size() && (std::isalnum(static_cast<unsigned char>(p[i])) || p[i] == '_')) ++i;
+    return std::string(p.substr(s, i - s));
+  };
+  if (p.empty()) return bad("empty path");
+  if (p.size() > 4096) return bad("path too long");
+  bool need_ident = true;
+  while (i < p.size()) {
+    char c = p[i];
+    if (need_ident) {
+      if (std::isspace(static_cast<unsigned char>(c))) return bad("unexpected space");
+      if (!(std::isalpha(static_cast<unsigned char>(c)) || c == '_')) return bad("expected a member name");
+      out.push_back({PathStep::Op::kMember, ident(), 0});
+      need_ident = false;
+      continue;
+    }
+    if (c == '.') {
+      ++i;
+      need_ident = true;
+    } else if (c == '-' && i + 1 < p.size() && p[i + 1] == '>') {
+      i += 2;
+      out.push_back({PathStep::Op::kDeref, "", 0});
+      need_ident = true;
+    } else if (c == '[') {
+      ++i;
+      size_t s = i;
+      bool neg = i < p.size() && p[i] == '-';
+      if (neg) ++i;
+      int64_t v = 0;
+      if (i >= p.size() || !std::isdigit(static_cast<unsigned char>(p[i]))) return bad("expected an index");
+      while (i < p.size() && std::isdigit(static_cast<unsigned char>(p[i]))) {
+        if (v > (INT64_MAX - 9) / 10) return bad("index too large");
+        v = v * 10 + (p[i] - '0');
+        ++i;
+      }
+      (void)s;
+      if (i >= p.size() || p[i] != ']') return bad("expected ']'");
+      ++i;
+      out.push_back({PathStep::Op::kIndex, "", neg ? -v : v});
+    } else {
+      return bad("unexpected character");
+    }
+  }
+  if (need_ident) return bad("path ends after a separator");
+  return out;
+}
+
+const Member* find_member(const Type* t, std::string_view name, uint64_t* offset) {
+  t = t ? t->strip() : nullptr;
+  if (!t || (t->kind != TypeKind::kStruct && t->kind != TypeKind::kUnion)) return nullptr;
+  for (const auto& m : t->members) {
+    if (m.name == name) {
+      *offset = m.offset;
+      return &m;
+    }
+  }
+  // Anonymous members are searched after named ones, depth-first.
+  for (const auto& m : t->members) {
+    if (!m.name.empty() || !m.type) continue;
+    uint64_t inner = 0;
+    if (const Member* r = find_member(m.type, name, &inner)) {
+      *offset = m.offset + inner;
+      return r;
+    }
+  }
+  return nullptr;
+}
+
+Result<FieldLoc> resolve_path(const Type* t, const std::vector<PathStep>& steps) {
+  FieldLoc loc;
+  loc.type = t;
+  for (const auto& s : steps) {
+    const Type* cur = loc.type ? loc.type->strip() : nullptr;
+    if (!cur) return make_error(Errc::kNotFound, "path steps into an unknown type");
+    if (s.op == PathStep::Op::kDeref)
+      return make_error(Errc::kInvalidArgument,
+                        "'->' needs memory; this path must stay inside one object");
+    if (s.op == PathStep::Op::kIndex) {
+      if (cur->kind != TypeKind::kArray)
+        return make_error(Errc::kInvalidArgument,
+                          fmt::format("cannot index '{}': not an array", cur->display()));
+      if (s.index < 0 || (!cur->flexible && static_cast<uint64_t>(s.index) >= cur->count))
+        return make_error(Errc::kInvalidArgument,
+                          fmt::format("index {} out of range for {}", s.index, cur->display()));
+      uint64_t esz = cur->target ? cur->target->strip()->size : 0;
+      loc.offset += esz * static_cast<uint64_t>(s.index);
+      loc.type = cur->target;
+      loc.bit_offset = loc.bit_size = 0;
+      continue;
+    }
+    uint64_t off = 0;
+    const Member* m = find_member(cur, s.name, &off);
+    if (!m)
+      return make_error(Errc::kNotFound,
+                        fmt::format("{} has no member '{}'", cur->display(), s.name));
+    loc.offset += off;
+    loc.bit_offset = m->bit_offset;
+    loc.bit_size = m->bit_size;
+    loc.type = m->type;
+  }
+  return loc;
+}
+
+Result<FieldLoc> resolve_path(const Type* t, std::string_view path) {
+  LR_ASSIGN(auto steps, parse_member_path(path));
+  return resolve_path(t, steps);
+}
+
+Result<FieldLoc> resolve_refcount(const Type* t, std::string_view path) {
+  LR_ASSIGN(FieldLoc loc, resolve_path(t, path));
+  static const char* kNames[] = {"counter", "refs", "refcount", "count", "value", "ref", "val",
+                                 "usage", "_count"};
+  for (int depth = 0; depth < 16; ++depth) {
+    const Type* cur = loc.type ? loc.type->strip() : nullptr;
+    if (!cur) return make_error(Errc::kNotFound, "refcount field has no type");
+    if (cur->is_integer_like() && cur->kind != TypeKind::kPointer) return loc;
+    if (cur->kind != TypeKind::kStruct && cur->kind != TypeKind::kUnion)
+      return make_error(Errc::kInvalidArgument,
+                        fmt::format("refcount field '{}' has type {}, not an integer", path,
+                                    cur->display()));
+    const Member* pick = nullptr;
+    uint64_t off = 0;
+    for (const char* n : kNames)
+      if ((pick = find_member(cur, n, &off))) break;
+    if (!pick && cur->members.size() == 1) {
+      pick = &cur->members[0];
+      off = pick->offset;
+    }
+    if (!pick)
+      return make_error(Errc::kInvalidArgument,
+                        fmt::format("refcount field '{}' is {}; name the integer inside it "
+                                    "(e.g. {}.<member>)",
+                                    path, cur->display(), path));
+    loc.offset += off;
+    loc.bit_offset = pick->bit_offset;
+    loc.bit_size = pick->bit_size;
+    loc.type = pick->type;
+  }
+  return make_error(Errc::kInvalidArgument, "refcount field nests too deeply");
+}
+
+TypeRegistry::TypeRegistry(ModuleSet* mods) : mods_(mods) {}
+TypeRegistry::~TypeRegistry() = default;
+
+Type* TypeRegistry::fresh() {
+  types_.emplace_back();
+  return &types_.back();
+}
+
+const Type* TypeRegistry::builtin_u64() {
+  if (!u64_) {
+    Type* t = fresh();
+    t->kind = TypeKind::kInt;
+    t->name = "unsigned long";
+    t->size = 8;
+    u64_ = t;
+  }
+  return u64_;
+}
+
+const Type* TypeRegistry::void_ptr() {
+  if (!voidp_) {
+    Type* t = fresh();
+    t->kind = TypeKind::kPointer;
+    t->size = 8;
+    voidp_ = t;
+  }
+  return voidp_;
+}
+
+TypeRegistry::Index* TypeRegistry::index_for(Module* m) {
+  auto& slot = indexes_[m];
+  if (slot) return slot.get();
+  slot = std::make_unique<Index>();
+  Dwarf* dw = m->dwarf();
+  if (!dw) return slot.get();
+  Dwarf_CU* cu = nullptr;
+  Dwarf_Die cudie, sub;
+  Dwarf_Half version;
+  uint8_t unit_type;
+  size_t guard = 0;
+  while (dwarf_get_units(dw, cu, &cu, &version, &unit_type, &cudie, &sub) == 0 &&
+         ++guard < 10'000'000) {
+    Dwarf_Die child;
+    if (dwarf_child(&cudie, &child) != 0) continue;
+    do {
+      int tag = dwarf_tag(&child);
+      const char* name = dwarf_diename(&child);
+      if (!name) continue;
+      const char* prefix = nullptr;
+      switch (tag) {
+        case DW_TAG_structure_type: case DW_TAG_class_type: prefix = "struct "; break;
+        case DW_TAG_union_type: prefix = "union "; break;
+        case DW_TAG_enumeration_type: prefix = "enum "; break;
+        case DW_TAG_typedef: case DW_TAG_base_type: prefix = ""; break;
+        case DW_TAG_variable: slot->vars[name].push_back(dwarf_dieoffset(&child)); continue;
+        default: continue;
+      }
+      auto& v = slot->types[std::string(prefix) + name];
+      // Definitions first, declarations after.
+      if (is_decl(&child))
+        v.push_back(dwarf_dieoffset(&child));
+      else
+        v.insert(v.begin(), dwarf_dieoffset(&child));
+    } while (dwarf_siblingof(&child, &child) == 0);
+  }
+  return slot.get();
+}
+
+const Type* TypeRegistry::complete_struct(const Type* t, Module* self, uint64_t die_off,
+                                          TypeKind kind) {
+  (void)die_off;
+  if (t->name.empty()) return t;
+  std::string key = (kind == TypeKind::kUnion ? "union " : kind == TypeKind::kEnum ? "enum " : "struct ") + t->name;
+  for (const auto& m : mods_->modules()) {
+    Index* idx = index_for(m.get());
+    auto it = idx->types.find(key);
+    if (it == idx->types.end()) continue;
+    for (uint64_t off : it->second) {
+      Dwarf_Die d;
+      if (!dwarf_offdie(m->dwarf(), off, &d) || is_decl(&d)) continue;
+      if (m.get() == self && off == die_off) continue;
+      return convert(m.get(), m->dwarf(), off);
+    }
+  }
+  return t;
+}
+
+const Type* TypeRegistry::convert(Module* m, Dwarf* dw, uint64_t off) {
+  auto key = std::make_pair(m, off);
+  if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+  Dwarf_Die die;
+  if (!dw || !dwarf_offdie(dw, off, &die)) return nullptr;
+  static thread_local int depth = 0;
+  if (depth > kMaxDepth) return nullptr;
+  struct DepthGuard {
+    DepthGuard() { ++depth; }
+    ~DepthGuard() { --depth; }
+  } dg;
+
+  auto target_of = [&](Dwarf_Die* d) -> const Type* {
+    Dwarf_Attribute a;
+    Dwarf_Die td;
+    if (!dwarf_attr_integrate(d, DW_AT_type, &a) || !dwarf_formref_die(&a, &td)) return nullptr;
+    return convert(m, dw, dwarf_dieoffset(&td));
+  };
+
+  int tag = dwarf_tag(&die);
+  const char* nm = dwarf_diename(&die);
+  // Qualifiers are transparent: the layout is the target's.
+  if (tag == DW_TAG_const_type || tag == DW_TAG_volatile_type || tag == DW_TAG_restrict_type ||
+      tag == DW_TAG_atomic_type) {
+    cache_[key] = nullptr;  // breaks qualifier cycles in corrupt DWARF
+    const Type* t = target_of(&die);
+    if (!t) {
+      Type* v = fresh();
+      v->kind = TypeKind::kVoid;
+      t = v;
+    }
+    cache_[key] = t;
+    return t;
+  }
+
+  Type* t = fresh();
+  cache_[key] = t;
+  t->name = nm ? nm : "";
+  int64_t bs = dwarf_bytesize(&die);
+  t->size = bs > 0 ? static_cast<uint64_t>(bs) : 0;
+  switch (tag) {
+    case DW_TAG_base_type: {
+      uint64_t enc = 0;
+      attr_udata(&die, DW_AT_encoding, &enc);
+      t->kind = TypeKind::kInt;
+      if (enc == DW_ATE_boolean) t->kind = TypeKind::kBool;
+      if (enc == DW_ATE_float || enc == DW_ATE_complex_float) t->kind = TypeKind::kFloat;
+      t->is_signed = enc == DW_ATE_signed || enc == DW_ATE_signed_char;
+      t->is_char = enc == DW_ATE_signed_char || enc == DW_ATE_unsigned_char;
+      break;
+    }
+    case DW_TAG_pointer_type: case DW_TAG_reference_type: case DW_TAG_rvalue_reference_type:
+    case DW_TAG_ptr_to_member_type:
+      t->kind = TypeKind::kPointer;
+      if (!t->size) t->size = 8;
+      t->target = target_of(&die);
+      break;
+    case DW_TAG_typedef: {
+      t->kind = TypeKind::kTypedef;
+      t->target = target_of(&die);
+      const Type* s = t->strip();
+      t->size = s && s != t ? s->size : 0;
+      break;
+    }
+    case DW_TAG_enumeration_type: {
+      t->kind = TypeKind::kEnum;
+      if (const Type* u = target_of(&die)) t->is_signed = u->strip() && u->strip()->is_signed;
+      Dwarf_Die c;
+      if (dwarf_child(&die, &c) == 0) {
+        do {
+          if (dwarf_tag(&c) != DW_TAG_enumerator) continue;
+          Enumerator e;
+          e.name = dwarf_diename(&c) ? dwarf_diename(&c) : "";
+          Dwarf_Attribute a;
+          if (dwarf_attr(&c, DW_AT_const_value, &a)) {
+            Dwarf_Sword sv;
+            Dwarf_Word uv;
+            if (dwarf_whatform(&a) == DW_FORM_sdata && dwarf_formsdata(&a, &sv) == 0)
+              e.value = sv;
+            else if (dwarf_formudata(&a, &uv) == 0)
+              e.value = static_cast<int64_t>(uv);
+          }
+          t->enumerators.push_back(std::move(e));
+        } while (dwarf_siblingof(&c, &c) == 0 && t->enumerators.size() < 100000);
+      }
+      if (is_decl(&die)) {
+        const Type* full = complete_struct(t, m, off, TypeKind::kEnum);
+        cache_[key] = full;
+        return full;
+      }
+      break;
+    }
+    case DW_TAG_structure_type: case DW_TAG_class_type: case DW_TAG_union_type: {
+      t->kind = tag == DW_TAG_union_type ? TypeKind::kUnion : TypeKind::kStruct;
+      if (is_decl(&die)) {
+        t->complete = false;
+        const Type* full = complete_struct(t, m, off, t->kind);
+        cache_[key] = full;
+        return full;
+      }
+      Dwarf_Die c;
+      if (dwarf_child(&die, &c) == 0) {
+        do {
+          if (dwarf_tag(&c) != DW_TAG_member) continue;
+          Member mem;
+          mem.name = dwarf_diename(&c) ? dwarf_diename(&c) : "";
+          if (!member_location(&c, &mem.offset)) continue;
+          mem.type = target_of(&c);
+          int bits = dwarf_bitsize(&c);
+          if (bits > 0 && bits <= 64) {
+            mem.bit_size = static_cast<uint16_t>(bits);
+            uint64_t dbo = 0;
+            if (attr_udata(&c, DW_AT_data_bit_offset, &dbo)) {
+              mem.offset = dbo / 8;
+              mem.bit_offset = dbo % 8;
+            } else {
+              // DWARF 2-4: bit offset counted from the MSB of the storage unit.
+              int bo = dwarf_bitoffset(&c);
+              int64_t unit = dwarf_bytesize(&c);
+              if (unit <= 0 && mem.type) unit = static_cast<int64_t>(mem.type->strip()->size);
+              if (bo >= 0 && unit > 0) {
+                int64_t lsb = unit * 8 - bo - bits;
+                if (lsb < 0) lsb = 0;
+                mem.offset += static_cast<uint64_t>(lsb) / 8;
+                mem.bit_offset = static_cast<uint16_t>(lsb % 8);
+              }
+            }
+          }
+          t->members.push_back(std::move(mem));
+        } while (dwarf_siblingof(&c, &c) == 0 && t->members.size() < 100000);
+      }
+      break;
+    }
+    case DW_TAG_array_type: {
+      t->kind = TypeKind::kArray;
+      const Type* elem = target_of(&die);
+      std::vector<std::pair<uint64_t, bool>> dims;  // count, flexible
+      Dwarf_Die c;
+      if (dwarf_child(&die, &c) == 0) {
+        do {
+          if (dwarf_tag(&c) != DW_TAG_subrange_type) continue;
+          uint64_t ub = 0, cnt = 0;
+          Dwarf_Attribute a;
+          if (attr_udata(&c, DW_AT_count, &cnt)) {
+            dims.emplace_back(cnt, false);
+          } else if (dwarf_attr(&c, DW_AT_upper_bound, &a)) {
+            Dwarf_Sword sv;
+            if (dwarf_formsdata(&a, &sv) == 0 && sv >= 0)
+              dims.emplace_back(static_cast<uint64_t>(sv) + 1, false);
+            else if (attr_udata(&c, DW_AT_upper_bound, &ub) && ub != UINT64_MAX)
+              dims.emplace_back(ub + 1, false);
+            else
+              dims.emplace_back(0, true);
+          } else {
+            dims.emplace_back(0, true);
+          }
+        } while (dwarf_siblingof(&c, &c) == 0 && dims.size() < 64);
+      }
+      if (dims.empty()) dims.emplace_back(0, true);
+      // int a[2][3]: outer array of 2 elements, each an array of 3.
+      const Type* inner = elem;
+      for (size_t i = dims.size(); i-- > 1;) {
+        Type* sub = fresh();
+        sub->kind = TypeKind::kArray;
+        sub->target = inner;
+        sub->count = dims[i].first;
+        sub->flexible = dims[i].second;
+        uint64_t es = inner && inner->strip() ? inner->strip()->size : 0;
+        sub->size = sub->count && es <= UINT64_MAX / sub->count ? es * sub->count : 0;
+        inner = sub;
+      }
+      t->target = inner;
+      t->count = dims[0].first;
+      t->flexible = dims[0].second;
+      uint64_t es = inner && inner->strip() ? inner->strip()->size : 0;
+      t->size = t->count && es <= UINT64_MAX / t->count ? es * t->count : 0;
+      break;
+    }
+    case DW_TAG_subroutine_type:
+      t->kind = TypeKind::kFunction;
+      t->size = 1;
+      break;
+    default:
+      t->kind = TypeKind::kVoid;
+      break;
+  }
+  return t;
+}
+
+Result<const Type*> TypeRegistry::find(std::string_view raw) {
+  std::string name = normalize_name(raw);
+  int stars = 0;
+  while (!name.empty() && (name.back() == '*' || name.back() == ' ')) {
+    if (name.back() == '*') ++stars;
+    name.pop_back();
+  }
+  if (name.empty()) return make_error(Errc::kInvalidArgument, "empty type name");
+  const Type* found = nullptr;
+  std::string searched;
+  for (const auto& m : mods_->modules()) {
+    if (!m->dwarf()) continue;
+    searched += (searched.empty() ? "" : ", ") + m->basename();
+    Index* idx = index_for(m.get());
+    auto it = idx->types.find(name);
+    if (it == idx->types.end()) continue;
+    for (uint64_t off : it->second) {
+      found = convert(m.get(), m->dwarf(), off);
+      if (found) break;
+    }
+    if (found) break;
+  }
+  if (!found) {
+    if (searched.empty())
+      return make_error(Errc::kNotFound,
+                        fmt::format("type '{}': no module has DWARF debuginfo to search", name));
+    return make_error(Errc::kNotFound,
+                      fmt::format("type '{}' not found in the DWARF of {}", name, searched));
+  }
+  for (int i = 0; i < stars; ++i) {
+    std::string k = fmt::format("{:p}", static_cast<const void*>(found));
+    auto& slot = pointer_cache_[k];
+    if (!slot) {
+      Type* p = fresh();
+      p->kind = TypeKind::kPointer;
+      p->size = 8;
+      p->target = found;
+      slot = p;
+    }
+    found = slot;
+  }
+  return found;
+}
+
+Result<Variable> TypeRegistry::find_variable(std::string_view raw) {
+  std::string name(raw);
+  LR_ASSIGN(auto hit, mods_->lookup(name));
+  Variable v;
+  v.name = hit.second->name;
+  v.addr = hit.second->addr;
+  v.module = hit.first;
+  // Type from the same module's DWARF (a definition with a location, or any).
+  if (Dwarf* dw = hit.first->dwarf()) {
+    Index* idx = index_for(hit.first);
+    auto it = idx->vars.find(v.name);
+    if (it != idx->vars.end()) {
+      for (uint64_t off : it->second) {
+        Dwarf_Die d;
+        if (!dwarf_offdie(dw, off, &d)) continue;
+        Dwarf_Attribute a;
+        Dwarf_Die td;
+        if (!dwarf_attr_integrate(&d, DW_AT_type, &a) || !dwarf_formref_die(&a, &td)) continue;
+        v.type = convert(hit.first, dw, dwarf_dieoffset(&td));
+        if (v.type && !is_decl(&d)) break;
+      }
+    }
+  }
+  return v;
+}
+
+}  // namespace lr
