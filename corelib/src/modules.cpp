@@ -369,8 +369,10 @@ std::unique_ptr<ModuleSet> ModuleSet::from_core(const CoreFile& core, const Debu
     for (const auto& [laddr, name] : lm) {
       if (name.empty()) continue;
       Module* known = nullptr;
+      // Paths differ under usrmerge (/lib vs /usr/lib); the bias identifies it.
       for (auto& m : set->mods_)
-        if (m->path == name) known = m.get();
+        if (m->path == name || (m->bias == laddr && m->basename() == name.substr(name.rfind('/') + 1)))
+          known = m.get();
       if (known) {
         if (known->bias != laddr)
           set->warnings_.push_back(fmt::format(

@@ -1,0 +1,229 @@
+// info, show, sym: inspecting a core without walking.
+#include <elf.h>
+#include <fmt/format.h>
+
+#include "common.hpp"
+
+namespace lrcli {
+
+namespace {
+
+std::string human(uint64_t n) {
+  if (n >= (1ull << 30)) return fmt::format("{:.1f} GiB", n / double(1ull << 30));
+  if (n >= (1ull << 20)) return fmt::format("{:.1f} MiB", n / double(1ull << 20));
+  if (n >= (1ull << 10)) return fmt::format("{:.1f} KiB", n / 1024.0);
+  return fmt::format("{} B", n);
+}
+
+const char* seg_kind(lr::SegmentInfo::Kind k) {
+  switch (k) {
+    case lr::SegmentInfo::Kind::kCore: return "core";
+    case lr::SegmentInfo::Kind::kFile: return "file";
+    case lr::SegmentInfo::Kind::kMissing: return "missing";
+  }
+  return "?";
+}
+
+const char* reg_names[27] = {"r15", "r14", "r13", "r12", "rbp", "rbx", "r11", "r10", "r9",
+                             "r8",  "rax", "rcx", "rdx", "rsi", "rdi", "orig_rax", "rip", "cs",
+                             "eflags", "rsp", "ss", "fs_base", "gs_base", "ds", "es", "fs", "gs"};
+
+nlohmann::json show_json(const lr::Memory& mem, const uint8_t* obj, const lr::FieldLoc& loc,
+                         int depth) {
+  const lr::Type* t = loc.type ? loc.type->strip() : nullptr;
+  if (t && (t->kind == lr::TypeKind::kStruct || t->kind == lr::TypeKind::kUnion) && depth > 0) {
+    nlohmann::json o = nlohmann::json::object();
+    int anon = 0;
+    for (const auto& m : t->members) {
+      lr::FieldLoc ml{loc.offset + m.offset, m.bit_offset, m.bit_size, m.type};
+      std::string key = m.name.empty() ? fmt::format("<anonymous{}>", anon++) : m.name;
+      o[key] = show_json(mem, obj, ml, depth - 1);
+    }
+    return o;
+  }
+  lr::FieldValue v = lr::format_scalar(mem, obj, loc);
+  if (t && t->kind == lr::TypeKind::kArray && v.kind == lr::FieldValue::Kind::kAggregate &&
+      depth > 0) {
+    nlohmann::json arr = nlohmann::json::array();
+    uint64_t es = t->target && t->target->strip() ? t->target->strip()->size : 0;
+    for (uint64_t i = 0; i < std::min<uint64_t>(t->count, 4096); ++i)
+      arr.push_back(show_json(mem, obj, lr::FieldLoc{loc.offset + i * es, 0, 0, t->target}, depth - 1));
+    return arr;
+  }
+  return value_json(v);
+}
+
+}  // namespace
+
+int cmd_info(const Common& c) {
+  auto prog_r = open_program(c);
+  if (!prog_r.ok()) return fail(prog_r.error());
+  lr::Program& prog = *prog_r.value();
+  lr::CoreFile& core = *prog.core();
+  auto segs = core.segments();
+  size_t n_core = 0, n_file = 0, n_missing = 0;
+  for (const auto& s : segs)
+    (s.kind == lr::SegmentInfo::Kind::kCore ? n_core
+     : s.kind == lr::SegmentInfo::Kind::kFile ? n_file
+                                             : n_missing)++;
+  lr::Module* exe = prog.modules().exe();
+  if (c.json) {
+    nlohmann::json j;
+    j["schema"] = "leakref.info/1";
+    j["core"] = c.core;
+    j["core_size"] = core.file_size();
+    j["pid"] = core.pid();
+    j["prog_name"] = core.prog_name();
+    j["prog_args"] = core.prog_args();
+    j["executable"] = exe ? nlohmann::json(exe->path) : nlohmann::json(nullptr);
+    j["truncated"] = core.truncated();
+    auto& th = j["threads"] = nlohmann::json::array();
+    for (const auto& t : core.threads()) {
+      nlohmann::json jt{{"tid", t.tid}, {"signal", t.signo}, {"pc", hex(t.pc())}, {"sp", hex(t.sp())}};
+      auto hit = prog.modules().symbolize(t.pc());
+      jt["pc_symbol"] = hit.module ? nlohmann::json(hit.format()) : nlohmann::json(nullptr);
+      auto& regs = jt["registers"] = nlohmann::json::object();
+      for (int i = 0; i < 27; ++i) regs[reg_names[i]] = hex(t.regs[i]);
+      th.push_back(jt);
+    }
+    auto& mods = j["modules"] = nlohmann::json::array();
+    for (const auto& m : prog.modules().modules()) {
+      mods.push_back({{"path", m->path},
+                      {"host_path", m->host_path},
+                      {"base", hex(m->base)},
+                      {"end", hex(m->end)},
+                      {"bias", hex(m->bias)},
+                      {"build_id", m->build_id},
+                      {"is_exe", m->is_exe},
+                      {"debuginfo", m->has_dwarf() ? nlohmann::json(m->debug_path) : nlohmann::json(nullptr)},
+                      {"debuginfo_source", m->debug_how},
+                      {"debuginfo_missing", m->has_dwarf() ? "" : m->debug_missing}});
+    }
+    auto& files = j["mapped_files"] = nlohmann::json::array();
+    for (const auto& f : core.mapped_files())
+      files.push_back({{"path", f.path}, {"host_path", f.host_path}, {"status", lr::mapped_status_name(f.status)},
+                       {"core_build_id", f.core_build_id}, {"disk_build_id", f.disk_build_id},
+                       {"detail", f.detail}});
+    auto& sj = j["segments"] = nlohmann::json::array();
+    for (const auto& s : segs)
+      sj.push_back({{"start", hex(s.start)}, {"end", hex(s.end)}, {"kind", seg_kind(s.kind)}, {"why", s.why}});
+    j["bytes"] = {{"core", core.bytes_in_core()}, {"files", core.bytes_from_files()},
+                  {"missing", core.bytes_missing()}};
+    {
+      auto& ax = j["auxv"] = nlohmann::json::object();
+      for (const auto& [k, v] : core.auxv()) ax[std::to_string(k)] = hex(v);
+    }
+    j["warnings"] = prog.warnings();
+    emit_json(j);
+    return kOk;
+  }
+  print_warnings_text(prog.warnings());
+  fmt::print("core:        {} ({})\n", c.core, human(core.file_size()));
+  fmt::print("process:     pid {}, {} ({})\n", core.pid(), core.prog_name(), core.prog_args());
+  if (exe)
+    fmt::print("executable:  {} (build-id {}, debuginfo: {})\n", exe->path,
+               exe->build_id.empty() ? "unknown" : exe->build_id,
+               exe->has_dwarf() ? exe->debug_how : "none");
+  else
+    fmt::print("executable:  unknown (no NT_FILE note; pass --exe)\n");
+  fmt::print("truncated:   {}\n", core.truncated() ? "YES (memory beyond the end of the file is missing)" : "no");
+  fmt::print("threads:     {}\n", core.threads().size());
+  for (const auto& t : core.threads()) {
+    auto hit = prog.modules().symbolize(t.pc());
+    fmt::print("  tid {:<8} pc {:<18} {}  sp {}\n", t.tid, hex(t.pc()),
+               hit.module ? hit.format() : "?", hex(t.sp()));
+  }
+  fmt::print("modules:     {}\n", prog.modules().modules().size());
+  fmt::print("  {:<18} {:<18} {:<40} {:<10} {}\n", "BASE", "END", "BUILD-ID", "DEBUGINFO", "PATH");
+  for (const auto& m : prog.modules().modules()) {
+    std::string dbg = m->has_dwarf() ? (m->debug_how == "embedded" ? "embedded" : "separate") : "none";
+    fmt::print("  {:<18} {:<18} {:<40} {:<10} {}{}\n", hex(m->base), hex(m->end),
+               m->build_id.empty() ? "-" : m->build_id, dbg, m->path, m->is_exe ? " (exe)" : "");
+  }
+  for (const auto& m : prog.modules().modules())
+    if (m->has_dwarf() && m->debug_how != "embedded")
+      fmt::print("  debuginfo for {}: {} ({})\n", m->basename(), m->debug_path, m->debug_how);
+  fmt::print("segments:    {} from the core ({}), {} filled from files ({}), {} missing ({})\n",
+             n_core, human(core.bytes_in_core()), n_file, human(core.bytes_from_files()), n_missing,
+             human(core.bytes_missing()));
+  for (const auto& f : core.mapped_files())
+    if (f.status != lr::MappedFileInfo::Status::kVerified)
+      fmt::print("  not filled: {}: {}{}\n", f.path, lr::mapped_status_name(f.status),
+                 f.detail.empty() ? "" : " — " + f.detail);
+  return kOk;
+}
+
+int cmd_show(const Common& c, const std::string& addr_s, const std::string& type_s, int depth) {
+  auto prog_r = open_program(c);
+  if (!prog_r.ok()) return fail(prog_r.error());
+  lr::Program& prog = *prog_r.value();
+  const lr::Type* t = nullptr;
+  if (!type_s.empty()) {
+    auto tr = prog.types().find(type_s);
+    if (!tr.ok()) return fail(tr.error());
+    t = tr.value();
+  } else {
+    auto v = prog.types().find_variable(addr_s);
+    if (!v.ok() || !v.value().type)
+      return fail_usage("give --type (no DWARF type is known for '" + addr_s + "')");
+    t = v.value().type;
+  }
+  auto addr = prog.resolve_address(addr_s);
+  if (!addr.ok()) return fail(addr.error());
+  const lr::Type* s = t->strip();
+  if (!s || !s->size) return fail(lr::make_error(lr::Errc::kNotFound, t->display() + " has no size"));
+  std::vector<uint8_t> scratch;
+  const uint8_t* obj = lr::object_bytes(prog.mem(), addr.value(), s->size, scratch);
+  if (!obj)
+    return fail(lr::make_error(lr::Errc::kFault, fmt::format("{:#x}: {}", addr.value(),
+                                                             prog.mem().why_unreadable(addr.value()))));
+  if (c.json) {
+    nlohmann::json j;
+    j["schema"] = "leakref.show/1";
+    j["addr"] = hex(addr.value());
+    j["type"] = t->display();
+    j["size"] = s->size;
+    j["value"] = show_json(prog.mem(), obj, lr::FieldLoc{0, 0, 0, t}, depth);
+    emit_json(j);
+  } else {
+    fmt::print("{}", lr::format_object(prog.mem(), addr.value(), t, &prog.modules(), depth));
+  }
+  return kOk;
+}
+
+int cmd_sym(const Common& c, const std::string& what) {
+  auto prog_r = open_program(c);
+  if (!prog_r.ok()) return fail(prog_r.error());
+  lr::Program& prog = *prog_r.value();
+  uint64_t a;
+  if (lr::parse_u64(what, &a)) {
+    auto hit = prog.modules().symbolize(a);
+    if (!hit.module)
+      return fail(lr::make_error(lr::Errc::kNotFound, fmt::format("{:#x} is in no module", a)));
+    if (c.json) {
+      emit_json({{"schema", "leakref.sym/1"}, {"addr", hex(a)}, {"module", hit.module->path},
+                 {"symbol", hit.sym ? nlohmann::json(hit.sym->name) : nlohmann::json(nullptr)},
+                 {"offset", hit.offset}, {"text", hit.format()}});
+    } else {
+      fmt::print("{:#x}: {}\n", a, hit.format());
+    }
+    return kOk;
+  }
+  auto hit = prog.modules().lookup(what);
+  if (!hit.ok()) return fail(hit.error());
+  auto [mod, sym] = hit.value();
+  auto var = prog.types().find_variable(what);
+  std::string type = var.ok() && var.value().type ? var.value().type->display() : "";
+  if (c.json) {
+    emit_json({{"schema", "leakref.sym/1"}, {"name", sym->name}, {"addr", hex(sym->addr)},
+               {"size", sym->size}, {"module", mod->path},
+               {"kind", sym->is_func ? "function" : sym->is_object ? "object" : "other"},
+               {"type", type.empty() ? nlohmann::json(nullptr) : nlohmann::json(type)}});
+  } else {
+    fmt::print("{} = {:#x} [{}] size {}{}\n", sym->name, sym->addr, mod->basename(), sym->size,
+               type.empty() ? "" : ", type " + type);
+  }
+  return kOk;
+}
+
+}  // namespace lrcli

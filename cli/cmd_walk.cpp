@@ -1,0 +1,162 @@
+#include <fmt/format.h>
+
+#include <set>
+
+#include "common.hpp"
+#include "leakref/walkspec.hpp"
+
+namespace lrcli {
+
+namespace {
+
+bool want(const std::vector<std::string>& fail_on, const char* what) {
+  for (const auto& f : fail_on)
+    if (f == what || f == "any") return true;
+  return false;
+}
+
+}  // namespace
+
+int cmd_walk(const Common& c, const WalkArgs& a) {
+  static const std::set<std::string> kFail = {"match", "cycle", "fault", "corrupt", "issue", "any"};
+  for (const auto& f : a.fail_on)
+    if (!kFail.count(f)) return fail_usage("--fail-on: unknown finding '" + f + "'");
+  lr::WalkSpec spec;
+  spec.type = a.type;
+  spec.head = a.head;
+  if (!a.next.empty()) {
+    spec.link = lr::WalkSpec::Link::kNext;
+    spec.member = a.next;
+  } else if (!a.list_member.empty()) {
+    spec.link = lr::WalkSpec::Link::kList;
+    spec.member = a.list_member;
+  } else if (!a.hlist_member.empty()) {
+    spec.link = lr::WalkSpec::Link::kHlist;
+    spec.member = a.hlist_member;
+  } else if (a.array) {
+    spec.link = lr::WalkSpec::Link::kArray;
+  } else if (a.pointer_array) {
+    spec.link = lr::WalkSpec::Link::kPointerArray;
+  } else {
+    return fail_usage("say how objects are linked: --next, --list-member, --hlist-member, --array or --pointer-array");
+  }
+  spec.count = a.count;
+  spec.buckets = a.buckets;
+  spec.refcount = a.refcount;
+  spec.show = a.show;
+  spec.where = a.where;
+  if (a.limit) spec.limits.max_nodes = a.limit;
+  spec.keep_values = !a.summary_only;
+  if (!a.where.empty()) {
+    auto syn = lr::Filter::check_syntax(a.where);
+    if (!syn.ok()) return fail(syn.error());
+  }
+
+  auto prog = open_program(c);
+  if (!prog.ok()) return fail(prog.error());
+  auto rep_r = lr::run_walk(*prog.value(), spec);
+  if (!rep_r.ok()) {
+    print_warnings_text(prog.value()->warnings());
+    return fail(rep_r.error());
+  }
+  const lr::WalkReport& rep = rep_r.value();
+  std::vector<std::string> warnings = prog.value()->warnings();
+  for (const auto& w : rep.warnings) warnings.push_back(w);
+  const lr::WalkResult& wr = rep.walk;
+
+  if (c.json) {
+    nlohmann::json j;
+    j["schema"] = "leakref.walk/1";
+    j["core"] = c.core;
+    j["type"] = rep.type_name;
+    j["type_size"] = rep.type_size;
+    j["mode"] = rep.mode;
+    j["head"] = a.head;
+    j["head_addr"] = hex(rep.head_addr);
+    j["member"] = spec.member;
+    j["refcount_field"] = a.refcount.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.refcount);
+    j["where"] = a.where.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.where);
+    auto& objs = j["objects"] = nlohmann::json::array();
+    for (const auto& o : rep.objects) {
+      nlohmann::json jo;
+      jo["addr"] = hex(o.addr);
+      if (!a.refcount.empty()) jo["refcount"] = o.has_refcount ? nlohmann::json(o.refcount) : nullptr;
+      if (!a.show.empty()) {
+        auto& f = jo["fields"] = nlohmann::json::object();
+        for (size_t i = 0; i < a.show.size() && i < o.fields.size(); ++i)
+          f[a.show[i]] = value_json(o.fields[i]);
+      }
+      objs.push_back(std::move(jo));
+    }
+    auto& s = j["summary"];
+    s["visited"] = rep.visited;
+    s["matched"] = rep.matched;
+    s["unreadable"] = rep.unreadable_objects;
+    s["stop"] = lr::walk_stop_name(wr.stop);
+    s["stop_detail"] = wr.stop_detail;
+    s["stop_addr"] = wr.stop == lr::WalkStop::kEnd ? nlohmann::json(nullptr) : nlohmann::json(hex(wr.stop_addr));
+    s["cycle"] = wr.stop == lr::WalkStop::kCycle
+                     ? nlohmann::json{{"start", hex(wr.cycle_start)}, {"length", wr.cycle_length}}
+                     : nlohmann::json(nullptr);
+    auto& h = s["histogram"] = nlohmann::json::object();
+    for (const auto& [k, v] : rep.histogram) h[std::to_string(k)] = v;
+    s["issue_count"] = wr.issue_count;
+    auto& iss = s["issues"] = nlohmann::json::array();
+    for (const auto& is : wr.issues) iss.push_back({{"addr", hex(is.addr)}, {"what", is.what}});
+    if (rep.mode.rfind("hash:", 0) == 0) {
+      s["buckets"] = wr.buckets;
+      s["empty_buckets"] = wr.empty_buckets;
+      s["faulted_buckets"] = wr.faulted_buckets;
+      s["longest_chain"] = wr.longest_chain;
+    }
+    s["walk_ns"] = rep.walk_ns;
+    s["eval_ns"] = rep.eval_ns;
+    j["warnings"] = warnings;
+    emit_json(j);
+  } else {
+    print_warnings_text(warnings);
+    if (!a.summary_only) {
+      std::string hdr = fmt::format("{:<18}", "ADDR");
+      if (!a.refcount.empty()) hdr += fmt::format("  {:>8}", "REFCOUNT");
+      for (const auto& f : a.show) hdr += "  " + f;
+      fmt::print("{}\n", hdr);
+      for (const auto& o : rep.objects) {
+        std::string line = fmt::format("{:<18}", hex(o.addr));
+        if (!a.refcount.empty())
+          line += o.has_refcount ? fmt::format("  {:>8}", o.refcount) : fmt::format("  {:>8}", "?");
+        for (size_t i = 0; i < a.show.size() && i < o.fields.size(); ++i)
+          line += "  " + a.show[i] + "=" + o.fields[i].to_string();
+        fmt::print("{}\n", line);
+      }
+    }
+    fmt::print("\n{} walked as {} from {} ({}): {} visited", rep.type_name, rep.mode, a.head,
+               hex(rep.head_addr), rep.visited);
+    if (!a.where.empty()) fmt::print(", {} matched '{}'", rep.matched, a.where);
+    fmt::print("\nstopped: {}{}\n", lr::walk_stop_name(wr.stop),
+               wr.stop_detail.empty() ? "" : " — " + wr.stop_detail);
+    if (rep.mode.rfind("hash:", 0) == 0)
+      fmt::print("buckets: {} ({} empty, {} unreadable), longest chain {}\n", wr.buckets,
+                 wr.empty_buckets, wr.faulted_buckets, wr.longest_chain);
+    if (!a.refcount.empty()) {
+      fmt::print("refcount histogram ({}):\n", a.refcount);
+      for (const auto& [k, v] : rep.histogram) fmt::print("  {:>8}: {}\n", k, v);
+    }
+    if (wr.issue_count) {
+      fmt::print("issues: {}\n", wr.issue_count);
+      for (const auto& is : wr.issues) fmt::print("  {}: {}\n", hex(is.addr), is.what);
+    }
+  }
+  if (a.stats)
+    fmt::print(stderr, "leakref: walk {} objects in {:.3f} ms ({:.1f} M objects/s); evaluate {:.3f} ms\n",
+               rep.visited, rep.walk_ns / 1e6,
+               rep.walk_ns ? rep.visited * 1e3 / rep.walk_ns : 0.0, rep.eval_ns / 1e6);
+
+  bool findings = (want(a.fail_on, "match") && rep.matched > 0) ||
+                  (want(a.fail_on, "cycle") && wr.stop == lr::WalkStop::kCycle) ||
+                  (want(a.fail_on, "fault") && (wr.stop == lr::WalkStop::kFault || rep.unreadable_objects)) ||
+                  (want(a.fail_on, "corrupt") && wr.stop == lr::WalkStop::kCorrupt) ||
+                  (want(a.fail_on, "issue") && wr.issue_count > 0);
+  return findings ? kFindings : kOk;
+}
+
+}  // namespace lrcli

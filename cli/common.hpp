@@ -1,0 +1,63 @@
+// Shared pieces of the leakref CLI: options every subcommand takes, opening
+// the program, exit codes, JSON helpers.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "leakref/objects.hpp"
+#include "leakref/program.hpp"
+
+namespace lrcli {
+
+// Documented in README "Exit codes".
+enum Exit : int {
+  kOk = 0,
+  kFindings = 1,    // --fail-on matched
+  kUsage = 2,       // bad command line or expression
+  kInput = 3,       // core/exe/debuginfo unreadable, corrupt or unsupported
+  kLookup = 4,      // symbol/type/member not found, or needed memory unreadable
+  kInternal = 5,
+};
+
+struct Common {
+  std::string core;
+  std::string exe, sysroot;
+  std::vector<std::string> debug_dirs;
+  bool json = false;
+};
+
+void add_common(CLI::App* sub, Common& c, bool needs_core = true);
+int exit_for(const lr::Error& e);
+// Prints "leakref: error: MSG" and returns the exit code for it.
+int fail(const lr::Error& e);
+int fail_usage(const std::string& msg);
+lr::Result<std::unique_ptr<lr::Program>> open_program(const Common& c);
+
+std::string hex(uint64_t v);
+nlohmann::json value_json(const lr::FieldValue& v);
+void print_warnings_text(const std::vector<std::string>& w);
+void emit_json(const nlohmann::json& j);
+
+int cmd_info(const Common& c);
+struct WalkArgs;
+int cmd_walk(const Common& c, const WalkArgs& a);
+int cmd_show(const Common& c, const std::string& addr, const std::string& type, int depth);
+int cmd_sym(const Common& c, const std::string& what);
+
+struct WalkArgs {
+  std::string type, head;
+  std::string next, list_member, hlist_member;
+  bool array = false, pointer_array = false;
+  uint64_t count = 0, buckets = 0;
+  std::string refcount;
+  std::vector<std::string> show;
+  std::string where;
+  uint64_t limit = 0;
+  std::vector<std::string> fail_on;
+  bool summary_only = false, stats = false;
+};
+
+}  // namespace lrcli

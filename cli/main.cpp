@@ -1,0 +1,79 @@
+// leakref — post-mortem refcount-leak analysis of cores.
+#include <fmt/format.h>
+
+#include "common.hpp"
+
+using namespace lrcli;
+
+int main(int argc, char** argv) {
+  CLI::App app{"leakref: walk refcounted structures in cores through DWARF"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "leakref 0.1.0");
+
+  Common c;
+  auto* info = app.add_subcommand("info", "executable, threads, modules, debuginfo, segments");
+  add_common(info, c);
+
+  WalkArgs w;
+  auto* walk = app.add_subcommand("walk", "walk a list, hash table, chain or array of objects");
+  add_common(walk, c);
+  walk->add_option("--type", w.type, "object type, e.g. 'struct node'")->required();
+  walk->add_option("--head", w.head, "SYMBOL, SYMBOL@module, *SYMBOL or ADDR where the walk starts")
+      ->required();
+  auto* o_next = walk->add_option("--next", w.next, "NULL-terminated chain through this pointer field");
+  auto* o_list = walk->add_option("--list-member", w.list_member, "list_head member (ring at --head)");
+  auto* o_hl = walk->add_option("--hlist-member", w.hlist_member, "hlist_node member (hlist_head at --head)");
+  auto* o_arr = walk->add_flag("--array", w.array, "--head is an array of the type");
+  auto* o_parr = walk->add_flag("--pointer-array", w.pointer_array, "--head is an array of pointers to the type");
+  o_next->excludes(o_list, o_hl, o_arr, o_parr);
+  o_list->excludes(o_hl, o_arr, o_parr);
+  o_hl->excludes(o_arr, o_parr);
+  o_arr->excludes(o_parr);
+  walk->add_option("--count", w.count, "array length (default: from the symbol's type)");
+  walk->add_option("--buckets", w.buckets, "--head is a hash table of N buckets (default: from type)");
+  walk->add_option("--refcount", w.refcount, "refcount field (atomic_t, refcount_t, kref, lockref, ints)");
+  walk->add_option("--show", w.show, "fields to print (a,b->c,d[2])")->delimiter(',');
+  walk->add_option("--where", w.where, "filter: 'refcount>1 && flags==0', fields, &&, ||");
+  walk->add_option("--limit", w.limit, "stop after N objects (default 100000000)");
+  walk->add_option("--fail-on", w.fail_on, "exit 1 if: match, cycle, fault, corrupt, issue, any")
+      ->delimiter(',');
+  walk->add_flag("--summary", w.summary_only, "print only the summary");
+  walk->add_flag("--stats", w.stats, "print walk timing to stderr");
+
+  std::string show_addr, show_type;
+  int show_depth = 8;
+  auto* show = app.add_subcommand("show", "all fields of one object, like crash's struct");
+  add_common(show, c);
+  show->add_option("addr", show_addr, "ADDR or SYMBOL")->required();
+  show->add_option("--type", show_type, "type of the object (default: the symbol's type)");
+  show->add_option("--depth", show_depth, "nesting depth to expand (default 8)");
+
+  std::string sym_what;
+  auto* sym = app.add_subcommand("sym", "symbol to address, or address to sym+off [module]");
+  add_common(sym, c);
+  sym->add_option("what", sym_what, "NAME, NAME@module or ADDR")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    fmt::print(stderr, "leakref: error: {}\n", e.what());
+    fmt::print(stderr, "run 'leakref --help' or 'leakref SUBCOMMAND --help'\n");
+    return kUsage;
+  }
+  try {
+    if (*info) return cmd_info(c);
+    if (*walk) return cmd_walk(c, w);
+    if (*show) return cmd_show(c, show_addr, show_type, show_depth);
+    if (*sym) return cmd_sym(c, sym_what);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "leakref: internal error: {}\n", e.what());
+    return kInternal;
+  }
+  return kUsage;
+}

@@ -1,0 +1,57 @@
+// A complete walk request as a user states it (type, head, link kind,
+// refcount field, shown fields, filter) and its result: the objects with
+// their values, refcount histogram, and how the walk ended. Shared by the
+// CLI and the crash extension so both run the same code path.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "leakref/filter.hpp"
+#include "leakref/objects.hpp"
+#include "leakref/program.hpp"
+#include "leakref/walkers.hpp"
+
+namespace lr {
+
+struct WalkSpec {
+  std::string type;          // "struct node"
+  std::string head;          // SYMBOL | SYMBOL@mod | *SYMBOL | ADDR
+  enum class Link { kNone, kNext, kList, kHlist, kArray, kPointerArray } link = Link::kNone;
+  std::string member;        // next field / list_head / hlist_node member
+  uint64_t count = 0;        // arrays: elements (0 = from the head symbol's type)
+  uint64_t buckets = 0;      // hash tables: buckets (0 = from type, or not a table)
+  std::string refcount;      // "" = none
+  std::vector<std::string> show;
+  std::string where;
+  WalkLimits limits;
+  bool keep_values = true;   // false: only counts and histogram (bench, summaries)
+};
+
+struct WalkedObject {
+  uint64_t addr = 0;
+  bool has_refcount = false;
+  int64_t refcount = 0;
+  std::vector<FieldValue> fields;  // in WalkSpec::show order
+};
+
+struct WalkReport {
+  std::string type_name;
+  uint64_t type_size = 0;
+  uint64_t head_addr = 0;
+  std::string mode;          // "list", "hlist", "chain", "array", "pointer-array", "hash:<kind>"
+  WalkResult walk;           // addresses and how the walk stopped
+  std::vector<WalkedObject> objects;  // those matching `where` (empty if !keep_values)
+  uint64_t visited = 0, matched = 0;
+  uint64_t unreadable_objects = 0;    // objects whose bytes could not be read
+  std::map<int64_t, uint64_t> histogram;  // refcount -> matched objects
+  uint64_t walk_ns = 0, eval_ns = 0;
+  std::vector<std::string> warnings;
+};
+
+// Validates the spec against the program's types and runs it.
+Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec);
+
+}  // namespace lr
