@@ -43,3 +43,16 @@ include fixtures/fixtures.mk
 
 clean:
 	rm -rf $(BUILD) build-san build-fuzz
+
+# ---- tests ---------------------------------------------------------------
+TEST_CXXFLAGS = $(CXXFLAGS) -DLR_BUILD_DIR='"$(abspath $(BUILD))"' -Itests
+
+$(BUILD)/tests/%.o: tests/%.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) $(TEST_CXXFLAGS) -MMD -MP -c $< -o $@
+
+$(TESTBIN): $(TEST_OBJ) $(LIB)
+	$(CXX) $(CXXFLAGS) -o $@ $(TEST_OBJ) $(LIB) $(LDLIBS)
+
+test: $(BIN) fixtures $(TESTBIN)
+	$(TESTBIN) $(TEST_ARGS)

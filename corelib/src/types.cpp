@@ -560,11 +560,14 @@ Result<const Type*> TypeRegistry::find(std::string_view raw) {
     if (found) break;
   }
   if (!found) {
+    // Say why the executable could not help: that is where users expect types.
+    std::string why;
+    if (Module* exe = mods_->exe(); exe && !exe->has_dwarf()) why = "; " + exe->debug_missing;
     if (searched.empty())
       return make_error(Errc::kNotFound,
-                        fmt::format("type '{}': no module has DWARF debuginfo to search", name));
+                        fmt::format("type '{}': no module has DWARF debuginfo to search{}", name, why));
     return make_error(Errc::kNotFound,
-                      fmt::format("type '{}' not found in the DWARF of {}", name, searched));
+                      fmt::format("type '{}' not found in the DWARF of {}{}", name, searched, why));
   }
   for (int i = 0; i < stars; ++i) {
     std::string k = fmt::format("{:p}", static_cast<const void*>(found));

@@ -1,0 +1,189 @@
+#include "harness.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+
+#ifndef LR_BUILD_DIR
+#error "LR_BUILD_DIR must be defined by the build"
+#endif
+
+namespace lrtest {
+
+namespace {
+int g_skips = 0;
+std::string g_tmp;
+
+void cleanup_tmp() {
+  if (!g_tmp.empty() && !std::getenv("LEAKREF_KEEP_TMP")) {
+    std::string cmd = "rm -rf '" + g_tmp + "'";
+    if (std::system(cmd.c_str()) != 0) {
+    }
+  }
+}
+}  // namespace
+
+void note_skip(const std::string& reason) {
+  ++g_skips;
+  std::fprintf(stderr, "SKIPPED: %s\n", reason.c_str());
+}
+int skipped_count() { return g_skips; }
+
+std::string build_dir() { return LR_BUILD_DIR; }
+std::string fixture_path(const std::string& name) { return build_dir() + "/fixtures/" + name; }
+
+std::string tmp_dir() {
+  if (g_tmp.empty()) {
+    char tmpl[] = "/tmp/leakref-tests-XXXXXX";
+    if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
+    g_tmp = tmpl;
+    std::atexit(cleanup_tmp);
+  }
+  return g_tmp;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+void write_file(const std::string& path, const std::string& data) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << data;
+}
+
+nlohmann::json RunResult::json() const { return nlohmann::json::parse(out); }
+
+RunResult run(const std::vector<std::string>& argv, int timeout_s) {
+  RunResult r;
+  int out_pipe[2];
+  if (pipe(out_pipe) != 0) throw std::runtime_error("pipe");
+  std::string errpath = tmp_dir() + "/stderr." + std::to_string(getpid()) + "." +
+                        std::to_string(reinterpret_cast<uintptr_t>(&r));
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out_pipe[1], 1);
+    int ef = open(errpath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (ef >= 0) dup2(ef, 2);
+    int nf = open("/dev/null", O_RDONLY);
+    if (nf >= 0) dup2(nf, 0);
+    close(out_pipe[0]);
+    std::vector<char*> av;
+    for (const auto& a : argv) av.push_back(const_cast<char*>(a.c_str()));
+    av.push_back(nullptr);
+    execvp(av[0], av.data());
+    _exit(127);
+  }
+  close(out_pipe[1]);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  char buf[65536];
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    deadline - std::chrono::steady_clock::now())
+                    .count();
+    if (left <= 0) {
+      r.timed_out = true;
+      kill(pid, SIGKILL);
+      break;
+    }
+    pollfd p{out_pipe[0], POLLIN, 0};
+    int pr = poll(&p, 1, static_cast<int>(std::min<long>(left, 1000)));
+    if (pr <= 0) continue;
+    ssize_t n = read(out_pipe[0], buf, sizeof buf);
+    if (n <= 0) break;
+    r.out.append(buf, n);
+  }
+  close(out_pipe[0]);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  if (r.timed_out)
+    r.status = -1;
+  else if (WIFEXITED(st))
+    r.status = WEXITSTATUS(st);
+  else if (WIFSIGNALED(st))
+    r.status = 128 + WTERMSIG(st);
+  r.err = read_file(errpath);
+  unlink(errpath.c_str());
+  return r;
+}
+
+RunResult leakref(const std::vector<std::string>& args, int timeout_s) {
+  std::vector<std::string> av{build_dir() + "/leakref"};
+  av.insert(av.end(), args.begin(), args.end());
+  return run(av, timeout_s);
+}
+
+bool have_gcore() { return std::system("command -v gcore >/dev/null 2>&1") == 0; }
+
+std::string sha256_file(const std::string& path) {
+  RunResult r = run({"sha256sum", path});
+  return r.out.substr(0, 64);
+}
+
+const FixtureCore& fixture_core(const std::string& key, const std::string& exe,
+                                const std::vector<std::string>& extra_args) {
+  static std::map<std::string, FixtureCore> cache;
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  FixtureCore fc;
+  fc.exe = exe;
+  std::string dir = tmp_dir();
+  std::string manifest = dir + "/" + key + ".manifest.json";
+  int out_pipe[2];
+  if (pipe(out_pipe) != 0) throw std::runtime_error("pipe");
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out_pipe[1], 1);
+    close(out_pipe[0]);
+    std::vector<std::string> args{exe, manifest};
+    args.insert(args.end(), extra_args.begin(), extra_args.end());
+    std::vector<char*> av;
+    for (auto& a : args) av.push_back(const_cast<char*>(a.c_str()));
+    av.push_back(nullptr);
+    execv(av[0], av.data());
+    _exit(127);
+  }
+  close(out_pipe[1]);
+  std::string line;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (line.find('\n') == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+    pollfd p{out_pipe[0], POLLIN, 0};
+    if (poll(&p, 1, 500) <= 0) continue;
+    char c[256];
+    ssize_t n = read(out_pipe[0], c, sizeof c);
+    if (n <= 0) break;
+    line.append(c, n);
+  }
+  close(out_pipe[0]);
+  if (line.rfind("READY", 0) != 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    throw std::runtime_error("fixture " + exe + " did not become ready: '" + line + "'");
+  }
+  fc.pid = pid;
+  std::string prefix = dir + "/" + key;
+  RunResult g = run({"gcore", "-o", prefix, std::to_string(pid)}, 300);
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  fc.core = prefix + "." + std::to_string(pid);
+  struct stat st {};
+  if (g.status != 0 || stat(fc.core.c_str(), &st) != 0)
+    throw std::runtime_error("gcore of " + exe + " failed: " + g.err);
+  fc.manifest = nlohmann::json::parse(read_file(manifest));
+  return cache.emplace(key, std::move(fc)).first->second;
+}
+
+}  // namespace lrtest

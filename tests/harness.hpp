@@ -1,0 +1,53 @@
+// Test harness: runs fixture programs, takes real cores of them with gcore,
+// and runs the leakref binary. Cores are taken once per fixture per test run.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace lrtest {
+
+struct RunResult {
+  int status = -1;  // exit code, or 128+signal, or -1 on timeout
+  std::string out, err;
+  bool timed_out = false;
+  nlohmann::json json() const;  // parses `out`; throws on bad JSON
+};
+
+// Runs argv[0] with arguments; kills it after `timeout_s`.
+RunResult run(const std::vector<std::string>& argv, int timeout_s = 60);
+// Runs build/leakref with arguments.
+RunResult leakref(const std::vector<std::string>& args, int timeout_s = 60);
+
+struct FixtureCore {
+  std::string core;     // path of the gcore core
+  std::string exe;      // the fixture binary that ran
+  nlohmann::json manifest;
+  int pid = 0;
+};
+
+// Starts `exe args... MANIFEST` (manifest path inserted first), waits for
+// READY, takes its core with gcore, kills it. Cached by `key`.
+const FixtureCore& fixture_core(const std::string& key, const std::string& exe,
+                                const std::vector<std::string>& extra_args = {});
+
+std::string build_dir();                 // absolute build directory
+std::string fixture_path(const std::string& name);  // build/fixtures/NAME
+std::string tmp_dir();                   // per-run scratch directory (removed at exit)
+bool have_gcore();
+std::string read_file(const std::string& path);
+void write_file(const std::string& path, const std::string& data);
+std::string sha256_file(const std::string& path);
+
+// Skipping is loud: the reason is printed and counted in the closing line.
+void note_skip(const std::string& reason);
+int skipped_count();
+
+}  // namespace lrtest
+
+#define LR_SKIP(reason)           \
+  do {                            \
+    ::lrtest::note_skip(reason);  \
+    return;                       \
+  } while (0)
