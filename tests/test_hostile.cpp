@@ -1,0 +1,265 @@
+// Separate debuginfo and hostile inputs: every case gives one clear error or
+// a bounded partial result with a warning — never a crash, hang or write.
+#include <elf.h>
+#include <sys/stat.h>
+
+#include <catch2/catch.hpp>
+#include <cstring>
+
+#include "harness.hpp"
+
+using lrtest::leakref;
+using lrtest::run;
+using nlohmann::json;
+
+namespace {
+
+// A stripped copy of fx_structs_pie plus its .debug file. The process runs
+// the stripped binary, so the core names a file without DWARF.
+struct Stripped {
+  std::string exe, debug, build_id;
+  const lrtest::FixtureCore* fc = nullptr;
+};
+
+const Stripped& stripped() {
+  static Stripped s;
+  if (s.fc) return s;
+  std::string d = lrtest::tmp_dir() + "/stripped";
+  mkdir(d.c_str(), 0755);
+  s.exe = d + "/fx_structs_stripped";
+  s.debug = d + "/fx_structs_stripped.debug";
+  std::string src = lrtest::fixture_path("fx_structs_pie");
+  REQUIRE(run({"objcopy", "--only-keep-debug", src, s.debug}).status == 0);
+  REQUIRE(run({"objcopy", "--strip-all", "--add-gnu-debuglink=" + s.debug, src, s.exe}).status == 0);
+  chmod(s.exe.c_str(), 0755);
+  auto r = run({"readelf", "-n", s.exe});
+  auto p = r.out.find("Build ID: ");
+  REQUIRE(p != std::string::npos);
+  s.build_id = r.out.substr(p + 10, 40);
+  // The .debug file moves away so only an explicit search can find it.
+  std::string hidden = lrtest::tmp_dir() + "/debugstore";
+  mkdir(hidden.c_str(), 0755);
+  std::string bid_dir = hidden + "/.build-id/" + s.build_id.substr(0, 2);
+  REQUIRE(run({"mkdir", "-p", bid_dir}).status == 0);
+  REQUIRE(run({"cp", s.debug, bid_dir + "/" + s.build_id.substr(2) + ".debug"}).status == 0);
+  std::string linkdir = lrtest::tmp_dir() + "/linkstore";
+  mkdir(linkdir.c_str(), 0755);
+  REQUIRE(run({"mv", s.debug, linkdir + "/fx_structs_stripped.debug"}).status == 0);
+  s.fc = &lrtest::fixture_core("stripped", s.exe);
+  return s;
+}
+
+std::vector<std::string> list_walk(const std::string& core) {
+  return {"walk", core, "--json", "--type", "struct obj", "--head", "obj_list",
+          "--list-member", "link", "--refcount", "ref"};
+}
+
+void expect_list(const lrtest::RunResult& r, const json& manifest) {
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  json j = r.json();
+  const json& want = manifest["structures"]["list"]["objects"];
+  REQUIRE(j["objects"].size() == want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    CHECK(j["objects"][i]["addr"] == want[i]["addr"]);
+    CHECK(j["objects"][i]["refcount"] == want[i]["refcount"]);
+  }
+}
+
+// File offset of virtual address `va` in an ELF core, or 0.
+uint64_t core_offset(const std::string& img, uint64_t va) {
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, img.data(), sizeof eh);
+  for (int i = 0; i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph;
+    std::memcpy(&ph, img.data() + eh.e_phoff + i * sizeof ph, sizeof ph);
+    if (ph.p_type == PT_LOAD && va >= ph.p_vaddr && va < ph.p_vaddr + ph.p_filesz)
+      return ph.p_offset + (va - ph.p_vaddr);
+  }
+  return 0;
+}
+
+const lrtest::FixtureCore* base_core() {
+  if (!lrtest::have_gcore()) return nullptr;
+  return &lrtest::fixture_core("structs_pie", lrtest::fixture_path("fx_structs_pie"));
+}
+
+}  // namespace
+
+TEST_CASE("separate debuginfo: missing, build-id dir, debuglink", "[debuginfo]") {
+  if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed");
+  const Stripped& s = stripped();
+  // Missing: the error names the build-id it looked for.
+  auto r = leakref(list_walk(s.fc->core));
+  CHECK(r.status == 4);
+  CHECK(r.err.find("build-id " + s.build_id) != std::string::npos);
+  CHECK(r.err.find("no debuginfo") != std::string::npos);
+  auto info = leakref({"info", s.fc->core, "--json"}).json();
+  for (auto& m : info["modules"])
+    if (m["is_exe"] == true) CHECK(m["debuginfo_missing"].get<std::string>().find(s.build_id) != std::string::npos);
+  // A build-id tree given with --debug-dir.
+  auto args = list_walk(s.fc->core);
+  args.push_back("--debug-dir");
+  args.push_back(lrtest::tmp_dir() + "/debugstore");
+  expect_list(leakref(args), s.fc->manifest);
+  // A plain directory holding the .gnu_debuglink target.
+  args = list_walk(s.fc->core);
+  args.push_back("--debug-dir");
+  args.push_back(lrtest::tmp_dir() + "/linkstore");
+  expect_list(leakref(args), s.fc->manifest);
+}
+
+TEST_CASE("separate debuginfo in the system build-id directory", "[debuginfo][root]") {
+  if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed");
+  if (geteuid() != 0) LR_SKIP("not root: cannot place a file under /usr/lib/debug/.build-id");
+  const Stripped& s = stripped();
+  std::string dir = "/usr/lib/debug/.build-id/" + s.build_id.substr(0, 2);
+  std::string file = dir + "/" + s.build_id.substr(2) + ".debug";
+  struct stat st {};
+  bool existed = stat(file.c_str(), &st) == 0;
+  REQUIRE(run({"mkdir", "-p", dir}).status == 0);
+  if (!existed)
+    REQUIRE(run({"cp", lrtest::tmp_dir() + "/linkstore/fx_structs_stripped.debug", file}).status == 0);
+  auto r = leakref(list_walk(s.fc->core));
+  if (!existed) unlink(file.c_str());
+  expect_list(r, s.fc->manifest);
+}
+
+TEST_CASE("hostile: empty, garbage and non-core files", "[hostile]") {
+  std::string d = lrtest::tmp_dir();
+  lrtest::write_file(d + "/empty", "");
+  auto r = leakref({"info", d + "/empty"});
+  CHECK(r.status == 3);
+  CHECK(r.err.find("empty file") != std::string::npos);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  lrtest::write_file(d + "/garbage", std::string(4096, 'x'));
+  r = leakref({"walk", d + "/garbage", "--type", "struct obj", "--head", "x", "--next", "n"});
+  CHECK(r.status == 3);
+  CHECK(r.err.find("not an ELF file") != std::string::npos);
+  r = leakref({"info", lrtest::fixture_path("fx_structs")});
+  CHECK(r.status == 3);
+  CHECK(r.err.find("not a core dump") != std::string::npos);
+  r = leakref({"info", d + "/does-not-exist"});
+  CHECK(r.status == 3);
+  CHECK(r.err.find("does-not-exist") != std::string::npos);
+  lrtest::write_file(d + "/tiny-elf", std::string("\177ELF\2\1\1", 7));
+  CHECK(leakref({"info", d + "/tiny-elf"}).status == 3);
+}
+
+TEST_CASE("hostile: truncated core gives a bounded partial result", "[hostile]") {
+  const auto* fc = base_core();
+  if (!fc) LR_SKIP("gcore (gdb) is not installed");
+  std::string img = lrtest::read_file(fc->core);
+  for (double frac : {0.5, 0.9, 0.02}) {
+    std::string p = lrtest::tmp_dir() + "/truncated.core";
+    lrtest::write_file(p, img.substr(0, static_cast<size_t>(img.size() * frac)));
+    INFO("fraction " << frac);
+    auto r = leakref({"info", p, "--json"});
+    REQUIRE(r.status == 0);
+    CHECK(r.json()["truncated"] == true);
+    r = leakref(list_walk(p));
+    CHECK(r.status < 128);
+    CHECK_FALSE(r.timed_out);
+    CHECK(!r.err.empty());  // a warning or one error line
+    CHECK(r.err.find("truncated") != std::string::npos);
+    // --exe rescues a core whose notes were cut off.
+    r = leakref({"info", p, "--exe", fc->exe});
+    CHECK(r.status < 128);
+  }
+}
+
+TEST_CASE("hostile: bit-flipped program headers", "[hostile]") {
+  const auto* fc = base_core();
+  if (!fc) LR_SKIP("gcore (gdb) is not installed");
+  std::string img = lrtest::read_file(fc->core);
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, img.data(), sizeof eh);
+  // Flip bits in each field of several program headers, one core per flip.
+  const size_t fields[] = {offsetof(Elf64_Phdr, p_type), offsetof(Elf64_Phdr, p_offset),
+                           offsetof(Elf64_Phdr, p_vaddr), offsetof(Elf64_Phdr, p_filesz),
+                           offsetof(Elf64_Phdr, p_memsz)};
+  int cases = 0;
+  for (int ph : {1, 3, 5}) {
+    for (size_t f : fields) {
+      for (int bit : {3, 29, 45, 62}) {
+        std::string bad = img;
+        size_t off = eh.e_phoff + ph * sizeof(Elf64_Phdr) + f + bit / 8;
+        bad[off] = static_cast<char>(bad[off] ^ (1 << (bit % 8)));
+        std::string p = lrtest::tmp_dir() + "/flipped.core";
+        lrtest::write_file(p, bad);
+        auto r = leakref(list_walk(p), 30);
+        INFO("phdr " << ph << " field " << f << " bit " << bit << ": " << r.err);
+        CHECK(r.status < 128);
+        CHECK_FALSE(r.timed_out);
+        ++cases;
+      }
+    }
+  }
+  // A program header table past the end of the file is one clear error.
+  std::string bad = img;
+  uint64_t phoff = img.size() - 16;
+  std::memcpy(&bad[offsetof(Elf64_Ehdr, e_phoff)], &phoff, 8);
+  lrtest::write_file(lrtest::tmp_dir() + "/phnum.core", bad);
+  auto r = leakref({"info", lrtest::tmp_dir() + "/phnum.core"});
+  CHECK(r.status == 3);
+  CHECK(r.err.find("program header") != std::string::npos);
+  CHECK(cases == 60);
+}
+
+TEST_CASE("hostile: a list made cyclic inside the core", "[hostile]") {
+  const auto* fc = base_core();
+  if (!fc) LR_SKIP("gcore (gdb) is not installed");
+  const json& objs = fc->manifest["structures"]["list"]["objects"];
+  std::string img = lrtest::read_file(fc->core);
+  // struct obj's list_head `link` is at offset 24 (kref 4 + name 16, aligned).
+  auto r = leakref({"sym", fc->core, "obj_list", "--json"});
+  REQUIRE(r.status == 0);
+  auto off_r = leakref({"walk", fc->core, "--type", "struct obj", "--head", "obj_list",
+                        "--list-member", "link", "--show", "link", "--limit", "1", "--json"});
+  uint64_t o7 = std::stoull(objs[7]["addr"].get<std::string>(), nullptr, 16);
+  uint64_t o2 = std::stoull(objs[2]["addr"].get<std::string>(), nullptr, 16);
+  const uint64_t link = 24;
+  uint64_t off = core_offset(img, o7 + link);
+  REQUIRE(off != 0);
+  uint64_t target = o2 + link;
+  std::memcpy(&img[off], &target, 8);
+  std::string p = lrtest::tmp_dir() + "/cyclic.core";
+  lrtest::write_file(p, img);
+  r = leakref(list_walk(p), 30);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  json j = r.json();
+  CHECK(j["summary"]["stop"] == "cycle");
+  CHECK(j["summary"]["cycle"]["start"] == objs[2]["addr"]);
+  CHECK(j["summary"]["cycle"]["length"] == 6);
+  CHECK(j["objects"].size() == 8);
+  CHECK(j["summary"]["issue_count"].get<int>() >= 1);  // o2's prev no longer matches
+  r = leakref({"walk", p, "--type", "struct obj", "--head", "obj_list", "--list-member", "link",
+               "--fail-on", "cycle"});
+  CHECK(r.status == 1);
+}
+
+TEST_CASE("hostile: wrong --exe is detected by build-id", "[hostile]") {
+  const auto* fc = base_core();
+  if (!fc) LR_SKIP("gcore (gdb) is not installed");
+  auto r = leakref({"walk", fc->core, "--exe", lrtest::fixture_path("fx_structs"), "--type",
+                    "struct obj", "--head", "obj_list", "--list-member", "link"});
+  CHECK(r.status == 4);
+  CHECK(r.err.find("does not match the core") != std::string::npos);
+  CHECK(r.err.find("build-id") != std::string::npos);
+}
+
+TEST_CASE("inputs are opened read-only and never modified", "[hostile]") {
+  const auto* fc = base_core();
+  if (!fc) LR_SKIP("gcore (gdb) is not installed");
+  std::string before = lrtest::sha256_file(fc->core);
+  std::string exe_before = lrtest::sha256_file(fc->exe);
+  chmod(fc->core.c_str(), 0444);
+  auto r = leakref(list_walk(fc->core));
+  CHECK(r.status == 0);
+  r = leakref({"info", fc->core});
+  CHECK(r.status == 0);
+  chmod(fc->core.c_str(), 0644);
+  CHECK(lrtest::sha256_file(fc->core) == before);
+  CHECK(lrtest::sha256_file(fc->exe) == exe_before);
+}
