@@ -138,6 +138,11 @@ Result<void> CoreFile::parse(const CoreOptions* opts) {
   if (elf_getphdrnum(elf, &phnum) != 0)
     return make_error(Errc::kBadFormat,
                       fmt::format("{}: cannot read program headers: {}", path_, elf_errmsg(-1)));
+  // libelf reports 0 headers when the table lies outside the file; check the
+  // raw count too so that case is an error rather than an empty core.
+  if (eh.e_phnum != PN_XNUM && phnum < eh.e_phnum) phnum = eh.e_phnum;
+  if (phnum == 0)
+    return make_error(Errc::kBadFormat, fmt::format("{}: core has no program headers", path_));
   if (eh.e_phoff > size_ || phnum > (size_ - eh.e_phoff) / sizeof(Elf64_Phdr))
     return make_error(Errc::kBadFormat,
                       fmt::format("{}: program header table (offset {}, {} entries) lies beyond "
