@@ -20,7 +20,9 @@ LIB        := $(BUILD)/libleakref.a
 BIN        := $(BUILD)/leakref
 TESTBIN    := $(BUILD)/leakref-tests
 
-.PHONY: all lib test test-sanitize fuzz bench demo install clean deps help fixtures format check-format
+NPROC      ?= $(shell nproc 2>/dev/null || echo 2)
+
+.PHONY: all lib test test-sanitize fuzz fuzz-build bench demo install clean deps fixtures
 
 all: $(BIN) fixtures
 
@@ -54,5 +56,66 @@ $(BUILD)/tests/%.o: tests/%.cpp
 $(TESTBIN): $(TEST_OBJ) $(LIB)
 	$(CXX) $(CXXFLAGS) -o $@ $(TEST_OBJ) $(LIB) $(LDLIBS)
 
-test: $(BIN) fixtures $(TESTBIN)
+# Builds in parallel, then runs every test (unit, real cores, scripts).
+test:
+	$(MAKE) -j$(NPROC) $(BIN) fixtures $(TESTBIN)
 	$(TESTBIN) $(TEST_ARGS)
+
+# The same suite built with AddressSanitizer + UndefinedBehaviorSanitizer.
+test-sanitize:
+	$(MAKE) BUILD=build-san OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" test
+
+# ---- fuzzing (clang + libFuzzer) ------------------------------------------
+FUZZ_SECONDS ?= 20
+FUZZ_DIR     := build-fuzz
+FUZZ_CXX     := clang++
+FUZZ_FLAGS   := -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Icorelib/include
+FUZZERS      := $(FUZZ_DIR)/fuzz_core $(FUZZ_DIR)/fuzz_path
+
+$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.cpp $(CORE_SRC)
+	@mkdir -p $(FUZZ_DIR)
+	$(FUZZ_CXX) $(FUZZ_FLAGS) -o $@ $< $(CORE_SRC) -ldw -lelf -ldebuginfod -lfmt
+
+fuzz-build: $(FUZZERS)
+
+# Runs each fuzzer briefly on its seed corpus (CI: FUZZ_SECONDS each).
+fuzz: fuzz-build
+	@for f in $(FUZZERS); do \
+	  n=$$(basename $$f); mkdir -p $(FUZZ_DIR)/corpus-$$n; \
+	  cp -n tests/fuzz/seeds/$$n/* $(FUZZ_DIR)/corpus-$$n/ 2>/dev/null || true; \
+	  echo "fuzz: $$n for $(FUZZ_SECONDS)s"; \
+	  $$f -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -max_len=65536 \
+	      $(FUZZ_DIR)/corpus-$$n > $(FUZZ_DIR)/$$n.log 2>&1 || { tail -n 40 $(FUZZ_DIR)/$$n.log; exit 1; }; \
+	  grep -E '^#[0-9]+.*DONE|Done [0-9]+ runs' $(FUZZ_DIR)/$$n.log | tail -n 1; \
+	done
+
+# ---- packages, install, demo, bench ----------------------------------------
+DEB_DEPS := g++ make pkg-config libdw-dev libelf-dev libfmt-dev libcli11-dev \
+            nlohmann-json3-dev catch2 libdebuginfod-dev gdb elfutils binutils \
+            clang libclang-rt-14-dev python3-drgn
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+# Installs the Debian 12 packages leakref needs; does nothing when present.
+deps:
+	@missing=$$(for p in $(DEB_DEPS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "deps: installing $$missing"; \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
+	else echo "deps: all installed"; fi
+
+install: $(BIN)
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/leakref
+	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/leakref
+	install -m 755 scripts/leakref-snap $(DESTDIR)$(PREFIX)/bin/leakref-snap
+	install -m 644 scripts/leakref.gdb $(DESTDIR)$(PREFIX)/share/leakref/leakref.gdb
+
+# Runs a bundled fixture, takes its core with gcore, and walks it.
+demo:
+	$(MAKE) -j$(NPROC) $(BIN) fixtures
+	BUILD=$(BUILD) scripts/demo.sh
+
+# leakref vs drgn on a 1,000,000-node list and hash table in one core.
+bench:
+	$(MAKE) -j$(NPROC) $(BIN) fixtures
+	BUILD=$(BUILD) scripts/bench.sh

@@ -1,0 +1,94 @@
+// leakref-snap and the gdb macro on a live fixture process.
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <catch2/catch.hpp>
+
+#include "harness.hpp"
+
+using nlohmann::json;
+
+namespace {
+
+std::string repo_dir() { return lrtest::build_dir() + "/.."; }
+
+// A live fixture that stays up for the test; killed by the destructor.
+struct Live {
+  int pid = 0;
+  json manifest;
+  explicit Live(const std::string& exe) {
+    static int n = 0;
+    std::string tag = std::to_string(++n);
+    std::string m = lrtest::tmp_dir() + "/live" + tag + ".manifest.json";
+    std::string ready = lrtest::tmp_dir() + "/live" + tag + ".ready";
+    std::string cmd = exe + " " + m + " > " + ready + " & echo $!";
+    FILE* f = popen(cmd.c_str(), "r");
+    if (fscanf(f, "%d", &pid) != 1) pid = 0;
+    pclose(f);
+    for (int i = 0; i < 200 && lrtest::read_file(ready).find("READY") == std::string::npos; ++i)
+      usleep(50000);
+    manifest = json::parse(lrtest::read_file(m));
+  }
+  ~Live() {
+    if (pid) kill(pid, SIGKILL);
+  }
+};
+
+json extract_json(const std::string& out) {
+  auto a = out.find("{\n");
+  auto b = out.rfind("}");
+  REQUIRE(a != std::string::npos);
+  return json::parse(out.substr(a, b - a + 1));
+}
+
+void check_list(const json& j, const json& manifest) {
+  const json& want = manifest["structures"]["list"]["objects"];
+  REQUIRE(j["objects"].size() == want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    CHECK(j["objects"][i]["addr"] == want[i]["addr"]);
+    CHECK(j["objects"][i]["refcount"] == want[i]["refcount"]);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("leakref-snap snapshots a live process and removes the core", "[scripts]") {
+  if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed");
+  Live live(lrtest::fixture_path("fx_structs_pie"));
+  REQUIRE(live.pid > 0);
+  setenv("LEAKREF", (lrtest::build_dir() + "/leakref").c_str(), 1);
+  setenv("TMPDIR", lrtest::tmp_dir().c_str(), 1);
+  auto r = lrtest::run({repo_dir() + "/scripts/leakref-snap", std::to_string(live.pid), "walk",
+                        "--json", "--type", "struct obj", "--head", "obj_list", "--list-member",
+                        "link", "--refcount", "ref"},
+                       120);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  check_list(r.json(), live.manifest);
+  CHECK(kill(live.pid, 0) == 0);  // still running: it was only paused
+  auto ls = lrtest::run({"sh", "-c", "ls " + lrtest::tmp_dir() + " | grep -c leakref-snap || true"});
+  CHECK(ls.out == "0\n");
+  std::string kept = lrtest::tmp_dir() + "/kept.core";
+  r = lrtest::run({repo_dir() + "/scripts/leakref-snap", "--out", kept, std::to_string(live.pid)}, 120);
+  CHECK(r.status == 0);
+  CHECK(r.out.find("threads:") != std::string::npos);
+  CHECK(!lrtest::read_file(kept).empty());
+  r = lrtest::run({repo_dir() + "/scripts/leakref-snap", "999999999"});
+  CHECK(r.status != 0);
+}
+
+TEST_CASE("the gdb macro snapshots the inferior and runs leakref", "[scripts]") {
+  if (!lrtest::have_gcore()) LR_SKIP("gdb is not installed");
+  Live live(lrtest::fixture_path("fx_structs"));
+  REQUIRE(live.pid > 0);
+  std::string path = lrtest::build_dir() + ":" + std::getenv("PATH");
+  auto r = lrtest::run({"env", "PATH=" + path, "LEAKREF_GDB_DIR=" + lrtest::tmp_dir(), "gdb",
+                        "-nx", "-batch", "-p", std::to_string(live.pid), "-x",
+                        repo_dir() + "/scripts/leakref.gdb", "-ex",
+                        "leakref walk --json --type \"struct obj\" --head obj_list "
+                        "--list-member link --refcount ref"},
+                       120);
+  INFO(r.out << r.err);
+  REQUIRE(r.status == 0);
+  check_list(extract_json(r.out), live.manifest);
+}
