@@ -381,6 +381,15 @@ const uint8_t* CoreFile::span(uint64_t addr, size_t len) const {
   return s->data + (addr - s->start);
 }
 
+bool CoreFile::window(uint64_t addr, Window* w) const {
+  const Seg* s = find(addr);
+  if (!s || !s->data) return false;
+  w->start = s->start;
+  w->end = s->end;
+  w->data = s->data;
+  return true;
+}
+
 Result<void> CoreFile::read(uint64_t addr, void* buf, size_t len) const {
   auto* out = static_cast<uint8_t*>(buf);
   while (len) {

@@ -1,6 +1,7 @@
 #include "leakref/walkers.hpp"
 
 #include <fmt/format.h>
+#include <sys/mman.h>
 
 namespace lr {
 
@@ -19,6 +20,8 @@ const char* walk_stop_name(WalkStop s) {
 namespace {
 
 constexpr size_t kMaxIssues = 100;
+constexpr uint64_t kStrideAhead = 32;
+using Window = Memory::Window;
 
 void add_issue(WalkResult& r, uint64_t addr, std::string what) {
   ++r.issue_count;
@@ -30,32 +33,49 @@ bool poisoned(uint64_t p) {
   return (p & 0xffffffffffff0000ull) == 0xdead000000000000ull || p == 0x100 || p == 0x122;
 }
 
-inline bool load_ptr(const Memory& mem, uint64_t addr, uint64_t* out) {
-  if (const uint8_t* p = mem.span(addr, 8)) {
-    std::memcpy(out, p, 8);
+// Reads `n` (8 or 16) bytes at `a` through the cached window `w`, refreshing
+// it when `a` leaves it; falls back to a copying read across segments.
+inline bool load(const Memory& mem, Window& w, uint64_t a, void* out, size_t n) {
+  const uint8_t* p = w.at(a, n);
+  if (!p && mem.window(a, &w)) p = w.at(a, n);
+  if (p) {
+    std::memcpy(out, p, n);
     return true;
   }
-  return mem.read(addr, out, 8).ok();
+  return mem.read(a, out, n).ok();
 }
 
-// Walks links x0, next(x0), ... until `end_value` (a ring head or 0).
-// `links` receives link addresses. `check_back(prev_link, link, word1)`
-// validates the back pointer stored right after the next pointer.
-// `container_of(link)` is only used for messages.
+inline void prefetch(const Memory& mem, Window& w, uint64_t a) {
+  const uint8_t* p = w.at(a, 1);
+  if (!p && mem.window(a, &w)) p = w.at(a, 1);
+  if (p) __builtin_prefetch(p);
+}
+
+// Grows the result array in large steps and asks for transparent huge pages:
+// a million-object walk otherwise spends much of its time in page faults.
+inline void grow(std::vector<uint64_t>& v) {
+  size_t cap = std::max<size_t>(v.capacity() * 2, size_t{1} << 18);
+  v.reserve(cap);
+  uintptr_t b = reinterpret_cast<uintptr_t>(v.data());
+  uintptr_t lo = (b + (2u << 20) - 1) & ~uintptr_t{(2u << 20) - 1};
+  uintptr_t hi = (b + cap * sizeof(uint64_t)) & ~uintptr_t{(2u << 20) - 1};
+  if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
+}
+
 enum class Back { kNone, kPrev, kPprev };
 
-void walk_links(const Memory& mem, uint64_t first, uint64_t next_off, uint64_t end_value,
-                Back back, uint64_t head_for_back, uint64_t member_off, const WalkLimits& lim,
-                WalkResult& r, std::vector<uint64_t>& links) {
-  uint64_t x = first;
-  uint64_t prev = head_for_back;
-  uint64_t tort = first;
-  uint64_t power = 1, lam = 0;
-  const size_t base = links.size();
-  uint64_t budget = lim.max_nodes > r.objects.size() + links.size()
-                        ? lim.max_nodes - r.objects.size() - links.size()
-                        : 0;
-  uint64_t n = 0;
+// Follows links x0, next(x0), ... until `end_value` (a ring head, or 0),
+// appending containers (link - member_off) to r.objects. For kPrev/kPprev the
+// word after the next pointer must point back at the previous link (or at
+// `head_for_back` for the first). Cycles are found with Brent's algorithm
+// and cut to their distinct nodes.
+void walk_links(const Memory& mem, Window& w, uint64_t first, uint64_t next_off,
+                uint64_t end_value, Back back, uint64_t head_for_back, uint64_t member_off,
+                const WalkLimits& lim, WalkResult& r) {
+  const size_t base = r.objects.size();
+  const size_t nbytes = back == Back::kNone ? 8 : 16;
+  const uint64_t budget = lim.max_nodes > base ? lim.max_nodes - base : 0;
+  uint64_t x = first, prev = head_for_back, tort = first, power = 1, lam = 0, n = 0;
   for (;;) {
     if (x == end_value) return;
     if (n >= budget) {
@@ -70,52 +90,54 @@ void walk_links(const Memory& mem, uint64_t first, uint64_t next_off, uint64_t e
       r.stop_detail = "interrupted";
       return;
     }
-    if (poisoned(x) || (x == 0 && end_value != 0)) {
+    if (x == 0 || poisoned(x)) {
       r.stop = WalkStop::kCorrupt;
-      r.stop_addr = links.size() > base ? links.back() - member_off : 0;
+      r.stop_addr = r.objects.size() > base ? r.objects.back() : 0;
       r.stop_detail = fmt::format("link after object {:#x} is {:#x}: {}", r.stop_addr, x,
                                   x == 0 ? "NULL inside a ring" : "a poison value (freed entry)");
       return;
     }
     uint64_t words[2];
-    const uint8_t* p = mem.span(x + next_off, back == Back::kNone ? 8 : 16);
-    if (p) {
-      std::memcpy(words, p, back == Back::kNone ? 8 : 16);
-    } else if (!mem.read(x + next_off, words, back == Back::kNone ? 8 : 16).ok()) {
+    if (!load(mem, w, x + next_off, words, nbytes)) {
       r.stop = WalkStop::kFault;
       r.stop_addr = x - member_off;
       r.stop_detail = fmt::format("object {:#x} (link {:#x}) is not readable: {}", x - member_off,
                                   x, mem.why_unreadable(x + next_off));
       return;
     }
-    if (back == Back::kPrev && words[1] != prev)
+    if (back != Back::kNone && words[1] != prev)
       add_issue(r, x - member_off,
-                fmt::format("broken back link: prev={:#x}, expected {:#x}", words[1], prev));
-    else if (back == Back::kPprev && words[1] != prev)
-      add_issue(r, x - member_off,
-                fmt::format("broken back link: pprev={:#x}, expected {:#x}", words[1], prev));
-    links.push_back(x);
+                fmt::format("broken back link: {}={:#x}, expected {:#x}",
+                            back == Back::kPrev ? "prev" : "pprev", words[1], prev));
+    if (r.objects.size() == r.objects.capacity()) grow(r.objects);
+    r.objects.push_back(x - member_off);
     ++n;
+    // list: a node's prev is the previous link; hlist: its pprev is the
+    // address of the previous node's `next`, which is that node's link.
+    prev = x;
     uint64_t nx = words[0];
-    prev = back == Back::kPprev ? x : x;  // list: prev is our link; hlist: &prev->next == link
     ++lam;
     if (nx == tort && nx != end_value) {
-      // Brent: the loop has length lam. Find mu, the index of its first node.
-      std::vector<uint64_t> seq(links.begin() + base, links.end());
-      seq.push_back(nx);
+      // Brent: the loop has length lam; mu is the index of its first node.
+      std::vector<uint64_t> seq(r.objects.begin() + base, r.objects.end());
+      seq.push_back(nx - member_off);
       size_t mu = 0;
       while (mu + lam < seq.size() && seq[mu] != seq[mu + lam]) ++mu;
-      links.resize(base + mu + lam);
+      r.objects.resize(base + mu + lam);
       r.stop = WalkStop::kCycle;
-      r.cycle_start = seq[mu] - member_off;
+      r.cycle_start = seq[mu];
       r.cycle_length = lam;
-      r.stop_addr = links.back() - member_off;
+      r.stop_addr = r.objects.back();
       r.stop_detail = fmt::format(
           "links loop without returning to the start: object {:#x} points back to {:#x} "
           "({} objects before the loop, {} on it)",
           r.stop_addr, r.cycle_start, mu, lam);
       return;
     }
+    // Nodes allocated one after another sit at a constant stride; prefetch
+    // along it so the dependent loads of a long chain overlap. A wrong guess
+    // costs one wasted prefetch; nothing is read from the guessed address.
+    if (const uint8_t* g = w.at(nx + next_off + (nx - x) * kStrideAhead, 1)) __builtin_prefetch(g);
     if (lam == power) {
       tort = nx;
       power <<= 1;
@@ -125,53 +147,44 @@ void walk_links(const Memory& mem, uint64_t first, uint64_t next_off, uint64_t e
   }
 }
 
-void finish(WalkResult& r, std::vector<uint64_t>& links, uint64_t member_off) {
-  r.objects.reserve(r.objects.size() + links.size());
-  for (uint64_t l : links) r.objects.push_back(l - member_off);
+WalkResult fault_at(uint64_t a, const char* what, const Memory& mem) {
+  WalkResult r;
+  r.stop = WalkStop::kFault;
+  r.stop_addr = a;
+  r.stop_detail = fmt::format("{} {:#x} is not readable: {}", what, a, mem.why_unreadable(a));
+  return r;
 }
 
 }  // namespace
 
 WalkResult walk_list(const Memory& mem, uint64_t head, uint64_t member_off, const WalkLimits& lim) {
   WalkResult r;
-  uint64_t w[2];
-  if (!mem.read(head, w, 16).ok()) {
-    r.stop = WalkStop::kFault;
-    r.stop_addr = head;
-    r.stop_detail = fmt::format("list head {:#x} is not readable: {}", head, mem.why_unreadable(head));
-    return r;
-  }
-  std::vector<uint64_t> links;
-  walk_links(mem, w[0], 0, head, Back::kPrev, head, member_off, lim, r, links);
-  if (r.stop == WalkStop::kEnd && w[1] != (links.empty() ? head : links.back()))
-    add_issue(r, head, fmt::format("head's prev={:#x}, but the last entry is {:#x}", w[1],
-                                   links.empty() ? head : links.back()));
-  finish(r, links, member_off);
+  Window w;
+  uint64_t hw[2];
+  if (!load(mem, w, head, hw, 16)) return fault_at(head, "list head", mem);
+  walk_links(mem, w, hw[0], 0, head, Back::kPrev, head, member_off, lim, r);
+  uint64_t last = r.objects.empty() ? head : r.objects.back() + member_off;
+  if (r.stop == WalkStop::kEnd && hw[1] != last)
+    add_issue(r, head, fmt::format("head's prev={:#x}, but the last entry is {:#x}", hw[1], last));
+  lim.sink(r.objects.data(), r.objects.size());
   return r;
 }
 
 WalkResult walk_hlist(const Memory& mem, uint64_t head, uint64_t member_off, const WalkLimits& lim) {
   WalkResult r;
+  Window w;
   uint64_t first;
-  if (!load_ptr(mem, head, &first)) {
-    r.stop = WalkStop::kFault;
-    r.stop_addr = head;
-    r.stop_detail = fmt::format("hlist head {:#x} is not readable: {}", head, mem.why_unreadable(head));
-    return r;
-  }
-  std::vector<uint64_t> links;
-  // pprev of each node must point at the previous node's `next` field (the
-  // node itself, as next is at offset 0) or at the head.
-  walk_links(mem, first, 0, 0, Back::kPprev, head, member_off, lim, r, links);
-  finish(r, links, member_off);
+  if (!load(mem, w, head, &first, 8)) return fault_at(head, "hlist head", mem);
+  walk_links(mem, w, first, 0, 0, Back::kPprev, head, member_off, lim, r);
+  lim.sink(r.objects.data(), r.objects.size());
   return r;
 }
 
 WalkResult walk_chain(const Memory& mem, uint64_t first, uint64_t next_off, const WalkLimits& lim) {
   WalkResult r;
-  std::vector<uint64_t> links;
-  walk_links(mem, first, next_off, 0, Back::kNone, 0, 0, lim, r, links);
-  finish(r, links, 0);
+  Window w;
+  walk_links(mem, w, first, next_off, 0, Back::kNone, 0, 0, lim, r);
+  lim.sink(r.objects.data(), r.objects.size());
   return r;
 }
 
@@ -186,29 +199,32 @@ WalkResult walk_array(const Memory& mem, uint64_t base, uint64_t count, uint64_t
     r.stop = WalkStop::kLimit;
     r.stop_detail = fmt::format("stopped after {} of {} elements (--limit)", n, count);
   }
+  lim.sink(r.objects.data(), r.objects.size());
   return r;
 }
 
 WalkResult walk_pointer_array(const Memory& mem, uint64_t base, uint64_t count,
                               const WalkLimits& lim) {
   WalkResult r;
+  Window w;
   for (uint64_t i = 0; i < count; ++i) {
     uint64_t p;
-    if (!load_ptr(mem, base + i * 8, &p)) {
+    if (!load(mem, w, base + i * 8, &p, 8)) {
       r.stop = WalkStop::kFault;
       r.stop_addr = base + i * 8;
       r.stop_detail = fmt::format("pointer array slot {} at {:#x} is not readable: {}", i,
                                   base + i * 8, mem.why_unreadable(base + i * 8));
-      return r;
+      break;
     }
     if (!p) continue;
     if (r.objects.size() >= lim.max_nodes) {
       r.stop = WalkStop::kLimit;
       r.stop_detail = fmt::format("stopped after {} objects (--limit)", lim.max_nodes);
-      return r;
+      break;
     }
     r.objects.push_back(p);
   }
+  lim.sink(r.objects.data(), r.objects.size());
   return r;
 }
 
@@ -216,37 +232,69 @@ WalkResult walk_buckets(const Memory& mem, uint64_t base, uint64_t nbuckets, uin
                         BucketKind kind, uint64_t member_off, const WalkLimits& lim) {
   WalkResult r;
   r.buckets = nbuckets;
+  Window w, bw, pw;
+  // Where the first link of bucket i is, and where a link's next pointer is.
+  const uint64_t next_off = kind == BucketKind::kChain ? member_off : 0;
+  auto first_of = [&](uint64_t i, uint64_t* v) {
+    return load(mem, bw, base + i * bucket_size, v, 8);
+  };
+  // Chains are short and scattered, so every node is a cache miss. Overlap
+  // them: while at bucket i, prefetch node k (k = 0..3) of the chain of
+  // bucket i + kAhead[k], following links earlier prefetches brought in.
+  static constexpr uint64_t kAhead[] = {24, 18, 12, 6};
+  auto end_of = [&](uint64_t j, uint64_t node) {
+    return kind == BucketKind::kListHead ? node == base + j * bucket_size : node == 0;
+  };
   for (uint64_t i = 0; i < nbuckets; ++i) {
     if ((i & 0xfff) == 0xfff && lim.interrupted && lim.interrupted->load()) {
       r.stop = WalkStop::kInterrupted;
       r.stop_detail = fmt::format("interrupted at bucket {}", i);
       return r;
     }
+    for (int k = 0; k < 4; ++k) {
+      uint64_t j = i + kAhead[k], node;
+      if (j >= nbuckets || !first_of(j, &node) || end_of(j, node)) continue;
+      bool ok = true;
+      for (int step = 0; step < k && ok; ++step) {
+        const uint8_t* p = pw.at(node + next_off, 8);
+        if (!p) ok = false;
+        else std::memcpy(&node, p, 8);
+        if (ok && end_of(j, node)) ok = false;
+      }
+      if (ok) prefetch(mem, pw, node + next_off);
+    }
     uint64_t b = base + i * bucket_size;
-    WalkResult one;
-    WalkLimits l = lim;
-    l.max_nodes = lim.max_nodes > r.objects.size() ? lim.max_nodes - r.objects.size() : 0;
     uint64_t first;
-    if (!load_ptr(mem, b, &first)) {
+    if (!first_of(i, &first)) {
       ++r.faulted_buckets;
       add_issue(r, b, fmt::format("bucket {} at {:#x} not readable: {}", i, b, mem.why_unreadable(b)));
       continue;
     }
-    if (kind == BucketKind::kListHead ? first == b : first == 0) {
+    if (end_of(i, first)) {
       ++r.empty_buckets;
       continue;
     }
-    if (kind == BucketKind::kHlist)
-      one = walk_hlist(mem, b, member_off, l);
-    else if (kind == BucketKind::kListHead)
-      one = walk_list(mem, b, member_off, l);
-    else
-      one = walk_chain(mem, first, member_off, l);
-    r.longest_chain = std::max<uint64_t>(r.longest_chain, one.objects.size());
-    r.objects.insert(r.objects.end(), one.objects.begin(), one.objects.end());
+    size_t before = r.objects.size();
+    WalkResult one;
+    one.objects.swap(r.objects);  // append in place, keep issues per bucket
+    switch (kind) {
+      case BucketKind::kHlist:
+        walk_links(mem, w, first, 0, 0, Back::kPprev, b, member_off, lim, one);
+        break;
+      case BucketKind::kListHead:
+        walk_links(mem, w, first, 0, b, Back::kPrev, b, member_off, lim, one);
+        break;
+      case BucketKind::kChain:
+        walk_links(mem, w, first, next_off, 0, Back::kNone, 0, 0, lim, one);
+        break;
+    }
+    one.objects.swap(r.objects);
+    size_t got = r.objects.size() - before;
+    r.longest_chain = std::max<uint64_t>(r.longest_chain, got);
+    lim.sink(r.objects.data() + before, got);
     r.issue_count += one.issue_count;
     for (auto& is : one.issues)
-      if (r.issues.size() < kMaxIssues) r.issues.push_back(is);
+      if (r.issues.size() < kMaxIssues) r.issues.push_back(std::move(is));
     if (one.stop == WalkStop::kLimit || one.stop == WalkStop::kInterrupted) {
       r.stop = one.stop;
       r.stop_addr = one.stop_addr;

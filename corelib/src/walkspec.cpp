@@ -81,6 +81,88 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
     member_type = loc.type;
   }
 
+  // Objects are evaluated as the walkers find them (per bucket, per list),
+  // while their memory is still in cache: refcount, filter, shown fields.
+  static constexpr int64_t kDense = 4096;
+  struct Eval {
+    const Memory* mem;
+    uint64_t size;
+    const FieldSpec* rc;
+    bool rc_fast, rc_signed, rc_plain;
+    size_t rc_width;
+    FieldLoc rc_loc;
+    const Filter* filter;
+    const std::vector<FieldSpec>* shows;
+    bool keep;
+    WalkReport* rep;
+    std::vector<uint64_t> dense;  // refcounts -1 .. kDense-2
+    std::vector<uint8_t> scratch;
+    Memory::Window w;
+
+    void one(uint64_t addr) {
+      const uint8_t* obj = w.at(addr, size);
+      if (!obj && mem->window(addr, &w)) obj = w.at(addr, size);
+      if (!obj) obj = object_bytes(*mem, addr, size, scratch);
+      if (!obj) {
+        if (rep->unreadable_objects++ < 20)
+          rep->warnings.push_back(fmt::format("object {:#x} not readable: {}", addr,
+                                              mem->why_unreadable(addr)));
+        return;
+      }
+      if (filter && !filter->matches(*mem, addr, obj)) return;
+      ++rep->matched;
+      WalkedObject wo;
+      wo.addr = addr;
+      if (rc) {
+        if (rc_plain) {
+          // Hot path: a whole-byte integer; width and sign resolved once.
+          uint64_t u = load_uint(obj + rc_loc.offset, rc_width);
+          if (rc_signed && rc_width < 8 && (u >> (rc_width * 8 - 1)) & 1) u |= ~uint64_t{0} << (rc_width * 8);
+          wo.refcount = static_cast<int64_t>(u);
+          wo.has_refcount = true;
+        } else if (rc_fast) {
+          wo.refcount = rc_signed ? load_field_s(obj, rc_loc)
+                                  : static_cast<int64_t>(load_field_u(obj, rc_loc));
+          wo.has_refcount = true;
+        } else {
+          wo.has_refcount = eval_field(*mem, addr, obj, *rc).as_int(&wo.refcount);
+        }
+        if (wo.has_refcount) {
+          if (wo.refcount >= -1 && wo.refcount < kDense - 1)
+            ++dense[wo.refcount + 1];
+          else
+            ++rep->histogram[wo.refcount];
+        }
+      }
+      if (keep) {
+        for (const auto& s : *shows) wo.fields.push_back(eval_field(*mem, addr, obj, s));
+        rep->objects.push_back(std::move(wo));
+      }
+    }
+    static void sink(void* ctx, const uint64_t* objs, size_t n) {
+      auto* e = static_cast<Eval*>(ctx);
+      for (size_t i = 0; i < n; ++i) e->one(objs[i]);
+    }
+  };
+  Eval ev;
+  ev.mem = &mem;
+  ev.size = ts->size;
+  ev.rc = have_rc ? &rc : nullptr;
+  ev.rc_fast = have_rc && rc.hops.size() == 1;
+  ev.rc_loc = ev.rc_fast ? rc.hops[0] : FieldLoc{};
+  const Type* rct = ev.rc_fast && ev.rc_loc.type ? ev.rc_loc.type->strip() : nullptr;
+  ev.rc_signed = rct && rct->is_signed;
+  ev.rc_width = rct ? rct->size : 0;
+  ev.rc_plain = ev.rc_fast && !ev.rc_loc.bit_size &&
+                (ev.rc_width == 1 || ev.rc_width == 2 || ev.rc_width == 4 || ev.rc_width == 8);
+  ev.filter = filter.get();
+  ev.shows = &shows;
+  ev.keep = spec.keep_values;
+  ev.rep = &rep;
+  ev.dense.assign(kDense, 0);
+  WalkLimits lim = spec.limits;
+  lim.sink = ObjectSink{&Eval::sink, &ev};
+
   uint64_t t0 = now_ns();
   uint64_t arr_count = 0;
   const Type* elem = array_of(head_type, &arr_count);
@@ -93,10 +175,10 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
       uint64_t nb = spec.buckets ? spec.buckets : (elem && named(elem, "list_head") ? arr_count : 0);
       if (nb) {
         rep.mode = "hash:list_head";
-        rep.walk = walk_buckets(mem, head, nb, 16, BucketKind::kListHead, member_off, spec.limits);
+        rep.walk = walk_buckets(mem, head, nb, 16, BucketKind::kListHead, member_off, lim);
       } else {
         rep.mode = "list";
-        rep.walk = walk_list(mem, head, member_off, spec.limits);
+        rep.walk = walk_list(mem, head, member_off, lim);
       }
       break;
     }
@@ -108,10 +190,10 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
       uint64_t nb = spec.buckets ? spec.buckets : (elem && named(elem, "hlist_head") ? arr_count : 0);
       if (nb) {
         rep.mode = "hash:hlist";
-        rep.walk = walk_buckets(mem, head, nb, 8, BucketKind::kHlist, member_off, spec.limits);
+        rep.walk = walk_buckets(mem, head, nb, 8, BucketKind::kHlist, member_off, lim);
       } else {
         rep.mode = "hlist";
-        rep.walk = walk_hlist(mem, head, member_off, spec.limits);
+        rep.walk = walk_hlist(mem, head, member_off, lim);
       }
       break;
     }
@@ -125,7 +207,7 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
       if (!nb && elem && elem->kind == TypeKind::kPointer) nb = arr_count;
       if (nb) {
         rep.mode = "hash:chain";
-        rep.walk = walk_buckets(mem, head, nb, 8, BucketKind::kChain, member_off, spec.limits);
+        rep.walk = walk_buckets(mem, head, nb, 8, BucketKind::kChain, member_off, lim);
         break;
       }
       uint64_t first = head;
@@ -134,7 +216,7 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
         LR_ASSIGN(first, mem.read_u64(head));
       }
       rep.mode = "chain";
-      rep.walk = walk_chain(mem, first, member_off, spec.limits);
+      rep.walk = walk_chain(mem, first, member_off, lim);
       break;
     }
     case WalkSpec::Link::kArray: {
@@ -143,7 +225,7 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
         return make_error(Errc::kInvalidArgument,
                           "--array needs --count N (the head symbol's type gives no length)");
       rep.mode = "array";
-      rep.walk = walk_array(mem, head, n, ts->size, spec.limits);
+      rep.walk = walk_array(mem, head, n, ts->size, lim);
       break;
     }
     case WalkSpec::Link::kPointerArray: {
@@ -152,7 +234,7 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
         return make_error(Errc::kInvalidArgument,
                           "--pointer-array needs --count N (the head symbol's type gives no length)");
       rep.mode = "pointer-array";
-      rep.walk = walk_pointer_array(mem, head, n, spec.limits);
+      rep.walk = walk_pointer_array(mem, head, n, lim);
       break;
     }
     case WalkSpec::Link::kNone:
@@ -160,55 +242,12 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
                         "say how objects are linked: --next, --list-member, --hlist-member, "
                         "--array or --pointer-array");
   }
-  uint64_t t1 = now_ns();
-  rep.walk_ns = t1 - t0;
-
-  // Evaluate every object: one span per object, offsets precomputed.
-  const bool rc_fast = have_rc && rc.hops.size() == 1;
-  const FieldLoc rc_loc = rc_fast ? rc.hops[0] : FieldLoc{};
-  const Type* rct = rc_fast && rc_loc.type ? rc_loc.type->strip() : nullptr;
-  const bool rc_signed = rct && rct->is_signed;
-  constexpr int64_t kDense = 4096;
-  std::vector<uint64_t> dense(kDense + 1, 0);  // refcounts -1 .. 4095
-  std::vector<uint8_t> scratch;
+  rep.walk_ns = now_ns() - t0;
   rep.visited = rep.walk.objects.size();
-  if (spec.keep_values) rep.objects.reserve(filter ? 0 : rep.visited);
-  for (uint64_t addr : rep.walk.objects) {
-    const uint8_t* obj = object_bytes(mem, addr, ts->size, scratch);
-    if (!obj) {
-      if (rep.unreadable_objects++ < 20)
-        rep.warnings.push_back(fmt::format("object {:#x} not readable: {}", addr,
-                                           mem.why_unreadable(addr)));
-      continue;
-    }
-    if (filter && !filter->matches(mem, addr, obj)) continue;
-    ++rep.matched;
-    WalkedObject wo;
-    wo.addr = addr;
-    if (have_rc) {
-      if (rc_fast) {
-        wo.refcount = rc_signed ? load_field_s(obj, rc_loc) : static_cast<int64_t>(load_field_u(obj, rc_loc));
-        wo.has_refcount = true;
-      } else {
-        wo.has_refcount = eval_field(mem, addr, obj, rc).as_int(&wo.refcount);
-      }
-      if (wo.has_refcount) {
-        if (wo.refcount >= -1 && wo.refcount < kDense)
-          ++dense[wo.refcount + 1];
-        else
-          ++rep.histogram[wo.refcount];
-      }
-    }
-    if (spec.keep_values) {
-      for (const auto& s : shows) wo.fields.push_back(eval_field(mem, addr, obj, s));
-      rep.objects.push_back(std::move(wo));
-    }
-  }
-  for (int64_t i = 0; i <= kDense; ++i)
-    if (dense[i]) rep.histogram[i - 1] += dense[i];
+  for (int64_t i = 0; i < kDense; ++i)
+    if (ev.dense[i]) rep.histogram[i - 1] += ev.dense[i];
   if (rep.unreadable_objects > 20)
     rep.warnings.push_back(fmt::format("{} objects in all were not readable", rep.unreadable_objects));
-  rep.eval_ns = now_ns() - t1;
   return rep;
 }
 

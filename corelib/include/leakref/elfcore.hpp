@@ -82,6 +82,7 @@ class CoreFile final : public Memory {
   const uint8_t* span(uint64_t addr, size_t len) const override;
   Result<void> read(uint64_t addr, void* buf, size_t len) const override;
   std::string why_unreadable(uint64_t addr) const override;
+  bool window(uint64_t addr, Window* w) const override;
 
   const std::string& path() const { return path_; }
   uint64_t file_size() const { return size_; }

@@ -26,6 +26,19 @@ class Memory {
   // first unreadable address; `buf` contents are then unspecified.
   virtual Result<void> read(uint64_t addr, void* buf, size_t len) const = 0;
 
+  // The largest directly readable byte range containing `addr`: lets hot
+  // loops do pointer arithmetic instead of a virtual call per read. Returns
+  // false when `addr` is unreadable or the backend has no stable mapping.
+  struct Window {
+    uint64_t start = 0, end = 0;  // [start, end); empty by default
+    const uint8_t* data = nullptr;
+    // Pointer to `n` bytes at `a` if they lie inside this window.
+    const uint8_t* at(uint64_t a, size_t n) const {
+      return (a - start < end - start && end - a >= n) ? data + (a - start) : nullptr;
+    }
+  };
+  virtual bool window(uint64_t addr, Window* w) const { (void)addr; (void)w; return false; }
+
   // Human description of why `addr` is not readable ("not in core", "beyond
   // end of truncated core", ...); empty if it is readable.
   virtual std::string why_unreadable(uint64_t addr) const { (void)addr; return "unreadable"; }

@@ -41,9 +41,22 @@ struct WalkResult {
   bool ok() const { return stop == WalkStop::kEnd; }
 };
 
+// Receives each batch of newly found objects (container addresses, in walk
+// order) while their memory is likely still in cache: after each hash bucket,
+// or once at the end of a single list. Objects are final when passed (a cycle
+// has already been cut to its distinct nodes).
+struct ObjectSink {
+  void (*fn)(void* ctx, const uint64_t* objs, size_t n) = nullptr;
+  void* ctx = nullptr;
+  void operator()(const uint64_t* objs, size_t n) const {
+    if (fn && n) fn(ctx, objs, n);
+  }
+};
+
 struct WalkLimits {
   uint64_t max_nodes = 100'000'000;
   const std::atomic<bool>* interrupted = nullptr;
+  ObjectSink sink;
 };
 
 // Intrusive list_head ring: `head` is the address of the struct list_head,

@@ -47,7 +47,7 @@ struct WalkReport {
   uint64_t visited = 0, matched = 0;
   uint64_t unreadable_objects = 0;    // objects whose bytes could not be read
   std::map<int64_t, uint64_t> histogram;  // refcount -> matched objects
-  uint64_t walk_ns = 0, eval_ns = 0;
+  uint64_t walk_ns = 0;  // walking and evaluating every object (one fused pass)
   std::vector<std::string> warnings;
 };
 

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# make bench: leakref vs drgn (python3-drgn) walking the same 1,000,000-node
+# list and 1,000,000-entry hash table in the same gcore core, same run.
+# Walk rates count walking plus reading each object's refcount (what the drgn
+# loop does); setup (opening the core, DWARF) is reported separately.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+B="${BUILD:-build}"
+LR="$B/leakref"
+N="${BENCH_NODES:-1000000}"
+work="$(mktemp -d /tmp/leakref-bench.XXXXXX)"
+trap 'kill "$pid" 2>/dev/null || true; rm -rf "$work"' EXIT
+"$B/fixtures/fx_big" "$work/manifest.json" "$N" > "$work/ready" &
+pid=$!
+for _ in $(seq 600); do grep -q READY "$work/ready" 2>/dev/null && break; sleep 0.1; done
+gcore -o "$work/core" "$pid" > /dev/null 2>&1
+kill "$pid"
+core="$work/core.$pid"
+buckets=$(python3 -c "import json;print(json.load(open('$work/manifest.json'))['structures']['hash']['buckets'])")
+echo "core: $(du -h "$core" | cut -f1), $N list nodes, $N hash entries in $buckets buckets"
+
+best() {  # best (smallest) walk+eval ns of 5 leakref runs; also checks counts
+  local what="$1"; shift
+  local bestns=0 wall=0
+  for i in 1 2 3 4 5; do
+    local t0=$(date +%s%N)
+    "$LR" walk "$core" --json --summary "$@" > "$work/$what.json"
+    local t1=$(date +%s%N)
+    local ns=$(python3 -c "import json;s=json.load(open('$work/$what.json'))['summary'];print(s['walk_ns'])")
+    if [ "$bestns" = 0 ] || [ "$ns" -lt "$bestns" ]; then bestns=$ns; wall=$((t1-t0)); fi
+  done
+  echo "$bestns $wall"
+}
+read lr_list_ns lr_list_wall < <(best list --type 'struct bnode' --head big_list --list-member link --refcount refcount)
+read lr_hash_ns lr_hash_wall < <(best hash --type 'struct hnode' --head '*big_hash' --buckets "$buckets" --hlist-member hnode --refcount refcount)
+
+echo "drgn: walking (this takes a while)..."
+d0=$(date +%s%N)
+/usr/bin/python3 bench/drgn_walk.py "$core" "$buckets" > "$work/drgn.json"
+d1=$(date +%s%N)
+
+python3 - "$work" "$N" "$lr_list_ns" "$lr_hash_ns" "$lr_list_wall" "$lr_hash_wall" "$((d1-d0))" <<'PY'
+import json, sys
+work, n, lns, hns, lwall, hwall, dwall = sys.argv[1], int(sys.argv[2]), *map(int, sys.argv[3:])
+m = json.load(open(f"{work}/manifest.json"))["structures"]
+d = json.load(open(f"{work}/drgn.json"))
+ok = True
+for what in ("list", "hash"):
+    lr = json.load(open(f"{work}/{what}.json"))["summary"]
+    want = m[what]
+    for who, got_n, got_h in (("leakref", lr["visited"], lr["histogram"]),
+                              ("drgn", d[what]["count"], d[what]["histogram"])):
+        want_h = {k: v for k, v in want["histogram"].items() if v}
+        if got_n != want["count"] or got_h != want_h:
+            print(f"MISMATCH {who} {what}: {got_n} {got_h} vs manifest {want['count']} {want['histogram']}")
+            ok = False
+print()
+print(f"{'walk':<6} {'leakref nodes/s':>16} {'drgn nodes/s':>14} {'ratio':>8}   leakref walk  drgn walk")
+for what, ns in (("list", lns), ("hash", hns)):
+    lr_rate = n / (ns / 1e9)
+    dr_rate = n / d[what]["seconds"]
+    print(f"{what:<6} {lr_rate/1e6:>14.1f} M {dr_rate/1e6:>12.3f} M {lr_rate/dr_rate:>7.0f}x   "
+          f"{ns/1e6:>9.1f} ms  {d[what]['seconds']*1e3:>7.0f} ms")
+print(f"whole process: leakref list {lwall/1e9:.2f} s, hash {hwall/1e9:.2f} s; "
+      f"drgn (setup {d['setup_s']:.2f} s + both walks) {dwall/1e9:.2f} s")
+print("targets: >= 50 M nodes/s and >= 50x drgn;", "counts and histograms match the manifest" if ok else "MISMATCH")
+sys.exit(0 if ok else 1)
+PY
