@@ -12,7 +12,7 @@ pid=$!
 for _ in $(seq 100); do grep -q READY "$work/ready" 2>/dev/null && break; sleep 0.1; done
 gcore -o "$work/core" "$pid" > /dev/null 2>&1
 core="$work/core.$pid"
-run() { echo; echo "\$ leakref $*" | sed "s|$work/||g"; "$LR" "$@"; }
+run() { echo; printf "$ leakref"; printf " %q" "$@" | sed "s|$work/||g"; echo; "$LR" "$@"; }
 run info "$core"
 run walk "$core" --type 'struct obj' --head obj_list --list-member link --refcount ref --show name,state
 run walk "$core" --type 'struct obj' --head obj_hash --hlist-member hnode --refcount ref --where 'refcount>1' --show name --summary
