@@ -263,3 +263,29 @@ TEST_CASE("inputs are opened read-only and never modified", "[hostile]") {
   CHECK(lrtest::sha256_file(fc->core) == before);
   CHECK(lrtest::sha256_file(fc->exe) == exe_before);
 }
+
+TEST_CASE("--sysroot finds the executable of a core from another machine", "[debuginfo]") {
+  if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed");
+  // The process ran /tmp/.../orig/fx; on "this machine" the file only exists
+  // under SYSROOT/tmp/.../orig/fx.
+  std::string orig_dir = lrtest::tmp_dir() + "/orig";
+  mkdir(orig_dir.c_str(), 0755);
+  std::string exe = orig_dir + "/fx";
+  REQUIRE(run({"cp", lrtest::fixture_path("fx_structs_pie"), exe}).status == 0);
+  const auto& fc = lrtest::fixture_core("sysroot", exe);
+  std::string sysroot = lrtest::tmp_dir() + "/sysroot";
+  REQUIRE(run({"mkdir", "-p", sysroot + orig_dir}).status == 0);
+  REQUIRE(run({"mv", exe, sysroot + exe}).status == 0);
+  auto r = leakref(list_walk(fc.core));
+  CHECK(r.status == 4);  // the executable is gone: no symbols, no types
+  CHECK(r.err.find(exe) != std::string::npos);
+  auto args = list_walk(fc.core);
+  args.push_back("--sysroot");
+  args.push_back(sysroot);
+  expect_list(leakref(args), fc.manifest);
+  auto info = leakref({"info", fc.core, "--json", "--sysroot", sysroot}).json();
+  bool found = false;
+  for (auto& m : info["modules"])
+    if (m["is_exe"] == true) found = m["host_path"] == sysroot + "/" + exe;
+  CHECK(found);
+}
