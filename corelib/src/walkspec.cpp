@@ -167,33 +167,26 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
   uint64_t arr_count = 0;
   const Type* elem = array_of(head_type, &arr_count);
   switch (spec.link) {
-    case WalkSpec::Link::kList: {
-      if (!named(member_type, "list_head") && !(member_type && member_type->strip()->size == 16))
-        return make_error(Errc::kInvalidArgument,
-                          fmt::format("--list-member {} is {}, not a struct list_head", spec.member,
-                                      member_type ? member_type->display() : "unknown"));
-      uint64_t nb = spec.buckets ? spec.buckets : (elem && named(elem, "list_head") ? arr_count : 0);
-      if (nb) {
-        rep.mode = "hash:list_head";
-        rep.walk = walk_buckets(mem, head, nb, 16, BucketKind::kListHead, member_off, lim);
-      } else {
-        rep.mode = "list";
-        rep.walk = walk_list(mem, head, member_off, lim);
-      }
-      break;
-    }
+    case WalkSpec::Link::kList:
     case WalkSpec::Link::kHlist: {
-      if (!named(member_type, "hlist_node") && !(member_type && member_type->strip()->size == 16))
+      // Intrusive links: a ring of list_head, or an hlist. An array of heads
+      // (from the symbol's type, or --buckets) makes it a hash table.
+      const bool ring = spec.link == WalkSpec::Link::kList;
+      const char* node_t = ring ? "list_head" : "hlist_node";
+      const char* head_t = ring ? "list_head" : "hlist_head";
+      if (!named(member_type, node_t) && !(member_type && member_type->strip()->size == 16))
         return make_error(Errc::kInvalidArgument,
-                          fmt::format("--hlist-member {} is {}, not a struct hlist_node",
-                                      spec.member, member_type ? member_type->display() : "unknown"));
-      uint64_t nb = spec.buckets ? spec.buckets : (elem && named(elem, "hlist_head") ? arr_count : 0);
+                          fmt::format("--{}-member {} is {}, not a struct {}", ring ? "list" : "hlist",
+                                      spec.member, member_type ? member_type->display() : "unknown",
+                                      node_t));
+      uint64_t nb = spec.buckets ? spec.buckets : (elem && named(elem, head_t) ? arr_count : 0);
       if (nb) {
-        rep.mode = "hash:hlist";
-        rep.walk = walk_buckets(mem, head, nb, 8, BucketKind::kHlist, member_off, lim);
+        rep.mode = ring ? "hash:list_head" : "hash:hlist";
+        rep.walk = walk_buckets(mem, head, nb, ring ? 16 : 8,
+                                ring ? BucketKind::kListHead : BucketKind::kHlist, member_off, lim);
       } else {
-        rep.mode = "hlist";
-        rep.walk = walk_hlist(mem, head, member_off, lim);
+        rep.mode = ring ? "list" : "hlist";
+        rep.walk = ring ? walk_list(mem, head, member_off, lim) : walk_hlist(mem, head, member_off, lim);
       }
       break;
     }
