@@ -242,6 +242,11 @@ WalkResult walk_buckets(const Memory& mem, uint64_t base, uint64_t nbuckets, uin
   // them: while at bucket i, prefetch node k (k = 0..3) of the chain of
   // bucket i + kAhead[k], following links earlier prefetches brought in.
   static constexpr uint64_t kAhead[] = {24, 18, 12, 6};
+  struct {
+    uint64_t addr = 0;
+    std::string detail;
+    uint64_t cycle_start = 0, cycle_length = 0;
+  } first_stop;
   auto end_of = [&](uint64_t j, uint64_t node) {
     return kind == BucketKind::kListHead ? node == base + j * bucket_size : node == 0;
   };
@@ -275,44 +280,44 @@ WalkResult walk_buckets(const Memory& mem, uint64_t base, uint64_t nbuckets, uin
       continue;
     }
     size_t before = r.objects.size();
-    WalkResult one;
-    one.objects.swap(r.objects);  // append in place, keep issues per bucket
+    // Walk straight into `r`; a failed chain's stop is turned into an issue
+    // and the walk goes on with the next bucket.
+    WalkStop prev_stop = r.stop;
+    r.stop = WalkStop::kEnd;
     switch (kind) {
       case BucketKind::kHlist:
-        walk_links(mem, w, first, 0, 0, Back::kPprev, b, member_off, lim, one);
+        walk_links(mem, w, first, 0, 0, Back::kPprev, b, member_off, lim, r);
         break;
       case BucketKind::kListHead:
-        walk_links(mem, w, first, 0, b, Back::kPrev, b, member_off, lim, one);
+        walk_links(mem, w, first, 0, b, Back::kPrev, b, member_off, lim, r);
         break;
       case BucketKind::kChain:
-        walk_links(mem, w, first, next_off, 0, Back::kNone, 0, 0, lim, one);
+        walk_links(mem, w, first, next_off, 0, Back::kNone, 0, 0, lim, r);
         break;
     }
-    one.objects.swap(r.objects);
     size_t got = r.objects.size() - before;
     r.longest_chain = std::max<uint64_t>(r.longest_chain, got);
     lim.sink(r.objects.data() + before, got);
-    r.issue_count += one.issue_count;
-    for (auto& is : one.issues)
-      if (r.issues.size() < kMaxIssues) r.issues.push_back(std::move(is));
-    if (one.stop == WalkStop::kLimit || one.stop == WalkStop::kInterrupted) {
-      r.stop = one.stop;
-      r.stop_addr = one.stop_addr;
-      r.stop_detail = one.stop_detail;
-      return r;
+    WalkStop this_stop = r.stop;
+    if (this_stop == WalkStop::kLimit || this_stop == WalkStop::kInterrupted) return r;
+    if (this_stop == WalkStop::kEnd) {
+      r.stop = prev_stop;
+      continue;
     }
-    if (one.stop != WalkStop::kEnd) {
-      // A broken chain is reported; the other buckets are still walked.
-      add_issue(r, one.stop_addr,
-                fmt::format("bucket {}: {} ({})", i, walk_stop_name(one.stop), one.stop_detail));
-      if (r.stop == WalkStop::kEnd) {
-        r.stop = one.stop;
-        r.stop_addr = one.stop_addr;
-        r.stop_detail = fmt::format("bucket {}: {}", i, one.stop_detail);
-        r.cycle_start = one.cycle_start;
-        r.cycle_length = one.cycle_length;
-      }
+    add_issue(r, r.stop_addr, fmt::format("bucket {}: {} ({})", i, walk_stop_name(this_stop),
+                                          r.stop_detail));
+    if (prev_stop == WalkStop::kEnd) {
+      // The first broken bucket names the walk's stop.
+      first_stop = {r.stop_addr, fmt::format("bucket {}: {}", i, r.stop_detail), r.cycle_start,
+                    r.cycle_length};
+      r.stop = this_stop;
+    } else {
+      r.stop = prev_stop;
     }
+    r.stop_addr = first_stop.addr;
+    r.stop_detail = first_stop.detail;
+    r.cycle_start = first_stop.cycle_start;
+    r.cycle_length = first_stop.cycle_length;
   }
   return r;
 }

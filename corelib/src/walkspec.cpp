@@ -111,30 +111,33 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
       }
       if (filter && !filter->matches(*mem, addr, obj)) return;
       ++rep->matched;
-      WalkedObject wo;
-      wo.addr = addr;
+      int64_t rcv = 0;
+      bool has = false;
       if (rc) {
         if (rc_plain) {
           // Hot path: a whole-byte integer; width and sign resolved once.
           uint64_t u = load_uint(obj + rc_loc.offset, rc_width);
           if (rc_signed && rc_width < 8 && (u >> (rc_width * 8 - 1)) & 1) u |= ~uint64_t{0} << (rc_width * 8);
-          wo.refcount = static_cast<int64_t>(u);
-          wo.has_refcount = true;
+          rcv = static_cast<int64_t>(u);
+          has = true;
         } else if (rc_fast) {
-          wo.refcount = rc_signed ? load_field_s(obj, rc_loc)
-                                  : static_cast<int64_t>(load_field_u(obj, rc_loc));
-          wo.has_refcount = true;
+          rcv = rc_signed ? load_field_s(obj, rc_loc) : static_cast<int64_t>(load_field_u(obj, rc_loc));
+          has = true;
         } else {
-          wo.has_refcount = eval_field(*mem, addr, obj, *rc).as_int(&wo.refcount);
+          has = eval_field(*mem, addr, obj, *rc).as_int(&rcv);
         }
-        if (wo.has_refcount) {
-          if (wo.refcount >= -1 && wo.refcount < kDense - 1)
-            ++dense[wo.refcount + 1];
+        if (has) {
+          if (rcv >= -1 && rcv < kDense - 1)
+            ++dense[rcv + 1];
           else
-            ++rep->histogram[wo.refcount];
+            ++rep->histogram[rcv];
         }
       }
       if (keep) {
+        WalkedObject wo;
+        wo.addr = addr;
+        wo.has_refcount = has;
+        wo.refcount = rcv;
         for (const auto& s : *shows) wo.fields.push_back(eval_field(*mem, addr, obj, s));
         rep->objects.push_back(std::move(wo));
       }
