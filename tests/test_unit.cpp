@@ -142,3 +142,43 @@ TEST_CASE("hash buckets keep walking past a broken chain", "[unit]") {
   CHECK(r.stop == lr::WalkStop::kFault);
   CHECK(r.issue_count >= 1);
 }
+
+TEST_CASE("interleaved hash walks equal walking each bucket in turn", "[unit]") {
+  // Random tables of chain buckets with empty buckets, long chains, loops
+  // and unreadable links; the result must be the bucket-by-bucket walk.
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 60; ++trial) {
+    WordMemory m;
+    const uint64_t base = 0x100000, nb = 1 + rng() % 70;
+    std::vector<uint64_t> expect;
+    uint64_t next_node = 0x10000000, cycles = 0, faults = 0;
+    for (uint64_t b = 0; b < nb; ++b) {
+      uint64_t len = rng() % 5 == 0 ? 0 : rng() % (rng() % 7 == 0 ? 60 : 6);
+      std::vector<uint64_t> nodes;
+      for (uint64_t i = 0; i < len; ++i) nodes.push_back(next_node += 0x40 + (rng() % 4) * 0x1000);
+      m.set(base + b * 8, nodes.empty() ? 0 : nodes[0]);
+      int shape = len ? rng() % 8 : 0;
+      for (size_t i = 0; i < nodes.size(); ++i) {
+        uint64_t nx = i + 1 < nodes.size() ? nodes[i + 1] : 0;
+        if (i + 1 == nodes.size() && shape == 1) nx = nodes[rng() % nodes.size()];  // loop
+        if (i + 1 == nodes.size() && shape == 2) nx = 0xbad0000;                    // unreadable
+        m.set(nodes[i] + 8, nx);
+      }
+      expect.insert(expect.end(), nodes.begin(), nodes.end());
+      cycles += shape == 1;
+      faults += shape == 2;
+    }
+    auto r = lr::walk_buckets(m, base, nb, 8, lr::BucketKind::kChain, 8);
+    INFO("trial " << trial);
+    CHECK(r.objects == expect);
+    CHECK(r.issue_count == cycles + faults);
+    if (cycles + faults == 0) CHECK(r.stop == lr::WalkStop::kEnd);
+    lr::WalkLimits lim;
+    lim.max_nodes = expect.size() / 2;
+    auto part = lr::walk_buckets(m, base, nb, 8, lr::BucketKind::kChain, 8, lim);
+    if (lim.max_nodes < expect.size()) {
+      CHECK(part.stop == lr::WalkStop::kLimit);
+      CHECK(part.objects == std::vector<uint64_t>(expect.begin(), expect.begin() + lim.max_nodes));
+    }
+  }
+}

@@ -230,94 +230,169 @@ WalkResult walk_pointer_array(const Memory& mem, uint64_t base, uint64_t count,
 
 WalkResult walk_buckets(const Memory& mem, uint64_t base, uint64_t nbuckets, uint64_t bucket_size,
                         BucketKind kind, uint64_t member_off, const WalkLimits& lim) {
+  // Chains are short and scattered, so every node is a cache miss. kLanes
+  // consecutive buckets are walked together, one node per lane per round:
+  // each lane's next node is prefetched a round before it is read, so the
+  // misses overlap. Finished buckets are flushed strictly in bucket order,
+  // so the output (and every check) is that of walking them one by one.
+  constexpr size_t kLanes = 16;
+  const uint64_t next_off = kind == BucketKind::kChain ? member_off : 0;
+  const uint64_t cont = kind == BucketKind::kChain ? 0 : member_off;  // link -> container
+  const Back back = kind == BucketKind::kHlist ? Back::kPprev
+                    : kind == BucketKind::kListHead ? Back::kPrev
+                                                    : Back::kNone;
+  const size_t nbytes = back == Back::kNone ? 8 : 16;
+  struct Lane {
+    uint64_t bucket = 0, x = 0, prev = 0, end = 0, tort = 0, power = 1, lam = 0;
+    bool busy = false, done = true;
+    WalkStop stop = WalkStop::kEnd;
+    uint64_t stop_addr = 0, cycle_start = 0, cycle_length = 0;
+    std::string detail;
+    std::vector<uint64_t> nodes;
+  };
   WalkResult r;
   r.buckets = nbuckets;
-  Window w, bw, pw;
-  // Where the first link of bucket i is, and where a link's next pointer is.
-  const uint64_t next_off = kind == BucketKind::kChain ? member_off : 0;
-  auto first_of = [&](uint64_t i, uint64_t* v) {
-    return load(mem, bw, base + i * bucket_size, v, 8);
+  Window w, bw;
+  std::vector<Lane> lanes(kLanes);
+  uint64_t next_bucket = 0;
+  size_t head = 0;  // lane holding the lowest unflushed bucket
+  bool have_first_stop = false;
+
+  auto start = [&](Lane& L) {
+    L.busy = false;
+    L.done = true;
+    L.stop = WalkStop::kEnd;
+    L.power = 1;
+    L.lam = 0;
+    if (!L.detail.empty()) L.detail.clear();
+    L.nodes.clear();
+    if (next_bucket >= nbuckets) return;
+    L.busy = true;
+    L.bucket = next_bucket++;
+    uint64_t b = base + L.bucket * bucket_size, first;
+    if (!load(mem, bw, b, &first, 8)) {
+      ++r.faulted_buckets;
+      add_issue(r, b, fmt::format("bucket {} at {:#x} not readable: {}", L.bucket, b,
+                                  mem.why_unreadable(b)));
+      return;
+    }
+    L.end = kind == BucketKind::kListHead ? b : 0;
+    if (first == L.end) {
+      ++r.empty_buckets;
+      return;
+    }
+    L.done = false;
+    L.x = L.tort = first;
+    L.prev = b;
+    prefetch(mem, w, first + next_off);
   };
-  // Chains are short and scattered, so every node is a cache miss. Overlap
-  // them: while at bucket i, prefetch node k (k = 0..3) of the chain of
-  // bucket i + kAhead[k], following links earlier prefetches brought in.
-  static constexpr uint64_t kAhead[] = {24, 18, 12, 6};
-  struct {
-    uint64_t addr = 0;
-    std::string detail;
-    uint64_t cycle_start = 0, cycle_length = 0;
-  } first_stop;
-  auto end_of = [&](uint64_t j, uint64_t node) {
-    return kind == BucketKind::kListHead ? node == base + j * bucket_size : node == 0;
+  auto fail = [&](Lane& L, WalkStop st, uint64_t at, std::string d) {
+    L.done = true;
+    L.stop = st;
+    L.stop_addr = at;
+    L.detail = std::move(d);
   };
-  for (uint64_t i = 0; i < nbuckets; ++i) {
-    if ((i & 0xfff) == 0xfff && lim.interrupted && lim.interrupted->load()) {
+  auto step = [&](Lane& L) {
+    uint64_t x = L.x;
+    if (x == L.end) {
+      L.done = true;
+      return;
+    }
+    if (L.nodes.size() >= lim.max_nodes) {
+      fail(L, WalkStop::kLimit, x - cont, fmt::format("stopped after {} objects (--limit)", lim.max_nodes));
+      return;
+    }
+    if (x == 0 || poisoned(x)) {
+      uint64_t last = L.nodes.empty() ? 0 : L.nodes.back();
+      fail(L, WalkStop::kCorrupt, last,
+           fmt::format("link after object {:#x} is {:#x}: {}", last, x,
+                       x == 0 ? "NULL inside a ring" : "a poison value (freed entry)"));
+      return;
+    }
+    uint64_t words[2];
+    if (!load(mem, w, x + next_off, words, nbytes)) {
+      fail(L, WalkStop::kFault, x - cont,
+           fmt::format("object {:#x} (link {:#x}) is not readable: {}", x - cont, x,
+                       mem.why_unreadable(x + next_off)));
+      return;
+    }
+    if (back != Back::kNone && words[1] != L.prev)
+      add_issue(r, x - cont,
+                fmt::format("broken back link: {}={:#x}, expected {:#x}",
+                            back == Back::kPrev ? "prev" : "pprev", words[1], L.prev));
+    L.nodes.push_back(x - cont);
+    L.prev = x;
+    uint64_t nx = words[0];
+    ++L.lam;
+    if (nx == L.tort && nx != L.end) {
+      std::vector<uint64_t> seq = L.nodes;
+      seq.push_back(nx - cont);
+      size_t mu = 0;
+      while (mu + L.lam < seq.size() && seq[mu] != seq[mu + L.lam]) ++mu;
+      L.nodes.resize(mu + L.lam);
+      L.cycle_start = seq[mu];
+      L.cycle_length = L.lam;
+      fail(L, WalkStop::kCycle, L.nodes.back(),
+           fmt::format("links loop without returning to the start: object {:#x} points back to "
+                       "{:#x} ({} objects before the loop, {} on it)",
+                       L.nodes.back(), L.cycle_start, mu, L.lam));
+      return;
+    }
+    if (L.lam == L.power) {
+      L.tort = nx;
+      L.power <<= 1;
+      L.lam = 0;
+    }
+    L.x = nx;
+    if (nx != L.end) prefetch(mem, w, nx + next_off);
+  };
+  // Appends a finished lane; false when the walk must stop (limit).
+  auto flush = [&](Lane& L) -> bool {
+    size_t room = lim.max_nodes > r.objects.size() ? lim.max_nodes - r.objects.size() : 0;
+    bool cut = L.nodes.size() > room;
+    size_t n = cut ? room : L.nodes.size();
+    while (r.objects.capacity() < r.objects.size() + n) grow(r.objects);
+    r.objects.insert(r.objects.end(), L.nodes.begin(), L.nodes.begin() + n);
+    r.longest_chain = std::max<uint64_t>(r.longest_chain, L.nodes.size());
+    lim.sink(r.objects.data() + r.objects.size() - n, n);
+    if (cut || L.stop == WalkStop::kLimit) {
+      r.stop = WalkStop::kLimit;
+      r.stop_addr = cut ? L.nodes[n] : L.stop_addr;
+      r.stop_detail = fmt::format("stopped after {} objects (--limit)", lim.max_nodes);
+      return false;
+    }
+    if (L.stop != WalkStop::kEnd) {
+      // A broken chain is reported; the other buckets are still walked.
+      add_issue(r, L.stop_addr,
+                fmt::format("bucket {}: {} ({})", L.bucket, walk_stop_name(L.stop), L.detail));
+      if (!have_first_stop) {
+        have_first_stop = true;
+        r.stop = L.stop;
+        r.stop_addr = L.stop_addr;
+        r.stop_detail = fmt::format("bucket {}: {}", L.bucket, L.detail);
+        r.cycle_start = L.cycle_start;
+        r.cycle_length = L.cycle_length;
+      }
+    }
+    return true;
+  };
+
+  for (auto& L : lanes) start(L);
+  for (uint64_t round = 0;; ++round) {
+    if ((round & 0x3fff) == 0x3fff && lim.interrupted && lim.interrupted->load()) {
       r.stop = WalkStop::kInterrupted;
-      r.stop_detail = fmt::format("interrupted at bucket {}", i);
+      r.stop_detail = fmt::format("interrupted at bucket {}", lanes[head].bucket);
       return r;
     }
-    for (int k = 0; k < 4; ++k) {
-      uint64_t j = i + kAhead[k], node;
-      if (j >= nbuckets || !first_of(j, &node) || end_of(j, node)) continue;
-      bool ok = true;
-      for (int step = 0; step < k && ok; ++step) {
-        const uint8_t* p = pw.at(node + next_off, 8);
-        if (!p) ok = false;
-        else std::memcpy(&node, p, 8);
-        if (ok && end_of(j, node)) ok = false;
-      }
-      if (ok) prefetch(mem, pw, node + next_off);
+    for (auto& L : lanes)
+      if (!L.done) step(L);
+    // Flush finished buckets in order, refilling their lanes.
+    while (lanes[head].busy && lanes[head].done) {
+      if (!flush(lanes[head])) return r;
+      start(lanes[head]);
+      head = (head + 1) % kLanes;
     }
-    uint64_t b = base + i * bucket_size;
-    uint64_t first;
-    if (!first_of(i, &first)) {
-      ++r.faulted_buckets;
-      add_issue(r, b, fmt::format("bucket {} at {:#x} not readable: {}", i, b, mem.why_unreadable(b)));
-      continue;
-    }
-    if (end_of(i, first)) {
-      ++r.empty_buckets;
-      continue;
-    }
-    size_t before = r.objects.size();
-    // Walk straight into `r`; a failed chain's stop is turned into an issue
-    // and the walk goes on with the next bucket.
-    WalkStop prev_stop = r.stop;
-    r.stop = WalkStop::kEnd;
-    switch (kind) {
-      case BucketKind::kHlist:
-        walk_links(mem, w, first, 0, 0, Back::kPprev, b, member_off, lim, r);
-        break;
-      case BucketKind::kListHead:
-        walk_links(mem, w, first, 0, b, Back::kPrev, b, member_off, lim, r);
-        break;
-      case BucketKind::kChain:
-        walk_links(mem, w, first, next_off, 0, Back::kNone, 0, 0, lim, r);
-        break;
-    }
-    size_t got = r.objects.size() - before;
-    r.longest_chain = std::max<uint64_t>(r.longest_chain, got);
-    lim.sink(r.objects.data() + before, got);
-    WalkStop this_stop = r.stop;
-    if (this_stop == WalkStop::kLimit || this_stop == WalkStop::kInterrupted) return r;
-    if (this_stop == WalkStop::kEnd) {
-      r.stop = prev_stop;
-      continue;
-    }
-    add_issue(r, r.stop_addr, fmt::format("bucket {}: {} ({})", i, walk_stop_name(this_stop),
-                                          r.stop_detail));
-    if (prev_stop == WalkStop::kEnd) {
-      // The first broken bucket names the walk's stop.
-      first_stop = {r.stop_addr, fmt::format("bucket {}: {}", i, r.stop_detail), r.cycle_start,
-                    r.cycle_length};
-      r.stop = this_stop;
-    } else {
-      r.stop = prev_stop;
-    }
-    r.stop_addr = first_stop.addr;
-    r.stop_detail = first_stop.detail;
-    r.cycle_start = first_stop.cycle_start;
-    r.cycle_length = first_stop.cycle_length;
+    if (!lanes[head].busy) break;  // no bucket left in flight
   }
   return r;
 }
