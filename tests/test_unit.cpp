@@ -182,3 +182,16 @@ TEST_CASE("interleaved hash walks equal walking each bucket in turn", "[unit]") 
     }
   }
 }
+
+TEST_CASE("a huge bucket count over unreadable memory stops at the first bad bucket", "[unit]") {
+  WordMemory m;
+  m.set(0x100, 0x1000);
+  m.set(0x108, 0);
+  m.set(0x110, 0);
+  m.set(0x1000, 0);
+  auto r = lr::walk_buckets(m, 0x100, uint64_t{1} << 40, 8, lr::BucketKind::kChain, 0);
+  CHECK(r.objects == std::vector<uint64_t>{0x1000});
+  CHECK(r.stop == lr::WalkStop::kFault);
+  CHECK(r.faulted_buckets == 1);
+  CHECK(r.stop_detail.find("bucket array") != std::string::npos);
+}

@@ -210,6 +210,7 @@ FieldValue format_scalar(const Memory& mem, const uint8_t* obj, const FieldLoc& 
 const uint8_t* object_bytes(const Memory& mem, uint64_t addr, size_t size,
                             std::vector<uint8_t>& scratch) {
   if (const uint8_t* p = mem.span(addr, size)) return p;
+  if (size > kMaxObjectSize) return nullptr;
   scratch.resize(size);
   if (!mem.read(addr, scratch.data(), size).ok()) return nullptr;
   return scratch.data();

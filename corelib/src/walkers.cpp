@@ -193,8 +193,10 @@ WalkResult walk_array(const Memory& mem, uint64_t base, uint64_t count, uint64_t
   WalkResult r;
   (void)mem;
   uint64_t n = std::min(count, lim.max_nodes);
-  r.objects.reserve(n);
-  for (uint64_t i = 0; i < n; ++i) r.objects.push_back(base + i * elem_size);
+  for (uint64_t i = 0; i < n; ++i) {
+    if (r.objects.size() == r.objects.capacity()) grow(r.objects);
+    r.objects.push_back(base + i * elem_size);
+  }
   if (n < count) {
     r.stop = WalkStop::kLimit;
     r.stop_detail = fmt::format("stopped after {} of {} elements (--limit)", n, count);
@@ -257,6 +259,7 @@ WalkResult walk_buckets(const Memory& mem, uint64_t base, uint64_t nbuckets, uin
   uint64_t next_bucket = 0;
   size_t head = 0;  // lane holding the lowest unflushed bucket
   bool have_first_stop = false;
+  bool array_fault = false;
 
   auto start = [&](Lane& L) {
     L.busy = false;
@@ -271,9 +274,13 @@ WalkResult walk_buckets(const Memory& mem, uint64_t base, uint64_t nbuckets, uin
     L.bucket = next_bucket++;
     uint64_t b = base + L.bucket * bucket_size, first;
     if (!load(mem, bw, b, &first, 8)) {
+      // The bucket array is contiguous: past an unreadable bucket the rest is
+      // not worth scanning (and a corrupt count could make that endless).
       ++r.faulted_buckets;
       add_issue(r, b, fmt::format("bucket {} at {:#x} not readable: {}", L.bucket, b,
                                   mem.why_unreadable(b)));
+      next_bucket = nbuckets;
+      array_fault = true;
       return;
     }
     L.end = kind == BucketKind::kListHead ? b : 0;
@@ -393,6 +400,13 @@ WalkResult walk_buckets(const Memory& mem, uint64_t base, uint64_t nbuckets, uin
       head = (head + 1) % kLanes;
     }
     if (!lanes[head].busy) break;  // no bucket left in flight
+  }
+  if (array_fault && r.stop == WalkStop::kEnd) {
+    r.stop = WalkStop::kFault;
+    r.stop_addr = r.issues.empty() ? base : r.issues.back().addr;
+    r.stop_detail = fmt::format("the bucket array is not readable past {} of {} buckets: {}",
+                                r.buckets - r.faulted_buckets, r.buckets,
+                                r.issues.empty() ? "" : r.issues.back().what);
   }
   return r;
 }

@@ -43,6 +43,11 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
     return make_error(Errc::kNotFound,
                       fmt::format("type '{}' has no size (only declared, never defined?)",
                                   spec.type));
+  // A corrupt or hostile DWARF size must not drive allocations.
+  if (ts->size > kMaxObjectSize)
+    return make_error(Errc::kBadFormat, fmt::format("type '{}' claims {} bytes; refusing objects "
+                                                    "larger than {} bytes",
+                                                    spec.type, ts->size, kMaxObjectSize));
   rep.type_name = t->display();
   rep.type_size = ts->size;
 

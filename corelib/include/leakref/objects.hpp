@@ -58,7 +58,11 @@ FieldValue format_scalar(const Memory& mem, const uint8_t* p, const FieldLoc& lo
 std::string format_object(const Memory& mem, uint64_t addr, const Type* t, ModuleSet* mods,
                           int max_depth = 8);
 
-// The object's bytes, via the fast path or a copy into `scratch`.
+// Objects larger than this are refused (sizes come from DWARF, which may be corrupt).
+constexpr uint64_t kMaxObjectSize = 64ull << 20;
+
+// The object's bytes, via the fast path or a copy into `scratch`; nullptr if
+// unreadable or larger than kMaxObjectSize.
 const uint8_t* object_bytes(const Memory& mem, uint64_t addr, size_t size,
                             std::vector<uint8_t>& scratch);
 
