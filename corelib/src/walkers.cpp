@@ -353,6 +353,11 @@ WalkResult walk_buckets(const Memory& mem, uint64_t base, uint64_t nbuckets, uin
     L.x = nx;
     if (nx != L.end) prefetch(mem, w, nx + next_off);
   };
+  size_t sunk = 0;  // r.objects[0, sunk) have been passed to the sink
+  auto sink_rest = [&]() {
+    lim.sink(r.objects.data() + sunk, r.objects.size() - sunk);
+    sunk = r.objects.size();
+  };
   // Appends a finished lane; false when the walk must stop (limit).
   auto flush = [&](Lane& L) -> bool {
     size_t room = lim.max_nodes > r.objects.size() ? lim.max_nodes - r.objects.size() : 0;
@@ -361,7 +366,8 @@ WalkResult walk_buckets(const Memory& mem, uint64_t base, uint64_t nbuckets, uin
     while (r.objects.capacity() < r.objects.size() + n) grow(r.objects);
     r.objects.insert(r.objects.end(), L.nodes.begin(), L.nodes.begin() + n);
     r.longest_chain = std::max<uint64_t>(r.longest_chain, L.nodes.size());
-    lim.sink(r.objects.data() + r.objects.size() - n, n);
+    // Evaluate in batches: nodes flushed a few buckets ago are still cached.
+    if (r.objects.size() - sunk >= 64 || cut || L.stop != WalkStop::kEnd) sink_rest();
     if (cut || L.stop == WalkStop::kLimit) {
       r.stop = WalkStop::kLimit;
       r.stop_addr = cut ? L.nodes[n] : L.stop_addr;
@@ -389,6 +395,7 @@ WalkResult walk_buckets(const Memory& mem, uint64_t base, uint64_t nbuckets, uin
     if ((round & 0x3fff) == 0x3fff && lim.interrupted && lim.interrupted->load()) {
       r.stop = WalkStop::kInterrupted;
       r.stop_detail = fmt::format("interrupted at bucket {}", lanes[head].bucket);
+      sink_rest();
       return r;
     }
     for (auto& L : lanes)
@@ -401,6 +408,7 @@ WalkResult walk_buckets(const Memory& mem, uint64_t base, uint64_t nbuckets, uin
     }
     if (!lanes[head].busy) break;  // no bucket left in flight
   }
+  sink_rest();
   if (array_fault && r.stop == WalkStop::kEnd) {
     r.stop = WalkStop::kFault;
     r.stop_addr = r.issues.empty() ? base : r.issues.back().addr;
