@@ -33,12 +33,8 @@ bool poisoned(uint64_t p) {
   return (p & 0xffffffffffff0000ull) == 0xdead000000000000ull || p == 0x100 || p == 0x122;
 }
 
-// Reads `n` (8 or 16) bytes at `a` through the cached window `w`, refreshing
-// it when `a` leaves it; falls back to a copying read across segments.
 inline bool load(const Memory& mem, Window& w, uint64_t a, void* out, size_t n) {
-  const uint8_t* p = w.at(a, n);
-  if (!p && mem.window(a, &w)) p = w.at(a, n);
-  if (p) {
+  if (const uint8_t* p = mem.direct(w, a, n)) {
     std::memcpy(out, p, n);
     return true;
   }
@@ -46,9 +42,7 @@ inline bool load(const Memory& mem, Window& w, uint64_t a, void* out, size_t n) 
 }
 
 inline void prefetch(const Memory& mem, Window& w, uint64_t a) {
-  const uint8_t* p = w.at(a, 1);
-  if (!p && mem.window(a, &w)) p = w.at(a, 1);
-  if (p) __builtin_prefetch(p);
+  if (const uint8_t* p = mem.direct(w, a, 1)) __builtin_prefetch(p);
 }
 
 // Grows the result array in large steps and asks for transparent huge pages:
@@ -64,87 +58,121 @@ inline void grow(std::vector<uint64_t>& v) {
 
 enum class Back { kNone, kPrev, kPprev };
 
-// Follows links x0, next(x0), ... until `end_value` (a ring head, or 0),
-// appending containers (link - member_off) to r.objects. For kPrev/kPprev the
-// word after the next pointer must point back at the previous link (or at
-// `head_for_back` for the first). Cycles are found with Brent's algorithm
-// and cut to their distinct nodes.
-void walk_links(const Memory& mem, Window& w, uint64_t first, uint64_t next_off,
-                uint64_t end_value, Back back, uint64_t head_for_back, uint64_t member_off,
-                const WalkLimits& lim, WalkResult& r) {
-  const size_t base = r.objects.size();
-  const size_t nbytes = back == Back::kNone ? 8 : 16;
-  const uint64_t budget = lim.max_nodes > base ? lim.max_nodes - base : 0;
-  uint64_t x = first, prev = head_for_back, tort = first, power = 1, lam = 0, n = 0;
-  for (;;) {
-    if (x == end_value) return;
-    if (n >= budget) {
-      r.stop = WalkStop::kLimit;
-      r.stop_addr = x - member_off;
-      r.stop_detail = fmt::format("stopped after {} objects (--limit)", lim.max_nodes);
-      return;
-    }
-    if ((n & 0xffff) == 0xffff && lim.interrupted && lim.interrupted->load()) {
-      r.stop = WalkStop::kInterrupted;
-      r.stop_addr = x - member_off;
-      r.stop_detail = "interrupted";
-      return;
-    }
+// One chain of links being followed: x0, next(x0), ... until `end` (a ring
+// head, or 0). Containers (link - cont) are appended to *out. For
+// kPrev/kPprev the word after the next pointer must point back at the
+// previous link (`prev` starts at the head). Cycles are found with Brent's
+// algorithm and cut to their distinct nodes. Used for single lists and for
+// every lane of an interleaved hash walk.
+struct Chain {
+  uint64_t next_off = 0, cont = 0, end = 0;
+  Back back = Back::kNone;
+  uint64_t limit = 0;  // max objects in *out, for the message
+  std::vector<uint64_t>* out = nullptr;
+  size_t base = 0;
+  uint64_t x = 0, prev = 0, tort = 0, power = 1, lam = 0;
+  WalkStop stop = WalkStop::kEnd;
+  uint64_t stop_addr = 0, cycle_start = 0, cycle_length = 0;
+  std::string detail;
+
+  void begin(uint64_t first, uint64_t head) {
+    base = out->size();
+    x = tort = first;
+    prev = head;
+    power = 1;
+    lam = 0;
+    stop = WalkStop::kEnd;
+    detail.clear();
+  }
+  bool fail(WalkStop s, uint64_t at, std::string d) {
+    stop = s;
+    stop_addr = at;
+    detail = std::move(d);
+    return false;
+  }
+  // Follows one link; false when the chain is over (end reached or `stop`).
+  bool step(const Memory& mem, Window& w, WalkResult& issues) {
+    if (x == end) return false;
+    if (out->size() >= limit)
+      return fail(WalkStop::kLimit, x - cont, fmt::format("stopped after {} objects (--limit)", limit));
     if (x == 0 || poisoned(x)) {
-      r.stop = WalkStop::kCorrupt;
-      r.stop_addr = r.objects.size() > base ? r.objects.back() : 0;
-      r.stop_detail = fmt::format("link after object {:#x} is {:#x}: {}", r.stop_addr, x,
-                                  x == 0 ? "NULL inside a ring" : "a poison value (freed entry)");
-      return;
+      uint64_t last = out->size() > base ? out->back() : 0;
+      return fail(WalkStop::kCorrupt, last,
+                  fmt::format("link after object {:#x} is {:#x}: {}", last, x,
+                              x == 0 ? "NULL inside a ring" : "a poison value (freed entry)"));
     }
     uint64_t words[2];
-    if (!load(mem, w, x + next_off, words, nbytes)) {
-      r.stop = WalkStop::kFault;
-      r.stop_addr = x - member_off;
-      r.stop_detail = fmt::format("object {:#x} (link {:#x}) is not readable: {}", x - member_off,
-                                  x, mem.why_unreadable(x + next_off));
-      return;
-    }
+    if (!load(mem, w, x + next_off, words, back == Back::kNone ? 8 : 16))
+      return fail(WalkStop::kFault, x - cont,
+                  fmt::format("object {:#x} (link {:#x}) is not readable: {}", x - cont, x,
+                              mem.why_unreadable(x + next_off)));
     if (back != Back::kNone && words[1] != prev)
-      add_issue(r, x - member_off,
+      add_issue(issues, x - cont,
                 fmt::format("broken back link: {}={:#x}, expected {:#x}",
                             back == Back::kPrev ? "prev" : "pprev", words[1], prev));
-    if (r.objects.size() == r.objects.capacity()) grow(r.objects);
-    r.objects.push_back(x - member_off);
-    ++n;
+    if (out->size() == out->capacity()) grow(*out);
+    out->push_back(x - cont);
     // list: a node's prev is the previous link; hlist: its pprev is the
     // address of the previous node's `next`, which is that node's link.
     prev = x;
     uint64_t nx = words[0];
     ++lam;
-    if (nx == tort && nx != end_value) {
+    if (nx == tort && nx != end) {
       // Brent: the loop has length lam; mu is the index of its first node.
-      std::vector<uint64_t> seq(r.objects.begin() + base, r.objects.end());
-      seq.push_back(nx - member_off);
+      std::vector<uint64_t> seq(out->begin() + base, out->end());
+      seq.push_back(nx - cont);
       size_t mu = 0;
       while (mu + lam < seq.size() && seq[mu] != seq[mu + lam]) ++mu;
-      r.objects.resize(base + mu + lam);
-      r.stop = WalkStop::kCycle;
-      r.cycle_start = seq[mu];
-      r.cycle_length = lam;
-      r.stop_addr = r.objects.back();
-      r.stop_detail = fmt::format(
-          "links loop without returning to the start: object {:#x} points back to {:#x} "
-          "({} objects before the loop, {} on it)",
-          r.stop_addr, r.cycle_start, mu, lam);
-      return;
+      out->resize(base + mu + lam);
+      cycle_start = seq[mu];
+      cycle_length = lam;
+      return fail(WalkStop::kCycle, out->back(),
+                  fmt::format("links loop without returning to the start: object {:#x} points "
+                              "back to {:#x} ({} objects before the loop, {} on it)",
+                              out->back(), cycle_start, mu, lam));
     }
-    // Nodes allocated one after another sit at a constant stride; prefetch
-    // along it so the dependent loads of a long chain overlap. A wrong guess
-    // costs one wasted prefetch; nothing is read from the guessed address.
-    if (const uint8_t* g = w.at(nx + next_off + (nx - x) * kStrideAhead, 1)) __builtin_prefetch(g);
     if (lam == power) {
       tort = nx;
       power <<= 1;
       lam = 0;
     }
     x = nx;
+    return true;
   }
+  // Copies how the chain stopped into `r`.
+  void report(WalkResult& r) const {
+    r.stop = stop;
+    r.stop_addr = stop_addr;
+    r.stop_detail = detail;
+    r.cycle_start = cycle_start;
+    r.cycle_length = cycle_length;
+  }
+};
+
+// A single list/hlist/chain walked into r.objects.
+void walk_links(const Memory& mem, Window& w, uint64_t first, uint64_t next_off,
+                uint64_t end_value, Back back, uint64_t head_for_back, uint64_t member_off,
+                const WalkLimits& lim, WalkResult& r) {
+  Chain c;
+  c.next_off = next_off;
+  c.cont = member_off;
+  c.end = end_value;
+  c.back = back;
+  c.limit = lim.max_nodes;
+  c.out = &r.objects;
+  c.begin(first, head_for_back);
+  for (uint64_t n = 1; c.step(mem, w, r); ++n) {
+    // Nodes allocated one after another sit at a constant stride; prefetch
+    // along it so the dependent loads of a long chain overlap. A wrong guess
+    // costs one wasted prefetch; nothing is read from the guessed address.
+    if (const uint8_t* g = w.at(c.x + next_off + (c.x - c.prev) * kStrideAhead, 1))
+      __builtin_prefetch(g);
+    if ((n & 0xffff) == 0 && lim.interrupted && lim.interrupted->load()) {
+      c.fail(WalkStop::kInterrupted, c.x - member_off, "interrupted");
+      break;
+    }
+  }
+  if (c.stop != WalkStop::kEnd) c.report(r);
 }
 
 WalkResult fault_at(uint64_t a, const char* what, const Memory& mem) {
@@ -243,19 +271,23 @@ WalkResult walk_buckets(const Memory& mem, uint64_t base, uint64_t nbuckets, uin
   const Back back = kind == BucketKind::kHlist ? Back::kPprev
                     : kind == BucketKind::kListHead ? Back::kPrev
                                                     : Back::kNone;
-  const size_t nbytes = back == Back::kNone ? 8 : 16;
   struct Lane {
-    uint64_t bucket = 0, x = 0, prev = 0, end = 0, tort = 0, power = 1, lam = 0;
+    uint64_t bucket = 0;
     bool busy = false, done = true;
-    WalkStop stop = WalkStop::kEnd;
-    uint64_t stop_addr = 0, cycle_start = 0, cycle_length = 0;
-    std::string detail;
     std::vector<uint64_t> nodes;
+    Chain c;
   };
   WalkResult r;
   r.buckets = nbuckets;
   Window w, bw;
   std::vector<Lane> lanes(kLanes);
+  for (auto& L : lanes) {
+    L.c.next_off = next_off;
+    L.c.cont = cont;
+    L.c.back = back;
+    L.c.limit = lim.max_nodes;  // bounds one lane's memory; flush() cuts exactly
+    L.c.out = &L.nodes;
+  }
   uint64_t next_bucket = 0;
   size_t head = 0;  // lane holding the lowest unflushed bucket
   bool have_first_stop = false;
@@ -264,11 +296,8 @@ WalkResult walk_buckets(const Memory& mem, uint64_t base, uint64_t nbuckets, uin
   auto start = [&](Lane& L) {
     L.busy = false;
     L.done = true;
-    L.stop = WalkStop::kEnd;
-    L.power = 1;
-    L.lam = 0;
-    if (!L.detail.empty()) L.detail.clear();
     L.nodes.clear();
+    L.c.stop = WalkStop::kEnd;
     if (next_bucket >= nbuckets) return;
     L.busy = true;
     L.bucket = next_bucket++;
@@ -283,75 +312,21 @@ WalkResult walk_buckets(const Memory& mem, uint64_t base, uint64_t nbuckets, uin
       array_fault = true;
       return;
     }
-    L.end = kind == BucketKind::kListHead ? b : 0;
-    if (first == L.end) {
+    L.c.end = kind == BucketKind::kListHead ? b : 0;
+    if (first == L.c.end) {
       ++r.empty_buckets;
       return;
     }
     L.done = false;
-    L.x = L.tort = first;
-    L.prev = b;
+    L.c.begin(first, b);
     prefetch(mem, w, first + next_off);
   };
-  auto fail = [&](Lane& L, WalkStop st, uint64_t at, std::string d) {
-    L.done = true;
-    L.stop = st;
-    L.stop_addr = at;
-    L.detail = std::move(d);
-  };
   auto step = [&](Lane& L) {
-    uint64_t x = L.x;
-    if (x == L.end) {
+    if (!L.c.step(mem, w, r)) {
       L.done = true;
       return;
     }
-    if (L.nodes.size() >= lim.max_nodes) {
-      fail(L, WalkStop::kLimit, x - cont, fmt::format("stopped after {} objects (--limit)", lim.max_nodes));
-      return;
-    }
-    if (x == 0 || poisoned(x)) {
-      uint64_t last = L.nodes.empty() ? 0 : L.nodes.back();
-      fail(L, WalkStop::kCorrupt, last,
-           fmt::format("link after object {:#x} is {:#x}: {}", last, x,
-                       x == 0 ? "NULL inside a ring" : "a poison value (freed entry)"));
-      return;
-    }
-    uint64_t words[2];
-    if (!load(mem, w, x + next_off, words, nbytes)) {
-      fail(L, WalkStop::kFault, x - cont,
-           fmt::format("object {:#x} (link {:#x}) is not readable: {}", x - cont, x,
-                       mem.why_unreadable(x + next_off)));
-      return;
-    }
-    if (back != Back::kNone && words[1] != L.prev)
-      add_issue(r, x - cont,
-                fmt::format("broken back link: {}={:#x}, expected {:#x}",
-                            back == Back::kPrev ? "prev" : "pprev", words[1], L.prev));
-    L.nodes.push_back(x - cont);
-    L.prev = x;
-    uint64_t nx = words[0];
-    ++L.lam;
-    if (nx == L.tort && nx != L.end) {
-      std::vector<uint64_t> seq = L.nodes;
-      seq.push_back(nx - cont);
-      size_t mu = 0;
-      while (mu + L.lam < seq.size() && seq[mu] != seq[mu + L.lam]) ++mu;
-      L.nodes.resize(mu + L.lam);
-      L.cycle_start = seq[mu];
-      L.cycle_length = L.lam;
-      fail(L, WalkStop::kCycle, L.nodes.back(),
-           fmt::format("links loop without returning to the start: object {:#x} points back to "
-                       "{:#x} ({} objects before the loop, {} on it)",
-                       L.nodes.back(), L.cycle_start, mu, L.lam));
-      return;
-    }
-    if (L.lam == L.power) {
-      L.tort = nx;
-      L.power <<= 1;
-      L.lam = 0;
-    }
-    L.x = nx;
-    if (nx != L.end) prefetch(mem, w, nx + next_off);
+    if (L.c.x != L.c.end) prefetch(mem, w, L.c.x + next_off);
   };
   size_t sunk = 0;  // r.objects[0, sunk) have been passed to the sink
   auto sink_rest = [&]() {
@@ -367,24 +342,22 @@ WalkResult walk_buckets(const Memory& mem, uint64_t base, uint64_t nbuckets, uin
     r.objects.insert(r.objects.end(), L.nodes.begin(), L.nodes.begin() + n);
     r.longest_chain = std::max<uint64_t>(r.longest_chain, L.nodes.size());
     // Evaluate in batches: nodes flushed a few buckets ago are still cached.
-    if (r.objects.size() - sunk >= 64 || cut || L.stop != WalkStop::kEnd) sink_rest();
-    if (cut || L.stop == WalkStop::kLimit) {
+    const Chain& c = L.c;
+    if (r.objects.size() - sunk >= 64 || cut || c.stop != WalkStop::kEnd) sink_rest();
+    if (cut || c.stop == WalkStop::kLimit) {
       r.stop = WalkStop::kLimit;
-      r.stop_addr = cut ? L.nodes[n] : L.stop_addr;
+      r.stop_addr = cut ? L.nodes[n] : c.stop_addr;
       r.stop_detail = fmt::format("stopped after {} objects (--limit)", lim.max_nodes);
       return false;
     }
-    if (L.stop != WalkStop::kEnd) {
+    if (c.stop != WalkStop::kEnd) {
       // A broken chain is reported; the other buckets are still walked.
-      add_issue(r, L.stop_addr,
-                fmt::format("bucket {}: {} ({})", L.bucket, walk_stop_name(L.stop), L.detail));
+      add_issue(r, c.stop_addr,
+                fmt::format("bucket {}: {} ({})", L.bucket, walk_stop_name(c.stop), c.detail));
       if (!have_first_stop) {
         have_first_stop = true;
-        r.stop = L.stop;
-        r.stop_addr = L.stop_addr;
-        r.stop_detail = fmt::format("bucket {}: {}", L.bucket, L.detail);
-        r.cycle_start = L.cycle_start;
-        r.cycle_length = L.cycle_length;
+        c.report(r);
+        r.stop_detail = fmt::format("bucket {}: {}", L.bucket, c.detail);
       }
     }
     return true;

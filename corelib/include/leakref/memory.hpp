@@ -38,6 +38,13 @@ class Memory {
     }
   };
   virtual bool window(uint64_t addr, Window* w) const { (void)addr; (void)w; return false; }
+  // `n` bytes at `a` through the cached window `w`, refreshed when `a` leaves
+  // it; nullptr when they are not directly readable (use read() then).
+  const uint8_t* direct(Window& w, uint64_t a, size_t n) const {
+    const uint8_t* p = w.at(a, n);
+    if (!p && window(a, &w)) p = w.at(a, n);
+    return p;
+  }
 
   // Human description of why `addr` is not readable ("not in core", "beyond
   // end of truncated core", ...); empty if it is readable.
