@@ -157,36 +157,38 @@ int cmd_show(const Common& c, const std::string& addr_s, const std::string& type
   auto prog_r = open_program(c);
   if (!prog_r.ok()) return fail(prog_r.error());
   lr::Program& prog = *prog_r.value();
-  const lr::Type* t = nullptr;
+  auto target = prog.resolve(addr_s);
+  if (!target.ok()) return fail(target.error());
+  const lr::Type* t = target.value().type;
   if (!type_s.empty()) {
     auto tr = prog.types().find(type_s);
     if (!tr.ok()) return fail(tr.error());
     t = tr.value();
-  } else {
-    auto v = prog.types().find_variable(addr_s);
-    if (!v.ok() || !v.value().type)
-      return fail_usage("give --type (no DWARF type is known for '" + addr_s + "')");
-    t = v.value().type;
+  } else if (!t) {
+    return fail_usage("give --type (no DWARF type is known for '" + addr_s + "')");
   }
-  auto addr = prog.resolve_address(addr_s);
-  if (!addr.ok()) return fail(addr.error());
+  uint64_t addr = target.value().addr;
   const lr::Type* s = t->strip();
   if (!s || !s->size) return fail(lr::make_error(lr::Errc::kNotFound, t->display() + " has no size"));
+  if (s->size > lr::kMaxObjectSize)
+    return fail(lr::make_error(lr::Errc::kBadFormat,
+                               fmt::format("{} claims {} bytes; refusing objects larger than {}",
+                                           t->display(), s->size, lr::kMaxObjectSize)));
   std::vector<uint8_t> scratch;
-  const uint8_t* obj = lr::object_bytes(prog.mem(), addr.value(), s->size, scratch);
+  const uint8_t* obj = lr::object_bytes(prog.mem(), addr, s->size, scratch);
   if (!obj)
-    return fail(lr::make_error(lr::Errc::kFault, fmt::format("{:#x}: {}", addr.value(),
-                                                             prog.mem().why_unreadable(addr.value()))));
+    return fail(lr::make_error(lr::Errc::kFault, fmt::format("{:#x}: {}", addr,
+                                                             prog.mem().why_unreadable(addr))));
   if (c.json) {
     nlohmann::json j;
     j["schema"] = "leakref.show/1";
-    j["addr"] = hex(addr.value());
+    j["addr"] = hex(addr);
     j["type"] = t->display();
     j["size"] = s->size;
     j["value"] = show_json(prog.mem(), obj, lr::FieldLoc{0, 0, 0, t}, depth);
     emit_json(j);
   } else {
-    fmt::print("{}", lr::format_object(prog.mem(), addr.value(), t, &prog.modules(), depth));
+    fmt::print("{}", lr::format_object(prog.mem(), addr, t, &prog.modules(), depth));
   }
   return kOk;
 }

@@ -37,9 +37,7 @@ int cmd_walk(const Common& c, const WalkArgs& a) {
     spec.link = lr::WalkSpec::Link::kArray;
   } else if (a.pointer_array) {
     spec.link = lr::WalkSpec::Link::kPointerArray;
-  } else {
-    return fail_usage("say how objects are linked: --next, --list-member, --hlist-member, --array or --pointer-array");
-  }
+  }  // else kNone: run_walk says how to link objects
   spec.count = a.count;
   spec.buckets = a.buckets;
   spec.refcount = a.refcount;

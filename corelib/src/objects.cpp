@@ -90,27 +90,32 @@ Result<FieldSpec> make_field_spec(const Type* t, std::string_view path, bool ref
   return spec;
 }
 
-uint64_t load_field_u(const uint8_t* obj, const FieldLoc& loc) {
+IntField IntField::of(const FieldLoc& loc) {
+  IntField f;
   const Type* t = loc.type ? loc.type->strip() : nullptr;
-  size_t sz = t ? t->size : 8;
-  if (sz > 8) sz = 8;
-  if (!loc.bit_size) return load_uint(obj + loc.offset, sz ? sz : 1);
-  size_t nbytes = (loc.bit_offset + loc.bit_size + 7) / 8;
-  unsigned __int128 v = 0;
-  std::memcpy(&v, obj + loc.offset, nbytes > 16 ? 16 : nbytes);
-  v >>= loc.bit_offset;
-  uint64_t mask = loc.bit_size >= 64 ? ~uint64_t{0} : ((uint64_t{1} << loc.bit_size) - 1);
-  return static_cast<uint64_t>(v) & mask;
+  f.offset = loc.offset;
+  f.bit_offset = loc.bit_offset;
+  f.bit_size = loc.bit_size;
+  f.width = static_cast<uint8_t>(t && t->size && t->size <= 8 ? t->size : 8);
+  f.is_signed = t && t->is_signed;
+  return f;
 }
 
-int64_t load_field_s(const uint8_t* obj, const FieldLoc& loc) {
-  uint64_t u = load_field_u(obj, loc);
-  unsigned bits = loc.bit_size;
-  if (!bits) {
-    const Type* t = loc.type ? loc.type->strip() : nullptr;
-    bits = static_cast<unsigned>((t && t->size && t->size <= 8 ? t->size : 8) * 8);
+int64_t IntField::load(const uint8_t* obj) const {
+  uint64_t u;
+  unsigned bits;
+  if (!bit_size) {
+    u = load_uint(obj + offset, width);
+    bits = width * 8u;
+  } else {
+    size_t nbytes = (bit_offset + bit_size + 7) / 8;
+    unsigned __int128 v = 0;
+    std::memcpy(&v, obj + offset, nbytes > 16 ? 16 : nbytes);
+    v >>= bit_offset;
+    u = static_cast<uint64_t>(v) & (bit_size >= 64 ? ~uint64_t{0} : ((uint64_t{1} << bit_size) - 1));
+    bits = bit_size;
   }
-  if (bits < 64 && (u >> (bits - 1)) & 1) u |= ~uint64_t{0} << bits;
+  if (is_signed && bits < 64 && ((u >> (bits - 1)) & 1)) u |= ~uint64_t{0} << bits;
   return static_cast<int64_t>(u);
 }
 

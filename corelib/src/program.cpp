@@ -58,7 +58,7 @@ std::vector<std::string> Program::warnings() const {
   return w;
 }
 
-Result<uint64_t> Program::resolve_address(const std::string& raw) const {
+Result<Variable> Program::resolve(const std::string& raw) const {
   std::string spec = raw;
   bool deref = false;
   if (!spec.empty() && spec[0] == '*') {
@@ -71,19 +71,23 @@ Result<uint64_t> Program::resolve_address(const std::string& raw) const {
       return make_error(Errc::kInvalidArgument, fmt::format("bad offset in '{}'", raw));
     spec = spec.substr(0, plus);
   }
-  uint64_t a = 0;
-  if (!parse_u64(spec, &a)) {
-    auto hit = mods_->lookup(spec);
-    if (!hit.ok()) return std::move(hit).error();
-    a = hit.value().second->addr;
+  Variable v;
+  if (!parse_u64(spec, &v.addr)) {
+    LR_ASSIGN(v, types_->find_variable(spec));
   }
-  a += add;
+  if (add) v.type = nullptr;  // an offset lands inside the object: type unknown
+  v.addr += add;
   if (deref) {
-    auto v = mem_->read_u64(a);
-    if (!v.ok()) return std::move(v).error();
-    a = v.value();
+    LR_ASSIGN(v.addr, mem_->read_u64(v.addr));
+    const Type* t = v.type ? v.type->strip() : nullptr;
+    v.type = t && t->kind == TypeKind::kPointer ? t->target : nullptr;
   }
-  return a;
+  return v;
+}
+
+Result<uint64_t> Program::resolve_address(const std::string& spec) const {
+  LR_ASSIGN(Variable v, resolve(spec));
+  return v.addr;
 }
 
 }  // namespace lr

@@ -14,11 +14,6 @@ uint64_t now_ns() {
       .count();
 }
 
-bool is_number_spec(const std::string& s) {
-  uint64_t v;
-  return parse_u64(s, &v);
-}
-
 // The element type and count if `t` is an array.
 const Type* array_of(const Type* t, uint64_t* count) {
   const Type* s = t ? t->strip() : nullptr;
@@ -52,13 +47,9 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
   rep.type_size = ts->size;
 
   // Head: the symbol's DWARF type decides how it is read when it can.
-  const Type* head_type = nullptr;
-  if (!spec.head.empty() && spec.head[0] != '*' && !is_number_spec(spec.head) &&
-      spec.head.find('+') == std::string::npos) {
-    auto v = prog.types().find_variable(spec.head);
-    if (v.ok()) head_type = v.value().type;
-  }
-  LR_ASSIGN(uint64_t head, prog.resolve_address(spec.head));
+  LR_ASSIGN(Variable hv, prog.resolve(spec.head));
+  const Type* head_type = hv.type;
+  const uint64_t head = hv.addr;
   rep.head_addr = head;
 
   FieldSpec rc;
@@ -93,9 +84,7 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
     const Memory* mem;
     uint64_t size;
     const FieldSpec* rc;
-    bool rc_fast, rc_signed, rc_plain;
-    size_t rc_width;
-    FieldLoc rc_loc;
+    const IntField* rc_int;  // set when the refcount is in the object itself
     const Filter* filter;
     const std::vector<FieldSpec>* shows;
     bool keep;
@@ -119,14 +108,8 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
       int64_t rcv = 0;
       bool has = false;
       if (rc) {
-        if (rc_plain) {
-          // Hot path: a whole-byte integer; width and sign resolved once.
-          uint64_t u = load_uint(obj + rc_loc.offset, rc_width);
-          if (rc_signed && rc_width < 8 && (u >> (rc_width * 8 - 1)) & 1) u |= ~uint64_t{0} << (rc_width * 8);
-          rcv = static_cast<int64_t>(u);
-          has = true;
-        } else if (rc_fast) {
-          rcv = rc_signed ? load_field_s(obj, rc_loc) : static_cast<int64_t>(load_field_u(obj, rc_loc));
+        if (rc_int) {
+          rcv = rc_int->load(obj);
           has = true;
         } else {
           has = eval_field(*mem, addr, obj, *rc).as_int(&rcv);
@@ -156,13 +139,9 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
   ev.mem = &mem;
   ev.size = ts->size;
   ev.rc = have_rc ? &rc : nullptr;
-  ev.rc_fast = have_rc && rc.hops.size() == 1;
-  ev.rc_loc = ev.rc_fast ? rc.hops[0] : FieldLoc{};
-  const Type* rct = ev.rc_fast && ev.rc_loc.type ? ev.rc_loc.type->strip() : nullptr;
-  ev.rc_signed = rct && rct->is_signed;
-  ev.rc_width = rct ? rct->size : 0;
-  ev.rc_plain = ev.rc_fast && !ev.rc_loc.bit_size &&
-                (ev.rc_width == 1 || ev.rc_width == 2 || ev.rc_width == 4 || ev.rc_width == 8);
+  IntField rc_int;
+  if (have_rc && rc.hops.size() == 1) rc_int = IntField::of(rc.hops[0]);
+  ev.rc_int = have_rc && rc.hops.size() == 1 ? &rc_int : nullptr;
   ev.filter = filter.get();
   ev.shows = &shows;
   ev.keep = spec.keep_values;
@@ -220,22 +199,16 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
       rep.walk = walk_chain(mem, first, member_off, lim);
       break;
     }
-    case WalkSpec::Link::kArray: {
-      uint64_t n = spec.count ? spec.count : arr_count;
-      if (!n)
-        return make_error(Errc::kInvalidArgument,
-                          "--array needs --count N (the head symbol's type gives no length)");
-      rep.mode = "array";
-      rep.walk = walk_array(mem, head, n, ts->size, lim);
-      break;
-    }
+    case WalkSpec::Link::kArray:
     case WalkSpec::Link::kPointerArray: {
+      const bool ptrs = spec.link == WalkSpec::Link::kPointerArray;
       uint64_t n = spec.count ? spec.count : arr_count;
       if (!n)
         return make_error(Errc::kInvalidArgument,
-                          "--pointer-array needs --count N (the head symbol's type gives no length)");
-      rep.mode = "pointer-array";
-      rep.walk = walk_pointer_array(mem, head, n, lim);
+                          fmt::format("--{} needs --count N (the head symbol's type gives no length)",
+                                      ptrs ? "pointer-array" : "array"));
+      rep.mode = ptrs ? "pointer-array" : "array";
+      rep.walk = ptrs ? walk_pointer_array(mem, head, n, lim) : walk_array(mem, head, n, ts->size, lim);
       break;
     }
     case WalkSpec::Link::kNone:

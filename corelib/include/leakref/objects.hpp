@@ -39,9 +39,28 @@ struct FieldSpec {
 // Resolves `path` on `t`; `refcount` descends wrappers to the integer.
 Result<FieldSpec> make_field_spec(const Type* t, std::string_view path, bool refcount = false);
 
+// An integer field compiled once from a FieldLoc (width, sign and bits
+// resolved), so reading it per object is a load and a shift.
+struct IntField {
+  uint64_t offset = 0;
+  uint16_t bit_offset = 0, bit_size = 0;
+  uint8_t width = 8;  // bytes, for whole-byte fields (1..8)
+  bool is_signed = false;
+  static IntField of(const FieldLoc& loc);
+  int64_t load(const uint8_t* obj) const;  // sign- or zero-extended
+};
+
 // Raw integer at `loc` in `obj` (bitfields, sign extension, enums, bools).
-uint64_t load_field_u(const uint8_t* obj, const FieldLoc& loc);
-int64_t load_field_s(const uint8_t* obj, const FieldLoc& loc);
+inline uint64_t load_field_u(const uint8_t* obj, const FieldLoc& loc) {
+  IntField f = IntField::of(loc);
+  f.is_signed = false;
+  return static_cast<uint64_t>(f.load(obj));
+}
+inline int64_t load_field_s(const uint8_t* obj, const FieldLoc& loc) {
+  IntField f = IntField::of(loc);
+  f.is_signed = true;
+  return f.load(obj);
+}
 
 // Evaluates `spec` on the object at `addr` whose bytes (type size) are `obj`.
 FieldValue eval_field(const Memory& mem, uint64_t addr, const uint8_t* obj, const FieldSpec& spec);

@@ -37,6 +37,10 @@ class Program {
   // Parses "0x1234", "1234", "SYMBOL", "SYMBOL@module", "*SYMBOL" (the value
   // stored at the symbol), "SYMBOL+0x10". kNotFound names the symbol.
   Result<uint64_t> resolve_address(const std::string& spec) const;
+  // The same, with the DWARF type of what the address points at when known:
+  // a symbol's type, or the pointee for "*SYMBOL"; null for plain addresses
+  // and "+offset" forms.
+  Result<Variable> resolve(const std::string& spec) const;
 
  private:
   Program() = default;
