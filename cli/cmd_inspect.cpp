@@ -41,7 +41,7 @@ nlohmann::json show_json(const lr::Memory& mem, const uint8_t* obj, const lr::Fi
     }
     return o;
   }
-  lr::FieldValue v = lr::format_scalar(mem, obj, loc);
+  lr::FieldValue v = lr::format_scalar(obj, loc);
   if (t && t->kind == lr::TypeKind::kArray && v.kind == lr::FieldValue::Kind::kAggregate &&
       depth > 0) {
     nlohmann::json arr = nlohmann::json::array();

@@ -440,7 +440,10 @@ void CoreFile::fill_from_files(const CoreOptions& opts) {
       break;
     }
   }
+  // One entry per file. Its base is the lowest mapping of file offset 0
+  // (where the ELF header is), else its lowest mapping.
   std::map<std::string, size_t> index;
+  std::vector<bool> has_hdr;
   for (const auto& r : ranges_) {
     auto [it, fresh] = index.emplace(r.path, files_.size());
     if (fresh) {
@@ -448,16 +451,12 @@ void CoreFile::fill_from_files(const CoreOptions& opts) {
       fi.path = r.path;
       fi.base = r.start;
       files_.push_back(fi);
+      has_hdr.push_back(false);
     }
-    MappedFileInfo& fi = files_[it->second];
-    if (r.file_offset == 0 && (fi.base > r.start || !fresh)) fi.base = std::min(fi.base, r.start);
-  }
-  // Prefer the lowest offset-0 mapping as the base (that is where the ELF header is).
-  for (auto& fi : files_) {
-    uint64_t best = UINT64_MAX;
-    for (const auto& r : ranges_)
-      if (r.path == fi.path && r.file_offset == 0) best = std::min(best, r.start);
-    if (best != UINT64_MAX) fi.base = best;
+    size_t i = it->second;
+    bool hdr = r.file_offset == 0;
+    if ((hdr && !has_hdr[i]) || (hdr == has_hdr[i] && r.start < files_[i].base)) files_[i].base = r.start;
+    has_hdr[i] = has_hdr[i] || hdr;
   }
 
   std::vector<Seg> file_segs;

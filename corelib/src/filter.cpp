@@ -34,30 +34,25 @@ struct Parser {
     return make_error(Errc::kInvalidArgument,
                       fmt::format("bad --where '{}': {} at position {}", s, what, i));
   }
+  // a || b: operands are && chains; a && b: operands are atoms.
   Result<std::unique_ptr<Filter::Node>> parse_or(int depth) {
     if (depth > 64) return err("nesting too deep");
-    LR_ASSIGN(auto l, parse_and(depth));
-    for (;;) {
-      ws();
-      if (s.substr(i, 2) != "||") return l;
-      i += 2;
-      LR_ASSIGN(auto r, parse_and(depth));
-      auto n = std::make_unique<Filter::Node>();
-      n->kind = Filter::Node::Kind::kOr;
-      n->a = std::move(l);
-      n->b = std::move(r);
-      l = std::move(n);
-    }
+    return parse_chain(depth, "||", Filter::Node::Kind::kOr);
   }
-  Result<std::unique_ptr<Filter::Node>> parse_and(int depth) {
-    LR_ASSIGN(auto l, parse_atom(depth));
+  Result<std::unique_ptr<Filter::Node>> parse_chain(int depth, const char* op,
+                                                    Filter::Node::Kind kind) {
+    const bool is_or = kind == Filter::Node::Kind::kOr;
+    auto operand = [&]() {
+      return is_or ? parse_chain(depth, "&&", Filter::Node::Kind::kAnd) : parse_atom(depth);
+    };
+    LR_ASSIGN(auto l, operand());
     for (;;) {
       ws();
-      if (s.substr(i, 2) != "&&") return l;
+      if (s.substr(i, 2) != op) return l;
       i += 2;
-      LR_ASSIGN(auto r, parse_atom(depth));
+      LR_ASSIGN(auto r, operand());
       auto n = std::make_unique<Filter::Node>();
-      n->kind = Filter::Node::Kind::kAnd;
+      n->kind = kind;
       n->a = std::move(l);
       n->b = std::move(r);
       l = std::move(n);
@@ -133,11 +128,11 @@ struct Parser {
   }
 };
 
-bool eval(const Filter::Node& n, const Memory& mem, uint64_t addr, const uint8_t* obj) {
+bool eval(const Filter::Node& n, const Memory& mem, const uint8_t* obj) {
   using K = Filter::Node::Kind;
-  if (n.kind == K::kAnd) return eval(*n.a, mem, addr, obj) && eval(*n.b, mem, addr, obj);
-  if (n.kind == K::kOr) return eval(*n.a, mem, addr, obj) || eval(*n.b, mem, addr, obj);
-  FieldValue v = eval_field(mem, addr, obj, n.spec);
+  if (n.kind == K::kAnd) return eval(*n.a, mem, obj) && eval(*n.b, mem, obj);
+  if (n.kind == K::kOr) return eval(*n.a, mem, obj) || eval(*n.b, mem, obj);
+  FieldValue v = eval_field(mem, obj, n.spec);
   if (n.is_string) {
     bool eq = (v.kind == FieldValue::Kind::kString || v.kind == FieldValue::Kind::kUuid ||
                v.kind == FieldValue::Kind::kEnum) &&
@@ -187,8 +182,8 @@ Result<void> Filter::check_syntax(std::string_view expr) {
   return {};
 }
 
-bool Filter::matches(const Memory& mem, uint64_t addr, const uint8_t* obj) const {
-  return eval(*root_, mem, addr, obj);
+bool Filter::matches(const Memory& mem, const uint8_t* obj) const {
+  return eval(*root_, mem, obj);
 }
 
 }  // namespace lr

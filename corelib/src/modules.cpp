@@ -174,6 +174,19 @@ const std::vector<Symbol>& Module::symbols() {
   return syms_;
 }
 
+const Symbol* Module::find_symbol(const std::string& name) {
+  const auto& syms = symbols();
+  if (by_name_.empty() && !syms.empty()) {
+    by_name_.reserve(syms.size());
+    for (size_t i = 0; i < syms.size(); ++i) {
+      auto [it, fresh] = by_name_.emplace(syms[i].name, i);
+      if (!fresh && syms[i].is_object && !syms[it->second].is_object) it->second = i;
+    }
+  }
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? nullptr : &syms[it->second];
+}
+
 std::string SymbolHit::format() const {
   if (!module) return "";
   if (sym) {
@@ -418,12 +431,7 @@ Result<std::pair<Module*, const Symbol*>> ModuleSet::lookup(const std::string& s
     if (!mod.empty() && m->path != mod && m->basename() != mod &&
         m->basename().rfind(mod, 0) != 0)
       continue;
-    const Symbol* best = nullptr;
-    for (const auto& s : m->symbols()) {
-      if (s.name != name) continue;
-      if (!best || (s.is_object && !best->is_object)) best = &s;
-    }
-    if (best) return std::make_pair(m.get(), best);
+    if (const Symbol* s = m->find_symbol(name)) return std::make_pair(m.get(), s);
   }
   return make_error(Errc::kNotFound, fmt::format("symbol '{}' not found{}", name,
                                                  mod.empty() ? "" : " in module " + mod));

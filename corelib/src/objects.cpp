@@ -141,7 +141,7 @@ std::string uuid_text(const uint8_t* p) {
 
 }  // namespace
 
-FieldValue format_scalar(const Memory& mem, const uint8_t* obj, const FieldLoc& loc) {
+FieldValue format_scalar(const uint8_t* obj, const FieldLoc& loc) {
   FieldValue v;
   const Type* t = loc.type ? loc.type->strip() : nullptr;
   if (!t) {
@@ -209,7 +209,6 @@ FieldValue format_scalar(const Memory& mem, const uint8_t* obj, const FieldLoc& 
       v.text = "cannot show " + t->display();
       return v;
   }
-  (void)mem;
 }
 
 const uint8_t* object_bytes(const Memory& mem, uint64_t addr, size_t size,
@@ -221,14 +220,13 @@ const uint8_t* object_bytes(const Memory& mem, uint64_t addr, size_t size,
   return scratch.data();
 }
 
-FieldValue eval_field(const Memory& mem, uint64_t addr, const uint8_t* obj, const FieldSpec& spec) {
+FieldValue eval_field(const Memory& mem, const uint8_t* obj, const FieldSpec& spec) {
   std::vector<uint8_t> scratch;
   const uint8_t* cur = obj;
-  uint64_t cur_addr = addr;
   for (size_t i = 0; i < spec.hops.size(); ++i) {
     const FieldLoc& loc = spec.hops[i];
     if (i + 1 == spec.hops.size()) {
-      FieldValue v = format_scalar(mem, cur, loc);
+      FieldValue v = format_scalar(cur, loc);
       // char * : read the string it points to.
       const Type* t = loc.type ? loc.type->strip() : nullptr;
       if (v.kind == FieldValue::Kind::kPointer && t && t->target) {
@@ -265,9 +263,7 @@ FieldValue eval_field(const Memory& mem, uint64_t addr, const uint8_t* obj, cons
       err.text = fmt::format("{:#x}: {}", next, mem.why_unreadable(next));
       return err;
     }
-    cur_addr = next;
   }
-  (void)cur_addr;
   FieldValue none;
   none.text = "empty path";
   return none;
@@ -275,7 +271,7 @@ FieldValue eval_field(const Memory& mem, uint64_t addr, const uint8_t* obj, cons
 
 namespace {
 
-void format_rec(const Memory& mem, uint64_t addr, const uint8_t* obj, const FieldLoc& loc,
+void format_rec(const Memory& mem, const uint8_t* obj, const FieldLoc& loc,
                 ModuleSet* mods, int indent, int depth, std::string& out) {
   const Type* t = loc.type ? loc.type->strip() : nullptr;
   std::string pad(indent * 2, ' ');
@@ -289,14 +285,14 @@ void format_rec(const Memory& mem, uint64_t addr, const uint8_t* obj, const Fiel
       FieldLoc ml{loc.offset + m.offset, m.bit_offset, m.bit_size, m.type};
       out += pad + "  ";
       if (!m.name.empty()) out += m.name + " = ";
-      format_rec(mem, addr, obj, ml, mods, indent + 1, depth - 1, out);
+      format_rec(mem, obj, ml, mods, indent + 1, depth - 1, out);
       out += ",\n";
     }
     out += pad + "}";
     return;
   }
   if (t && t->kind == TypeKind::kArray) {
-    FieldValue v = format_scalar(mem, obj, loc);
+    FieldValue v = format_scalar(obj, loc);
     if (v.kind != FieldValue::Kind::kAggregate) {
       out += v.to_string();
       return;
@@ -308,13 +304,13 @@ void format_rec(const Memory& mem, uint64_t addr, const uint8_t* obj, const Fiel
     for (uint64_t i = 0; i < n; ++i) {
       if (i) out += ", ";
       FieldLoc el{loc.offset + i * es, 0, 0, e};
-      format_rec(mem, addr, obj, el, mods, indent + 1, depth - 1, out);
+      format_rec(mem, obj, el, mods, indent + 1, depth - 1, out);
     }
     if (t->count > n) out += fmt::format(", ...<{} more>", t->count - n);
     out += "}";
     return;
   }
-  FieldValue v = format_scalar(mem, obj, loc);
+  FieldValue v = format_scalar(obj, loc);
   out += v.to_string();
   if (v.kind == FieldValue::Kind::kPointer && v.u && mods) {
     SymbolHit h = mods->symbolize(v.u);
@@ -348,7 +344,7 @@ std::string format_object(const Memory& mem, uint64_t addr, const Type* t, Modul
   if (!obj) return fmt::format("<{:#x}: {}>", addr, mem.why_unreadable(addr));
   std::string out = t->display() + " ";
   FieldLoc root{0, 0, 0, t};
-  format_rec(mem, addr, obj, root, mods, 0, max_depth, out);
+  format_rec(mem, obj, root, mods, 0, max_depth, out);
   out += "\n";
   return out;
 }

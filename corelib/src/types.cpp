@@ -570,8 +570,7 @@ Result<const Type*> TypeRegistry::find(std::string_view raw) {
                       fmt::format("type '{}' not found in the DWARF of {}{}", name, searched, why));
   }
   for (int i = 0; i < stars; ++i) {
-    std::string k = fmt::format("{:p}", static_cast<const void*>(found));
-    auto& slot = pointer_cache_[k];
+    auto& slot = pointer_cache_[found];
     if (!slot) {
       Type* p = fresh();
       p->kind = TypeKind::kPointer;

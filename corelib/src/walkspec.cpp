@@ -103,7 +103,7 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
                                               mem->why_unreadable(addr)));
         return;
       }
-      if (filter && !filter->matches(*mem, addr, obj)) return;
+      if (filter && !filter->matches(*mem, obj)) return;
       ++rep->matched;
       int64_t rcv = 0;
       bool has = false;
@@ -112,7 +112,7 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
           rcv = rc_int->load(obj);
           has = true;
         } else {
-          has = eval_field(*mem, addr, obj, *rc).as_int(&rcv);
+          has = eval_field(*mem, obj, *rc).as_int(&rcv);
         }
         if (has) {
           if (rcv >= -1 && rcv < kDense - 1)
@@ -126,7 +126,7 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
         wo.addr = addr;
         wo.has_refcount = has;
         wo.refcount = rcv;
-        for (const auto& s : *shows) wo.fields.push_back(eval_field(*mem, addr, obj, s));
+        for (const auto& s : *shows) wo.fields.push_back(eval_field(*mem, obj, s));
         rep->objects.push_back(std::move(wo));
       }
     }

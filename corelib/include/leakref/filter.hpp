@@ -25,7 +25,7 @@ class Filter {
   static Result<void> check_syntax(std::string_view expr);
   ~Filter();
 
-  bool matches(const Memory& mem, uint64_t addr, const uint8_t* obj) const;
+  bool matches(const Memory& mem, const uint8_t* obj) const;
 
   struct Node;
 

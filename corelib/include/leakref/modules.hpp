@@ -62,6 +62,8 @@ class Module {
   Dwarf* dwarf();
   // Symbols sorted by address (.symtab of debug file and main file, .dynsym).
   const std::vector<Symbol>& symbols();
+  // The symbol named `name` (an object preferred over others); nullptr if none.
+  const Symbol* find_symbol(const std::string& name);
   std::string basename() const;
 
  private:
@@ -74,6 +76,7 @@ class Module {
   bool dwarf_tried_ = false;
   bool syms_loaded_ = false;
   std::vector<Symbol> syms_;
+  std::unordered_map<std::string, size_t> by_name_;  // name -> index in syms_, built on first use
 };
 
 struct SymbolHit {

@@ -62,10 +62,12 @@ inline int64_t load_field_s(const uint8_t* obj, const FieldLoc& loc) {
   return f.load(obj);
 }
 
-// Evaluates `spec` on the object at `addr` whose bytes (type size) are `obj`.
-FieldValue eval_field(const Memory& mem, uint64_t addr, const uint8_t* obj, const FieldSpec& spec);
-// Formats a scalar/array/string value of `type` at `addr` (bytes at `p`).
-FieldValue format_scalar(const Memory& mem, const uint8_t* p, const FieldLoc& loc);
+// Evaluates `spec` on an object whose bytes (type size) are `obj`; hops
+// across pointers read `mem`.
+FieldValue eval_field(const Memory& mem, const uint8_t* obj, const FieldSpec& spec);
+// The value of the field at `loc` in object bytes `obj` (integers, enums,
+// pointers, char arrays as strings, uuid_t; aggregates by type name).
+FieldValue format_scalar(const uint8_t* obj, const FieldLoc& loc);
 
 // Renders an object like crash's `struct` command (gdb pretty print):
 //   struct node {

@@ -126,7 +126,7 @@ class TypeRegistry {
   std::deque<Type> types_;
   std::map<std::pair<Module*, uint64_t>, const Type*> cache_;
   std::map<Module*, std::unique_ptr<Index>> indexes_;
-  std::map<std::string, const Type*> pointer_cache_;
+  std::map<const Type*, const Type*> pointer_cache_;  // T -> T *
   const Type* u64_ = nullptr;
   const Type* voidp_ = nullptr;
 };
