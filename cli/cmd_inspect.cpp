@@ -28,29 +28,22 @@ const char* reg_names[27] = {"r15", "r14", "r13", "r12", "rbp", "rbx", "r11", "r
                              "r8",  "rax", "rcx", "rdx", "rsi", "rdi", "orig_rax", "rip", "cs",
                              "eflags", "rsp", "ss", "fs_base", "gs_base", "ds", "es", "fs", "gs"};
 
-nlohmann::json show_json(const lr::Memory& mem, const uint8_t* obj, const lr::FieldLoc& loc,
-                         int depth) {
-  const lr::Type* t = loc.type ? loc.type->strip() : nullptr;
-  if (t && (t->kind == lr::TypeKind::kStruct || t->kind == lr::TypeKind::kUnion) && depth > 0) {
-    nlohmann::json o = nlohmann::json::object();
-    int anon = 0;
-    for (const auto& m : t->members) {
-      lr::FieldLoc ml{loc.offset + m.offset, m.bit_offset, m.bit_size, m.type};
-      std::string key = m.name.empty() ? fmt::format("<anonymous{}>", anon++) : m.name;
-      o[key] = show_json(mem, obj, ml, depth - 1);
-    }
-    return o;
-  }
-  lr::FieldValue v = lr::format_scalar(obj, loc);
-  if (t && t->kind == lr::TypeKind::kArray && v.kind == lr::FieldValue::Kind::kAggregate &&
-      depth > 0) {
+// JSON for a value tree: structs as objects (anonymous members numbered),
+// arrays as lists (with a trailing {"more": N} when cut), scalars as values.
+nlohmann::json tree_json(const lr::ValueNode& n) {
+  if (n.value.kind != lr::FieldValue::Kind::kAggregate || (n.children.empty() && !n.is_array))
+    return value_json(n.value);
+  if (n.is_array) {
     nlohmann::json arr = nlohmann::json::array();
-    uint64_t es = t->target && t->target->strip() ? t->target->strip()->size : 0;
-    for (uint64_t i = 0; i < std::min<uint64_t>(t->count, 4096); ++i)
-      arr.push_back(show_json(mem, obj, lr::FieldLoc{loc.offset + i * es, 0, 0, t->target}, depth - 1));
+    for (const auto& c : n.children) arr.push_back(tree_json(c));
+    if (n.more) arr.push_back({{"more", n.more}});
     return arr;
   }
-  return value_json(v);
+  nlohmann::json o = nlohmann::json::object();
+  int anon = 0;
+  for (const auto& c : n.children)
+    o[c.name.empty() ? fmt::format("<anonymous{}>", anon++) : c.name] = tree_json(c);
+  return o;
 }
 
 }  // namespace
@@ -185,7 +178,11 @@ int cmd_show(const Common& c, const std::string& addr_s, const std::string& type
     j["addr"] = hex(addr);
     j["type"] = t->display();
     j["size"] = s->size;
-    j["value"] = show_json(prog.mem(), obj, lr::FieldLoc{0, 0, 0, t}, depth);
+    lr::TreeLimits lim;
+    lim.max_depth = depth;
+    lim.max_array = 4096;
+    lim.max_nodes = 1'000'000;
+    j["value"] = tree_json(lr::value_tree(obj, s->size, t, lim));
     emit_json(j);
   } else {
     fmt::print("{}", lr::format_object(prog.mem(), addr, t, &prog.modules(), depth));

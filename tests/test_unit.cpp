@@ -2,9 +2,11 @@
 // the walkers on an address space built in memory.
 #include <catch2/catch.hpp>
 #include <map>
+#include <functional>
 #include <random>
 
 #include "leakref/filter.hpp"
+#include "leakref/objects.hpp"
 #include "leakref/types.hpp"
 #include "leakref/walkers.hpp"
 
@@ -194,4 +196,54 @@ TEST_CASE("a huge bucket count over unreadable memory stops at the first bad buc
   CHECK(r.stop == lr::WalkStop::kFault);
   CHECK(r.faulted_buckets == 1);
   CHECK(r.stop_detail.find("bucket array") != std::string::npos);
+}
+
+TEST_CASE("fields outside their object (corrupt DWARF) are refused, not read", "[unit]") {
+  lr::Type i32;
+  i32.kind = lr::TypeKind::kInt;
+  i32.size = 4;
+  i32.is_signed = true;
+  lr::Type s;
+  s.kind = lr::TypeKind::kStruct;
+  s.name = "bad";
+  s.size = 16;
+  s.members = {{"ok", 8, 0, 0, &i32}, {"past", 40, 0, 0, &i32}, {"bits", 15, 6, 4, &i32}};
+  CHECK(lr::resolve_path(&s, "ok").ok());
+  auto r = lr::resolve_path(&s, "past");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == lr::Errc::kBadFormat);
+  CHECK_FALSE(lr::resolve_path(&s, "bits").ok());  // bits 6..9 of byte 15 spill past 16
+  uint8_t bytes[16] = {};
+  bytes[8] = 7;
+  lr::ValueNode n = lr::value_tree(bytes, sizeof bytes, &s);
+  REQUIRE(n.children.size() == 3);
+  CHECK(n.children[0].value.s == 7);
+  CHECK(n.children[1].value.kind == lr::FieldValue::Kind::kError);
+  CHECK(n.children[2].value.kind == lr::FieldValue::Kind::kError);
+}
+
+TEST_CASE("value trees stay bounded for nested arrays of empty elements", "[unit]") {
+  lr::Type empty;
+  empty.kind = lr::TypeKind::kStruct;
+  empty.size = 0;
+  std::vector<lr::Type> levels(8);
+  const lr::Type* inner = &empty;
+  for (auto& a : levels) {
+    a.kind = lr::TypeKind::kArray;
+    a.count = 4096;
+    a.size = 0;
+    a.target = inner;
+    inner = &a;
+  }
+  lr::TreeLimits lim;
+  lim.max_array = 4096;
+  lim.max_nodes = 5000;
+  uint8_t b = 0;
+  lr::ValueNode n = lr::value_tree(&b, 1, inner, lim);
+  std::function<size_t(const lr::ValueNode&)> count = [&](const lr::ValueNode& v) {
+    size_t c = 1;
+    for (const auto& ch : v.children) c += count(ch);
+    return c;
+  };
+  CHECK(count(n) <= lim.max_nodes + 16);
 }

@@ -445,18 +445,14 @@ SymbolHit ModuleSet::symbolize(uint64_t addr) const {
   auto it = std::upper_bound(syms.begin(), syms.end(), addr,
                              [](uint64_t a, const Symbol& s) { return a < s.addr; });
   // Walk back over symbols at or below addr; take the first whose extent
-  // contains addr. A symbol whose size does not reach addr is rejected rather
-  // than reporting a bogus nearest-symbol offset.
+  // contains addr. A symbol whose size does not reach addr (unsized ones
+  // included: _fini, assembly labels) is rejected rather than reporting a
+  // bogus nearest-symbol offset; module+offset is the honest answer then.
   int budget = 64;
   while (it != syms.begin() && budget-- > 0) {
     --it;
     if (addr < it->addr + std::max<uint64_t>(it->size, 1)) {
       h.sym = &*it;
-      h.offset = addr - it->addr;
-      return h;
-    }
-    if (it->size == 0 && addr - it->addr < 0x1000 && it->is_func) {
-      h.sym = &*it;  // unsized function symbol (assembly): accept if near
       h.offset = addr - it->addr;
       return h;
     }

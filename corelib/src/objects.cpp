@@ -271,50 +271,92 @@ FieldValue eval_field(const Memory& mem, const uint8_t* obj, const FieldSpec& sp
 
 namespace {
 
-void format_rec(const Memory& mem, const uint8_t* obj, const FieldLoc& loc,
-                ModuleSet* mods, int indent, int depth, std::string& out) {
-  const Type* t = loc.type ? loc.type->strip() : nullptr;
-  std::string pad(indent * 2, ' ');
-  if (t && (t->kind == TypeKind::kStruct || t->kind == TypeKind::kUnion)) {
-    if (depth <= 0) {
+struct TreeBuilder {
+  const uint8_t* obj;
+  uint64_t size;
+  TreeLimits lim;
+  uint64_t nodes = 0;
+
+  void build(ValueNode& n, const FieldLoc& loc, int depth) {
+    n.type = loc.type;
+    const Type* t = loc.type ? loc.type->strip() : nullptr;
+    uint64_t need = field_bytes(loc);
+    if (loc.offset > size || need > size - loc.offset) {
+      n.value.text = fmt::format("outside the object: offset {} + {} bytes > {} (corrupt DWARF?)",
+                                 loc.offset, need, size);
+      return;
+    }
+    bool aggregate = t && (t->kind == TypeKind::kStruct || t->kind == TypeKind::kUnion);
+    if (!aggregate) n.value = format_scalar(obj, loc);
+    if (t && t->kind == TypeKind::kArray && n.value.kind != FieldValue::Kind::kAggregate) return;
+    if (!aggregate && !(t && t->kind == TypeKind::kArray)) return;
+    n.value.kind = FieldValue::Kind::kAggregate;
+    n.value.text = t->display();
+    if (depth <= 0) return;
+    if (aggregate) {
+      for (const auto& m : t->members) {
+        if (!add(n)) return;
+        n.children.back().name = m.name;
+        build(n.children.back(), FieldLoc{loc.offset + m.offset, m.bit_offset, m.bit_size, m.type},
+              depth - 1);
+      }
+      return;
+    }
+    n.is_array = true;
+    uint64_t es = t->target && t->target->strip() ? t->target->strip()->size : 0;
+    uint64_t count = std::min<uint64_t>(t->count, lim.max_array);
+    n.more = t->count - count;
+    for (uint64_t i = 0; i < count; ++i) {
+      if (!add(n)) {
+        n.more = t->count - i;
+        return;
+      }
+      build(n.children.back(), FieldLoc{loc.offset + i * es, 0, 0, t->target}, depth - 1);
+    }
+  }
+  // Appends a child unless the whole tree is at its node budget.
+  bool add(ValueNode& n) {
+    n.children.emplace_back();
+    if (++nodes <= lim.max_nodes) return true;
+    n.children.back().value.text = fmt::format("output cut at {} values", lim.max_nodes);
+    return false;
+  }
+};
+
+void render_text(const Memory& mem, ModuleSet* mods, const ValueNode& n, int indent,
+                 std::string& out) {
+  const std::string pad(indent * 2, ' ');
+  if (n.value.kind == FieldValue::Kind::kAggregate && !n.is_array) {
+    if (n.children.empty()) {
       out += "{...}";
       return;
     }
     out += "{\n";
-    for (const auto& m : t->members) {
-      FieldLoc ml{loc.offset + m.offset, m.bit_offset, m.bit_size, m.type};
+    for (const auto& c : n.children) {
       out += pad + "  ";
-      if (!m.name.empty()) out += m.name + " = ";
-      format_rec(mem, obj, ml, mods, indent + 1, depth - 1, out);
+      if (!c.name.empty()) out += c.name + " = ";
+      render_text(mem, mods, c, indent + 1, out);
       out += ",\n";
     }
     out += pad + "}";
     return;
   }
-  if (t && t->kind == TypeKind::kArray) {
-    FieldValue v = format_scalar(obj, loc);
-    if (v.kind != FieldValue::Kind::kAggregate) {
-      out += v.to_string();
-      return;
-    }
-    const Type* e = t->target;
-    uint64_t es = e && e->strip() ? e->strip()->size : 0;
-    uint64_t n = std::min<uint64_t>(t->count, 64);
+  if (n.is_array) {
     out += "{";
-    for (uint64_t i = 0; i < n; ++i) {
+    for (size_t i = 0; i < n.children.size(); ++i) {
       if (i) out += ", ";
-      FieldLoc el{loc.offset + i * es, 0, 0, e};
-      format_rec(mem, obj, el, mods, indent + 1, depth - 1, out);
+      render_text(mem, mods, n.children[i], indent + 1, out);
     }
-    if (t->count > n) out += fmt::format(", ...<{} more>", t->count - n);
+    if (n.more) out += fmt::format(", ...<{} more>", n.more);
     out += "}";
     return;
   }
-  FieldValue v = format_scalar(obj, loc);
+  const FieldValue& v = n.value;
   out += v.to_string();
   if (v.kind == FieldValue::Kind::kPointer && v.u && mods) {
     SymbolHit h = mods->symbolize(v.u);
     if (h.sym) out += " <" + h.format() + ">";
+    const Type* t = n.type ? n.type->strip() : nullptr;
     const Type* e = t && t->target ? t->target->strip() : nullptr;
     if (e && e->kind == TypeKind::kInt && e->is_char) {
       bool complete = false;
@@ -335,6 +377,13 @@ void format_rec(const Memory& mem, const uint8_t* obj, const FieldLoc& loc,
 
 }  // namespace
 
+ValueNode value_tree(const uint8_t* obj, uint64_t size, const Type* t, const TreeLimits& lim) {
+  TreeBuilder b{obj, size, lim};
+  ValueNode root;
+  b.build(root, FieldLoc{0, 0, 0, t}, lim.max_depth);
+  return root;
+}
+
 std::string format_object(const Memory& mem, uint64_t addr, const Type* t, ModuleSet* mods,
                           int max_depth) {
   const Type* s = t ? t->strip() : nullptr;
@@ -343,8 +392,9 @@ std::string format_object(const Memory& mem, uint64_t addr, const Type* t, Modul
   const uint8_t* obj = object_bytes(mem, addr, s->size, scratch);
   if (!obj) return fmt::format("<{:#x}: {}>", addr, mem.why_unreadable(addr));
   std::string out = t->display() + " ";
-  FieldLoc root{0, 0, 0, t};
-  format_rec(mem, obj, root, mods, 0, max_depth, out);
+  TreeLimits lim;
+  lim.max_depth = max_depth;
+  render_text(mem, mods, value_tree(obj, s->size, t, lim), 0, out);
   out += "\n";
   return out;
 }

@@ -188,6 +188,27 @@ const Member* find_member(const Type* t, std::string_view name, uint64_t* offset
   return nullptr;
 }
 
+uint64_t field_bytes(const FieldLoc& loc) {
+  if (loc.bit_size) return (uint64_t{loc.bit_offset} + loc.bit_size + 7) / 8;
+  const Type* t = loc.type ? loc.type->strip() : nullptr;
+  return t ? t->size : 0;
+}
+
+namespace {
+// Walkers read exactly sizeof(root) bytes per object; a field must lie inside.
+Result<FieldLoc> within(const Type* root, const FieldLoc& loc) {
+  const Type* r = root ? root->strip() : nullptr;
+  uint64_t size = r ? r->size : 0;
+  uint64_t need = field_bytes(loc);
+  if (loc.offset > size || need > size - loc.offset)
+    return make_error(Errc::kBadFormat,
+                      fmt::format("field at offset {} ({} bytes) lies outside {} ({} bytes): "
+                                  "corrupt DWARF, or an index past a flexible array",
+                                  loc.offset, need, root ? root->display() : "?", size));
+  return loc;
+}
+}  // namespace
+
 Result<FieldLoc> resolve_path(const Type* t, const std::vector<PathStep>& steps) {
   FieldLoc loc;
   loc.type = t;
@@ -220,7 +241,7 @@ Result<FieldLoc> resolve_path(const Type* t, const std::vector<PathStep>& steps)
     loc.bit_size = m->bit_size;
     loc.type = m->type;
   }
-  return loc;
+  return within(t, loc);
 }
 
 Result<FieldLoc> resolve_path(const Type* t, std::string_view path) {
@@ -235,7 +256,7 @@ Result<FieldLoc> resolve_refcount(const Type* t, std::string_view path) {
   for (int depth = 0; depth < 16; ++depth) {
     const Type* cur = loc.type ? loc.type->strip() : nullptr;
     if (!cur) return make_error(Errc::kNotFound, "refcount field has no type");
-    if (cur->is_integer_like() && cur->kind != TypeKind::kPointer) return loc;
+    if (cur->is_integer_like() && cur->kind != TypeKind::kPointer) return within(t, loc);
     if (cur->kind != TypeKind::kStruct && cur->kind != TypeKind::kUnion)
       return make_error(Errc::kInvalidArgument,
                         fmt::format("refcount field '{}' has type {}, not an integer", path,

@@ -69,6 +69,28 @@ FieldValue eval_field(const Memory& mem, const uint8_t* obj, const FieldSpec& sp
 // pointers, char arrays as strings, uuid_t; aggregates by type name).
 FieldValue format_scalar(const uint8_t* obj, const FieldLoc& loc);
 
+// An object's values as a tree: scalars at the leaves; struct, union and
+// array nodes have children. Built by value_tree for every renderer.
+struct ValueNode {
+  std::string name;        // member name; "" for anonymous members and array elements
+  const Type* type = nullptr;
+  FieldValue value;        // kAggregate for nodes with children (or cut by depth)
+  bool is_array = false;
+  uint64_t more = 0;       // array elements not expanded (per-array cap)
+  std::vector<ValueNode> children;
+};
+
+struct TreeLimits {
+  int max_depth = 8;
+  uint64_t max_array = 64;      // elements expanded per array
+  uint64_t max_nodes = 100000;  // nodes in the whole tree (nested arrays multiply)
+};
+
+// The values of an object whose `size` bytes are `obj`. Members that lie
+// outside those bytes (corrupt DWARF) become error values; past
+// max_nodes the tree is cut with an error leaf.
+ValueNode value_tree(const uint8_t* obj, uint64_t size, const Type* t, const TreeLimits& lim = {});
+
 // Renders an object like crash's `struct` command (gdb pretty print):
 //   struct node {
 //     refcount = 2,

@@ -77,8 +77,12 @@ struct FieldLoc {
   const Type* type = nullptr;
 };
 
+// Bytes a field occupies from loc.offset (bitfields: the bytes its bits span).
+uint64_t field_bytes(const FieldLoc& loc);
+
 // Resolves member/index steps within `t` (no "->"). kNotFound names the
-// member and the type that lacks it.
+// member and the type that lacks it; kBadFormat when the field lies outside
+// `t` (corrupt DWARF, or an index past a flexible array).
 Result<FieldLoc> resolve_path(const Type* t, const std::vector<PathStep>& steps);
 Result<FieldLoc> resolve_path(const Type* t, std::string_view path);
 
