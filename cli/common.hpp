@@ -46,6 +46,7 @@ struct WalkArgs;
 int cmd_walk(const Common& c, const WalkArgs& a);
 int cmd_show(const Common& c, const std::string& addr, const std::string& type, int depth);
 int cmd_sym(const Common& c, const std::string& what);
+int cmd_heap(const Common& c, bool list);
 
 struct WalkArgs {
   std::string type, head;

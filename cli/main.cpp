@@ -20,18 +20,24 @@ int main(int argc, char** argv) {
   walk->add_option("--type", w.type, "object type, e.g. 'struct node'")->required();
   walk->add_option("--head", w.head, "SYMBOL, SYMBOL@module, *SYMBOL or ADDR where the walk starts")
       ->required();
-  auto* o_next = walk->add_option("--next", w.next, "NULL-terminated chain through this pointer field");
-  auto* o_list = walk->add_option("--list-member", w.list_member, "list_head member (ring at --head)");
-  auto* o_hl = walk->add_option("--hlist-member", w.hlist_member, "hlist_node member (hlist_head at --head)");
+  auto* o_next =
+      walk->add_option("--next", w.next, "NULL-terminated chain through this pointer field");
+  auto* o_list =
+      walk->add_option("--list-member", w.list_member, "list_head member (ring at --head)");
+  auto* o_hl = walk->add_option("--hlist-member", w.hlist_member,
+                                "hlist_node member (hlist_head at --head)");
   auto* o_arr = walk->add_flag("--array", w.array, "--head is an array of the type");
-  auto* o_parr = walk->add_flag("--pointer-array", w.pointer_array, "--head is an array of pointers to the type");
+  auto* o_parr = walk->add_flag("--pointer-array", w.pointer_array,
+                                "--head is an array of pointers to the type");
   o_next->excludes(o_list, o_hl, o_arr, o_parr);
   o_list->excludes(o_hl, o_arr, o_parr);
   o_hl->excludes(o_arr, o_parr);
   o_arr->excludes(o_parr);
   walk->add_option("--count", w.count, "array length (default: from the symbol's type)");
-  walk->add_option("--buckets", w.buckets, "--head is a hash table of N buckets (default: from type)");
-  walk->add_option("--refcount", w.refcount, "refcount field (atomic_t, refcount_t, kref, lockref, ints)");
+  walk->add_option("--buckets", w.buckets,
+                   "--head is a hash table of N buckets (default: from type)");
+  walk->add_option("--refcount", w.refcount,
+                   "refcount field (atomic_t, refcount_t, kref, lockref, ints)");
   walk->add_option("--show", w.show, "fields to print (a,b->c,d[2])")->delimiter(',');
   walk->add_option("--where", w.where, "filter: 'refcount>1 && flags==0', fields, &&, ||");
   walk->add_option("--limit", w.limit, "stop after N objects (default 100000000)");
@@ -53,6 +59,12 @@ int main(int argc, char** argv) {
   add_common(sym, c);
   sym->add_option("what", sym_what, "NAME, NAME@module or ADDR")->required();
 
+  bool heap_list = false;
+  auto* heap =
+      app.add_subcommand("heap", "glibc malloc arenas and in-use chunks (chunk-state aware)");
+  add_common(heap, c);
+  heap->add_flag("--list", heap_list, "list every in-use chunk (address, usable size)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -71,6 +83,7 @@ int main(int argc, char** argv) {
     if (*walk) return cmd_walk(c, w);
     if (*show) return cmd_show(c, show_addr, show_type, show_depth);
     if (*sym) return cmd_sym(c, sym_what);
+    if (*heap) return cmd_heap(c, heap_list);
   } catch (const std::exception& e) {
     fmt::print(stderr, "leakref: internal error: {}\n", e.what());
     return kInternal;

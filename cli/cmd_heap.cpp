@@ -1,0 +1,79 @@
+// heap: the glibc malloc heap of a core, chunk-state aware.
+#include <fmt/format.h>
+
+#include <chrono>
+
+#include "common.hpp"
+#include "leakref/heap.hpp"
+
+namespace lrcli {
+
+int cmd_heap(const Common& c, bool list) {
+  auto prog_r = open_program(c);
+  if (!prog_r.ok()) return fail(prog_r.error());
+  lr::Program& prog = *prog_r.value();
+  auto t0 = std::chrono::steady_clock::now();
+  auto in = lr::heap_input_from_core(*prog.core(), prog.modules());
+  auto hw = lr::walk_glibc_heap(prog.mem(), in);
+  if (!hw.ok())
+    return fail(lr::make_error(hw.error().code, prog.core()->path() + ": " + hw.error().message));
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const lr::HeapWalk& h = hw.value();
+  const lr::HeapStats& s = h.stats;
+  auto kind = [](lr::HeapRegion::Kind k) {
+    return k == lr::HeapRegion::Kind::kMain     ? "main"
+           : k == lr::HeapRegion::Kind::kThread ? "thread"
+                                                : "mmapped";
+  };
+  if (c.json) {
+    nlohmann::json j = {{"schema", "leakref.heap/1"},
+                        {"main_arena", hex(h.main_arena)},
+                        {"tcache_key", hex(h.tcache_key)},
+                        {"stats",
+                         {{"arenas", s.arenas},
+                          {"heaps", s.heaps},
+                          {"chunks", s.chunks},
+                          {"in_use", s.in_use},
+                          {"in_use_bytes", s.in_use_bytes},
+                          {"mmapped", s.mmapped},
+                          {"bin_free", s.bin_free},
+                          {"fastbin_free", s.fastbin_free},
+                          {"tcache_free", s.tcache_free},
+                          {"tcache_structs", s.tcache_structs}}},
+                        {"walk_ms", ms},
+                        {"warnings", h.warnings}};
+    nlohmann::json regions = nlohmann::json::array();
+    for (const auto& r : h.regions)
+      if (r.kind != lr::HeapRegion::Kind::kMmapped || list)
+        regions.push_back({{"kind", kind(r.kind)},
+                           {"start", hex(r.start)},
+                           {"end", hex(r.end)},
+                           {"arena", hex(r.arena)},
+                           {"complete", r.complete}});
+    j["regions"] = regions;
+    if (list) {
+      nlohmann::json chunks = nlohmann::json::array();
+      for (const auto& ch : h.in_use) chunks.push_back({hex(ch.user), ch.usable(), ch.mmapped()});
+      j["in_use"] = chunks;
+    }
+    emit_json(j);
+    return kOk;
+  }
+  fmt::print("main_arena {:#x}, {} arena(s), {} heap(s), tcache key {:#x}\n", h.main_arena,
+             s.arenas, s.heaps, h.tcache_key);
+  for (const auto& r : h.regions)
+    if (r.kind != lr::HeapRegion::Kind::kMmapped)
+      fmt::print("  {:<7} [{:#x}, {:#x}) arena {:#x}{}\n", kind(r.kind), r.start, r.end, r.arena,
+                 r.complete ? "" : " (chain broken)");
+  fmt::print("chunks {}: in use {} ({} bytes, {} mmapped); free: bins {}, fastbins {}, tcache {}\n",
+             s.chunks + s.mmapped, s.in_use, s.in_use_bytes, s.mmapped, s.bin_free, s.fastbin_free,
+             s.tcache_free);
+  if (list)
+    for (const auto& ch : h.in_use)
+      fmt::print("{:#x} {}{}\n", ch.user, ch.usable(), ch.mmapped() ? " mmapped" : "");
+  print_warnings_text(h.warnings);
+  return kOk;
+}
+
+}  // namespace lrcli
