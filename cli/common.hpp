@@ -48,6 +48,27 @@ int cmd_show(const Common& c, const std::string& addr, const std::string& type, 
 int cmd_sym(const Common& c, const std::string& what);
 int cmd_heap(const Common& c, bool list);
 
+struct GlusterArgs {
+  std::string types;   // --types FILE
+  std::string format = "text";
+  std::vector<std::string> sections;
+};
+struct TypesArgs {
+  std::string out;
+  std::string library = "/usr/lib/x86_64-linux-gnu/libglusterfs.so.0";
+  std::vector<std::string> omit_defines;
+  bool verbose = false;
+};
+int cmd_gluster(const Common& c, const GlusterArgs& a);
+int cmd_types_gluster(const Common& c, const TypesArgs& a);
+}  // namespace lrcli
+namespace lr {
+struct GlusterReport;
+struct GlusterSections;
+}  // namespace lr
+namespace lrcli {
+void write_statedump(const lr::GlusterReport& r, const lr::GlusterSections& sec, const std::string& core);
+
 struct WalkArgs {
   std::string type, head;
   std::string next, list_member, hlist_member;

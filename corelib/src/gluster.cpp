@@ -1,0 +1,535 @@
+// GlusterFS profile, part 1: layouts, roots (ctx, graphs, xlators), the
+// self-validation of the layouts against the core, mem-pools and memory
+// accounting from one pass over the in-use heap chunks.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <unordered_set>
+
+#include "gluster_internal.hpp"
+
+namespace lr {
+
+std::string format_gfid(const Gfid& g) {
+  std::string s = hex_bytes(g.data(), 16);
+  return s.substr(0, 8) + "-" + s.substr(8, 4) + "-" + s.substr(12, 4) + "-" + s.substr(16, 4) +
+         "-" + s.substr(20);
+}
+
+const char* itable_list_name(int list) {
+  static const char* names[] = {"active", "lru", "purge", "invalidate"};
+  return list >= 0 && list < 4 ? names[list] : "?";
+}
+
+namespace gf {
+
+View view(const Memory& m, uint64_t addr, uint64_t size) {
+  View v;
+  if (size == 0 || size > (1u << 20)) return v;
+  v.p = m.span(addr, size);
+  if (!v.p) {
+    v.own.resize(size);
+    if (m.read(addr, v.own.data(), size).ok()) v.p = v.own.data();
+  }
+  return v;
+}
+
+std::string cstr(const Memory& m, uint64_t addr, size_t max) {
+  if (addr == 0) return "";
+  auto s = m.read_cstring(addr, max);
+  return s.ok() ? s.value() : fmt::format("<unreadable {:#x}>", addr);
+}
+
+std::vector<uint64_t> ring(const Memory& m, uint64_t head, uint64_t limit, std::string* stop) {
+  std::vector<uint64_t> out;
+  std::unordered_set<uint64_t> seen;
+  stop->clear();
+  auto next = m.read_u64(head);
+  while (true) {
+    if (!next.ok()) {
+      *stop = fmt::format("unreadable link after {} nodes: {}", out.size(), next.error().message);
+      break;
+    }
+    uint64_t n = next.value();
+    if (n == head) break;
+    if (n == 0) {
+      *stop = fmt::format("NULL link after {} nodes", out.size());
+      break;
+    }
+    if (out.size() >= limit) {
+      *stop = fmt::format("stopped at the limit of {} nodes", limit);
+      break;
+    }
+    if (!seen.insert(n).second) {
+      *stop = fmt::format("cycle: node {:#x} revisited after {} nodes", n, out.size());
+      break;
+    }
+    out.push_back(n);
+    next = m.read_u64(n);
+  }
+  return out;
+}
+
+namespace {
+
+struct Resolver {
+  TypeRegistry& types;
+  std::string error;
+  const Type* type(const char* name) {
+    if (!error.empty()) return nullptr;
+    auto t = types.find(name);
+    if (!t.ok()) {
+      error = t.error().message;
+      return nullptr;
+    }
+    return t.value();
+  }
+  uint64_t size(const Type* t) { return t ? t->strip()->size : 0; }
+  uint64_t off(const Type* t, const char* path) {
+    if (!t || !error.empty()) return 0;
+    auto f = resolve_path(t, path);
+    if (!f.ok()) {
+      error = f.error().message;
+      return 0;
+    }
+    return f.value().offset;
+  }
+};
+
+}  // namespace
+
+Result<Layout> resolve_layout(TypeRegistry& types) {
+  Resolver R{types, {}};
+  Layout L{};
+  const Type* t = R.type("glusterfs_ctx_t");
+  L.ctx_size = R.size(t);
+  L.ctx_graphs = R.off(t, "graphs");
+  L.ctx_active = R.off(t, "active");
+  L.ctx_root = R.off(t, "root");
+  L.ctx_mempool_list = R.off(t, "mempool_list");
+  L.ctx_clienttable = R.off(t, "clienttable");
+  t = R.type("glusterfs_graph_t");
+  L.graph_list = R.off(t, "list");
+  L.graph_first = R.off(t, "first");
+  L.graph_top = R.off(t, "top");
+  L.graph_xl_count = R.off(t, "xl_count");
+  L.graph_id = R.off(t, "id");
+  t = R.type("xlator_t");
+  L.xl_size = R.size(t);
+  L.xl_name = R.off(t, "name");
+  L.xl_type = R.off(t, "type");
+  L.xl_next = R.off(t, "next");
+  L.xl_children = R.off(t, "children");
+  L.xl_ctx = R.off(t, "ctx");
+  L.xl_graph = R.off(t, "graph");
+  L.xl_itable = R.off(t, "itable");
+  L.xl_private = R.off(t, "private");
+  L.xl_mem_acct = R.off(t, "mem_acct");
+  L.xl_xl_id = R.off(t, "xl_id");
+  t = R.type("xlator_list_t");
+  L.xll_xlator = R.off(t, "xlator");
+  L.xll_next = R.off(t, "next");
+  t = R.type("struct mem_pool");
+  L.pool_size = R.size(t);
+  L.pool_sizeof_type = R.off(t, "sizeof_type");
+  L.pool_name = R.off(t, "name");
+  L.pool_xl_name = R.off(t, "xl_name");
+  L.pool_active = R.off(t, "active");
+  L.pool_owner = R.off(t, "owner");
+  L.pool_ctx = R.off(t, "ctx");
+  L.pool_pool = R.off(t, "pool");
+  L.shared_p2 = R.off(R.type("struct mem_pool_shared"), "power_of_two");
+  t = R.type("struct mem_acct");
+  L.acct_num_types = R.off(t, "num_types");
+  L.acct_refcnt = R.off(t, "refcnt");
+  L.acct_rec = R.off(t, "rec");
+  t = R.type("struct mem_acct_rec");
+  L.rec_size = R.size(t);
+  L.rec_typestr = R.off(t, "typestr");
+  L.rec_num_allocs = R.off(t, "num_allocs");
+  L.hdr_size = R.size(R.type("struct mem_header"));
+  t = R.type("inode_table_t");
+  L.it_size = R.size(t);
+  L.it_dentry_hashsize = R.off(t, "dentry_hashsize");
+  L.it_inode_hashsize = R.off(t, "inode_hashsize");
+  L.it_name = R.off(t, "name");
+  L.it_lru_limit = R.off(t, "lru_limit");
+  L.it_ctxcount = R.off(t, "ctxcount");
+  const char* lists[] = {"active", "lru", "purge", "invalidate"};
+  for (int i = 0; i < 4; ++i) {
+    L.it_list[i] = R.off(t, lists[i]);
+    L.it_list_size[i] = R.off(t, (std::string(lists[i]) + "_size").c_str());
+  }
+  t = R.type("inode_t");
+  L.in_size = R.size(t);
+  L.in_gfid = R.off(t, "gfid");
+  L.in_nlookup = R.off(t, "nlookup");
+  L.in_fd_count = R.off(t, "fd_count");
+  L.in_active_fd_count = R.off(t, "active_fd_count");
+  L.in_ref = R.off(t, "ref");
+  L.in_ia_type = R.off(t, "ia_type");
+  L.in_fd_list = R.off(t, "fd_list");
+  L.in_dentry_list = R.off(t, "dentry_list");
+  L.in_list = R.off(t, "list");
+  L.in_ctx = R.off(t, "_ctx");
+  L.in_in_invalidate = R.off(t, "in_invalidate_list");
+  L.in_invalidate_sent = R.off(t, "invalidate_sent");
+  L.in_in_lru = R.off(t, "in_lru_list");
+  t = R.type("struct _inode_ctx");
+  L.ictx_size = R.size(t);
+  L.ictx_key = R.off(t, "xl_key");
+  L.ictx_ref = R.off(t, "ref");
+  t = R.type("dentry_t");
+  L.de_size = R.size(t);
+  L.de_inode_list = R.off(t, "inode_list");
+  L.de_name = R.off(t, "name");
+  L.de_parent = R.off(t, "parent");
+  t = R.type("fd_t");
+  L.fd_size = R.size(t);
+  L.fd_pid = R.off(t, "pid");
+  L.fd_flags = R.off(t, "flags");
+  L.fd_refcount = R.off(t, "refcount");
+  L.fd_inode_list = R.off(t, "inode_list");
+  L.fd_inode = R.off(t, "inode");
+  L.fd_anonymous = R.off(t, "anonymous");
+  t = R.type("dict_t");
+  L.dict_size = R.size(t);
+  L.dict_count = R.off(t, "count");
+  L.dict_refcount = R.off(t, "refcount");
+  L.dict_members_list = R.off(t, "members_list");
+  t = R.type("data_pair_t");
+  L.pair_size = R.size(t);
+  L.pair_next = R.off(t, "next");
+  L.pair_value = R.off(t, "value");
+  L.pair_key = R.off(t, "key");
+  t = R.type("data_t");
+  L.data_size = R.size(t);
+  L.data_data = R.off(t, "data");
+  L.data_refcount = R.off(t, "refcount");
+  L.data_type = R.off(t, "data_type");
+  L.data_len = R.off(t, "len");
+  t = R.type("clienttable_t");
+  L.ct_size = R.size(t);
+  L.ct_max_clients = R.off(t, "max_clients");
+  L.ct_entries = R.off(t, "cliententries");
+  t = R.type("cliententry_t");
+  L.ce_size = R.size(t);
+  L.ce_client = R.off(t, "client");
+  L.ce_next_free = R.off(t, "next_free");
+  t = R.type("client_t");
+  L.cl_size = R.size(t);
+  L.cl_scratch_count = R.off(t, "scratch_ctx.count");
+  L.cl_scratch_ctx = R.off(t, "scratch_ctx.ctx");
+  L.cl_bind = R.off(t, "bind");
+  L.cl_count = R.off(t, "count");
+  L.cl_bound_xl = R.off(t, "bound_xl");
+  L.cl_this = R.off(t, "this");
+  L.cl_client_uid = R.off(t, "client_uid");
+  t = R.type("struct client_ctx");
+  L.cctx_size = R.size(t);
+  L.cctx_key = R.off(t, "ctx_key");
+  L.cctx_value = R.off(t, "ctx_value");
+  L.sctx_fdtable = R.off(R.type("server_ctx_t"), "fdtable");
+  t = R.type("fdtable_t");
+  L.ft_size = R.size(t);
+  L.ft_max_fds = R.off(t, "max_fds");
+  L.ft_entries = R.off(t, "fdentries");
+  t = R.type("fdentry_t");
+  L.fe_size = R.size(t);
+  L.fe_fd = R.off(t, "fd");
+  L.fe_next_free = R.off(t, "next_free");
+  if (!R.error.empty())
+    return make_error(Errc::kNotFound,
+                      "GlusterFS types: " + R.error +
+                          " (no debuginfo for GlusterFS? 'leakref types gluster' synthesizes them)");
+  return L;
+}
+
+namespace {
+
+constexpr uint64_t kMaxXlators = 4096, kMaxPools = 4096, kMaxGraphs = 1024;
+
+bool trailer_ok(const Memory& m, uint64_t at) {
+  const uint8_t* t = m.span(at, 4);
+  return t && t[0] == 0xBA && t[1] == 0xAD && t[2] == 0xF0 && t[3] == 0x0D;
+}
+
+// Adds the xlator at `a` (and, for graph members, what hangs below it).
+size_t add_xlator(Ctx& c, uint64_t a, uint64_t graph_hint) {
+  if (auto it = c.xl_index.find(a); it != c.xl_index.end()) return it->second;
+  View v = view(c.mem, a, c.L.xl_size);
+  GfXlator x;
+  x.addr = a;
+  if (v) {
+    x.name = cstr(c.mem, v.u64(c.L.xl_name));
+    x.type = cstr(c.mem, v.u64(c.L.xl_type));
+    x.ctx = v.u64(c.L.xl_ctx);
+    x.graph = v.u64(c.L.xl_graph);
+    x.itable = v.u64(c.L.xl_itable);
+    x.mem_acct = v.u64(c.L.xl_mem_acct);
+    x.priv = v.u64(c.L.xl_private);
+    x.xl_id = v.i32(c.L.xl_xl_id);
+  } else {
+    c.r.warnings.push_back(fmt::format("xlator {:#x} is unreadable: {}", a, c.mem.why_unreadable(a)));
+  }
+  if (!x.graph) x.graph = graph_hint;
+  c.r.xlators.push_back(std::move(x));
+  c.xl_index[a] = c.r.xlators.size() - 1;
+  return c.r.xlators.size() - 1;
+}
+
+void read_graphs(Ctx& c, uint64_t ctx) {
+  View cv = view(c.mem, ctx, c.L.ctx_size);
+  if (!cv) {
+    c.r.warnings.push_back(fmt::format("ctx {:#x} is unreadable: {}", ctx, c.mem.why_unreadable(ctx)));
+    return;
+  }
+  uint64_t active = cv.u64(c.L.ctx_active);
+  std::string stop;
+  for (uint64_t g : ring(c.mem, ctx + c.L.ctx_graphs, kMaxGraphs, &stop)) {
+    uint64_t ga = g - c.L.graph_list;
+    View gv = view(c.mem, ga, std::max(c.L.graph_id, c.L.graph_top) + 8);
+    if (!gv) continue;
+    GfGraph G;
+    G.addr = ga;
+    G.ctx = ctx;
+    G.id = gv.i32(c.L.graph_id);
+    G.xl_count = gv.i32(c.L.graph_xl_count);
+    G.active = ga == active;
+    // Top-down through ->next, then every xlator_list of children (brick
+    // multiplexing hangs extra bricks there).
+    std::vector<uint64_t> todo;
+    std::unordered_set<uint64_t> seen;
+    for (uint64_t x = gv.u64(c.L.graph_first); x && seen.size() < kMaxXlators;) {
+      if (!seen.insert(x).second) break;
+      todo.push_back(x);
+      auto n = c.mem.read_u64(x + c.L.xl_next);
+      x = n.ok() ? n.value() : 0;
+    }
+    for (size_t i = 0; i < todo.size() && todo.size() < kMaxXlators; ++i) {
+      auto l = c.mem.read_u64(todo[i] + c.L.xl_children);
+      for (uint64_t li = l.ok() ? l.value() : 0, n = 0; li && n < kMaxXlators; ++n) {
+        View lv = view(c.mem, li, std::max(c.L.xll_xlator, c.L.xll_next) + 8);
+        if (!lv) break;
+        uint64_t child = lv.u64(c.L.xll_xlator);
+        if (child && seen.insert(child).second) todo.push_back(child);
+        li = lv.u64(c.L.xll_next);
+      }
+    }
+    for (uint64_t x : todo) G.xlators.push_back(add_xlator(c, x, ga));
+    c.r.graphs.push_back(std::move(G));
+  }
+  if (!stop.empty()) c.r.warnings.push_back(fmt::format("ctx {:#x} graphs list: {}", ctx, stop));
+  if (uint64_t root = cv.u64(c.L.ctx_root)) c.r.xlators[add_xlator(c, root, 0)].is_root = true;
+}
+
+// Every pool on the ctx's mempool_list.
+void read_pools(Ctx& c, uint64_t ctx) {
+  std::string stop;
+  for (uint64_t o : ring(c.mem, ctx + c.L.ctx_mempool_list, kMaxPools, &stop)) {
+    uint64_t pa = o - c.L.pool_owner;
+    View v = view(c.mem, pa, c.L.pool_size);
+    if (!v) continue;
+    GfPool p;
+    p.addr = pa;
+    p.ctx = v.u64(c.L.pool_ctx);
+    p.sizeof_type = v.u64(c.L.pool_sizeof_type);
+    p.name = cstr(c.mem, v.u64(c.L.pool_name));
+    p.xl_name = cstr(c.mem, v.u64(c.L.pool_xl_name));
+    p.active = v.i64(c.L.pool_active);
+    p.shared = v.u64(c.L.pool_pool);
+    auto p2 = c.mem.read_as<uint32_t>(p.shared + c.L.shared_p2);
+    p.padded = p2.ok() && p2.value() < 32 ? (1ull << p2.value()) : 0;
+    c.r.pools.push_back(std::move(p));
+  }
+  if (!stop.empty()) c.r.warnings.push_back(fmt::format("ctx {:#x} mempool_list: {}", ctx, stop));
+}
+
+// The layouts must describe this core: every pool whose name is a type we
+// know records that type's size, and GF_MALLOC'd mem_pool structs record
+// sizeof(struct mem_pool). A wrong define (no atomic builtins) moves every
+// field silently, so this refuses rather than print plausible garbage.
+Result<void> validate(Ctx& c, const std::map<uint64_t, uint64_t>& mem_pool_sizes) {
+  uint64_t most = 0, votes = 0;
+  for (auto [sz, n] : mem_pool_sizes)
+    if (n > votes) most = sz, votes = n;
+  if (votes && most != c.L.pool_size)
+    return make_error(Errc::kBadFormat,
+                      fmt::format("the GlusterFS types do not match this core: {} GF_MALLOC'd mem_pool "
+                                  "blocks record size {}, the types say sizeof(struct mem_pool) = {}{}",
+                                  votes, most, c.L.pool_size,
+                                  c.L.pool_size > most ? " (types built without HAVE_ATOMIC_BUILTINS?)" : ""));
+  size_t matched = 0;
+  for (auto& p : c.r.pools) {
+    auto t = c.prog.types().find(p.name);
+    if (!t.ok()) continue;
+    p.type_size = static_cast<int64_t>(t.value()->strip()->size);
+    if (static_cast<uint64_t>(p.type_size) != p.sizeof_type)
+      return make_error(Errc::kBadFormat,
+                        fmt::format("the GlusterFS types do not match this core: mem-pool '{}' records "
+                                    "sizeof-type {}, the types say {}{}",
+                                    p.name, p.sizeof_type, p.type_size,
+                                    static_cast<uint64_t>(p.type_size) > p.sizeof_type
+                                        ? " (types built without HAVE_ATOMIC_BUILTINS?)" : ""));
+    c.r.validated.push_back(fmt::format("{} {} == {}", p.name, p.sizeof_type, p.type_size));
+    ++matched;
+  }
+  if (votes) c.r.validated.push_back(fmt::format("struct mem_pool {} == {}", most, c.L.pool_size));
+  if (!c.r.pools.empty() && matched == 0)
+    return make_error(Errc::kBadFormat,
+                      "the GlusterFS types cannot be validated: no mem-pool names a type they define");
+  return {};
+}
+
+}  // namespace
+}  // namespace gf
+
+Result<GlusterReport> analyze_gluster(Program& prog, const GlusterSections& sec) {
+  using namespace gf;
+  auto t0 = std::chrono::steady_clock::now();
+  GlusterReport r;
+  const Memory& mem = prog.mem();
+  Module* lib = prog.modules().by_name("libglusterfs.so.0");
+  if (!lib) return make_error(Errc::kNotFound, "libglusterfs.so.0 is not mapped: not a GlusterFS process");
+  auto gctx = prog.modules().lookup("global_ctx@" + lib->basename());
+  auto gxl = prog.modules().lookup("global_xlator@" + lib->basename());
+  if (!gctx.ok() && !gxl.ok())
+    return make_error(Errc::kNotFound, "libglusterfs exports neither global_ctx nor global_xlator");
+  LR_ASSIGN(Layout L, resolve_layout(prog.types()));
+  Ctx c{mem, prog, L, r, {}};
+
+  auto add_ctx = [&](uint64_t a) {
+    if (a && std::find(r.ctxs.begin(), r.ctxs.end(), a) == r.ctxs.end()) r.ctxs.push_back(a);
+  };
+  if (gctx.ok())
+    if (auto v = mem.read_u64(gctx.value().second->addr); v.ok()) add_ctx(v.value());
+  if (gxl.ok()) {
+    uint64_t a = gxl.value().second->addr;
+    size_t gi = add_xlator(c, a, 0);
+    r.xlators[gi].is_global = true;
+    add_ctx(r.xlators[gi].ctx);
+  }
+
+  // One heap pass finds GF_MALLOC'd mem_pool structs (more ctxs in gfapi,
+  // and a layout check) before the pool and accounting scans need them.
+  auto hin = heap_input_from_core(*prog.core(), prog.modules());
+  auto th = std::chrono::steady_clock::now();
+  auto hw_r = walk_glibc_heap(mem, hin);
+  if (!hw_r.ok()) return make_error(hw_r.error().code, "glibc heap: " + hw_r.error().message);
+  HeapWalk& hw = hw_r.value();
+  r.heap = hw.stats;
+  for (auto& w : hw.warnings) r.warnings.push_back("heap: " + w);
+  std::map<uint64_t, uint64_t> mem_pool_sizes;
+  Memory::Window win;
+  for (const auto& ch : hw.in_use) {
+    if (ch.usable() < L.hdr_size + 4) continue;
+    const uint8_t* h = mem.direct(win, ch.user, 24);
+    if (!h) continue;
+    uint32_t magic, type;
+    uint64_t size;
+    std::memcpy(&magic, h + 20, 4);
+    std::memcpy(&type, h + 16, 4);
+    std::memcpy(&size, h + 8, 8);
+    if (magic != kHeaderMagic || type != kMtMemPool || size + L.hdr_size + 4 > ch.usable()) continue;
+    if (!trailer_ok(mem, ch.user + L.hdr_size + size)) continue;
+    mem_pool_sizes[size]++;
+    if (size == L.pool_size)
+      if (auto ctx = mem.read_u64(ch.user + L.hdr_size + L.pool_ctx); ctx.ok()) add_ctx(ctx.value());
+  }
+  if (r.ctxs.empty()) return make_error(Errc::kNotFound, "no glusterfs_ctx_t: global_ctx is NULL");
+
+  for (uint64_t ctx : r.ctxs) read_pools(c, ctx);
+  LR_TRY(validate(c, mem_pool_sizes));
+  for (uint64_t ctx : r.ctxs) read_graphs(c, ctx);
+
+  // Pools and accounting records by address, then one classifying pass.
+  std::unordered_map<uint64_t, size_t> pool_at;
+  std::vector<uint32_t> pool_p2(r.pools.size());
+  for (size_t i = 0; i < r.pools.size(); ++i) {
+    pool_at[r.pools[i].addr] = i;
+    pool_p2[i] = r.pools[i].padded ? __builtin_ctzll(r.pools[i].padded) : 0;
+  }
+  std::unordered_map<uint64_t, size_t> acct_at;
+  for (size_t i = 0; i < r.xlators.size(); ++i) {
+    uint64_t a = r.xlators[i].mem_acct;
+    if (!a || acct_at.count(a)) continue;
+    View av = view(mem, a, L.acct_rec);
+    if (!av) continue;
+    GfMemAcct ma;
+    ma.xlator = i;
+    ma.addr = a;
+    ma.num_types = std::min<uint32_t>(av.u32(L.acct_num_types), 1u << 16);
+    ma.refcnt = av.i64(L.acct_refcnt);
+    ma.types.resize(ma.num_types);
+    View recs = view(mem, a + L.acct_rec, ma.num_types * L.rec_size);
+    for (uint32_t t = 0; t < ma.num_types; ++t) {
+      ma.types[t].type = t;
+      if (!recs) continue;
+      ma.types[t].num_allocs = recs.i64(t * L.rec_size + L.rec_num_allocs);
+      uint64_t ts = recs.u64(t * L.rec_size + L.rec_typestr);
+      if (ts) ma.types[t].typestr = cstr(mem, ts, 128);
+    }
+    acct_at[a] = r.memacct.size();
+    r.memacct.push_back(std::move(ma));
+  }
+  for (const auto& ch : hw.in_use) {
+    const uint8_t* h = mem.direct(win, ch.user, 40);
+    if (!h) continue;
+    uint64_t w0, w4;
+    std::memcpy(&w0, h, 8);
+    if (w0 == kPoolMagic && ch.usable() >= kPooledHeader) {
+      std::memcpy(&w4, h + 32, 8);
+      auto it = pool_at.find(w4);
+      uint32_t p2;
+      std::memcpy(&p2, h + 24, 4);
+      if (it != pool_at.end() && p2 == pool_p2[it->second]) {
+        r.pools[it->second].live.push_back(ch.user + kPooledHeader);
+        ++r.pooled_live;
+        continue;
+      }
+    }
+    uint32_t magic, type;
+    uint64_t size;
+    std::memcpy(&magic, h + 20, 4);
+    if (magic != kHeaderMagic) continue;
+    auto it = acct_at.find(w0);
+    if (it == acct_at.end()) continue;
+    GfMemAcct& ma = r.memacct[it->second];
+    std::memcpy(&type, h + 16, 4);
+    std::memcpy(&size, h + 8, 8);
+    if (type >= ma.num_types || size + L.hdr_size + 4 > ch.usable()) continue;
+    if (!trailer_ok(mem, ch.user + L.hdr_size + size)) continue;
+    ma.types[type].live_blocks++;
+    ma.types[type].live_bytes += size;
+    ++r.gf_blocks;
+  }
+  r.heap_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - th).count();
+  for (auto& ma : r.memacct) {
+    std::erase_if(ma.types, [](const GfMemType& t) { return t.num_allocs == 0 && t.live_blocks == 0; });
+    for (const auto& t : ma.types)
+      if (t.num_allocs >= 0 && static_cast<uint64_t>(t.num_allocs) != t.live_blocks)
+        r.findings.push_back({"counter-mismatch", ma.addr,
+                              fmt::format("{}: {} num_allocs={} but {} live blocks in the heap",
+                                          r.xlators[ma.xlator].name, t.typestr, t.num_allocs,
+                                          t.live_blocks)});
+  }
+  for (const auto& p : r.pools)
+    if (p.active >= 0 && static_cast<uint64_t>(p.active) != p.live.size())
+      r.findings.push_back({"counter-mismatch", p.addr,
+                            fmt::format("mem-pool {} ({}): active-count={} but {} live objects in the heap",
+                                        p.name, p.xl_name, p.active, p.live.size())});
+
+  if (sec.itable) read_itables(c);
+  if (sec.dicts) read_dicts(c);
+  uint64_t root_priv = 0;
+  for (const auto& x : r.xlators)
+    if (x.is_root) root_priv = x.priv;
+  if (sec.clients || sec.fds) read_clients(c, root_priv);
+  if (sec.itable) check_invariants(c);
+  r.total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+}  // namespace lr

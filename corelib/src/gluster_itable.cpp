@@ -1,0 +1,275 @@
+// GlusterFS profile, part 2: inode tables (inodes, dentries, fds, per-xlator
+// refs), dicts, the brick client table and fd tables, and the invariants
+// libglusterfs 10.x maintains (inode.c's state machine, fd.c's ref rules).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "gluster_internal.hpp"
+
+namespace lr::gf {
+namespace {
+
+constexpr uint64_t kMaxInodes = 1u << 24, kMaxPerInode = 1u << 16, kMaxPairs = 1u << 16;
+constexpr uint32_t kMaxClients = 1u << 16, kMaxFds = 1u << 20;
+constexpr int32_t kEntryAllocated = -2;  // GF_CLIENTENTRY_ALLOCATED, GF_FDENTRY_ALLOCATED
+
+GfFd read_fd(Ctx& c, uint64_t a) {
+  GfFd f;
+  f.addr = a;
+  View v = view(c.mem, a, c.L.fd_size);
+  if (!v) return f;
+  f.pid = v.u64(c.L.fd_pid);
+  f.flags = v.i32(c.L.fd_flags);
+  f.refcount = v.i64(c.L.fd_refcount);
+  f.inode = v.u64(c.L.fd_inode);
+  f.anonymous = v.u8(c.L.fd_anonymous);
+  return f;
+}
+
+GfInode read_inode(Ctx& c, uint64_t a, uint32_t ctxcount, std::string* warn) {
+  GfInode in;
+  in.addr = a;
+  View v = view(c.mem, a, c.L.in_size);
+  if (!v) {
+    *warn = fmt::format("inode {:#x} unreadable: {}", a, c.mem.why_unreadable(a));
+    return in;
+  }
+  std::memcpy(in.gfid.data(), v.p + c.L.in_gfid, 16);
+  in.nlookup = v.i64(c.L.in_nlookup);
+  in.fd_count = v.u32(c.L.in_fd_count);
+  in.active_fd_count = v.u32(c.L.in_active_fd_count);
+  in.ref = v.u32(c.L.in_ref);
+  in.ia_type = v.i32(c.L.in_ia_type);
+  in.in_invalidate_list = v.u8(c.L.in_in_invalidate);
+  in.invalidate_sent = v.u8(c.L.in_invalidate_sent);
+  in.in_lru_list = v.u8(c.L.in_in_lru);
+  if (uint64_t ctx = v.u64(c.L.in_ctx); ctx && ctxcount) {
+    View cv = view(c.mem, ctx, ctxcount * c.L.ictx_size);
+    for (uint32_t i = 0; cv && i < ctxcount; ++i) {
+      int32_t ref = cv.i32(i * c.L.ictx_size + c.L.ictx_ref);
+      if (!ref) continue;
+      uint64_t key = cv.u64(i * c.L.ictx_size + c.L.ictx_key);
+      auto it = c.xl_index.find(key);
+      in.ref_by_xl.emplace_back(it == c.xl_index.end() ? SIZE_MAX : it->second, ref);
+    }
+  }
+  std::string stop;
+  for (uint64_t d : ring(c.mem, a + c.L.in_dentry_list, kMaxPerInode, &stop)) {
+    View dv = view(c.mem, d - c.L.de_inode_list, c.L.de_size);
+    if (!dv) continue;
+    in.dentries.push_back({d - c.L.de_inode_list, dv.u64(c.L.de_parent), cstr(c.mem, dv.u64(c.L.de_name))});
+  }
+  if (!stop.empty()) *warn = fmt::format("inode {:#x} dentry_list: {}", a, stop);
+  for (uint64_t f : ring(c.mem, a + c.L.in_fd_list, kMaxPerInode, &stop))
+    in.fds.push_back(read_fd(c, f - c.L.fd_inode_list));
+  if (!stop.empty()) *warn = fmt::format("inode {:#x} fd_list: {}", a, stop);
+  return in;
+}
+
+}  // namespace
+
+void read_itables(Ctx& c) {
+  std::unordered_set<uint64_t> seen;
+  for (size_t xi = 0; xi < c.r.xlators.size(); ++xi) {
+    uint64_t ta = c.r.xlators[xi].itable;
+    if (!ta || !seen.insert(ta).second) continue;
+    View v = view(c.mem, ta, c.L.it_size);
+    if (!v) {
+      c.r.warnings.push_back(fmt::format("inode table {:#x} of {} unreadable", ta, c.r.xlators[xi].name));
+      continue;
+    }
+    GfItable t;
+    t.addr = ta;
+    t.xlator = xi;
+    t.name = cstr(c.mem, v.u64(c.L.it_name));
+    t.dentry_hashsize = v.u32(c.L.it_dentry_hashsize);
+    t.inode_hashsize = v.u32(c.L.it_inode_hashsize);
+    t.lru_limit = v.u32(c.L.it_lru_limit);
+    t.ctxcount = std::min<uint32_t>(v.u32(c.L.it_ctxcount), 4096);
+    for (int l = 0; l < GfItable::kNumLists; ++l) {
+      t.sizes[l] = v.u32(c.L.it_list_size[l]);
+      for (uint64_t n : ring(c.mem, ta + c.L.it_list[l], kMaxInodes, &t.stop[l])) {
+        std::string warn;
+        t.lists[l].push_back(read_inode(c, n - c.L.in_list, t.ctxcount, &warn));
+        if (!warn.empty()) c.r.warnings.push_back(warn);
+      }
+    }
+    // Child dentries hold one ref each on their parent inode.
+    std::unordered_map<uint64_t, uint32_t> children;
+    for (auto& list : t.lists)
+      for (auto& in : list)
+        for (auto& d : in.dentries)
+          if (d.parent) children[d.parent]++;
+    for (auto& list : t.lists)
+      for (auto& in : list)
+        if (auto it = children.find(in.addr); it != children.end()) in.child_dentries = it->second;
+    c.r.itables.push_back(std::move(t));
+  }
+}
+
+void read_dicts(Ctx& c) {
+  for (const auto& p : c.r.pools) {
+    if (p.name != "dict_t") continue;
+    for (uint64_t a : p.live) {
+      View v = view(c.mem, a, c.L.dict_size);
+      if (!v) continue;
+      GfDict d;
+      d.addr = a;
+      d.refcount = v.i64(c.L.dict_refcount);
+      d.count = v.i32(c.L.dict_count);
+      std::unordered_set<uint64_t> seen;
+      for (uint64_t pa = v.u64(c.L.dict_members_list); pa && d.pairs.size() < kMaxPairs;) {
+        if (!seen.insert(pa).second) break;
+        View pv = view(c.mem, pa, c.L.pair_size);
+        if (!pv) break;
+        GfDictPair pr;
+        pr.key = cstr(c.mem, pv.u64(c.L.pair_key), 128);
+        if (uint64_t da = pv.u64(c.L.pair_value)) {
+          View dv = view(c.mem, da, c.L.data_size);
+          if (dv) {
+            pr.data_refcount = dv.i64(c.L.data_refcount);
+            pr.data_type = dv.i32(c.L.data_type);
+            uint32_t len = dv.u32(c.L.data_len);
+            uint64_t at = dv.u64(c.L.data_data);
+            std::string s = at && len ? cstr(c.mem, at, std::min<uint32_t>(len, 64)) : "";
+            bool printable = std::all_of(s.begin(), s.end(), [](char ch) { return ch >= 32 && ch < 127; });
+            pr.value = printable ? s : fmt::format("<{} bytes>", len);
+            if (printable && len > 64) pr.value += "...";
+          }
+        }
+        d.pairs.push_back(std::move(pr));
+        pa = pv.u64(c.L.pair_next);
+      }
+      c.r.dicts.push_back(std::move(d));
+    }
+  }
+}
+
+namespace {
+
+std::vector<std::pair<int32_t, GfFd>> read_fdtable(Ctx& c, uint64_t ft) {
+  std::vector<std::pair<int32_t, GfFd>> out;
+  View v = view(c.mem, ft, c.L.ft_size);
+  if (!v) return out;
+  uint32_t n = std::min(v.u32(c.L.ft_max_fds), kMaxFds);
+  View ev = view(c.mem, v.u64(c.L.ft_entries), uint64_t{n} * c.L.fe_size);
+  for (uint32_t i = 0; ev && i < n; ++i)
+    if (ev.i32(i * c.L.fe_size + c.L.fe_next_free) == kEntryAllocated)
+      if (uint64_t fd = ev.u64(i * c.L.fe_size + c.L.fe_fd)) out.emplace_back(i, read_fd(c, fd));
+  return out;
+}
+
+bool gf_block_of_type(const Memory& m, uint64_t user, uint64_t hdr, uint32_t type) {
+  View h = view(m, user - hdr, hdr);
+  return h && h.u32(20) == kHeaderMagic && h.u32(16) == type;
+}
+
+}  // namespace
+
+void read_clients(Ctx& c, uint64_t root_private) {
+  for (uint64_t ctx : c.r.ctxs) {
+    auto ct = c.mem.read_u64(ctx + c.L.ctx_clienttable);
+    if (!ct.ok() || !ct.value()) continue;
+    View tv = view(c.mem, ct.value(), c.L.ct_size);
+    if (!tv) continue;
+    uint32_t n = std::min(tv.u32(c.L.ct_max_clients), kMaxClients);
+    View ev = view(c.mem, tv.u64(c.L.ct_entries), uint64_t{n} * c.L.ce_size);
+    for (uint32_t i = 0; ev && i < n; ++i) {
+      if (ev.i32(i * c.L.ce_size + c.L.ce_next_free) != kEntryAllocated) continue;
+      uint64_t ca = ev.u64(i * c.L.ce_size + c.L.ce_client);
+      View cv = view(c.mem, ca, c.L.cl_size);
+      if (!cv) continue;
+      GfClient cl;
+      cl.index = static_cast<int32_t>(i);
+      cl.addr = ca;
+      cl.bind = cv.i64(c.L.cl_bind);
+      cl.ref = cv.i64(c.L.cl_count);
+      cl.bound_xl_addr = cv.u64(c.L.cl_bound_xl);
+      if (auto it = c.xl_index.find(cl.bound_xl_addr); it != c.xl_index.end())
+        cl.bound_xl = c.r.xlators[it->second].name;
+      cl.client_uid = cstr(c.mem, cv.u64(c.L.cl_client_uid));
+      // The server xlator's scratch ctx is a server_ctx_t holding the fdtable.
+      uint32_t nctx = std::min<uint32_t>(cv.get<uint16_t>(c.L.cl_scratch_count), 1024);
+      View sv = view(c.mem, cv.u64(c.L.cl_scratch_ctx), uint64_t{nctx} * c.L.cctx_size);
+      for (uint32_t k = 0; sv && k < nctx; ++k) {
+        if (sv.u64(k * c.L.cctx_size + c.L.cctx_key) != cv.u64(c.L.cl_this)) continue;
+        uint64_t sctx = sv.u64(k * c.L.cctx_size + c.L.cctx_value);
+        if (auto ft = c.mem.read_u64(sctx + c.L.sctx_fdtable); sctx && ft.ok() && ft.value())
+          cl.fds = read_fdtable(c, ft.value());
+      }
+      c.r.clients.push_back(std::move(cl));
+    }
+  }
+  // FUSE: fuse_private_t is not in the installed headers; its fdtable
+  // pointer sits at offset 312 in 10.3. Use it only if the pointee really is
+  // a GF_MALLOC'd fdtable (gf_common_mt_fdtable_t).
+  constexpr uint64_t kFusePrivFdtable = 312;
+  if (root_private) {
+    auto ft = c.mem.read_u64(root_private + kFusePrivFdtable);
+    if (ft.ok() && ft.value() && gf_block_of_type(c.mem, ft.value(), c.L.hdr_size, kMtFdtable))
+      c.r.fuse_fds = read_fdtable(c, ft.value());
+    else
+      c.r.warnings.push_back("fuse fdtable not found at fuse_private_t+312 (not GlusterFS 10.3 FUSE?)");
+  }
+}
+
+void check_invariants(Ctx& c) {
+  auto add = [&](const char* kind, uint64_t a, std::string msg) {
+    c.r.findings.push_back({kind, a, std::move(msg)});
+  };
+  static const Gfid kRoot = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+  for (const auto& t : c.r.itables) {
+    for (int l = 0; l < GfItable::kNumLists; ++l) {
+      if (!t.stop[l].empty())
+        add("invariant", t.addr, fmt::format("{}: {} list broken: {}", t.name, itable_list_name(l), t.stop[l]));
+      if (t.lists[l].size() != t.sizes[l])
+        add("invariant", t.addr,
+            fmt::format("{}: {}_size={} but the list holds {}", t.name, itable_list_name(l), t.sizes[l],
+                        t.lists[l].size()));
+    }
+    for (int l = 0; l < GfItable::kNumLists; ++l) {
+      for (const auto& in : t.lists[l]) {
+        std::string who = fmt::format("{} inode {} ({:#x})", t.name, format_gfid(in.gfid), in.addr);
+        bool root = in.gfid == kRoot;
+        if (l == GfItable::kActive && (in.ref == 0 || in.in_lru_list || in.in_invalidate_list))
+          add("invariant", in.addr, fmt::format("{}: on active with ref={} in_lru={} in_invalidate={}", who,
+                                                in.ref, in.in_lru_list, in.in_invalidate_list));
+        if (l == GfItable::kLru && (in.ref != 0 || !in.in_lru_list))
+          add("invariant", in.addr,
+              fmt::format("{}: on lru with ref={} in_lru={}", who, in.ref, in.in_lru_list));
+        if (l == GfItable::kPurge && in.ref != 0)
+          add("invariant", in.addr, fmt::format("{}: on purge with ref={}", who, in.ref));
+        if (l == GfItable::kInvalidate && !in.in_invalidate_list)
+          add("invariant", in.addr, fmt::format("{}: on invalidate without in_invalidate_list", who));
+        int64_t sum = 0;
+        for (auto [x, r] : in.ref_by_xl) sum += r;
+        if (!root && sum != in.ref)
+          add("invariant", in.addr, fmt::format("{}: ref={} but the per-xlator refs sum to {}", who, in.ref, sum));
+        if (in.active_fd_count != in.fds.size())
+          add("invariant", in.addr, fmt::format("{}: active-fd-count={} but fd_list holds {}", who,
+                                                in.active_fd_count, in.fds.size()));
+        if (in.fd_count < in.active_fd_count)
+          add("invariant", in.addr,
+              fmt::format("{}: fd-count={} < active-fd-count={}", who, in.fd_count, in.active_fd_count));
+        // Every live fd and every child dentry holds one ref; the rest is
+        // held by call stacks and xlator caches, or leaked.
+        uint64_t explained = in.fds.size() + in.child_dentries;
+        if (!root && in.ref > explained) {
+          std::string holders;
+          for (auto [x, r] : in.ref_by_xl)
+            if (r > 0)
+              holders += fmt::format("{}{}={}", holders.empty() ? "" : ", ",
+                                     x == SIZE_MAX ? std::string("?") : c.r.xlators[x].name, r);
+          add("unexplained-refs", in.addr,
+              fmt::format("{}: ref={} but fds ({}) and child dentries ({}) explain {}: {} extra; held by {}",
+                          who, in.ref, in.fds.size(), in.child_dentries, explained, in.ref - explained,
+                          holders.empty() ? "no xlator" : holders));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace lr::gf

@@ -1,0 +1,100 @@
+#!/bin/bash
+# A real GlusterFS 10.3 volume on loopback for the integration tests:
+#   env.sh start DIR       glusterd (if not running), volume, brick in DIR/brick, FUSE mount DIR/mnt
+#   env.sh workload DIR    files, nested dirs, renames, deletes, files held open by a background process
+#   env.sh snapshot DIR WHO  statedump, gcore, statedump again of WHO (fuse|brick|PID) into DIR/snap-WHO.N
+#   env.sh stop DIR        unmount, stop and delete the volume, kill what start started, remove DIR
+# State (volume name, pids) lives in DIR/state. Every step is bounded by timeouts.
+set -u
+cmd=$1 dir=$2
+state=$dir/state
+vol() { cat "$state/volume"; }
+log() { echo "env.sh: $*" >&2; }
+g() { timeout 60 gluster --mode=script "$@"; }
+
+pid_of() {
+  case $1 in
+    fuse) pgrep -f "glusterfs.*--volfile-id=$(vol) $dir/mnt" | head -1 ;;
+    brick) pgrep -f "glusterfsd.*--brick-name $dir/brick" | head -1 ;;
+    *) echo "$1" ;;
+  esac
+}
+
+# Waits for a new statedump of PID (one not in $2) and prints its path.
+statedump() {
+  local pid=$1 before=$2 f i
+  kill -USR1 "$pid" || return 1
+  for i in $(seq 1 200); do
+    for f in /var/run/gluster/*."$pid".dump.*; do
+      [ -e "$f" ] || continue
+      grep -qxF "$f" "$before" && continue
+      grep -q '^DUMP-END-TIME' "$f" 2>/dev/null && { echo "$f"; return 0; }
+    done
+    sleep 0.1
+  done
+  log "no statedump from pid $pid after 20 s"
+  return 1
+}
+
+case $cmd in
+start)
+  mkdir -p "$dir/brick" "$dir/mnt" "$state"
+  echo "lrtest$$" > "$state/volume"
+  if ! pgrep -x glusterd >/dev/null; then
+    glusterd --log-file="$dir/glusterd.log" || exit 1
+    touch "$state/started-glusterd"
+    for i in $(seq 1 100); do g volume list >/dev/null 2>&1 && break; sleep 0.2; done
+  fi
+  g volume create "$(vol)" "$(hostname):$dir/brick" force >&2 || exit 1
+  g volume start "$(vol)" >&2 || exit 1
+  timeout 60 glusterfs --volfile-server=localhost --volfile-id="$(vol)" "$dir/mnt" || exit 1
+  for i in $(seq 1 100); do mountpoint -q "$dir/mnt" && break; sleep 0.2; done
+  mountpoint -q "$dir/mnt" || { log "mount did not appear"; exit 1; }
+  ;;
+workload)
+  m=$dir/mnt
+  mkdir -p "$m/d1/d2/d3/d4" "$m/d1/e2" "$m/top" || exit 1
+  for i in $(seq 1 60); do echo "file $i" > "$m/top/f$i"; done
+  for i in $(seq 1 20); do echo "nested $i" > "$m/d1/d2/d3/d4/n$i"; echo "e $i" > "$m/d1/e2/e$i"; done
+  for i in $(seq 1 15); do mv "$m/top/f$i" "$m/d1/r$i"; done
+  for i in $(seq 16 35); do rm "$m/top/f$i"; done
+  mv "$m/d1/e2" "$m/d1/e2renamed"
+  ls -lR "$m" >/dev/null
+  # Files held open by a background process (its pid in state/holder).
+  (exec 3<"$m/top/f40" 4<"$m/top/f41" 5>>"$m/top/f42" 6<"$m/d1/r3" 7<"$m/d1/d2/d3/d4/n7"
+   exec sleep 100000) &
+  echo $! > "$state/holder"
+  sleep 3  # let open-behind and the brick settle
+  sync
+  ;;
+snapshot)
+  who=$3
+  pid=$(pid_of "$who")
+  [ -n "$pid" ] || { log "no $who process"; exit 1; }
+  n=$(ls -d "$dir"/snap-"$who".* 2>/dev/null | wc -l)
+  out=$dir/snap-$who.$n
+  mkdir -p "$out"
+  ls /var/run/gluster/*."$pid".dump.* > "$out/before" 2>/dev/null || true
+  d1=$(statedump "$pid" "$out/before") || exit 1
+  # Dumps are named by epoch second: move each away so the next is seen as new.
+  mv "$d1" "$out/dump1" || exit 1
+  timeout 120 gcore -o "$out/core" "$pid" >"$out/gcore.log" 2>&1 || { log "gcore failed"; exit 1; }
+  mv "$out/core.$pid" "$out/core"
+  d2=$(statedump "$pid" "$out/before") || exit 1
+  mv "$d2" "$out/dump2" || exit 1
+  echo "$pid" > "$out/pid"
+  echo "$out"
+  ;;
+stop)
+  [ -d "$state" ] || exit 0
+  [ -f "$state/holder" ] && kill "$(cat "$state/holder")" 2>/dev/null
+  umount -l "$dir/mnt" 2>/dev/null
+  pkill -f "glusterfs.*--volfile-id=$(vol) $dir/mnt" 2>/dev/null
+  g volume stop "$(vol)" force >/dev/null 2>&1
+  g volume delete "$(vol)" >/dev/null 2>&1
+  pkill -f "glusterfsd.*--brick-name $dir/brick" 2>/dev/null
+  if [ -f "$state/started-glusterd" ]; then pkill -x glusterd; fi
+  rm -rf "$dir"
+  ;;
+*) log "unknown command $cmd"; exit 2 ;;
+esac
