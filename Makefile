@@ -47,7 +47,7 @@ clean:
 	rm -rf $(BUILD) build-san build-fuzz
 
 # ---- tests ---------------------------------------------------------------
-TEST_CXXFLAGS = $(CXXFLAGS) -DLR_BUILD_DIR='"$(abspath $(BUILD))"' -Itests
+TEST_CXXFLAGS = $(CXXFLAGS) -DLR_BUILD_DIR='"$(abspath $(BUILD))"' -DLR_SOURCE_DIR='"$(CURDIR)"' -Itests
 
 $(BUILD)/tests/%.o: tests/%.cpp
 	@mkdir -p $(dir $@)
@@ -93,7 +93,9 @@ fuzz: fuzz-build
 # ---- packages, install, demo, bench ----------------------------------------
 DEB_DEPS := g++ make pkg-config libdw-dev libelf-dev libfmt-dev libcli11-dev \
             nlohmann-json3-dev catch2 libdebuginfod-dev gdb elfutils binutils \
-            clang libclang-rt-14-dev python3-drgn
+            clang libclang-rt-14-dev python3-drgn \
+            glusterfs-server glusterfs-client libglusterfs-dev liburcu-dev libtirpc-dev \
+            fuse3 procps util-linux
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # Installs the Debian 12 packages leakref needs; does nothing when present.

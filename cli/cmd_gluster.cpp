@@ -13,22 +13,30 @@ namespace lrcli {
 
 namespace {
 
-lr::Module* libglusterfs(lr::Program& p) { return p.modules().by_name("libglusterfs.so.0"); }
+lr::Module* libglusterfs(lr::Program& p) {
+  return p.modules().by_name("libglusterfs.so.0");
+}
 
 // Real debuginfo first; else --types; else the cache, built on first use.
 lr::Result<std::string> ensure_types(lr::Program& prog, const GlusterArgs& a) {
   if (!a.types.empty()) {
     struct stat st;
     if (::stat(a.types.c_str(), &st) != 0)
-      return lr::make_error(lr::Errc::kIo, fmt::format("--types {}: {}", a.types, std::strerror(errno)));
+      return lr::make_error(lr::Errc::kIo,
+                            fmt::format("--types {}: {}", a.types, std::strerror(errno)));
     prog.modules().add("<types " + a.types + ">", a.types, 0, 0, 0, "", false);
     return a.types;
   }
   lr::Module* lib = libglusterfs(prog);
-  if (!lib) return lr::make_error(lr::Errc::kNotFound, "libglusterfs.so.0 is not mapped: not a GlusterFS process");
-  if (lib->has_dwarf() && prog.types().find("glusterfs_ctx_t").ok()) return "debuginfo " + lib->debug_path;
+  if (!lib)
+    return lr::make_error(lr::Errc::kNotFound,
+                          "libglusterfs.so.0 is not mapped: not a GlusterFS process");
+  if (lib->has_dwarf() && prog.types().find("glusterfs_ctx_t").ok())
+    return "debuginfo " + lib->debug_path;
   std::string path = lr::gluster_types_cache_path(lib->build_id);
-  if (path.empty()) return lr::make_error(lr::Errc::kNotFound, "no cache directory (HOME unset): pass --types FILE");
+  if (path.empty())
+    return lr::make_error(lr::Errc::kNotFound,
+                          "no cache directory (HOME unset): pass --types FILE");
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
     std::error_code ec;
@@ -36,10 +44,13 @@ lr::Result<std::string> ensure_types(lr::Program& prog, const GlusterArgs& a) {
     std::string cmd;
     auto b = lr::build_gluster_types(path, {}, &cmd);
     if (!b.ok())
-      return lr::make_error(b.error().code, "no GlusterFS debuginfo, and synthesizing types failed: " +
-                                                b.error().message);
-    fmt::print(stderr, "leakref: no GlusterFS debuginfo; synthesized types from the installed headers: {}\n",
-               path);
+      return lr::make_error(
+          b.error().code,
+          "no GlusterFS debuginfo, and synthesizing types failed: " + b.error().message);
+    fmt::print(
+        stderr,
+        "leakref: no GlusterFS debuginfo; synthesized types from the installed headers: {}\n",
+        path);
   }
   prog.modules().add("<types " + path + ">", path, 0, 0, 0, "", false);
   return path;
@@ -50,8 +61,8 @@ std::string xl_key(const lr::GfXlator& x) {
 }
 
 nlohmann::json fd_json(const lr::GfFd& f) {
-  return {{"addr", hex(f.addr)}, {"pid", f.pid}, {"flags", f.flags}, {"refcount", f.refcount},
-          {"inode", hex(f.inode)}, {"anonymous", f.anonymous}};
+  return {{"addr", hex(f.addr)},    {"pid", f.pid},          {"flags", f.flags},
+          {"refcount", f.refcount}, {"inode", hex(f.inode)}, {"anonymous", f.anonymous}};
 }
 
 nlohmann::json report_json(const lr::GlusterReport& r, const std::string& types_from) {
@@ -62,15 +73,23 @@ nlohmann::json report_json(const lr::GlusterReport& r, const std::string& types_
   j["ctxs"] = ctxs;
   json xls = json::array();
   for (const auto& x : r.xlators)
-    xls.push_back({{"addr", hex(x.addr)}, {"name", x.name}, {"type", x.type}, {"xl_id", x.xl_id},
-                   {"graph", hex(x.graph)}, {"itable", hex(x.itable)}, {"root", x.is_root},
+    xls.push_back({{"addr", hex(x.addr)},
+                   {"name", x.name},
+                   {"type", x.type},
+                   {"xl_id", x.xl_id},
+                   {"graph", hex(x.graph)},
+                   {"itable", hex(x.itable)},
+                   {"root", x.is_root},
                    {"global", x.is_global}});
   j["xlators"] = xls;
   json graphs = json::array();
   for (const auto& g : r.graphs) {
     json names = json::array();
     for (size_t i : g.xlators) names.push_back(r.xlators[i].name);
-    graphs.push_back({{"addr", hex(g.addr)}, {"id", g.id}, {"xl_count", g.xl_count}, {"active", g.active},
+    graphs.push_back({{"addr", hex(g.addr)},
+                      {"id", g.id},
+                      {"xl_count", g.xl_count},
+                      {"active", g.active},
                       {"xlators", names}});
   }
   j["graphs"] = graphs;
@@ -78,25 +97,39 @@ nlohmann::json report_json(const lr::GlusterReport& r, const std::string& types_
   for (const auto& p : r.pools) {
     json live = json::array();
     for (auto a : p.live) live.push_back(hex(a));
-    pools.push_back({{"addr", hex(p.addr)}, {"name", p.name}, {"xlator", p.xl_name}, {"active", p.active},
-                     {"live", p.live.size()}, {"sizeof_type", p.sizeof_type}, {"padded", p.padded},
-                     {"shared_pool", hex(p.shared)}, {"objects", live}});
+    pools.push_back({{"addr", hex(p.addr)},
+                     {"name", p.name},
+                     {"xlator", p.xl_name},
+                     {"active", p.active},
+                     {"live", p.live.size()},
+                     {"sizeof_type", p.sizeof_type},
+                     {"padded", p.padded},
+                     {"shared_pool", hex(p.shared)},
+                     {"objects", live}});
   }
   j["mempool"] = pools;
   json acct = json::array();
   for (const auto& ma : r.memacct) {
     json types = json::array();
     for (const auto& t : ma.types)
-      types.push_back({{"type", t.type}, {"typestr", t.typestr}, {"num_allocs", t.num_allocs},
-                       {"live_blocks", t.live_blocks}, {"live_bytes", t.live_bytes}});
-    acct.push_back({{"xlator", xl_key(r.xlators[ma.xlator])}, {"mem_acct", hex(ma.addr)},
-                    {"num_types", ma.num_types}, {"types", types}});
+      types.push_back({{"type", t.type},
+                       {"typestr", t.typestr},
+                       {"num_allocs", t.num_allocs},
+                       {"live_blocks", t.live_blocks},
+                       {"live_bytes", t.live_bytes}});
+    acct.push_back({{"xlator", xl_key(r.xlators[ma.xlator])},
+                    {"mem_acct", hex(ma.addr)},
+                    {"num_types", ma.num_types},
+                    {"types", types}});
   }
   j["memusage"] = acct;
   json its = json::array();
   for (const auto& t : r.itables) {
-    json it = {{"addr", hex(t.addr)}, {"name", t.name}, {"xlator", r.xlators[t.xlator].name},
-               {"dentry_hashsize", t.dentry_hashsize}, {"inode_hashsize", t.inode_hashsize},
+    json it = {{"addr", hex(t.addr)},
+               {"name", t.name},
+               {"xlator", r.xlators[t.xlator].name},
+               {"dentry_hashsize", t.dentry_hashsize},
+               {"inode_hashsize", t.inode_hashsize},
                {"lru_limit", t.lru_limit}};
     for (int l = 0; l < lr::GfItable::kNumLists; ++l) {
       std::string ln = lr::itable_list_name(l);
@@ -106,14 +139,22 @@ nlohmann::json report_json(const lr::GlusterReport& r, const std::string& types_
         json rbx = json::object();
         for (auto [x, n] : in.ref_by_xl) rbx[x == SIZE_MAX ? "?" : r.xlators[x].name] = n;
         json dents = json::array();
-        for (const auto& d : in.dentries) dents.push_back({{"name", d.name}, {"parent", hex(d.parent)}});
+        for (const auto& d : in.dentries)
+          dents.push_back({{"name", d.name}, {"parent", hex(d.parent)}});
         json fds = json::array();
         for (const auto& f : in.fds) fds.push_back(fd_json(f));
-        inodes.push_back({{"addr", hex(in.addr)}, {"gfid", lr::format_gfid(in.gfid)}, {"ref", in.ref},
-                          {"nlookup", in.nlookup}, {"fd_count", in.fd_count},
-                          {"active_fd_count", in.active_fd_count}, {"ia_type", in.ia_type},
-                          {"invalidate_sent", in.invalidate_sent}, {"ref_by_xl", rbx},
-                          {"child_dentries", in.child_dentries}, {"dentries", dents}, {"fds", fds}});
+        inodes.push_back({{"addr", hex(in.addr)},
+                          {"gfid", lr::format_gfid(in.gfid)},
+                          {"ref", in.ref},
+                          {"nlookup", in.nlookup},
+                          {"fd_count", in.fd_count},
+                          {"active_fd_count", in.active_fd_count},
+                          {"ia_type", in.ia_type},
+                          {"invalidate_sent", in.invalidate_sent},
+                          {"ref_by_xl", rbx},
+                          {"child_dentries", in.child_dentries},
+                          {"dentries", dents},
+                          {"fds", fds}});
       }
       it[ln] = inodes;
     }
@@ -124,27 +165,37 @@ nlohmann::json report_json(const lr::GlusterReport& r, const std::string& types_
   for (const auto& d : r.dicts) {
     json pairs = json::array();
     for (const auto& p : d.pairs)
-      pairs.push_back({{"key", p.key}, {"value", p.value}, {"data_refcount", p.data_refcount},
+      pairs.push_back({{"key", p.key},
+                       {"value", p.value},
+                       {"data_refcount", p.data_refcount},
                        {"data_type", p.data_type}});
-    dicts.push_back({{"addr", hex(d.addr)}, {"refcount", d.refcount}, {"count", d.count}, {"pairs", pairs}});
+    dicts.push_back(
+        {{"addr", hex(d.addr)}, {"refcount", d.refcount}, {"count", d.count}, {"pairs", pairs}});
   }
   j["dicts"] = dicts;
   json clients = json::array();
   for (const auto& c : r.clients) {
     json fds = json::array();
     for (const auto& [slot, f] : c.fds) fds.push_back({{"slot", slot}, {"fd", fd_json(f)}});
-    clients.push_back({{"index", c.index}, {"addr", hex(c.addr)}, {"bind", c.bind}, {"ref", c.ref},
-                       {"bound_xl", c.bound_xl}, {"client_uid", c.client_uid}, {"fdtable", fds}});
+    clients.push_back({{"index", c.index},
+                       {"addr", hex(c.addr)},
+                       {"bind", c.bind},
+                       {"ref", c.ref},
+                       {"bound_xl", c.bound_xl},
+                       {"client_uid", c.client_uid},
+                       {"fdtable", fds}});
   }
   j["clients"] = clients;
   json ffds = json::array();
   for (const auto& [slot, f] : r.fuse_fds) ffds.push_back({{"slot", slot}, {"fd", fd_json(f)}});
   j["fuse_fdtable"] = ffds;
   json findings = json::array();
-  for (const auto& f : r.findings) findings.push_back({{"kind", f.kind}, {"addr", hex(f.addr)}, {"message", f.message}});
+  for (const auto& f : r.findings)
+    findings.push_back({{"kind", f.kind}, {"addr", hex(f.addr)}, {"message", f.message}});
   j["findings"] = findings;
-  j["heap"] = {{"in_use", r.heap.in_use}, {"in_use_bytes", r.heap.in_use_bytes}, {"arenas", r.heap.arenas},
-               {"pooled_objects", r.pooled_live}, {"gf_malloc_blocks", r.gf_blocks}, {"walk_ms", r.heap_ms}};
+  j["heap"] = {{"in_use", r.heap.in_use},         {"in_use_bytes", r.heap.in_use_bytes},
+               {"arenas", r.heap.arenas},         {"pooled_objects", r.pooled_live},
+               {"gf_malloc_blocks", r.gf_blocks}, {"walk_ms", r.heap_ms}};
   j["total_ms"] = r.total_ms;
   j["warnings"] = r.warnings;
   return j;
@@ -160,29 +211,36 @@ void print_text(const lr::GlusterReport& r, const std::string& types_from) {
   }
   fmt::print("\nmempool                          xlator            active  live  sizeof  padded\n");
   for (const auto& p : r.pools)
-    fmt::print("{:<32} {:<16} {:>7} {:>5} {:>7} {:>7}\n", p.name, p.xl_name, p.active, p.live.size(),
-               p.sizeof_type, p.padded);
+    fmt::print("{:<32} {:<16} {:>7} {:>5} {:>7} {:>7}\n", p.name, p.xl_name, p.active,
+               p.live.size(), p.sizeof_type, p.padded);
   uint64_t blocks = 0;
   for (const auto& ma : r.memacct)
     for (const auto& t : ma.types) blocks += t.live_blocks;
-  fmt::print("\nmemory accounting: {} xlators, {} live GF_MALLOC blocks (leakref gluster --json for each type)\n",
-             r.memacct.size(), blocks);
+  fmt::print(
+      "\nmemory accounting: {} xlators, {} live GF_MALLOC blocks (leakref gluster --json for each "
+      "type)\n",
+      r.memacct.size(), blocks);
   for (const auto& t : r.itables) {
-    fmt::print("\ninode table {} ({}): active {}/{} lru {}/{} purge {}/{} invalidate {}/{} (list/counter)\n",
-               t.name, r.xlators[t.xlator].name, t.lists[0].size(), t.sizes[0], t.lists[1].size(), t.sizes[1],
-               t.lists[2].size(), t.sizes[2], t.lists[3].size(), t.sizes[3]);
-    fmt::print("  {:<36} {:>4} {:>7} {:>4} {:>4}  {}\n", "gfid", "ref", "nlookup", "fds", "type", "name / ref_by_xl");
+    fmt::print(
+        "\ninode table {} ({}): active {}/{} lru {}/{} purge {}/{} invalidate {}/{} "
+        "(list/counter)\n",
+        t.name, r.xlators[t.xlator].name, t.lists[0].size(), t.sizes[0], t.lists[1].size(),
+        t.sizes[1], t.lists[2].size(), t.sizes[2], t.lists[3].size(), t.sizes[3]);
+    fmt::print("  {:<36} {:>4} {:>7} {:>4} {:>4}  {}\n", "gfid", "ref", "nlookup", "fds", "type",
+               "name / ref_by_xl");
     for (const auto& in : t.lists[0]) {
       std::string rbx;
-      for (auto [x, n] : in.ref_by_xl) rbx += fmt::format(" {}={}", x == SIZE_MAX ? "?" : r.xlators[x].name, n);
-      fmt::print("  {} {:>4} {:>7} {:>4} {:>4}  {}{}\n", lr::format_gfid(in.gfid), in.ref, in.nlookup,
-                 in.fds.size(), in.ia_type, in.dentries.empty() ? "<no dentry>" : in.dentries[0].name, rbx);
+      for (auto [x, n] : in.ref_by_xl)
+        rbx += fmt::format(" {}={}", x == SIZE_MAX ? "?" : r.xlators[x].name, n);
+      fmt::print("  {} {:>4} {:>7} {:>4} {:>4}  {}{}\n", lr::format_gfid(in.gfid), in.ref,
+                 in.nlookup, in.fds.size(), in.ia_type,
+                 in.dentries.empty() ? "<no dentry>" : in.dentries[0].name, rbx);
     }
   }
   fmt::print("\ndicts: {} live", r.dicts.size());
   for (const auto& c : r.clients)
-    fmt::print("\nclient {}: {} bind={} ref={} bound_xl={} fds={}", c.index, c.client_uid, c.bind, c.ref,
-               c.bound_xl, c.fds.size());
+    fmt::print("\nclient {}: {} bind={} ref={} bound_xl={} fds={}", c.index, c.client_uid, c.bind,
+               c.ref, c.bound_xl, c.fds.size());
   if (!r.fuse_fds.empty()) fmt::print("\nfuse fdtable: {} open fds", r.fuse_fds.size());
   fmt::print("\n\nfindings: {}\n", r.findings.size());
   for (const auto& f : r.findings) fmt::print("  [{}] {}\n", f.kind, f.message);
@@ -196,13 +254,21 @@ int cmd_gluster(const Common& c, const GlusterArgs& a) {
   if (!a.sections.empty()) {
     sec = {false, false, false, false, false, false};
     for (const auto& s : a.sections) {
-      if (s == "mempool") sec.mempool = true;
-      else if (s == "memusage") sec.memusage = true;
-      else if (s == "itable") sec.itable = true;
-      else if (s == "dicts") sec.dicts = true;
-      else if (s == "clients") sec.clients = true;
-      else if (s == "fds") sec.fds = true;
-      else return fail_usage("--section: unknown section '" + s + "' (mempool,itable,memusage,dicts,clients,fds)");
+      if (s == "mempool")
+        sec.mempool = true;
+      else if (s == "memusage")
+        sec.memusage = true;
+      else if (s == "itable")
+        sec.itable = true;
+      else if (s == "dicts")
+        sec.dicts = true;
+      else if (s == "clients")
+        sec.clients = true;
+      else if (s == "fds")
+        sec.fds = true;
+      else
+        return fail_usage("--section: unknown section '" + s +
+                          "' (mempool,itable,memusage,dicts,clients,fds)");
     }
   }
   auto prog_r = open_program(c);
@@ -213,9 +279,12 @@ int cmd_gluster(const Common& c, const GlusterArgs& a) {
   auto rep = lr::analyze_gluster(prog, sec);
   if (!rep.ok()) return fail(lr::make_error(rep.error().code, c.core + ": " + rep.error().message));
   std::string format = c.json ? "json" : a.format;
-  if (format == "json") emit_json(report_json(rep.value(), types.value()));
-  else if (format == "statedump") write_statedump(rep.value(), sec, c.core);
-  else print_text(rep.value(), types.value());
+  if (format == "json")
+    emit_json(report_json(rep.value(), types.value()));
+  else if (format == "statedump")
+    write_statedump(rep.value(), sec, c.core);
+  else
+    print_text(rep.value(), types.value());
   return kOk;
 }
 
@@ -227,11 +296,14 @@ int cmd_types_gluster(const Common& c, const TypesArgs& a) {
       auto prog = open_program(c);
       if (!prog.ok()) return fail(prog.error());
       lr::Module* lib = libglusterfs(*prog.value());
-      if (!lib) return fail(lr::make_error(lr::Errc::kNotFound, c.core + ": libglusterfs.so.0 is not mapped"));
+      if (!lib)
+        return fail(
+            lr::make_error(lr::Errc::kNotFound, c.core + ": libglusterfs.so.0 is not mapped"));
       bid = lib->build_id;
     } else {
       auto b = lr::build_id_of_file(a.library);
-      if (!b.ok()) return fail(lr::make_error(b.error().code, a.library + ": " + b.error().message));
+      if (!b.ok())
+        return fail(lr::make_error(b.error().code, a.library + ": " + b.error().message));
       bid = b.value();
     }
     out = lr::gluster_types_cache_path(bid);

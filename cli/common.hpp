@@ -15,10 +15,10 @@ namespace lrcli {
 // Documented in README "Exit codes".
 enum Exit : int {
   kOk = 0,
-  kFindings = 1,    // --fail-on matched
-  kUsage = 2,       // bad command line or expression
-  kInput = 3,       // core/exe/debuginfo unreadable, corrupt or unsupported
-  kLookup = 4,      // symbol/type/member not found, or needed memory unreadable
+  kFindings = 1,  // --fail-on matched
+  kUsage = 2,     // bad command line or expression
+  kInput = 3,     // core/exe/debuginfo unreadable, corrupt or unsupported
+  kLookup = 4,    // symbol/type/member not found, or needed memory unreadable
   kInternal = 5,
 };
 
@@ -49,7 +49,7 @@ int cmd_sym(const Common& c, const std::string& what);
 int cmd_heap(const Common& c, bool list);
 
 struct GlusterArgs {
-  std::string types;   // --types FILE
+  std::string types;  // --types FILE
   std::string format = "text";
   std::vector<std::string> sections;
 };
@@ -67,7 +67,8 @@ struct GlusterReport;
 struct GlusterSections;
 }  // namespace lr
 namespace lrcli {
-void write_statedump(const lr::GlusterReport& r, const lr::GlusterSections& sec, const std::string& core);
+void write_statedump(const lr::GlusterReport& r, const lr::GlusterSections& sec,
+                     const std::string& core);
 
 struct WalkArgs {
   std::string type, head;

@@ -15,7 +15,9 @@ namespace lrcli {
 
 namespace {
 
-void section(const std::string& name) { fmt::print("\n[{}]\n", name); }
+void section(const std::string& name) {
+  fmt::print("\n[{}]\n", name);
+}
 
 void memusage(const lr::GlusterReport& r, const lr::GfMemAcct& ma) {
   const auto& x = r.xlators[ma.xlator];
@@ -38,17 +40,19 @@ const lr::GfMemAcct* acct_of(const lr::GlusterReport& r, size_t xl) {
 
 void itable(const lr::GlusterReport& r, const lr::GfItable& t, const std::string& prefix) {
   section(prefix);
-  fmt::print("{0}.dentry_hashsize={1}\n{0}.inode_hashsize={2}\n{0}.name={3}\n{0}.lru_limit={4}\n", prefix,
-             t.dentry_hashsize, t.inode_hashsize, t.name, t.lru_limit);
-  fmt::print("{0}.active_size={1}\n{0}.lru_size={2}\n{0}.purge_size={3}\n{0}.invalidate_size={4}\n", prefix,
-             t.sizes[0], t.sizes[1], t.sizes[2], t.sizes[3]);
+  fmt::print("{0}.dentry_hashsize={1}\n{0}.inode_hashsize={2}\n{0}.name={3}\n{0}.lru_limit={4}\n",
+             prefix, t.dentry_hashsize, t.inode_hashsize, t.name, t.lru_limit);
+  fmt::print("{0}.active_size={1}\n{0}.lru_size={2}\n{0}.purge_size={3}\n{0}.invalidate_size={4}\n",
+             prefix, t.sizes[0], t.sizes[1], t.sizes[2], t.sizes[3]);
   for (int l = 0; l < lr::GfItable::kNumLists; ++l) {
     int n = 0;
     for (const auto& in : t.lists[l]) {
       section(fmt::format("{}.{}.{}", prefix, lr::itable_list_name(l), ++n));
-      fmt::print("gfid={}\nnlookup={}\nfd-count={}\nactive-fd-count={}\nref={}\ninvalidate-sent={}\nia_type={}\n",
-                 lr::format_gfid(in.gfid), in.nlookup, in.fd_count, in.active_fd_count, in.ref,
-                 in.invalidate_sent ? 1 : 0, in.ia_type);
+      fmt::print(
+          "gfid={}\nnlookup={}\nfd-count={}\nactive-fd-count={}\nref={}\ninvalidate-sent={}\nia_"
+          "type={}\n",
+          lr::format_gfid(in.gfid), in.nlookup, in.fd_count, in.active_fd_count, in.ref,
+          in.invalidate_sent ? 1 : 0, in.ia_type);
       for (auto [x, v] : in.ref_by_xl)
         fmt::print("ref_by_xl:.{}={}\n", x == SIZE_MAX ? std::string("?") : r.xlators[x].name, v);
     }
@@ -57,9 +61,10 @@ void itable(const lr::GlusterReport& r, const lr::GfItable& t, const std::string
 
 }  // namespace
 
-void write_statedump(const lr::GlusterReport& r, const lr::GlusterSections& sec, const std::string& core) {
+void write_statedump(const lr::GlusterReport& r, const lr::GlusterSections& sec,
+                     const std::string& core) {
   // A core has no dump time; the core file's mtime is when it was written.
-  struct stat st{};
+  struct stat st {};
   ::stat(core.c_str(), &st);
   std::tm tm{};
   gmtime_r(&st.st_mtim.tv_sec, &tm);
@@ -74,9 +79,10 @@ void write_statedump(const lr::GlusterReport& r, const lr::GlusterSections& sec,
   if (sec.mempool) {
     section("mempool");
     for (const auto& p : r.pools)
-      fmt::print("-----=-----\npool-name={}\nxlator-name={}\nactive-count={}\nsizeof-type={}\n"
-                 "padded-sizeof={}\nsize={}\nshared-pool={:#x}\n",
-                 p.name, p.xl_name, p.active, p.sizeof_type, p.padded, p.padded * p.active, p.shared);
+      fmt::print(
+          "-----=-----\npool-name={}\nxlator-name={}\nactive-count={}\nsizeof-type={}\n"
+          "padded-sizeof={}\nsize={}\nshared-pool={:#x}\n",
+          p.name, p.xl_name, p.active, p.sizeof_type, p.padded, p.padded * p.active, p.shared);
   }
   if (sec.memusage && root != SIZE_MAX)
     if (const auto* ma = acct_of(r, root)) memusage(r, *ma);
@@ -105,7 +111,8 @@ void write_statedump(const lr::GlusterReport& r, const lr::GlusterSections& sec,
     for (const auto& t : r.itables) {
       auto it = prefix.find(t.addr);
       const auto& x = r.xlators[t.xlator];
-      itable(r, t, it != prefix.end() ? it->second : fmt::format("xlator.{}.{}.itable", x.type, x.name));
+      itable(r, t,
+             it != prefix.end() ? it->second : fmt::format("xlator.{}.{}.itable", x.type, x.name));
     }
   fmt::print("\nDUMP-END-TIME: {:%Y-%m-%d %H:%M:%S}.{:06d} +0000", tm, st.st_mtim.tv_nsec / 1000);
 }

@@ -66,21 +66,27 @@ int main(int argc, char** argv) {
   heap->add_flag("--list", heap_list, "list every in-use chunk (address, usable size)");
 
   GlusterArgs ga;
-  auto* gl = app.add_subcommand("gluster", "GlusterFS mem-pools, accounting, inode tables, fds, dicts, clients");
+  auto* gl = app.add_subcommand(
+      "gluster", "GlusterFS mem-pools, accounting, inode tables, fds, dicts, clients");
   add_common(gl, c);
-  gl->add_option("--types", ga.types, "DWARF types file (default: debuginfo, else synthesized and cached)");
+  gl->add_option("--types", ga.types,
+                 "DWARF types file (default: debuginfo, else synthesized and cached)");
   gl->add_option("--format", ga.format, "text, json or statedump")
       ->check(CLI::IsMember({"text", "json", "statedump"}));
-  gl->add_option("--section", ga.sections, "mempool,itable,memusage,dicts,clients,fds")->delimiter(',');
+  gl->add_option("--section", ga.sections, "mempool,itable,memusage,dicts,clients,fds")
+      ->delimiter(',');
 
   TypesArgs ta;
   Common tc;
-  auto* types = app.add_subcommand("types", "synthesize DWARF types for a program without debuginfo");
-  auto* tg = types->add_subcommand("gluster", "GlusterFS 10.x types from the installed libglusterfs-dev headers");
+  auto* types =
+      app.add_subcommand("types", "synthesize DWARF types for a program without debuginfo");
+  auto* tg = types->add_subcommand(
+      "gluster", "GlusterFS 10.x types from the installed libglusterfs-dev headers");
   types->require_subcommand(1);
   tg->add_option("core", tc.core, "core whose libglusterfs build-id names the cache file");
   tg->add_option("-o,--output", ta.out, "write here instead of the cache");
-  tg->add_option("--library", ta.library, "libglusterfs whose build-id names the cache file (no core)");
+  tg->add_option("--library", ta.library,
+                 "libglusterfs whose build-id names the cache file (no core)");
   tg->add_option("--omit-define", ta.omit_defines, "leave out a define (to see what it changes)");
   tg->add_flag("-v,--verbose", ta.verbose, "print the compiler command");
   tg->add_option("--exe", tc.exe, "executable (default: from the core)");

@@ -39,10 +39,16 @@ void note_skip(const std::string& reason) {
   ++g_skips;
   std::fprintf(stderr, "SKIPPED: %s\n", reason.c_str());
 }
-int skipped_count() { return g_skips; }
+int skipped_count() {
+  return g_skips;
+}
 
-std::string build_dir() { return LR_BUILD_DIR; }
-std::string fixture_path(const std::string& name) { return build_dir() + "/fixtures/" + name; }
+std::string build_dir() {
+  return LR_BUILD_DIR;
+}
+std::string fixture_path(const std::string& name) {
+  return build_dir() + "/fixtures/" + name;
+}
 
 std::string tmp_dir() {
   if (g_tmp.empty()) {
@@ -66,7 +72,9 @@ void write_file(const std::string& path, const std::string& data) {
   f << data;
 }
 
-nlohmann::json RunResult::json() const { return nlohmann::json::parse(out); }
+nlohmann::json RunResult::json() const {
+  return nlohmann::json::parse(out);
+}
 
 RunResult run(const std::vector<std::string>& argv, int timeout_s) {
   RunResult r;
@@ -76,12 +84,15 @@ RunResult run(const std::vector<std::string>& argv, int timeout_s) {
                         std::to_string(reinterpret_cast<uintptr_t>(&r));
   pid_t pid = fork();
   if (pid == 0) {
+    // Only fds 0-2 may reach the program: a daemon it starts (glusterd)
+    // would otherwise keep the pipe open and we would never see EOF.
     dup2(out_pipe[1], 1);
     int ef = open(errpath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     if (ef >= 0) dup2(ef, 2);
     int nf = open("/dev/null", O_RDONLY);
     if (nf >= 0) dup2(nf, 0);
-    close(out_pipe[0]);
+    for (int fd : {out_pipe[0], out_pipe[1], ef, nf})
+      if (fd > 2) close(fd);
     std::vector<char*> av;
     for (const auto& a : argv) av.push_back(const_cast<char*>(a.c_str()));
     av.push_back(nullptr);
@@ -127,7 +138,9 @@ RunResult leakref(const std::vector<std::string>& args, int timeout_s) {
   return run(av, timeout_s);
 }
 
-bool have_gcore() { return std::system("command -v gcore >/dev/null 2>&1") == 0; }
+bool have_gcore() {
+  return std::system("command -v gcore >/dev/null 2>&1") == 0;
+}
 
 std::string sha256_file(const std::string& path) {
   RunResult r = run({"sha256sum", path});

@@ -241,9 +241,10 @@ Result<Layout> resolve_layout(TypeRegistry& types) {
   L.fe_fd = R.off(t, "fd");
   L.fe_next_free = R.off(t, "next_free");
   if (!R.error.empty())
-    return make_error(Errc::kNotFound,
-                      "GlusterFS types: " + R.error +
-                          " (no debuginfo for GlusterFS? 'leakref types gluster' synthesizes them)");
+    return make_error(
+        Errc::kNotFound,
+        "GlusterFS types: " + R.error +
+            " (no debuginfo for GlusterFS? 'leakref types gluster' synthesizes them)");
   return L;
 }
 
@@ -272,7 +273,8 @@ size_t add_xlator(Ctx& c, uint64_t a, uint64_t graph_hint) {
     x.priv = v.u64(c.L.xl_private);
     x.xl_id = v.i32(c.L.xl_xl_id);
   } else {
-    c.r.warnings.push_back(fmt::format("xlator {:#x} is unreadable: {}", a, c.mem.why_unreadable(a)));
+    c.r.warnings.push_back(
+        fmt::format("xlator {:#x} is unreadable: {}", a, c.mem.why_unreadable(a)));
   }
   if (!x.graph) x.graph = graph_hint;
   c.r.xlators.push_back(std::move(x));
@@ -283,7 +285,8 @@ size_t add_xlator(Ctx& c, uint64_t a, uint64_t graph_hint) {
 void read_graphs(Ctx& c, uint64_t ctx) {
   View cv = view(c.mem, ctx, c.L.ctx_size);
   if (!cv) {
-    c.r.warnings.push_back(fmt::format("ctx {:#x} is unreadable: {}", ctx, c.mem.why_unreadable(ctx)));
+    c.r.warnings.push_back(
+        fmt::format("ctx {:#x} is unreadable: {}", ctx, c.mem.why_unreadable(ctx)));
     return;
   }
   uint64_t active = cv.u64(c.L.ctx_active);
@@ -356,30 +359,34 @@ Result<void> validate(Ctx& c, const std::map<uint64_t, uint64_t>& mem_pool_sizes
   for (auto [sz, n] : mem_pool_sizes)
     if (n > votes) most = sz, votes = n;
   if (votes && most != c.L.pool_size)
-    return make_error(Errc::kBadFormat,
-                      fmt::format("the GlusterFS types do not match this core: {} GF_MALLOC'd mem_pool "
-                                  "blocks record size {}, the types say sizeof(struct mem_pool) = {}{}",
-                                  votes, most, c.L.pool_size,
-                                  c.L.pool_size > most ? " (types built without HAVE_ATOMIC_BUILTINS?)" : ""));
+    return make_error(
+        Errc::kBadFormat,
+        fmt::format("the GlusterFS types do not match this core: {} GF_MALLOC'd mem_pool "
+                    "blocks record size {}, the types say sizeof(struct mem_pool) = {}{}",
+                    votes, most, c.L.pool_size,
+                    c.L.pool_size > most ? " (types built without HAVE_ATOMIC_BUILTINS?)" : ""));
   size_t matched = 0;
   for (auto& p : c.r.pools) {
     auto t = c.prog.types().find(p.name);
     if (!t.ok()) continue;
     p.type_size = static_cast<int64_t>(t.value()->strip()->size);
     if (static_cast<uint64_t>(p.type_size) != p.sizeof_type)
-      return make_error(Errc::kBadFormat,
-                        fmt::format("the GlusterFS types do not match this core: mem-pool '{}' records "
-                                    "sizeof-type {}, the types say {}{}",
-                                    p.name, p.sizeof_type, p.type_size,
-                                    static_cast<uint64_t>(p.type_size) > p.sizeof_type
-                                        ? " (types built without HAVE_ATOMIC_BUILTINS?)" : ""));
+      return make_error(
+          Errc::kBadFormat,
+          fmt::format("the GlusterFS types do not match this core: mem-pool '{}' records "
+                      "sizeof-type {}, the types say {}{}",
+                      p.name, p.sizeof_type, p.type_size,
+                      static_cast<uint64_t>(p.type_size) > p.sizeof_type
+                          ? " (types built without HAVE_ATOMIC_BUILTINS?)"
+                          : ""));
     c.r.validated.push_back(fmt::format("{} {} == {}", p.name, p.sizeof_type, p.type_size));
     ++matched;
   }
   if (votes) c.r.validated.push_back(fmt::format("struct mem_pool {} == {}", most, c.L.pool_size));
   if (!c.r.pools.empty() && matched == 0)
-    return make_error(Errc::kBadFormat,
-                      "the GlusterFS types cannot be validated: no mem-pool names a type they define");
+    return make_error(
+        Errc::kBadFormat,
+        "the GlusterFS types cannot be validated: no mem-pool names a type they define");
   return {};
 }
 
@@ -392,7 +399,8 @@ Result<GlusterReport> analyze_gluster(Program& prog, const GlusterSections& sec)
   GlusterReport r;
   const Memory& mem = prog.mem();
   Module* lib = prog.modules().by_name("libglusterfs.so.0");
-  if (!lib) return make_error(Errc::kNotFound, "libglusterfs.so.0 is not mapped: not a GlusterFS process");
+  if (!lib)
+    return make_error(Errc::kNotFound, "libglusterfs.so.0 is not mapped: not a GlusterFS process");
   auto gctx = prog.modules().lookup("global_ctx@" + lib->basename());
   auto gxl = prog.modules().lookup("global_xlator@" + lib->basename());
   if (!gctx.ok() && !gxl.ok())
@@ -432,11 +440,13 @@ Result<GlusterReport> analyze_gluster(Program& prog, const GlusterSections& sec)
     std::memcpy(&magic, h + 20, 4);
     std::memcpy(&type, h + 16, 4);
     std::memcpy(&size, h + 8, 8);
-    if (magic != kHeaderMagic || type != kMtMemPool || size + L.hdr_size + 4 > ch.usable()) continue;
+    if (magic != kHeaderMagic || type != kMtMemPool || size + L.hdr_size + 4 > ch.usable())
+      continue;
     if (!trailer_ok(mem, ch.user + L.hdr_size + size)) continue;
     mem_pool_sizes[size]++;
     if (size == L.pool_size)
-      if (auto ctx = mem.read_u64(ch.user + L.hdr_size + L.pool_ctx); ctx.ok()) add_ctx(ctx.value());
+      if (auto ctx = mem.read_u64(ch.user + L.hdr_size + L.pool_ctx); ctx.ok())
+        add_ctx(ctx.value());
   }
   if (r.ctxs.empty()) return make_error(Errc::kNotFound, "no glusterfs_ctx_t: global_ctx is NULL");
 
@@ -505,21 +515,24 @@ Result<GlusterReport> analyze_gluster(Program& prog, const GlusterSections& sec)
     ma.types[type].live_bytes += size;
     ++r.gf_blocks;
   }
-  r.heap_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - th).count();
+  r.heap_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - th).count();
   for (auto& ma : r.memacct) {
-    std::erase_if(ma.types, [](const GfMemType& t) { return t.num_allocs == 0 && t.live_blocks == 0; });
+    std::erase_if(ma.types,
+                  [](const GfMemType& t) { return t.num_allocs == 0 && t.live_blocks == 0; });
     for (const auto& t : ma.types)
       if (t.num_allocs >= 0 && static_cast<uint64_t>(t.num_allocs) != t.live_blocks)
-        r.findings.push_back({"counter-mismatch", ma.addr,
-                              fmt::format("{}: {} num_allocs={} but {} live blocks in the heap",
-                                          r.xlators[ma.xlator].name, t.typestr, t.num_allocs,
-                                          t.live_blocks)});
+        r.findings.push_back(
+            {"counter-mismatch", ma.addr,
+             fmt::format("{}: {} num_allocs={} but {} live blocks in the heap",
+                         r.xlators[ma.xlator].name, t.typestr, t.num_allocs, t.live_blocks)});
   }
   for (const auto& p : r.pools)
     if (p.active >= 0 && static_cast<uint64_t>(p.active) != p.live.size())
-      r.findings.push_back({"counter-mismatch", p.addr,
-                            fmt::format("mem-pool {} ({}): active-count={} but {} live objects in the heap",
-                                        p.name, p.xl_name, p.active, p.live.size())});
+      r.findings.push_back(
+          {"counter-mismatch", p.addr,
+           fmt::format("mem-pool {} ({}): active-count={} but {} live objects in the heap", p.name,
+                       p.xl_name, p.active, p.live.size())});
 
   if (sec.itable) read_itables(c);
   if (sec.dicts) read_dicts(c);
@@ -528,7 +541,8 @@ Result<GlusterReport> analyze_gluster(Program& prog, const GlusterSections& sec)
     if (x.is_root) root_priv = x.priv;
   if (sec.clients || sec.fds) read_clients(c, root_priv);
   if (sec.itable) check_invariants(c);
-  r.total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  r.total_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }
 

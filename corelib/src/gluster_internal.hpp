@@ -71,7 +71,7 @@ std::vector<uint64_t> ring(const Memory& m, uint64_t head, uint64_t limit, std::
 std::string cstr(const Memory& m, uint64_t addr, size_t max = 256);
 
 constexpr uint64_t kPoolMagic = 0xCAFEBABE, kHeaderMagic = 0xCAFEBABE;
-constexpr uint64_t kPooledHeader = 40;  // sizeof(pooled_obj_hdr_t) in 10.x
+constexpr uint64_t kPooledHeader = 40;               // sizeof(pooled_obj_hdr_t) in 10.x
 constexpr uint32_t kMtMemPool = 30, kMtFdtable = 5;  // gf_common_mem_types_ in 10.3
 
 // The model built so far, shared by the passes.

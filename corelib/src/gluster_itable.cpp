@@ -59,7 +59,8 @@ GfInode read_inode(Ctx& c, uint64_t a, uint32_t ctxcount, std::string* warn) {
   for (uint64_t d : ring(c.mem, a + c.L.in_dentry_list, kMaxPerInode, &stop)) {
     View dv = view(c.mem, d - c.L.de_inode_list, c.L.de_size);
     if (!dv) continue;
-    in.dentries.push_back({d - c.L.de_inode_list, dv.u64(c.L.de_parent), cstr(c.mem, dv.u64(c.L.de_name))});
+    in.dentries.push_back(
+        {d - c.L.de_inode_list, dv.u64(c.L.de_parent), cstr(c.mem, dv.u64(c.L.de_name))});
   }
   if (!stop.empty()) *warn = fmt::format("inode {:#x} dentry_list: {}", a, stop);
   for (uint64_t f : ring(c.mem, a + c.L.in_fd_list, kMaxPerInode, &stop))
@@ -77,7 +78,8 @@ void read_itables(Ctx& c) {
     if (!ta || !seen.insert(ta).second) continue;
     View v = view(c.mem, ta, c.L.it_size);
     if (!v) {
-      c.r.warnings.push_back(fmt::format("inode table {:#x} of {} unreadable", ta, c.r.xlators[xi].name));
+      c.r.warnings.push_back(
+          fmt::format("inode table {:#x} of {} unreadable", ta, c.r.xlators[xi].name));
       continue;
     }
     GfItable t;
@@ -134,7 +136,8 @@ void read_dicts(Ctx& c) {
             uint32_t len = dv.u32(c.L.data_len);
             uint64_t at = dv.u64(c.L.data_data);
             std::string s = at && len ? cstr(c.mem, at, std::min<uint32_t>(len, 64)) : "";
-            bool printable = std::all_of(s.begin(), s.end(), [](char ch) { return ch >= 32 && ch < 127; });
+            bool printable =
+                std::all_of(s.begin(), s.end(), [](char ch) { return ch >= 32 && ch < 127; });
             pr.value = printable ? s : fmt::format("<{} bytes>", len);
             if (printable && len > 64) pr.value += "...";
           }
@@ -211,7 +214,8 @@ void read_clients(Ctx& c, uint64_t root_private) {
     if (ft.ok() && ft.value() && gf_block_of_type(c.mem, ft.value(), c.L.hdr_size, kMtFdtable))
       c.r.fuse_fds = read_fdtable(c, ft.value());
     else
-      c.r.warnings.push_back("fuse fdtable not found at fuse_private_t+312 (not GlusterFS 10.3 FUSE?)");
+      c.r.warnings.push_back(
+          "fuse fdtable not found at fuse_private_t+312 (not GlusterFS 10.3 FUSE?)");
   }
 }
 
@@ -223,36 +227,42 @@ void check_invariants(Ctx& c) {
   for (const auto& t : c.r.itables) {
     for (int l = 0; l < GfItable::kNumLists; ++l) {
       if (!t.stop[l].empty())
-        add("invariant", t.addr, fmt::format("{}: {} list broken: {}", t.name, itable_list_name(l), t.stop[l]));
+        add("invariant", t.addr,
+            fmt::format("{}: {} list broken: {}", t.name, itable_list_name(l), t.stop[l]));
       if (t.lists[l].size() != t.sizes[l])
         add("invariant", t.addr,
-            fmt::format("{}: {}_size={} but the list holds {}", t.name, itable_list_name(l), t.sizes[l],
-                        t.lists[l].size()));
+            fmt::format("{}: {}_size={} but the list holds {}", t.name, itable_list_name(l),
+                        t.sizes[l], t.lists[l].size()));
     }
     for (int l = 0; l < GfItable::kNumLists; ++l) {
       for (const auto& in : t.lists[l]) {
         std::string who = fmt::format("{} inode {} ({:#x})", t.name, format_gfid(in.gfid), in.addr);
         bool root = in.gfid == kRoot;
         if (l == GfItable::kActive && (in.ref == 0 || in.in_lru_list || in.in_invalidate_list))
-          add("invariant", in.addr, fmt::format("{}: on active with ref={} in_lru={} in_invalidate={}", who,
-                                                in.ref, in.in_lru_list, in.in_invalidate_list));
+          add("invariant", in.addr,
+              fmt::format("{}: on active with ref={} in_lru={} in_invalidate={}", who, in.ref,
+                          in.in_lru_list, in.in_invalidate_list));
         if (l == GfItable::kLru && (in.ref != 0 || !in.in_lru_list))
           add("invariant", in.addr,
               fmt::format("{}: on lru with ref={} in_lru={}", who, in.ref, in.in_lru_list));
         if (l == GfItable::kPurge && in.ref != 0)
           add("invariant", in.addr, fmt::format("{}: on purge with ref={}", who, in.ref));
         if (l == GfItable::kInvalidate && !in.in_invalidate_list)
-          add("invariant", in.addr, fmt::format("{}: on invalidate without in_invalidate_list", who));
+          add("invariant", in.addr,
+              fmt::format("{}: on invalidate without in_invalidate_list", who));
         int64_t sum = 0;
         for (auto [x, r] : in.ref_by_xl) sum += r;
         if (!root && sum != in.ref)
-          add("invariant", in.addr, fmt::format("{}: ref={} but the per-xlator refs sum to {}", who, in.ref, sum));
+          add("invariant", in.addr,
+              fmt::format("{}: ref={} but the per-xlator refs sum to {}", who, in.ref, sum));
         if (in.active_fd_count != in.fds.size())
-          add("invariant", in.addr, fmt::format("{}: active-fd-count={} but fd_list holds {}", who,
-                                                in.active_fd_count, in.fds.size()));
+          add("invariant", in.addr,
+              fmt::format("{}: active-fd-count={} but fd_list holds {}", who, in.active_fd_count,
+                          in.fds.size()));
         if (in.fd_count < in.active_fd_count)
           add("invariant", in.addr,
-              fmt::format("{}: fd-count={} < active-fd-count={}", who, in.fd_count, in.active_fd_count));
+              fmt::format("{}: fd-count={} < active-fd-count={}", who, in.fd_count,
+                          in.active_fd_count));
         // Every live fd and every child dentry holds one ref; the rest is
         // held by call stacks and xlator caches, or leaked.
         uint64_t explained = in.fds.size() + in.child_dentries;
@@ -263,9 +273,10 @@ void check_invariants(Ctx& c) {
               holders += fmt::format("{}{}={}", holders.empty() ? "" : ", ",
                                      x == SIZE_MAX ? std::string("?") : c.r.xlators[x].name, r);
           add("unexplained-refs", in.addr,
-              fmt::format("{}: ref={} but fds ({}) and child dentries ({}) explain {}: {} extra; held by {}",
-                          who, in.ref, in.fds.size(), in.child_dentries, explained, in.ref - explained,
-                          holders.empty() ? "no xlator" : holders));
+              fmt::format("{}: ref={} but fds ({}) and child dentries ({}) explain {}: {} extra; "
+                          "held by {}",
+                          who, in.ref, in.fds.size(), in.child_dentries, explained,
+                          in.ref - explained, holders.empty() ? "no xlator" : holders));
         }
       }
     }

@@ -63,9 +63,9 @@ int run(const std::vector<std::string>& argv, std::string* output) {
 }  // namespace
 
 const std::vector<std::string>& gluster_type_defines() {
-  static const std::vector<std::string> d = {
-      "_GNU_SOURCE", "_FILE_OFFSET_BITS=64", "GF_LINUX_HOST_OS", "HAVE_ATOMIC_BUILTINS=1",
-      "HAVE_SYNC_BUILTINS=1", "SIZEOF_LONG=8"};
+  static const std::vector<std::string> d = {"_GNU_SOURCE",          "_FILE_OFFSET_BITS=64",
+                                             "GF_LINUX_HOST_OS",     "HAVE_ATOMIC_BUILTINS=1",
+                                             "HAVE_SYNC_BUILTINS=1", "SIZEOF_LONG=8"};
   return d;
 }
 
@@ -73,16 +73,19 @@ Result<void> build_gluster_types(const std::string& out_path, const GlusterTypes
                                  std::string* command) {
   std::string inc = o.include_root + "/glusterfs";
   if (!exists(inc + "/glusterfs.h"))
-    return make_error(Errc::kNotFound, fmt::format("{}/glusterfs.h not found: install libglusterfs-dev "
-                                                   "(and liburcu-dev, libtirpc-dev)", inc));
+    return make_error(Errc::kNotFound,
+                      fmt::format("{}/glusterfs.h not found: install libglusterfs-dev "
+                                  "(and liburcu-dev, libtirpc-dev)",
+                                  inc));
   std::string src = out_path + ".tmp.c", obj = out_path + ".tmp";
   {
     std::ofstream f(src);
     f << kSource;
     if (!f) return make_error(Errc::kIo, "cannot write " + src);
   }
-  std::vector<std::string> argv = {o.compiler, "-g", "-O0", "-fno-eliminate-unused-debug-types",
-                                   "-shared", "-fPIC", "-nostdlib"};
+  std::vector<std::string> argv = {
+      o.compiler, "-g",    "-O0",      "-fno-eliminate-unused-debug-types",
+      "-shared",  "-fPIC", "-nostdlib"};
   for (const auto& d : gluster_type_defines()) {
     std::string name = d.substr(0, d.find('='));
     bool omit = false;
@@ -103,10 +106,12 @@ Result<void> build_gluster_types(const std::string& out_path, const GlusterTypes
     ::unlink(obj.c_str());
     if (st < 0) return make_error(Errc::kNotFound, "cannot run " + o.compiler);
     auto first = out.substr(0, out.find('\n', out.find("error")));
-    return make_error(Errc::kIo, fmt::format("{} failed on the GlusterFS headers: {}", o.compiler, first));
+    return make_error(Errc::kIo,
+                      fmt::format("{} failed on the GlusterFS headers: {}", o.compiler, first));
   }
   if (::rename(obj.c_str(), out_path.c_str()) != 0)
-    return make_error(Errc::kIo, fmt::format("cannot create {}: {}", out_path, std::strerror(errno)));
+    return make_error(Errc::kIo,
+                      fmt::format("cannot create {}: {}", out_path, std::strerror(errno)));
   return {};
 }
 

@@ -41,13 +41,13 @@ start)
   mkdir -p "$dir/brick" "$dir/mnt" "$state"
   echo "lrtest$$" > "$state/volume"
   if ! pgrep -x glusterd >/dev/null; then
-    glusterd --log-file="$dir/glusterd.log" || exit 1
+    glusterd --log-file="$dir/glusterd.log" </dev/null >/dev/null 2>&1 || exit 1
     touch "$state/started-glusterd"
     for i in $(seq 1 100); do g volume list >/dev/null 2>&1 && break; sleep 0.2; done
   fi
   g volume create "$(vol)" "$(hostname):$dir/brick" force >&2 || exit 1
   g volume start "$(vol)" >&2 || exit 1
-  timeout 60 glusterfs --volfile-server=localhost --volfile-id="$(vol)" "$dir/mnt" || exit 1
+  timeout 60 glusterfs --volfile-server=localhost --volfile-id="$(vol)" "$dir/mnt" </dev/null >/dev/null 2>&1 || exit 1
   for i in $(seq 1 100); do mountpoint -q "$dir/mnt" && break; sleep 0.2; done
   mountpoint -q "$dir/mnt" || { log "mount did not appear"; exit 1; }
   ;;
@@ -61,8 +61,11 @@ workload)
   mv "$m/d1/e2" "$m/d1/e2renamed"
   ls -lR "$m" >/dev/null
   # Files held open by a background process (its pid in state/holder).
+  # Reading and writing through some of them makes open-behind really open
+  # them, so the brick holds fds too.
   (exec 3<"$m/top/f40" 4<"$m/top/f41" 5>>"$m/top/f42" 6<"$m/d1/r3" 7<"$m/d1/d2/d3/d4/n7"
-   exec sleep 100000) &
+   read -r _ <&3; echo more >&5; read -r _ <&6
+   exec sleep 100000) </dev/null >/dev/null 2>&1 &
   echo $! > "$state/holder"
   sleep 3  # let open-behind and the brick settle
   sync

@@ -45,9 +45,9 @@ struct GfPool {
 
 struct GfMemType {
   uint32_t type = 0;
-  std::string typestr;      // rec[type].typestr ("" if never set)
-  int64_t num_allocs = 0;   // the record's counter (statedump num_allocs)
-  uint64_t live_blocks = 0; // GF_MALLOC blocks with this (mem_acct, type) in the heap
+  std::string typestr;       // rec[type].typestr ("" if never set)
+  int64_t num_allocs = 0;    // the record's counter (statedump num_allocs)
+  uint64_t live_blocks = 0;  // GF_MALLOC blocks with this (mem_acct, type) in the heap
   uint64_t live_bytes = 0;
 };
 
@@ -78,7 +78,8 @@ struct GfInode {
   uint32_t fd_count = 0, active_fd_count = 0, ref = 0;
   int32_t ia_type = 0;
   bool invalidate_sent = false, in_lru_list = false, in_invalidate_list = false;
-  std::vector<std::pair<size_t, int32_t>> ref_by_xl;  // (xlator index or SIZE_MAX, ref), nonzero only
+  std::vector<std::pair<size_t, int32_t>>
+      ref_by_xl;  // (xlator index or SIZE_MAX, ref), nonzero only
   std::vector<GfDentry> dentries;
   std::vector<GfFd> fds;
   uint32_t child_dentries = 0;  // dentries anywhere in the table whose parent is this inode

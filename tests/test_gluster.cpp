@@ -1,0 +1,311 @@
+// GlusterFS integration: a real 10.3 volume on loopback (glusterd, a brick in
+// a temp dir, a FUSE mount), a workload, then statedumps and gcore of the
+// FUSE client and the brick at one quiescent moment. leakref's view of each
+// core must equal GlusterFS's own statedump exactly. Root and FUSE needed.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "harness.hpp"
+
+using nlohmann::json;
+
+namespace {
+
+std::string env_sh() {
+  return std::string(LR_SOURCE_DIR) + "/tests/gluster/env.sh";
+}
+
+// The statedump items compared, from either GlusterFS or leakref.
+struct Dump {
+  std::vector<std::vector<std::string>> pools;  // name, xlator, active, sizeof, padded
+  std::map<std::string, std::string> memusage;  // "xl - usage-type T" -> num_allocs
+  std::map<std::string, std::string> itable;    // "<table name>|key" -> value
+  bool operator==(const Dump& o) const {
+    return pools == o.pools && memusage == o.memusage && itable == o.itable;
+  }
+};
+
+Dump parse_dump(const std::string& text) {
+  Dump d;
+  std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>> secs;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.size() > 2 && line.front() == '[' && line.back() == ']')
+      secs.push_back({line.substr(1, line.size() - 2), {}});
+    else if (auto eq = line.find('='); eq != std::string::npos && !secs.empty())
+      secs.back().second.emplace_back(line.substr(0, eq), line.substr(eq + 1));
+  }
+  std::map<std::string, std::string> table_of;  // key prefix -> table name
+  for (auto& [name, kv] : secs)
+    for (auto& [k, v] : kv)
+      if (k.size() > 5 && k.compare(k.size() - 5, 5, ".name") == 0 && v.size() > 6 &&
+          v.compare(v.size() - 6, 6, "/inode") == 0)
+        table_of[k.substr(0, k.size() - 5)] = v;
+  static const char* tkeys[] = {"dentry_hashsize", "inode_hashsize", "lru_limit",
+                                "active_size",     "lru_size",       "purge_size",
+                                "invalidate_size"};
+  for (auto& [name, kv] : secs) {
+    if (name == "mempool") {
+      for (auto& [k, v] : kv) {
+        if (k == "-----")
+          d.pools.emplace_back();
+        else if (!d.pools.empty() &&
+                 (k == "pool-name" || k == "xlator-name" || k == "active-count" ||
+                  k == "sizeof-type" || k == "padded-sizeof"))
+          d.pools.back().push_back(k + "=" + v);
+      }
+    }
+    if (auto p = name.find(" - usage-type "); p != std::string::npos && name.size() > 9 &&
+                                              name.compare(name.size() - 9, 9, " memusage") == 0)
+      for (auto& [k, v] : kv)
+        if (k == "num_allocs") d.memusage[name] = v;
+    for (auto& [prefix, tname] : table_of) {
+      for (auto& [k, v] : kv)
+        for (const char* tk : tkeys)
+          if (k == prefix + "." + tk) d.itable[tname + "|" + tk] = v;
+      if (name.rfind(prefix + ".", 0) == 0) {
+        std::string rest = name.substr(prefix.size() + 1);  // active.3
+        bool inode = false;
+        for (auto& [k, v] : kv) inode |= k == "gfid";
+        if (!inode) continue;
+        for (auto& [k, v] : kv) d.itable[tname + "|" + rest + "|" + k] = v;
+      }
+    }
+  }
+  return d;
+}
+
+std::string diff(const Dump& real, const Dump& lr) {
+  std::ostringstream o;
+  if (real.pools != lr.pools)
+    o << "mempool sections differ (" << real.pools.size() << " vs " << lr.pools.size() << ")\n";
+  for (auto& [k, v] : real.memusage)
+    if (!lr.memusage.count(k) || lr.memusage.at(k) != v)
+      o << "memusage " << k << ": statedump " << v << ", leakref "
+        << (lr.memusage.count(k) ? lr.memusage.at(k) : "none") << "\n";
+  for (auto& [k, v] : lr.memusage)
+    if (!real.memusage.count(k)) o << "memusage " << k << " only in leakref\n";
+  for (auto& [k, v] : real.itable)
+    if (!lr.itable.count(k) || lr.itable.at(k) != v)
+      o << "itable " << k << ": statedump " << v << ", leakref "
+        << (lr.itable.count(k) ? lr.itable.at(k) : "none") << "\n";
+  for (auto& [k, v] : lr.itable)
+    if (!real.itable.count(k)) o << "itable " << k << " only in leakref\n";
+  return o.str();
+}
+
+struct Volume {
+  std::string dir, why_not, volume;
+  bool up = false;
+  bool broken = false;  // the facilities exist but the volume could not be set up: a failure
+  Volume() {
+    if (geteuid() != 0) {
+      why_not = "not root: the GlusterFS tests start glusterd and mount FUSE";
+      return;
+    }
+    struct stat st;
+    if (::stat("/usr/sbin/glusterd", &st) != 0) {
+      why_not = "glusterfs-server is not installed (make deps)";
+      return;
+    }
+    if (::stat("/dev/fuse", &st) != 0) {
+      why_not = "/dev/fuse is missing: FUSE mounts impossible here";
+      return;
+    }
+    if (!lrtest::have_gcore()) {
+      why_not = "gcore (gdb) is not installed";
+      return;
+    }
+    // Its own directory, not under tmp_dir(): that one is removed with rm -rf
+    // at exit and must never meet a live mount.
+    char tmpl[] = "/tmp/leakref-gluster-XXXXXX";
+    if (!mkdtemp(tmpl)) {
+      why_not = "mkdtemp failed";
+      return;
+    }
+    dir = tmpl;
+    auto r = lrtest::run({env_sh(), "start", dir}, 240);
+    if (r.status != 0) {
+      why_not = "could not start the GlusterFS volume: " + r.err;
+      broken = true;
+      return;
+    }
+    volume = lrtest::read_file(dir + "/state/volume");
+    while (!volume.empty() && volume.back() == '\n') volume.pop_back();
+    r = lrtest::run({env_sh(), "workload", dir}, 240);
+    if (r.status != 0) {
+      why_not = "the workload failed: " + r.err;
+      broken = true;
+      return;
+    }
+    up = true;
+  }
+  // Cleanup even when a check failed: this runs at exit.
+  ~Volume() {
+    if (!dir.empty()) lrtest::run({env_sh(), "stop", dir}, 180);
+  }
+  // A statedump, gcore, statedump of `who`; retried until both dumps agree on
+  // every compared item, i.e. the process was quiescent around the core.
+  std::string snapshot(const std::string& who, Dump* real) {
+    for (int attempt = 0; attempt < 4; ++attempt) {
+      auto r = lrtest::run({env_sh(), "snapshot", dir, who}, 300);
+      if (r.status != 0) {
+        FAIL("snapshot of " << who << " failed: " << r.err);
+      }
+      std::string snap = r.out.substr(0, r.out.find('\n'));
+      Dump d1 = parse_dump(lrtest::read_file(snap + "/dump1"));
+      Dump d2 = parse_dump(lrtest::read_file(snap + "/dump2"));
+      if (d1 == d2) {
+        *real = d1;
+        return snap;
+      }
+      WARN("process " << who << " was not quiescent around the core; retrying:\n" << diff(d1, d2));
+      sleep(3);
+    }
+    FAIL("process " << who << " never became quiescent");
+    return "";
+  }
+};
+
+Volume& volume() {
+  static Volume v;
+  return v;
+}
+
+// Skips only when a facility is truly absent; a setup failure fails.
+#define NEED_VOLUME(v)                                          \
+  do {                                                          \
+    if (!(v).up) {                                              \
+      if ((v).broken) FAIL("GlusterFS setup: " << (v).why_not); \
+      LR_SKIP("GlusterFS integration: " + (v).why_not);         \
+    }                                                           \
+  } while (0)
+
+json gluster_json(const std::string& core) {
+  auto r = lrtest::leakref({"gluster", core, "--json"}, 300);
+  INFO("leakref gluster " << core << ": " << r.err);
+  REQUIRE(r.status == 0);
+  return r.json();
+}
+
+// leakref's counters must equal what it finds in the heap, for every pool
+// and every accounting record.
+void check_heap_agrees(const json& j) {
+  for (const auto& p : j["mempool"]) {
+    INFO("mempool " << p["name"] << " of " << p["xlator"]);
+    CHECK(p["active"] == p["live"]);
+  }
+  for (const auto& f : j["findings"]) CHECK(f["kind"] != "counter-mismatch");
+  CHECK(j["warnings"].size() <= 1);  // FUSE-only fdtable note on non-FUSE processes
+}
+
+void compare_with_statedump(const std::string& who) {
+  Volume& v = volume();
+  NEED_VOLUME(v);
+  Dump real;
+  std::string snap = v.snapshot(who, &real);
+  auto r = lrtest::leakref({"gluster", snap + "/core", "--format", "statedump"}, 300);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  Dump mine = parse_dump(r.out);
+  INFO(diff(real, mine));
+  CHECK(real.pools.size() > 10);
+  CHECK(real.memusage.size() > 50);
+  CHECK(real.itable.size() > 50);
+  CHECK(real == mine);
+  json j = gluster_json(snap + "/core");
+  check_heap_agrees(j);
+  REQUIRE(j["itables"].size() >= 1);
+}
+
+}  // namespace
+
+TEST_CASE("gluster: FUSE client core equals its own statedump", "[gluster][root]") {
+  compare_with_statedump("fuse");
+  Volume& v = volume();
+  if (!v.up) return;
+  // The holder process keeps 5 files open: the FUSE fdtable holds them.
+  std::string snap = v.dir + "/snap-fuse.0";
+  json j = gluster_json(snap + "/core");
+  CHECK(j["fuse_fdtable"].size() == 5);
+  size_t with_fds = 0;
+  for (const auto& in : j["itables"][0]["active"]) with_fds += in["fds"].size();
+  CHECK(with_fds == 5);
+  CHECK(j["dicts"].size() > 0);
+  for (const auto& d : j["dicts"]) CHECK(d["count"] == d["pairs"].size());
+}
+
+TEST_CASE("gluster: brick core equals its own statedump", "[gluster][root]") {
+  compare_with_statedump("brick");
+  Volume& v = volume();
+  if (!v.up) return;
+  json j = gluster_json(v.dir + "/snap-brick.0/core");
+  REQUIRE(j["clients"].size() >= 1);
+  bool bound = false;
+  for (const auto& c : j["clients"]) bound |= c["bound_xl"] == v.dir + "/brick";
+  CHECK(bound);
+}
+
+TEST_CASE("gluster: layouts built without atomic builtins are refused on a real core",
+          "[gluster][root]") {
+  Volume& v = volume();
+  NEED_VOLUME(v);
+  std::string bad = lrtest::tmp_dir() + "/types-no-atomics.so";
+  auto b = lrtest::leakref({"types", "gluster", "-o", bad, "--omit-define", "HAVE_ATOMIC_BUILTINS",
+                            "--omit-define", "HAVE_SYNC_BUILTINS"},
+                           120);
+  REQUIRE(b.status == 0);
+  Dump real;
+  std::string snap = v.snapshot("fuse", &real);
+  auto r = lrtest::leakref({"gluster", snap + "/core", "--types", bad});
+  CHECK(r.status == 3);
+  CHECK(r.out.empty());
+  CHECK(r.err.find("do not match this core") != std::string::npos);
+  CHECK(r.err.find("HAVE_ATOMIC_BUILTINS") != std::string::npos);
+  // The correctly built file is accepted on the same core.
+  std::string good = lrtest::tmp_dir() + "/types-good.so";
+  REQUIRE(lrtest::leakref({"types", "gluster", "-o", good}, 120).status == 0);
+  auto ok = lrtest::leakref({"gluster", snap + "/core", "--types", good, "--json"});
+  CHECK(ok.status == 0);
+}
+
+TEST_CASE("gluster: a gfapi program's inode table equals what the program reports",
+          "[gluster][root]") {
+  Volume& v = volume();
+  NEED_VOLUME(v);
+  struct stat st;
+  if (::stat(lrtest::fixture_path("fx_gfapi").c_str(), &st) != 0)
+    LR_SKIP("fx_gfapi was not built: libglusterfs-dev is missing (make deps)");
+  const auto& fc =
+      lrtest::fixture_core("gfapi", lrtest::fixture_path("fx_gfapi"), {v.volume, "localhost"});
+  json j = gluster_json(fc.core);
+  check_heap_agrees(j);
+  const json& want = fc.manifest["itable"];
+  const json* got = nullptr;
+  for (const auto& t : j["itables"])
+    if (t["addr"] == want["addr"]) got = &t;
+  REQUIRE(got);
+  CHECK((*got)["name"] == want["name"]);
+  for (const char* k : {"active_size", "lru_size", "purge_size", "invalidate_size"})
+    CHECK((*got)[k] == want[k]);
+  for (const char* list : {"active", "lru"}) {
+    INFO("list " << list);
+    REQUIRE((*got)[list].size() == want[list].size());
+    for (size_t i = 0; i < want[list].size(); ++i) {
+      const json& w = want[list][i];
+      const json& g = (*got)[list][i];
+      INFO("inode " << w["gfid"]);
+      for (const char* k : {"addr", "gfid", "ref", "nlookup", "fd_count", "ia_type"})
+        CHECK(g[k] == w[k]);
+    }
+  }
+  size_t fds = 0;
+  for (const auto& in : (*got)["active"]) fds += in["fds"].size();
+  CHECK(fds == fc.manifest["open"].get<size_t>());
+}
