@@ -209,9 +209,9 @@ void print_text(const lr::GlusterReport& r, const std::string& types_from) {
       fmt::print("{}{}", i ? " -> " : "", r.xlators[g.xlators[i]].name);
     fmt::print("\n");
   }
-  fmt::print("\nmempool                          xlator            active  live  sizeof  padded\n");
+  fmt::print("\n{:<32} {:<24} {:>7} {:>5} {:>7} {:>7}\n", "mempool", "xlator", "active", "live", "sizeof", "padded");
   for (const auto& p : r.pools)
-    fmt::print("{:<32} {:<16} {:>7} {:>5} {:>7} {:>7}\n", p.name, p.xl_name, p.active,
+    fmt::print("{:<32} {:<24} {:>7} {:>5} {:>7} {:>7}\n", p.name, p.xl_name, p.active,
                p.live.size(), p.sizeof_type, p.padded);
   uint64_t blocks = 0;
   for (const auto& ma : r.memacct)

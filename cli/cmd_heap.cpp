@@ -40,7 +40,7 @@ int cmd_heap(const Common& c, bool list) {
                           {"bin_free", s.bin_free},
                           {"fastbin_free", s.fastbin_free},
                           {"tcache_free", s.tcache_free},
-                          {"tcache_structs", s.tcache_structs}}},
+                          {"tcache_structs", s.tcache_structs}, {"index_bytes", s.index_bytes}}},
                         {"walk_ms", ms},
                         {"warnings", h.warnings}};
     nlohmann::json regions = nlohmann::json::array();

@@ -248,8 +248,17 @@ TEST_CASE("gluster: brick core equals its own statedump", "[gluster][root]") {
   json j = gluster_json(v.dir + "/snap-brick.0/core");
   REQUIRE(j["clients"].size() >= 1);
   bool bound = false;
-  for (const auto& c : j["clients"]) bound |= c["bound_xl"] == v.dir + "/brick";
+  size_t fds = 0;
+  for (const auto& c : j["clients"]) {
+    bound |= c["bound_xl"] == v.dir + "/brick";
+    fds += c["fdtable"].size();
+  }
   CHECK(bound);
+  // The holder read or wrote through 3 of its files, so the brick opened
+  // them: every brick fd is in the client's fdtable.
+  CHECK(fds >= 3);
+  for (const auto& p : j["mempool"])
+    if (p["name"] == "fd_t") CHECK(p["active"] == fds);
 }
 
 TEST_CASE("gluster: layouts built without atomic builtins are refused on a real core",

@@ -379,7 +379,9 @@ Result<void> validate(Ctx& c, const std::map<uint64_t, uint64_t>& mem_pool_sizes
                       static_cast<uint64_t>(p.type_size) > p.sizeof_type
                           ? " (types built without HAVE_ATOMIC_BUILTINS?)"
                           : ""));
-    c.r.validated.push_back(fmt::format("{} {} == {}", p.name, p.sizeof_type, p.type_size));
+    std::string v = fmt::format("{} {} == {}", p.name, p.sizeof_type, p.type_size);
+    if (std::find(c.r.validated.begin(), c.r.validated.end(), v) == c.r.validated.end())
+      c.r.validated.push_back(std::move(v));
     ++matched;
   }
   if (votes) c.r.validated.push_back(fmt::format("struct mem_pool {} == {}", most, c.L.pool_size));

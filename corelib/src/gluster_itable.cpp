@@ -223,6 +223,14 @@ void check_invariants(Ctx& c) {
   auto add = [&](const char* kind, uint64_t a, std::string msg) {
     c.r.findings.push_back({kind, a, std::move(msg)});
   };
+  // In-flight fops hold loc/fd refs from their call stacks (open-behind's
+  // deferred opens stay in flight): say so next to unexplained refs.
+  int64_t stacks = 0;
+  for (const auto& p : c.r.pools)
+    if (p.name == "call_stack_t") stacks += p.active;
+  std::string in_flight = stacks > 0
+                              ? fmt::format("; {} call stack(s) in flight may hold refs", stacks)
+                              : std::string();
   static const Gfid kRoot = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
   for (const auto& t : c.r.itables) {
     for (int l = 0; l < GfItable::kNumLists; ++l) {
@@ -274,9 +282,9 @@ void check_invariants(Ctx& c) {
                                      x == SIZE_MAX ? std::string("?") : c.r.xlators[x].name, r);
           add("unexplained-refs", in.addr,
               fmt::format("{}: ref={} but fds ({}) and child dentries ({}) explain {}: {} extra; "
-                          "held by {}",
+                          "held by {}{}",
                           who, in.ref, in.fds.size(), in.child_dentries, explained,
-                          in.ref - explained, holders.empty() ? "no xlator" : holders));
+                          in.ref - explained, holders.empty() ? "no xlator" : holders, in_flight));
         }
       }
     }

@@ -340,12 +340,14 @@ Result<HeapWalk> walk_glibc_heap(const Memory& mem, const HeapInput& in, const H
   for (const auto& c : w.cand)
     if (!c.mmapped() && c.usable() + 8 == kTcacheStructChunk) w.tcache_candidate(c.user);
 
-  out.in_use.reserve(w.cand.size());
-  for (const auto& c : w.cand) {
-    if (!c.mmapped() && w.free_chunks.count(c.user - 16)) continue;
-    out.in_use.push_back(c);
-    out.stats.in_use_bytes += c.usable();
-  }
+  // Filter in place: the walk's memory stays at one 16-byte record per
+  // chunk (plus vector slack) instead of two copies.
+  out.in_use = std::move(w.cand);
+  std::erase_if(out.in_use, [&](const HeapChunk& c) {
+    return !c.mmapped() && !w.free_chunks.empty() && w.free_chunks.count(c.user - 16);
+  });
+  for (const auto& c : out.in_use) out.stats.in_use_bytes += c.usable();
+  out.stats.index_bytes = out.in_use.capacity() * sizeof(HeapChunk);
   std::sort(out.in_use.begin(), out.in_use.end(),
             [](const HeapChunk& a, const HeapChunk& b) { return a.user < b.user; });
   out.stats.in_use = out.in_use.size();

@@ -1,9 +1,11 @@
 // libFuzzer target: the ELF core opener and everything it parses (program
-// headers, notes, NT_FILE, reads across segments, build-id notes in memory).
+// headers, notes, NT_FILE, reads across segments, build-id notes in memory),
+// and the glibc heap walk over whatever the segments hold.
 #include <cstddef>
 #include <cstdint>
 
 #include "leakref/elfcore.hpp"
+#include "leakref/heap.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto c = lr::CoreFile::open_memory(data, size, "fuzz");
@@ -18,5 +20,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   for (const auto& r : core.mapped_ranges()) (void)lr::build_id_from_memory(core, r.start);
   (void)core.read_cstring(core.auxv_value(31), 64);
+  // The heap walk treats every anonymous segment as a possible heap and
+  // every segment as possible libc data: adversarial chunk chains, arena
+  // rings and tcache lists must neither crash nor hang it.
+  lr::HeapInput in;
+  for (const auto& s : core.segments())
+    if (s.kind == lr::SegmentInfo::Kind::kCore) {
+      in.anon.emplace_back(s.start, s.end);
+      in.libc_data.emplace_back(s.start, s.end);
+    }
+  lr::HeapLimits lim;
+  lim.max_chunks = 1u << 16;
+  lim.max_list = 1u << 12;
+  (void)lr::walk_glibc_heap(core, in, lim);
   return 0;
 }

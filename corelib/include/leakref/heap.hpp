@@ -46,6 +46,7 @@ HeapInput heap_input_from_core(const CoreFile& core, const ModuleSet& mods);
 struct HeapStats {
   uint64_t arenas = 0, heaps = 0, chunks = 0, in_use = 0, in_use_bytes = 0;
   uint64_t mmapped = 0, bin_free = 0, fastbin_free = 0, tcache_free = 0, tcache_structs = 0;
+  uint64_t index_bytes = 0;  // memory the walk's chunk index holds
 };
 
 struct HeapWalk {
