@@ -96,7 +96,10 @@ stop)
   g volume stop "$(vol)" force >/dev/null 2>&1
   g volume delete "$(vol)" >/dev/null 2>&1
   pkill -f "glusterfsd.*--brick-name $dir/brick" 2>/dev/null
-  if [ -f "$state/started-glusterd" ]; then pkill -x glusterd; fi
+  if [ -f "$state/started-glusterd" ]; then
+    pkill -x glusterd
+    pkill -f '/var/lib/glusterd/hooks/' 2>/dev/null  # volume-delete hooks left behind
+  fi
   rm -rf "$dir"
   ;;
 *) log "unknown command $cmd"; exit 2 ;;
