@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <map>
 
 #include "common.hpp"
 #include "leakref/gluster.hpp"
@@ -201,7 +202,38 @@ nlohmann::json report_json(const lr::GlusterReport& r, const std::string& types_
   return j;
 }
 
+// Summary first (one line per section), then the details.
+void print_summary(const lr::GlusterReport& r) {
+  size_t live = 0, bad_pools = 0, records = 0, blocks = 0;
+  for (const auto& p : r.pools) {
+    live += p.live.size();
+    bad_pools += p.active >= 0 && static_cast<size_t>(p.active) != p.live.size();
+  }
+  for (const auto& ma : r.memacct)
+    for (const auto& t : ma.types) ++records, blocks += t.live_blocks;
+  fmt::print("GlusterFS: {} ctx, {} graph(s), {} xlators\n", r.ctxs.size(), r.graphs.size(),
+             r.xlators.size());
+  fmt::print("  mempool   {} pools, {} live pooled objects{}\n", r.pools.size(), live,
+             bad_pools ? fmt::format(" ({} pools' active-count differ)", bad_pools)
+                       : " (every active-count equals the live objects found)");
+  fmt::print("  memusage  {} live GF_MALLOC blocks in {} (xlator, type) records of {} xlators\n",
+             blocks, records, r.memacct.size());
+  for (const auto& t : r.itables)
+    fmt::print("  itable    {}: active {}, lru {}, purge {}, invalidate {}\n", t.name, t.sizes[0],
+               t.sizes[1], t.sizes[2], t.sizes[3]);
+  size_t client_fds = 0;
+  for (const auto& c : r.clients) client_fds += c.fds.size();
+  fmt::print("  dicts     {} live; clients {} ({} fds); fuse fdtable {} fds\n", r.dicts.size(),
+             r.clients.size(), client_fds, r.fuse_fds.size());
+  std::map<std::string, int> kinds;
+  for (const auto& f : r.findings) kinds[f.kind]++;
+  std::string k;
+  for (auto& [name, n] : kinds) k += fmt::format("{}{} {}", k.empty() ? "" : ", ", name, n);
+  fmt::print("  findings  {}{}\n\n", r.findings.size(), k.empty() ? "" : " (" + k + ")");
+}
+
 void print_text(const lr::GlusterReport& r, const std::string& types_from) {
+  print_summary(r);
   fmt::print("types: {}\nvalidated: {}\n", types_from, fmt::join(r.validated, ", "));
   for (const auto& g : r.graphs) {
     fmt::print("graph {} ({}): ", g.id, g.active ? "active" : "old");
@@ -209,7 +241,8 @@ void print_text(const lr::GlusterReport& r, const std::string& types_from) {
       fmt::print("{}{}", i ? " -> " : "", r.xlators[g.xlators[i]].name);
     fmt::print("\n");
   }
-  fmt::print("\n{:<32} {:<24} {:>7} {:>5} {:>7} {:>7}\n", "mempool", "xlator", "active", "live", "sizeof", "padded");
+  fmt::print("\n{:<32} {:<24} {:>7} {:>5} {:>7} {:>7}\n", "mempool", "xlator", "active", "live",
+             "sizeof", "padded");
   for (const auto& p : r.pools)
     fmt::print("{:<32} {:<24} {:>7} {:>5} {:>7} {:>7}\n", p.name, p.xl_name, p.active,
                p.live.size(), p.sizeof_type, p.padded);

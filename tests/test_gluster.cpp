@@ -290,7 +290,7 @@ TEST_CASE("gluster: a gfapi program's inode table equals what the program report
   NEED_VOLUME(v);
   struct stat st;
   if (::stat(lrtest::fixture_path("fx_gfapi").c_str(), &st) != 0)
-    LR_SKIP("fx_gfapi was not built: libglusterfs-dev is missing (make deps)");
+    LR_SKIP("fx_gfapi was not built: /usr/include/glusterfs/api/glfs.h (libglusterfs-dev) is missing");
   const auto& fc =
       lrtest::fixture_core("gfapi", lrtest::fixture_path("fx_gfapi"), {v.volume, "localhost"});
   json j = gluster_json(fc.core);
