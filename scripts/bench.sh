@@ -9,13 +9,20 @@ B="${BUILD:-build}"
 LR="$B/leakref"
 N="${BENCH_NODES:-1000000}"
 work="$(mktemp -d /tmp/leakref-bench.XXXXXX)"
-trap 'kill "$pid" 2>/dev/null || true; rm -rf "$work"' EXIT
-"$B/fixtures/fx_big" "$work/manifest.json" "$N" > "$work/ready" &
-pid=$!
-for _ in $(seq 600); do grep -q READY "$work/ready" 2>/dev/null && break; sleep 0.1; done
-gcore -o "$work/core" "$pid" > /dev/null 2>&1
-kill "$pid"
-core="$work/core.$pid"
+trap 'rm -rf "$work"' EXIT
+
+# snap NAME NODES: runs fx_big with NODES list nodes and hash entries, takes
+# its core with gcore and prints the core's path (manifest: $work/NAME.json).
+snap() {
+  "$B/fixtures/fx_big" "$work/$1.json" "$2" > "$work/$1.ready" &
+  local pid=$!
+  for _ in $(seq 1200); do grep -q READY "$work/$1.ready" 2>/dev/null && break; sleep 0.1; done
+  gcore -o "$work/$1" "$pid" > /dev/null 2>&1
+  kill "$pid"
+  echo "$work/$1.$pid"
+}
+core=$(snap core "$N")
+cp "$work/core.json" "$work/manifest.json"
 buckets=$(python3 -c "import json;print(json.load(open('$work/manifest.json'))['structures']['hash']['buckets'])")
 echo "core: $(du -h "$core" | cut -f1), $N list nodes, $N hash entries in $buckets buckets"
 
@@ -44,18 +51,14 @@ d1=$(date +%s%N)
 # (peers-chap-core-analyzer.md): chap ~1 us and ~210 B per allocation; drgn
 # has no heap walker. Target: <= 0.1 us and <= 32 B per allocation.
 HN="${BENCH_HEAP_NODES:-2600000}"
-"$B/fixtures/fx_big" "$work/heap-manifest.json" "$HN" > "$work/heap-ready" &
-hpid=$!
-for _ in $(seq 1200); do grep -q READY "$work/heap-ready" 2>/dev/null && break; sleep 0.1; done
-gcore -o "$work/heapcore" "$hpid" > /dev/null 2>&1
-kill "$hpid"
+heapcore=$(snap heapcore "$HN")
 heap_best=""
 for i in 1 2 3 4 5; do
-  "$B/leakref" heap "$work/heapcore.$hpid" --json > "$work/heap.json" || { echo "leakref heap failed"; exit 1; }
+  "$B/leakref" heap "$heapcore" --json > "$work/heap.json" || { echo "leakref heap failed"; exit 1; }
   r=$(python3 -c "import json;j=json.load(open('$work/heap.json'));s=j['stats'];print(j['walk_ms']*1e6/s['in_use'], s['index_bytes']/s['in_use'], s['in_use'])")
   if [ -z "$heap_best" ] || python3 -c "import sys;sys.exit(0 if float('${r%% *}')<float('${heap_best%% *}') else 1)"; then heap_best=$r; fi
 done
-rm -f "$work/heapcore.$hpid"
+rm -f "$heapcore"
 read heap_ns heap_bytes heap_n <<< "$heap_best"
 printf 'heap walk: %d in-use chunks, %.1f ns and %.1f B per allocation (best of 5; target <= 100 ns, <= 32 B; chap ~1000 ns, ~210 B)\n' \
   "$heap_n" "$heap_ns" "$heap_bytes"

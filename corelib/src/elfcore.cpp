@@ -32,7 +32,8 @@ struct Fd {
 Result<std::pair<void*, size_t>> map_file(const std::string& path, const char* what) {
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.fd < 0)
-    return make_error(Errc::kIo, fmt::format("{}: cannot open {}: {}", path, what, strerror(errno)));
+    return make_error(Errc::kIo,
+                      fmt::format("{}: cannot open {}: {}", path, what, strerror(errno)));
   struct stat st {};
   if (fstat(fd.fd, &st) != 0 || !S_ISREG(st.st_mode))
     return make_error(Errc::kIo, fmt::format("{}: not a regular file", path));
@@ -62,11 +63,16 @@ std::string hex_bytes(const uint8_t* p, size_t n) {
 
 const char* mapped_status_name(MappedFileInfo::Status s) {
   switch (s) {
-    case MappedFileInfo::Status::kVerified: return "verified";
-    case MappedFileInfo::Status::kMismatch: return "build-id mismatch";
-    case MappedFileInfo::Status::kNoFile: return "file not found";
-    case MappedFileInfo::Status::kUnverifiable: return "unverifiable";
-    case MappedFileInfo::Status::kNotElf: return "not ELF";
+    case MappedFileInfo::Status::kVerified:
+      return "verified";
+    case MappedFileInfo::Status::kMismatch:
+      return "build-id mismatch";
+    case MappedFileInfo::Status::kNoFile:
+      return "file not found";
+    case MappedFileInfo::Status::kUnverifiable:
+      return "unverifiable";
+    case MappedFileInfo::Status::kNotElf:
+      return "not ELF";
   }
   return "?";
 }
@@ -108,21 +114,21 @@ Result<void> CoreFile::parse(const CoreOptions* opts) {
     return make_error(Errc::kUnsupported,
                       fmt::format("{}: only 64-bit little-endian cores are supported", path_));
   if (eh.e_type != ET_CORE) {
-    const char* t = eh.e_type == ET_EXEC ? "an executable"
+    const char* t = eh.e_type == ET_EXEC  ? "an executable"
                     : eh.e_type == ET_DYN ? "a shared object or PIE executable"
                     : eh.e_type == ET_REL ? "a relocatable object"
                                           : "not a core";
-    return make_error(Errc::kBadFormat,
-                      fmt::format("{}: ELF file is {}, not a core dump (e_type={})", path_, t,
-                                  eh.e_type));
+    return make_error(
+        Errc::kBadFormat,
+        fmt::format("{}: ELF file is {}, not a core dump (e_type={})", path_, t, eh.e_type));
   }
   if (eh.e_machine != EM_X86_64)
-    return make_error(Errc::kUnsupported,
-                      fmt::format("{}: core is for machine {}, only x86_64 is supported", path_,
-                                  eh.e_machine));
+    return make_error(
+        Errc::kUnsupported,
+        fmt::format("{}: core is for machine {}, only x86_64 is supported", path_, eh.e_machine));
   if (eh.e_phentsize != sizeof(Elf64_Phdr))
-    return make_error(Errc::kBadFormat,
-                      fmt::format("{}: corrupt ELF header (e_phentsize={})", path_, eh.e_phentsize));
+    return make_error(Errc::kBadFormat, fmt::format("{}: corrupt ELF header (e_phentsize={})",
+                                                    path_, eh.e_phentsize));
 
   elf_version(EV_CURRENT);
   // Native byte order was checked above, so libelf never converts in place
@@ -150,8 +156,8 @@ Result<void> CoreFile::parse(const CoreOptions* opts) {
                                   path_, eh.e_phoff, phnum));
 
   std::vector<Seg> core, missing;
-  whys_.push_back("not saved in core (p_filesz < p_memsz)");                 // 0
-  whys_.push_back("beyond the end of the truncated core file");              // 1
+  whys_.push_back("not saved in core (p_filesz < p_memsz)");     // 0
+  whys_.push_back("beyond the end of the truncated core file");  // 1
   for (size_t i = 0; i < phnum; ++i) {
     GElf_Phdr ph;
     if (!gelf_getphdr(elf, static_cast<int>(i), &ph)) {
@@ -174,15 +180,16 @@ Result<void> CoreFile::parse(const CoreOptions* opts) {
     if (ph.p_type != PT_LOAD || ph.p_memsz == 0) continue;
     uint64_t va = ph.p_vaddr;
     if (va + ph.p_memsz < va) {
-      warnings_.push_back(fmt::format("segment {} at {:#x}: size {:#x} wraps the address space; "
-                                      "ignored (corrupt program header)",
-                                      i, va, ph.p_memsz));
+      warnings_.push_back(
+          fmt::format("segment {} at {:#x}: size {:#x} wraps the address space; "
+                      "ignored (corrupt program header)",
+                      i, va, ph.p_memsz));
       continue;
     }
     uint64_t filesz = ph.p_filesz;
     if (filesz > ph.p_memsz) {
-      warnings_.push_back(fmt::format("segment {} at {:#x}: p_filesz > p_memsz; using p_memsz", i,
-                                      va));
+      warnings_.push_back(
+          fmt::format("segment {} at {:#x}: p_filesz > p_memsz; using p_memsz", i, va));
       filesz = ph.p_memsz;
     }
     uint64_t avail = 0;
@@ -196,8 +203,8 @@ Result<void> CoreFile::parse(const CoreOptions* opts) {
       missing.push_back({va + filesz, va + ph.p_memsz, SegmentInfo::Kind::kMissing, nullptr, 0});
   }
   if (truncated_)
-    warnings_.push_back(fmt::format("core file is truncated ({} bytes): some memory is missing",
-                                    size_));
+    warnings_.push_back(
+        fmt::format("core file is truncated ({} bytes): some memory is missing", size_));
 
   // Core segments must not overlap; a corrupt header can make them. Keep the
   // first one for any address and say so.
@@ -205,7 +212,8 @@ Result<void> CoreFile::parse(const CoreOptions* opts) {
   std::vector<Seg> clean;
   for (auto& s : core) {
     if (!clean.empty() && s.start < clean.back().end) {
-      warnings_.push_back(fmt::format("segments overlap at {:#x}: corrupt program header", s.start));
+      warnings_.push_back(
+          fmt::format("segments overlap at {:#x}: corrupt program header", s.start));
       if (s.end <= clean.back().end) continue;
       s.data += clean.back().end - s.start;
       s.start = clean.back().end;
@@ -234,10 +242,9 @@ void CoreFile::parse_notes(const uint8_t* p, size_t n) {
       warnings_.push_back("note segment ends inside a note: truncated or corrupt");
       break;
     }
-    std::string name(reinterpret_cast<const char*>(p + name_off),
-                     nh.n_namesz ? strnlen(reinterpret_cast<const char*>(p + name_off),
-                                           nh.n_namesz)
-                                 : 0);
+    std::string name(
+        reinterpret_cast<const char*>(p + name_off),
+        nh.n_namesz ? strnlen(reinterpret_cast<const char*>(p + name_off), nh.n_namesz) : 0);
     const uint8_t* d = p + desc_off;
     size_t dn = nh.n_descsz;
     if (name == "CORE" && nh.n_type == NT_PRSTATUS) {
@@ -274,8 +281,8 @@ void CoreFile::parse_notes(const uint8_t* p, size_t n) {
       std::memcpy(&count, d, 8);
       std::memcpy(&page, d + 8, 8);
       if (count > (dn - 16) / 24) {
-        warnings_.push_back(fmt::format("NT_FILE note claims {} entries but holds fewer: corrupt",
-                                        count));
+        warnings_.push_back(
+            fmt::format("NT_FILE note claims {} entries but holds fewer: corrupt", count));
         count = (dn - 16) / 24;
       }
       if (page == 0 || page > (1u << 30)) page = kPage;
@@ -305,7 +312,8 @@ void CoreFile::parse_notes(const uint8_t* p, size_t n) {
       ranges_ = std::move(rs);
     } else if (name == "VMCOREINFO") {
       has_vmcoreinfo_ = true;
-      vmcoreinfo_.assign(reinterpret_cast<const char*>(d), strnlen(reinterpret_cast<const char*>(d), dn));
+      vmcoreinfo_.assign(reinterpret_cast<const char*>(d),
+                         strnlen(reinterpret_cast<const char*>(d), dn));
     }
     off = desc_off + align4(nh.n_descsz);
   }
@@ -455,7 +463,8 @@ void CoreFile::fill_from_files(const CoreOptions& opts) {
     }
     size_t i = it->second;
     bool hdr = r.file_offset == 0;
-    if ((hdr && !has_hdr[i]) || (hdr == has_hdr[i] && r.start < files_[i].base)) files_[i].base = r.start;
+    if ((hdr && !has_hdr[i]) || (hdr == has_hdr[i] && r.start < files_[i].base))
+      files_[i].base = r.start;
     has_hdr[i] = has_hdr[i] || hdr;
   }
 
@@ -487,9 +496,9 @@ void CoreFile::fill_from_files(const CoreOptions& opts) {
           fi.detail = "the core does not hold this file's build-id note";
         } else if (fi.core_build_id != fi.disk_build_id) {
           fi.status = MappedFileInfo::Status::kMismatch;
-          fi.detail = fmt::format("build-id on disk {} differs from core {}",
-                                  fi.disk_build_id.empty() ? "(none)" : fi.disk_build_id,
-                                  fi.core_build_id);
+          fi.detail =
+              fmt::format("build-id on disk {} differs from core {}",
+                          fi.disk_build_id.empty() ? "(none)" : fi.disk_build_id, fi.core_build_id);
         } else {
           fi.status = MappedFileInfo::Status::kVerified;
         }
@@ -508,8 +517,8 @@ void CoreFile::fill_from_files(const CoreOptions& opts) {
       }
     }
     if (is_exe && !opts.exe_path.empty() && fi.status == MappedFileInfo::Status::kMismatch)
-      warnings_.push_back(fmt::format("--exe {} does not match the core: {}", opts.exe_path,
-                                      fi.detail));
+      warnings_.push_back(
+          fmt::format("--exe {} does not match the core: {}", opts.exe_path, fi.detail));
   }
   // File-backed ranges we could not fill become "missing" with a reason.
   std::vector<Seg> missing = raw_missing_;
@@ -519,8 +528,8 @@ void CoreFile::fill_from_files(const CoreOptions& opts) {
     if (fi.status == MappedFileInfo::Status::kVerified) continue;
     whys_.push_back(fmt::format("not in core; file-backed page of {} ({}: {})", r.path,
                                 mapped_status_name(fi.status), fi.detail));
-    missing.push_back({r.start, r.end, SegmentInfo::Kind::kMissing, nullptr,
-                       static_cast<int>(whys_.size() - 1)});
+    missing.push_back(
+        {r.start, r.end, SegmentInfo::Kind::kMissing, nullptr, static_cast<int>(whys_.size() - 1)});
   }
   std::sort(missing.begin(), missing.end(),
             [](const Seg& a, const Seg& b) { return a.start < b.start; });

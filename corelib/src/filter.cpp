@@ -70,10 +70,10 @@ struct Parser {
     }
     auto n = std::make_unique<Filter::Node>();
     size_t st = i;
-    while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '_' ||
-                            s[i] == '.' || s[i] == '[' || s[i] == ']' ||
-                            (s[i] == '-' && i + 1 < s.size() && s[i + 1] == '>') ||
-                            (s[i] == '>' && i > st && s[i - 1] == '-')))
+    while (i < s.size() &&
+           (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '_' || s[i] == '.' ||
+            s[i] == '[' || s[i] == ']' || (s[i] == '-' && i + 1 < s.size() && s[i + 1] == '>') ||
+            (s[i] == '>' && i > st && s[i - 1] == '-')))
       ++i;
     n->field = std::string(s.substr(st, i - st));
     if (n->field.empty()) return err("expected a field name");
@@ -114,8 +114,8 @@ struct Parser {
     }
     if (typed) {
       uint64_t off;
-      bool is_rc = n->field == "refcount" && refcount &&
-                   (!type || !find_member(type, "refcount", &off));
+      bool is_rc =
+          n->field == "refcount" && refcount && (!type || !find_member(type, "refcount", &off));
       if (is_rc) {
         n->spec = *refcount;
       } else {

@@ -27,12 +27,9 @@ namespace gf {
 
 View view(const Memory& m, uint64_t addr, uint64_t size) {
   View v;
-  if (size == 0 || size > (1u << 20)) return v;
-  v.p = m.span(addr, size);
-  if (!v.p) {
-    v.own.resize(size);
-    if (m.read(addr, v.own.data(), size).ok()) v.p = v.own.data();
-  }
+  if (size == 0) return v;
+  v.p = object_bytes(m, addr, size, v.own);
+  v.size = v.p ? size : 0;
   return v;
 }
 
@@ -42,34 +39,61 @@ std::string cstr(const Memory& m, uint64_t addr, size_t max) {
   return s.ok() ? s.value() : fmt::format("<unreadable {:#x}>", addr);
 }
 
-std::vector<uint64_t> ring(const Memory& m, uint64_t head, uint64_t limit, std::string* stop) {
-  std::vector<uint64_t> out;
-  std::unordered_set<uint64_t> seen;
+bool gf_header(const Memory& m, Memory::Window& w, uint64_t chunk, uint64_t room, uint64_t hdr_size,
+               GfHeader* out) {
+  constexpr uint64_t kTrailer = 4;
+  if (hdr_size < 24 || room < hdr_size + kTrailer) return false;
+  const uint8_t* h = m.direct(w, chunk, 24);
+  if (!h) return false;
+  uint32_t magic;
+  std::memcpy(&magic, h + 20, 4);
+  if (magic != kHeaderMagic) return false;
+  std::memcpy(&out->acct, h, 8);
+  std::memcpy(&out->size, h + 8, 8);
+  std::memcpy(&out->type, h + 16, 4);
+  if (out->size > room - hdr_size - kTrailer) return false;
+  uint64_t at = chunk + hdr_size + out->size;
+  const uint8_t* t = m.direct(w, at, kTrailer);
+  uint8_t copy[kTrailer];
+  if (!t && m.read(at, copy, kTrailer).ok()) t = copy;
+  return t && t[0] == 0xBA && t[1] == 0xAD && t[2] == 0xF0 && t[3] == 0x0D;
+}
+
+namespace {
+
+std::vector<uint64_t> finish_walk(Ctx& c, WalkResult w, uint64_t asked, std::string* stop) {
+  c.budget -= std::min<uint64_t>(c.budget, w.objects.size());
   stop->clear();
-  auto next = m.read_u64(head);
-  while (true) {
-    if (!next.ok()) {
-      *stop = fmt::format("unreadable link after {} nodes: {}", out.size(), next.error().message);
-      break;
-    }
-    uint64_t n = next.value();
-    if (n == head) break;
-    if (n == 0) {
-      *stop = fmt::format("NULL link after {} nodes", out.size());
-      break;
-    }
-    if (out.size() >= limit) {
-      *stop = fmt::format("stopped at the limit of {} nodes", limit);
-      break;
-    }
-    if (!seen.insert(n).second) {
-      *stop = fmt::format("cycle: node {:#x} revisited after {} nodes", n, out.size());
-      break;
-    }
-    out.push_back(n);
-    next = m.read_u64(n);
-  }
-  return out;
+  if (w.stop == WalkStop::kLimit && asked < w.objects.size() + 1 && c.budget == 0)
+    *stop = "the analysis' node budget is exhausted";
+  else if (!w.ok())
+    *stop = fmt::format("{} after {} nodes{}{}", walk_stop_name(w.stop), w.objects.size(),
+                        w.stop_detail.empty() ? "" : ": ", w.stop_detail);
+  else if (w.issue_count)
+    *stop = fmt::format("{} broken back link(s), first: {}", w.issue_count, w.issues.front().what);
+  return std::move(w.objects);
+}
+
+WalkLimits limits(const Ctx& c, uint64_t limit) {
+  WalkLimits lim;
+  lim.max_nodes = std::min(limit, c.budget);
+  return lim;
+}
+
+}  // namespace
+
+std::vector<uint64_t> Ctx::list(uint64_t head, uint64_t member_off, uint64_t limit,
+                                std::string* stop) {
+  WalkLimits lim = limits(*this, limit);
+  return finish_walk(*this, walk_list(mem, head, member_off, lim), lim.max_nodes, stop);
+}
+
+std::vector<uint64_t> Ctx::chain(uint64_t first, uint64_t next_off, uint64_t limit,
+                                 std::string* stop) {
+  stop->clear();
+  if (!first) return {};
+  WalkLimits lim = limits(*this, limit);
+  return finish_walk(*this, walk_chain(mem, first, next_off, lim), lim.max_nodes, stop);
 }
 
 namespace {
@@ -111,6 +135,7 @@ Result<Layout> resolve_layout(TypeRegistry& types) {
   L.ctx_mempool_list = R.off(t, "mempool_list");
   L.ctx_clienttable = R.off(t, "clienttable");
   t = R.type("glusterfs_graph_t");
+  L.graph_size = R.size(t);
   L.graph_list = R.off(t, "list");
   L.graph_first = R.off(t, "first");
   L.graph_top = R.off(t, "top");
@@ -129,6 +154,7 @@ Result<Layout> resolve_layout(TypeRegistry& types) {
   L.xl_mem_acct = R.off(t, "mem_acct");
   L.xl_xl_id = R.off(t, "xl_id");
   t = R.type("xlator_list_t");
+  L.xll_size = R.size(t);
   L.xll_xlator = R.off(t, "xlator");
   L.xll_next = R.off(t, "next");
   t = R.type("struct mem_pool");
@@ -252,11 +278,6 @@ namespace {
 
 constexpr uint64_t kMaxXlators = 4096, kMaxPools = 4096, kMaxGraphs = 1024;
 
-bool trailer_ok(const Memory& m, uint64_t at) {
-  const uint8_t* t = m.span(at, 4);
-  return t && t[0] == 0xBA && t[1] == 0xAD && t[2] == 0xF0 && t[3] == 0x0D;
-}
-
 // Adds the xlator at `a` (and, for graph members, what hangs below it).
 size_t add_xlator(Ctx& c, uint64_t a, uint64_t graph_hint) {
   if (auto it = c.xl_index.find(a); it != c.xl_index.end()) return it->second;
@@ -290,10 +311,9 @@ void read_graphs(Ctx& c, uint64_t ctx) {
     return;
   }
   uint64_t active = cv.u64(c.L.ctx_active);
-  std::string stop;
-  for (uint64_t g : ring(c.mem, ctx + c.L.ctx_graphs, kMaxGraphs, &stop)) {
-    uint64_t ga = g - c.L.graph_list;
-    View gv = view(c.mem, ga, std::max(c.L.graph_id, c.L.graph_top) + 8);
+  std::string stop, xstop;
+  for (uint64_t ga : c.list(ctx + c.L.ctx_graphs, c.L.graph_list, kMaxGraphs, &stop)) {
+    View gv = view(c.mem, ga, c.L.graph_size);
     if (!gv) continue;
     GfGraph G;
     G.addr = ga;
@@ -303,22 +323,16 @@ void read_graphs(Ctx& c, uint64_t ctx) {
     G.active = ga == active;
     // Top-down through ->next, then every xlator_list of children (brick
     // multiplexing hangs extra bricks there).
-    std::vector<uint64_t> todo;
-    std::unordered_set<uint64_t> seen;
-    for (uint64_t x = gv.u64(c.L.graph_first); x && seen.size() < kMaxXlators;) {
-      if (!seen.insert(x).second) break;
-      todo.push_back(x);
-      auto n = c.mem.read_u64(x + c.L.xl_next);
-      x = n.ok() ? n.value() : 0;
-    }
+    std::vector<uint64_t> todo = c.chain(gv.u64(c.L.graph_first), c.L.xl_next, kMaxXlators, &xstop);
+    if (!xstop.empty())
+      c.r.warnings.push_back(fmt::format("graph {:#x} xlator chain: {}", ga, xstop));
+    std::unordered_set<uint64_t> seen(todo.begin(), todo.end());
     for (size_t i = 0; i < todo.size() && todo.size() < kMaxXlators; ++i) {
       auto l = c.mem.read_u64(todo[i] + c.L.xl_children);
-      for (uint64_t li = l.ok() ? l.value() : 0, n = 0; li && n < kMaxXlators; ++n) {
-        View lv = view(c.mem, li, std::max(c.L.xll_xlator, c.L.xll_next) + 8);
-        if (!lv) break;
+      for (uint64_t li : c.chain(l.ok() ? l.value() : 0, c.L.xll_next, kMaxXlators, &xstop)) {
+        View lv = view(c.mem, li, c.L.xll_size);
         uint64_t child = lv.u64(c.L.xll_xlator);
         if (child && seen.insert(child).second) todo.push_back(child);
-        li = lv.u64(c.L.xll_next);
       }
     }
     for (uint64_t x : todo) G.xlators.push_back(add_xlator(c, x, ga));
@@ -331,8 +345,7 @@ void read_graphs(Ctx& c, uint64_t ctx) {
 // Every pool on the ctx's mempool_list.
 void read_pools(Ctx& c, uint64_t ctx) {
   std::string stop;
-  for (uint64_t o : ring(c.mem, ctx + c.L.ctx_mempool_list, kMaxPools, &stop)) {
-    uint64_t pa = o - c.L.pool_owner;
+  for (uint64_t pa : c.list(ctx + c.L.ctx_mempool_list, c.L.pool_owner, kMaxPools, &stop)) {
     View v = view(c.mem, pa, c.L.pool_size);
     if (!v) continue;
     GfPool p;
@@ -433,20 +446,12 @@ Result<GlusterReport> analyze_gluster(Program& prog, const GlusterSections& sec)
   for (auto& w : hw.warnings) r.warnings.push_back("heap: " + w);
   std::map<uint64_t, uint64_t> mem_pool_sizes;
   Memory::Window win;
+  GfHeader gh;
   for (const auto& ch : hw.in_use) {
-    if (ch.usable() < L.hdr_size + 4) continue;
-    const uint8_t* h = mem.direct(win, ch.user, 24);
-    if (!h) continue;
-    uint32_t magic, type;
-    uint64_t size;
-    std::memcpy(&magic, h + 20, 4);
-    std::memcpy(&type, h + 16, 4);
-    std::memcpy(&size, h + 8, 8);
-    if (magic != kHeaderMagic || type != kMtMemPool || size + L.hdr_size + 4 > ch.usable())
+    if (!gf_header(mem, win, ch.user, ch.usable(), L.hdr_size, &gh) || gh.type != kMtMemPool)
       continue;
-    if (!trailer_ok(mem, ch.user + L.hdr_size + size)) continue;
-    mem_pool_sizes[size]++;
-    if (size == L.pool_size)
+    mem_pool_sizes[gh.size]++;
+    if (gh.size == L.pool_size)
       if (auto ctx = mem.read_u64(ch.user + L.hdr_size + L.pool_ctx); ctx.ok())
         add_ctx(ctx.value());
   }
@@ -502,19 +507,13 @@ Result<GlusterReport> analyze_gluster(Program& prog, const GlusterSections& sec)
         continue;
       }
     }
-    uint32_t magic, type;
-    uint64_t size;
-    std::memcpy(&magic, h + 20, 4);
-    if (magic != kHeaderMagic) continue;
-    auto it = acct_at.find(w0);
+    if (!gf_header(mem, win, ch.user, ch.usable(), L.hdr_size, &gh)) continue;
+    auto it = acct_at.find(gh.acct);
     if (it == acct_at.end()) continue;
     GfMemAcct& ma = r.memacct[it->second];
-    std::memcpy(&type, h + 16, 4);
-    std::memcpy(&size, h + 8, 8);
-    if (type >= ma.num_types || size + L.hdr_size + 4 > ch.usable()) continue;
-    if (!trailer_ok(mem, ch.user + L.hdr_size + size)) continue;
-    ma.types[type].live_blocks++;
-    ma.types[type].live_bytes += size;
+    if (gh.type >= ma.num_types) continue;
+    ma.types[gh.type].live_blocks++;
+    ma.types[gh.type].live_bytes += gh.size;
     ++r.gf_blocks;
   }
   r.heap_ms =

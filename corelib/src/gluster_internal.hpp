@@ -8,36 +8,47 @@
 #include <vector>
 
 #include "leakref/gluster.hpp"
+#include "leakref/objects.hpp"
 #include "leakref/types.hpp"
+#include "leakref/walkers.hpp"
 
 namespace lr::gf {
 
 // A struct copied (or mapped) whole: one read per object, fields by offset.
+// Reads outside the struct yield 0: offsets come from DWARF, which may be a
+// hostile types file declaring a field narrower than we read it.
 struct View {
   const uint8_t* p = nullptr;
+  uint64_t size = 0;
   std::vector<uint8_t> own;
   explicit operator bool() const { return p != nullptr; }
   template <class T>
   T get(uint64_t off) const {
-    T v;
-    std::memcpy(&v, p + off, sizeof v);
+    T v{};
+    if (off <= size && size - off >= sizeof v) std::memcpy(&v, p + off, sizeof v);
     return v;
+  }
+  // `n` bytes at `off`, or nullptr when they do not lie inside the struct.
+  const uint8_t* bytes(uint64_t off, uint64_t n) const {
+    return off <= size && size - off >= n ? p + off : nullptr;
   }
   uint64_t u64(uint64_t off) const { return get<uint64_t>(off); }
   int64_t i64(uint64_t off) const { return get<int64_t>(off); }
   uint32_t u32(uint64_t off) const { return get<uint32_t>(off); }
   int32_t i32(uint64_t off) const { return get<int32_t>(off); }
-  uint8_t u8(uint64_t off) const { return p[off]; }
+  uint8_t u8(uint64_t off) const { return get<uint8_t>(off); }
 };
+// The object's bytes through object_bytes (mapped, or copied when it spans
+// segments); an empty View when unreadable or larger than kMaxObjectSize.
 View view(const Memory& m, uint64_t addr, uint64_t size);
 
 // Offsets and sizes of everything the profile reads, resolved once.
 struct Layout {
   uint64_t ctx_size, ctx_graphs, ctx_active, ctx_root, ctx_mempool_list, ctx_clienttable;
-  uint64_t graph_list, graph_first, graph_top, graph_xl_count, graph_id;
+  uint64_t graph_size, graph_list, graph_first, graph_top, graph_xl_count, graph_id;
   uint64_t xl_size, xl_name, xl_type, xl_next, xl_children, xl_ctx, xl_graph, xl_itable, xl_private,
       xl_mem_acct, xl_xl_id;
-  uint64_t xll_xlator, xll_next;
+  uint64_t xll_size, xll_xlator, xll_next;
   uint64_t pool_size, pool_sizeof_type, pool_name, pool_xl_name, pool_active, pool_owner, pool_ctx,
       pool_pool;
   uint64_t shared_p2;
@@ -63,14 +74,21 @@ struct Layout {
 // kNotFound naming the first type or member the loaded DWARF lacks.
 Result<Layout> resolve_layout(TypeRegistry& types);
 
-// Node addresses of a list_head ring starting at `head` (head excluded), in
-// order. Stops at `limit` nodes, on a revisited node or an unreadable link;
-// `stop` then says why ("" when the ring closed).
-std::vector<uint64_t> ring(const Memory& m, uint64_t head, uint64_t limit, std::string* stop);
-
 std::string cstr(const Memory& m, uint64_t addr, size_t max = 256);
 
 constexpr uint64_t kPoolMagic = 0xCAFEBABE, kHeaderMagic = 0xCAFEBABE;
+
+// A GF_MALLOC block: struct mem_header (10.x: mem_acct @0, size @8, type @16,
+// magic @20) at `chunk`, the payload after `hdr_size` bytes, then the trailer
+// bytes BA AD F0 0D. True only when the magic matches, the recorded size fits
+// in the chunk's `room` bytes together with header and trailer, and the
+// trailer is there; `w` caches the mapping between calls.
+struct GfHeader {
+  uint64_t acct = 0, size = 0;
+  uint32_t type = 0;
+};
+bool gf_header(const Memory& m, Memory::Window& w, uint64_t chunk, uint64_t room, uint64_t hdr_size,
+               GfHeader* out);
 constexpr uint64_t kPooledHeader = 40;               // sizeof(pooled_obj_hdr_t) in 10.x
 constexpr uint32_t kMtMemPool = 30, kMtFdtable = 5;  // gf_common_mem_types_ in 10.3
 
@@ -81,6 +99,16 @@ struct Ctx {
   const Layout& L;
   GlusterReport& r;
   std::unordered_map<uint64_t, size_t> xl_index;  // xlator address -> index
+  // Nodes all list walks of one analysis may visit together: a hostile core
+  // can point every inode's fd_list into one long chain.
+  uint64_t budget = uint64_t{1} << 26;
+
+  // Containers on the list_head ring at `head` / on the NULL-terminated
+  // chain from `first`, through the engine's walkers (cycle cut, prev links
+  // checked), at most `limit` and what is left of the budget. `stop` is ""
+  // when the walk ended normally, else why it stopped or what was broken.
+  std::vector<uint64_t> list(uint64_t head, uint64_t member_off, uint64_t limit, std::string* stop);
+  std::vector<uint64_t> chain(uint64_t first, uint64_t next_off, uint64_t limit, std::string* stop);
 };
 
 void read_itables(Ctx& c);

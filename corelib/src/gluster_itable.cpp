@@ -36,7 +36,7 @@ GfInode read_inode(Ctx& c, uint64_t a, uint32_t ctxcount, std::string* warn) {
     *warn = fmt::format("inode {:#x} unreadable: {}", a, c.mem.why_unreadable(a));
     return in;
   }
-  std::memcpy(in.gfid.data(), v.p + c.L.in_gfid, 16);
+  if (const uint8_t* g = v.bytes(c.L.in_gfid, 16)) std::memcpy(in.gfid.data(), g, 16);
   in.nlookup = v.i64(c.L.in_nlookup);
   in.fd_count = v.u32(c.L.in_fd_count);
   in.active_fd_count = v.u32(c.L.in_active_fd_count);
@@ -56,15 +56,14 @@ GfInode read_inode(Ctx& c, uint64_t a, uint32_t ctxcount, std::string* warn) {
     }
   }
   std::string stop;
-  for (uint64_t d : ring(c.mem, a + c.L.in_dentry_list, kMaxPerInode, &stop)) {
-    View dv = view(c.mem, d - c.L.de_inode_list, c.L.de_size);
+  for (uint64_t d : c.list(a + c.L.in_dentry_list, c.L.de_inode_list, kMaxPerInode, &stop)) {
+    View dv = view(c.mem, d, c.L.de_size);
     if (!dv) continue;
-    in.dentries.push_back(
-        {d - c.L.de_inode_list, dv.u64(c.L.de_parent), cstr(c.mem, dv.u64(c.L.de_name))});
+    in.dentries.push_back({d, dv.u64(c.L.de_parent), cstr(c.mem, dv.u64(c.L.de_name))});
   }
   if (!stop.empty()) *warn = fmt::format("inode {:#x} dentry_list: {}", a, stop);
-  for (uint64_t f : ring(c.mem, a + c.L.in_fd_list, kMaxPerInode, &stop))
-    in.fds.push_back(read_fd(c, f - c.L.fd_inode_list));
+  for (uint64_t f : c.list(a + c.L.in_fd_list, c.L.fd_inode_list, kMaxPerInode, &stop))
+    in.fds.push_back(read_fd(c, f));
   if (!stop.empty()) *warn = fmt::format("inode {:#x} fd_list: {}", a, stop);
   return in;
 }
@@ -92,9 +91,9 @@ void read_itables(Ctx& c) {
     t.ctxcount = std::min<uint32_t>(v.u32(c.L.it_ctxcount), 4096);
     for (int l = 0; l < GfItable::kNumLists; ++l) {
       t.sizes[l] = v.u32(c.L.it_list_size[l]);
-      for (uint64_t n : ring(c.mem, ta + c.L.it_list[l], kMaxInodes, &t.stop[l])) {
+      for (uint64_t n : c.list(ta + c.L.it_list[l], c.L.in_list, kMaxInodes, &t.stop[l])) {
         std::string warn;
-        t.lists[l].push_back(read_inode(c, n - c.L.in_list, t.ctxcount, &warn));
+        t.lists[l].push_back(read_inode(c, n, t.ctxcount, &warn));
         if (!warn.empty()) c.r.warnings.push_back(warn);
       }
     }
@@ -121,9 +120,8 @@ void read_dicts(Ctx& c) {
       d.addr = a;
       d.refcount = v.i64(c.L.dict_refcount);
       d.count = v.i32(c.L.dict_count);
-      std::unordered_set<uint64_t> seen;
-      for (uint64_t pa = v.u64(c.L.dict_members_list); pa && d.pairs.size() < kMaxPairs;) {
-        if (!seen.insert(pa).second) break;
+      std::string stop;
+      for (uint64_t pa : c.chain(v.u64(c.L.dict_members_list), c.L.pair_next, kMaxPairs, &stop)) {
         View pv = view(c.mem, pa, c.L.pair_size);
         if (!pv) break;
         GfDictPair pr;
@@ -143,8 +141,9 @@ void read_dicts(Ctx& c) {
           }
         }
         d.pairs.push_back(std::move(pr));
-        pa = pv.u64(c.L.pair_next);
       }
+      if (!stop.empty())
+        c.r.warnings.push_back(fmt::format("dict {:#x} members_list: {}", a, stop));
       c.r.dicts.push_back(std::move(d));
     }
   }
@@ -162,11 +161,6 @@ std::vector<std::pair<int32_t, GfFd>> read_fdtable(Ctx& c, uint64_t ft) {
     if (ev.i32(i * c.L.fe_size + c.L.fe_next_free) == kEntryAllocated)
       if (uint64_t fd = ev.u64(i * c.L.fe_size + c.L.fe_fd)) out.emplace_back(i, read_fd(c, fd));
   return out;
-}
-
-bool gf_block_of_type(const Memory& m, uint64_t user, uint64_t hdr, uint32_t type) {
-  View h = view(m, user - hdr, hdr);
-  return h && h.u32(20) == kHeaderMagic && h.u32(16) == type;
 }
 
 }  // namespace
@@ -211,7 +205,11 @@ void read_clients(Ctx& c, uint64_t root_private) {
   constexpr uint64_t kFusePrivFdtable = 312;
   if (root_private) {
     auto ft = c.mem.read_u64(root_private + kFusePrivFdtable);
-    if (ft.ok() && ft.value() && gf_block_of_type(c.mem, ft.value(), c.L.hdr_size, kMtFdtable))
+    Memory::Window w;
+    GfHeader gh;
+    if (ft.ok() && ft.value() > c.L.hdr_size &&
+        gf_header(c.mem, w, ft.value() - c.L.hdr_size, ~uint64_t{0}, c.L.hdr_size, &gh) &&
+        gh.type == kMtFdtable && gh.size >= c.L.ft_size)
       c.r.fuse_fds = read_fdtable(c, ft.value());
     else
       c.r.warnings.push_back(

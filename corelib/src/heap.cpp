@@ -60,12 +60,13 @@ struct Walker {
   HeapWalk& out;
   std::vector<HeapChunk> cand;               // in-use by the PREV_INUSE test
   std::unordered_set<uint64_t> free_chunks;  // fastbin and tcache chunk addresses
+  uint64_t tcache_steps = 0;                 // entries all tcache candidates have followed
 
   // Walks chunks in [first, end) up to `top` (excluded). Returns false when
   // the chain broke before reaching top/end.
   bool chain(uint64_t first, uint64_t end, uint64_t top) {
     uint64_t c = first, n = 0;
-    while (c + 16 <= end) {
+    while (c < end && end - c >= 16) {
       if (c == top) return true;
       if (++n > lim.max_chunks) {
         out.warnings.push_back(
@@ -76,11 +77,11 @@ struct Walker {
       if (!rd.u64(c + 8, &head)) break;
       uint64_t size = head & kSizeMask;
       if (size == 0 || size == 16) return true;  // fencepost closing an old heap
-      if (size < kMinChunk || size % 16 != 0 || c + size > end) break;
+      if (size < kMinChunk || size % 16 != 0 || size > end - c) break;  // no wrap-around
       ++out.stats.chunks;
       uint64_t next = c + size, nhead = 0;
       bool in_use;
-      if (next + 16 <= end && rd.u64(next + 8, &nhead))
+      if (end - next >= 16 && rd.u64(next + 8, &nhead))
         in_use = nhead & kPrevInuse;
       else
         in_use = next >= end;  // nothing follows: the chunk ends the heap
@@ -135,6 +136,15 @@ struct Walker {
       }
       uint64_t e = entries[i];
       for (uint64_t k = 0; k < counts[i]; ++k) {
+        // Counts go up to 65535 per bin; many forged candidates must not
+        // add up to billions of reads.
+        if (++tcache_steps > lim.max_list) {
+          if (tcache_steps == lim.max_list + 1)
+            out.warnings.push_back(
+                fmt::format("tcache lists: more than {} entries followed; later candidates skipped",
+                            lim.max_list));
+          return;
+        }
         uint64_t head, ek, stored;
         if (e == 0 || e % 16 != 0 || !rd.u64(e - 8, &head) || (head & kSizeMask) != 32 + 16 * i ||
             !rd.u64(e + 8, &ek) || ek == 0 || (key != 0 && ek != key) || !rd.u64(e, &stored))
@@ -234,7 +244,7 @@ const HeapChunk* HeapWalk::chunk_containing(uint64_t addr) const {
 Result<HeapWalk> walk_glibc_heap(const Memory& mem, const HeapInput& in, const HeapLimits& limits) {
   Reader rd(mem);
   HeapWalk out;
-  Walker w{rd, limits, out, {}, {}};
+  Walker w{rd, limits, out, {}, {}, 0};
 
   // Thread heaps: 64 MiB-aligned, heap_info first. A heap whose ar_ptr is
   // heap+48 holds its arena's malloc_state and names the arena.
@@ -288,7 +298,7 @@ Result<HeapWalk> walk_glibc_heap(const Memory& mem, const HeapInput& in, const H
     uint64_t top = 0, tophead = 0;
     rd.u64(out.main_arena + kOffTop, &top);
     const auto* r = range_of(in.anon, top);
-    if (r && rd.u64(top + 8, &tophead)) {
+    if (r && rd.u64(top + 8, &tophead) && (tophead & kSizeMask) <= r->second - top) {
       uint64_t end = top + (tophead & kSizeMask);
       // The main heap starts at the brk base: the start of its VMA.
       HeapRegion hr{HeapRegion::Kind::kMain, r->first, end, out.main_arena, true};
@@ -297,8 +307,9 @@ Result<HeapWalk> walk_glibc_heap(const Memory& mem, const HeapInput& in, const H
       heap_ranges.emplace_back(r->first, end);
       ++out.stats.heaps;
     } else {
-      out.warnings.push_back(fmt::format("main_arena {:#x}: top chunk {:#x} is not in the image",
-                                         out.main_arena, top));
+      out.warnings.push_back(
+          fmt::format("main_arena {:#x}: top chunk {:#x} is not in the image or overruns it",
+                      out.main_arena, top));
     }
     w.fastbins(out.main_arena);
   }

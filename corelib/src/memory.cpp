@@ -8,13 +8,20 @@ namespace lr {
 
 const char* errc_name(Errc c) {
   switch (c) {
-    case Errc::kInvalidArgument: return "invalid argument";
-    case Errc::kIo: return "I/O error";
-    case Errc::kBadFormat: return "bad format";
-    case Errc::kFault: return "memory not readable";
-    case Errc::kNotFound: return "not found";
-    case Errc::kUnsupported: return "unsupported";
-    case Errc::kInterrupted: return "interrupted";
+    case Errc::kInvalidArgument:
+      return "invalid argument";
+    case Errc::kIo:
+      return "I/O error";
+    case Errc::kBadFormat:
+      return "bad format";
+    case Errc::kFault:
+      return "memory not readable";
+    case Errc::kNotFound:
+      return "not found";
+    case Errc::kUnsupported:
+      return "unsupported";
+    case Errc::kInterrupted:
+      return "interrupted";
   }
   return "error";
 }

@@ -164,7 +164,8 @@ const std::vector<Symbol>& Module::symbols() {
     if (debug_elf_) load_symbols_from(debug_elf_);
   }
   std::sort(syms_.begin(), syms_.end(), [](const Symbol& a, const Symbol& b) {
-    return a.addr != b.addr ? a.addr < b.addr : (a.size != b.size ? a.size > b.size : a.name < b.name);
+    return a.addr != b.addr ? a.addr < b.addr
+                            : (a.size != b.size ? a.size > b.size : a.name < b.name);
   });
   syms_.erase(std::unique(syms_.begin(), syms_.end(),
                           [](const Symbol& a, const Symbol& b) {
@@ -364,9 +365,10 @@ std::unique_ptr<ModuleSet> ModuleSet::from_core(const CoreFile& core, const Debu
     bool is_exe = entry && entry >= ext.first && entry < ext.second;
     std::string bid = fi.core_build_id.empty() ? fi.disk_build_id : fi.core_build_id;
     std::string host = fi.host_path;
-    if (fi.status == MappedFileInfo::Status::kMismatch || fi.status == MappedFileInfo::Status::kNoFile) {
-      set->warnings_.push_back(fmt::format("{}: {}: symbols and types from it are not used",
-                                           fi.path, fi.detail));
+    if (fi.status == MappedFileInfo::Status::kMismatch ||
+        fi.status == MappedFileInfo::Status::kNoFile) {
+      set->warnings_.push_back(
+          fmt::format("{}: {}: symbols and types from it are not used", fi.path, fi.detail));
       host.clear();
     }
     Module* m = set->add(fi.path, host, ext.first, ext.second, bias, bid, is_exe);
@@ -384,7 +386,8 @@ std::unique_ptr<ModuleSet> ModuleSet::from_core(const CoreFile& core, const Debu
       Module* known = nullptr;
       // Paths differ under usrmerge (/lib vs /usr/lib); the bias identifies it.
       for (auto& m : set->mods_)
-        if (m->path == name || (m->bias == laddr && m->basename() == name.substr(name.rfind('/') + 1)))
+        if (m->path == name ||
+            (m->bias == laddr && m->basename() == name.substr(name.rfind('/') + 1)))
           known = m.get();
       if (known) {
         if (known->bias != laddr)
@@ -428,8 +431,7 @@ Result<std::pair<Module*, const Symbol*>> ModuleSet::lookup(const std::string& s
     mod = spec.substr(at + 1);
   }
   for (const auto& m : mods_) {
-    if (!mod.empty() && m->path != mod && m->basename() != mod &&
-        m->basename().rfind(mod, 0) != 0)
+    if (!mod.empty() && m->path != mod && m->basename() != mod && m->basename().rfind(mod, 0) != 0)
       continue;
     if (const Symbol* s = m->find_symbol(name)) return std::make_pair(m.get(), s);
   }

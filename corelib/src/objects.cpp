@@ -10,21 +10,32 @@ namespace lr {
 
 bool FieldValue::as_int(int64_t* out) const {
   switch (kind) {
-    case Kind::kSigned: case Kind::kEnum: *out = s; return true;
-    case Kind::kUnsigned: case Kind::kBool: case Kind::kPointer:
+    case Kind::kSigned:
+    case Kind::kEnum:
+      *out = s;
+      return true;
+    case Kind::kUnsigned:
+    case Kind::kBool:
+    case Kind::kPointer:
       *out = static_cast<int64_t>(u);
       return true;
-    default: return false;
+    default:
+      return false;
   }
 }
 
 std::string FieldValue::to_string() const {
   switch (kind) {
-    case Kind::kSigned: return fmt::format("{}", s);
-    case Kind::kUnsigned: return fmt::format("{}", u);
-    case Kind::kBool: return u ? "true" : "false";
-    case Kind::kPointer: return u ? fmt::format("{:#x}", u) : "0x0";
-    case Kind::kEnum: return text.empty() ? fmt::format("{}", s) : text;
+    case Kind::kSigned:
+      return fmt::format("{}", s);
+    case Kind::kUnsigned:
+      return fmt::format("{}", u);
+    case Kind::kBool:
+      return u ? "true" : "false";
+    case Kind::kPointer:
+      return u ? fmt::format("{:#x}", u) : "0x0";
+    case Kind::kEnum:
+      return text.empty() ? fmt::format("{}", s) : text;
     case Kind::kString: {
       std::string o = "\"";
       for (unsigned char c : text) {
@@ -39,10 +50,14 @@ std::string FieldValue::to_string() const {
       }
       return o + (truncated ? "\"..." : "\"");
     }
-    case Kind::kUuid: return text;
-    case Kind::kFloat: return fmt::format("{}", f);
-    case Kind::kAggregate: return "{...}";
-    case Kind::kError: return "<" + text + ">";
+    case Kind::kUuid:
+      return text;
+    case Kind::kFloat:
+      return fmt::format("{}", f);
+    case Kind::kAggregate:
+      return "{...}";
+    case Kind::kError:
+      return "<" + text + ">";
   }
   return "?";
 }
@@ -60,8 +75,10 @@ Result<FieldSpec> make_field_spec(const Type* t, std::string_view path, bool ref
       // Re-render the segment as a path for resolve_refcount.
       std::string p;
       for (const auto& s : seg) {
-        if (s.op == PathStep::Op::kMember) p += (p.empty() ? "" : ".") + s.name;
-        else p += fmt::format("[{}]", s.index);
+        if (s.op == PathStep::Op::kMember)
+          p += (p.empty() ? "" : ".") + s.name;
+        else
+          p += fmt::format("[{}]", s.index);
       }
       LR_ASSIGN(loc, resolve_refcount(cur, p));
     } else {
@@ -112,7 +129,8 @@ int64_t IntField::load(const uint8_t* obj) const {
     unsigned __int128 v = 0;
     std::memcpy(&v, obj + offset, nbytes > 16 ? 16 : nbytes);
     v >>= bit_offset;
-    u = static_cast<uint64_t>(v) & (bit_size >= 64 ? ~uint64_t{0} : ((uint64_t{1} << bit_size) - 1));
+    u = static_cast<uint64_t>(v) &
+        (bit_size >= 64 ? ~uint64_t{0} : ((uint64_t{1} << bit_size) - 1));
     bits = bit_size;
   }
   if (is_signed && bits < 64 && ((u >> (bits - 1)) & 1)) u |= ~uint64_t{0} << bits;
@@ -133,7 +151,8 @@ bool looks_uuid(const Type* declared, const Type* s) {
 
 std::string uuid_text(const uint8_t* p) {
   return fmt::format(
-      "{:02x}{:02x}{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}{:02x}{:02x}{:02x}"
+      "{:02x}{:02x}{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}{:02x}{:02x}{:"
+      "02x}"
       "{:02x}",
       p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9], p[10], p[11], p[12], p[13], p[14],
       p[15]);
@@ -201,7 +220,8 @@ FieldValue format_scalar(const uint8_t* obj, const FieldLoc& loc) {
       v.text = t->display();
       return v;
     }
-    case TypeKind::kStruct: case TypeKind::kUnion:
+    case TypeKind::kStruct:
+    case TypeKind::kUnion:
       v.kind = FieldValue::Kind::kAggregate;
       v.text = t->display();
       return v;

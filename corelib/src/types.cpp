@@ -44,8 +44,13 @@ bool member_location(Dwarf_Die* d, uint64_t* out) {
   }
   Dwarf_Word w;
   switch (dwarf_whatform(&a)) {
-    case DW_FORM_data1: case DW_FORM_data2: case DW_FORM_data4: case DW_FORM_data8:
-    case DW_FORM_udata: case DW_FORM_sdata: case DW_FORM_implicit_const:
+    case DW_FORM_data1:
+    case DW_FORM_data2:
+    case DW_FORM_data4:
+    case DW_FORM_data8:
+    case DW_FORM_udata:
+    case DW_FORM_sdata:
+    case DW_FORM_implicit_const:
       if (dwarf_formudata(&a, &w) != 0) return false;
       *out = w;
       return true;
@@ -79,9 +84,12 @@ std::string normalize_name(std::string_view s) {
 
 std::string Type::display() const {
   switch (kind) {
-    case TypeKind::kStruct: return "struct " + (name.empty() ? std::string("<anonymous>") : name);
-    case TypeKind::kUnion: return "union " + (name.empty() ? std::string("<anonymous>") : name);
-    case TypeKind::kEnum: return "enum " + (name.empty() ? std::string("<anonymous>") : name);
+    case TypeKind::kStruct:
+      return "struct " + (name.empty() ? std::string("<anonymous>") : name);
+    case TypeKind::kUnion:
+      return "union " + (name.empty() ? std::string("<anonymous>") : name);
+    case TypeKind::kEnum:
+      return "enum " + (name.empty() ? std::string("<anonymous>") : name);
     case TypeKind::kPointer: {
       std::string t = target ? target->display() : "void";
       return t + (t.back() == '*' ? "*" : " *");
@@ -89,9 +97,12 @@ std::string Type::display() const {
     case TypeKind::kArray:
       return (target ? target->display() : "?") +
              (flexible ? std::string(" []") : fmt::format(" [{}]", count));
-    case TypeKind::kFunction: return "function";
-    case TypeKind::kVoid: return "void";
-    default: return name.empty() ? "?" : name;
+    case TypeKind::kFunction:
+      return "function";
+    case TypeKind::kVoid:
+      return "void";
+    default:
+      return name.empty() ? "?" : name;
   }
 }
 
@@ -131,7 +142,8 @@ Result<std::vector<PathStep>> parse_member_path(std::string_view p) {
     char c = p[i];
     if (need_ident) {
       if (std::isspace(static_cast<unsigned char>(c))) return bad("unexpected space");
-      if (!(std::isalpha(static_cast<unsigned char>(c)) || c == '_')) return bad("expected a member name");
+      if (!(std::isalpha(static_cast<unsigned char>(c)) || c == '_'))
+        return bad("expected a member name");
       out.push_back({PathStep::Op::kMember, ident(), 0});
       need_ident = false;
       continue;
@@ -149,7 +161,8 @@ Result<std::vector<PathStep>> parse_member_path(std::string_view p) {
       bool neg = i < p.size() && p[i] == '-';
       if (neg) ++i;
       int64_t v = 0;
-      if (i >= p.size() || !std::isdigit(static_cast<unsigned char>(p[i]))) return bad("expected an index");
+      if (i >= p.size() || !std::isdigit(static_cast<unsigned char>(p[i])))
+        return bad("expected an index");
       while (i < p.size() && std::isdigit(static_cast<unsigned char>(p[i]))) {
         if (v > (INT64_MAX - 9) / 10) return bad("index too large");
         v = v * 10 + (p[i] - '0');
@@ -251,16 +264,16 @@ Result<FieldLoc> resolve_path(const Type* t, std::string_view path) {
 
 Result<FieldLoc> resolve_refcount(const Type* t, std::string_view path) {
   LR_ASSIGN(FieldLoc loc, resolve_path(t, path));
-  static const char* kNames[] = {"counter", "refs", "refcount", "count", "value", "ref", "val",
-                                 "usage", "_count"};
+  static const char* kNames[] = {"counter", "refs", "refcount", "count", "value",
+                                 "ref",     "val",  "usage",    "_count"};
   for (int depth = 0; depth < 16; ++depth) {
     const Type* cur = loc.type ? loc.type->strip() : nullptr;
     if (!cur) return make_error(Errc::kNotFound, "refcount field has no type");
     if (cur->is_integer_like() && cur->kind != TypeKind::kPointer) return within(t, loc);
     if (cur->kind != TypeKind::kStruct && cur->kind != TypeKind::kUnion)
-      return make_error(Errc::kInvalidArgument,
-                        fmt::format("refcount field '{}' has type {}, not an integer", path,
-                                    cur->display()));
+      return make_error(
+          Errc::kInvalidArgument,
+          fmt::format("refcount field '{}' has type {}, not an integer", path, cur->display()));
     const Member* pick = nullptr;
     uint64_t off = 0;
     for (const char* n : kNames)
@@ -332,12 +345,25 @@ TypeRegistry::Index* TypeRegistry::index_for(Module* m) {
       if (!name) continue;
       const char* prefix = nullptr;
       switch (tag) {
-        case DW_TAG_structure_type: case DW_TAG_class_type: prefix = "struct "; break;
-        case DW_TAG_union_type: prefix = "union "; break;
-        case DW_TAG_enumeration_type: prefix = "enum "; break;
-        case DW_TAG_typedef: case DW_TAG_base_type: prefix = ""; break;
-        case DW_TAG_variable: slot->vars[name].push_back(dwarf_dieoffset(&child)); continue;
-        default: continue;
+        case DW_TAG_structure_type:
+        case DW_TAG_class_type:
+          prefix = "struct ";
+          break;
+        case DW_TAG_union_type:
+          prefix = "union ";
+          break;
+        case DW_TAG_enumeration_type:
+          prefix = "enum ";
+          break;
+        case DW_TAG_typedef:
+        case DW_TAG_base_type:
+          prefix = "";
+          break;
+        case DW_TAG_variable:
+          slot->vars[name].push_back(dwarf_dieoffset(&child));
+          continue;
+        default:
+          continue;
       }
       auto& v = slot->types[std::string(prefix) + name];
       // Definitions first, declarations after.
@@ -354,7 +380,10 @@ const Type* TypeRegistry::complete_struct(const Type* t, Module* self, uint64_t 
                                           TypeKind kind) {
   (void)die_off;
   if (t->name.empty()) return t;
-  std::string key = (kind == TypeKind::kUnion ? "union " : kind == TypeKind::kEnum ? "enum " : "struct ") + t->name;
+  std::string key = (kind == TypeKind::kUnion  ? "union "
+                     : kind == TypeKind::kEnum ? "enum "
+                                               : "struct ") +
+                    t->name;
   for (const auto& m : mods_->modules()) {
     Index* idx = index_for(m.get());
     auto it = idx->types.find(key);
@@ -420,7 +449,9 @@ const Type* TypeRegistry::convert(Module* m, Dwarf* dw, uint64_t off) {
       t->is_char = enc == DW_ATE_signed_char || enc == DW_ATE_unsigned_char;
       break;
     }
-    case DW_TAG_pointer_type: case DW_TAG_reference_type: case DW_TAG_rvalue_reference_type:
+    case DW_TAG_pointer_type:
+    case DW_TAG_reference_type:
+    case DW_TAG_rvalue_reference_type:
     case DW_TAG_ptr_to_member_type:
       t->kind = TypeKind::kPointer;
       if (!t->size) t->size = 8;
@@ -461,7 +492,9 @@ const Type* TypeRegistry::convert(Module* m, Dwarf* dw, uint64_t off) {
       }
       break;
     }
-    case DW_TAG_structure_type: case DW_TAG_class_type: case DW_TAG_union_type: {
+    case DW_TAG_structure_type:
+    case DW_TAG_class_type:
+    case DW_TAG_union_type: {
       t->kind = tag == DW_TAG_union_type ? TypeKind::kUnion : TypeKind::kStruct;
       if (is_decl(&die)) {
         t->complete = false;
@@ -585,8 +618,9 @@ Result<const Type*> TypeRegistry::find(std::string_view raw) {
     std::string why;
     if (Module* exe = mods_->exe(); exe && !exe->has_dwarf()) why = "; " + exe->debug_missing;
     if (searched.empty())
-      return make_error(Errc::kNotFound,
-                        fmt::format("type '{}': no module has DWARF debuginfo to search{}", name, why));
+      return make_error(
+          Errc::kNotFound,
+          fmt::format("type '{}': no module has DWARF debuginfo to search{}", name, why));
     return make_error(Errc::kNotFound,
                       fmt::format("type '{}' not found in the DWARF of {}{}", name, searched, why));
   }

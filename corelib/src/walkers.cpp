@@ -7,12 +7,18 @@ namespace lr {
 
 const char* walk_stop_name(WalkStop s) {
   switch (s) {
-    case WalkStop::kEnd: return "end";
-    case WalkStop::kCycle: return "cycle";
-    case WalkStop::kFault: return "fault";
-    case WalkStop::kCorrupt: return "corrupt";
-    case WalkStop::kLimit: return "limit";
-    case WalkStop::kInterrupted: return "interrupted";
+    case WalkStop::kEnd:
+      return "end";
+    case WalkStop::kCycle:
+      return "cycle";
+    case WalkStop::kFault:
+      return "fault";
+    case WalkStop::kCorrupt:
+      return "corrupt";
+    case WalkStop::kLimit:
+      return "limit";
+    case WalkStop::kInterrupted:
+      return "interrupted";
   }
   return "?";
 }
@@ -47,8 +53,10 @@ inline void prefetch(const Memory& mem, Window& w, uint64_t a) {
 
 // Grows the result array in large steps and asks for transparent huge pages:
 // a million-object walk otherwise spends much of its time in page faults.
+// The first step is small: profiles run thousands of short walks (an inode's
+// dentries and fds), and a 2 MiB reservation each would be an mmap apiece.
 inline void grow(std::vector<uint64_t>& v) {
-  size_t cap = std::max<size_t>(v.capacity() * 2, size_t{1} << 18);
+  size_t cap = v.capacity() == 0 ? 64 : std::max<size_t>(v.capacity() * 2, size_t{1} << 18);
   v.reserve(cap);
   uintptr_t b = reinterpret_cast<uintptr_t>(v.data());
   uintptr_t lo = (b + (2u << 20) - 1) & ~uintptr_t{(2u << 20) - 1};
@@ -94,7 +102,8 @@ struct Chain {
   bool step(const Memory& mem, Window& w, WalkResult& issues) {
     if (x == end) return false;
     if (out->size() >= limit)
-      return fail(WalkStop::kLimit, x - cont, fmt::format("stopped after {} objects (--limit)", limit));
+      return fail(WalkStop::kLimit, x - cont,
+                  fmt::format("stopped after {} objects (--limit)", limit));
     if (x == 0 || poisoned(x)) {
       uint64_t last = out->size() > base ? out->back() : 0;
       return fail(WalkStop::kCorrupt, last,
@@ -150,9 +159,9 @@ struct Chain {
 };
 
 // A single list/hlist/chain walked into r.objects.
-void walk_links(const Memory& mem, Window& w, uint64_t first, uint64_t next_off,
-                uint64_t end_value, Back back, uint64_t head_for_back, uint64_t member_off,
-                const WalkLimits& lim, WalkResult& r) {
+void walk_links(const Memory& mem, Window& w, uint64_t first, uint64_t next_off, uint64_t end_value,
+                Back back, uint64_t head_for_back, uint64_t member_off, const WalkLimits& lim,
+                WalkResult& r) {
   Chain c;
   c.next_off = next_off;
   c.cont = member_off;
@@ -198,7 +207,8 @@ WalkResult walk_list(const Memory& mem, uint64_t head, uint64_t member_off, cons
   return r;
 }
 
-WalkResult walk_hlist(const Memory& mem, uint64_t head, uint64_t member_off, const WalkLimits& lim) {
+WalkResult walk_hlist(const Memory& mem, uint64_t head, uint64_t member_off,
+                      const WalkLimits& lim) {
   WalkResult r;
   Window w;
   uint64_t first;
@@ -268,7 +278,7 @@ WalkResult walk_buckets(const Memory& mem, uint64_t base, uint64_t nbuckets, uin
   constexpr size_t kLanes = 16;
   const uint64_t next_off = kind == BucketKind::kChain ? member_off : 0;
   const uint64_t cont = kind == BucketKind::kChain ? 0 : member_off;  // link -> container
-  const Back back = kind == BucketKind::kHlist ? Back::kPprev
+  const Back back = kind == BucketKind::kHlist      ? Back::kPprev
                     : kind == BucketKind::kListHead ? Back::kPrev
                                                     : Back::kNone;
   struct Lane {
@@ -306,8 +316,9 @@ WalkResult walk_buckets(const Memory& mem, uint64_t base, uint64_t nbuckets, uin
       // The bucket array is contiguous: past an unreadable bucket the rest is
       // not worth scanning (and a corrupt count could make that endless).
       ++r.faulted_buckets;
-      add_issue(r, b, fmt::format("bucket {} at {:#x} not readable: {}", L.bucket, b,
-                                  mem.why_unreadable(b)));
+      add_issue(
+          r, b,
+          fmt::format("bucket {} at {:#x} not readable: {}", L.bucket, b, mem.why_unreadable(b)));
       next_bucket = nbuckets;
       array_fault = true;
       return;

@@ -35,9 +35,9 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
   LR_ASSIGN(const Type* t, prog.types().find(spec.type));
   const Type* ts = t->strip();
   if (!ts->size)
-    return make_error(Errc::kNotFound,
-                      fmt::format("type '{}' has no size (only declared, never defined?)",
-                                  spec.type));
+    return make_error(
+        Errc::kNotFound,
+        fmt::format("type '{}' has no size (only declared, never defined?)", spec.type));
   // A corrupt or hostile DWARF size must not drive allocations.
   if (ts->size > kMaxObjectSize)
     return make_error(Errc::kBadFormat, fmt::format("type '{}' claims {} bytes; refusing objects "
@@ -99,8 +99,8 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
       if (!obj) obj = object_bytes(*mem, addr, size, scratch);
       if (!obj) {
         if (rep->unreadable_objects++ < 20)
-          rep->warnings.push_back(fmt::format("object {:#x} not readable: {}", addr,
-                                              mem->why_unreadable(addr)));
+          rep->warnings.push_back(
+              fmt::format("object {:#x} not readable: {}", addr, mem->why_unreadable(addr)));
         return;
       }
       if (filter && !filter->matches(*mem, obj)) return;
@@ -162,10 +162,10 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
       const char* node_t = ring ? "list_head" : "hlist_node";
       const char* head_t = ring ? "list_head" : "hlist_head";
       if (!named(member_type, node_t) && !(member_type && member_type->strip()->size == 16))
-        return make_error(Errc::kInvalidArgument,
-                          fmt::format("--{}-member {} is {}, not a struct {}", ring ? "list" : "hlist",
-                                      spec.member, member_type ? member_type->display() : "unknown",
-                                      node_t));
+        return make_error(
+            Errc::kInvalidArgument,
+            fmt::format("--{}-member {} is {}, not a struct {}", ring ? "list" : "hlist",
+                        spec.member, member_type ? member_type->display() : "unknown", node_t));
       uint64_t nb = spec.buckets ? spec.buckets : (elem && named(elem, head_t) ? arr_count : 0);
       if (nb) {
         rep.mode = ring ? "hash:list_head" : "hash:hlist";
@@ -173,7 +173,8 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
                                 ring ? BucketKind::kListHead : BucketKind::kHlist, member_off, lim);
       } else {
         rep.mode = ring ? "list" : "hlist";
-        rep.walk = ring ? walk_list(mem, head, member_off, lim) : walk_hlist(mem, head, member_off, lim);
+        rep.walk =
+            ring ? walk_list(mem, head, member_off, lim) : walk_hlist(mem, head, member_off, lim);
       }
       break;
     }
@@ -204,11 +205,13 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
       const bool ptrs = spec.link == WalkSpec::Link::kPointerArray;
       uint64_t n = spec.count ? spec.count : arr_count;
       if (!n)
-        return make_error(Errc::kInvalidArgument,
-                          fmt::format("--{} needs --count N (the head symbol's type gives no length)",
-                                      ptrs ? "pointer-array" : "array"));
+        return make_error(
+            Errc::kInvalidArgument,
+            fmt::format("--{} needs --count N (the head symbol's type gives no length)",
+                        ptrs ? "pointer-array" : "array"));
       rep.mode = ptrs ? "pointer-array" : "array";
-      rep.walk = ptrs ? walk_pointer_array(mem, head, n, lim) : walk_array(mem, head, n, ts->size, lim);
+      rep.walk =
+          ptrs ? walk_pointer_array(mem, head, n, lim) : walk_array(mem, head, n, ts->size, lim);
       break;
     }
     case WalkSpec::Link::kNone:
@@ -221,7 +224,8 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
   for (int64_t i = 0; i < kDense; ++i)
     if (ev.dense[i]) rep.histogram[i - 1] += ev.dense[i];
   if (rep.unreadable_objects > 20)
-    rep.warnings.push_back(fmt::format("{} objects in all were not readable", rep.unreadable_objects));
+    rep.warnings.push_back(
+        fmt::format("{} objects in all were not readable", rep.unreadable_objects));
   return rep;
 }
 
