@@ -18,15 +18,21 @@ lr::Module* libglusterfs(lr::Program& p) {
   return p.modules().by_name("libglusterfs.so.0");
 }
 
-// Real debuginfo first; else --types; else the cache, built on first use.
 lr::Result<std::string> ensure_types(lr::Program& prog, const GlusterArgs& a) {
-  if (!a.types.empty()) {
+  return ensure_gluster_types(prog, a.types);
+}
+
+}  // namespace
+
+// Real debuginfo first; else the given file; else the cache, built on first use.
+lr::Result<std::string> ensure_gluster_types(lr::Program& prog, const std::string& types_file) {
+  if (!types_file.empty()) {
     struct stat st;
-    if (::stat(a.types.c_str(), &st) != 0)
+    if (::stat(types_file.c_str(), &st) != 0)
       return lr::make_error(lr::Errc::kIo,
-                            fmt::format("--types {}: {}", a.types, std::strerror(errno)));
-    prog.modules().add("<types " + a.types + ">", a.types, 0, 0, 0, "", false);
-    return a.types;
+                            fmt::format("--types {}: {}", types_file, std::strerror(errno)));
+    prog.modules().add("<types " + types_file + ">", types_file, 0, 0, 0, "", false);
+    return types_file;
   }
   lr::Module* lib = libglusterfs(prog);
   if (!lib)
@@ -56,6 +62,8 @@ lr::Result<std::string> ensure_types(lr::Program& prog, const GlusterArgs& a) {
   prog.modules().add("<types " + path + ">", path, 0, 0, 0, "", false);
   return path;
 }
+
+namespace {
 
 std::string xl_key(const lr::GfXlator& x) {
   return x.is_global ? "global.glusterfs" : x.type + "." + x.name;

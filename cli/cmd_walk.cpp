@@ -17,10 +17,33 @@ bool want(const std::vector<std::string>& fail_on, const char* what) {
 
 }  // namespace
 
-int cmd_walk(const Common& c, const WalkArgs& a) {
-  static const std::set<std::string> kFail = {"match", "cycle", "fault", "corrupt", "issue", "any"};
-  for (const auto& f : a.fail_on)
-    if (!kFail.count(f)) return fail_usage("--fail-on: unknown finding '" + f + "'");
+void add_walk_options(CLI::App* sub, WalkArgs& w, bool required) {
+  sub->add_option("--type", w.type, "object type, e.g. 'struct node'")->required(required);
+  sub->add_option("--head", w.head, "SYMBOL, SYMBOL@module, *SYMBOL or ADDR where the walk starts")
+      ->required(required);
+  auto* o_next =
+      sub->add_option("--next", w.next, "NULL-terminated chain through this pointer field");
+  auto* o_list =
+      sub->add_option("--list-member", w.list_member, "list_head member (ring at --head)");
+  auto* o_hl = sub->add_option("--hlist-member", w.hlist_member,
+                                "hlist_node member (hlist_head at --head)");
+  auto* o_arr = sub->add_flag("--array", w.array, "--head is an array of the type");
+  auto* o_parr = sub->add_flag("--pointer-array", w.pointer_array,
+                                "--head is an array of pointers to the type");
+  o_next->excludes(o_list, o_hl, o_arr, o_parr);
+  o_list->excludes(o_hl, o_arr, o_parr);
+  o_hl->excludes(o_arr, o_parr);
+  o_arr->excludes(o_parr);
+  sub->add_option("--count", w.count, "array length (default: from the symbol's type)");
+  sub->add_option("--buckets", w.buckets,
+                   "--head is a hash table of N buckets (default: from type)");
+  sub->add_option("--refcount", w.refcount,
+                   "refcount field (atomic_t, refcount_t, kref, lockref, ints)");
+  sub->add_option("--show", w.show, "fields to print (a,b->c,d[2])")->delimiter(',');
+  sub->add_option("--where", w.where, "filter: 'refcount>1 && flags==0', fields, &&, ||");
+}
+
+lr::WalkSpec walk_spec_from(const WalkArgs& a) {
   lr::WalkSpec spec;
   spec.type = a.type;
   spec.head = a.head;
@@ -45,6 +68,14 @@ int cmd_walk(const Common& c, const WalkArgs& a) {
   spec.where = a.where;
   if (a.limit) spec.limits.max_nodes = a.limit;
   spec.keep_values = !a.summary_only;
+  return spec;
+}
+
+int cmd_walk(const Common& c, const WalkArgs& a) {
+  static const std::set<std::string> kFail = {"match", "cycle", "fault", "corrupt", "issue", "any"};
+  for (const auto& f : a.fail_on)
+    if (!kFail.count(f)) return fail_usage("--fail-on: unknown finding '" + f + "'");
+  lr::WalkSpec spec = walk_spec_from(a);
   if (!a.where.empty()) {
     auto syn = lr::Filter::check_syntax(a.where);
     if (!syn.ok()) return fail(syn.error());

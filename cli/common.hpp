@@ -9,6 +9,7 @@
 
 #include "leakref/objects.hpp"
 #include "leakref/program.hpp"
+#include "leakref/walkspec.hpp"
 
 namespace lrcli {
 
@@ -82,5 +83,35 @@ struct WalkArgs {
   std::vector<std::string> fail_on;
   bool summary_only = false, stats = false;
 };
+
+// Registers the walk options (--type, --head, --next, ...) on `sub`.
+void add_walk_options(CLI::App* sub, WalkArgs& w, bool required);
+lr::WalkSpec walk_spec_from(const WalkArgs& a);
+
+// GlusterFS types for `prog`: real debuginfo, else `types_file`, else the
+// synthesized cache (built on first use). Returns where they came from.
+lr::Result<std::string> ensure_gluster_types(lr::Program& prog, const std::string& types_file);
+
+struct CorrelateArgs {
+  std::vector<std::string> traces;
+  std::string format = "auto";
+  std::string kind = "any";
+  std::string types;
+  std::string ptr;
+  size_t top = 10;
+  std::vector<std::string> fail_on;
+  WalkArgs walk;
+};
+int cmd_correlate(const Common& c, const CorrelateArgs& a);
+
+struct TracePlanArgs {
+  int pid = 0;
+  std::vector<std::string> functions;
+  std::vector<std::string> refoffs;  // KIND=OFF:WIDTH
+  std::string bpftrace_out;
+  std::string source = "bpftrace";
+};
+int cmd_trace_plan(const TracePlanArgs& a);
+int cmd_trace_info(const std::vector<std::string>& files, const std::string& format, bool json);
 
 }  // namespace lrcli

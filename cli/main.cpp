@@ -17,29 +17,7 @@ int main(int argc, char** argv) {
   WalkArgs w;
   auto* walk = app.add_subcommand("walk", "walk a list, hash table, chain or array of objects");
   add_common(walk, c);
-  walk->add_option("--type", w.type, "object type, e.g. 'struct node'")->required();
-  walk->add_option("--head", w.head, "SYMBOL, SYMBOL@module, *SYMBOL or ADDR where the walk starts")
-      ->required();
-  auto* o_next =
-      walk->add_option("--next", w.next, "NULL-terminated chain through this pointer field");
-  auto* o_list =
-      walk->add_option("--list-member", w.list_member, "list_head member (ring at --head)");
-  auto* o_hl = walk->add_option("--hlist-member", w.hlist_member,
-                                "hlist_node member (hlist_head at --head)");
-  auto* o_arr = walk->add_flag("--array", w.array, "--head is an array of the type");
-  auto* o_parr = walk->add_flag("--pointer-array", w.pointer_array,
-                                "--head is an array of pointers to the type");
-  o_next->excludes(o_list, o_hl, o_arr, o_parr);
-  o_list->excludes(o_hl, o_arr, o_parr);
-  o_hl->excludes(o_arr, o_parr);
-  o_arr->excludes(o_parr);
-  walk->add_option("--count", w.count, "array length (default: from the symbol's type)");
-  walk->add_option("--buckets", w.buckets,
-                   "--head is a hash table of N buckets (default: from type)");
-  walk->add_option("--refcount", w.refcount,
-                   "refcount field (atomic_t, refcount_t, kref, lockref, ints)");
-  walk->add_option("--show", w.show, "fields to print (a,b->c,d[2])")->delimiter(',');
-  walk->add_option("--where", w.where, "filter: 'refcount>1 && flags==0', fields, &&, ||");
+  add_walk_options(walk, w, true);
   walk->add_option("--limit", w.limit, "stop after N objects (default 100000000)");
   walk->add_option("--fail-on", w.fail_on, "exit 1 if: match, cycle, fault, corrupt, issue, any")
       ->delimiter(',');
@@ -75,6 +53,44 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"text", "json", "statedump"}));
   gl->add_option("--section", ga.sections, "mempool,itable,memusage,dicts,clients,fds")
       ->delimiter(',');
+
+  CorrelateArgs ca;
+  auto* corr = app.add_subcommand(
+      "correlate", "join ref/unref or malloc traces with the objects live in a core");
+  add_common(corr, c);
+  corr->add_option("trace", ca.traces,
+                   "trace files: leakref-trace, bpftrace, SystemTap ref-leak, mmleak (+ .maps), "
+                   "bcc memleak, /proc/PID/maps")
+      ->required();
+  corr->add_option("--format", ca.format, "trace format (default: detected per file)");
+  corr->add_option("--kind", ca.kind, "GlusterFS objects: dict, inode, fd or any; with a walk: "
+                                      "the trace kind its objects are (default any)");
+  corr->add_option("--types", ca.types, "GlusterFS DWARF types file (as for `gluster`)");
+  corr->add_option("--ptr", ca.ptr, "print the full ref/unref history of this object");
+  corr->add_option("--top", ca.top, "call sites to list (default 10)");
+  corr->add_option("--fail-on", ca.fail_on, "exit 1 if: flagged, disagree, unreliable, any")
+      ->delimiter(',');
+  add_walk_options(corr, ca.walk, false);
+
+  TracePlanArgs tpa;
+  auto* tplan = app.add_subcommand(
+      "trace-plan", "probes for leakref-trace: resolve functions in a live process");
+  tplan->add_option("-p,--pid", tpa.pid, "process to trace")->required();
+  tplan->add_option("--functions", tpa.functions,
+                    "NAME[@MODULE][:ref|unref|new|free[:KIND]],... (default: GlusterFS dict, "
+                    "inode, fd)")
+      ->delimiter(',');
+  tplan->add_option("--refoff", tpa.refoffs, "KIND=OFFSET[:4|8]: read the refcount at entry");
+  tplan->add_option("--bpftrace", tpa.bpftrace_out, "write the bpftrace program here");
+  tplan->add_option("--source", tpa.source, "H source= value (the tracer and its version)");
+
+  std::vector<std::string> ti_files;
+  std::string ti_format = "auto";
+  bool ti_json = false;
+  auto* tinfo = app.add_subcommand("trace-info", "what leakref reads in trace files");
+  tinfo->add_option("trace", ti_files, "trace files")->required();
+  tinfo->add_option("--format", ti_format, "trace format (default: detected)");
+  tinfo->add_flag("--json", ti_json, "machine-readable output");
 
   TypesArgs ta;
   Common tc;
@@ -113,6 +129,9 @@ int main(int argc, char** argv) {
     if (*heap) return cmd_heap(c, heap_list);
     if (*gl) return cmd_gluster(c, ga);
     if (*types) return cmd_types_gluster(tc, ta);
+    if (*corr) return cmd_correlate(c, ca);
+    if (*tplan) return cmd_trace_plan(tpa);
+    if (*tinfo) return cmd_trace_info(ti_files, ti_format, ti_json);
   } catch (const std::exception& e) {
     fmt::print(stderr, "leakref: internal error: {}\n", e.what());
     return kInternal;

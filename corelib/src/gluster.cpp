@@ -507,6 +507,14 @@ Result<GlusterReport> analyze_gluster(Program& prog, const GlusterSections& sec)
         continue;
       }
     }
+    if (w0 == kPoolInvalidMagic && ch.usable() >= kPooledHeader) {
+      // mem_put() marks the header; the chunk waits on a pool free list.
+      std::memcpy(&w4, h + 32, 8);
+      if (pool_at.count(w4)) {
+        r.dead_pooled.push_back(ch.user);
+        continue;
+      }
+    }
     if (!gf_header(mem, win, ch.user, ch.usable(), L.hdr_size, &gh)) continue;
     auto it = acct_at.find(gh.acct);
     if (it == acct_at.end()) continue;
@@ -542,6 +550,7 @@ Result<GlusterReport> analyze_gluster(Program& prog, const GlusterSections& sec)
     if (x.is_root) root_priv = x.priv;
   if (sec.clients || sec.fds) read_clients(c, root_priv);
   if (sec.itable) check_invariants(c);
+  r.heap_walk = std::move(hw);
   r.total_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return r;

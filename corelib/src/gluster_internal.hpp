@@ -77,6 +77,7 @@ Result<Layout> resolve_layout(TypeRegistry& types);
 std::string cstr(const Memory& m, uint64_t addr, size_t max = 256);
 
 constexpr uint64_t kPoolMagic = 0xCAFEBABE, kHeaderMagic = 0xCAFEBABE;
+constexpr uint64_t kPoolInvalidMagic = 0xDEADC0DE;  // GF_MEM_INVALID_MAGIC, set by mem_put()
 
 // A GF_MALLOC block: struct mem_header (10.x: mem_acct @0, size @8, type @16,
 // magic @20) at `chunk`, the payload after `hdr_size` bytes, then the trailer

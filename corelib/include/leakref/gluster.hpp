@@ -145,6 +145,8 @@ struct GlusterReport {
   HeapStats heap;
   double heap_ms = 0, total_ms = 0;
   uint64_t pooled_live = 0, gf_blocks = 0;
+  std::vector<uint64_t> dead_pooled;  // in-use chunks holding put-back pooled objects
+  HeapWalk heap_walk;                 // the walk the report was built from
 };
 
 // Reads the GlusterFS state of `prog`. Types must be resolvable through

@@ -1,0 +1,402 @@
+// correlate: a core's live objects joined with ref/unref (and malloc) traces.
+#include <fmt/format.h>
+
+#include <set>
+
+#include "common.hpp"
+#include "leakref/correlate.hpp"
+#include "leakref/gluster.hpp"
+#include "leakref/heap.hpp"
+#include "leakref/trace.hpp"
+
+namespace lrcli {
+
+namespace {
+
+const lr::Gfid kRootGfid = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+
+std::string plural(uint64_t n, const char* one, const char* many) {
+  return fmt::format("{} {}", n, n == 1 ? one : many);
+}
+
+// GlusterFS objects: every inode of every table (refs explained by its fds
+// and child dentries, as libglusterfs itself takes them), every live dict
+// and fd (refs explained by the pointers to them found in live memory).
+lr::Result<std::vector<lr::CoreObject>> gluster_objects(lr::Program& prog, const CorrelateArgs& a,
+                                                        lr::GlusterReport* rep_out) {
+  LR_TRY(ensure_gluster_types(prog, a.types));
+  lr::GlusterSections sec;
+  LR_ASSIGN(*rep_out, lr::analyze_gluster(prog, sec));
+  const lr::GlusterReport& r = *rep_out;
+  std::vector<lr::CoreObject> out;
+  std::vector<std::pair<uint64_t, uint64_t>> scan;
+  uint64_t dict_size = 152, fd_size = 120;
+  if (auto t = prog.types().find("dict_t"); t.ok()) dict_size = t.value()->size;
+  if (auto t = prog.types().find("fd_t"); t.ok()) fd_size = t.value()->size;
+  std::set<uint64_t> seen_fd;
+  auto add_fd = [&](const lr::GfFd& fd, const std::string& where) {
+    if (!seen_fd.insert(fd.addr).second) return;
+    lr::CoreObject o;
+    o.addr = fd.addr;
+    o.kind = "fd";
+    o.refcount = fd.refcount;
+    o.label = fmt::format("{} inode {:#x}", where, fd.inode);
+    out.push_back(o);
+    scan.emplace_back(fd.addr, fd_size);
+  };
+  for (const auto& t : r.itables)
+    for (int l = 0; l < lr::GfItable::kNumLists; ++l)
+      for (const auto& in : t.lists[l]) {
+        lr::CoreObject o;
+        o.addr = in.addr;
+        o.kind = "inode";
+        o.refcount = in.ref;
+        o.explained = static_cast<int64_t>(in.fds.size() + in.child_dentries);
+        o.explained_by = fmt::format("{} and {}", plural(in.fds.size(), "fd", "fds"),
+                                     plural(in.child_dentries, "child dentry", "child dentries"));
+        o.label = fmt::format("{} {} gfid {}", t.name, lr::itable_list_name(l), lr::format_gfid(in.gfid));
+        for (auto [x, n] : in.ref_by_xl)
+          o.holders += fmt::format("{}{}={}", o.holders.empty() ? "" : ", ",
+                                   x == SIZE_MAX ? std::string("?") : r.xlators[x].name, n);
+        o.ignore = in.gfid == kRootGfid;  // the root inode's ref is pinned
+        out.push_back(o);
+        for (const auto& fd : in.fds) add_fd(fd, "inode fd");
+      }
+  for (const auto& [slot, fd] : r.fuse_fds) add_fd(fd, fmt::format("fuse fdtable[{}]", slot));
+  for (const auto& cl : r.clients)
+    for (const auto& [slot, fd] : cl.fds) add_fd(fd, fmt::format("client {} fdtable[{}]", cl.index, slot));
+  for (const auto& d : r.dicts) {
+    lr::CoreObject o;
+    o.addr = d.addr;
+    o.kind = "dict";
+    o.refcount = d.refcount;
+    o.label = fmt::format("{} key(s){}", d.count, d.pairs.empty() ? "" : ", first " + d.pairs[0].key);
+    out.push_back(o);
+    scan.emplace_back(d.addr, dict_size);
+  }
+  auto counts = lr::count_pointers(prog.mem(), r.heap_walk, *prog.core(), prog.modules(), scan,
+                                   r.dead_pooled);
+  for (auto& o : out) {
+    if (o.kind == "inode") continue;
+    auto it = counts.find(o.addr);
+    o.explained = it == counts.end() ? 0 : it->second;
+    o.explained_by = plural(static_cast<uint64_t>(o.explained), "pointer in live memory",
+                            "pointers in live memory");
+  }
+  return out;
+}
+
+// Any walk: the objects it reaches, refs explained by pointers found.
+lr::Result<std::vector<lr::CoreObject>> walk_objects(lr::Program& prog, const CorrelateArgs& a,
+                                                     lr::HeapWalk* heap, bool* have_heap) {
+  if (a.walk.refcount.empty())
+    return lr::make_error(lr::Errc::kInvalidArgument,
+                          "correlate with --type/--head needs --refcount FIELD");
+  LR_ASSIGN(lr::WalkReport wr, lr::run_walk(prog, walk_spec_from(a.walk)));
+  std::vector<lr::CoreObject> out;
+  std::vector<std::pair<uint64_t, uint64_t>> scan;
+  for (const auto& w : wr.objects) {
+    if (!w.has_refcount) continue;
+    lr::CoreObject o;
+    o.addr = w.addr;
+    o.kind = a.kind;
+    o.refcount = w.refcount;
+    o.label = wr.type_name;
+    out.push_back(o);
+    scan.emplace_back(w.addr, wr.type_size);
+  }
+  auto hw = lr::walk_glibc_heap(prog.mem(), lr::heap_input_from_core(*prog.core(), prog.modules()));
+  if (hw.ok()) {
+    *heap = std::move(hw.value());
+    *have_heap = true;
+    auto counts = lr::count_pointers(prog.mem(), *heap, *prog.core(), prog.modules(), scan, {});
+    for (auto& o : out) {
+      o.explained = counts[o.addr];
+      o.explained_by = plural(static_cast<uint64_t>(o.explained), "pointer in live memory",
+                              "pointers in live memory");
+    }
+  }
+  return out;
+}
+
+nlohmann::json event_json(const std::vector<lr::Trace>& traces, const lr::FrameResolver& fr,
+                          const lr::TraceRef& r) {
+  const lr::Trace& t = traces[r.trace];
+  const lr::TraceEvent& e = t.events[r.event];
+  nlohmann::json j{{"ts", e.ts},           {"tid", e.tid},
+                   {"fn", t.functions[e.fn].name}, {"op", lr::trace_op_name(t.functions[e.fn].op)},
+                   {"before", e.before >= 0 ? nlohmann::json(e.before) : nlohmann::json(nullptr)}};
+  auto& st = j["stack"] = nlohmann::json::array();
+  if (e.stack)
+    for (const auto& f : t.stacks[e.stack]) st.push_back(fr.resolve(t, f).text);
+  if (t.format == lr::TraceFormat::kStap) j["round"] = e.round;
+  return j;
+}
+
+std::string caller_text(const std::vector<lr::Trace>& traces, const lr::FrameResolver& fr,
+                        const lr::TraceRef& r) {
+  const lr::Trace& t = traces[r.trace];
+  const lr::TraceEvent& e = t.events[r.event];
+  if (!e.stack || t.stacks[e.stack].empty()) return "(no caller recorded)";
+  return fr.resolve(t, t.stacks[e.stack][0]).text;
+}
+
+void print_object(const lr::ObjectResult& o, const std::vector<lr::Trace>& traces,
+                  const lr::FrameResolver& fr) {
+  fmt::print("  {:<5} {:#x}  refcount {}", o.obj.kind, o.obj.addr, o.obj.refcount);
+  if (o.obj.explained >= 0) fmt::print(", {} account for {}", o.obj.explained_by, o.obj.explained);
+  if (o.excess) fmt::print("  EXCESS {}", o.excess);
+  fmt::print("\n        {}\n", o.obj.label);
+  if (!o.obj.holders.empty()) fmt::print("        held by xlators: {}\n", o.obj.holders);
+  if (o.verdict != lr::Verdict::kNotInTrace)
+    fmt::print("        trace: {}, last one {} +{} -{}{}; {}\n",
+               plural(o.lifetimes, "lifetime", "lifetimes"),
+               o.start_count >= 0 ? fmt::format("started at {},", o.start_count)
+                                  : std::string("started before the trace,"),
+               o.refs, o.unrefs,
+               o.predicted >= 0 ? fmt::format(" -> {}", o.predicted) : std::string(), o.reason);
+  if (!o.alloc_site.empty()) fmt::print("        allocated by {}\n", o.alloc_site);
+  std::map<std::string, int> by_site;
+  std::vector<std::string> order;
+  for (const auto& b : o.blamed) {
+    std::string s = caller_text(traces, fr, b);
+    if (!by_site.count(s)) order.push_back(s);
+    ++by_site[s];
+  }
+  for (const auto& s : order) fmt::print("        {} x {}\n", by_site[s], s);
+}
+
+void print_history(const lr::CorrelateReport& rep, const std::vector<lr::Trace>& traces,
+                   const lr::FrameResolver& fr, uint64_t ptr) {
+  fmt::print("\nHISTORY of {:#x}: {} event(s)\n", ptr, rep.history.size());
+  const lr::ObjectResult* obj = nullptr;
+  for (const auto& o : rep.objects)
+    if (o.obj.addr == ptr) obj = &o;
+  std::set<std::pair<uint32_t, uint32_t>> unmatched;
+  if (obj)
+    for (const auto& u : obj->unmatched) unmatched.insert({u.trace, u.event});
+  for (const auto& h : rep.history) {
+    const lr::Trace& t = traces[h.ev.trace];
+    const lr::TraceEvent& e = t.events[h.ev.event];
+    fmt::print("  {}{:>16} tid {:<6} {:<18} {:<5} {:>4} -> {:<4} {}{}\n",
+               unmatched.count({h.ev.trace, h.ev.event}) ? "*" : " ", e.ts, e.tid,
+               t.functions[e.fn].name, lr::trace_op_name(t.functions[e.fn].op),
+               e.before >= 0 ? std::to_string(e.before) : "?",
+               h.count_after >= 0 ? std::to_string(h.count_after) : "?",
+               caller_text(traces, fr, h.ev), h.nested ? "  (inside the probed wrapper)" : "");
+  }
+  if (!obj || obj->unmatched.empty()) return;
+  // The SystemTap ref-leak script's view: the references never dropped.
+  fmt::print("\nRef Traces : (never dropped, * above)\n");
+  for (const auto& u : obj->unmatched) {
+    const lr::Trace& t = traces[u.trace];
+    const lr::TraceEvent& e = t.events[u.event];
+    fmt::print("\nptr : {:x}\n{}\n", ptr, t.functions[e.fn].name);
+    if (e.stack)
+      for (const auto& f : t.stacks[e.stack]) fmt::print("{}\n", fr.resolve(t, f).text);
+  }
+}
+
+}  // namespace
+
+int cmd_correlate(const Common& c, const CorrelateArgs& a) {
+  static const std::set<std::string> kFail = {"flagged", "disagree", "unreliable", "any"};
+  for (const auto& f : a.fail_on)
+    if (!kFail.count(f)) return fail_usage("--fail-on: unknown verdict '" + f + "'");
+  bool walk_mode = !a.walk.type.empty() || !a.walk.head.empty();
+  if (walk_mode && (a.walk.type.empty() || a.walk.head.empty()))
+    return fail_usage("a walk needs both --type and --head");
+  if (!walk_mode && !std::set<std::string>{"any", "dict", "inode", "fd"}.count(a.kind))
+    return fail_usage("--kind: dict, inode, fd or any (other kinds need a walk: --type/--head)");
+  uint64_t ptr = 0;
+  if (!a.ptr.empty() && !lr::parse_u64(a.ptr, &ptr))
+    return fail_usage("--ptr: not an address: " + a.ptr);
+  auto fmt_r = lr::trace_format_from_name(a.format);
+  if (!fmt_r.ok()) return fail(fmt_r.error());
+
+  std::vector<lr::Trace> traces;
+  std::vector<lr::TraceMapping> maps;
+  for (const auto& path : a.traces) {
+    auto t = lr::load_trace(path, *fmt_r);
+    if (!t.ok()) return fail(t.error());
+    if (t->format == lr::TraceFormat::kMaps) {
+      maps.insert(maps.end(), t->mappings.begin(), t->mappings.end());
+      continue;
+    }
+    traces.push_back(std::move(t.value()));
+  }
+  if (traces.empty()) return fail_usage("no trace among the inputs (only maps files)");
+  for (auto& t : traces)
+    if (t.mappings.empty()) t.mappings = maps;
+
+  auto prog = open_program(c);
+  if (!prog.ok()) return fail(prog.error());
+  lr::Program& p = *prog.value();
+  std::vector<std::string> warnings = p.warnings();
+  lr::GlusterReport grep;
+  lr::HeapWalk wheap;
+  bool have_heap = false;
+  auto objs = walk_mode ? walk_objects(p, a, &wheap, &have_heap) : gluster_objects(p, a, &grep);
+  if (!objs.ok()) {
+    print_warnings_text(warnings);
+    return fail(objs.error());
+  }
+  const lr::HeapWalk* heap = walk_mode ? (have_heap ? &wheap : nullptr) : &grep.heap_walk;
+  if (!walk_mode) warnings.insert(warnings.end(), grep.warnings.begin(), grep.warnings.end());
+
+  lr::FrameResolver fr(&p.modules(), p.core());
+  lr::CorrelateOptions o;
+  o.kind = walk_mode ? "any" : a.kind;
+  o.top = a.top;
+  o.history_ptr = ptr;
+  lr::CorrelateReport rep = lr::correlate(traces, objs.value(), fr, o, heap);
+  warnings.insert(warnings.end(), rep.warnings.begin(), rep.warnings.end());
+  auto n = [&](lr::Verdict v) { return rep.counts.count(v) ? rep.counts.at(v) : 0; };
+
+  if (c.json) {
+    nlohmann::json j;
+    j["schema"] = "leakref.correlate/1";
+    j["core"] = c.core;
+    j["source"] = walk_mode ? "walk" : "gluster";
+    auto& jt = j["traces"] = nlohmann::json::array();
+    for (const auto& t : traces) {
+      nlohmann::json x{{"file", t.source},          {"format", lr::trace_format_name(t.format)},
+                       {"events", t.events.size()}, {"lost", t.lost()},
+                       {"truncated", t.truncated},  {"bad_lines", t.bad_lines},
+                       {"mappings", t.mappings.size()}, {"complete", t.has_trailer}};
+      auto& fns = x["functions"] = nlohmann::json::array();
+      for (const auto& f : t.functions)
+        fns.push_back({{"name", f.name}, {"kind", f.kind}, {"op", lr::trace_op_name(f.op)}});
+      jt.push_back(std::move(x));
+    }
+    j["events"] = rep.events;
+    j["events_counted"] = rep.counted;
+    j["events_nested"] = rep.nested;
+    j["pointers"] = rep.pointers;
+    j["objects_total"] = rep.objects.size();
+    auto& jc = j["counts"] = nlohmann::json::object();
+    for (auto v : {lr::Verdict::kFlagged, lr::Verdict::kExplained, lr::Verdict::kBalanced,
+                   lr::Verdict::kBeforeWindow, lr::Verdict::kUnreliable, lr::Verdict::kDisagree,
+                   lr::Verdict::kNotInTrace})
+      jc[lr::verdict_name(v)] = n(v);
+    auto& jo = j["objects"] = nlohmann::json::array();
+    for (const auto& r : rep.objects) {
+      if (r.verdict == lr::Verdict::kNotInTrace) continue;
+      nlohmann::json x{{"addr", hex(r.obj.addr)},
+                       {"kind", r.obj.kind},
+                       {"label", r.obj.label},
+                       {"refcount", r.obj.refcount},
+                       {"explained", r.obj.explained >= 0 ? nlohmann::json(r.obj.explained) : nullptr},
+                       {"explained_by", r.obj.explained_by},
+                       {"holders", r.obj.holders},
+                       {"verdict", lr::verdict_name(r.verdict)},
+                       {"reason", r.reason},
+                       {"lifetimes", r.lifetimes},
+                       {"events", r.events},
+                       {"start_count", r.start_count >= 0 ? nlohmann::json(r.start_count) : nullptr},
+                       {"refs", r.refs},
+                       {"unrefs", r.unrefs},
+                       {"predicted", r.predicted >= 0 ? nlohmann::json(r.predicted) : nullptr},
+                       {"excess", r.excess},
+                       {"alloc_site", r.alloc_site}};
+      auto& um = x["unmatched"] = nlohmann::json::array();
+      for (const auto& u : r.unmatched) um.push_back(event_json(traces, fr, u));
+      auto& bl = x["blamed"] = nlohmann::json::array();
+      for (const auto& b : r.blamed) bl.push_back(caller_text(traces, fr, b));
+      jo.push_back(std::move(x));
+    }
+    auto& js = j["sites"] = nlohmann::json::array();
+    for (const auto& s : rep.sites)
+      js.push_back({{"site", s.text}, {"key", s.key}, {"refs", s.refs}, {"objects", s.objects},
+                    {"by_kind", s.by_kind}, {"example_stack", s.example}});
+    auto& ja = j["allocations"];
+    uint64_t live = 0;
+    for (const auto& al : rep.allocs) live += al.live;
+    ja["outstanding"] = rep.allocs.size();
+    ja["live_in_core"] = live;
+    auto& jas = ja["sites"] = nlohmann::json::array();
+    for (size_t i = 0; i < rep.alloc_sites.size() && i < a.top; ++i) {
+      const auto& s = rep.alloc_sites[i];
+      jas.push_back({{"site", s.text}, {"count", s.count}, {"bytes", s.bytes},
+                     {"live_count", s.live_count}, {"live_bytes", s.live_bytes}});
+    }
+    if (ptr) {
+      auto& jh = j["history"] = nlohmann::json::array();
+      for (const auto& h : rep.history) {
+        auto x = event_json(traces, fr, h.ev);
+        x["lifetime"] = h.lifetime;
+        x["count_after"] = h.count_after >= 0 ? nlohmann::json(h.count_after) : nullptr;
+        x["nested"] = h.nested;
+        jh.push_back(std::move(x));
+      }
+    }
+    j["warnings"] = warnings;
+    emit_json(j);
+  } else {
+    print_warnings_text(warnings);
+    fmt::print("leakref correlate: {}\n", c.core);
+    for (const auto& t : traces)
+      fmt::print("trace: {} ({}, {} events, {} function(s), {} lost{}{})\n", t.source,
+                 lr::trace_format_name(t.format), t.events.size(), t.functions.size(), t.lost(),
+                 t.truncated ? ", truncated" : "", t.has_trailer || t.format != lr::TraceFormat::kLeakref ? "" : ", no trailer");
+    std::map<std::string, uint64_t> kinds;
+    for (const auto& r : rep.objects) ++kinds[r.obj.kind];
+    std::string ks;
+    for (auto& [k, v] : kinds) ks += fmt::format("{}{} {}", ks.empty() ? "" : ", ", k, v);
+    fmt::print("objects: {} live in the core ({}); {} with trace events\n", rep.objects.size(), ks,
+               rep.pointers_in_core);
+    fmt::print("verdicts: flagged {}, explained {}, balanced {}, before-window {}, unreliable {}, "
+               "disagree {}, not-in-trace {}\n",
+               n(lr::Verdict::kFlagged), n(lr::Verdict::kExplained), n(lr::Verdict::kBalanced),
+               n(lr::Verdict::kBeforeWindow), n(lr::Verdict::kUnreliable),
+               n(lr::Verdict::kDisagree), n(lr::Verdict::kNotInTrace));
+    if (rep.nested)
+      fmt::print("({} inner calls of probed wrappers counted once, e.g. inode_ref -> __inode_ref)\n",
+                 rep.nested);
+    fmt::print("\nFLAGGED: {} (refs the core cannot account for, taken in the trace, never dropped)\n",
+               n(lr::Verdict::kFlagged));
+    for (const auto& r : rep.objects)
+      if (r.verdict == lr::Verdict::kFlagged) print_object(r, traces, fr);
+    if (!rep.sites.empty()) {
+      fmt::print("\nTOP LEAKING CALL SITES (unmatched references across flagged objects)\n");
+      int rank = 0;
+      for (const auto& s : rep.sites) {
+        std::string kinds_s;
+        for (auto& [k, v] : s.by_kind) kinds_s += fmt::format("{}{} {}", kinds_s.empty() ? "" : ", ", k, v);
+        fmt::print("  {:>2}. {:>5} ref(s)  {:>4} object(s) ({})  {}\n", ++rank, s.refs, s.objects,
+                   kinds_s, s.text);
+        for (const auto& e : s.example) fmt::print("             <- {}\n", e);
+      }
+    }
+    size_t shown = 0;
+    for (auto v : {lr::Verdict::kDisagree, lr::Verdict::kUnreliable, lr::Verdict::kBeforeWindow}) {
+      if (!n(v)) continue;
+      fmt::print("\n{}: {}\n", lr::verdict_name(v), n(v));
+      shown = 0;
+      for (const auto& r : rep.objects)
+        if (r.verdict == v && shown++ < 10) print_object(r, traces, fr);
+      if (n(v) > 10) fmt::print("  ... {} more (--json lists all)\n", n(v) - 10);
+    }
+    if (!rep.allocs.empty() || !rep.alloc_sites.empty()) {
+      uint64_t live = 0;
+      for (const auto& al : rep.allocs) live += al.live;
+      fmt::print("\nALLOCATIONS never freed in the trace: {} ({} still in use in the core's heap)\n",
+                 rep.allocs.size(), live);
+      for (size_t i = 0; i < rep.alloc_sites.size() && i < a.top; ++i) {
+        const auto& s = rep.alloc_sites[i];
+        fmt::print("  {:>8} B in {:>5} block(s), {:>5} live ({} B)  {}\n", s.bytes, s.count,
+                   s.live_count, s.live_bytes, s.text);
+      }
+    }
+    if (ptr) print_history(rep, traces, fr, ptr);
+  }
+  bool findings = false;
+  for (const auto& f : a.fail_on) {
+    if ((f == "flagged" || f == "any") && n(lr::Verdict::kFlagged)) findings = true;
+    if ((f == "disagree" || f == "any") && n(lr::Verdict::kDisagree)) findings = true;
+    if ((f == "unreliable" || f == "any") && n(lr::Verdict::kUnreliable)) findings = true;
+  }
+  return findings ? kFindings : kOk;
+}
+
+}  // namespace lrcli

@@ -1,0 +1,96 @@
+// trace-plan: what leakref-trace probes in a live process (bpftrace program
+// and leakref-trace header); trace-info: what leakref reads in a trace file.
+#include <fmt/format.h>
+
+#include <fstream>
+#include <map>
+
+#include "common.hpp"
+#include "leakref/trace.hpp"
+#include "leakref/traceplan.hpp"
+
+namespace lrcli {
+
+int cmd_trace_plan(const TracePlanArgs& a) {
+  std::map<std::string, std::pair<int64_t, int>> refoffs;
+  for (const auto& r : a.refoffs) {
+    // KIND=OFF[:WIDTH]
+    size_t eq = r.find('='), colon = r.find(':');
+    uint64_t off = 0, width = 8;
+    if (eq == std::string::npos || eq == 0 ||
+        !lr::parse_u64(r.substr(eq + 1, colon == std::string::npos ? std::string::npos : colon - eq - 1), &off) ||
+        (colon != std::string::npos && !lr::parse_u64(r.substr(colon + 1), &width)) ||
+        (width != 4 && width != 8))
+      return fail_usage("--refoff " + r + ": expected KIND=OFFSET[:4|8]");
+    refoffs[r.substr(0, eq)] = {static_cast<int64_t>(off), static_cast<int>(width)};
+  }
+  std::vector<std::string> fns = a.functions;
+  if (fns.empty()) fns = lr::gluster_default_functions();
+  auto plan = lr::plan_trace(a.pid, fns, refoffs);
+  if (!plan.ok()) return fail(plan.error());
+  print_warnings_text(plan->warnings);
+  std::string prog = lr::bpftrace_program(*plan);
+  if (!a.bpftrace_out.empty()) {
+    std::ofstream f(a.bpftrace_out);
+    f << prog;
+    if (!f.good())
+      return fail(lr::make_error(lr::Errc::kIo, a.bpftrace_out + ": cannot write"));
+  }
+  fmt::print("{}", lr::trace_header(*plan, a.source));
+  if (a.bpftrace_out.empty()) fmt::print("# bpftrace program:\n{}", prog);
+  return kOk;
+}
+
+int cmd_trace_info(const std::vector<std::string>& files, const std::string& format, bool json) {
+  auto f = lr::trace_format_from_name(format);
+  if (!f.ok()) return fail(f.error());
+  nlohmann::json all = nlohmann::json::array();
+  for (const auto& path : files) {
+    auto t = lr::load_trace(path, *f);
+    if (!t.ok()) return fail(t.error());
+    std::map<std::string, uint64_t> per_fn;
+    std::map<std::string, uint64_t> per_kind;
+    uint64_t with_stack = 0, first_ts = 0, last_ts = 0;
+    for (const auto& e : t->events) {
+      ++per_fn[t->functions[e.fn].name];
+      ++per_kind[t->functions[e.fn].kind];
+      if (e.stack) ++with_stack;
+      if (e.ts && (!first_ts || e.ts < first_ts)) first_ts = e.ts;
+      last_ts = std::max(last_ts, e.ts);
+    }
+    if (json) {
+      nlohmann::json j{{"file", path},
+                       {"format", lr::trace_format_name(t->format)},
+                       {"events", t->events.size()},
+                       {"events_with_stack", with_stack},
+                       {"functions", per_fn},
+                       {"kinds", per_kind},
+                       {"aggregates", t->aggregates.size()},
+                       {"alloc_stacks", t->alloc_stacks.size()},
+                       {"mappings", t->mappings.size()},
+                       {"lost", t->lost()},
+                       {"bad_lines", t->bad_lines},
+                       {"truncated", t->truncated},
+                       {"complete", t->has_trailer},
+                       {"duration_ns", last_ts - first_ts},
+                       {"header", t->header},
+                       {"warnings", t->warnings}};
+      all.push_back(std::move(j));
+      continue;
+    }
+    print_warnings_text(t->warnings);
+    fmt::print("{}: {} trace, {} events ({} with a stack), {} mappings, {} lost, {} bad line(s){}\n",
+               path, lr::trace_format_name(t->format), t->events.size(), with_stack,
+               t->mappings.size(), t->lost(), t->bad_lines, t->truncated ? ", truncated" : "");
+    if (last_ts > first_ts) fmt::print("  window: {:.3f} s\n", (last_ts - first_ts) / 1e9);
+    for (const auto& fn : t->functions)
+      fmt::print("  {:<20} {:<6} {:<6} {:>10}\n", fn.name, fn.kind, lr::trace_op_name(fn.op),
+                 per_fn[fn.name]);
+    if (!t->aggregates.empty()) fmt::print("  {} aggregate refcount(s)\n", t->aggregates.size());
+    if (!t->alloc_stacks.empty()) fmt::print("  {} allocation stack(s)\n", t->alloc_stacks.size());
+  }
+  if (json) emit_json(nlohmann::json{{"schema", "leakref.trace-info/1"}, {"traces", all}});
+  return kOk;
+}
+
+}  // namespace lrcli
