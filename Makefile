@@ -71,7 +71,13 @@ FUZZ_SECONDS ?= 20
 FUZZ_DIR     := build-fuzz
 FUZZ_CXX     := clang++
 FUZZ_FLAGS   := -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Icorelib/include
-FUZZERS      := $(FUZZ_DIR)/fuzz_core $(FUZZ_DIR)/fuzz_path
+TRACE_PARSERS := leakref bpftrace stap mmleak bcc
+FUZZERS      := $(FUZZ_DIR)/fuzz_core $(FUZZ_DIR)/fuzz_path \
+                $(TRACE_PARSERS:%=$(FUZZ_DIR)/fuzz_trace_%)
+
+$(FUZZ_DIR)/fuzz_trace_%: tests/fuzz/fuzz_trace.cpp $(CORE_SRC)
+	@mkdir -p $(FUZZ_DIR)
+	$(FUZZ_CXX) $(FUZZ_FLAGS) -DLR_FUZZ_PARSER=parse_$* -o $@ $< $(CORE_SRC) -ldw -lelf -ldebuginfod -lfmt
 
 $(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.cpp $(CORE_SRC)
 	@mkdir -p $(FUZZ_DIR)
@@ -95,7 +101,7 @@ DEB_DEPS := g++ make pkg-config libdw-dev libelf-dev libfmt-dev libcli11-dev \
             nlohmann-json3-dev catch2 libdebuginfod-dev gdb elfutils binutils \
             clang libclang-rt-14-dev python3-drgn \
             glusterfs-server glusterfs-client libglusterfs-dev liburcu-dev libtirpc-dev \
-            fuse3 procps util-linux
+            fuse3 procps util-linux bpftrace
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # Installs the Debian 12 packages leakref needs; does nothing when present.
@@ -111,6 +117,7 @@ install: $(BIN)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/leakref
 	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/leakref
 	install -m 755 scripts/leakref-snap $(DESTDIR)$(PREFIX)/bin/leakref-snap
+	install -m 755 scripts/leakref-trace $(DESTDIR)$(PREFIX)/bin/leakref-trace
 	install -m 644 scripts/leakref.gdb $(DESTDIR)$(PREFIX)/share/leakref/leakref.gdb
 
 # Runs a bundled fixture, takes its core with gcore, and walks it.

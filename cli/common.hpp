@@ -109,6 +109,7 @@ struct TracePlanArgs {
   std::vector<std::string> functions;
   std::vector<std::string> refoffs;  // KIND=OFF:WIDTH
   std::string bpftrace_out;
+  std::string ready_file;
   std::string source = "bpftrace";
 };
 int cmd_trace_plan(const TracePlanArgs& a);

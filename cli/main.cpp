@@ -82,6 +82,7 @@ int main(int argc, char** argv) {
       ->delimiter(',');
   tplan->add_option("--refoff", tpa.refoffs, "KIND=OFFSET[:4|8]: read the refcount at entry");
   tplan->add_option("--bpftrace", tpa.bpftrace_out, "write the bpftrace program here");
+  tplan->add_option("--ready-file", tpa.ready_file, "the program creates this file once attached");
   tplan->add_option("--source", tpa.source, "H source= value (the tracer and its version)");
 
   std::vector<std::string> ti_files;

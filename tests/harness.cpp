@@ -199,4 +199,70 @@ const FixtureCore& fixture_core(const std::string& key, const std::string& exe,
   return cache.emplace(key, std::move(fc)).first->second;
 }
 
+Background spawn(const std::vector<std::string>& argv) {
+  static int n = 0;
+  Background b;
+  std::string base = tmp_dir() + "/bg." + std::to_string(getpid()) + "." + std::to_string(++n);
+  b.out_path = base + ".out";
+  b.err_path = base + ".err";
+  pid_t pid = fork();
+  if (pid == 0) {
+    int of = open(b.out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int ef = open(b.err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int nf = open("/dev/null", O_RDONLY);
+    if (of >= 0) dup2(of, 1);
+    if (ef >= 0) dup2(ef, 2);
+    if (nf >= 0) dup2(nf, 0);
+    for (int fd = 3; fd < 1024; ++fd) close(fd);
+    std::vector<char*> av;
+    for (const auto& a : argv) av.push_back(const_cast<char*>(a.c_str()));
+    av.push_back(nullptr);
+    execvp(av[0], av.data());
+    _exit(127);
+  }
+  b.pid = pid;
+  return b;
+}
+
+int finish(Background& b, int sig, int timeout_s) {
+  if (b.pid <= 0) return -1;
+  if (sig) kill(b.pid, sig);
+  int st = 0;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  while (waitpid(b.pid, &st, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(b.pid, SIGKILL);
+      waitpid(b.pid, &st, 0);
+      break;
+    }
+    usleep(20000);
+  }
+  b.pid = -1;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+bool wait_for_file(const std::string& path, int timeout_s) {
+  struct stat st;
+  for (int i = 0; i < timeout_s * 20; ++i) {
+    if (::stat(path.c_str(), &st) == 0) return true;
+    usleep(50000);
+  }
+  return false;
+}
+
+bool wait_for_text(const std::string& path, const std::string& text, int timeout_s) {
+  for (int i = 0; i < timeout_s * 20; ++i) {
+    std::ifstream f(path);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    if (ss.str().find(text) != std::string::npos) return true;
+    usleep(50000);
+  }
+  return false;
+}
+
+bool have_program(const std::string& name) {
+  return run({"sh", "-c", "command -v " + name}, 10).status == 0;
+}
+
 }  // namespace lrtest

@@ -20,6 +20,19 @@ RunResult run(const std::vector<std::string>& argv, int timeout_s = 60);
 // Runs build/leakref with arguments.
 RunResult leakref(const std::vector<std::string>& args, int timeout_s = 60);
 
+// A program left running (a tracer, a fixture waiting for its go file);
+// stdout and stderr go to files.
+struct Background {
+  int pid = -1;
+  std::string out_path, err_path;
+};
+Background spawn(const std::vector<std::string>& argv);
+// Sends `sig`, waits up to `timeout_s` (then SIGKILL); returns the exit code.
+int finish(Background& b, int sig, int timeout_s = 60);
+bool wait_for_file(const std::string& path, int timeout_s);
+bool wait_for_text(const std::string& path, const std::string& text, int timeout_s);
+bool have_program(const std::string& name);  // on PATH
+
 struct FixtureCore {
   std::string core;     // path of the gcore core
   std::string exe;      // the fixture binary that ran

@@ -2,6 +2,7 @@
 // a temp dir, a FUSE mount), a workload, then statedumps and gcore of the
 // FUSE client and the brick at one quiescent moment. leakref's view of each
 // core must equal GlusterFS's own statedump exactly. Root and FUSE needed.
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -317,4 +318,127 @@ TEST_CASE("gluster: a gfapi program's inode table equals what the program report
   size_t fds = 0;
   for (const auto& in : (*got)["active"]) fds += in["fds"].size();
   CHECK(fds == fc.manifest["open"].get<size_t>());
+}
+
+// ---- trace capture x core (issue: trace correlation) ----------------------
+
+namespace {
+
+std::string field3(const std::string& sym_out) {  // "name = 0x... [mod] ..." -> "0x..."
+  std::istringstream in(sym_out);
+  std::string a, b, c;
+  in >> a >> b >> c;
+  return c;
+}
+
+// gdb's `call` first (what a user would do); on kernels where gdb cannot
+// write the XSAVE area back (and kills the inferior) the ptrace helper does
+// the same call without touching it. Probed on a throwaway process.
+std::string pick_injector() {
+  auto sleeper = lrtest::spawn({"sleep", "600"});
+  usleep(200000);
+  auto g = lrtest::run({"gdb", "-p", std::to_string(sleeper.pid), "-batch", "-nx", "-ex",
+                        "call (int)getpid()"},
+                       60);
+  lrtest::finish(sleeper, SIGKILL, 10);
+  if (g.out.find("$1 = " + std::to_string(sleeper.pid)) != std::string::npos) return "gdb";
+  std::string why = g.err.find("extended state") != std::string::npos
+                        ? "gdb cannot write the XSAVE state on this kernel"
+                        : "gdb's call failed";
+  WARN("injecting with fixtures/lr_inject instead of gdb: " << why);
+  return lrtest::fixture_path("lr_inject");
+}
+
+}  // namespace
+
+TEST_CASE("gluster: injected inode and dict leaks are named by trace x core correlation",
+          "[gluster][root][trace]") {
+  Volume& v = volume();
+  NEED_VOLUME(v);
+  if (!lrtest::have_program("bpftrace")) LR_SKIP("bpftrace is not installed (make deps)");
+  auto pg = lrtest::run({"pgrep", "-f", "glusterfs.*--volfile-id=" + v.volume + " " + v.dir + "/mnt"});
+  REQUIRE(pg.status == 0);
+  std::string pid = pg.out.substr(0, pg.out.find('\n'));
+  std::string d = v.dir, trace = d + "/capture.lrt", ready = d + "/capture.ready";
+
+  auto cap = lrtest::spawn({std::string(LR_SOURCE_DIR) + "/scripts/leakref-trace", "-p", pid, "-o",
+                            trace, "--ready", ready});
+  if (!lrtest::wait_for_file(ready, 120)) {
+    lrtest::finish(cap, SIGINT, 30);
+    FAIL("the capture did not attach: " << lrtest::read_file(cap.err_path));
+  }
+  auto io = lrtest::run({env_sh(), "io", d, "trace"}, 300);
+  INFO(io.err);
+  REQUIRE(io.status == 0);
+
+  // Targets from a core of the live process: an idle inode (lru, ref 0)
+  // and a long-lived dict (an xlator's options, refcount 1).
+  std::string pre = d + "/pre";
+  REQUIRE(lrtest::run({"gcore", "-o", pre, pid}, 300).status == 0);
+  pre += "." + pid;
+  json gj = gluster_json(pre);
+  std::string inode, dict;
+  for (const auto& t : gj["itables"])
+    for (const auto& in : t["lru"])
+      if (inode.empty() && in["ref"] == 0 && in["gfid"] != "00000000-0000-0000-0000-000000000001")
+        inode = in["addr"];
+  for (const auto& dj : gj["dicts"])
+    if (dict.empty() && dj["refcount"] == 1) dict = dj["addr"];
+  REQUIRE(!inode.empty());
+  REQUIRE(!dict.empty());
+  std::string f_inode = field3(lrtest::leakref({"sym", pre, "inode_ref"}).out);
+  std::string f_dict = field3(lrtest::leakref({"sym", pre, "dict_ref"}).out);
+  REQUIRE(f_inode.rfind("0x", 0) == 0);
+
+  std::string inj = "INJECT=" + pick_injector();
+  auto i1 = lrtest::run({"env", inj, env_sh(), "inject", d, pid, f_inode, inode, "3"}, 180);
+  INFO(i1.err);
+  REQUIRE(i1.status == 0);
+  auto i2 = lrtest::run({"env", inj, env_sh(), "inject", d, pid, f_dict, dict, "2"}, 180);
+  INFO(i2.err);
+  REQUIRE(i2.status == 0);
+  int rc = lrtest::finish(cap, SIGINT, 120);
+  std::string cap_err = lrtest::read_file(cap.err_path);
+  INFO("leakref-trace: " << cap_err);
+  REQUIRE(rc == 0);
+
+  std::string post = d + "/post";
+  REQUIRE(lrtest::run({"gcore", "-o", post, pid}, 300).status == 0);
+  post += "." + pid;
+  auto r = lrtest::leakref({"correlate", post, trace, "--json"}, 300);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  json j = r.json();
+  CHECK(j["schema"] == "leakref.correlate/1");
+  CHECK(j["traces"][0]["lost"] == 0);
+  CHECK(j["traces"][0]["complete"] == true);
+  CHECK(j["events_nested"].get<int>() > 0);  // inode_ref -> __inode_ref counted once
+  std::map<std::string, json> flagged;
+  for (const auto& o : j["objects"])
+    if (o["verdict"] == "flagged") flagged[o["addr"]] = o;
+  INFO("flagged: " << json(flagged).dump(1));
+  REQUIRE(flagged.count(inode));
+  REQUIRE(flagged.count(dict));
+  CHECK(flagged[inode]["kind"] == "inode");
+  CHECK(flagged[inode]["excess"] == 3);
+  CHECK(flagged[inode]["refcount"] == 3);
+  CHECK(flagged[dict]["kind"] == "dict");
+  CHECK(flagged[dict]["excess"] == 2);
+  CHECK(flagged[dict]["refcount"] == 3);
+  CHECK(flagged.size() == 2);  // nothing else: the workload's references all balanced
+  REQUIRE(j["sites"].size() >= 1);
+  CHECK(j["sites"][0]["site"].get<std::string>().find("_start") != std::string::npos);
+  CHECK(j["sites"][0]["refs"] == 5);
+  CHECK(j["sites"][0]["objects"] == 2);
+  CHECK(j["counts"]["balanced"].get<int>() > 0);
+  for (const auto& o : j["objects"])
+    if (o["refs"] == o["unrefs"] && o["unmatched"].empty()) CHECK(o["verdict"] != "flagged");
+
+  // One pointer's history, in the SystemTap script's Ref Traces shape too.
+  auto h = lrtest::leakref({"correlate", post, trace, "--ptr", inode}, 300);
+  REQUIRE(h.status == 0);
+  CHECK(h.out.find("Ref Traces :") != std::string::npos);
+  CHECK(h.out.find("HISTORY of " + inode) != std::string::npos);
+  // --fail-on turns the finding into exit code 1.
+  CHECK(lrtest::leakref({"correlate", post, trace, "--fail-on", "flagged"}, 300).status == 1);
 }

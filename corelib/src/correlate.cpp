@@ -85,6 +85,16 @@ uint64_t FrameResolver::core_address(const Trace& t, const TraceFrame& f) const 
 ResolvedFrame FrameResolver::resolve(const Trace& t, const TraceFrame& f) const {
   ResolvedFrame r;
   uint64_t a = core_address(t, f);
+  if (a && mods_ && entry_ && a == entry_) {
+    // gdb's `call` (and lr_inject) return to the entry point: no call
+    // instruction precedes it, so a-1 would name the function before _start.
+    const Module* m = mods_->module_at(a);
+    std::string base = m ? m->basename() : std::string("?");
+    r.key = m ? fmt::format("{}+{:#x}", module_key(base), a - m->bias) : fmt::format("{:#x}", a);
+    r.func = "_start";
+    r.text = fmt::format("_start [{}] (entry point: a debugger-injected call)", base);
+    return r;
+  }
   if (a && mods_) {
     // Return addresses: look the function up at a-1 (a call can be the last
     // instruction of a function) but show the offset of `a` itself.
@@ -95,10 +105,6 @@ ResolvedFrame FrameResolver::resolve(const Trace& t, const TraceFrame& f) const 
       if (h.sym) {
         r.func = h.sym->name;
         r.text = fmt::format("{}+{:#x} [{}]", h.sym->name, a - h.sym->addr, base);
-      } else if (h.module->is_exe && entry_ && a == entry_) {
-        // gdb's `call` and `print func()` return to the entry point.
-        r.func = "_start";
-        r.text = fmt::format("_start [{}] (entry point: a debugger call)", base);
       } else {
         r.text = fmt::format("{}+{:#x}", base, a - h.module->bias);
       }
@@ -527,8 +533,12 @@ std::map<uint64_t, uint32_t> count_pointers(const Memory& mem, const HeapWalk& h
   for (const auto& s : core.segments()) {
     if (s.kind != SegmentInfo::Kind::kCore) continue;
     for (const auto& m : mods.modules()) {
+      if (!m->end) continue;
       uint64_t a = std::max(s.start, m->base), b = std::min(s.end, m->end);
       if (a < b) scan(a, b);
+      // .bss beyond the file-backed data is its own anonymous mapping,
+      // starting where the module's last mapping ends.
+      if (s.start == m->end) scan(s.start, s.end);
     }
   }
   return out;

@@ -241,6 +241,8 @@ void parse_bcc(std::string_view text, Trace& t) {
         starts_with(tok[1], "[")) {
       std::string_view pc = tok[1].substr(1);
       if (!pc.empty() && pc.back() == ']') pc.remove_suffix(1);
+      if (!pc.empty() && pc.front() == '<') pc.remove_prefix(1);
+      if (!pc.empty() && pc.back() == '>') pc.remove_suffix(1);
       parse_hex(pc, &f.addr);
       i = 2;
     } else if (starts_with(tok[0], "0x")) {

@@ -127,13 +127,13 @@ uint32_t Trace::add_stack(std::vector<TraceFrame> frames) {
 
 std::string module_key(std::string_view m) {
   m = trim(m);
+  constexpr std::string_view kDeleted = " (deleted)";
+  if (m.size() > kDeleted.size() && m.substr(m.size() - kDeleted.size()) == kDeleted)
+    m.remove_suffix(kDeleted.size());
   if (!m.empty() && m.front() == '(') m.remove_prefix(1);
   if (!m.empty() && m.back() == ')') m.remove_suffix(1);
   if (!m.empty() && m.front() == '[') m.remove_prefix(1);
   if (!m.empty() && m.back() == ']') m.remove_suffix(1);
-  constexpr std::string_view kDeleted = " (deleted)";
-  if (m.size() > kDeleted.size() && m.substr(m.size() - kDeleted.size()) == kDeleted)
-    m.remove_suffix(kDeleted.size());
   size_t slash = m.rfind('/');
   if (slash != std::string_view::npos) m.remove_prefix(slash + 1);
   std::string s(m);
@@ -366,6 +366,7 @@ void parse_bpftrace(std::string_view text, Trace& t) {
   uint64_t map_stacks = 0;
   TraceEvent cur;
   TraceFrame cur_ra;  // addr 0 when the record had no ra=
+  bool blank_after_event = false;
   auto flush = [&]() {
     if (!have_event) return;
     // ustack frame 0 is the probed function itself: drop it; keep the exact
@@ -391,6 +392,11 @@ void parse_bpftrace(std::string_view text, Trace& t) {
       continue;
     }
     if (line.empty()) {
+      // print(ustack) starts the stack with a blank line; another one ends it.
+      if (have_event && pending.empty() && !blank_after_event) {
+        blank_after_event = true;
+        continue;
+      }
       flush();
       continue;
     }
@@ -445,12 +451,15 @@ void parse_bpftrace(std::string_view text, Trace& t) {
     if (tok[0] == "E" && tok.size() >= 6) {
       flush();
       // With comm: E ts tid comm fn ptr before [ra=]; without: E ts tid fn ptr before
-      size_t fi = (tok.size() >= 7 && starts_with(tok[5], "0x")) ? 4 : 3;
+      size_t fi = (starts_with(tok[5], "0x") && !starts_with(tok[4], "0x")) ? 4 : 3;
       TraceEvent e;
       uint64_t tid;
       if (!parse_num(tok[1], &e.ts) || !parse_num(tok[2], &tid) || tid > UINT32_MAX ||
           fi + 1 >= tok.size() || !parse_ptr(tok[fi + 1], &e.ptr)) {
-        ++t.bad_lines;
+        if (ls.unterminated())
+          t.truncated = true;
+        else
+          ++t.bad_lines;
         continue;
       }
       e.tid = static_cast<uint32_t>(tid);
@@ -470,6 +479,7 @@ void parse_bpftrace(std::string_view text, Trace& t) {
       last_ts = std::max(last_ts, e.ts);
       cur = e;
       have_event = true;
+      blank_after_event = false;
       continue;
     }
     ++t.bad_lines;

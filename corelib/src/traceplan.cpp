@@ -37,6 +37,7 @@ struct ElfFile {
   int fd = -1;
   Elf* e = nullptr;
   explicit ElfFile(const std::string& path) {
+    elf_version(EV_CURRENT);
     fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd >= 0) e = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
     if (e && elf_kind(e) != ELF_K_ELF) {
@@ -281,8 +282,14 @@ Result<TracePlan> plan_trace(int pid, const std::vector<std::string>& functions,
   return plan;
 }
 
-std::string bpftrace_program(const TracePlan& plan) {
-  std::string out = "BEGIN { printf(\"# attached\\n\"); }\n";
+std::string bpftrace_program(const TracePlan& plan, const std::string& ready_file) {
+  std::string out = "BEGIN { printf(\"# attached\\n\");";
+  // The path goes into a shell command: refuse anything but plain characters.
+  if (!ready_file.empty() &&
+      ready_file.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+") ==
+          std::string::npos)
+    out += fmt::format(" system(\"touch {}\");", ready_file);
+  out += " }\n";
   for (const ProbeSpec& p : plan.probes) {
     std::string loc = p.by_address ? fmt::format("{}:{:#x}", p.path, p.vaddr)
                                    : fmt::format("{}:{}", p.path, p.name);

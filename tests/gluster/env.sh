@@ -3,6 +3,8 @@
 #   env.sh start DIR       glusterd (if not running), volume, brick in DIR/brick, FUSE mount DIR/mnt
 #   env.sh workload DIR    files, nested dirs, renames, deletes, files held open by a background process
 #   env.sh snapshot DIR WHO  statedump, gcore, statedump again of WHO (fuse|brick|PID) into DIR/snap-WHO.N
+#   env.sh io DIR TAG      create/write/stat/read/rename/unlink 100 files under DIR/mnt/io-TAG
+#   env.sh inject DIR PID FN ADDR N   call FN(ADDR) N times in the live process with gdb
 #   env.sh stop DIR        unmount, stop and delete the volume, kill what start started, remove DIR
 # State (volume name, pids) lives in DIR/state. Every step is bounded by timeouts.
 set -u
@@ -87,6 +89,32 @@ snapshot)
   mv "$d2" "$out/dump2" || exit 1
   echo "$pid" > "$out/pid"
   echo "$out"
+  ;;
+io)
+  t=$dir/mnt/io-$3
+  mkdir -p "$t" || exit 1
+  for i in $(seq 1 100); do head -c 4096 /dev/urandom > "$t/f$i" || exit 1; done
+  for i in $(seq 1 100); do stat "$t/f$i" >/dev/null && cat "$t/f$i" >/dev/null || exit 1; done
+  ls -l "$t" >/dev/null
+  for i in $(seq 1 30); do mv "$t/f$i" "$t/g$i" || exit 1; done
+  rm -f "$t"/f* "$t"/g* && rmdir "$t" || exit 1
+  # Existing files too: their inodes are referenced and released again.
+  cat "$dir"/mnt/top/f5* >/dev/null && ls -lR "$dir/mnt/d1" >/dev/null || exit 1
+  ;;
+inject)
+  # A leak on purpose: FN_ADDR(ADDR) takes a reference nobody will drop,
+  # called N times from outside like gdb's `call`, which returns to the
+  # program's entry point: that names the call site. INJECT=gdb uses gdb;
+  # INJECT=/path/lr_inject the ptrace helper (see fixtures/lr_inject.c).
+  pid=$3 fn=$4 addr=$5 n=$6
+  if [ "${INJECT:-gdb}" = gdb ]; then
+    args=()
+    for i in $(seq 1 "$n"); do args+=(-ex "call ((void *(*)(void *))$fn)((void *)$addr)"); done
+    timeout 120 gdb -p "$pid" -batch -nx "${args[@]}" >"$dir/inject.log" 2>&1
+    grep -q '^\$'"$n"' = ' "$dir/inject.log" || { log "gdb inject failed"; cat "$dir/inject.log" >&2; exit 1; }
+  else
+    timeout 120 "$INJECT" "$pid" "$fn" "$addr" "$n" >"$dir/inject.log" 2>&1 || { log "inject failed"; cat "$dir/inject.log" >&2; exit 1; }
+  fi
   ;;
 stop)
   [ -d "$state" ] || exit 0

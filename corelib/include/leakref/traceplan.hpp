@@ -53,8 +53,11 @@ Result<TracePlan> plan_trace(int pid, const std::vector<std::string>& functions,
 
 // The bpftrace program for `plan`: a PID predicate on every probe, literal
 // function names, ref_before and the return address read at entry, no
-// user-space symbolisation; prints "# attached" once every probe is in.
-std::string bpftrace_program(const TracePlan& plan);
+// user-space symbolisation; prints "# attached" once every probe is in and,
+// when `ready_file` is set, creates that file then (bpftrace runs BEGIN after
+// attaching; the capture's output is block-buffered, so a file is the
+// reliable signal).
+std::string bpftrace_program(const TracePlan& plan, const std::string& ready_file = {});
 
 // The leakref-trace v1 header lines (#leakref-trace 1, H, K, P, M).
 std::string trace_header(const TracePlan& plan, const std::string& source);

@@ -1,0 +1,304 @@
+// Trace parsers on real bpftrace output and on samples written from each
+// other tool's grammar (truncated and garbled too), and a live capture of a
+// fixture joined with its core through a walk.
+#include <signal.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <map>
+#include <set>
+
+#include "harness.hpp"
+#include "leakref/trace.hpp"
+
+using json = nlohmann::json;
+
+namespace {
+
+lr::Trace parse(const std::string& text, lr::TraceFormat f = lr::TraceFormat::kAuto) {
+  auto t = lr::parse_trace(text, f, "sample");
+  INFO((t.ok() ? std::string() : t.error().message));
+  REQUIRE(t.ok());
+  return std::move(t.value());
+}
+
+// The SystemTap ref-leak script's output, from its printf grammar.
+const char* kStap =
+    "\nROUND : 0\nNet ref counts for each ptr : \n7fc7e0003210 : 1\n7fc7e0009990 : 2\n"
+    "\nRef Traces :\n"
+    "\nptr : 7fc7e0003210\ndict_ref+0xc [libglusterfs.so.0.0.1]\ndict_new+0x31 "
+    "[libglusterfs.so.0.0.1]\ndht_rmdir_opendir_cbk+0x1cd [dht.so]\n0x7fc801ef85ca "
+    "[libpthread-2.23.so+0x75ca]\n\n"
+    "\nptr : 7fc7e0003210\ndict_ref+0xc [libglusterfs.so.0.0.1]\ndht_rmdir_opendir_cbk+0x38f "
+    "[dht.so]\n\n"
+    "\nptr : 7fc7e0003210\ndict_ref+0xc [libglusterfs.so.0.0.1]\ndht_rmdir_opendir_cbk+0x38f "
+    "[dht.so]\n\n"
+    "\n------\n\nUnref traces\n"
+    "\nptr : 7fc7e0003210\ndict_unref+0xc [libglusterfs.so.0.0.1]\ndht_local_wipe+0x65 "
+    "[dht.so]\n\n"
+    "\nptr : 7fc7e0003210\ndict_unref+0xc [libglusterfs.so.0.0.1]\ndht_local_wipe+0x65 "
+    "[dht.so]\n\n"
+    "\n-----------\n"
+    "\nROUND : 1\nNet ref counts for each ptr : \n0\nTherefore, No Leaks \n";
+
+const char* kMmleak =
+    "0x55e4c1a2b2a0 0x7f3a1c2d4e5f 128\n0x55e4c1a2b340 0x7f3a1c2d4e5f 64\n"
+    "0x55e4c1a2b2a0 0x7f3a1c2d4f10\n(nil) 0x7f3a1c2d4e5f 0\n0x55e4c1a2b400 0x7f3a1c2d5000 4096\n";
+
+const char* kBccPy =
+    "Attaching to pid 1234, Ctrl+C to quit.\n"
+    "[11:16:33] Top 2 stacks with outstanding allocations:\n"
+    "\taddr = 55e4c1a2b2a0 size = 128\n"
+    "\t128 bytes in 1 allocations from stack\n"
+    "\t\t0x00007f3a1c2d4e5f\tdict_new+0x5b [libglusterfs.so.0.0.1]\n"
+    "\t\t0x00007f3a1c2d5555\t[unknown] [fuse.so]\n"
+    "[11:16:38] Top 2 stacks with outstanding allocations:\n"
+    "\taddr = 55e4c1a2b2a0 size = 128\n\taddr = 55e4c1a2c000 size = 4096\n"
+    "\t128 bytes in 1 allocations from stack\n"
+    "\t\t0x00007f3a1c2d4e5f\tdict_new+0x5b [libglusterfs.so.0.0.1]\n"
+    "\t4096 bytes in 1 allocations from stack\n"
+    "\t\t0x00007f3a1c2d6000\tiobuf_get+0x20 [libglusterfs.so.0.0.1]\n";
+
+const char* kBccLibbpf =
+    "[11:16:38] Top 1 stacks with outstanding allocations:\n"
+    "256 bytes in 2 allocations from stack\n"
+    "\taddr = 0x55e4c1a2b2a0 size = 128\n\taddr = 0x55e4c1a2b400 size = 128\n"
+    "\t0 [00007f3a1c2d4e5f] dict_new+0x5b [libglusterfs.so.0.0.1]\n"
+    "\t1 [00007f3a1c2d5555] <null sym>\n";
+
+}  // namespace
+
+TEST_CASE("trace: the real bpftrace GlusterFS capture (reference sample)", "[trace]") {
+  std::string text = lrtest::read_file(std::string(LR_SOURCE_DIR) + "/tests/data/bpftrace-capture-fuse-10.3.txt");
+  lr::Trace t = parse(text);
+  CHECK(t.format == lr::TraceFormat::kBpftrace);
+  size_t e_lines = 0;
+  for (size_t p = text.find("\nE "); p != std::string::npos; p = text.find("\nE ", p + 1)) ++e_lines;
+  CHECK(t.events.size() == e_lines);
+  CHECK(t.bad_lines == 0);
+  CHECK(t.mappings.size() == 30);
+  std::set<std::string> fns;
+  for (const auto& f : t.functions) fns.insert(f.name);
+  CHECK(fns == std::set<std::string>{"dict_ref", "dict_unref", "inode_ref", "inode_unref",
+                                     "fd_ref", "fd_unref"});
+  const auto& e = t.events[0];  // E 881527812145 3908 glfs_fuseproc dict_ref 0x7f80e00511e8 0 ra=0x7f80fdb8ccbb
+  CHECK(e.ts == 881527812145ull);
+  CHECK(e.tid == 3908);
+  CHECK(e.ptr == 0x7f80e00511e8ull);
+  CHECK(e.before == 0);
+  REQUIRE(e.stack != 0);
+  CHECK(t.stacks[e.stack][0].addr == 0x7f80fdb8ccbbull);
+  CHECK(t.functions[e.fn].kind == "dict");
+  CHECK(t.functions[e.fn].op == lr::TraceOp::kRef);
+}
+
+TEST_CASE("trace: SystemTap ref-leak rounds", "[trace]") {
+  lr::Trace t = parse(kStap);
+  CHECK(t.format == lr::TraceFormat::kStap);
+  REQUIRE(t.events.size() == 5);
+  CHECK(t.aggregates.size() == 2);
+  int refs = 0, unrefs = 0;
+  for (const auto& e : t.events) {
+    CHECK(e.ptr == 0x7fc7e0003210ull);
+    (t.functions[e.fn].op == lr::TraceOp::kRef ? refs : unrefs)++;
+    CHECK(t.functions[e.fn].kind == "dict");
+  }
+  CHECK(refs == 3);
+  CHECK(unrefs == 2);
+  // frame 0 (dict_ref+0xc itself) is dropped; the module frame keeps its offset
+  const auto& st = t.stacks[t.events[0].stack];
+  REQUIRE(st.size() == 3);
+  CHECK(st[0].sym == "dict_new");
+  CHECK(st[0].symoff == 0x31);
+  CHECK(st[2].addr == 0x7fc801ef85caull);
+  CHECK(st[2].has_modoff);
+  CHECK(st[2].modoff == 0x75ca);
+  CHECK(lr::module_key(st[2].module) == "libc");
+  CHECK(t.bad_lines == 0);
+  // MAXSTRINGLEN cuts the last frame mid-line: the partial frame is dropped.
+  std::string cut = std::string(kStap).substr(0, std::string(kStap).find("dht_rmdir_opendir_cbk+0x1") + 10);
+  lr::Trace c = parse(cut, lr::TraceFormat::kStap);
+  CHECK(c.truncated);
+  CHECK(c.events.size() == 1);
+}
+
+TEST_CASE("trace: mmleak records and its maps snapshot", "[trace]") {
+  lr::Trace t = parse(kMmleak);
+  CHECK(t.format == lr::TraceFormat::kMmleak);
+  REQUIRE(t.events.size() == 4);  // (nil) dropped
+  CHECK(t.functions[t.events[2].fn].op == lr::TraceOp::kFree);
+  CHECK(t.events[0].size == 128);
+  std::string dir = lrtest::tmp_dir();
+  lrtest::write_file(dir + "/mmleak-host.42.0.out", kMmleak);
+  lrtest::write_file(dir + "/mmleak-host.42.maps",
+                     "7f3a1c200000-7f3a1c300000 r-xp 00001000 fe:00 123 /usr/lib/libfoo.so.1\n");
+  auto l = lr::load_trace(dir + "/mmleak-host.42.0.out");
+  REQUIRE(l.ok());
+  REQUIRE(l->mappings.size() == 1);
+  CHECK(l->mappings[0].path == "/usr/lib/libfoo.so.1");
+  // A line cut after the caller must not turn an allocation into a free.
+  lr::Trace c = parse(std::string(kMmleak).substr(0, 63), lr::TraceFormat::kMmleak);
+  CHECK(c.truncated);
+  CHECK(c.events.size() == 1);
+}
+
+TEST_CASE("trace: bcc memleak (Python tool and libbpf-tools)", "[trace]") {
+  lr::Trace t = parse(kBccPy);
+  CHECK(t.format == lr::TraceFormat::kBccMemleak);
+  REQUIRE(t.alloc_stacks.size() == 2);  // only the last interval
+  CHECK(t.alloc_stacks[1].bytes == 4096);
+  CHECK(t.stacks[t.alloc_stacks[0].stack][0].sym == "dict_new");
+  CHECK(t.stacks[t.alloc_stacks[0].stack][0].addr == 0x7f3a1c2d4e5full);
+  REQUIRE(t.events.size() == 2);
+  CHECK(t.events[0].stack == 0);  // the Python tool does not tie addresses to stacks
+  lr::Trace b = parse(kBccLibbpf);
+  REQUIRE(b.events.size() == 2);
+  CHECK(b.events[0].stack == b.alloc_stacks[0].stack);  // libbpf-tools does
+  CHECK(b.stacks[b.alloc_stacks[0].stack].size() == 2);
+}
+
+TEST_CASE("trace: leakref-trace v1 lines, losses and frames", "[trace]") {
+  std::string text =
+      "#leakref-trace 1\nH pid=7 exe=/bin/x source=bpftrace/0.17.0\n"
+      "P __inode_ref inode ref addr=0x34570\nP inode_unref inode unref\n"
+      "M 0x1000 0x2000 0x0 abcd /usr/lib/libglusterfs.so.0.0.1\n"
+      "S 1 libglusterfs.so.0.0.1+0x3607b,dict_new+0x5b@libglusterfs.so.0.0.1,loc_copy+0x6b\n"
+      "E 10 7 __inode_ref 0x5000 0 0x1a2b\nE 11 7 inode_unref 0x5000 1 @1\n"
+      "Lost 3 events\nL 12 0 2\nE 13 8 inode_unref 0x0 1 -\nX 14 events=3 lost=5\n";
+  lr::Trace t = parse(text);
+  CHECK(t.format == lr::TraceFormat::kLeakref);
+  REQUIRE(t.events.size() == 2);  // the NULL object is dropped
+  CHECK(t.lost() == 5);
+  CHECK(t.has_trailer);
+  CHECK(t.header["pid"] == "7");
+  CHECK(t.functions[t.events[0].fn].kind == "inode");
+  const auto& st = t.stacks[t.events[1].stack];
+  REQUIRE(st.size() == 3);
+  CHECK(st[0].has_modoff);
+  CHECK(st[0].modoff == 0x3607b);
+  CHECK(st[1].sym == "dict_new");
+  CHECK(st[1].module == "libglusterfs.so.0.0.1");
+  CHECK(st[2].sym == "loc_copy");
+}
+
+TEST_CASE("trace: garbage, truncation and empty input never crash", "[trace][hostile]") {
+  CHECK(!lr::parse_trace("", lr::TraceFormat::kAuto, "empty").ok());
+  CHECK(!lr::parse_trace("hello world\n\x01\x02\x03", lr::TraceFormat::kAuto, "junk").ok());
+  auto e = lr::parse_trace("\x7f" "ELF\x02\x01\x01", lr::TraceFormat::kLeakref, "elf");
+  REQUIRE(!e.ok());
+  CHECK(e.error().message.find("elf") != std::string::npos);
+  std::string real = lrtest::read_file(std::string(LR_SOURCE_DIR) + "/tests/data/bpftrace-capture-fuse-10.3.txt");
+  for (const std::string& s : {real, std::string(kStap), std::string(kMmleak), std::string(kBccPy)}) {
+    for (size_t cut = 0; cut < s.size(); cut += 1 + s.size() / 97) {
+      auto t = lr::parse_trace(s.substr(0, cut), lr::TraceFormat::kAuto, "cut");
+      (void)t;  // error or partial result; never a crash
+    }
+    std::string g = s;
+    for (size_t i = 7; i < g.size(); i += 13) g[i] = static_cast<char>(g[i] ^ 0x5a);
+    auto t = lr::parse_trace(g, lr::TraceFormat::kAuto, "garbled");
+    if (t.ok()) CHECK(t->bad_lines + t->events.size() > 0);
+  }
+  // A truncated bpftrace record is dropped and said to be.
+  auto t = lr::parse_trace(real.substr(0, real.size() - 20), lr::TraceFormat::kBpftrace, "cut");
+  REQUIRE(t.ok());
+  CHECK(t->truncated);
+  CHECK(t->events.size() + 1 == lr::parse_trace(real, lr::TraceFormat::kBpftrace, "x")->events.size());
+  auto cli = lrtest::leakref({"trace-info", "/nonexistent/trace"});
+  CHECK(cli.status == 3);
+  CHECK(cli.err.find("/nonexistent/trace") != std::string::npos);
+}
+
+TEST_CASE("trace: module keys match across tools", "[trace]") {
+  CHECK(lr::module_key("libglusterfs.so.0.0.1") == "libglusterfs.so");
+  CHECK(lr::module_key("(/usr/lib/x86_64-linux-gnu/libglusterfs.so.0)") == "libglusterfs.so");
+  CHECK(lr::module_key("libpthread-2.23.so") == "libc");
+  CHECK(lr::module_key("/lib/x86_64-linux-gnu/libc.so.6") == "libc");
+  CHECK(lr::module_key("/usr/lib/x86_64-linux-gnu/glusterfs/10.3/xlator/cluster/dht.so") == "dht.so");
+  CHECK(lr::module_key("/usr/sbin/glusterfsd (deleted)") == "glusterfsd");
+}
+
+// A live capture of fx_refs with leakref-trace and, at the same time, a
+// plain bpftrace ustack() capture; both joined with the fixture's core
+// through a walk must name exactly the leaks the fixture made.
+TEST_CASE("trace: live bpftrace capture of a fixture, correlated through a walk", "[trace][root]") {
+  if (geteuid() != 0) LR_SKIP("trace capture: uprobes need root");
+  if (!lrtest::have_program("bpftrace")) LR_SKIP("trace capture: bpftrace is not installed (make deps)");
+  if (!lrtest::have_gcore()) LR_SKIP("trace capture: gcore is not installed");
+  std::string dir = lrtest::tmp_dir(), exe = lrtest::fixture_path("fx_refs");
+  std::string manifest = dir + "/refs.json", go = dir + "/refs.go", trace = dir + "/refs.lrt";
+  auto fx = lrtest::spawn({exe, manifest, go});
+  REQUIRE(lrtest::wait_for_text(fx.out_path, "WAITING", 30));
+  std::string pid = std::to_string(fx.pid);
+  auto cap = lrtest::spawn({std::string(LR_SOURCE_DIR) + "/scripts/leakref-trace", "-p", pid,
+                            "--functions", "obj_ref,__obj_ref,obj_unref,obj_new:new:obj", "--refoff",
+                            "obj=0:8", "-o", trace, "--ready", dir + "/refs.ready"});
+  std::string bt = "BEGIN { system(\"touch " + dir + "/ustack.ready\"); }\n";
+  for (const char* fn : {"obj_ref", "obj_unref"})
+    bt += "uprobe:" + exe + ":" + fn + " /pid == " + pid +
+          "/ { printf(\"E %llu %d %s " + fn + " 0x%lx %lld ra=0x%lx\\n\", nsecs, tid, comm, arg0, "
+          "*(int64 *)arg0, *(uint64 *)reg(\"sp\")); print(ustack(perf, 6)); }\n";
+  lrtest::write_file(dir + "/ustack.bt", bt);
+  // Symbolised ustack() is slow in bpftrace's consumer: a symbol cache and a
+  // deep ring buffer keep this small burst lossless.
+  auto us = lrtest::spawn({"env", "BPFTRACE_CACHE_USER_SYMBOLS=1", "BPFTRACE_PERF_RB_PAGES=8192",
+                           "bpftrace", "--unsafe", dir + "/ustack.bt"});
+  bool ready = lrtest::wait_for_file(dir + "/refs.ready", 120) &&
+               lrtest::wait_for_file(dir + "/ustack.ready", 120);
+  if (!ready) {
+    lrtest::finish(cap, SIGINT);
+    lrtest::finish(us, SIGINT);
+    lrtest::finish(fx, SIGKILL);
+    FAIL("tracers did not attach: " << lrtest::read_file(cap.err_path) << lrtest::read_file(us.err_path));
+  }
+  lrtest::write_file(go, "go");
+  bool done = lrtest::wait_for_text(fx.out_path, "READY", 120);
+  CHECK(lrtest::finish(cap, SIGINT, 60) == 0);
+  lrtest::finish(us, SIGINT, 60);
+  std::string core = dir + "/refs.core";
+  auto g = lrtest::run({"gcore", "-o", core, pid}, 300);
+  lrtest::finish(fx, SIGKILL, 10);
+  REQUIRE(done);
+  REQUIRE(g.status == 0);
+  core += "." + pid;
+  json m = json::parse(lrtest::read_file(manifest))["structures"]["objects"];
+
+  std::vector<std::string> walk = {"--type", "struct obj", "--head", "fx_objects", "--list-member",
+                                   "link", "--refcount", "refcount", "--kind", "obj", "--json"};
+  for (const std::string& tr : {trace, us.out_path}) {
+    std::vector<std::string> args = {"correlate", core, tr};
+    args.insert(args.end(), walk.begin(), walk.end());
+    auto r = lrtest::leakref(args, 120);
+    INFO("trace " << tr << ": " << r.err);
+    REQUIRE(r.status == 0);
+    json j = r.json();
+    CHECK(j["traces"][0]["lost"] == 0);
+    std::map<std::string, int64_t> flagged, refcount;
+    std::set<std::string> before;
+    for (const auto& o : j["objects"]) {
+      refcount[o["addr"]] = o["refcount"];
+      if (o["verdict"] == "flagged") flagged[o["addr"]] = o["excess"];
+      if (o["verdict"] == "before-window") before.insert(o["addr"]);
+      CHECK(o["verdict"] != "disagree");
+      CHECK(o["verdict"] != "unreliable");
+    }
+    std::map<std::string, int64_t> want;
+    for (auto& [a, v] : m["flagged"].items()) want[a] = v["excess"];
+    CHECK(flagged == want);
+    std::set<std::string> want_before;
+    for (const auto& a : m["before_window"]) want_before.insert(a);
+    CHECK(before == want_before);
+    for (const auto& o : m["objects"]) CHECK(refcount[o["addr"]] == o["refcount"]);
+    CHECK(j["objects"].size() == m["objects"].size());  // every live object has trace events
+    REQUIRE(j["sites"].size() == 2);
+    CHECK(j["sites"][0]["site"].get<std::string>().rfind("leaky_path+", 0) == 0);
+    CHECK(j["sites"][0]["refs"] == 3);
+    CHECK(j["sites"][1]["site"].get<std::string>().rfind("leaky_other+", 0) == 0);
+    if (tr == trace) {
+      CHECK(j["events_nested"].get<int>() > 0);  // obj_ref -> __obj_ref counted once
+    } else {
+      // the ustack capture: real bpftrace perf-mode frames after the exact caller
+      CHECK(j["traces"][0]["format"] == "bpftrace");
+      CHECK(!j["sites"][0]["example_stack"].empty());
+    }
+  }
+}
