@@ -397,6 +397,7 @@ TEST_CASE("gluster: injected inode and dict leaks are named by trace x core corr
   auto i2 = lrtest::run({"env", inj, env_sh(), "inject", d, pid, f_dict, dict, "2"}, 180);
   INFO(i2.err);
   REQUIRE(i2.status == 0);
+  sleep(1);  // let bpftrace drain its ring buffers
   int rc = lrtest::finish(cap, SIGINT, 120);
   std::string cap_err = lrtest::read_file(cap.err_path);
   INFO("leakref-trace: " << cap_err);

@@ -252,6 +252,7 @@ TEST_CASE("trace: live bpftrace capture of a fixture, correlated through a walk"
   }
   lrtest::write_file(go, "go");
   bool done = lrtest::wait_for_text(fx.out_path, "READY", 120);
+  sleep(1);  // let the tracers drain their ring buffers before they are stopped
   CHECK(lrtest::finish(cap, SIGINT, 60) == 0);
   lrtest::finish(us, SIGINT, 60);
   std::string core = dir + "/refs.core";
