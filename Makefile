@@ -22,7 +22,7 @@ TESTBIN    := $(BUILD)/leakref-tests
 
 NPROC      ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all lib test test-sanitize fuzz fuzz-build bench demo install clean deps fixtures
+.PHONY: all lib test test-sanitize fuzz fuzz-build bench bench-trace demo install clean deps fixtures
 
 all: $(BIN) fixtures
 
@@ -101,7 +101,7 @@ DEB_DEPS := g++ make pkg-config libdw-dev libelf-dev libfmt-dev libcli11-dev \
             nlohmann-json3-dev catch2 libdebuginfod-dev gdb elfutils binutils \
             clang libclang-rt-14-dev python3-drgn \
             glusterfs-server glusterfs-client libglusterfs-dev liburcu-dev libtirpc-dev \
-            fuse3 procps util-linux bpftrace
+            fuse3 procps util-linux bpftrace bc
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # Installs the Debian 12 packages leakref needs; does nothing when present.
@@ -124,6 +124,11 @@ install: $(BIN)
 demo:
 	$(MAKE) -j$(NPROC) $(BIN) fixtures
 	BUILD=$(BUILD) scripts/demo.sh
+
+# leakref-trace's overhead on a real GlusterFS FUSE I/O loop (root).
+bench-trace:
+	$(MAKE) -j$(NPROC) $(BIN) fixtures
+	BUILD=$(BUILD) scripts/bench-trace.sh
 
 # leakref vs drgn on a 1,000,000-node list and hash table in one core.
 bench:

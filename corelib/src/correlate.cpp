@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -146,6 +147,9 @@ struct Ev {
   TraceRef ref;
   const TraceEvent* e;
   const TraceFunction* fn;
+  int64_t before;  // e->before, or the inner static's read (taken under the lock)
+  uint64_t ts;     // e->ts, or the inner static's: when the count really changed
+  bool dead;       // replaced by its merge with the inner call
 };
 
 struct Lifetime {
@@ -192,11 +196,12 @@ CorrelateReport correlate(const std::vector<Trace>& traces, const std::vector<Co
     std::vector<uint32_t> order(t.events.size());
     for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
     std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+      // (ts, seq): a total order even when some records have no timestamp.
       const auto &x = t.events[a], &y = t.events[b];
-      if (x.ts && y.ts && x.ts != y.ts) return x.ts < y.ts;
-      return x.seq < y.seq;
+      return std::tie(x.ts, x.seq) < std::tie(y.ts, y.seq);
     });
     std::unordered_map<uint32_t, uint32_t> last_on_tid;
+    std::unordered_map<uint32_t, size_t> last_pos;  // tid -> its last Ev in by_ptr[ptr]
     for (uint32_t idx : order) {
       const TraceEvent& e = t.events[idx];
       const TraceFunction& fn = t.functions[e.fn];
@@ -218,12 +223,28 @@ CorrelateReport correlate(const std::vector<Trace>& traces, const std::vector<Co
       ptrs.insert(e.ptr);
       if (nested) ++rep.nested;
       if (obj_at.count(e.ptr) || e.ptr == opts.history_ptr) {
-        Ev ev{{ti, idx}, &e, &fn};
+        Ev ev{{ti, idx}, &e, &fn, e.before, e.ts, false};
         if (nested) {
-          if (e.ptr == opts.history_ptr) rep.history.push_back({ev.ref, 0, -1, true});
+          // The wrapper read the count before taking the lock; the static it
+          // calls runs under the lock: its time and its read are when and
+          // what the count really was. One event: the wrapper's caller, the
+          // static's timing.
+          auto lp = last_pos.find(e.tid);
+          auto& v = by_ptr[e.ptr];
+          if (lp != last_pos.end() && lp->second < v.size() && !v[lp->second].dead) {
+            Ev merged = v[lp->second];
+            v[lp->second].dead = true;
+            if (e.before >= 0) merged.before = e.before;
+            merged.ts = e.ts;
+            last_pos[e.tid] = v.size();
+            v.push_back(merged);
+          }
+          if (e.ptr == opts.history_ptr) rep.history.push_back({ev.ref, 0, -1, true, e.ts});
           continue;
         }
-        by_ptr[e.ptr].push_back(ev);
+        auto& v = by_ptr[e.ptr];
+        last_pos[e.tid] = v.size();
+        v.push_back(ev);
       }
     }
   }
@@ -241,33 +262,38 @@ CorrelateReport correlate(const std::vector<Trace>& traces, const std::vector<Co
     std::vector<Lifetime> lts;
     if (pit != by_ptr.end()) {
       uint32_t last_round = UINT32_MAX;
+      // Merges moved events to the static's time: restore the order.
+      std::stable_sort(pit->second.begin(), pit->second.end(), [](const Ev& a, const Ev& b) {
+        return std::tie(a.ref.trace, a.ts, a.e->seq) < std::tie(b.ref.trace, b.ts, b.e->seq);
+      });
       for (const Ev& ev : pit->second) {
-        if (!kind_matches(o.kind, ev.fn->kind)) continue;
+        if (ev.dead || !kind_matches(o.kind, ev.fn->kind)) continue;
         ++rep.counted;
         ++res.events;
         const TraceEvent& e = *ev.e;
+        const int64_t before = ev.before;
         TraceOp op = ev.fn->op;
         bool need_new = lts.empty() || lts.back().closed || op == TraceOp::kNew ||
                         (ev.e->round != last_round && last_round != UINT32_MAX &&
-                         e.before < 0 && !e.ts) ||
-                        (op == TraceOp::kRef && e.before == 0 && lts.back().start >= 0 &&
-                         lts.back().count != 0) ||
+                         before < 0 && !e.ts) ||
+                        (op == TraceOp::kRef && before == 0 && lts.back().start >= 0 &&
+                         lts.back().count > 1) ||
                         (lts.back().trace != ev.ref.trace);
         last_round = e.round;
         if (need_new) {
-          if (!lts.empty() && !lts.back().closed && op == TraceOp::kRef && e.before == 0 &&
-              lts.back().start >= 0 && lts.back().count != 0)
+          if (!lts.empty() && !lts.back().closed && op == TraceOp::kRef && before == 0 &&
+              lts.back().start >= 0 && lts.back().count > 1)
             ++lts.back().breaks;  // missed unrefs, or the address was reused unseen
           Lifetime lt;
           lt.trace = ev.ref.trace;
           lt.first_seq = e.seq;
-          lt.start = op == TraceOp::kNew ? 0 : e.before;
+          lt.start = op == TraceOp::kNew ? 0 : before;
           lt.count = lt.start >= 0 ? lt.start : 0;
           lts.push_back(std::move(lt));
         }
         Lifetime& lt = lts.back();
-        if (e.before >= 0 && lt.start >= 0 && !need_new && op != TraceOp::kFree) {
-          int64_t d = e.before - lt.count;
+        if (before >= 0 && lt.start >= 0 && !need_new && op != TraceOp::kFree) {
+          int64_t d = before - lt.count;
           if (d > 1 || d < -1) ++lt.breaks;  // +-1: the entry-time read races
         }
         int64_t after = -1;
@@ -282,8 +308,10 @@ CorrelateReport correlate(const std::vector<Trace>& traces, const std::vector<Co
             ++lt.unrefs;
             --lt.count;
             if (!lt.stack.empty()) lt.stack.pop_back();
-            if (e.before == 1 || (lt.start >= 0 && lt.count <= 0 && e.before < 0))
-              lt.closed = true;
+            // The entry-time read races with other threads (an unref can read
+            // 1 while a concurrent ref makes it 2): with a known start the
+            // running count decides; the read only when nothing else does.
+            if (lt.start >= 0 ? lt.count <= 0 : before == 1) lt.closed = true;
             break;
           case TraceOp::kFree:
             lt.closed = true;
@@ -292,7 +320,7 @@ CorrelateReport correlate(const std::vector<Trace>& traces, const std::vector<Co
         }
         if (lt.start >= 0) after = lt.closed ? 0 : lt.count;
         if (o.addr == opts.history_ptr)
-          rep.history.push_back({ev.ref, static_cast<uint32_t>(lts.size() - 1), after, false});
+          rep.history.push_back({ev.ref, static_cast<uint32_t>(lts.size() - 1), after, false, ev.ts});
       }
     }
     res.lifetimes = static_cast<uint32_t>(lts.size());
@@ -407,8 +435,7 @@ CorrelateReport correlate(const std::vector<Trace>& traces, const std::vector<Co
                        if (a.ev.trace != b.ev.trace) return a.ev.trace < b.ev.trace;
                        const auto &x = traces[a.ev.trace].events[a.ev.event],
                                   &y = traces[b.ev.trace].events[b.ev.event];
-                       if (x.ts && y.ts && x.ts != y.ts) return x.ts < y.ts;
-                       return x.seq < y.seq;
+                       return std::tie(a.ts, x.seq) < std::tie(b.ts, y.seq);
                      });
 
   // 3. Allocation traces: blocks allocated and never freed, checked against

@@ -42,7 +42,7 @@ case $cmd in
 start)
   mkdir -p "$dir/brick" "$dir/mnt" "$state"
   echo "lrtest$$" > "$state/volume"
-  if ! pgrep -x glusterd >/dev/null; then
+  if ! pgrep -x -r R,S,D glusterd >/dev/null; then  # a zombie glusterd does not count
     glusterd --log-file="$dir/glusterd.log" </dev/null >/dev/null 2>&1 || exit 1
     touch "$state/started-glusterd"
     for i in $(seq 1 100); do g volume list >/dev/null 2>&1 && break; sleep 0.2; done

@@ -113,6 +113,7 @@ struct HistoryEntry {
   uint32_t lifetime = 0;
   int64_t count_after = -1;  // running count after the event; -1 unknown
   bool nested = false;       // inner half of a probed wrapper (not counted)
+  uint64_t ts = 0;           // when the count changed (a wrapper: its inner call's time)
 };
 
 struct CorrelateOptions {
