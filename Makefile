@@ -70,28 +70,43 @@ test-sanitize:
 FUZZ_SECONDS ?= 20
 FUZZ_DIR     := build-fuzz
 FUZZ_CXX     := clang++
+COMMA        := ,
 FUZZ_FLAGS   := -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Icorelib/include
 TRACE_PARSERS := leakref bpftrace stap mmleak bcc
 FUZZERS      := $(FUZZ_DIR)/fuzz_core $(FUZZ_DIR)/fuzz_path \
                 $(TRACE_PARSERS:%=$(FUZZ_DIR)/fuzz_trace_%)
 
-$(FUZZ_DIR)/fuzz_trace_%: tests/fuzz/fuzz_trace.cpp $(CORE_SRC)
-	@mkdir -p $(FUZZ_DIR)
-	$(FUZZ_CXX) $(FUZZ_FLAGS) -DLR_FUZZ_PARSER=parse_$* -o $@ $< $(CORE_SRC) -ldw -lelf -ldebuginfod -lfmt
+# corelib is compiled once (instrumented, not linked with the fuzzer main)
+# and shared by every target.
+FUZZ_OBJ     := $(CORE_SRC:%.cpp=$(FUZZ_DIR)/obj/%.o)
+FUZZ_LIB     := $(FUZZ_DIR)/libleakref-fuzz.a
 
-$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.cpp $(CORE_SRC)
-	@mkdir -p $(FUZZ_DIR)
-	$(FUZZ_CXX) $(FUZZ_FLAGS) -o $@ $< $(CORE_SRC) -ldw -lelf -ldebuginfod -lfmt
+$(FUZZ_DIR)/obj/%.o: %.cpp
+	@mkdir -p $(dir $@)
+	$(FUZZ_CXX) $(subst -fsanitize=fuzzer$(COMMA),-fsanitize=fuzzer-no-link$(COMMA),$(FUZZ_FLAGS)) -MMD -MP -c $< -o $@
+
+$(FUZZ_LIB): $(FUZZ_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+-include $(FUZZ_OBJ:.o=.d)
+
+$(FUZZ_DIR)/fuzz_trace_%: tests/fuzz/fuzz_trace.cpp $(FUZZ_LIB)
+	$(FUZZ_CXX) $(FUZZ_FLAGS) -DLR_FUZZ_PARSER=parse_$* -o $@ $< $(FUZZ_LIB) -ldw -lelf -ldebuginfod -lfmt
+
+$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.cpp $(FUZZ_LIB)
+	$(FUZZ_CXX) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_LIB) -ldw -lelf -ldebuginfod -lfmt
 
 fuzz-build: $(FUZZERS)
 
 # Runs each fuzzer briefly on its seed corpus (CI: FUZZ_SECONDS each).
-fuzz: fuzz-build
+fuzz:
+	$(MAKE) -j$(NPROC) fuzz-build
 	@for f in $(FUZZERS); do \
 	  n=$$(basename $$f); mkdir -p $(FUZZ_DIR)/corpus-$$n; \
 	  cp -n tests/fuzz/seeds/$$n/* $(FUZZ_DIR)/corpus-$$n/ 2>/dev/null || true; \
 	  echo "fuzz: $$n for $(FUZZ_SECONDS)s"; \
-	  $$f -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -max_len=65536 \
+	  $$f -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
 	      $(FUZZ_DIR)/corpus-$$n > $(FUZZ_DIR)/$$n.log 2>&1 || { tail -n 40 $(FUZZ_DIR)/$$n.log; exit 1; }; \
 	  grep -E '^#[0-9]+.*DONE|Done [0-9]+ runs' $(FUZZ_DIR)/$$n.log | tail -n 1; \
 	done

@@ -277,13 +277,25 @@ Result<HeapWalk> walk_glibc_heap(const Memory& mem, const HeapInput& in, const H
   };
   if (!arenas.empty()) follow_ring(arenas.front());
   if (!out.main_arena) {
+    // libc's data is a few hundred KiB; a forged core can claim terabytes.
+    // Skip unreadable pages and stop after 32 MiB of candidates.
+    uint64_t budget = uint64_t{1} << 22;
     for (const auto& r : in.libc_data) {
-      for (uint64_t p = (r.first + 7) & ~uint64_t{7}; p + kStateSize <= r.second; p += 8)
+      for (uint64_t p = (r.first + 7) & ~uint64_t{7};
+           p + kStateSize <= r.second && p + kStateSize > p && budget; p += 8, --budget) {
+        uint64_t w;
+        if (!rd.u64(p, &w)) {
+          uint64_t next_page = (p | (kPage - 1)) + 1;
+          if (next_page <= p) break;
+          p = next_page - 8;
+          continue;
+        }
         if (plausible_main_arena(rd, in.anon, p)) {
           out.main_arena = p;
           break;
         }
-      if (out.main_arena) break;
+      }
+      if (out.main_arena || !budget) break;
     }
     if (out.main_arena) follow_ring(out.main_arena);
   }

@@ -261,6 +261,7 @@ void parse_leakref(std::string_view text, Trace& t) {
     if (bpftrace_lost_line(line, t, last_ts)) continue;
     if (starts_with(line, "Attaching ")) continue;
     auto tok = split(line);
+    if (tok.empty()) continue;  // blanks only
     std::string_view ty = tok[0];
     bool bad = false;
     if (ty == "E" && tok.size() >= 6) {
