@@ -54,7 +54,8 @@ lr::Result<std::vector<lr::CoreObject>> gluster_objects(lr::Program& prog, const
         o.explained = static_cast<int64_t>(in.fds.size() + in.child_dentries);
         o.explained_by = fmt::format("{} and {}", plural(in.fds.size(), "fd", "fds"),
                                      plural(in.child_dentries, "child dentry", "child dentries"));
-        o.label = fmt::format("{} {} gfid {}", t.name, lr::itable_list_name(l), lr::format_gfid(in.gfid));
+        o.label =
+            fmt::format("{} {} gfid {}", t.name, lr::itable_list_name(l), lr::format_gfid(in.gfid));
         for (auto [x, n] : in.ref_by_xl)
           o.holders += fmt::format("{}{}={}", o.holders.empty() ? "" : ", ",
                                    x == SIZE_MAX ? std::string("?") : r.xlators[x].name, n);
@@ -64,13 +65,15 @@ lr::Result<std::vector<lr::CoreObject>> gluster_objects(lr::Program& prog, const
       }
   for (const auto& [slot, fd] : r.fuse_fds) add_fd(fd, fmt::format("fuse fdtable[{}]", slot));
   for (const auto& cl : r.clients)
-    for (const auto& [slot, fd] : cl.fds) add_fd(fd, fmt::format("client {} fdtable[{}]", cl.index, slot));
+    for (const auto& [slot, fd] : cl.fds)
+      add_fd(fd, fmt::format("client {} fdtable[{}]", cl.index, slot));
   for (const auto& d : r.dicts) {
     lr::CoreObject o;
     o.addr = d.addr;
     o.kind = "dict";
     o.refcount = d.refcount;
-    o.label = fmt::format("{} key(s){}", d.count, d.pairs.empty() ? "" : ", first " + d.pairs[0].key);
+    o.label =
+        fmt::format("{} key(s){}", d.count, d.pairs.empty() ? "" : ", first " + d.pairs[0].key);
     out.push_back(o);
     scan.emplace_back(d.addr, dict_size);
   }
@@ -123,8 +126,10 @@ nlohmann::json event_json(const std::vector<lr::Trace>& traces, const lr::FrameR
                           const lr::TraceRef& r) {
   const lr::Trace& t = traces[r.trace];
   const lr::TraceEvent& e = t.events[r.event];
-  nlohmann::json j{{"ts", e.ts},           {"tid", e.tid},
-                   {"fn", t.functions[e.fn].name}, {"op", lr::trace_op_name(t.functions[e.fn].op)},
+  nlohmann::json j{{"ts", e.ts},
+                   {"tid", e.tid},
+                   {"fn", t.functions[e.fn].name},
+                   {"op", lr::trace_op_name(t.functions[e.fn].op)},
                    {"before", e.before >= 0 ? nlohmann::json(e.before) : nlohmann::json(nullptr)}};
   auto& st = j["stack"] = nlohmann::json::array();
   if (e.stack)
@@ -260,10 +265,14 @@ int cmd_correlate(const Common& c, const CorrelateArgs& a) {
     j["source"] = walk_mode ? "walk" : "gluster";
     auto& jt = j["traces"] = nlohmann::json::array();
     for (const auto& t : traces) {
-      nlohmann::json x{{"file", t.source},          {"format", lr::trace_format_name(t.format)},
-                       {"events", t.events.size()}, {"lost", t.lost()},
-                       {"truncated", t.truncated},  {"bad_lines", t.bad_lines},
-                       {"mappings", t.mappings.size()}, {"complete", t.has_trailer}};
+      nlohmann::json x{{"file", t.source},
+                       {"format", lr::trace_format_name(t.format)},
+                       {"events", t.events.size()},
+                       {"lost", t.lost()},
+                       {"truncated", t.truncated},
+                       {"bad_lines", t.bad_lines},
+                       {"mappings", t.mappings.size()},
+                       {"complete", t.has_trailer}};
       auto& fns = x["functions"] = nlohmann::json::array();
       for (const auto& f : t.functions)
         fns.push_back({{"name", f.name}, {"kind", f.kind}, {"op", lr::trace_op_name(f.op)}});
@@ -282,23 +291,24 @@ int cmd_correlate(const Common& c, const CorrelateArgs& a) {
     auto& jo = j["objects"] = nlohmann::json::array();
     for (const auto& r : rep.objects) {
       if (r.verdict == lr::Verdict::kNotInTrace) continue;
-      nlohmann::json x{{"addr", hex(r.obj.addr)},
-                       {"kind", r.obj.kind},
-                       {"label", r.obj.label},
-                       {"refcount", r.obj.refcount},
-                       {"explained", r.obj.explained >= 0 ? nlohmann::json(r.obj.explained) : nullptr},
-                       {"explained_by", r.obj.explained_by},
-                       {"holders", r.obj.holders},
-                       {"verdict", lr::verdict_name(r.verdict)},
-                       {"reason", r.reason},
-                       {"lifetimes", r.lifetimes},
-                       {"events", r.events},
-                       {"start_count", r.start_count >= 0 ? nlohmann::json(r.start_count) : nullptr},
-                       {"refs", r.refs},
-                       {"unrefs", r.unrefs},
-                       {"predicted", r.predicted >= 0 ? nlohmann::json(r.predicted) : nullptr},
-                       {"excess", r.excess},
-                       {"alloc_site", r.alloc_site}};
+      nlohmann::json x{
+          {"addr", hex(r.obj.addr)},
+          {"kind", r.obj.kind},
+          {"label", r.obj.label},
+          {"refcount", r.obj.refcount},
+          {"explained", r.obj.explained >= 0 ? nlohmann::json(r.obj.explained) : nullptr},
+          {"explained_by", r.obj.explained_by},
+          {"holders", r.obj.holders},
+          {"verdict", lr::verdict_name(r.verdict)},
+          {"reason", r.reason},
+          {"lifetimes", r.lifetimes},
+          {"events", r.events},
+          {"start_count", r.start_count >= 0 ? nlohmann::json(r.start_count) : nullptr},
+          {"refs", r.refs},
+          {"unrefs", r.unrefs},
+          {"predicted", r.predicted >= 0 ? nlohmann::json(r.predicted) : nullptr},
+          {"excess", r.excess},
+          {"alloc_site", r.alloc_site}};
       auto& um = x["unmatched"] = nlohmann::json::array();
       for (const auto& u : r.unmatched) um.push_back(event_json(traces, fr, u));
       auto& bl = x["blamed"] = nlohmann::json::array();
@@ -307,8 +317,12 @@ int cmd_correlate(const Common& c, const CorrelateArgs& a) {
     }
     auto& js = j["sites"] = nlohmann::json::array();
     for (const auto& s : rep.sites)
-      js.push_back({{"site", s.text}, {"key", s.key}, {"refs", s.refs}, {"objects", s.objects},
-                    {"by_kind", s.by_kind}, {"example_stack", s.example}});
+      js.push_back({{"site", s.text},
+                    {"key", s.key},
+                    {"refs", s.refs},
+                    {"objects", s.objects},
+                    {"by_kind", s.by_kind},
+                    {"example_stack", s.example}});
     auto& ja = j["allocations"];
     uint64_t live = 0;
     for (const auto& al : rep.allocs) live += al.live;
@@ -317,8 +331,11 @@ int cmd_correlate(const Common& c, const CorrelateArgs& a) {
     auto& jas = ja["sites"] = nlohmann::json::array();
     for (size_t i = 0; i < rep.alloc_sites.size() && i < a.top; ++i) {
       const auto& s = rep.alloc_sites[i];
-      jas.push_back({{"site", s.text}, {"count", s.count}, {"bytes", s.bytes},
-                     {"live_count", s.live_count}, {"live_bytes", s.live_bytes}});
+      jas.push_back({{"site", s.text},
+                     {"count", s.count},
+                     {"bytes", s.bytes},
+                     {"live_count", s.live_count},
+                     {"live_bytes", s.live_bytes}});
     }
     if (ptr) {
       auto& jh = j["history"] = nlohmann::json::array();
@@ -338,23 +355,27 @@ int cmd_correlate(const Common& c, const CorrelateArgs& a) {
     for (const auto& t : traces)
       fmt::print("trace: {} ({}, {} events, {} function(s), {} lost{}{})\n", t.source,
                  lr::trace_format_name(t.format), t.events.size(), t.functions.size(), t.lost(),
-                 t.truncated ? ", truncated" : "", t.has_trailer || t.format != lr::TraceFormat::kLeakref ? "" : ", no trailer");
+                 t.truncated ? ", truncated" : "",
+                 t.has_trailer || t.format != lr::TraceFormat::kLeakref ? "" : ", no trailer");
     std::map<std::string, uint64_t> kinds;
     for (const auto& r : rep.objects) ++kinds[r.obj.kind];
     std::string ks;
     for (auto& [k, v] : kinds) ks += fmt::format("{}{} {}", ks.empty() ? "" : ", ", k, v);
     fmt::print("objects: {} live in the core ({}); {} with trace events\n", rep.objects.size(), ks,
                rep.pointers_in_core);
-    fmt::print("verdicts: flagged {}, explained {}, balanced {}, before-window {}, unreliable {}, "
-               "disagree {}, not-in-trace {}\n",
-               n(lr::Verdict::kFlagged), n(lr::Verdict::kExplained), n(lr::Verdict::kBalanced),
-               n(lr::Verdict::kBeforeWindow), n(lr::Verdict::kUnreliable),
-               n(lr::Verdict::kDisagree), n(lr::Verdict::kNotInTrace));
+    fmt::print(
+        "verdicts: flagged {}, explained {}, balanced {}, before-window {}, unreliable {}, "
+        "disagree {}, not-in-trace {}\n",
+        n(lr::Verdict::kFlagged), n(lr::Verdict::kExplained), n(lr::Verdict::kBalanced),
+        n(lr::Verdict::kBeforeWindow), n(lr::Verdict::kUnreliable), n(lr::Verdict::kDisagree),
+        n(lr::Verdict::kNotInTrace));
     if (rep.nested)
-      fmt::print("({} inner calls of probed wrappers counted once, e.g. inode_ref -> __inode_ref)\n",
-                 rep.nested);
-    fmt::print("\nFLAGGED: {} (refs the core cannot account for, taken in the trace, never dropped)\n",
-               n(lr::Verdict::kFlagged));
+      fmt::print(
+          "({} inner calls of probed wrappers counted once, e.g. inode_ref -> __inode_ref)\n",
+          rep.nested);
+    fmt::print(
+        "\nFLAGGED: {} (refs the core cannot account for, taken in the trace, never dropped)\n",
+        n(lr::Verdict::kFlagged));
     for (const auto& r : rep.objects)
       if (r.verdict == lr::Verdict::kFlagged) print_object(r, traces, fr);
     if (!rep.sites.empty()) {
@@ -362,7 +383,8 @@ int cmd_correlate(const Common& c, const CorrelateArgs& a) {
       int rank = 0;
       for (const auto& s : rep.sites) {
         std::string kinds_s;
-        for (auto& [k, v] : s.by_kind) kinds_s += fmt::format("{}{} {}", kinds_s.empty() ? "" : ", ", k, v);
+        for (auto& [k, v] : s.by_kind)
+          kinds_s += fmt::format("{}{} {}", kinds_s.empty() ? "" : ", ", k, v);
         fmt::print("  {:>2}. {:>5} ref(s)  {:>4} object(s) ({})  {}\n", ++rank, s.refs, s.objects,
                    kinds_s, s.text);
         for (const auto& e : s.example) fmt::print("             <- {}\n", e);
@@ -380,8 +402,9 @@ int cmd_correlate(const Common& c, const CorrelateArgs& a) {
     if (!rep.allocs.empty() || !rep.alloc_sites.empty()) {
       uint64_t live = 0;
       for (const auto& al : rep.allocs) live += al.live;
-      fmt::print("\nALLOCATIONS never freed in the trace: {} ({} still in use in the core's heap)\n",
-                 rep.allocs.size(), live);
+      fmt::print(
+          "\nALLOCATIONS never freed in the trace: {} ({} still in use in the core's heap)\n",
+          rep.allocs.size(), live);
       for (size_t i = 0; i < rep.alloc_sites.size() && i < a.top; ++i) {
         const auto& s = rep.alloc_sites[i];
         fmt::print("  {:>8} B in {:>5} block(s), {:>5} live ({} B)  {}\n", s.bytes, s.count,

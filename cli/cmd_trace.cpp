@@ -18,7 +18,9 @@ int cmd_trace_plan(const TracePlanArgs& a) {
     size_t eq = r.find('='), colon = r.find(':');
     uint64_t off = 0, width = 8;
     if (eq == std::string::npos || eq == 0 ||
-        !lr::parse_u64(r.substr(eq + 1, colon == std::string::npos ? std::string::npos : colon - eq - 1), &off) ||
+        !lr::parse_u64(
+            r.substr(eq + 1, colon == std::string::npos ? std::string::npos : colon - eq - 1),
+            &off) ||
         (colon != std::string::npos && !lr::parse_u64(r.substr(colon + 1), &width)) ||
         (width != 4 && width != 8))
       return fail_usage("--refoff " + r + ": expected KIND=OFFSET[:4|8]");
@@ -31,14 +33,42 @@ int cmd_trace_plan(const TracePlanArgs& a) {
   print_warnings_text(plan->warnings);
   if (!a.ready_file.empty() &&
       a.ready_file.find_first_not_of(
-          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+") != std::string::npos)
+          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+") !=
+          std::string::npos)
     return fail_usage("--ready-file: use a path of letters, digits and /._-+ only");
   std::string prog = lr::bpftrace_program(*plan, a.ready_file);
   if (!a.bpftrace_out.empty()) {
     std::ofstream f(a.bpftrace_out);
     f << prog;
-    if (!f.good())
-      return fail(lr::make_error(lr::Errc::kIo, a.bpftrace_out + ": cannot write"));
+    if (!f.good()) return fail(lr::make_error(lr::Errc::kIo, a.bpftrace_out + ": cannot write"));
+  }
+  if (a.json) {
+    nlohmann::json j{{"schema", "leakref.trace-plan/1"}, {"pid", plan->pid}, {"exe", plan->exe}};
+    auto& pr = j["probes"] = nlohmann::json::array();
+    for (const auto& p : plan->probes)
+      pr.push_back({{"name", p.name},
+                    {"kind", p.kind},
+                    {"op", lr::trace_op_name(p.op)},
+                    {"module", p.path},
+                    {"build_id", p.build_id},
+                    {"vaddr", hex(p.vaddr)},
+                    {"size", p.size},
+                    {"by_address", p.by_address},
+                    {"how", p.how},
+                    {"refoff", p.refoff >= 0 ? nlohmann::json(p.refoff) : nullptr},
+                    {"refwidth", p.refwidth}});
+    auto& mp = j["mappings"] = nlohmann::json::array();
+    for (const auto& m : plan->mappings)
+      mp.push_back({{"start", hex(m.start)},
+                    {"end", hex(m.end)},
+                    {"offset", hex(m.offset)},
+                    {"build_id", m.build_id},
+                    {"path", m.path}});
+    j["bpftrace"] = prog;
+    j["header"] = lr::trace_header(*plan, a.source);
+    j["warnings"] = plan->warnings;
+    emit_json(j);
+    return kOk;
   }
   fmt::print("{}", lr::trace_header(*plan, a.source));
   if (a.bpftrace_out.empty()) fmt::print("# bpftrace program:\n{}", prog);
@@ -83,9 +113,10 @@ int cmd_trace_info(const std::vector<std::string>& files, const std::string& for
       continue;
     }
     print_warnings_text(t->warnings);
-    fmt::print("{}: {} trace, {} events ({} with a stack), {} mappings, {} lost, {} bad line(s){}\n",
-               path, lr::trace_format_name(t->format), t->events.size(), with_stack,
-               t->mappings.size(), t->lost(), t->bad_lines, t->truncated ? ", truncated" : "");
+    fmt::print(
+        "{}: {} trace, {} events ({} with a stack), {} mappings, {} lost, {} bad line(s){}\n", path,
+        lr::trace_format_name(t->format), t->events.size(), with_stack, t->mappings.size(),
+        t->lost(), t->bad_lines, t->truncated ? ", truncated" : "");
     if (last_ts > first_ts) fmt::print("  window: {:.3f} s\n", (last_ts - first_ts) / 1e9);
     for (const auto& fn : t->functions)
       fmt::print("  {:<20} {:<6} {:<6} {:>10}\n", fn.name, fn.kind, lr::trace_op_name(fn.op),

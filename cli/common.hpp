@@ -111,6 +111,7 @@ struct TracePlanArgs {
   std::string bpftrace_out;
   std::string ready_file;
   std::string source = "bpftrace";
+  bool json = false;
 };
 int cmd_trace_plan(const TracePlanArgs& a);
 int cmd_trace_info(const std::vector<std::string>& files, const std::string& format, bool json);

@@ -83,6 +83,7 @@ int main(int argc, char** argv) {
   tplan->add_option("--refoff", tpa.refoffs, "KIND=OFFSET[:4|8]: read the refcount at entry");
   tplan->add_option("--bpftrace", tpa.bpftrace_out, "write the bpftrace program here");
   tplan->add_option("--ready-file", tpa.ready_file, "the program creates this file once attached");
+  tplan->add_flag("--json", tpa.json, "the plan as JSON (schema leakref.trace-plan/1)");
   tplan->add_option("--source", tpa.source, "H source= value (the tracer and its version)");
 
   std::vector<std::string> ti_files;

@@ -55,7 +55,9 @@ std::string tmp_dir() {
     char tmpl[] = "/tmp/leakref-tests-XXXXXX";
     if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
     g_tmp = tmpl;
-    std::atexit(cleanup_tmp);
+    // LEAKREF_KEEP_TMP=1 keeps cores and traces for a post-mortem of a failure.
+    const char* keep = std::getenv("LEAKREF_KEEP_TMP");
+    if (!keep || std::string(keep) != "1") std::atexit(cleanup_tmp);
   }
   return g_tmp;
 }
@@ -259,6 +261,18 @@ bool wait_for_text(const std::string& path, const std::string& text, int timeout
     usleep(50000);
   }
   return false;
+}
+
+void wait_for_stable_size(const std::string& path, int timeout_s) {
+  off_t last = -1;
+  int same = 0;
+  for (int i = 0; i < timeout_s * 4 && same < 4; ++i) {
+    struct stat st {};
+    off_t size = ::stat(path.c_str(), &st) == 0 ? st.st_size : 0;
+    same = size == last ? same + 1 : 0;
+    last = size;
+    usleep(250000);
+  }
 }
 
 bool have_program(const std::string& name) {

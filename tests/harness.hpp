@@ -32,6 +32,8 @@ int finish(Background& b, int sig, int timeout_s = 60);
 bool wait_for_file(const std::string& path, int timeout_s);
 bool wait_for_text(const std::string& path, const std::string& text, int timeout_s);
 bool have_program(const std::string& name);  // on PATH
+// Waits until `path` has kept its size for about a second (at most timeout_s).
+void wait_for_stable_size(const std::string& path, int timeout_s);
 
 struct FixtureCore {
   std::string core;     // path of the gcore core

@@ -15,13 +15,20 @@ namespace lr {
 
 const char* verdict_name(Verdict v) {
   switch (v) {
-    case Verdict::kFlagged: return "flagged";
-    case Verdict::kExplained: return "explained";
-    case Verdict::kBalanced: return "balanced";
-    case Verdict::kBeforeWindow: return "before-window";
-    case Verdict::kUnreliable: return "unreliable";
-    case Verdict::kDisagree: return "disagree";
-    case Verdict::kNotInTrace: return "not-in-trace";
+    case Verdict::kFlagged:
+      return "flagged";
+    case Verdict::kExplained:
+      return "explained";
+    case Verdict::kBalanced:
+      return "balanced";
+    case Verdict::kBeforeWindow:
+      return "before-window";
+    case Verdict::kUnreliable:
+      return "unreliable";
+    case Verdict::kDisagree:
+      return "disagree";
+    case Verdict::kNotInTrace:
+      return "not-in-trace";
   }
   return "?";
 }
@@ -214,8 +221,7 @@ CorrelateReport correlate(const std::vector<Trace>& traces, const std::vector<Co
           const TraceEvent& a = t.events[it->second];
           const TraceFunction& afn = t.functions[a.fn];
           if (a.ptr == e.ptr && afn.op == fn.op && a.fn != e.fn && e.stack &&
-              !t.stacks[e.stack].empty() &&
-              fr.resolve(t, t.stacks[e.stack][0]).func == afn.name)
+              !t.stacks[e.stack].empty() && fr.resolve(t, t.stacks[e.stack][0]).func == afn.name)
             nested = true;
         }
         last_on_tid[e.tid] = idx;
@@ -273,12 +279,11 @@ CorrelateReport correlate(const std::vector<Trace>& traces, const std::vector<Co
         const TraceEvent& e = *ev.e;
         const int64_t before = ev.before;
         TraceOp op = ev.fn->op;
-        bool need_new = lts.empty() || lts.back().closed || op == TraceOp::kNew ||
-                        (ev.e->round != last_round && last_round != UINT32_MAX &&
-                         before < 0 && !e.ts) ||
-                        (op == TraceOp::kRef && before == 0 && lts.back().start >= 0 &&
-                         lts.back().count > 1) ||
-                        (lts.back().trace != ev.ref.trace);
+        bool need_new =
+            lts.empty() || lts.back().closed || op == TraceOp::kNew ||
+            (ev.e->round != last_round && last_round != UINT32_MAX && before < 0 && !e.ts) ||
+            (op == TraceOp::kRef && before == 0 && lts.back().start >= 0 && lts.back().count > 1) ||
+            (lts.back().trace != ev.ref.trace);
         last_round = e.round;
         if (need_new) {
           if (!lts.empty() && !lts.back().closed && op == TraceOp::kRef && before == 0 &&
@@ -316,11 +321,13 @@ CorrelateReport correlate(const std::vector<Trace>& traces, const std::vector<Co
           case TraceOp::kFree:
             lt.closed = true;
             break;
-          case TraceOp::kAlloc: break;
+          case TraceOp::kAlloc:
+            break;
         }
         if (lt.start >= 0) after = lt.closed ? 0 : lt.count;
         if (o.addr == opts.history_ptr)
-          rep.history.push_back({ev.ref, static_cast<uint32_t>(lts.size() - 1), after, false, ev.ts});
+          rep.history.push_back(
+              {ev.ref, static_cast<uint32_t>(lts.size() - 1), after, false, ev.ts});
       }
     }
     res.lifetimes = static_cast<uint32_t>(lts.size());
@@ -356,27 +363,29 @@ CorrelateReport correlate(const std::vector<Trace>& traces, const std::vector<Co
         res.reason = "pinned (never freed by refcount)";
       } else if (lt.closed && o.refcount != 0) {
         res.verdict = lost_after ? Verdict::kUnreliable : Verdict::kDisagree;
-        res.reason = fmt::format("the trace saw the count reach 0 but the core has {}: taken after "
-                                 "the capture ended, or the address was reused",
-                                 o.refcount);
+        res.reason = fmt::format(
+            "the trace saw the count reach 0 but the core has {}: taken after "
+            "the capture ended, or the address was reused",
+            o.refcount);
       } else if (lt.breaks) {
         res.verdict = Verdict::kUnreliable;
         res.reason = fmt::format("{} continuity break(s): events were missed", lt.breaks);
       } else if (res.predicted >= 0 && !agrees) {
         res.verdict = lost_after ? Verdict::kUnreliable : Verdict::kDisagree;
-        res.reason = fmt::format("the trace predicts {} but the core has {}{}", res.predicted,
-                                 o.refcount,
-                                 lost_after ? " (records were lost after this lifetime began)"
-                                            : ": events missed, or taken after the capture ended");
+        res.reason =
+            fmt::format("the trace predicts {} but the core has {}{}", res.predicted, o.refcount,
+                        lost_after ? " (records were lost after this lifetime began)"
+                                   : ": events missed, or taken after the capture ended");
       } else if (lost_after && !agrees) {
         res.verdict = Verdict::kUnreliable;
         res.reason = "records were lost after this lifetime began, and the count cannot be checked";
       } else if (res.unmatched.empty()) {
         res.verdict = (unexplained > 0) ? Verdict::kBeforeWindow : Verdict::kBalanced;
         res.reason = unexplained > 0
-                         ? fmt::format("{} ref(s) the core cannot account for were taken before "
-                                       "the trace began",
-                                       unexplained)
+                         ? fmt::format(
+                               "{} ref(s) the core cannot account for were taken before "
+                               "the trace began",
+                               unexplained)
                          : "every reference taken in the trace was dropped";
       } else if (unexplained == 0) {
         res.verdict = Verdict::kExplained;
@@ -390,10 +399,11 @@ CorrelateReport correlate(const std::vector<Trace>& traces, const std::vector<Co
         res.reason =
             unexplained < 0
                 ? fmt::format("{} ref(s) taken and never dropped (no holder information)", n)
-                : fmt::format("refcount {} but {} account for {}; the trace shows {} ref(s) "
-                              "never dropped",
-                              o.refcount, o.explained_by.empty() ? "holders" : o.explained_by,
-                              o.explained, n);
+                : fmt::format(
+                      "refcount {} but {} account for {}; the trace shows {} ref(s) "
+                      "never dropped",
+                      o.refcount, o.explained_by.empty() ? "holders" : o.explained_by, o.explained,
+                      n);
         for (const TraceRef& b : res.blamed) {
           const Trace& bt = traces[b.trace];
           const TraceEvent& be = bt.events[b.event];
@@ -513,16 +523,17 @@ CorrelateReport correlate(const std::vector<Trace>& traces, const std::vector<Co
       if (e.stack && !t.stacks[e.stack].empty())
         r.alloc_site = fr.resolve(t, t.stacks[e.stack][0]).text;
     }
-  for (const auto& t : traces) rep.warnings.insert(rep.warnings.end(), t.warnings.begin(), t.warnings.end());
+  for (const auto& t : traces)
+    rep.warnings.insert(rep.warnings.end(), t.warnings.begin(), t.warnings.end());
   return rep;
 }
 
 // ---- holders by pointer scan -------------------------------------------------
 
-std::map<uint64_t, uint32_t> count_pointers(const Memory& mem, const HeapWalk& heap,
-                                            const CoreFile& core, const ModuleSet& mods,
-                                            const std::vector<std::pair<uint64_t, uint64_t>>& targets,
-                                            const std::vector<uint64_t>& skip_chunks) {
+std::map<uint64_t, uint32_t> count_pointers(
+    const Memory& mem, const HeapWalk& heap, const CoreFile& core, const ModuleSet& mods,
+    const std::vector<std::pair<uint64_t, uint64_t>>& targets,
+    const std::vector<uint64_t>& skip_chunks) {
   std::map<uint64_t, uint32_t> out;
   if (targets.empty()) return out;
   std::unordered_map<uint64_t, uint64_t> size_of;  // target -> size

@@ -72,8 +72,8 @@ void parse_stap(std::string_view text, Trace& t) {
     TraceOp op;
     bool guessed = guess_function_role(fn, &kind, &op);
     TraceEvent e;
-    e.fn = t.function(fn, guessed ? kind : std::string("?"), section_op,
-                      !guessed || op != section_op);
+    e.fn =
+        t.function(fn, guessed ? kind : std::string("?"), section_op, !guessed || op != section_op);
     e.ptr = ptr;
     e.round = round;
     e.seq = t.events.size();
@@ -328,28 +328,43 @@ Result<Trace> parse_trace(std::string_view text, TraceFormat fmt, const std::str
   if (fmt == TraceFormat::kAuto) fmt = detect_trace_format(text);
   if (fmt == TraceFormat::kAuto)
     return make_error(Errc::kBadFormat,
-                      source + ": not a trace format leakref reads (leakref-trace, bpftrace, "
-                               "SystemTap ref-leak, mmleak, bcc memleak, /proc/PID/maps)");
+                      source +
+                          ": not a trace format leakref reads (leakref-trace, bpftrace, "
+                          "SystemTap ref-leak, mmleak, bcc memleak, /proc/PID/maps)");
   t.format = fmt;
   switch (fmt) {
-    case TraceFormat::kLeakref: trace_detail::parse_leakref(text, t); break;
-    case TraceFormat::kBpftrace: trace_detail::parse_bpftrace(text, t); break;
-    case TraceFormat::kStap: trace_detail::parse_stap(text, t); break;
-    case TraceFormat::kMmleak: trace_detail::parse_mmleak(text, t); break;
-    case TraceFormat::kBccMemleak: trace_detail::parse_bcc(text, t); break;
-    case TraceFormat::kMaps: t.mappings = parse_proc_maps(text); break;
-    case TraceFormat::kAuto: break;
+    case TraceFormat::kLeakref:
+      trace_detail::parse_leakref(text, t);
+      break;
+    case TraceFormat::kBpftrace:
+      trace_detail::parse_bpftrace(text, t);
+      break;
+    case TraceFormat::kStap:
+      trace_detail::parse_stap(text, t);
+      break;
+    case TraceFormat::kMmleak:
+      trace_detail::parse_mmleak(text, t);
+      break;
+    case TraceFormat::kBccMemleak:
+      trace_detail::parse_bcc(text, t);
+      break;
+    case TraceFormat::kMaps:
+      t.mappings = parse_proc_maps(text);
+      break;
+    case TraceFormat::kAuto:
+      break;
   }
   if (t.events.empty() && t.aggregates.empty() && t.alloc_stacks.empty() && t.mappings.empty())
     return make_error(Errc::kBadFormat, fmt::format("{}: no {} records in it ({} line(s) not "
                                                     "understood)",
                                                     source, trace_format_name(fmt), t.bad_lines));
   if (t.bad_lines)
-    t.warnings.push_back(fmt::format("{}: {} line(s) not understood were skipped", source,
-                                     t.bad_lines));
+    t.warnings.push_back(
+        fmt::format("{}: {} line(s) not understood were skipped", source, t.bad_lines));
   if (t.truncated)
-    t.warnings.push_back(source + ": the input ends inside a record (truncated); the partial "
-                                  "record was dropped");
+    t.warnings.push_back(source +
+                         ": the input ends inside a record (truncated); the partial "
+                         "record was dropped");
   if (t.lost())
     t.warnings.push_back(fmt::format("{}: the capture lost {} record(s)", source, t.lost()));
   return t;
@@ -416,8 +431,9 @@ Result<Trace> load_trace(const std::string& path, TraceFormat fmt) {
     if (maps.ok())
       t.mappings = parse_proc_maps(*maps);
     else
-      t.warnings.push_back(path + ": no maps snapshot (mmleak-<host>.<pid>.maps) next to it; "
-                                  "callers are resolved against the core's mappings");
+      t.warnings.push_back(path +
+                           ": no maps snapshot (mmleak-<host>.<pid>.maps) next to it; "
+                           "callers are resolved against the core's mappings");
   }
   return t;
 }

@@ -13,11 +13,16 @@ using namespace tt;
 
 const char* trace_op_name(TraceOp op) {
   switch (op) {
-    case TraceOp::kRef: return "ref";
-    case TraceOp::kUnref: return "unref";
-    case TraceOp::kNew: return "new";
-    case TraceOp::kFree: return "free";
-    case TraceOp::kAlloc: return "alloc";
+    case TraceOp::kRef:
+      return "ref";
+    case TraceOp::kUnref:
+      return "unref";
+    case TraceOp::kNew:
+      return "new";
+    case TraceOp::kFree:
+      return "free";
+    case TraceOp::kAlloc:
+      return "alloc";
   }
   return "?";
 }
@@ -38,13 +43,20 @@ static bool op_from_name(std::string_view s, TraceOp* op) {
 
 const char* trace_format_name(TraceFormat f) {
   switch (f) {
-    case TraceFormat::kAuto: return "auto";
-    case TraceFormat::kLeakref: return "leakref";
-    case TraceFormat::kBpftrace: return "bpftrace";
-    case TraceFormat::kStap: return "stap";
-    case TraceFormat::kMmleak: return "mmleak";
-    case TraceFormat::kBccMemleak: return "bcc";
-    case TraceFormat::kMaps: return "maps";
+    case TraceFormat::kAuto:
+      return "auto";
+    case TraceFormat::kLeakref:
+      return "leakref";
+    case TraceFormat::kBpftrace:
+      return "bpftrace";
+    case TraceFormat::kStap:
+      return "stap";
+    case TraceFormat::kMmleak:
+      return "mmleak";
+    case TraceFormat::kBccMemleak:
+      return "bcc";
+    case TraceFormat::kMaps:
+      return "maps";
   }
   return "?";
 }
@@ -76,16 +88,17 @@ bool guess_function_role(const std::string& name, std::string* kind, TraceOp* op
   if (us == std::string_view::npos || us == 0) return false;
   std::string_view k = n.substr(0, us), rest = n.substr(us + 1);
   static const std::pair<const char*, TraceOp> kSuffix[] = {
-      {"unref", TraceOp::kUnref},  {"put", TraceOp::kUnref},    {"decref", TraceOp::kUnref},
-      {"release", TraceOp::kUnref}, {"ref", TraceOp::kRef},      {"get", TraceOp::kRef},
-      {"incref", TraceOp::kRef},    {"hold", TraceOp::kRef},     {"grab", TraceOp::kRef},
-      {"new", TraceOp::kNew},       {"create", TraceOp::kNew},   {"alloc", TraceOp::kNew},
+      {"unref", TraceOp::kUnref},   {"put", TraceOp::kUnref},  {"decref", TraceOp::kUnref},
+      {"release", TraceOp::kUnref}, {"ref", TraceOp::kRef},    {"get", TraceOp::kRef},
+      {"incref", TraceOp::kRef},    {"hold", TraceOp::kRef},   {"grab", TraceOp::kRef},
+      {"new", TraceOp::kNew},       {"create", TraceOp::kNew}, {"alloc", TraceOp::kNew},
       {"destroy", TraceOp::kFree},  {"free", TraceOp::kFree},
   };
   for (auto& [s, o] : kSuffix) {
     std::string_view sv = s;
     // "unref", "create_uint64", "new_from_..." : the role word starts `rest`.
-    if (rest == sv || (starts_with(rest, sv) && rest.size() > sv.size() && rest[sv.size()] == '_')) {
+    if (rest == sv ||
+        (starts_with(rest, sv) && rest.size() > sv.size() && rest[sv.size()] == '_')) {
       *kind = std::string(k);
       *op = o;
       return true;
@@ -142,7 +155,8 @@ std::string module_key(std::string_view m) {
   // libpthread-2.23.so / libc-2.21.so: drop "-<version>" before ".so".
   if (so != std::string::npos) {
     size_t dash = s.rfind('-', so);
-    if (dash != std::string::npos && dash + 1 < so && std::isdigit(static_cast<unsigned char>(s[dash + 1])))
+    if (dash != std::string::npos && dash + 1 < so &&
+        std::isdigit(static_cast<unsigned char>(s[dash + 1])))
       s.erase(dash, so - dash);
   }
   if (s == "libc.so" || s == "libpthread.so") return "libc";
@@ -425,7 +439,8 @@ void parse_bpftrace(std::string_view text, Trace& t) {
         if (ok && !starts_with(tok[1], "0x")) ok = parse_sym_off(tok[1], true, &f);
         if (ok && tok.size() >= 3 && tok[2] != "([unknown])") f.module = std::string(tok[2]);
       } else if (tok.size() == 1) {  // default mode
-        ok = starts_with(tok[0], "0x") ? parse_hex(tok[0], &f.addr) : parse_sym_off(tok[0], true, &f);
+        ok = starts_with(tok[0], "0x") ? parse_hex(tok[0], &f.addr)
+                                       : parse_sym_off(tok[0], true, &f);
       }
       if (ok && pending.size() < 256)
         pending.push_back(std::move(f));
@@ -487,9 +502,10 @@ void parse_bpftrace(std::string_view text, Trace& t) {
   }
   flush();
   if (map_stacks)
-    t.warnings.push_back(fmt::format("{}: {} bpftrace map stack(s) carry no object pointer; "
-                                     "ignored",
-                                     t.source, map_stacks));
+    t.warnings.push_back(
+        fmt::format("{}: {} bpftrace map stack(s) carry no object pointer; "
+                    "ignored",
+                    t.source, map_stacks));
 }
 
 }  // namespace trace_detail

@@ -20,9 +20,8 @@
 namespace lr {
 
 std::vector<std::string> gluster_default_functions() {
-  return {"dict_ref",       "dict_unref", "inode_ref", "inode_unref",
-          "__inode_ref",    "__inode_unref", "fd_ref", "__fd_ref",
-          "fd_unref",       "fd_create_uint64:new:fd"};
+  return {"dict_ref",      "dict_unref", "inode_ref", "inode_unref", "__inode_ref",
+          "__inode_unref", "fd_ref",     "__fd_ref",  "fd_unref",    "fd_create_uint64:new:fd"};
 }
 
 namespace {
@@ -91,7 +90,8 @@ struct ElfFile {
         plt.emplace_back(sh.sh_addr, sh.sh_addr + sh.sh_size);
       else
         exec.emplace_back(sh.sh_addr, sh.sh_addr + sh.sh_size);
-      if (sh.sh_type == SHT_PROGBITS && vaddr >= sh.sh_addr && vaddr + size <= sh.sh_addr + sh.sh_size) {
+      if (sh.sh_type == SHT_PROGBITS && vaddr >= sh.sh_addr &&
+          vaddr + size <= sh.sh_addr + sh.sh_size) {
         Elf_Data* d = elf_getdata(s, nullptr);
         if (d && d->d_buf && d->d_size >= sh.sh_size)
           body = static_cast<const uint8_t*>(d->d_buf) + (vaddr - sh.sh_addr);
@@ -215,8 +215,10 @@ Result<TracePlan> plan_trace(int pid, const std::vector<std::string>& functions,
     std::string guessed_kind;
     bool guessed = guess_function_role(base_name, &guessed_kind, &guessed_op);
     if (!op_s.empty()) {
-      static const std::pair<const char*, TraceOp> kOps[] = {
-          {"ref", TraceOp::kRef}, {"unref", TraceOp::kUnref}, {"new", TraceOp::kNew}, {"free", TraceOp::kFree}};
+      static const std::pair<const char*, TraceOp> kOps[] = {{"ref", TraceOp::kRef},
+                                                             {"unref", TraceOp::kUnref},
+                                                             {"new", TraceOp::kNew},
+                                                             {"free", TraceOp::kFree}};
       bool ok = false;
       for (auto& [s, o] : kOps)
         if (op_s == s) {
@@ -224,9 +226,9 @@ Result<TracePlan> plan_trace(int pid, const std::vector<std::string>& functions,
           ok = true;
         }
       if (!ok)
-        return make_error(Errc::kInvalidArgument,
-                          fmt::format("--functions {}: unknown role '{}' (ref, unref, new, free)",
-                                      spec, op_s));
+        return make_error(
+            Errc::kInvalidArgument,
+            fmt::format("--functions {}: unknown role '{}' (ref, unref, new, free)", spec, op_s));
     } else if (guessed) {
       p.op = guessed_op;
     } else {
@@ -249,8 +251,8 @@ Result<TracePlan> plan_trace(int pid, const std::vector<std::string>& functions,
       if (w.ok()) {
         ElfFile ef(host_of[w->first]);
         uint64_t callee_size = 0;
-        uint64_t t = ef.first_direct_callee(w->second->addr - w->first->bias, w->second->size,
-                                            &callee_size);
+        uint64_t t =
+            ef.first_direct_callee(w->second->addr - w->first->bias, w->second->size, &callee_size);
         if (t) {
           mod = w->first;
           p.vaddr = t;
@@ -261,7 +263,8 @@ Result<TracePlan> plan_trace(int pid, const std::vector<std::string>& functions,
       }
     }
     if (!mod) {
-      plan.warnings.push_back(fmt::format("{}: not found in pid {}'s modules; not probed", name, pid));
+      plan.warnings.push_back(
+          fmt::format("{}: not found in pid {}'s modules; not probed", name, pid));
       continue;
     }
     p.path = mod->path;
@@ -277,8 +280,9 @@ Result<TracePlan> plan_trace(int pid, const std::vector<std::string>& functions,
     plan.probes.push_back(std::move(p));
   }
   if (plan.probes.empty())
-    return make_error(Errc::kNotFound, fmt::format("none of the functions was found in pid {}: {}",
-                                                   pid, plan.warnings.empty() ? "" : plan.warnings[0]));
+    return make_error(Errc::kNotFound,
+                      fmt::format("none of the functions was found in pid {}: {}", pid,
+                                  plan.warnings.empty() ? "" : plan.warnings[0]));
   return plan;
 }
 
@@ -286,7 +290,8 @@ std::string bpftrace_program(const TracePlan& plan, const std::string& ready_fil
   std::string out = "BEGIN { printf(\"# attached\\n\");";
   // The path goes into a shell command: refuse anything but plain characters.
   if (!ready_file.empty() &&
-      ready_file.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+") ==
+      ready_file.find_first_not_of(
+          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+") ==
           std::string::npos)
     out += fmt::format(" system(\"touch {}\");", ready_file);
   out += " }\n";
@@ -330,10 +335,10 @@ std::string trace_header(const TracePlan& plan, const std::string& source) {
   for (auto& [k, p] : kinds)
     out += fmt::format("K {} - refoff={} refwidth={}\n", k, p->refoff, p->refwidth);
   for (const auto& p : plan.probes)
-    out += fmt::format("P {} {} {} addr={:#x} size={:#x} how={} module={}\n", p.name, p.kind,
-                       trace_op_name(p.op), p.vaddr, p.size,
-                       p.how.find(' ') == std::string::npos ? p.how : "first-call-in:" + p.how.substr(14),
-                       p.path);
+    out += fmt::format(
+        "P {} {} {} addr={:#x} size={:#x} how={} module={}\n", p.name, p.kind, trace_op_name(p.op),
+        p.vaddr, p.size,
+        p.how.find(' ') == std::string::npos ? p.how : "first-call-in:" + p.how.substr(14), p.path);
   for (const auto& m : plan.mappings)
     out += fmt::format("M {:#x} {:#x} {:#x} {} {}\n", m.start, m.end, m.offset,
                        m.build_id.empty() ? "-" : m.build_id, m.path);

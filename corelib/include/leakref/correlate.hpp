@@ -21,9 +21,9 @@ class CoreFile;
 // An object live in the core, as a profile or walk reports it.
 struct CoreObject {
   uint64_t addr = 0;
-  std::string kind;        // "inode", "dict", "fd", or a walk's kind; "any" matches every trace kind
+  std::string kind;  // "inode", "dict", "fd", or a walk's kind; "any" matches every trace kind
   int64_t refcount = 0;
-  int64_t explained = -1;  // refs the core accounts for (holders found); -1 unknown
+  int64_t explained = -1;    // refs the core accounts for (holders found); -1 unknown
   std::string explained_by;  // "1 fd, 2 child dentries", "3 pointers in live memory"
   std::string label;         // "gfid 3f2e…", "count=4" — shown next to the address
   std::string holders;       // "fuse=3, md-cache=1" when the profile knows them
@@ -58,13 +58,13 @@ class FrameResolver {
 };
 
 enum class Verdict {
-  kFlagged,           // refs the core cannot account for, taken in the trace and never dropped
-  kExplained,         // unmatched refs in the trace, all held by holders the core shows
-  kBalanced,          // every ref in the last lifetime was dropped again
-  kBeforeWindow,      // refs the core cannot account for, but taken before the trace began
-  kUnreliable,        // continuity breaks or lost records: not judged
-  kDisagree,          // the trace's count differs from the core's refcount
-  kNotInTrace,        // no event for this address
+  kFlagged,       // refs the core cannot account for, taken in the trace and never dropped
+  kExplained,     // unmatched refs in the trace, all held by holders the core shows
+  kBalanced,      // every ref in the last lifetime was dropped again
+  kBeforeWindow,  // refs the core cannot account for, but taken before the trace began
+  kUnreliable,    // continuity breaks or lost records: not judged
+  kDisagree,      // the trace's count differs from the core's refcount
+  kNotInTrace,    // no event for this address
 };
 const char* verdict_name(Verdict v);
 
@@ -76,9 +76,9 @@ struct TraceRef {
 struct ObjectResult {
   CoreObject obj;
   Verdict verdict = Verdict::kNotInTrace;
-  uint32_t lifetimes = 0;  // lifetimes the trace shows for this address
-  uint32_t events = 0;     // counted events, all lifetimes
-  int64_t start_count = -1;  // refcount when the last lifetime's first event ran; -1 unknown
+  uint32_t lifetimes = 0;        // lifetimes the trace shows for this address
+  uint32_t events = 0;           // counted events, all lifetimes
+  int64_t start_count = -1;      // refcount when the last lifetime's first event ran; -1 unknown
   int64_t refs = 0, unrefs = 0;  // in the last lifetime
   int64_t predicted = -1;        // the count the trace predicts; -1 unknown
   uint32_t breaks = 0;           // continuity breaks (ref_before jumps) in the last lifetime
@@ -123,8 +123,8 @@ struct CorrelateOptions {
 };
 
 struct CorrelateReport {
-  std::vector<ObjectResult> objects;  // flagged first, then by verdict and address
-  std::vector<CallSite> sites;        // ranked by refs, at most options.top
+  std::vector<ObjectResult> objects;     // flagged first, then by verdict and address
+  std::vector<CallSite> sites;           // ranked by refs, at most options.top
   std::vector<OutstandingAlloc> allocs;  // allocation traces: blocks never freed
   std::vector<AllocSite> alloc_sites;    // ranked by live bytes, then bytes
   std::vector<HistoryEntry> history;     // options.history_ptr, chronological
@@ -146,9 +146,9 @@ CorrelateReport correlate(const std::vector<Trace>& traces, const std::vector<Co
 // holders for a refcount: a stale pointer left in live memory over-counts,
 // so a reference never found is strong evidence, a found one weak.
 // `skip` lists in-use chunks whose contents are not live (pool free lists).
-std::map<uint64_t, uint32_t> count_pointers(const Memory& mem, const HeapWalk& heap,
-                                            const CoreFile& core, const ModuleSet& mods,
-                                            const std::vector<std::pair<uint64_t, uint64_t>>& targets,
-                                            const std::vector<uint64_t>& skip_chunks);
+std::map<uint64_t, uint32_t> count_pointers(
+    const Memory& mem, const HeapWalk& heap, const CoreFile& core, const ModuleSet& mods,
+    const std::vector<std::pair<uint64_t, uint64_t>>& targets,
+    const std::vector<uint64_t>& skip_chunks);
 
 }  // namespace lr

@@ -91,9 +91,9 @@ struct Trace {
   std::vector<TraceAggregate> aggregates;
   std::vector<TraceAllocStack> alloc_stacks;
   std::vector<TraceLoss> losses;
-  uint64_t bad_lines = 0;       // lines that were not understood (skipped)
-  bool truncated = false;       // the input ended inside a record
-  bool has_trailer = false;     // an X trailer (the capture ended normally)
+  uint64_t bad_lines = 0;    // lines that were not understood (skipped)
+  bool truncated = false;    // the input ended inside a record
+  bool has_trailer = false;  // an X trailer (the capture ended normally)
   std::vector<std::string> warnings;
 
   uint64_t lost() const;
