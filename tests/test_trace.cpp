@@ -9,6 +9,7 @@
 #include <set>
 
 #include "harness.hpp"
+#include "leakref/correlate.hpp"
 #include "leakref/trace.hpp"
 
 using json = nlohmann::json;
@@ -185,6 +186,50 @@ TEST_CASE("trace: leakref-trace v1 lines, losses and frames", "[trace]") {
   CHECK(st[2].sym == "loc_copy");
 }
 
+// The join on its own (no core): a wrapper and its static count once, the
+// LIFO leftovers are blamed, balanced objects are not flagged, a loss makes
+// the objects whose last lifetime spans it unreliable (0x3000) and leaves
+// lifetimes that began after it (0x1000, 0x2000) judged.
+TEST_CASE("trace: lifetimes, balance, nesting, blame and losses", "[trace]") {
+  lr::Trace t = parse(
+      "#leakref-trace 1\nP inode_ref inode ref\nP __inode_ref inode ref\nP inode_unref inode "
+      "unref\n"
+      "E 5 1 inode_ref 0x3000 0 caller_a+0x10\nLost 5 events\n"
+      "E 10 1 inode_ref 0x1000 0 caller_a+0x10\nE 11 1 __inode_ref 0x1000 0 inode_ref+0x23\n"
+      "E 20 1 inode_ref 0x1000 1 keeper+0x5\nE 21 1 __inode_ref 0x1000 1 inode_ref+0x23\n"
+      "E 25 1 inode_ref 0x1000 2 leaker+0x7\nE 26 1 __inode_ref 0x1000 2 inode_ref+0x23\n"
+      "E 30 2 inode_unref 0x1000 3 caller_b+0x8\n"
+      "E 40 1 inode_ref 0x2000 0 caller_a+0x10\nE 41 2 inode_unref 0x2000 1 caller_b+0x8\n"
+      "E 42 1 inode_ref 0x2000 0 caller_a+0x10\nE 43 2 inode_unref 0x2000 1 caller_b+0x8\n");
+  std::vector<lr::CoreObject> objs(4);
+  objs[0] = {0x1000, "inode", 2, 1, "1 holder", "a", "", false};  // 1 held legitimately, 1 leaked
+  objs[1] = {0x2000, "inode", 0, 0, "", "b", "", false};
+  objs[2] = {0x3000, "inode", 1, 0, "", "c", "", false};
+  objs[3] = {0x4000, "inode", 1, 1, "", "d", "", false};
+  lr::FrameResolver fr(nullptr, nullptr);
+  lr::CorrelateOptions o;
+  o.history_ptr = 0x1000;
+  auto rep = lr::correlate({t}, objs, fr, o, nullptr);
+  CHECK(rep.nested == 3);
+  std::map<uint64_t, const lr::ObjectResult*> by;
+  for (const auto& r : rep.objects) by[r.obj.addr] = &r;
+  REQUIRE(by.size() == 4);
+  CHECK(by[0x1000]->verdict == lr::Verdict::kFlagged);
+  CHECK(by[0x1000]->excess == 1);
+  CHECK(by[0x1000]->refs == 3);
+  CHECK(by[0x1000]->unrefs == 1);
+  CHECK(by[0x1000]->predicted == 2);
+  REQUIRE(by[0x1000]->blamed.size() == 1);  // the newest unmatched: keeper (leaker was dropped)
+  CHECK(t.stacks[t.events[by[0x1000]->blamed[0].event].stack][0].sym == "keeper");
+  CHECK(by[0x2000]->verdict == lr::Verdict::kBalanced);
+  CHECK(by[0x2000]->lifetimes == 2);
+  CHECK(by[0x3000]->verdict == lr::Verdict::kUnreliable);
+  CHECK(by[0x4000]->verdict == lr::Verdict::kNotInTrace);
+  REQUIRE(rep.sites.size() == 1);
+  CHECK(rep.sites[0].key == ":keeper+0x5");
+  CHECK(rep.history.size() == 7);  // 4 counted + 3 nested
+}
+
 TEST_CASE("trace: garbage, truncation and empty input never crash", "[trace][hostile]") {
   CHECK(!lr::parse_trace("", lr::TraceFormat::kAuto, "empty").ok());
   CHECK(!lr::parse_trace("hello world\n\x01\x02\x03", lr::TraceFormat::kAuto, "junk").ok());
@@ -243,8 +288,8 @@ TEST_CASE("trace: live bpftrace capture of a fixture, correlated through a walk"
   std::string pid = std::to_string(fx.pid);
   // The plan: exported and symtab functions by name; a static missing from
   // every table (__user_a) is the first direct call its wrapper (user_a) makes.
-  auto plan = lrtest::leakref(
-      {"trace-plan", "-p", pid, "--functions", "obj_ref,__obj_ref,__user_a:ref:obj,obj_new:new:obj", "--json"});
+  auto plan = lrtest::leakref({"trace-plan", "-p", pid, "--functions",
+                               "obj_ref,__obj_ref,__user_a:ref:obj,obj_new:new:obj", "--json"});
   INFO(plan.err);
   REQUIRE(plan.status == 0);
   json pj = plan.json();
@@ -288,7 +333,8 @@ TEST_CASE("trace: live bpftrace capture of a fixture, correlated through a walk"
     auto lt = lr::load_trace(trace);
     REQUIRE(lt.ok());
     for (const auto& e : lt->events)
-      want_calls += lt->functions[e.fn].name == "obj_ref" || lt->functions[e.fn].name == "obj_unref";
+      want_calls +=
+          lt->functions[e.fn].name == "obj_ref" || lt->functions[e.fn].name == "obj_unref";
   }
   auto count_calls = [&]() {
     std::string out = lrtest::read_file(us.out_path);

@@ -356,13 +356,22 @@ CorrelateReport correlate(const std::vector<Trace>& traces, const std::vector<Co
       }
       bool lost_after = false;
       for (const auto& l : t.losses)
-        if (l.seq >= lt.first_seq) lost_after = true;
+        if (l.seq > lt.first_seq) lost_after = true;  // lost after the lifetime began
       bool agrees = res.predicted >= 0 && res.predicted == o.refcount;
+      uint64_t lost_n = 0;
+      for (const auto& l : t.losses)
+        if (l.seq > lt.first_seq) lost_n += l.count;
       if (o.ignore) {
         res.verdict = Verdict::kExplained;
         res.reason = "pinned (never freed by refcount)";
+      } else if (lost_after) {
+        // Which objects the lost records were about is unknowable: none of
+        // the objects whose last lifetime spans the loss is judged.
+        res.verdict = Verdict::kUnreliable;
+        res.reason = fmt::format("{} record(s) were lost after this lifetime began{}", lost_n,
+                                 agrees ? " (the count still agrees with the core)" : "");
       } else if (lt.closed && o.refcount != 0) {
-        res.verdict = lost_after ? Verdict::kUnreliable : Verdict::kDisagree;
+        res.verdict = Verdict::kDisagree;
         res.reason = fmt::format(
             "the trace saw the count reach 0 but the core has {}: taken after "
             "the capture ended, or the address was reused",
@@ -371,14 +380,11 @@ CorrelateReport correlate(const std::vector<Trace>& traces, const std::vector<Co
         res.verdict = Verdict::kUnreliable;
         res.reason = fmt::format("{} continuity break(s): events were missed", lt.breaks);
       } else if (res.predicted >= 0 && !agrees) {
-        res.verdict = lost_after ? Verdict::kUnreliable : Verdict::kDisagree;
-        res.reason =
-            fmt::format("the trace predicts {} but the core has {}{}", res.predicted, o.refcount,
-                        lost_after ? " (records were lost after this lifetime began)"
-                                   : ": events missed, or taken after the capture ended");
-      } else if (lost_after && !agrees) {
-        res.verdict = Verdict::kUnreliable;
-        res.reason = "records were lost after this lifetime began, and the count cannot be checked";
+        res.verdict = Verdict::kDisagree;
+        res.reason = fmt::format(
+            "the trace predicts {} but the core has {}: events missed, or taken after the "
+            "capture ended",
+            res.predicted, o.refcount);
       } else if (res.unmatched.empty()) {
         res.verdict = (unexplained > 0) ? Verdict::kBeforeWindow : Verdict::kBalanced;
         res.reason = unexplained > 0
