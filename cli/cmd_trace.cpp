@@ -31,10 +31,7 @@ int cmd_trace_plan(const TracePlanArgs& a) {
   auto plan = lr::plan_trace(a.pid, fns, refoffs);
   if (!plan.ok()) return fail(plan.error());
   print_warnings_text(plan->warnings);
-  if (!a.ready_file.empty() &&
-      a.ready_file.find_first_not_of(
-          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+") !=
-          std::string::npos)
+  if (!a.ready_file.empty() && !lr::shell_safe_path(a.ready_file))
     return fail_usage("--ready-file: use a path of letters, digits and /._-+ only");
   std::string prog = lr::bpftrace_program(*plan, a.ready_file);
   if (!a.bpftrace_out.empty()) {

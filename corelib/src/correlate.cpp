@@ -91,6 +91,15 @@ uint64_t FrameResolver::core_address(const Trace& t, const TraceFrame& f) const 
 }
 
 ResolvedFrame FrameResolver::resolve(const Trace& t, const TraceFrame& f) const {
+  // Symbolic frames carry their own text; only bare addresses are cached.
+  if (!f.addr || !f.sym.empty() || !f.module.empty()) return resolve_uncached(t, f);
+  auto key = std::make_pair(&t, f.addr);
+  if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+  if (cache_.size() > (1u << 20)) cache_.clear();  // bounded on hostile traces
+  return cache_.emplace(key, resolve_uncached(t, f)).first->second;
+}
+
+ResolvedFrame FrameResolver::resolve_uncached(const Trace& t, const TraceFrame& f) const {
   ResolvedFrame r;
   uint64_t a = core_address(t, f);
   if (a && mods_ && entry_ && a == entry_) {
@@ -256,6 +265,22 @@ CorrelateReport correlate(const std::vector<Trace>& traces, const std::vector<Co
   }
   rep.pointers = ptrs.size();
 
+  // Per trace, once: the last aggregate per pointer, and losses as running
+  // totals by input position, so each object costs a lookup, not a scan.
+  struct PerTrace {
+    std::unordered_map<uint64_t, int64_t> last_aggregate;
+    std::vector<std::pair<uint64_t, uint64_t>> loss_cum;  // (seq, records lost up to it)
+  };
+  std::vector<PerTrace> per_trace(traces.size());
+  for (size_t ti = 0; ti < traces.size(); ++ti) {
+    for (const auto& a : traces[ti].aggregates) per_trace[ti].last_aggregate[a.ptr] = a.value;
+    uint64_t cum = 0;
+    for (const auto& l : traces[ti].losses) {
+      cum += l.count;
+      per_trace[ti].loss_cum.emplace_back(l.seq, cum);
+    }
+  }
+
   // 2. Per object: lifetimes, the last one's balance, the verdict.
   std::unordered_map<std::string, size_t> site_at;
   std::vector<std::unordered_set<uint64_t>> site_objs;
@@ -337,7 +362,6 @@ CorrelateReport correlate(const std::vector<Trace>& traces, const std::vector<Co
       res.reason = "no event for this address";
     } else {
       Lifetime& lt = lts.back();
-      const Trace& t = traces[lt.trace];
       res.start_count = lt.start;
       res.refs = lt.refs;
       res.unrefs = lt.unrefs;
@@ -350,17 +374,17 @@ CorrelateReport correlate(const std::vector<Trace>& traces, const std::vector<Co
         res.predicted = lt.count;
       } else {
         // SystemTap rounds carry the absolute count after the last event.
-        for (const auto& a : t.aggregates)
-          if (a.ptr == o.addr) res.predicted = a.value;
+        const auto& agg = per_trace[lt.trace].last_aggregate;
+        if (auto it = agg.find(o.addr); it != agg.end()) res.predicted = it->second;
         if (res.predicted >= 0) res.start_count = res.predicted - (lt.refs - lt.unrefs);
       }
-      bool lost_after = false;
-      for (const auto& l : t.losses)
-        if (l.seq > lt.first_seq) lost_after = true;  // lost after the lifetime began
+      // Records lost after the lifetime began (losses are in input order).
+      const auto& lc = per_trace[lt.trace].loss_cum;
+      auto lit = std::upper_bound(lc.begin(), lc.end(), std::make_pair(lt.first_seq, UINT64_MAX));
+      uint64_t lost_n =
+          lc.empty() ? 0 : lc.back().second - (lit == lc.begin() ? 0 : (lit - 1)->second);
+      bool lost_after = lost_n > 0;
       bool agrees = res.predicted >= 0 && res.predicted == o.refcount;
-      uint64_t lost_n = 0;
-      for (const auto& l : t.losses)
-        if (l.seq > lt.first_seq) lost_n += l.count;
       if (o.ignore) {
         res.verdict = Verdict::kExplained;
         res.reason = "pinned (never freed by refcount)";
@@ -544,9 +568,12 @@ std::map<uint64_t, uint32_t> count_pointers(
   if (targets.empty()) return out;
   std::unordered_map<uint64_t, uint64_t> size_of;  // target -> size
   size_of.reserve(targets.size() * 2);
+  uint64_t lo = UINT64_MAX, hi = 0;  // most heap words are not near any target
   for (auto [a, s] : targets) {
     size_of[a] = s;
     out[a] = 0;
+    lo = std::min(lo, a);
+    hi = std::max(hi, a);
   }
   std::unordered_set<uint64_t> skip(skip_chunks.begin(), skip_chunks.end());
   auto scan = [&](uint64_t start, uint64_t end) {
@@ -562,7 +589,7 @@ std::map<uint64_t, uint32_t> count_pointers(
       for (uint64_t i = 0; i < n; ++i) {
         uint64_t v;
         std::memcpy(&v, p + i * 8, 8);
-        if (v < 4096) continue;
+        if (v < lo || v > hi) continue;
         auto it = size_of.find(v);
         if (it == size_of.end()) continue;
         uint64_t at = a + i * 8;

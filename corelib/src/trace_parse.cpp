@@ -27,14 +27,9 @@ const char* trace_op_name(TraceOp op) {
   return "?";
 }
 
-static bool op_from_name(std::string_view s, TraceOp* op) {
-  static const std::pair<const char*, TraceOp> kOps[] = {{"ref", TraceOp::kRef},
-                                                         {"unref", TraceOp::kUnref},
-                                                         {"new", TraceOp::kNew},
-                                                         {"free", TraceOp::kFree},
-                                                         {"alloc", TraceOp::kAlloc}};
-  for (auto& [n, o] : kOps)
-    if (s == n) {
+bool trace_op_from_name(std::string_view s, TraceOp* op) {
+  for (TraceOp o : {TraceOp::kRef, TraceOp::kUnref, TraceOp::kNew, TraceOp::kFree, TraceOp::kAlloc})
+    if (s == trace_op_name(o)) {
       *op = o;
       return true;
     }
@@ -109,14 +104,13 @@ bool guess_function_role(const std::string& name, std::string* kind, TraceOp* op
 
 uint32_t Trace::function(const std::string& name, const std::string& kind, TraceOp op,
                          bool explicit_role) {
-  for (size_t i = 0; i < functions.size(); ++i)
-    if (functions[i].name == name) {
-      if (explicit_role) {
-        functions[i].kind = kind;
-        functions[i].op = op;
-      }
-      return static_cast<uint32_t>(i);
+  if (auto it = fn_index_.find(name); it != fn_index_.end()) {
+    if (explicit_role) {
+      functions[it->second].kind = kind;
+      functions[it->second].op = op;
     }
+    return it->second;
+  }
   TraceFunction f{name, kind, op};
   if (!explicit_role) {
     std::string k;
@@ -129,6 +123,7 @@ uint32_t Trace::function(const std::string& name, const std::string& kind, Trace
     }
   }
   functions.push_back(std::move(f));
+  fn_index_.emplace(name, static_cast<uint32_t>(functions.size() - 1));
   return static_cast<uint32_t>(functions.size() - 1);
 }
 
@@ -280,12 +275,12 @@ void parse_leakref(std::string_view text, Trace& t) {
     bool bad = false;
     if (ty == "E" && tok.size() >= 6) {
       TraceEvent e;
-      uint64_t ptr;
-      if (!parse_num(tok[1], &e.ts) || !parse_num(tok[2], &ptr) || ptr > UINT32_MAX ||
+      uint64_t tid;
+      if (!parse_num(tok[1], &e.ts) || !parse_num(tok[2], &tid) || tid > UINT32_MAX ||
           !parse_ptr(tok[4], &e.ptr)) {
         bad = true;
       } else {
-        e.tid = static_cast<uint32_t>(ptr);
+        e.tid = static_cast<uint32_t>(tid);
         if (tok[5] != "-" && !parse_int(tok[5], &e.before)) e.before = -1;
         e.fn = t.function(std::string(tok[3]));
         for (size_t i = 7; i < tok.size(); ++i)
@@ -314,7 +309,7 @@ void parse_leakref(std::string_view text, Trace& t) {
       }
     } else if (ty == "P" && tok.size() >= 4) {
       TraceOp op;
-      if (op_from_name(tok[3], &op))
+      if (trace_op_from_name(tok[3], &op))
         t.function(std::string(tok[1]), std::string(tok[2]), op, true);
       else
         bad = true;

@@ -19,6 +19,13 @@
 
 namespace lr {
 
+bool shell_safe_path(const std::string& path) {
+  return !path.empty() &&
+         path.find_first_not_of(
+             "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+") ==
+             std::string::npos;
+}
+
 std::vector<std::string> gluster_default_functions() {
   return {"dict_ref",      "dict_unref", "inode_ref", "inode_unref", "__inode_ref",
           "__inode_unref", "fd_ref",     "__fd_ref",  "fd_unref",    "fd_create_uint64:new:fd"};
@@ -215,17 +222,7 @@ Result<TracePlan> plan_trace(int pid, const std::vector<std::string>& functions,
     std::string guessed_kind;
     bool guessed = guess_function_role(base_name, &guessed_kind, &guessed_op);
     if (!op_s.empty()) {
-      static const std::pair<const char*, TraceOp> kOps[] = {{"ref", TraceOp::kRef},
-                                                             {"unref", TraceOp::kUnref},
-                                                             {"new", TraceOp::kNew},
-                                                             {"free", TraceOp::kFree}};
-      bool ok = false;
-      for (auto& [s, o] : kOps)
-        if (op_s == s) {
-          p.op = o;
-          ok = true;
-        }
-      if (!ok)
+      if (!trace_op_from_name(op_s, &p.op) || p.op == TraceOp::kAlloc)
         return make_error(
             Errc::kInvalidArgument,
             fmt::format("--functions {}: unknown role '{}' (ref, unref, new, free)", spec, op_s));
@@ -289,10 +286,7 @@ Result<TracePlan> plan_trace(int pid, const std::vector<std::string>& functions,
 std::string bpftrace_program(const TracePlan& plan, const std::string& ready_file) {
   std::string out = "BEGIN { printf(\"# attached\\n\");";
   // The path goes into a shell command: refuse anything but plain characters.
-  if (!ready_file.empty() &&
-      ready_file.find_first_not_of(
-          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+") ==
-          std::string::npos)
+  if (!ready_file.empty() && shell_safe_path(ready_file))
     out += fmt::format(" system(\"touch {}\");", ready_file);
   out += " }\n";
   for (const ProbeSpec& p : plan.probes) {

@@ -47,14 +47,18 @@ class FrameResolver {
   // Either may be null (no core): frames then keep what the tool printed.
   // The caller keeps `mods` and `core` alive.
   FrameResolver(const ModuleSet* mods, const CoreFile* core);
+  // Absolute frames are resolved once per (trace, address) and cached: a
+  // capture repeats a few thousand callers across millions of records.
   ResolvedFrame resolve(const Trace& t, const TraceFrame& f) const;
   // The address in the core's process a trace frame stands for; 0 unknown.
   uint64_t core_address(const Trace& t, const TraceFrame& f) const;
 
  private:
+  ResolvedFrame resolve_uncached(const Trace& t, const TraceFrame& f) const;
   const ModuleSet* mods_;
   const CoreFile* core_;
   uint64_t entry_ = 0;  // AT_ENTRY: gdb's `call` returns here
+  mutable std::map<std::pair<const Trace*, uint64_t>, ResolvedFrame> cache_;
 };
 
 enum class Verdict {

@@ -10,6 +10,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "leakref/result.hpp"
@@ -18,6 +19,8 @@ namespace lr {
 
 enum class TraceOp : uint8_t { kRef, kUnref, kNew, kFree, kAlloc };
 const char* trace_op_name(TraceOp op);  // "ref", "unref", "new", "free", "alloc"
+// The inverse of trace_op_name; false for any other word.
+bool trace_op_from_name(std::string_view name, TraceOp* op);
 
 enum class TraceFormat { kAuto, kLeakref, kBpftrace, kStap, kMmleak, kBccMemleak, kMaps };
 const char* trace_format_name(TraceFormat f);  // "leakref", "bpftrace", "stap", ...
@@ -102,6 +105,9 @@ struct Trace {
   uint32_t function(const std::string& name, const std::string& kind = {},
                     TraceOp op = TraceOp::kRef, bool explicit_role = false);
   uint32_t add_stack(std::vector<TraceFrame> frames);
+
+ private:
+  std::unordered_map<std::string, uint32_t> fn_index_;  // name -> index in functions
 };
 
 // Guesses (kind, op) from a ref-API name: "__inode_unref" -> (inode, unref),

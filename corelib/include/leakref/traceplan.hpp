@@ -36,6 +36,9 @@ struct TracePlan {
   std::vector<std::string> warnings;   // functions not found (skipped), ...
 };
 
+// True when `path` is only letters, digits and /._-+ (safe inside a command).
+bool shell_safe_path(const std::string& path);
+
 // The GlusterFS 10.x defaults: dict, inode (the exported calls and the
 // static __inode_ref/__inode_unref they wrap) and fd, with fd creation.
 std::vector<std::string> gluster_default_functions();
