@@ -8,7 +8,7 @@ OPT        ?= -O2
 SAN        ?=
 CXXFLAGS   ?= $(OPT) -g
 CXXFLAGS   += -std=c++20 -Wall -Wextra -Werror -fPIC -Icorelib/include $(SAN)
-LDLIBS     := -ldw -lelf -ldebuginfod -lfmt $(SAN)
+LDLIBS     := -ldw -lelf -ldebuginfod -lkdumpfile -lfmt $(SAN)
 
 CORE_SRC   := $(wildcard corelib/src/*.cpp)
 CORE_OBJ   := $(CORE_SRC:%.cpp=$(BUILD)/%.o)
@@ -92,10 +92,10 @@ $(FUZZ_LIB): $(FUZZ_OBJ)
 -include $(FUZZ_OBJ:.o=.d)
 
 $(FUZZ_DIR)/fuzz_trace_%: tests/fuzz/fuzz_trace.cpp $(FUZZ_LIB)
-	$(FUZZ_CXX) $(FUZZ_FLAGS) -DLR_FUZZ_PARSER=parse_$* -o $@ $< $(FUZZ_LIB) -ldw -lelf -ldebuginfod -lfmt
+	$(FUZZ_CXX) $(FUZZ_FLAGS) -DLR_FUZZ_PARSER=parse_$* -o $@ $< $(FUZZ_LIB) -ldw -lelf -ldebuginfod -lkdumpfile -lfmt
 
 $(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.cpp $(FUZZ_LIB)
-	$(FUZZ_CXX) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_LIB) -ldw -lelf -ldebuginfod -lfmt
+	$(FUZZ_CXX) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_LIB) -ldw -lelf -ldebuginfod -lkdumpfile -lfmt
 
 fuzz-build: $(FUZZERS)
 

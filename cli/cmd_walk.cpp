@@ -1,5 +1,7 @@
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <map>
 #include <set>
 
 #include "common.hpp"
@@ -67,36 +69,82 @@ lr::WalkSpec walk_spec_from(const WalkArgs& a) {
   spec.show = a.show;
   spec.where = a.where;
   if (a.limit) spec.limits.max_nodes = a.limit;
+  spec.limits.interrupted = a.interrupted;
   spec.keep_values = !a.summary_only;
   return spec;
 }
 
-int cmd_walk(const Common& c, const WalkArgs& a) {
+void add_walk_run_options(CLI::App* sub, WalkArgs& w) {
+  sub->add_option("--limit", w.limit, "stop after N objects (default 100000000)");
+  sub->add_option("--fail-on", w.fail_on, "exit 1 if: match, cycle, fault, corrupt, issue, any")
+      ->delimiter(',');
+  sub->add_flag("--summary", w.summary_only, "print only the summary");
+  sub->add_flag("--stats", w.stats, "print walk timing to stderr");
+  sub->add_option("--group-by", w.group_by, "count matched objects by this field's value");
+}
+
+namespace {
+
+struct Group {
+  uint64_t count = 0;
+  int64_t refs = 0;
+};
+
+}  // namespace
+
+int run_and_render_walk(lr::Program& prog, const WalkArgs& a, bool json,
+                        const std::string& source, const std::vector<std::string>& pre_warnings,
+                        Out& out, Out& err) {
   static const std::set<std::string> kFail = {"match", "cycle", "fault", "corrupt", "issue", "any"};
   for (const auto& f : a.fail_on)
-    if (!kFail.count(f)) return fail_usage("--fail-on: unknown finding '" + f + "'");
+    if (!kFail.count(f)) {
+      err.print("leakref: error: --fail-on: unknown finding '{}'\n", f);
+      return kUsage;
+    }
   lr::WalkSpec spec = walk_spec_from(a);
   if (!a.where.empty()) {
     auto syn = lr::Filter::check_syntax(a.where);
-    if (!syn.ok()) return fail(syn.error());
+    if (!syn.ok()) {
+      err.print("leakref: error: {}\n", syn.error().message);
+      return exit_for(syn.error());
+    }
   }
-
-  auto prog = open_program(c);
-  if (!prog.ok()) return fail(prog.error());
-  auto rep_r = lr::run_walk(*prog.value(), spec);
+  // The group-by field is evaluated like a shown field (appended last).
+  size_t group_idx = SIZE_MAX;
+  if (!a.group_by.empty()) {
+    group_idx = spec.show.size();
+    spec.show.push_back(a.group_by);
+    spec.keep_values = true;
+  }
+  auto rep_r = lr::run_walk(prog, spec);
   if (!rep_r.ok()) {
-    print_warnings_text(prog.value()->warnings());
-    return fail(rep_r.error());
+    print_warnings_text(pre_warnings, err);
+    err.print("leakref: error: {}\n", rep_r.error().message);
+    return exit_for(rep_r.error());
   }
   const lr::WalkReport& rep = rep_r.value();
-  std::vector<std::string> warnings = prog.value()->warnings();
+  std::vector<std::string> warnings = pre_warnings;
   for (const auto& w : rep.warnings) warnings.push_back(w);
   const lr::WalkResult& wr = rep.walk;
+  std::map<std::string, Group> groups;
+  std::vector<std::pair<std::string, Group>> ranked;
+  if (group_idx != SIZE_MAX) {
+    for (const auto& o : rep.objects) {
+      if (o.fields.size() <= group_idx) continue;
+      Group& g = groups[o.fields[group_idx].to_string()];
+      ++g.count;
+      if (o.has_refcount) g.refs += o.refcount;
+    }
+    ranked.assign(groups.begin(), groups.end());
+    std::stable_sort(ranked.begin(), ranked.end(),
+                     [](const auto& x, const auto& y) { return x.second.count > y.second.count; });
+  }
+  const size_t nshow = a.show.size();
 
-  if (c.json) {
+  if (json) {
     nlohmann::json j;
     j["schema"] = "leakref.walk/1";
-    j["core"] = c.core;
+    j["core"] = source;
     j["type"] = rep.type_name;
     j["type_size"] = rep.type_size;
     j["mode"] = rep.mode;
@@ -106,16 +154,19 @@ int cmd_walk(const Common& c, const WalkArgs& a) {
     j["refcount_field"] = a.refcount.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.refcount);
     j["where"] = a.where.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.where);
     auto& objs = j["objects"] = nlohmann::json::array();
-    for (const auto& o : rep.objects) {
-      nlohmann::json jo;
-      jo["addr"] = hex(o.addr);
-      if (!a.refcount.empty()) jo["refcount"] = o.has_refcount ? nlohmann::json(o.refcount) : nullptr;
-      if (!a.show.empty()) {
-        auto& f = jo["fields"] = nlohmann::json::object();
-        for (size_t i = 0; i < a.show.size() && i < o.fields.size(); ++i)
-          f[a.show[i]] = value_json(o.fields[i]);
+    if (!a.summary_only) {
+      for (const auto& o : rep.objects) {
+        nlohmann::json jo;
+        jo["addr"] = hex(o.addr);
+        if (!a.refcount.empty())
+          jo["refcount"] = o.has_refcount ? nlohmann::json(o.refcount) : nullptr;
+        if (nshow) {
+          auto& f = jo["fields"] = nlohmann::json::object();
+          for (size_t i = 0; i < nshow && i < o.fields.size(); ++i)
+            f[a.show[i]] = value_json(o.fields[i]);
+        }
+        objs.push_back(std::move(jo));
       }
-      objs.push_back(std::move(jo));
     }
     auto& s = j["summary"];
     s["visited"] = rep.visited;
@@ -129,6 +180,14 @@ int cmd_walk(const Common& c, const WalkArgs& a) {
                      : nlohmann::json(nullptr);
     auto& h = s["histogram"] = nlohmann::json::object();
     for (const auto& [k, v] : rep.histogram) h[std::to_string(k)] = v;
+    if (group_idx != SIZE_MAX) {
+      auto& g = s["groups"] = nlohmann::json::array();
+      for (const auto& [k, v] : ranked) {
+        nlohmann::json jg{{"value", k}, {"count", v.count}};
+        if (!a.refcount.empty()) jg["refcount_sum"] = v.refs;
+        g.push_back(std::move(jg));
+      }
+    }
     s["issue_count"] = wr.issue_count;
     auto& iss = s["issues"] = nlohmann::json::array();
     for (const auto& is : wr.issues) iss.push_back({{"addr", hex(is.addr)}, {"what", is.what}});
@@ -140,43 +199,54 @@ int cmd_walk(const Common& c, const WalkArgs& a) {
     }
     s["walk_ns"] = rep.walk_ns;
     j["warnings"] = warnings;
-    emit_json(j);
+    emit_json(j, out);
   } else {
-    print_warnings_text(warnings);
+    print_warnings_text(warnings, err);
     if (!a.summary_only) {
       std::string hdr = fmt::format("{:<18}", "ADDR");
       if (!a.refcount.empty()) hdr += fmt::format("  {:>8}", "REFCOUNT");
       for (const auto& f : a.show) hdr += "  " + f;
-      fmt::print("{}\n", hdr);
+      out.print("{}\n", hdr);
       for (const auto& o : rep.objects) {
+        if (out.failed()) break;
         std::string line = fmt::format("{:<18}", hex(o.addr));
         if (!a.refcount.empty())
           line += o.has_refcount ? fmt::format("  {:>8}", o.refcount) : fmt::format("  {:>8}", "?");
-        for (size_t i = 0; i < a.show.size() && i < o.fields.size(); ++i)
+        for (size_t i = 0; i < nshow && i < o.fields.size(); ++i)
           line += "  " + a.show[i] + "=" + o.fields[i].to_string();
-        fmt::print("{}\n", line);
+        line += '\n';
+        out.put(line);
       }
     }
-    fmt::print("\n{} walked as {} from {} ({}): {} visited", rep.type_name, rep.mode, a.head,
-               hex(rep.head_addr), rep.visited);
-    if (!a.where.empty()) fmt::print(", {} matched '{}'", rep.matched, a.where);
-    fmt::print("\nstopped: {}{}\n", lr::walk_stop_name(wr.stop),
-               wr.stop_detail.empty() ? "" : " — " + wr.stop_detail);
+    out.print("\n{} walked as {} from {} ({}): {} visited", rep.type_name, rep.mode, a.head,
+              hex(rep.head_addr), rep.visited);
+    if (!a.where.empty()) out.print(", {} matched '{}'", rep.matched, a.where);
+    out.print("\nstopped: {}{}\n", lr::walk_stop_name(wr.stop),
+              wr.stop_detail.empty() ? "" : " — " + wr.stop_detail);
     if (rep.mode.rfind("hash:", 0) == 0)
-      fmt::print("buckets: {} ({} empty, {} unreadable), longest chain {}\n", wr.buckets,
-                 wr.empty_buckets, wr.faulted_buckets, wr.longest_chain);
+      out.print("buckets: {} ({} empty, {} unreadable), longest chain {}\n", wr.buckets,
+                wr.empty_buckets, wr.faulted_buckets, wr.longest_chain);
     if (!a.refcount.empty()) {
-      fmt::print("refcount histogram ({}):\n", a.refcount);
-      for (const auto& [k, v] : rep.histogram) fmt::print("  {:>8}: {}\n", k, v);
+      out.print("refcount histogram ({}):\n", a.refcount);
+      for (const auto& [k, v] : rep.histogram) out.print("  {:>8}: {}\n", k, v);
+    }
+    if (group_idx != SIZE_MAX) {
+      out.print("grouped by {} ({} distinct):\n", a.group_by, ranked.size());
+      for (const auto& [k, v] : ranked) {
+        if (a.refcount.empty())
+          out.print("  {:>8}  {}\n", v.count, k);
+        else
+          out.print("  {:>8}  refs {:>8}  {}\n", v.count, v.refs, k);
+      }
     }
     if (wr.issue_count) {
-      fmt::print("issues: {}\n", wr.issue_count);
-      for (const auto& is : wr.issues) fmt::print("  {}: {}\n", hex(is.addr), is.what);
+      out.print("issues: {}\n", wr.issue_count);
+      for (const auto& is : wr.issues) out.print("  {}: {}\n", hex(is.addr), is.what);
     }
   }
   if (a.stats)
-    fmt::print(stderr, "leakref: walked and evaluated {} objects in {:.3f} ms ({:.1f} M objects/s)\n",
-               rep.visited, rep.walk_ns / 1e6, rep.walk_ns ? rep.visited * 1e3 / rep.walk_ns : 0.0);
+    err.print("leakref: walked and evaluated {} objects in {:.3f} ms ({:.1f} M objects/s)\n",
+              rep.visited, rep.walk_ns / 1e6, rep.walk_ns ? rep.visited * 1e3 / rep.walk_ns : 0.0);
 
   bool findings = (want(a.fail_on, "match") && rep.matched > 0) ||
                   (want(a.fail_on, "cycle") && wr.stop == lr::WalkStop::kCycle) ||
@@ -184,6 +254,22 @@ int cmd_walk(const Common& c, const WalkArgs& a) {
                   (want(a.fail_on, "corrupt") && wr.stop == lr::WalkStop::kCorrupt) ||
                   (want(a.fail_on, "issue") && wr.issue_count > 0);
   return findings ? kFindings : kOk;
+}
+
+int cmd_walk(const Common& c, const WalkArgs& a) {
+  // Usage errors are reported before the core is opened.
+  static const std::set<std::string> kFail = {"match", "cycle", "fault", "corrupt", "issue", "any"};
+  for (const auto& f : a.fail_on)
+    if (!kFail.count(f)) return fail_usage("--fail-on: unknown finding '" + f + "'");
+  if (!a.where.empty()) {
+    auto syn = lr::Filter::check_syntax(a.where);
+    if (!syn.ok()) return fail(syn.error());
+  }
+  auto prog = open_program(c);
+  if (!prog.ok()) return fail(prog.error());
+  std::fflush(stdout);
+  return run_and_render_walk(*prog.value(), a, c.json, c.core, prog.value()->warnings(),
+                             out_stdout(), out_stderr());
 }
 
 }  // namespace lrcli

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <cstdio>
-#include <iostream>
 
 namespace lrcli {
 
@@ -62,13 +61,33 @@ nlohmann::json value_json(const lr::FieldValue& v) {
   return nullptr;
 }
 
-void print_warnings_text(const std::vector<std::string>& w) {
-  for (const auto& s : w) fmt::print(stderr, "leakref: warning: {}\n", s);
+namespace {
+struct FileOut final : Out {
+  explicit FileOut(std::FILE* f) : f_(f) {}
+  bool write(std::string_view s) override {
+    return std::fwrite(s.data(), 1, s.size(), f_) == s.size();
+  }
+  std::FILE* f_;
+};
+}  // namespace
+
+Out& out_stdout() {
+  static FileOut o(stdout);
+  return o;
+}
+Out& out_stderr() {
+  static FileOut o(stderr);
+  return o;
 }
 
-void emit_json(const nlohmann::json& j) {
+void print_warnings_text(const std::vector<std::string>& w, Out& err) {
+  for (const auto& s : w) err.print("leakref: warning: {}\n", s);
+}
+
+void emit_json(const nlohmann::json& j, Out& out) {
   // Invalid UTF-8 from target memory must not abort the dump.
-  std::cout << j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  out.put(j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace));
+  out.put("\n");
 }
 
 }  // namespace lrcli

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <atomic>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -37,10 +39,34 @@ int fail(const lr::Error& e);
 int fail_usage(const std::string& msg);
 lr::Result<std::unique_ptr<lr::Program>> open_program(const Common& c);
 
+// Where a command's text goes: stdout/stderr for the CLI, crash's fp for the
+// extension. A write that fails (the reader of `| head` went away) makes the
+// sink refuse everything after it, so a command stops producing output.
+class Out {
+ public:
+  virtual ~Out() = default;
+  void put(std::string_view s) {
+    if (!failed_ && !s.empty() && !write(s)) failed_ = true;
+  }
+  template <class... A>
+  void print(fmt::format_string<A...> f, A&&... a) {
+    if (!failed_) put(fmt::format(f, std::forward<A>(a)...));
+  }
+  bool failed() const { return failed_; }
+
+ protected:
+  virtual bool write(std::string_view s) = 0;  // false: stop writing
+
+ private:
+  bool failed_ = false;
+};
+Out& out_stdout();
+Out& out_stderr();
+
 std::string hex(uint64_t v);
 nlohmann::json value_json(const lr::FieldValue& v);
-void print_warnings_text(const std::vector<std::string>& w);
-void emit_json(const nlohmann::json& j);
+void print_warnings_text(const std::vector<std::string>& w, Out& err = out_stderr());
+void emit_json(const nlohmann::json& j, Out& out = out_stdout());
 
 int cmd_info(const Common& c);
 struct WalkArgs;
@@ -81,12 +107,21 @@ struct WalkArgs {
   std::string where;
   uint64_t limit = 0;
   std::vector<std::string> fail_on;
+  std::string group_by;  // count matched objects by this field's value
   bool summary_only = false, stats = false;
+  const std::atomic<bool>* interrupted = nullptr;  // polled by the walk
 };
 
 // Registers the walk options (--type, --head, --next, ...) on `sub`.
 void add_walk_options(CLI::App* sub, WalkArgs& w, bool required);
 lr::WalkSpec walk_spec_from(const WalkArgs& a);
+// Registers --limit, --fail-on, --summary, --stats and --group-by.
+void add_walk_run_options(CLI::App* sub, WalkArgs& w);
+// Checks --fail-on/--where, runs the walk on `prog` and prints it (text or
+// leakref.walk/1 JSON; `source` is the core or dump named in the output).
+int run_and_render_walk(lr::Program& prog, const WalkArgs& a, bool json,
+                        const std::string& source, const std::vector<std::string>& pre_warnings,
+                        Out& out, Out& err);
 
 // GlusterFS types for `prog`: real debuginfo, else `types_file`, else the
 // synthesized cache (built on first use). Returns where they came from.
@@ -114,6 +149,8 @@ struct TracePlanArgs {
   bool json = false;
 };
 int cmd_trace_plan(const TracePlanArgs& a);
+int cmd_kernel(const std::string& vmcore, const std::string& vmlinux,
+               const std::vector<std::string>& args);
 int cmd_trace_info(const std::vector<std::string>& files, const std::string& format, bool json);
 
 }  // namespace lrcli

@@ -18,11 +18,7 @@ int main(int argc, char** argv) {
   auto* walk = app.add_subcommand("walk", "walk a list, hash table, chain or array of objects");
   add_common(walk, c);
   add_walk_options(walk, w, true);
-  walk->add_option("--limit", w.limit, "stop after N objects (default 100000000)");
-  walk->add_option("--fail-on", w.fail_on, "exit 1 if: match, cycle, fault, corrupt, issue, any")
-      ->delimiter(',');
-  walk->add_flag("--summary", w.summary_only, "print only the summary");
-  walk->add_flag("--stats", w.stats, "print walk timing to stderr");
+  add_walk_run_options(walk, w);
 
   std::string show_addr, show_type;
   int show_depth = 8;
@@ -110,6 +106,15 @@ int main(int argc, char** argv) {
   tg->add_option("--exe", tc.exe, "executable (default: from the core)");
   tg->add_option("--sysroot", tc.sysroot, "prefix for paths in the core");
 
+  std::string k_vmcore, k_vmlinux;
+  auto* kern = app.add_subcommand(
+      "kernel", "a kernel vmcore: walk, inodes, modules, check (as crash> leakref ...)");
+  kern->add_option("--vmcore", k_vmcore, "ELF or kdump-compressed vmcore")->required();
+  kern->add_option("--vmlinux", k_vmlinux, "vmlinux with DWARF (the -dbg package's)")->required();
+  kern->prefix_command();  // the rest is the kernel subcommand and its options
+  kern->footer("Subcommands: walk, inodes, modules, check; 'leakref kernel --vmcore F "
+               "--vmlinux F inodes --help' for each one's options.");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -134,6 +139,7 @@ int main(int argc, char** argv) {
     if (*corr) return cmd_correlate(c, ca);
     if (*tplan) return cmd_trace_plan(tpa);
     if (*tinfo) return cmd_trace_info(ti_files, ti_format, ti_json);
+    if (*kern) return cmd_kernel(k_vmcore, k_vmlinux, kern->remaining());
   } catch (const std::exception& e) {
     fmt::print(stderr, "leakref: internal error: {}\n", e.what());
     return kInternal;

@@ -1,0 +1,336 @@
+// The kernel subcommands (walk, inodes, modules, check): argument parsing and
+// rendering shared by `leakref kernel` and the crash extension, which differ
+// only in where memory comes from and where text goes.
+#include "kernel_cmds.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+namespace lrcli {
+
+namespace {
+
+struct KArgs {
+  bool json = false;
+  std::vector<std::string> fail_on;
+  // inodes
+  std::string sb, fstype;
+  bool all = false, flagged_only = false;
+  // modules
+  std::vector<std::string> names;
+};
+
+bool want(const std::vector<std::string>& f, const char* what) {
+  return std::find(f.begin(), f.end(), what) != f.end() ||
+         std::find(f.begin(), f.end(), "any") != f.end();
+}
+
+int report_error(const lr::Error& e, Out& err) {
+  err.print("leakref: error: {}\n", e.message);
+  return exit_for(e);
+}
+
+std::string mode_string(uint64_t mode) {
+  const char* kind = "?";
+  switch (mode & 0170000) {
+    case 0100000: kind = "reg"; break;
+    case 0040000: kind = "dir"; break;
+    case 0120000: kind = "lnk"; break;
+    case 0020000: kind = "chr"; break;
+    case 0060000: kind = "blk"; break;
+    case 0010000: kind = "fifo"; break;
+    case 0140000: kind = "sock"; break;
+    default: break;
+  }
+  return fmt::format("{} {:04o}", kind, mode & 07777);
+}
+
+std::string holders_text(const lr::KFile& f) {
+  // "lrholder(93) fd 8,9,10; lrchild(100) fd 13"
+  std::string out;
+  for (size_t i = 0; i < f.holders.size();) {
+    const auto& h = f.holders[i];
+    if (!out.empty()) out += "; ";
+    out += fmt::format("{}({}) fd {}", h.comm, h.pid, h.fd);
+    size_t j = i + 1;
+    for (; j < f.holders.size() && f.holders[j].pid == h.pid; ++j)
+      out += fmt::format(",{}", f.holders[j].fd);
+    i = j;
+  }
+  return out;
+}
+
+nlohmann::json file_json(const lr::KFile& f) {
+  nlohmann::json j{{"addr", hex(f.addr)},   {"f_count", f.f_count}, {"inode", hex(f.inode)},
+                   {"dentry", hex(f.dentry)}, {"mnt", hex(f.mnt)},   {"f_op", hex(f.f_op)}};
+  auto& h = j["holders"] = nlohmann::json::array();
+  for (const auto& x : f.holders) h.push_back({{"pid", x.pid}, {"comm", x.comm}, {"fd", x.fd}});
+  return j;
+}
+
+int do_inodes(lr::KernelTarget& k, const KArgs& a, const std::string& source,
+              const lr::KernelLimits& lim, Out& out, Out& err) {
+  lr::KInodeFilter f;
+  if (!a.sb.empty()) {
+    auto addr = k.prog().resolve_address(a.sb);
+    if (!addr.ok()) return report_error(addr.error(), err);
+    f.sb = addr.value();
+  }
+  f.fstype = a.fstype;
+  f.held_only = !a.all;
+  auto r = lr::kernel_inodes(k, f, lim);
+  if (!r.ok()) return report_error(r.error(), err);
+  const lr::KInodeReport& rep = r.value();
+  if ((f.sb || !f.fstype.empty()) && rep.sbs.empty()) {
+    err.print("leakref: error: no super_block matches {}\n",
+              f.sb ? hex(f.sb) : "fstype '" + f.fstype + "'");
+    return kLookup;
+  }
+  auto show = [&](const lr::KInode& i) { return !a.flagged_only || i.flagged(); };
+  if (a.json) {
+    nlohmann::json j;
+    j["schema"] = "leakref.kernel.inodes/1";
+    j["dump"] = source;
+    j["all"] = a.all;
+    auto& sbs = j["super_blocks"] = nlohmann::json::array();
+    for (const auto& s : rep.sbs) {
+      nlohmann::json js{{"addr", hex(s.addr)}, {"fstype", s.fstype}, {"id", s.id},
+                        {"root", hex(s.root)}};
+      js["inodes_walk_stop"] = lr::walk_stop_name(static_cast<lr::WalkStop>(s.inode_walk_stop));
+      auto& ji = js["inodes"] = nlohmann::json::array();
+      for (const auto& i : s.inodes) {
+        if (!show(i)) continue;
+        nlohmann::json x{{"addr", hex(i.addr)},       {"ino", i.ino},
+                         {"i_count", i.i_count},      {"i_nlink", i.i_nlink},
+                         {"i_state", i.i_state},      {"i_state_names", lr::inode_state_names(i.i_state)},
+                         {"i_mode", i.i_mode},        {"unexplained", i.unexplained},
+                         {"flagged", i.flagged()}};
+        auto& jd = x["dentries"] = nlohmann::json::array();
+        for (const auto& d : i.dentries)
+          jd.push_back({{"addr", hex(d.addr)},
+                        {"name", d.name},
+                        {"count", d.count},
+                        {"children", d.children},
+                        {"files", d.files},
+                        {"mount_refs", d.mount_refs},
+                        {"fs_refs", d.fs_refs},
+                        {"pinned", d.pinned},
+                        {"unexplained", d.unexplained}});
+        auto& jf = x["files"] = nlohmann::json::array();
+        for (size_t fi : i.files) jf.push_back(file_json(rep.files[fi]));
+        ji.push_back(std::move(x));
+      }
+      sbs.push_back(std::move(js));
+    }
+    j["summary"] = {{"tasks", rep.tasks},     {"open_files", rep.files.size()},
+                    {"inodes", rep.inodes},   {"dentries", rep.dentries},
+                    {"flagged", rep.flagged}, {"walk_ns", rep.walk_ns}};
+    j["warnings"] = rep.warnings;
+    emit_json(j, out);
+  } else {
+    print_warnings_text(rep.warnings, err);
+    out.print("{:<18}  {:<12}  {:<16}  {:>8}  {:>7}\n", "SUPER_BLOCK", "TYPE", "ID", "INODES",
+              "FLAGGED");
+    for (const auto& s : rep.sbs) {
+      uint64_t flagged = 0, total = 0;
+      for (const auto& i : s.inodes) flagged += i.flagged() ? 1 : 0;
+      total = s.inodes.size();
+      out.print("{:<18}  {:<12}  {:<16}  {:>8}  {:>7}\n", hex(s.addr), s.fstype, s.id,
+                a.all ? fmt::format("{}", total) : "-", flagged);
+    }
+    for (const auto& s : rep.sbs) {
+      bool header = false;
+      for (const auto& i : s.inodes) {
+        if (!show(i) || out.failed()) continue;
+        if (!header) {
+          out.print("\nsuper_block {} {} \"{}\":\n", hex(s.addr), s.fstype, s.id);
+          header = true;
+        }
+        out.print("  inode {} ino {} {} i_count {} nlink {} state {}{}\n", hex(i.addr), i.ino,
+                  mode_string(i.i_mode), i.i_count, i.i_nlink, lr::inode_state_names(i.i_state),
+                  i.unexplained > 0 ? fmt::format("  !! {} i_count not held by dentries", i.unexplained) : "");
+        for (const auto& d : i.dentries) {
+          std::string why = fmt::format("children {} + files {} + mounts {} + root/pwd {} + pin {}",
+                                        d.children, d.files, d.mount_refs, d.fs_refs, d.pinned);
+          out.print("    dentry {} \"{}\" d_count {} = {}{}\n", hex(d.addr), d.name, d.count, why,
+                    d.unexplained ? fmt::format("  !! {:+} unexplained", d.unexplained) : "");
+        }
+        for (size_t fi : i.files) {
+          const lr::KFile& f = rep.files[fi];
+          out.print("    file   {} f_count {}  {}\n", hex(f.addr), f.f_count, holders_text(f));
+        }
+      }
+    }
+    out.print("\n{} tasks, {} open files, {} inodes, {} dentries; {} flagged{}\n", rep.tasks,
+              rep.files.size(), rep.inodes, rep.dentries, rep.flagged,
+              a.all ? "" : " (inodes without open files or findings not listed; --all lists them)");
+  }
+  return want(a.fail_on, "flagged") && rep.flagged ? kFindings : kOk;
+}
+
+int do_modules(lr::KernelTarget& k, const KArgs& a, const std::string& source,
+               const lr::KernelLimits& lim, Out& out, Out& err) {
+  auto r = lr::kernel_modules(k, lim);
+  if (!r.ok()) return report_error(r.error(), err);
+  const lr::KModuleReport& rep = r.value();
+  auto pick = [&](const lr::KModule& m) {
+    return a.names.empty() || std::find(a.names.begin(), a.names.end(), m.name) != a.names.end();
+  };
+  uint64_t unexplained = 0;
+  for (const auto& m : rep.modules)
+    if (pick(m) && m.unexplained > 0) ++unexplained;
+  auto join = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : ",") + x;
+    return s.empty() ? std::string("-") : s;
+  };
+  if (a.json) {
+    nlohmann::json j;
+    j["schema"] = "leakref.kernel.modules/1";
+    j["dump"] = source;
+    auto& mods = j["modules"] = nlohmann::json::array();
+    for (const auto& m : rep.modules) {
+      if (!pick(m)) continue;
+      mods.push_back({{"addr", hex(m.addr)},
+                      {"name", m.name},
+                      {"state", m.state},
+                      {"refcnt", m.refcnt},
+                      {"used_by", m.used_by},
+                      {"uses", m.uses},
+                      {"superblocks", m.superblocks},
+                      {"open_files", m.open_files},
+                      {"unexplained", m.unexplained}});
+    }
+    j["summary"] = {{"modules", mods.size()}, {"unexplained", unexplained},
+                    {"walk_ns", rep.walk_ns}};
+    j["warnings"] = rep.warnings;
+    emit_json(j, out);
+  } else {
+    print_warnings_text(rep.warnings, err);
+    out.print("{:<20}  {:<18}  {:<8}  {:>6}  {:>6}  {:>5}  {:>5}  {:>11}  {}\n", "MODULE", "ADDR",
+              "STATE", "REFCNT", "DEPS", "SBS", "FILES", "UNEXPLAINED", "USED_BY");
+    for (const auto& m : rep.modules) {
+      if (!pick(m)) continue;
+      out.print("{:<20}  {:<18}  {:<8}  {:>6}  {:>6}  {:>5}  {:>5}  {:>11}  {}\n", m.name,
+                hex(m.addr), m.state, m.refcnt, m.used_by.size(), m.superblocks, m.open_files,
+                m.unexplained, join(m.used_by));
+    }
+    out.print("\nrefcnt = 1 (base) + DEPS (modules using it) + SBS (mounted super blocks of its "
+              "filesystems) + FILES (open files whose f_op it owns) + UNEXPLAINED\n");
+  }
+  return want(a.fail_on, "unexplained") && unexplained ? kFindings : kOk;
+}
+
+int do_check(lr::KernelTarget& k, const KArgs& a, const std::string& source,
+             const lr::KernelLimits& lim, Out& out, Out& err) {
+  auto r = lr::kernel_check(k, lim);
+  if (!r.ok()) return report_error(r.error(), err);
+  uint64_t violations = 0;
+  for (const auto& c : r.value()) violations += c.violations;
+  if (a.json) {
+    nlohmann::json j;
+    j["schema"] = "leakref.kernel.check/1";
+    j["dump"] = source;
+    auto& cs = j["checks"] = nlohmann::json::array();
+    for (const auto& c : r.value())
+      cs.push_back({{"name", c.name},
+                    {"description", c.description},
+                    {"checked", c.checked},
+                    {"violations", c.violations},
+                    {"examples", c.examples}});
+    j["summary"] = {{"checks", r.value().size()}, {"violations", violations}};
+    emit_json(j, out);
+  } else {
+    out.print("{:<18}  {:>9}  {:>10}  {}\n", "CHECK", "CHECKED", "VIOLATIONS", "INVARIANT");
+    for (const auto& c : r.value()) {
+      out.print("{:<18}  {:>9}  {:>10}  {}\n", c.name, c.checked, c.violations, c.description);
+      for (const auto& e : c.examples) out.print("    {}\n", e);
+    }
+  }
+  return want(a.fail_on, "violation") && violations ? kFindings : kOk;
+}
+
+}  // namespace
+
+int run_kernel_command(lr::KernelTarget& k, const std::vector<std::string>& args,
+                       const std::string& source, Out& out, Out& err,
+                       const std::atomic<bool>* interrupted) {
+  CLI::App app{"leakref kernel analyses", "leakref"};
+  app.require_subcommand(1);
+  KArgs ka;
+  WalkArgs w;
+  auto* walk = app.add_subcommand("walk", "walk any list, hlist, chain, array or hash table");
+  add_walk_options(walk, w, true);
+  add_walk_run_options(walk, w);
+  walk->add_flag("--json", ka.json, "leakref.walk/1 JSON");
+  auto* ino = app.add_subcommand("inodes", "inodes with their dentries and open files");
+  ino->add_option("-s,--super-block", ka.sb, "only this super_block (ADDR)");
+  ino->add_option("-t,--fstype", ka.fstype, "only super blocks of this type (tmpfs, ext4, ...)");
+  ino->add_flag("--all", ka.all, "every inode, not only held or flagged ones");
+  ino->add_flag("--flagged", ka.flagged_only, "only inodes with unexplained references");
+  ino->add_option("--fail-on", ka.fail_on, "exit 1 if: flagged")->delimiter(',');
+  ino->add_flag("--json", ka.json, "leakref.kernel.inodes/1 JSON");
+  auto* mods = app.add_subcommand("modules", "module refcounts and their holders");
+  mods->add_option("names", ka.names, "only these modules");
+  mods->add_option("--fail-on", ka.fail_on, "exit 1 if: unexplained")->delimiter(',');
+  mods->add_flag("--json", ka.json, "leakref.kernel.modules/1 JSON");
+  auto* chk = app.add_subcommand("check", "kernel invariants: list integrity, counts vs holders");
+  chk->add_option("--fail-on", ka.fail_on, "exit 1 if: violation")->delimiter(',');
+  chk->add_flag("--json", ka.json, "leakref.kernel.check/1 JSON");
+
+  std::vector<std::string> rev(args.rbegin(), args.rend());
+  try {
+    app.parse(rev);
+  } catch (const CLI::CallForHelp&) {
+    out.put(app.help());
+    return kOk;
+  } catch (const CLI::CallForAllHelp&) {
+    out.put(app.help("", CLI::AppFormatMode::All));
+    return kOk;
+  } catch (const CLI::ParseError& e) {
+    err.print("leakref: error: {}\n", e.what());
+    return kUsage;
+  }
+  lr::KernelLimits lim;
+  lim.interrupted = interrupted;
+  if (w.limit) lim.max_objects = w.limit;
+  for (const auto& f : ka.fail_on) {
+    bool ok = f == "any" || (ino->parsed() && f == "flagged") ||
+              (mods->parsed() && f == "unexplained") || (chk->parsed() && f == "violation");
+    if (!ok) {
+      err.print("leakref: error: --fail-on: unknown finding '{}'\n", f);
+      return kUsage;
+    }
+  }
+  if (walk->parsed()) {
+    w.interrupted = interrupted;
+    w.fail_on.erase(std::remove(w.fail_on.begin(), w.fail_on.end(), ""), w.fail_on.end());
+    lr::Program& p = k.prog();
+    return run_and_render_walk(p, w, ka.json, source, k.warnings(), out, err);
+  }
+  if (ino->parsed()) return do_inodes(k, ka, source, lim, out, err);
+  if (mods->parsed()) return do_modules(k, ka, source, lim, out, err);
+  return do_check(k, ka, source, lim, out, err);
+}
+
+}  // namespace lrcli
+
+namespace lrcli {
+
+int cmd_kernel(const std::string& vmcore, const std::string& vmlinux,
+               const std::vector<std::string>& args) {
+  if (args.empty()) return fail_usage("kernel: give a subcommand: walk, inodes, modules, check");
+  // Usage errors first, before the (slow) vmlinux is opened: parse once
+  // against a target-less dry run is not possible, so check the name.
+  static const char* kSubs[] = {"walk", "inodes", "modules", "check", "--help", "-h"};
+  if (std::find(std::begin(kSubs), std::end(kSubs), args[0]) == std::end(kSubs))
+    return fail_usage("kernel: unknown subcommand '" + args[0] + "' (walk, inodes, modules, check)");
+  auto k = lr::KernelTarget::open(vmcore, vmlinux);
+  if (!k.ok()) return fail(k.error());
+  static std::atomic<bool> never{false};
+  return run_kernel_command(*k.value(), args, vmcore, out_stdout(), out_stderr(), &never);
+}
+
+}  // namespace lrcli

@@ -1,0 +1,166 @@
+// Layer 5 (kernel): a Linux kernel image (vmcore + vmlinux DWARF) and the
+// walks kernel engineers ask of it: super blocks and their inodes with the
+// dentries and open files that hold them, modules and their holders, and
+// invariant checks. The same code runs under crash (memory from readmem) and
+// standalone (memory from an ELF vmcore or libkdumpfile).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "leakref/program.hpp"
+#include "leakref/result.hpp"
+
+namespace lr {
+
+class KernelTarget {
+ public:
+  ~KernelTarget();
+  KernelTarget(const KernelTarget&) = delete;
+  KernelTarget& operator=(const KernelTarget&) = delete;
+
+  // Standalone: opens `vmcore` read-only (an ELF dump with virtual addresses
+  // through the engine's ELF reader; kdump-compressed and physical-only ELF
+  // dumps through libkdumpfile) and `vmlinux` (DWARF). The KASLR offset comes
+  // from the dump's VMCOREINFO. kBadFormat/kIo name the file at fault.
+  static Result<std::unique_ptr<KernelTarget>> open(const std::string& vmcore,
+                                                    const std::string& vmlinux);
+  // Hosted (crash): `mem` is borrowed and must outlive the target; the
+  // runtime address of a vmlinux symbol is its ELF value + `kaslr_offset`.
+  static Result<std::unique_ptr<KernelTarget>> attach(const Memory* mem,
+                                                      const std::string& vmlinux,
+                                                      uint64_t kaslr_offset);
+
+  Program& prog() { return *prog_; }
+  const Memory& mem() const { return prog_->mem(); }
+  uint64_t kaslr_offset() const { return kaslr_offset_; }
+  const std::string& dump_format() const { return format_; }  // "elf", "kdump", "crash"
+  const std::string& vmlinux() const { return vmlinux_; }
+  // Runtime address of a vmlinux symbol; kNotFound names it.
+  Result<uint64_t> symbol(const std::string& name) const;
+  std::vector<std::string> warnings() const;
+
+ private:
+  KernelTarget() = default;
+  Result<void> load_vmlinux(const std::string& vmlinux, uint64_t kaslr_offset);
+  std::unique_ptr<Memory> owned_mem_;
+  struct Kdump;
+  std::unique_ptr<Kdump> kdump_;
+  std::unique_ptr<Program> prog_;
+  uint64_t kaslr_offset_ = 0;
+  std::string format_, vmlinux_;
+  std::vector<std::string> warnings_;
+};
+
+// Bounds shared by the kernel walks.
+struct KernelLimits {
+  uint64_t max_objects = 10'000'000;  // per list
+  uint64_t max_fds = 1u << 20;        // per fd table
+  const std::atomic<bool>* interrupted = nullptr;
+};
+
+// One open file (struct file) and who holds it.
+struct KFileHolder {
+  int pid = 0;
+  std::string comm;
+  int fd = -1;
+};
+struct KFile {
+  uint64_t addr = 0;
+  int64_t f_count = 0;
+  uint64_t inode = 0, dentry = 0, mnt = 0, f_op = 0;
+  std::vector<KFileHolder> holders;  // every fd slot pointing at this file
+};
+
+struct KDentry {
+  uint64_t addr = 0;
+  std::string name;
+  int64_t count = 0;             // d_lockref.count
+  uint64_t children = 0;         // d_subdirs entries (each holds a reference)
+  uint64_t files = 0;            // struct files whose f_path.dentry is this
+  uint64_t mount_refs = 0;       // mnt_root of mounts + mountpoint pins
+  uint64_t fs_refs = 0;          // task root/pwd (per fs_struct)
+  uint64_t pinned = 0;           // filesystems that pin their dentries (tmpfs, ramfs, ...)
+  int64_t unexplained = 0;       // count - everything above
+};
+
+struct KInode {
+  uint64_t addr = 0;
+  uint64_t ino = 0;
+  int64_t i_count = 0;
+  uint64_t i_nlink = 0;
+  uint64_t i_state = 0;
+  uint64_t i_mode = 0;
+  std::vector<KDentry> dentries;  // i_dentry aliases
+  std::vector<uint64_t> files;    // indexes into KInodeReport::files
+  int64_t unexplained = 0;        // i_count - aliases (each alias holds one)
+  bool flagged() const;           // inode or any of its dentries unexplained > 0
+};
+
+struct KSuperBlock {
+  uint64_t addr = 0;
+  std::string fstype, id;
+  uint64_t root = 0;
+  std::vector<KInode> inodes;
+  uint64_t inode_walk_stop = 0;  // WalkStop of s_inodes as an integer (0 = end)
+  std::string inode_walk_detail;
+};
+
+struct KInodeFilter {
+  uint64_t sb = 0;      // only this super_block (0 = all)
+  std::string fstype;   // only super blocks of this type ("" = all)
+  bool held_only = false;  // only inodes with open files or unexplained refs
+};
+
+struct KInodeReport {
+  std::vector<KSuperBlock> sbs;
+  std::vector<KFile> files;  // every open file found through task fd tables
+  uint64_t tasks = 0, inodes = 0, dentries = 0, flagged = 0;
+  uint64_t walk_ns = 0;
+  std::vector<std::string> warnings;
+};
+
+Result<KInodeReport> kernel_inodes(KernelTarget& k, const KInodeFilter& f,
+                                   const KernelLimits& lim = {});
+
+struct KModule {
+  uint64_t addr = 0;
+  std::string name;
+  std::string state;       // live, coming, going, unformed
+  int64_t refcnt = 0;      // module.refcnt (1 = the base reference)
+  std::vector<std::string> used_by;        // modules holding a reference (source_list)
+  std::vector<std::string> uses;           // modules it holds (target_list)
+  uint64_t superblocks = 0;                // mounted super blocks of its filesystem types
+  uint64_t open_files = 0;                 // struct files whose f_op it owns
+  int64_t unexplained = 0;                 // refcnt - 1 - the holders above
+};
+
+struct KModuleReport {
+  std::vector<KModule> modules;
+  uint64_t walk_ns = 0;
+  std::vector<std::string> warnings;
+};
+
+Result<KModuleReport> kernel_modules(KernelTarget& k, const KernelLimits& lim = {});
+
+// An invariant the kernel itself relies on, checked over the whole image.
+struct KCheckResult {
+  std::string name;         // "lists.tasks", "inode.i_count", ...
+  std::string description;  // what must hold
+  uint64_t checked = 0;
+  uint64_t violations = 0;
+  std::vector<std::string> examples;  // the first few violations, one line each
+  bool skipped = false;
+  std::string skip_reason;
+};
+
+Result<std::vector<KCheckResult>> kernel_check(KernelTarget& k, const KernelLimits& lim = {});
+
+// "I_DIRTY_SYNC|I_REFERENCED" for an inode i_state (Linux 6.1 values).
+std::string inode_state_names(uint64_t state);
+
+}  // namespace lr

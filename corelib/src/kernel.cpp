@@ -1,0 +1,475 @@
+// Kernel walks: tasks -> fd tables -> files; mounts; super blocks -> inodes
+// -> dentries; modules. Offsets come from vmlinux DWARF once per call; each
+// object is read whole (one span or copy), never a read per field.
+#include "leakref/kernel.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "kernel_internal.hpp"
+#include "leakref/objects.hpp"
+#include "leakref/walkers.hpp"
+
+namespace lr {
+
+bool KInode::flagged() const {
+  if (unexplained > 0) return true;
+  for (const auto& d : dentries)
+    if (d.unexplained > 0) return true;
+  return false;
+}
+
+std::string inode_state_names(uint64_t state) {
+  static const std::pair<uint64_t, const char*> kBits[] = {
+      {1u << 0, "I_DIRTY_SYNC"},  {1u << 1, "I_DIRTY_DATASYNC"}, {1u << 2, "I_DIRTY_PAGES"},
+      {1u << 3, "I_NEW"},         {1u << 4, "I_WILL_FREE"},      {1u << 5, "I_FREEING"},
+      {1u << 6, "I_CLEAR"},       {1u << 7, "I_SYNC"},           {1u << 8, "I_REFERENCED"},
+      {1u << 10, "I_LINKABLE"},   {1u << 11, "I_DIRTY_TIME"},    {1u << 13, "I_WB_SWITCH"},
+      {1u << 14, "I_OVL_INUSE"},  {1u << 15, "I_CREATING"},      {1u << 16, "I_DONTCACHE"},
+      {1u << 17, "I_SYNC_QUEUED"}, {1u << 18, "I_PINNING_FSCACHE_WB"}};
+  std::string out;
+  uint64_t rest = state;
+  for (const auto& [bit, name] : kBits) {
+    if (!(state & bit)) continue;
+    if (!out.empty()) out += '|';
+    out += name;
+    rest &= ~bit;
+  }
+  if (rest) out += fmt::format("{}{:#x}", out.empty() ? "" : "|", rest);
+  return out.empty() ? "0" : out;
+}
+
+namespace kint {
+
+Result<Layout> Layout::of(KernelTarget& k, const std::string& type) {
+  Layout l;
+  LR_ASSIGN(l.type, k.prog().types().find(type));
+  const Type* s = l.type->strip();
+  if (!s->complete || s->size == 0)
+    return make_error(Errc::kNotFound, fmt::format("{} has no complete definition in {}", type,
+                                                   k.vmlinux()));
+  l.size = s->size;
+  return l;
+}
+
+Result<uint64_t> Layout::off(std::string_view path) const {
+  LR_ASSIGN(FieldLoc loc, resolve_path(type, path));
+  return loc.offset;
+}
+
+Result<IntField> Layout::field(std::string_view path, bool refcount) const {
+  FieldLoc loc;
+  if (refcount) {
+    LR_ASSIGN(loc, resolve_refcount(type, path));
+  } else {
+    LR_ASSIGN(loc, resolve_path(type, path));
+  }
+  return IntField::of(loc);
+}
+
+uint64_t ptr_at(const uint8_t* obj, uint64_t off) { return load_uint(obj + off, 8); }
+
+std::string cstr_at(const uint8_t* obj, uint64_t off, size_t max) {
+  const char* p = reinterpret_cast<const char*>(obj + off);
+  size_t n = strnlen(p, max);
+  return std::string(p, n);
+}
+
+bool interrupted(const KernelLimits& lim) {
+  return lim.interrupted && lim.interrupted->load(std::memory_order_relaxed);
+}
+
+uint64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Walks a list_head ring and returns the containers, adding a warning when
+// the walk did not end cleanly.
+std::vector<uint64_t> list_objects(const Memory& mem, uint64_t head, uint64_t member_off,
+                                   const KernelLimits& lim, const std::string& what,
+                                   std::vector<std::string>* warnings, WalkResult* out) {
+  WalkLimits wl;
+  wl.max_nodes = lim.max_objects;
+  wl.interrupted = lim.interrupted;
+  WalkResult r = walk_list(mem, head, member_off, wl);
+  if (!r.ok() && warnings)
+    warnings->push_back(fmt::format("{}: walk stopped ({}) at {:#x}{}{}", what,
+                                    walk_stop_name(r.stop), r.stop_addr,
+                                    r.stop_detail.empty() ? "" : ": ", r.stop_detail));
+  std::vector<uint64_t> objs = std::move(r.objects);
+  if (out) {
+    r.objects.clear();
+    *out = std::move(r);
+  }
+  return objs;
+}
+
+Result<Scan> scan(KernelTarget& k, const KernelLimits& lim, bool want_mounts) {
+  Scan s;
+  const Memory& mem = k.mem();
+  std::vector<uint8_t> scratch, fdbuf;
+  LR_ASSIGN(Layout task, Layout::of(k, "struct task_struct"));
+  LR_ASSIGN(uint64_t t_tasks, task.off("tasks"));
+  LR_ASSIGN(uint64_t t_files, task.off("files"));
+  LR_ASSIGN(uint64_t t_fs, task.off("fs"));
+  LR_ASSIGN(uint64_t t_comm, task.off("comm"));
+  LR_ASSIGN(IntField t_pid, task.field("pid"));
+  LR_ASSIGN(Layout files, Layout::of(k, "struct files_struct"));
+  LR_ASSIGN(uint64_t fs_fdt, files.off("fdt"));
+  LR_ASSIGN(Layout fdt, Layout::of(k, "struct fdtable"));
+  LR_ASSIGN(IntField fdt_max, fdt.field("max_fds"));
+  LR_ASSIGN(uint64_t fdt_fd, fdt.off("fd"));
+  LR_ASSIGN(Layout file, Layout::of(k, "struct file"));
+  LR_ASSIGN(IntField f_count, file.field("f_count", true));
+  LR_ASSIGN(uint64_t f_inode, file.off("f_inode"));
+  LR_ASSIGN(uint64_t f_dentry, file.off("f_path.dentry"));
+  LR_ASSIGN(uint64_t f_mnt, file.off("f_path.mnt"));
+  LR_ASSIGN(uint64_t f_op, file.off("f_op"));
+  LR_ASSIGN(Layout fss, Layout::of(k, "struct fs_struct"));
+  LR_ASSIGN(uint64_t fs_root, fss.off("root.dentry"));
+  LR_ASSIGN(uint64_t fs_pwd, fss.off("pwd.dentry"));
+  LR_ASSIGN(uint64_t init_task, k.symbol("init_task"));
+
+  std::vector<uint64_t> tasks = {init_task};
+  for (uint64_t t : list_objects(mem, init_task + t_tasks, t_tasks, lim, "init_task.tasks",
+                                 &s.warnings, nullptr))
+    if (t != init_task) tasks.push_back(t);
+  std::unordered_map<uint64_t, size_t> file_index;
+  std::unordered_set<uint64_t> seen_files_structs, seen_fs;
+  for (uint64_t t : tasks) {
+    if (interrupted(lim)) return make_error(Errc::kInterrupted, "interrupted");
+    const uint8_t* tb = object_bytes(mem, t, task.size, scratch);
+    if (!tb) {
+      s.warnings.push_back(fmt::format("task {:#x}: not readable", t));
+      continue;
+    }
+    ++s.tasks;
+    int pid = static_cast<int>(t_pid.load(tb));
+    std::string comm = cstr_at(tb, t_comm, 16);
+    uint64_t fsp = ptr_at(tb, t_fs), fp = ptr_at(tb, t_files);
+    if (fsp && seen_fs.insert(fsp).second) {
+      uint64_t rd[2] = {};
+      if (mem.read(fsp + fs_root, &rd[0], 8).ok() && mem.read(fsp + fs_pwd, &rd[1], 8).ok()) {
+        for (uint64_t d : rd)
+          if (d) ++s.fs_refs[d];
+      }
+    }
+    if (!fp || !seen_files_structs.insert(fp).second) continue;  // threads share one table
+    uint64_t fdtp = 0, fdarr = 0;
+    uint32_t maxfds = 0;
+    if (!mem.read(fp + fs_fdt, &fdtp, 8).ok() || !fdtp) continue;
+    const uint8_t* fb = object_bytes(mem, fdtp, fdt.size, scratch);
+    if (!fb) {
+      s.warnings.push_back(fmt::format("pid {}: fdtable {:#x} not readable", pid, fdtp));
+      continue;
+    }
+    maxfds = static_cast<uint32_t>(fdt_max.load(fb));
+    fdarr = ptr_at(fb, fdt_fd);
+    if (maxfds > lim.max_fds) {
+      s.warnings.push_back(fmt::format("pid {}: max_fds {} capped at {}", pid, maxfds, lim.max_fds));
+      maxfds = static_cast<uint32_t>(lim.max_fds);
+    }
+    fdbuf.resize(size_t{maxfds} * 8);
+    if (maxfds && !mem.read(fdarr, fdbuf.data(), fdbuf.size()).ok()) {
+      s.warnings.push_back(fmt::format("pid {}: fd array {:#x} not readable", pid, fdarr));
+      continue;
+    }
+    for (uint32_t fd = 0; fd < maxfds; ++fd) {
+      uint64_t f = load_uint(fdbuf.data() + size_t{fd} * 8, 8);
+      if (!f) continue;
+      auto [it, fresh] = file_index.emplace(f, s.files.size());
+      if (fresh) {
+        KFile kf;
+        kf.addr = f;
+        if (const uint8_t* ob = object_bytes(mem, f, file.size, scratch)) {
+          kf.f_count = f_count.load(ob);
+          kf.inode = ptr_at(ob, f_inode);
+          kf.dentry = ptr_at(ob, f_dentry);
+          kf.mnt = ptr_at(ob, f_mnt);
+          kf.f_op = ptr_at(ob, f_op);
+        } else {
+          s.warnings.push_back(fmt::format("pid {} fd {}: file {:#x} not readable", pid, fd, f));
+        }
+        s.files.push_back(std::move(kf));
+      }
+      s.files[it->second].holders.push_back({pid, comm, static_cast<int>(fd)});
+    }
+  }
+  for (size_t i = 0; i < s.files.size(); ++i) {
+    const KFile& f = s.files[i];
+    if (f.dentry) s.files_by_dentry[f.dentry].push_back(i);
+    if (f.inode) s.files_by_inode[f.inode].push_back(i);
+  }
+
+  // Super blocks, and through each one's s_mounts every mount (internal
+  // kern_mounts included), for the dentry references mounts hold.
+  LR_ASSIGN(Layout sb, Layout::of(k, "struct super_block"));
+  LR_ASSIGN(uint64_t sb_list, sb.off("s_list"));
+  LR_ASSIGN(uint64_t super_blocks, k.symbol("super_blocks"));
+  s.sb_layout_size = sb.size;
+  s.super_blocks = list_objects(mem, super_blocks, sb_list, lim, "super_blocks", &s.warnings,
+                                &s.sb_walk);
+  if (want_mounts) {
+    LR_ASSIGN(uint64_t sb_mounts, sb.off("s_mounts"));
+    LR_ASSIGN(Layout mnt, Layout::of(k, "struct mount"));
+    LR_ASSIGN(uint64_t m_inst, mnt.off("mnt_instance"));
+    LR_ASSIGN(uint64_t m_root, mnt.off("mnt.mnt_root"));
+    LR_ASSIGN(uint64_t m_mp, mnt.off("mnt_mp"));
+    LR_ASSIGN(Layout mp, Layout::of(k, "struct mountpoint"));
+    LR_ASSIGN(uint64_t mp_dentry, mp.off("m_dentry"));
+    std::unordered_set<uint64_t> mps;
+    for (uint64_t b : s.super_blocks) {
+      for (uint64_t m : list_objects(mem, b + sb_mounts, m_inst, lim,
+                                     fmt::format("super_block {:#x} s_mounts", b), &s.warnings,
+                                     nullptr)) {
+        const uint8_t* mb = object_bytes(mem, m, mnt.size, scratch);
+        if (!mb) continue;
+        ++s.mounts;
+        if (uint64_t r = ptr_at(mb, m_root)) ++s.mount_refs[r];
+        uint64_t p = ptr_at(mb, m_mp);
+        if (p && mps.insert(p).second) {
+          uint64_t d = 0;
+          if (mem.read(p + mp_dentry, &d, 8).ok() && d) ++s.mount_refs[d];
+        }
+      }
+    }
+  }
+  return s;
+}
+
+}  // namespace kint
+
+using namespace kint;
+
+namespace {
+
+// Filesystems whose positive dentries hold one extra reference for as long
+// as they exist (tmpfs/ramfs `dget` in mknod, the simple_fill_super/debugfs
+// family keeping the creation reference).
+bool pins_dentries(const std::string& fstype) {
+  static const std::set<std::string> kPinning = {
+      "tmpfs",  "ramfs",    "devtmpfs", "rootfs",  "debugfs",   "tracefs", "securityfs",
+      "configfs", "binfmt_misc", "hugetlbfs", "mqueue", "devpts", "bpf", "pstore", "efivarfs"};
+  return kPinning.count(fstype) > 0;
+}
+
+}  // namespace
+
+Result<KInodeReport> kernel_inodes(KernelTarget& k, const KInodeFilter& flt,
+                                   const KernelLimits& lim) {
+  uint64_t t0 = now_ns();
+  const Memory& mem = k.mem();
+  LR_ASSIGN(Scan s, scan(k, lim, true));
+  KInodeReport rep;
+  rep.warnings = std::move(s.warnings);
+  rep.tasks = s.tasks;
+  std::vector<uint8_t> scratch, dscratch;
+  LR_ASSIGN(Layout sb, Layout::of(k, "struct super_block"));
+  LR_ASSIGN(uint64_t sb_type, sb.off("s_type"));
+  LR_ASSIGN(uint64_t sb_id, sb.off("s_id"));
+  LR_ASSIGN(uint64_t sb_root, sb.off("s_root"));
+  LR_ASSIGN(uint64_t sb_inodes, sb.off("s_inodes"));
+  LR_ASSIGN(Layout fst, Layout::of(k, "struct file_system_type"));
+  LR_ASSIGN(uint64_t fst_name, fst.off("name"));
+  LR_ASSIGN(Layout ino, Layout::of(k, "struct inode"));
+  LR_ASSIGN(uint64_t i_sb_list, ino.off("i_sb_list"));
+  LR_ASSIGN(IntField i_ino, ino.field("i_ino"));
+  LR_ASSIGN(IntField i_count, ino.field("i_count", true));
+  LR_ASSIGN(IntField i_nlink, ino.field("i_nlink"));
+  LR_ASSIGN(IntField i_state, ino.field("i_state"));
+  LR_ASSIGN(IntField i_mode, ino.field("i_mode"));
+  LR_ASSIGN(uint64_t i_dentry, ino.off("i_dentry"));
+  LR_ASSIGN(Layout den, Layout::of(k, "struct dentry"));
+  LR_ASSIGN(uint64_t d_alias, den.off("d_u.d_alias"));
+  LR_ASSIGN(IntField d_count, den.field("d_lockref", true));
+  LR_ASSIGN(uint64_t d_name, den.off("d_name.name"));
+  LR_ASSIGN(uint64_t d_subdirs, den.off("d_subdirs"));
+  LR_ASSIGN(uint64_t d_child, den.off("d_child"));
+
+  // Files are reported once, in scan order; inodes refer to them by index.
+  rep.files = s.files;
+  for (uint64_t b : s.super_blocks) {
+    if (interrupted(lim)) return make_error(Errc::kInterrupted, "interrupted");
+    if (flt.sb && flt.sb != b) continue;
+    const uint8_t* sbb = object_bytes(mem, b, sb.size, scratch);
+    if (!sbb) {
+      rep.warnings.push_back(fmt::format("super_block {:#x}: not readable", b));
+      continue;
+    }
+    KSuperBlock ks;
+    ks.addr = b;
+    ks.id = cstr_at(sbb, sb_id, 32);
+    ks.root = ptr_at(sbb, sb_root);
+    uint64_t typep = ptr_at(sbb, sb_type), namep = 0;
+    if (typep && mem.read(typep + fst_name, &namep, 8).ok() && namep) {
+      auto n = mem.read_cstring(namep, 64);
+      if (n.ok()) ks.fstype = n.value();
+    }
+    if (!flt.fstype.empty() && flt.fstype != ks.fstype) continue;
+    bool pin = pins_dentries(ks.fstype);
+    WalkResult wr;
+    std::vector<uint64_t> inodes = list_objects(mem, b + sb_inodes, i_sb_list, lim,
+                                                fmt::format("super_block {:#x} ({}) s_inodes", b,
+                                                            ks.fstype),
+                                                &rep.warnings, &wr);
+    ks.inode_walk_stop = static_cast<uint64_t>(wr.stop);
+    ks.inode_walk_detail = wr.stop_detail;
+    for (uint64_t ia : inodes) {
+      if (interrupted(lim)) return make_error(Errc::kInterrupted, "interrupted");
+      const uint8_t* ib = object_bytes(mem, ia, ino.size, scratch);
+      if (!ib) {
+        rep.warnings.push_back(fmt::format("inode {:#x}: not readable", ia));
+        continue;
+      }
+      KInode ki;
+      ki.addr = ia;
+      ki.ino = static_cast<uint64_t>(i_ino.load(ib));
+      ki.i_count = i_count.load(ib);
+      ki.i_nlink = static_cast<uint64_t>(i_nlink.load(ib));
+      ki.i_state = static_cast<uint64_t>(i_state.load(ib));
+      ki.i_mode = static_cast<uint64_t>(i_mode.load(ib));
+      uint64_t first = ptr_at(ib, i_dentry);
+      // i_dentry aliases (hlist through dentry.d_u.d_alias).
+      uint64_t node = first;
+      for (uint64_t guard = 0; node && guard < 4096; ++guard) {
+        uint64_t d = node - d_alias;
+        const uint8_t* db = object_bytes(mem, d, den.size, dscratch);
+        if (!db) {
+          rep.warnings.push_back(fmt::format("inode {:#x}: dentry {:#x} not readable", ia, d));
+          break;
+        }
+        KDentry kd;
+        kd.addr = d;
+        kd.count = d_count.load(db);
+        if (uint64_t np = ptr_at(db, d_name)) {
+          auto n = mem.read_cstring(np, 256);
+          if (n.ok()) kd.name = n.value();
+        }
+        uint64_t sub = ptr_at(db, d_subdirs);
+        if (sub != d + d_subdirs) {
+          WalkLimits wl;
+          wl.max_nodes = lim.max_objects;
+          wl.interrupted = lim.interrupted;
+          kd.children = walk_list(mem, d + d_subdirs, d_child, wl).objects.size();
+        }
+        if (auto it = s.files_by_dentry.find(d); it != s.files_by_dentry.end())
+          kd.files = it->second.size();
+        if (auto it = s.mount_refs.find(d); it != s.mount_refs.end()) kd.mount_refs = it->second;
+        if (auto it = s.fs_refs.find(d); it != s.fs_refs.end()) kd.fs_refs = it->second;
+        kd.pinned = (pin && d != ks.root) ? 1 : 0;
+        int64_t held = static_cast<int64_t>(kd.children + kd.files + kd.mount_refs + kd.fs_refs +
+                                            kd.pinned + (d == ks.root ? 1 : 0));
+        kd.unexplained = kd.count - held;
+        ki.dentries.push_back(std::move(kd));
+        ++rep.dentries;
+        node = ptr_at(db, d_alias);  // hlist_node.next
+      }
+      if (auto it = s.files_by_inode.find(ia); it != s.files_by_inode.end())
+        for (size_t fi : it->second) ki.files.push_back(fi);
+      ki.unexplained = ki.i_count - static_cast<int64_t>(ki.dentries.size());
+      ++rep.inodes;
+      bool flagged = ki.flagged();
+      if (flagged) ++rep.flagged;
+      if (flt.held_only && !flagged && ki.files.empty()) continue;
+      ks.inodes.push_back(std::move(ki));
+    }
+    rep.sbs.push_back(std::move(ks));
+  }
+  rep.walk_ns = now_ns() - t0;
+  return rep;
+}
+
+Result<KModuleReport> kernel_modules(KernelTarget& k, const KernelLimits& lim) {
+  uint64_t t0 = now_ns();
+  const Memory& mem = k.mem();
+  LR_ASSIGN(Scan s, scan(k, lim, false));
+  KModuleReport rep;
+  rep.warnings = std::move(s.warnings);
+  std::vector<uint8_t> scratch;
+  LR_ASSIGN(Layout mod, Layout::of(k, "struct module"));
+  LR_ASSIGN(uint64_t m_list, mod.off("list"));
+  LR_ASSIGN(uint64_t m_name, mod.off("name"));
+  LR_ASSIGN(FieldLoc m_state, resolve_path(mod.type, "state"));
+  LR_ASSIGN(IntField m_refcnt, mod.field("refcnt", true));
+  LR_ASSIGN(uint64_t m_src, mod.off("source_list"));
+  LR_ASSIGN(uint64_t m_tgt, mod.off("target_list"));
+  LR_ASSIGN(Layout use, Layout::of(k, "struct module_use"));
+  LR_ASSIGN(uint64_t u_src_list, use.off("source_list"));
+  LR_ASSIGN(uint64_t u_tgt_list, use.off("target_list"));
+  LR_ASSIGN(uint64_t u_source, use.off("source"));
+  LR_ASSIGN(uint64_t u_target, use.off("target"));
+  LR_ASSIGN(Layout sb, Layout::of(k, "struct super_block"));
+  LR_ASSIGN(uint64_t sb_type, sb.off("s_type"));
+  LR_ASSIGN(Layout fst, Layout::of(k, "struct file_system_type"));
+  LR_ASSIGN(uint64_t fst_owner, fst.off("owner"));
+  LR_ASSIGN(Layout fops, Layout::of(k, "struct file_operations"));
+  LR_ASSIGN(uint64_t fo_owner, fops.off("owner"));
+  LR_ASSIGN(uint64_t modules, k.symbol("modules"));
+
+  std::unordered_map<uint64_t, uint64_t> sbs_by_owner, files_by_owner;
+  for (uint64_t b : s.super_blocks) {
+    uint64_t t = 0, owner = 0;
+    if (mem.read(b + sb_type, &t, 8).ok() && t && mem.read(t + fst_owner, &owner, 8).ok() && owner)
+      ++sbs_by_owner[owner];
+  }
+  std::unordered_map<uint64_t, uint64_t> fop_owner;
+  for (const KFile& f : s.files) {
+    if (!f.f_op) continue;
+    auto it = fop_owner.find(f.f_op);
+    if (it == fop_owner.end()) {
+      uint64_t owner = 0;
+      if (!mem.read(f.f_op + fo_owner, &owner, 8).ok()) owner = 0;
+      it = fop_owner.emplace(f.f_op, owner).first;
+    }
+    if (it->second) ++files_by_owner[it->second];
+  }
+  auto mod_name = [&](uint64_t m) -> std::string {
+    char buf[56] = {};
+    if (!mem.read(m + m_name, buf, sizeof buf - 1).ok()) return fmt::format("{:#x}", m);
+    return std::string(buf, strnlen(buf, sizeof buf - 1));
+  };
+  auto uses_of = [&](uint64_t head, uint64_t link_off, uint64_t who_off) {
+    std::vector<std::string> out;
+    for (uint64_t u : list_objects(mem, head, link_off, lim, "module_use list", &rep.warnings,
+                                   nullptr)) {
+      uint64_t who = 0;
+      if (mem.read(u + who_off, &who, 8).ok() && who) out.push_back(mod_name(who));
+    }
+    return out;
+  };
+  for (uint64_t m : list_objects(mem, modules, m_list, lim, "modules", &rep.warnings, nullptr)) {
+    if (interrupted(lim)) return make_error(Errc::kInterrupted, "interrupted");
+    const uint8_t* mb = object_bytes(mem, m, mod.size, scratch);
+    if (!mb) {
+      rep.warnings.push_back(fmt::format("module {:#x}: not readable", m));
+      continue;
+    }
+    KModule km;
+    km.addr = m;
+    km.name = cstr_at(mb, m_name, 56);
+    FieldValue st = format_scalar(mb, m_state);
+    km.state = st.kind == FieldValue::Kind::kEnum ? st.text : st.to_string();
+    for (const char* pfx : {"MODULE_STATE_"})
+      if (km.state.rfind(pfx, 0) == 0) km.state = km.state.substr(std::strlen(pfx));
+    for (auto& c : km.state) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (auto p = km.state.find('('); p != std::string::npos) km.state.resize(p);
+    km.refcnt = m_refcnt.load(mb);
+    km.used_by = uses_of(m + m_src, u_src_list, u_source);
+    km.uses = uses_of(m + m_tgt, u_tgt_list, u_target);
+    if (auto it = sbs_by_owner.find(m); it != sbs_by_owner.end()) km.superblocks = it->second;
+    if (auto it = files_by_owner.find(m); it != files_by_owner.end()) km.open_files = it->second;
+    km.unexplained = km.refcnt - 1 - static_cast<int64_t>(km.used_by.size() + km.superblocks +
+                                                          km.open_files);
+    rep.modules.push_back(std::move(km));
+  }
+  rep.walk_ns = now_ns() - t0;
+  return rep;
+}
+
+}  // namespace lr

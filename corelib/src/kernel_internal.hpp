@@ -1,0 +1,50 @@
+// Shared by the kernel walk files: type layouts resolved once, and the scan
+// of tasks, open files, super blocks and mounts that several reports need.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "leakref/kernel.hpp"
+#include "leakref/objects.hpp"
+#include "leakref/walkers.hpp"
+
+namespace lr::kint {
+
+struct Layout {
+  const Type* type = nullptr;
+  uint64_t size = 0;
+  // kNotFound when the type has no complete definition in vmlinux.
+  static Result<Layout> of(KernelTarget& k, const std::string& type);
+  Result<uint64_t> off(std::string_view path) const;
+  // An integer field; `refcount` descends atomic_t/refcount_t/lockref/...
+  Result<IntField> field(std::string_view path, bool refcount = false) const;
+};
+
+uint64_t ptr_at(const uint8_t* obj, uint64_t off);
+std::string cstr_at(const uint8_t* obj, uint64_t off, size_t max);
+bool interrupted(const KernelLimits& lim);
+uint64_t now_ns();
+std::vector<uint64_t> list_objects(const Memory& mem, uint64_t head, uint64_t member_off,
+                                   const KernelLimits& lim, const std::string& what,
+                                   std::vector<std::string>* warnings, WalkResult* out);
+
+struct Scan {
+  uint64_t tasks = 0, mounts = 0;
+  std::vector<KFile> files;  // distinct struct files in task fd tables
+  std::unordered_map<uint64_t, std::vector<size_t>> files_by_dentry, files_by_inode;
+  std::unordered_map<uint64_t, uint64_t> mount_refs;  // dentry -> refs held by mounts
+  std::unordered_map<uint64_t, uint64_t> fs_refs;     // dentry -> task root/pwd refs
+  std::vector<uint64_t> super_blocks;
+  WalkResult sb_walk;
+  uint64_t sb_layout_size = 0;
+  std::vector<std::string> warnings;
+};
+
+// Tasks (init_task.tasks), their fd tables and fs_structs, super blocks and,
+// with `want_mounts`, every mount on each super block's s_mounts.
+Result<Scan> scan(KernelTarget& k, const KernelLimits& lim, bool want_mounts);
+
+}  // namespace lr::kint

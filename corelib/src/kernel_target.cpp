@@ -1,0 +1,192 @@
+// Opening a kernel image: the dump (ELF or kdump via libkdumpfile), the
+// KASLR offset from VMCOREINFO, and vmlinux as the single module whose DWARF
+// and symbols the walks use.
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <libkdumpfile/kdumpfile.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "leakref/elfcore.hpp"
+#include "leakref/kernel.hpp"
+#include "leakref/pagecache.hpp"
+
+namespace lr {
+
+struct KernelTarget::Kdump {
+  kdump_ctx_t* ctx = nullptr;
+  int fd = -1;
+  ~Kdump() {
+    if (ctx) kdump_free(ctx);
+    if (fd >= 0) close(fd);
+  }
+  static bool read(void* self, uint64_t addr, void* buf, size_t len) {
+    auto* k = static_cast<Kdump*>(self);
+    size_t got = len;
+    return kdump_read(k->ctx, KDUMP_KVADDR, addr, buf, &got) == KDUMP_OK && got == len;
+  }
+};
+
+KernelTarget::~KernelTarget() {
+  prog_.reset();  // before the memory it reads
+  owned_mem_.reset();
+}
+
+namespace {
+
+// "KEY=value" from VMCOREINFO text; "" when absent.
+std::string vmcoreinfo_value(const std::string& text, const std::string& key) {
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string::npos) nl = text.size();
+    if (text.compare(pos, key.size(), key) == 0 && pos + key.size() < nl &&
+        text[pos + key.size()] == '=')
+      return text.substr(pos + key.size() + 1, nl - pos - key.size() - 1);
+    pos = nl + 1;
+  }
+  return "";
+}
+
+bool has_kernel_vaddrs(const CoreFile& c) {
+  for (const auto& s : c.segments())
+    if (s.kind == SegmentInfo::Kind::kCore && s.start >= 0xffff800000000000ull) return true;
+  return false;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<KernelTarget>> KernelTarget::open(const std::string& vmcore,
+                                                         const std::string& vmlinux) {
+  std::unique_ptr<KernelTarget> k(new KernelTarget());
+  int fd = ::open(vmcore.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return make_error(Errc::kIo, fmt::format("{}: cannot open: {}", vmcore, std::strerror(errno)));
+  char magic[16] = {};
+  ssize_t n = pread(fd, magic, sizeof magic, 0);
+  std::string vmcoreinfo;
+  bool via_kdump = true;
+  if (n >= 4 && std::memcmp(magic, "\177ELF", 4) == 0) {
+    CoreOptions co;
+    co.fill_from_files = false;
+    auto core = CoreFile::open(vmcore, co);
+    if (!core.ok()) {
+      close(fd);
+      return std::move(core).error();
+    }
+    if (has_kernel_vaddrs(*core.value())) {
+      via_kdump = false;
+      vmcoreinfo = core.value()->vmcoreinfo();
+      for (const auto& w : core.value()->warnings()) k->warnings_.push_back(w);
+      k->owned_mem_ = std::move(core).value();
+      k->format_ = "elf";
+    }
+  } else if (n >= 12 && std::memcmp(magic, "makedumpfile", 12) == 0) {
+    close(fd);
+    return make_error(Errc::kUnsupported,
+                      fmt::format("{}: makedumpfile flattened format; convert it first with "
+                                  "'makedumpfile -R {}.kdump < {}'",
+                                  vmcore, vmcore, vmcore));
+  }
+  if (via_kdump) {
+    k->kdump_ = std::make_unique<Kdump>();
+    k->kdump_->fd = fd;
+    fd = -1;
+    k->kdump_->ctx = kdump_new();
+    if (!k->kdump_->ctx) return make_error(Errc::kIo, "libkdumpfile: out of memory");
+    // QEMU leaves the kdump header's utsname empty, so libkdumpfile cannot
+    // tell the architecture; leakref only reads x86_64 kernels anyway.
+    kdump_set_string_attr(k->kdump_->ctx, KDUMP_ATTR_ARCH_NAME, KDUMP_ARCH_X86_64);
+    if (kdump_open_fd(k->kdump_->ctx, k->kdump_->fd) != KDUMP_OK)
+      return make_error(Errc::kBadFormat,
+                        fmt::format("{}: not a kernel dump leakref can read ({})", vmcore,
+                                    kdump_get_err(k->kdump_->ctx)));
+    kdump_set_string_attr(k->kdump_->ctx, KDUMP_ATTR_OSTYPE, "linux");
+    char* raw = nullptr;
+    if (kdump_vmcoreinfo_raw(k->kdump_->ctx, &raw) == KDUMP_OK && raw) {
+      vmcoreinfo = raw;
+      std::free(raw);
+    }
+    const char* fmtname = nullptr;
+    kdump_get_string_attr(k->kdump_->ctx, KDUMP_ATTR_FILE_FORMAT, &fmtname);
+    k->format_ = fmtname ? fmtname : "kdump";
+    k->owned_mem_ = std::make_unique<PagedMemory>(&Kdump::read, k->kdump_.get(), vmcore);
+  }
+  if (fd >= 0) close(fd);
+  if (vmcoreinfo.empty())
+    return make_error(Errc::kBadFormat,
+                      fmt::format("{}: no VMCOREINFO in the dump (QEMU needs -device vmcoreinfo "
+                                  "and the guest's qemu_fw_cfg module)",
+                                  vmcore));
+  uint64_t off = 0;
+  std::string ko = vmcoreinfo_value(vmcoreinfo, "KERNELOFFSET");
+  if (!ko.empty() && !parse_u64("0x" + ko, &off))
+    return make_error(Errc::kBadFormat, fmt::format("{}: bad KERNELOFFSET '{}'", vmcore, ko));
+  LR_TRY(k->load_vmlinux(vmlinux, off));
+  // The dump must be of this vmlinux: its build-id, or else its release.
+  std::string bid = vmcoreinfo_value(vmcoreinfo, "BUILD-ID");
+  auto file_bid = build_id_of_file(vmlinux);
+  if (!bid.empty() && file_bid.ok() && file_bid.value() != bid)
+    return make_error(Errc::kBadFormat,
+                      fmt::format("{}: build-id {} does not match {} (dump's kernel has {})",
+                                  vmlinux, file_bid.value(), vmcore, bid));
+  return k;
+}
+
+Result<std::unique_ptr<KernelTarget>> KernelTarget::attach(const Memory* mem,
+                                                           const std::string& vmlinux,
+                                                           uint64_t kaslr_offset) {
+  std::unique_ptr<KernelTarget> k(new KernelTarget());
+  k->format_ = "crash";
+  k->prog_ = nullptr;
+  // load_vmlinux builds the Program over this memory.
+  struct Borrowed final : Memory {
+    const Memory* m;
+    explicit Borrowed(const Memory* p) : m(p) {}
+    const uint8_t* span(uint64_t a, size_t n) const override { return m->span(a, n); }
+    Result<void> read(uint64_t a, void* b, size_t n) const override { return m->read(a, b, n); }
+    bool window(uint64_t a, Window* w) const override { return m->window(a, w); }
+    std::string why_unreadable(uint64_t a) const override { return m->why_unreadable(a); }
+  };
+  k->owned_mem_ = std::make_unique<Borrowed>(mem);
+  LR_TRY(k->load_vmlinux(vmlinux, kaslr_offset));
+  return k;
+}
+
+Result<void> KernelTarget::load_vmlinux(const std::string& vmlinux, uint64_t off) {
+  if (::access(vmlinux.c_str(), R_OK) != 0)
+    return make_error(Errc::kIo, fmt::format("{}: cannot open: {}", vmlinux, std::strerror(errno)));
+  vmlinux_ = vmlinux;
+  kaslr_offset_ = off;
+  auto mods = ModuleSet::empty(DebugOptions{});
+  Module* m = mods->add("vmlinux", vmlinux, 0, 0, off, "", true);
+  if (!m->has_dwarf())
+    return make_error(Errc::kNotFound,
+                      fmt::format("{}: no DWARF (use the vmlinux from the -dbg / debuginfo "
+                                  "package, e.g. /usr/lib/debug/boot/vmlinux-RELEASE)",
+                                  vmlinux));
+  const Symbol* text = m->find_symbol("_text");
+  const Symbol* end = m->find_symbol("_end");
+  if (!text || !end)
+    return make_error(Errc::kBadFormat, fmt::format("{}: not a vmlinux (no _text/_end)", vmlinux));
+  m->base = text->addr;
+  m->end = end->addr;
+  prog_ = std::make_unique<Program>(owned_mem_.get(), std::move(mods));
+  return {};
+}
+
+Result<uint64_t> KernelTarget::symbol(const std::string& name) const {
+  Module* m = prog_->modules().exe();
+  const Symbol* s = m ? m->find_symbol(name) : nullptr;
+  if (!s) return make_error(Errc::kNotFound, fmt::format("kernel symbol '{}' not found", name));
+  return s->addr;
+}
+
+std::vector<std::string> KernelTarget::warnings() const {
+  std::vector<std::string> w = warnings_;
+  for (const auto& s : prog_->modules().warnings()) w.push_back(s);
+  return w;
+}
+
+}  // namespace lr
