@@ -22,9 +22,9 @@ TESTBIN    := $(BUILD)/leakref-tests
 
 NPROC      ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all lib test test-sanitize fuzz fuzz-build bench bench-trace demo install clean deps fixtures
+.PHONY: all lib extension test test-sanitize fuzz fuzz-build bench bench-trace demo install clean deps fixtures
 
-all: $(BIN) fixtures
+all: $(BIN) fixtures $(EXT)
 
 lib: $(LIB)
 
@@ -40,6 +40,30 @@ $(BIN): $(CLI_OBJ) $(LIB)
 	$(CXX) $(CXXFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS)
 
 -include $(CORE_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
+
+# ---- crash extension -------------------------------------------------------
+# The shim is C and alone includes crash's defs.h (Debian's crash package);
+# the rest is the engine and the kernel subcommands shared with the CLI. All
+# symbols are local (leakref.map), so nothing clashes with crash, its gdb or
+# other extensions; crash's own symbols resolve when crash dlopens it.
+EXT        := $(BUILD)/leakref.so
+CRASH_DEFS ?= /usr/include/crash
+EXT_CLI    := $(BUILD)/cli/kernel_cmds.o $(BUILD)/cli/cmd_walk.o $(BUILD)/cli/common.o
+
+$(BUILD)/extension/leakref_crash.o: extension/leakref_crash.c extension/leakref_host.h
+	@mkdir -p $(dir $@)
+	@test -f $(CRASH_DEFS)/defs.h || { echo "crash's defs.h not found in $(CRASH_DEFS) (make deps installs crash)"; exit 1; }
+	$(CC) $(OPT) -g -Wall -Wextra -Werror -fPIC -DX86_64 -isystem $(CRASH_DEFS) $(SAN) -c $< -o $@
+
+$(BUILD)/extension/crash_glue.o: extension/crash_glue.cpp extension/leakref_host.h
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) -MMD -MP -c $< -o $@
+
+$(EXT): $(BUILD)/extension/leakref_crash.o $(BUILD)/extension/crash_glue.o $(EXT_CLI) $(LIB) extension/leakref.map
+	$(CXX) $(CXXFLAGS) -shared -Wl,--version-script=extension/leakref.map -o $@ \
+	  $(BUILD)/extension/leakref_crash.o $(BUILD)/extension/crash_glue.o $(EXT_CLI) $(LIB) $(LDLIBS)
+
+extension: $(EXT)
 
 include fixtures/fixtures.mk
 
@@ -128,9 +152,11 @@ deps:
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
 	else echo "deps: all installed"; fi
 
-install: $(BIN)
+install: $(BIN) $(EXT)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/leakref
+	install -d $(DESTDIR)$(PREFIX)/lib/crash/extensions
 	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/leakref
+	install -m 644 $(EXT) $(DESTDIR)$(PREFIX)/lib/crash/extensions/leakref.so
 	install -m 755 scripts/leakref-snap $(DESTDIR)$(PREFIX)/bin/leakref-snap
 	install -m 755 scripts/leakref-trace $(DESTDIR)$(PREFIX)/bin/leakref-trace
 	install -m 644 scripts/leakref.gdb $(DESTDIR)$(PREFIX)/share/leakref/leakref.gdb

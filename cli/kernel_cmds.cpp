@@ -48,16 +48,33 @@ std::string mode_string(uint64_t mode) {
 }
 
 std::string holders_text(const lr::KFile& f) {
-  // "lrholder(93) fd 8,9,10; lrchild(100) fd 13"
+  // "lrholder(93) fd 8,9,10; lrchild(100) exe, 4 maps", processes in order
+  // of first appearance.
+  std::vector<int> order;
+  std::map<int, std::vector<const lr::KFileHolder*>> by_pid;
+  for (const auto& h : f.holders) {
+    auto& v = by_pid[h.pid];
+    if (v.empty()) order.push_back(h.pid);
+    v.push_back(&h);
+  }
   std::string out;
-  for (size_t i = 0; i < f.holders.size();) {
-    const auto& h = f.holders[i];
+  for (int pid : order) {
+    const auto& hs = by_pid[pid];
+    std::string fds;
+    uint64_t maps = 0;
+    bool exe = false;
+    for (const auto* h : hs) {
+      if (h->fd == lr::KFileHolder::kExe) exe = true;
+      else if (h->fd == lr::KFileHolder::kMmap) ++maps;
+      else fds += (fds.empty() ? "fd " : ",") + std::to_string(h->fd);
+    }
+    std::vector<std::string> parts;
+    if (!fds.empty()) parts.push_back(fds);
+    if (exe) parts.push_back("exe");
+    if (maps) parts.push_back(fmt::format("{} map{}", maps, maps == 1 ? "" : "s"));
     if (!out.empty()) out += "; ";
-    out += fmt::format("{}({}) fd {}", h.comm, h.pid, h.fd);
-    size_t j = i + 1;
-    for (; j < f.holders.size() && f.holders[j].pid == h.pid; ++j)
-      out += fmt::format(",{}", f.holders[j].fd);
-    i = j;
+    out += fmt::format("{}({}) ", hs[0]->comm, pid);
+    for (size_t p = 0; p < parts.size(); ++p) out += (p ? ", " : "") + parts[p];
   }
   return out;
 }
@@ -66,7 +83,12 @@ nlohmann::json file_json(const lr::KFile& f) {
   nlohmann::json j{{"addr", hex(f.addr)},   {"f_count", f.f_count}, {"inode", hex(f.inode)},
                    {"dentry", hex(f.dentry)}, {"mnt", hex(f.mnt)},   {"f_op", hex(f.f_op)}};
   auto& h = j["holders"] = nlohmann::json::array();
-  for (const auto& x : f.holders) h.push_back({{"pid", x.pid}, {"comm", x.comm}, {"fd", x.fd}});
+  for (const auto& x : f.holders) {
+    nlohmann::json jh{{"pid", x.pid}, {"comm", x.comm}};
+    if (x.fd >= 0) jh["fd"] = x.fd;
+    jh["kind"] = x.fd >= 0 ? "fd" : x.fd == lr::KFileHolder::kExe ? "exe" : "mmap";
+    h.push_back(std::move(jh));
+  }
   return j;
 }
 
@@ -96,8 +118,9 @@ int do_inodes(lr::KernelTarget& k, const KArgs& a, const std::string& source,
     j["all"] = a.all;
     auto& sbs = j["super_blocks"] = nlohmann::json::array();
     for (const auto& s : rep.sbs) {
-      nlohmann::json js{{"addr", hex(s.addr)}, {"fstype", s.fstype}, {"id", s.id},
-                        {"root", hex(s.root)}};
+      nlohmann::json js{{"addr", hex(s.addr)},         {"fstype", s.fstype},
+                        {"id", s.id},                  {"root", hex(s.root)},
+                        {"inode_count", s.inode_count}, {"flagged", s.flagged}};
       js["inodes_walk_stop"] = lr::walk_stop_name(static_cast<lr::WalkStop>(s.inode_walk_stop));
       auto& ji = js["inodes"] = nlohmann::json::array();
       for (const auto& i : s.inodes) {
@@ -133,13 +156,9 @@ int do_inodes(lr::KernelTarget& k, const KArgs& a, const std::string& source,
     print_warnings_text(rep.warnings, err);
     out.print("{:<18}  {:<12}  {:<16}  {:>8}  {:>7}\n", "SUPER_BLOCK", "TYPE", "ID", "INODES",
               "FLAGGED");
-    for (const auto& s : rep.sbs) {
-      uint64_t flagged = 0, total = 0;
-      for (const auto& i : s.inodes) flagged += i.flagged() ? 1 : 0;
-      total = s.inodes.size();
+    for (const auto& s : rep.sbs)
       out.print("{:<18}  {:<12}  {:<16}  {:>8}  {:>7}\n", hex(s.addr), s.fstype, s.id,
-                a.all ? fmt::format("{}", total) : "-", flagged);
-    }
+                s.inode_count, s.flagged);
     for (const auto& s : rep.sbs) {
       bool header = false;
       for (const auto& i : s.inodes) {

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <set>
+#include <map>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -110,6 +110,26 @@ std::vector<uint64_t> list_objects(const Memory& mem, uint64_t head, uint64_t me
   return objs;
 }
 
+void hold_file(const Memory& mem, Scan& s, uint64_t f, const KFileHolder& h) {
+  auto [it, fresh] = s.file_index.emplace(f, s.files.size());
+  if (fresh) {
+    KFile kf;
+    kf.addr = f;
+    std::vector<uint8_t> scratch;
+    if (const uint8_t* ob = object_bytes(mem, f, s.fl.size, scratch)) {
+      kf.f_count = s.fl.f_count.load(ob);
+      kf.inode = ptr_at(ob, s.fl.inode);
+      kf.dentry = ptr_at(ob, s.fl.dentry);
+      kf.mnt = ptr_at(ob, s.fl.mnt);
+      kf.f_op = ptr_at(ob, s.fl.op);
+    } else {
+      s.warnings.push_back(fmt::format("pid {}: file {:#x} not readable", h.pid, f));
+    }
+    s.files.push_back(std::move(kf));
+  }
+  s.files[it->second].holders.push_back(h);
+}
+
 Result<Scan> scan(KernelTarget& k, const KernelLimits& lim, bool want_mounts) {
   Scan s;
   const Memory& mem = k.mem();
@@ -119,6 +139,9 @@ Result<Scan> scan(KernelTarget& k, const KernelLimits& lim, bool want_mounts) {
   LR_ASSIGN(uint64_t t_files, task.off("files"));
   LR_ASSIGN(uint64_t t_fs, task.off("fs"));
   LR_ASSIGN(uint64_t t_comm, task.off("comm"));
+  LR_ASSIGN(uint64_t t_mm, task.off("mm"));
+  LR_ASSIGN(Layout mm, Layout::of(k, "struct mm_struct"));
+  LR_ASSIGN(uint64_t mm_exe, mm.off("exe_file"));
   LR_ASSIGN(IntField t_pid, task.field("pid"));
   LR_ASSIGN(Layout files, Layout::of(k, "struct files_struct"));
   LR_ASSIGN(uint64_t fs_fdt, files.off("fdt"));
@@ -140,8 +163,8 @@ Result<Scan> scan(KernelTarget& k, const KernelLimits& lim, bool want_mounts) {
   for (uint64_t t : list_objects(mem, init_task + t_tasks, t_tasks, lim, "init_task.tasks",
                                  &s.warnings, nullptr))
     if (t != init_task) tasks.push_back(t);
-  std::unordered_map<uint64_t, size_t> file_index;
-  std::unordered_set<uint64_t> seen_files_structs, seen_fs;
+  std::unordered_set<uint64_t> seen_files_structs, seen_fs, seen_mm;
+  s.fl = {f_count, f_inode, f_dentry, f_mnt, f_op, file.size};
   for (uint64_t t : tasks) {
     if (interrupted(lim)) return make_error(Errc::kInterrupted, "interrupted");
     const uint8_t* tb = object_bytes(mem, t, task.size, scratch);
@@ -159,6 +182,13 @@ Result<Scan> scan(KernelTarget& k, const KernelLimits& lim, bool want_mounts) {
         for (uint64_t d : rd)
           if (d) ++s.fs_refs[d];
       }
+    }
+    // The executable's struct file (mm->exe_file; its VMAs share it): a
+    // forked child shares the parent's until it execs.
+    if (uint64_t mmp = ptr_at(tb, t_mm); mmp && seen_mm.insert(mmp).second) {
+      s.mm_owner.emplace(mmp, std::make_pair(pid, comm));
+      uint64_t ef = 0;
+      if (mem.read(mmp + mm_exe, &ef, 8).ok() && ef) hold_file(mem, s, ef, {pid, comm, KFileHolder::kExe});
     }
     if (!fp || !seen_files_structs.insert(fp).second) continue;  // threads share one table
     uint64_t fdtp = 0, fdarr = 0;
@@ -182,23 +212,7 @@ Result<Scan> scan(KernelTarget& k, const KernelLimits& lim, bool want_mounts) {
     }
     for (uint32_t fd = 0; fd < maxfds; ++fd) {
       uint64_t f = load_uint(fdbuf.data() + size_t{fd} * 8, 8);
-      if (!f) continue;
-      auto [it, fresh] = file_index.emplace(f, s.files.size());
-      if (fresh) {
-        KFile kf;
-        kf.addr = f;
-        if (const uint8_t* ob = object_bytes(mem, f, file.size, scratch)) {
-          kf.f_count = f_count.load(ob);
-          kf.inode = ptr_at(ob, f_inode);
-          kf.dentry = ptr_at(ob, f_dentry);
-          kf.mnt = ptr_at(ob, f_mnt);
-          kf.f_op = ptr_at(ob, f_op);
-        } else {
-          s.warnings.push_back(fmt::format("pid {} fd {}: file {:#x} not readable", pid, fd, f));
-        }
-        s.files.push_back(std::move(kf));
-      }
-      s.files[it->second].holders.push_back({pid, comm, static_cast<int>(fd)});
+      if (f) hold_file(mem, s, f, {pid, comm, static_cast<int>(fd)});
     }
   }
   for (size_t i = 0; i < s.files.size(); ++i) {
@@ -249,14 +263,25 @@ using namespace kint;
 
 namespace {
 
-// Filesystems whose positive dentries hold one extra reference for as long
-// as they exist (tmpfs/ramfs `dget` in mknod, the simple_fill_super/debugfs
-// family keeping the creation reference).
-bool pins_dentries(const std::string& fstype) {
-  static const std::set<std::string> kPinning = {
-      "tmpfs",  "ramfs",    "devtmpfs", "rootfs",  "debugfs",   "tracefs", "securityfs",
-      "configfs", "binfmt_misc", "hugetlbfs", "mqueue", "devpts", "bpf", "pstore", "efivarfs"};
-  return kPinning.count(fstype) > 0;
+// References a filesystem itself keeps on its dentries (Linux 6.1), so they
+// are not reported as unexplained:
+//  - tmpfs/ramfs `dget` each node in mknod ("pin the dentry in core"); the
+//    simple_fill_super / debugfs family keep the creation reference;
+//    apparmorfs keeps the creation reference and takes another (aafs_create);
+//  - procfs keeps /proc/self and /proc/thread-self in its fs_info;
+//  - apparmorfs's root is pinned once more by its simple_pin_fs mount user.
+uint64_t fs_pin(const std::string& fstype, bool is_root, const std::string& name, uint64_t parent,
+                uint64_t root) {
+  static const std::map<std::string, uint64_t> kPin = {
+      {"tmpfs", 1},      {"ramfs", 1},       {"devtmpfs", 1}, {"rootfs", 1},  {"debugfs", 1},
+      {"tracefs", 1},    {"securityfs", 1},  {"configfs", 1}, {"binfmt_misc", 1},
+      {"hugetlbfs", 1},  {"mqueue", 1},      {"devpts", 1},   {"bpf", 1},     {"pstore", 1},
+      {"efivarfs", 1},   {"apparmorfs", 2}};
+  if (fstype == "proc")
+    return !is_root && parent == root && (name == "self" || name == "thread-self") ? 1 : 0;
+  if (is_root) return fstype == "apparmorfs" ? 1 : 0;
+  auto it = kPin.find(fstype);
+  return it == kPin.end() ? 0 : it->second;
 }
 
 }  // namespace
@@ -291,9 +316,47 @@ Result<KInodeReport> kernel_inodes(KernelTarget& k, const KInodeFilter& flt,
   LR_ASSIGN(uint64_t d_name, den.off("d_name.name"));
   LR_ASSIGN(uint64_t d_subdirs, den.off("d_subdirs"));
   LR_ASSIGN(uint64_t d_child, den.off("d_child"));
+  LR_ASSIGN(uint64_t d_parent, den.off("d_parent"));
 
-  // Files are reported once, in scan order; inodes refer to them by index.
-  rep.files = s.files;
+  // Mappings: vm_area_structs in each inode's i_mmap tree hold their
+  // vm_file (files with no fd left, and the executables of every process).
+  LR_ASSIGN(uint64_t i_mmap, ino.off("i_data.i_mmap.rb_root.rb_node"));
+  LR_ASSIGN(Layout vma, Layout::of(k, "struct vm_area_struct"));
+  LR_ASSIGN(uint64_t vma_rb, vma.off("shared.rb"));
+  LR_ASSIGN(uint64_t vma_file, vma.off("vm_file"));
+  LR_ASSIGN(uint64_t vma_mm, vma.off("vm_mm"));
+  LR_ASSIGN(Layout rbn, Layout::of(k, "struct rb_node"));
+  LR_ASSIGN(uint64_t rb_left, rbn.off("rb_left"));
+  LR_ASSIGN(uint64_t rb_right, rbn.off("rb_right"));
+  auto add_mappings = [&](uint64_t inode, uint64_t root) {
+    std::vector<uint64_t> stack = {root};
+    std::unordered_set<uint64_t> seen;
+    while (!stack.empty() && seen.size() < lim.max_objects) {
+      uint64_t n = stack.back();
+      stack.pop_back();
+      if (!n || !seen.insert(n).second) continue;  // a loop in a corrupt tree ends here
+      uint64_t kids[2] = {}, fm[2] = {};
+      if (!mem.read(n + rb_left, &kids[0], 8).ok() || !mem.read(n + rb_right, &kids[1], 8).ok()) {
+        rep.warnings.push_back(fmt::format("inode {:#x}: i_mmap node {:#x} not readable", inode, n));
+        continue;
+      }
+      stack.push_back(kids[0]);
+      stack.push_back(kids[1]);
+      uint64_t v = n - vma_rb;
+      if (!mem.read(v + vma_file, &fm[0], 8).ok() || !mem.read(v + vma_mm, &fm[1], 8).ok() ||
+          !fm[0])
+        continue;
+      auto own = s.mm_owner.find(fm[1]);
+      KFileHolder h{0, "?", KFileHolder::kMmap};
+      if (own != s.mm_owner.end()) h = {own->second.first, own->second.second, KFileHolder::kMmap};
+      size_t before = s.files.size();
+      hold_file(mem, s, fm[0], h);
+      for (size_t i = before; i < s.files.size(); ++i) {
+        if (s.files[i].dentry) s.files_by_dentry[s.files[i].dentry].push_back(i);
+        if (s.files[i].inode) s.files_by_inode[s.files[i].inode].push_back(i);
+      }
+    }
+  };
   for (uint64_t b : s.super_blocks) {
     if (interrupted(lim)) return make_error(Errc::kInterrupted, "interrupted");
     if (flt.sb && flt.sb != b) continue;
@@ -312,7 +375,6 @@ Result<KInodeReport> kernel_inodes(KernelTarget& k, const KInodeFilter& flt,
       if (n.ok()) ks.fstype = n.value();
     }
     if (!flt.fstype.empty() && flt.fstype != ks.fstype) continue;
-    bool pin = pins_dentries(ks.fstype);
     WalkResult wr;
     std::vector<uint64_t> inodes = list_objects(mem, b + sb_inodes, i_sb_list, lim,
                                                 fmt::format("super_block {:#x} ({}) s_inodes", b,
@@ -334,6 +396,7 @@ Result<KInodeReport> kernel_inodes(KernelTarget& k, const KInodeFilter& flt,
       ki.i_nlink = static_cast<uint64_t>(i_nlink.load(ib));
       ki.i_state = static_cast<uint64_t>(i_state.load(ib));
       ki.i_mode = static_cast<uint64_t>(i_mode.load(ib));
+      if (uint64_t root = ptr_at(ib, i_mmap)) add_mappings(ia, root);
       uint64_t first = ptr_at(ib, i_dentry);
       // i_dentry aliases (hlist through dentry.d_u.d_alias).
       uint64_t node = first;
@@ -362,7 +425,7 @@ Result<KInodeReport> kernel_inodes(KernelTarget& k, const KInodeFilter& flt,
           kd.files = it->second.size();
         if (auto it = s.mount_refs.find(d); it != s.mount_refs.end()) kd.mount_refs = it->second;
         if (auto it = s.fs_refs.find(d); it != s.fs_refs.end()) kd.fs_refs = it->second;
-        kd.pinned = (pin && d != ks.root) ? 1 : 0;
+        kd.pinned = fs_pin(ks.fstype, d == ks.root, kd.name, ptr_at(db, d_parent), ks.root);
         int64_t held = static_cast<int64_t>(kd.children + kd.files + kd.mount_refs + kd.fs_refs +
                                             kd.pinned + (d == ks.root ? 1 : 0));
         kd.unexplained = kd.count - held;
@@ -374,13 +437,16 @@ Result<KInodeReport> kernel_inodes(KernelTarget& k, const KInodeFilter& flt,
         for (size_t fi : it->second) ki.files.push_back(fi);
       ki.unexplained = ki.i_count - static_cast<int64_t>(ki.dentries.size());
       ++rep.inodes;
+      ++ks.inode_count;
       bool flagged = ki.flagged();
-      if (flagged) ++rep.flagged;
+      if (flagged) ++rep.flagged, ++ks.flagged;
       if (flt.held_only && !flagged && ki.files.empty()) continue;
       ks.inodes.push_back(std::move(ki));
     }
     rep.sbs.push_back(std::move(ks));
   }
+  // Files are reported once, in scan order; inodes refer to them by index.
+  rep.files = std::move(s.files);
   rep.walk_ns = now_ns() - t0;
   return rep;
 }

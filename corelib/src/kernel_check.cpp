@@ -76,12 +76,13 @@ Result<std::vector<KCheckResult>> kernel_check(KernelTarget& k, const KernelLimi
   LR_ASSIGN(KInodeReport ir, kernel_inodes(k, KInodeFilter{}, lim));
   KCheckResult fc;
   fc.name = "file.f_count";
-  fc.description = "a file's f_count >= the fd-table slots that point at it";
+  fc.description = "a file's f_count >= its holders found in memory (fd slots, mm->exe_file, "
+                   "mappings)";
   for (const KFile& f : ir.files) {
     ++fc.checked;
     if (f.f_count < static_cast<int64_t>(f.holders.size()))
-      add_example(fc, fmt::format("file {:#x}: f_count {} < {} fd slots (pid {} fd {})", f.addr,
-                                  f.f_count, f.holders.size(), f.holders[0].pid, f.holders[0].fd));
+      add_example(fc, fmt::format("file {:#x}: f_count {} < {} holders (first: pid {})", f.addr,
+                                  f.f_count, f.holders.size(), f.holders[0].pid));
   }
   out.push_back(std::move(fc));
   KCheckResult ic, dc;

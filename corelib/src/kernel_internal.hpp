@@ -31,17 +31,28 @@ std::vector<uint64_t> list_objects(const Memory& mem, uint64_t head, uint64_t me
                                    const KernelLimits& lim, const std::string& what,
                                    std::vector<std::string>* warnings, WalkResult* out);
 
+struct FileLayout {
+  IntField f_count;
+  uint64_t inode = 0, dentry = 0, mnt = 0, op = 0, size = 0;
+};
+
 struct Scan {
+  FileLayout fl;
   uint64_t tasks = 0, mounts = 0;
   std::vector<KFile> files;  // distinct struct files in task fd tables
   std::unordered_map<uint64_t, std::vector<size_t>> files_by_dentry, files_by_inode;
   std::unordered_map<uint64_t, uint64_t> mount_refs;  // dentry -> refs held by mounts
   std::unordered_map<uint64_t, uint64_t> fs_refs;     // dentry -> task root/pwd refs
+  std::unordered_map<uint64_t, std::pair<int, std::string>> mm_owner;  // mm -> (pid, comm)
+  std::unordered_map<uint64_t, size_t> file_index;  // struct file -> index in files
   std::vector<uint64_t> super_blocks;
   WalkResult sb_walk;
   uint64_t sb_layout_size = 0;
   std::vector<std::string> warnings;
 };
+
+// Records holder `h` of struct file `f`, reading the file on first sight.
+void hold_file(const Memory& mem, Scan& s, uint64_t f, const KFileHolder& h);
 
 // Tasks (init_task.tasks), their fd tables and fs_structs, super blocks and,
 // with `want_mounts`, every mount on each super block's s_mounts.

@@ -73,7 +73,22 @@ Result<Variable> Program::resolve(const std::string& raw) const {
   }
   Variable v;
   if (!parse_u64(spec, &v.addr)) {
-    LR_ASSIGN(v, types_->find_variable(spec));
+    auto found = types_->find_variable(spec);
+    size_t dot = spec.find('.');
+    if (!found.ok() && found.error().code == Errc::kNotFound && dot != std::string::npos &&
+        dot > 0) {
+      // SYMBOL.member.path: the member's address inside the variable.
+      LR_ASSIGN(Variable base, types_->find_variable(spec.substr(0, dot)));
+      if (!base.type)
+        return make_error(Errc::kNotFound,
+                          fmt::format("'{}' has no type to find '{}' in", spec.substr(0, dot),
+                                      spec.substr(dot + 1)));
+      LR_ASSIGN(FieldLoc loc, resolve_path(base.type, spec.substr(dot + 1)));
+      base.addr += loc.offset;
+      base.type = loc.type;
+      found = base;
+    }
+    LR_ASSIGN(v, std::move(found));
   }
   if (add) v.type = nullptr;  // an offset lands inside the object: type unknown
   v.addr += add;

@@ -392,13 +392,31 @@ const Type* TypeRegistry::complete_struct(const Type* t, Module* self, uint64_t 
       Dwarf_Die d;
       if (!dwarf_offdie(m->dwarf(), off, &d) || is_decl(&d)) continue;
       if (m.get() == self && off == die_off) continue;
-      return convert(m.get(), m->dwarf(), off);
+      return convert_one(m.get(), m->dwarf(), off);
     }
   }
   return t;
 }
 
+// Pointer targets are converted after the type that refers to them, from a
+// work list: following them recursively goes as deep as the type graph
+// (thousands of levels in a kernel), which a depth cap would cut, leaving a
+// null target cached for good.
 const Type* TypeRegistry::convert(Module* m, Dwarf* dw, uint64_t off) {
+  const Type* r = convert_one(m, dw, off);
+  if (!draining_) {
+    draining_ = true;
+    while (!pending_.empty()) {
+      Pending p = pending_.back();
+      pending_.pop_back();
+      p.type->target = convert_one(p.m, p.dw, p.off);
+    }
+    draining_ = false;
+  }
+  return r;
+}
+
+const Type* TypeRegistry::convert_one(Module* m, Dwarf* dw, uint64_t off) {
   auto key = std::make_pair(m, off);
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
   Dwarf_Die die;
@@ -414,7 +432,7 @@ const Type* TypeRegistry::convert(Module* m, Dwarf* dw, uint64_t off) {
     Dwarf_Attribute a;
     Dwarf_Die td;
     if (!dwarf_attr_integrate(d, DW_AT_type, &a) || !dwarf_formref_die(&a, &td)) return nullptr;
-    return convert(m, dw, dwarf_dieoffset(&td));
+    return convert_one(m, dw, dwarf_dieoffset(&td));
   };
 
   int tag = dwarf_tag(&die);
@@ -455,7 +473,12 @@ const Type* TypeRegistry::convert(Module* m, Dwarf* dw, uint64_t off) {
     case DW_TAG_ptr_to_member_type:
       t->kind = TypeKind::kPointer;
       if (!t->size) t->size = 8;
-      t->target = target_of(&die);
+      {
+        Dwarf_Attribute a;
+        Dwarf_Die td;
+        if (dwarf_attr_integrate(&die, DW_AT_type, &a) && dwarf_formref_die(&a, &td))
+          pending_.push_back({t, m, dw, dwarf_dieoffset(&td)});
+      }
       break;
     case DW_TAG_typedef: {
       t->kind = TypeKind::kTypedef;

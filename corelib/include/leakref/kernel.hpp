@@ -67,13 +67,14 @@ struct KernelLimits {
 struct KFileHolder {
   int pid = 0;
   std::string comm;
-  int fd = -1;
+  int fd = -1;  // kExe: the task's executable (mm->exe_file); kMmap: a mapping
+  static constexpr int kExe = -1, kMmap = -2;
 };
 struct KFile {
   uint64_t addr = 0;
   int64_t f_count = 0;
   uint64_t inode = 0, dentry = 0, mnt = 0, f_op = 0;
-  std::vector<KFileHolder> holders;  // every fd slot pointing at this file
+  std::vector<KFileHolder> holders;  // every fd slot, executable and mapping using this file
 };
 
 struct KDentry {
@@ -105,7 +106,8 @@ struct KSuperBlock {
   uint64_t addr = 0;
   std::string fstype, id;
   uint64_t root = 0;
-  std::vector<KInode> inodes;
+  std::vector<KInode> inodes;     // all, or those the filter kept
+  uint64_t inode_count = 0, flagged = 0;  // over every inode walked
   uint64_t inode_walk_stop = 0;  // WalkStop of s_inodes as an integer (0 = end)
   std::string inode_walk_detail;
 };

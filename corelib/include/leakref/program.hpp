@@ -35,7 +35,8 @@ class Program {
   std::vector<std::string> warnings() const;
 
   // Parses "0x1234", "1234", "SYMBOL", "SYMBOL@module", "*SYMBOL" (the value
-  // stored at the symbol), "SYMBOL+0x10". kNotFound names the symbol.
+  // stored at the symbol), "SYMBOL+0x10", "SYMBOL.member.path" (a member inside
+  // the variable, e.g. init_task.tasks). kNotFound names the symbol.
   Result<uint64_t> resolve_address(const std::string& spec) const;
   // The same, with the DWARF type of what the address points at when known:
   // a symbol's type, or the pointee for "*SYMBOL"; null for plain addresses

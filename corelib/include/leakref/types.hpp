@@ -123,6 +123,7 @@ class TypeRegistry {
  private:
   Index* index_for(Module* m);
   const Type* convert(Module* m, Dwarf* dw, uint64_t die_off);
+  const Type* convert_one(Module* m, Dwarf* dw, uint64_t die_off);
   const Type* complete_struct(const Type* t, Module* m, uint64_t die_off, TypeKind kind);
   Type* fresh();
 
@@ -131,6 +132,14 @@ class TypeRegistry {
   std::map<std::pair<Module*, uint64_t>, const Type*> cache_;
   std::map<Module*, std::unique_ptr<Index>> indexes_;
   std::map<const Type*, const Type*> pointer_cache_;  // T -> T *
+  struct Pending {
+    Type* type;  // a pointer whose target is still to convert
+    Module* m;
+    Dwarf* dw;
+    uint64_t off;
+  };
+  std::vector<Pending> pending_;
+  bool draining_ = false;
   const Type* u64_ = nullptr;
   const Type* voidp_ = nullptr;
 };

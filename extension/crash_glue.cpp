@@ -1,0 +1,110 @@
+// The crash extension's C++ side: one session per loaded extension (vmlinux
+// types resolved once, a page cache over readmem), and the same kernel
+// subcommands as `leakref kernel`, writing to crash's output.
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../cli/kernel_cmds.hpp"
+#include "leakref/kernel.hpp"
+#include "leakref/pagecache.hpp"
+#include "leakref_host.h"
+
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+
+struct Session {
+  std::string namelist;
+  uint64_t kaslr = 0;
+  const lr_host* host = nullptr;
+  std::unique_ptr<lr::PagedMemory> mem;
+  std::unique_ptr<lr::KernelTarget> k;
+
+  static bool read(void* self, uint64_t addr, void* buf, size_t len) {
+    auto* s = static_cast<Session*>(self);
+    return s->host->read(addr, buf, len) == 1;
+  }
+};
+
+// A plain pointer, not a unique_ptr: the shim's destructor frees it at
+// `extend -u` and at exit, which may run after this DSO's static destructors.
+Session* g_session = nullptr;
+
+struct HostOut final : lrcli::Out {
+  const lr_host* h;
+  explicit HostOut(const lr_host* host) : h(host) {}
+  bool write(std::string_view s) override { return h->write(s.data(), s.size()) == 0; }
+};
+
+struct HostErr final : lrcli::Out {
+  const lr_host* h;
+  explicit HostErr(const lr_host* host) : h(host) {}
+  bool write(std::string_view s) override {
+    h->error(s.data(), s.size());
+    return true;
+  }
+};
+
+int run(const lr_host* host, int argc, char** argv) {
+  HostOut out(host);
+  HostErr err(host);
+  // crash keeps a double-quoted argument whole, quotes included, and splits
+  // a single-quoted one at its spaces: undo both ('struct inode').
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i] ? argv[i] : "";
+    if (!a.empty() && a.front() == '\'') {
+      while ((a.size() < 2 || a.back() != '\'') && i + 1 < argc) a += std::string(" ") + argv[++i];
+    }
+    if (a.size() >= 2 && (a.front() == '"' || a.front() == '\'') && a.back() == a.front())
+      a = a.substr(1, a.size() - 2);
+    args.push_back(std::move(a));
+  }
+  if (args.empty()) args.push_back("--help");
+  if (!g_session || g_session->namelist != host->namelist || g_session->kaslr != host->kaslr_offset ||
+      host->live) {
+    auto s = std::make_unique<Session>();
+    s->namelist = host->namelist ? host->namelist : "";
+    s->kaslr = host->kaslr_offset;
+    s->host = host;
+    s->mem = std::make_unique<lr::PagedMemory>(&Session::read, s.get(), "the dump");
+    auto k = lr::KernelTarget::attach(s->mem.get(), s->namelist, s->kaslr);
+    if (!k.ok()) {
+      err.print("leakref: error: {}\n", k.error().message);
+      return lrcli::exit_for(k.error());
+    }
+    s->k = std::move(k).value();
+    delete g_session;
+    g_session = s.release();
+  }
+  g_session->host = host;
+  g_interrupted.store(false);
+  std::string source = host->dumpfile && *host->dumpfile ? host->dumpfile : "live";
+  int rc = lrcli::run_kernel_command(*g_session->k, args, source, out, err, &g_interrupted);
+  if (g_interrupted.load()) err.print("leakref: interrupted\n");
+  return rc;
+}
+
+}  // namespace
+
+extern "C" int leakref_crash_run(const lr_host* host, int argc, char** argv) {
+  try {
+    return run(host, argc, argv);
+  } catch (const std::exception& e) {
+    std::string m = std::string("leakref: internal error: ") + e.what() + "\n";
+    host->error(m.data(), m.size());
+  } catch (...) {
+    static const char m[] = "leakref: internal error\n";
+    host->error(m, sizeof m - 1);
+  }
+  return lrcli::kInternal;
+}
+
+extern "C" void leakref_crash_interrupt(void) { g_interrupted.store(true); }
+
+extern "C" void leakref_crash_unload(void) {
+  delete g_session;
+  g_session = nullptr;
+}

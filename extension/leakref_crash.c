@@ -1,0 +1,149 @@
+/* crash extension shim: registers `leakref`, applies the crash 8.0.2
+ * task-table fix when the kernel needs it, and hands the C++ engine a table
+ * of callbacks. This is the only file that includes crash's defs.h (which is
+ * not valid C++), and nothing here can longjmp through C++ frames: the
+ * callbacks use readmem with RETURN_ON_ERROR and never FATAL. */
+#include "defs.h"
+
+#include <signal.h>
+#include <string.h>
+
+#include "leakref_host.h"
+
+static void cmd_leakref(void);
+
+static char *help_leakref[] = {
+    "leakref",
+    "refcounts and their holders: walks, inodes, modules, invariants",
+    "walk|inodes|modules|check [options] [--json]",
+    "  Walks the kernel's own refcounted structures through the vmlinux DWARF,",
+    "  with the same engine as the standalone leakref tool (leakref kernel).",
+    "  Every walk is bounded and cycle-safe; Ctrl-C and '| head' stop it.",
+    " ",
+    "  walk --type TYPE --head HEAD (--list-member M | --hlist-member M | --next M |",
+    "       --array | --pointer-array) [--refcount FIELD] [--show F,..] [--where EXPR]",
+    "       [--group-by FIELD] [--summary] [--limit N] [--fail-on ...]",
+    "       Any list_head ring, hlist, NULL-terminated chain, array or hash table.",
+    "       HEAD is SYMBOL, *SYMBOL, ADDR or ADDR+OFFSET. FIELD may be atomic_t,",
+    "       refcount_t, kref, lockref or a plain integer. Prints every object,",
+    "       a refcount histogram and (with --group-by) counts per field value.",
+    "  inodes [-s SUPER_BLOCK | -t FSTYPE] [--all] [--flagged]",
+    "       Every super_block's inodes with i_count, i_nlink and i_state, their",
+    "       dentries' d_lockref counts and the open files (f_count) and processes",
+    "       that hold them (fd, executable, mapping). A count not explained by",
+    "       child dentries, open files, mounts, task root/pwd and the filesystem's",
+    "       own pin is flagged '!!'. Without --all only held or flagged inodes",
+    "       are listed.",
+    "  modules [NAME...]",
+    "       Module refcnt and its holders: dependent modules, mounted super",
+    "       blocks of the module's filesystems, open files whose f_op it owns.",
+    "  check  Runs the invariants (list integrity of tasks, modules, super_blocks",
+    "       and s_inodes; f_count, i_count, d_lockref and module refcnt against",
+    "       the holders found in memory) and reports violations.",
+    " ",
+    "  --json prints the documented leakref.* JSON schema instead of text.",
+    "\nEXAMPLE",
+    "  Inodes held open on one tmpfs, and who holds them:\n",
+    "    %s> leakref inodes -t tmpfs",
+    " ",
+    "  Every inode on a super block's s_inodes list with its i_count histogram:\n",
+    "    %s> leakref walk --type inode --head 0xffff8880029c4000+0x588 \\",
+    "          --list-member i_sb_list --refcount i_count --summary",
+    " ",
+    "  Module references and their holders:\n",
+    "    %s> leakref modules",
+    NULL};
+
+static struct command_table_entry command_table[] = {
+    {"leakref", cmd_leakref, help_leakref, 0},
+    {NULL, NULL, NULL, 0},
+};
+
+/* crash 8.0.2 sizes struct pid without its trailing numbers[] flexible
+ * array (Linux 6.1.y stable backport of b69f0aeb0689), reads garbage for
+ * upid.ns and builds a task table holding only swapper: `ps` is empty and
+ * `mount` spins. crash 8.0.4 fixed it (commit 88580068); on those versions,
+ * and on kernels without the flexible array, this changes nothing. */
+static void fix_pid_flex_array(void) {
+  long numbers = MEMBER_OFFSET("pid", "numbers");
+  long pid_size = STRUCT_SIZE("pid");
+  long upid_size = STRUCT_SIZE("upid");
+  if (numbers < 0 || pid_size <= 0 || upid_size <= 0) return;
+  if (numbers >= pid_size && SIZE(pid) == pid_size) {
+    ASSIGN_SIZE(pid) = pid_size + upid_size;
+    tt->flags &= ~TASK_INIT_DONE;
+    tt->refresh_task_table();
+    sort_context_array();
+    sort_tgid_array();
+    tt->flags |= TASK_INIT_DONE;
+    error(INFO, "leakref: applied the struct pid size fix (crash %s); %d tasks\n",
+          build_version, RUNNING_TASKS());
+  }
+}
+
+void __attribute__((constructor)) leakref_crash_init(void) {
+  register_extension(command_table);
+  fix_pid_flex_array();
+}
+
+void __attribute__((destructor)) leakref_crash_fini(void) { leakref_crash_unload(); }
+
+static int host_read(uint64_t addr, void *buf, size_t len) {
+  return readmem(addr, KVADDR, buf, (long)len, "leakref", RETURN_ON_ERROR | QUIET) ? 1 : 0;
+}
+
+static int host_write(const char *text, size_t len) {
+  if (fwrite(text, 1, len, fp) != len || ferror(fp)) return -1;
+  return 0;
+}
+
+static void host_error(const char *text, size_t len) {
+  /* error() adds "leakref: " itself. */
+  static const char prefix[] = "leakref: ";
+  if (len >= sizeof prefix - 1 && strncmp(text, prefix, sizeof prefix - 1) == 0) {
+    text += sizeof prefix - 1;
+    len -= sizeof prefix - 1;
+  }
+  error(INFO, "%.*s", (int)len, text);
+}
+
+static void on_sigint(int sig) {
+  (void)sig;
+  leakref_crash_interrupt();
+}
+
+static void cmd_leakref(void) {
+  /* args[] is crash's global and is overwritten by any nested command: copy. */
+  char *argv[MAXARGS + 1];
+  int argc = 0;
+  for (int i = 0; i < argcnt && i < MAXARGS; i++) argv[argc++] = args[i];
+  argv[argc] = NULL;
+
+  struct lr_host host;
+  memset(&host, 0, sizeof host);
+  host.read = host_read;
+  host.write = host_write;
+  host.error = host_error;
+  host.namelist = pc->namelist_debug ? pc->namelist_debug : pc->namelist;
+  host.dumpfile = pc->dumpfile ? pc->dumpfile : "";
+  /* crash keeps minus the KASLR offset: runtime = vmlinux value - relocate. */
+  host.kaslr_offset = (uint64_t)0 - (uint64_t)kt->relocate;
+  host.live = (pc->flags & LIVE_SYSTEM) ? 1 : 0;
+
+  /* crash's own SIGINT handler longjmps out of the signal handler, which
+   * must never unwind C++ frames: a flag-setting handler runs instead for
+   * the duration of the command. SIGPIPE stays ignored (crash's default);
+   * a failed write to fp stops the output instead. */
+  struct sigaction sa, old_int, old_pipe;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_sigint;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, &old_int);
+  sa.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &sa, &old_pipe);
+  int rc = leakref_crash_run(&host, argc, argv);
+  sigaction(SIGPIPE, &old_pipe, NULL);
+  sigaction(SIGINT, &old_int, NULL);
+  fflush(fp);
+  if (rc != 0) error(INFO, "exit status %d\n", rc);
+}

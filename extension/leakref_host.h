@@ -1,0 +1,40 @@
+/* The narrow C interface between the crash extension's C shim (the only
+ * file that sees crash's defs.h) and the C++ engine. Plain C types only. */
+#ifndef LEAKREF_HOST_H
+#define LEAKREF_HOST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct lr_host {
+  /* Kernel virtual memory (readmem, RETURN_ON_ERROR|QUIET): 1 if all `len`
+   * bytes were read, 0 if not. Never longjmps. */
+  int (*read)(uint64_t addr, void *buf, size_t len);
+  /* Command output (crash's fp: the terminal, a pager, a pipe or a file):
+   * 0, or -1 once the reader has gone away (`| head`). */
+  int (*write)(const char *text, size_t len);
+  /* An error or warning line, shown the way crash shows its own. */
+  void (*error)(const char *text, size_t len);
+  const char *namelist;   /* vmlinux with DWARF that crash is using */
+  const char *dumpfile;   /* the vmcore ("" on a live system) */
+  uint64_t kaslr_offset;  /* runtime address - vmlinux address */
+  int live;               /* memory may change between commands */
+};
+
+/* Runs one `leakref ...` command line (argv[0] is "leakref"). Returns the
+ * command's exit code (README "Exit codes"); never throws or longjmps. */
+int leakref_crash_run(const struct lr_host *host, int argc, char **argv);
+/* Async-signal-safe: asks a running command to stop (SIGINT). */
+void leakref_crash_interrupt(void);
+/* Frees the session (types, page cache) at `extend -u` or exit. */
+void leakref_crash_unload(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
