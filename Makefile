@@ -22,7 +22,7 @@ TESTBIN    := $(BUILD)/leakref-tests
 
 NPROC      ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all lib extension test test-sanitize fuzz fuzz-build bench bench-trace demo install clean deps fixtures
+.PHONY: all lib extension bench-kernel test test-sanitize fuzz fuzz-build bench bench-trace demo install clean deps fixtures
 
 all: $(BIN) fixtures $(EXT)
 
@@ -170,6 +170,11 @@ demo:
 bench-trace:
 	$(MAKE) -j$(NPROC) $(BIN) fixtures
 	BUILD=$(BUILD) scripts/bench-trace.sh
+
+# leakref walk (crash extension) vs crash's own `list -s` on a real vmcore.
+bench-kernel:
+	$(MAKE) -j$(NPROC) $(BIN) $(EXT)
+	BUILD=$(BUILD) scripts/bench-kernel.sh
 
 # leakref vs drgn on a 1,000,000-node list and hash table in one core.
 bench:

@@ -120,6 +120,7 @@ int do_inodes(lr::KernelTarget& k, const KArgs& a, const std::string& source,
     for (const auto& s : rep.sbs) {
       nlohmann::json js{{"addr", hex(s.addr)},         {"fstype", s.fstype},
                         {"id", s.id},                  {"root", hex(s.root)},
+                        {"s_inodes", hex(s.s_inodes)},
                         {"inode_count", s.inode_count}, {"flagged", s.flagged}};
       js["inodes_walk_stop"] = lr::walk_stop_name(static_cast<lr::WalkStop>(s.inode_walk_stop));
       auto& ji = js["inodes"] = nlohmann::json::array();

@@ -2,6 +2,7 @@
 // types resolved once, a page cache over readmem), and the same kernel
 // subcommands as `leakref kernel`, writing to crash's output.
 #include <atomic>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "../cli/kernel_cmds.hpp"
 #include "leakref/kernel.hpp"
 #include "leakref/pagecache.hpp"
+#include "leakref/physdump.hpp"
 #include "leakref_host.h"
 
 namespace {
@@ -19,9 +21,19 @@ struct Session {
   std::string namelist;
   uint64_t kaslr = 0;
   const lr_host* host = nullptr;
+  std::unique_ptr<lr::PhysDump> phys;  // set when the dump is an ELF file
   std::unique_ptr<lr::PagedMemory> mem;
   std::unique_ptr<lr::KernelTarget> k;
 
+  // A page: straight from the mmapped ELF dump (no copy) when crash can
+  // translate the address and the dump holds the page, else copied through
+  // readmem (kdump files, excluded pages, anything unusual).
+  static const uint8_t* map(void* self, uint64_t page) {
+    auto* s = static_cast<Session*>(self);
+    uint64_t pa = 0;
+    if (!s->phys || !s->host->kvtop || s->host->kvtop(page, &pa) != 1) return nullptr;
+    return s->phys->at(pa, lr::PagedMemory::kPage);
+  }
   static bool read(void* self, uint64_t addr, void* buf, size_t len) {
     auto* s = static_cast<Session*>(self);
     return s->host->read(addr, buf, len) == 1;
@@ -69,7 +81,12 @@ int run(const lr_host* host, int argc, char** argv) {
     s->namelist = host->namelist ? host->namelist : "";
     s->kaslr = host->kaslr_offset;
     s->host = host;
-    s->mem = std::make_unique<lr::PagedMemory>(&Session::read, s.get(), "the dump");
+    if (host->dumpfile && *host->dumpfile && !host->live) {
+      auto pd = lr::PhysDump::open(host->dumpfile);
+      if (pd.ok()) s->phys = std::move(pd).value();  // not ELF: readmem only
+    }
+    s->mem = std::make_unique<lr::PagedMemory>(&Session::read, s.get(), "the dump", 1ull << 30,
+                                               &Session::map);
     auto k = lr::KernelTarget::attach(s->mem.get(), s->namelist, s->kaslr);
     if (!k.ok()) {
       err.print("leakref: error: {}\n", k.error().message);

@@ -92,6 +92,13 @@ static int host_read(uint64_t addr, void *buf, size_t len) {
   return readmem(addr, KVADDR, buf, (long)len, "leakref", RETURN_ON_ERROR | QUIET) ? 1 : 0;
 }
 
+static int host_kvtop(uint64_t vaddr, uint64_t *paddr) {
+  physaddr_t pa = 0;
+  if (!kvtop(CURRENT_CONTEXT(), (ulong)vaddr, &pa, 0)) return 0;
+  *paddr = (uint64_t)pa;
+  return 1;
+}
+
 static int host_write(const char *text, size_t len) {
   if (fwrite(text, 1, len, fp) != len || ferror(fp)) return -1;
   return 0;
@@ -122,6 +129,7 @@ static void cmd_leakref(void) {
   struct lr_host host;
   memset(&host, 0, sizeof host);
   host.read = host_read;
+  host.kvtop = host_kvtop;
   host.write = host_write;
   host.error = host_error;
   host.namelist = pc->namelist_debug ? pc->namelist_debug : pc->namelist;

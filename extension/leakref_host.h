@@ -14,6 +14,9 @@ struct lr_host {
   /* Kernel virtual memory (readmem, RETURN_ON_ERROR|QUIET): 1 if all `len`
    * bytes were read, 0 if not. Never longjmps. */
   int (*read)(uint64_t addr, void *buf, size_t len);
+  /* Virtual to physical (crash's kvtop in the current context): 1 and
+   * *paddr, or 0 when unmapped. Lets the engine read an ELF dump directly. */
+  int (*kvtop)(uint64_t vaddr, uint64_t *paddr);
   /* Command output (crash's fp: the terminal, a pager, a pipe or a file):
    * 0, or -1 once the reader has gone away (`| head`). */
   int (*write)(const char *text, size_t len);

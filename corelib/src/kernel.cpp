@@ -369,6 +369,7 @@ Result<KInodeReport> kernel_inodes(KernelTarget& k, const KInodeFilter& flt,
     ks.addr = b;
     ks.id = cstr_at(sbb, sb_id, 32);
     ks.root = ptr_at(sbb, sb_root);
+    ks.s_inodes = b + sb_inodes;
     uint64_t typep = ptr_at(sbb, sb_type), namep = 0;
     if (typep && mem.read(typep + fst_name, &namep, 8).ok() && namep) {
       auto n = mem.read_cstring(namep, 64);

@@ -11,8 +11,8 @@ constexpr size_t kSlab = 2u << 20;
 constexpr size_t kPagesPerSlab = kSlab / PagedMemory::kPage;
 }  // namespace
 
-PagedMemory::PagedMemory(ReadFn fn, void* ctx, std::string name, uint64_t cache_limit)
-    : fn_(fn), ctx_(ctx), name_(std::move(name)), limit_(cache_limit) {}
+PagedMemory::PagedMemory(ReadFn fn, void* ctx, std::string name, uint64_t cache_limit, MapFn map)
+    : fn_(fn), map_(map), ctx_(ctx), name_(std::move(name)), limit_(cache_limit) {}
 
 PagedMemory::~PagedMemory() = default;
 
@@ -24,17 +24,26 @@ const uint8_t* PagedMemory::page(uint64_t pa) const {
     last_data_ = it->second;
     return it->second;
   }
-  if (pages_.size() * kPage >= limit_) return nullptr;  // full: callers use read()
+  ++fills_;
+  if (map_) {
+    if (const uint8_t* direct = map_(ctx_, pa)) {
+      pages_.emplace(pa, direct);
+      last_page_ = pa;
+      last_data_ = direct;
+      return direct;
+    }
+  }
+  if (copied_ * kPage >= limit_) return nullptr;  // full: callers use read()
   if (slabs_.empty() || slab_used_ == kPagesPerSlab) {
     slabs_.emplace_back(new uint8_t[kSlab]);
     slab_used_ = 0;
   }
   uint8_t* slot = slabs_.back().get() + slab_used_ * kPage;
   const uint8_t* data = nullptr;
-  ++fills_;
   if (fn_(ctx_, pa, slot, kPage)) {
     data = slot;
     ++slab_used_;
+    ++copied_;
   } else {
     ++faults_;
   }

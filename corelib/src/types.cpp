@@ -11,10 +11,34 @@
 
 namespace lr {
 
+// Names to DIE offsets, filled one compile unit at a time as lookups need
+// them: most lookups are satisfied by the first CUs (a vmlinux's first unit
+// includes the core headers), so a large module is rarely scanned whole.
 struct TypeRegistry::Index {
-  std::unordered_map<std::string, std::vector<uint64_t>> types;  // "struct x", "x"
-  std::unordered_map<std::string, std::vector<uint64_t>> vars;
-  bool built = false;
+  struct Entry {
+    std::vector<uint64_t> offs;  // definitions first (in DIE order), then declarations
+    size_t defs = 0;
+    void add(uint64_t off, bool decl) {
+      if (decl) {
+        offs.push_back(off);
+      } else {
+        offs.insert(offs.begin() + static_cast<long>(defs), off);
+        ++defs;
+      }
+    }
+  };
+  std::unordered_map<std::string, Entry> types;  // "struct x", "x"
+  std::unordered_map<std::string, Entry> vars;
+  Dwarf* dw = nullptr;
+  Dwarf_CU* cu = nullptr;
+  bool done = false;
+  size_t units = 0;
+  // Indexes the next compile unit; false once all are done.
+  bool scan_next();
+  // The DIEs named `key` (types or vars), scanning on until one that is a
+  // definition is known (`need_def`) or any is (`!need_def`); nullptr when
+  // the module has none.
+  const std::vector<uint64_t>* lookup(bool var, const std::string& key, bool need_def);
 };
 
 namespace {
@@ -324,55 +348,65 @@ const Type* TypeRegistry::void_ptr() {
   return voidp_;
 }
 
+bool TypeRegistry::Index::scan_next() {
+  if (done || !dw) return false;
+  Dwarf_Die cudie, sub;
+  Dwarf_Half version;
+  uint8_t unit_type;
+  if (++units > 10'000'000 ||
+      dwarf_get_units(dw, cu, &cu, &version, &unit_type, &cudie, &sub) != 0) {
+    done = true;
+    return false;
+  }
+  Dwarf_Die child;
+  if (dwarf_child(&cudie, &child) != 0) return true;
+  do {
+    int tag = dwarf_tag(&child);
+    const char* name = dwarf_diename(&child);
+    if (!name) continue;
+    const char* prefix = nullptr;
+    switch (tag) {
+      case DW_TAG_structure_type:
+      case DW_TAG_class_type:
+        prefix = "struct ";
+        break;
+      case DW_TAG_union_type:
+        prefix = "union ";
+        break;
+      case DW_TAG_enumeration_type:
+        prefix = "enum ";
+        break;
+      case DW_TAG_typedef:
+      case DW_TAG_base_type:
+        prefix = "";
+        break;
+      case DW_TAG_variable:
+        vars[name].add(dwarf_dieoffset(&child), is_decl(&child));
+        continue;
+      default:
+        continue;
+    }
+    types[std::string(prefix) + name].add(dwarf_dieoffset(&child), is_decl(&child));
+  } while (dwarf_siblingof(&child, &child) == 0);
+  return true;
+}
+
+const std::vector<uint64_t>* TypeRegistry::Index::lookup(bool var, const std::string& key,
+                                                         bool need_def) {
+  auto& map = var ? vars : types;
+  for (;;) {
+    auto it = map.find(key);
+    if (it != map.end() && (!need_def || it->second.defs > 0)) return &it->second.offs;
+    if (!scan_next()) return it == map.end() ? nullptr : &it->second.offs;
+  }
+}
+
 TypeRegistry::Index* TypeRegistry::index_for(Module* m) {
   auto& slot = indexes_[m];
   if (slot) return slot.get();
   slot = std::make_unique<Index>();
-  Dwarf* dw = m->dwarf();
-  if (!dw) return slot.get();
-  Dwarf_CU* cu = nullptr;
-  Dwarf_Die cudie, sub;
-  Dwarf_Half version;
-  uint8_t unit_type;
-  size_t guard = 0;
-  while (dwarf_get_units(dw, cu, &cu, &version, &unit_type, &cudie, &sub) == 0 &&
-         ++guard < 10'000'000) {
-    Dwarf_Die child;
-    if (dwarf_child(&cudie, &child) != 0) continue;
-    do {
-      int tag = dwarf_tag(&child);
-      const char* name = dwarf_diename(&child);
-      if (!name) continue;
-      const char* prefix = nullptr;
-      switch (tag) {
-        case DW_TAG_structure_type:
-        case DW_TAG_class_type:
-          prefix = "struct ";
-          break;
-        case DW_TAG_union_type:
-          prefix = "union ";
-          break;
-        case DW_TAG_enumeration_type:
-          prefix = "enum ";
-          break;
-        case DW_TAG_typedef:
-        case DW_TAG_base_type:
-          prefix = "";
-          break;
-        case DW_TAG_variable:
-          slot->vars[name].push_back(dwarf_dieoffset(&child));
-          continue;
-        default:
-          continue;
-      }
-      auto& v = slot->types[std::string(prefix) + name];
-      // Definitions first, declarations after.
-      if (is_decl(&child))
-        v.push_back(dwarf_dieoffset(&child));
-      else
-        v.insert(v.begin(), dwarf_dieoffset(&child));
-    } while (dwarf_siblingof(&child, &child) == 0);
-  }
+  slot->dw = m->dwarf();
+  slot->done = slot->dw == nullptr;
   return slot.get();
 }
 
@@ -386,9 +420,9 @@ const Type* TypeRegistry::complete_struct(const Type* t, Module* self, uint64_t 
                     t->name;
   for (const auto& m : mods_->modules()) {
     Index* idx = index_for(m.get());
-    auto it = idx->types.find(key);
-    if (it == idx->types.end()) continue;
-    for (uint64_t off : it->second) {
+    const std::vector<uint64_t>* v = idx->lookup(false, key, true);
+    if (!v) continue;
+    for (uint64_t off : *v) {
       Dwarf_Die d;
       if (!dwarf_offdie(m->dwarf(), off, &d) || is_decl(&d)) continue;
       if (m.get() == self && off == die_off) continue;
@@ -628,9 +662,11 @@ Result<const Type*> TypeRegistry::find(std::string_view raw) {
     if (!m->dwarf()) continue;
     searched += (searched.empty() ? "" : ", ") + m->basename();
     Index* idx = index_for(m.get());
-    auto it = idx->types.find(name);
-    if (it == idx->types.end()) continue;
-    for (uint64_t off : it->second) {
+    bool tagged = name.rfind("struct ", 0) == 0 || name.rfind("union ", 0) == 0 ||
+                  name.rfind("enum ", 0) == 0;
+    const std::vector<uint64_t>* v = idx->lookup(false, name, tagged);
+    if (!v) continue;
+    for (uint64_t off : *v) {
       found = convert(m.get(), m->dwarf(), off);
       if (found) break;
     }
@@ -671,9 +707,8 @@ Result<Variable> TypeRegistry::find_variable(std::string_view raw) {
   // Type from the same module's DWARF (a definition with a location, or any).
   if (Dwarf* dw = hit.first->dwarf()) {
     Index* idx = index_for(hit.first);
-    auto it = idx->vars.find(v.name);
-    if (it != idx->vars.end()) {
-      for (uint64_t off : it->second) {
+    if (const std::vector<uint64_t>* offs = idx->lookup(true, v.name, true)) {
+      for (uint64_t off : *offs) {
         Dwarf_Die d;
         if (!dwarf_offdie(dw, off, &d)) continue;
         Dwarf_Attribute a;

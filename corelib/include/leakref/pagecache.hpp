@@ -17,11 +17,16 @@ class PagedMemory final : public Memory {
   // Reads `len` bytes at `addr` (never crossing a page) into `buf`; returns
   // false when they are not readable. Must not throw.
   using ReadFn = bool (*)(void* ctx, uint64_t addr, void* buf, size_t len);
+  // Optional zero-copy source: a pointer to the page at `pageaddr` that stays
+  // valid for this object's lifetime (an mmapped dump), or nullptr to fall
+  // back to ReadFn. Must not throw.
+  using MapFn = const uint8_t* (*)(void* ctx, uint64_t pageaddr);
 
   // `cache_limit` bytes of pages are kept for the lifetime of this object
   // (pointers handed out stay valid, as span() promises); past it, reads
   // still work but go through `fn` every time. `name` labels errors.
-  PagedMemory(ReadFn fn, void* ctx, std::string name, uint64_t cache_limit = 1ull << 30);
+  PagedMemory(ReadFn fn, void* ctx, std::string name, uint64_t cache_limit = 1ull << 30,
+              MapFn map = nullptr);
   ~PagedMemory() override;
 
   const uint8_t* span(uint64_t addr, size_t len) const override;
@@ -32,7 +37,7 @@ class PagedMemory final : public Memory {
   // Counters for diagnostics and benchmarks.
   uint64_t page_fills() const { return fills_; }
   uint64_t page_faults() const { return faults_; }
-  uint64_t cached_bytes() const { return pages_.size() * kPage; }
+  uint64_t cached_bytes() const { return copied_ * kPage; }
   static constexpr uint64_t kPage = 4096;
 
  private:
@@ -41,6 +46,7 @@ class PagedMemory final : public Memory {
   const uint8_t* page(uint64_t pageaddr) const;
 
   ReadFn fn_;
+  MapFn map_;
   void* ctx_;
   std::string name_;
   uint64_t limit_;
@@ -50,7 +56,7 @@ class PagedMemory final : public Memory {
   mutable std::unordered_map<uint64_t, const uint8_t*> pages_;  // page -> data, nullptr = unreadable
   mutable uint64_t last_page_ = ~0ull;
   mutable const uint8_t* last_data_ = nullptr;
-  mutable uint64_t fills_ = 0, faults_ = 0;
+  mutable uint64_t fills_ = 0, faults_ = 0, copied_ = 0;
 };
 
 }  // namespace lr
