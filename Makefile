@@ -71,7 +71,8 @@ clean:
 	rm -rf $(BUILD) build-san build-fuzz
 
 # ---- tests ---------------------------------------------------------------
-TEST_CXXFLAGS = $(CXXFLAGS) -DLR_BUILD_DIR='"$(abspath $(BUILD))"' -DLR_SOURCE_DIR='"$(CURDIR)"' -Itests
+TEST_CXXFLAGS = $(CXXFLAGS) -DLR_BUILD_DIR='"$(abspath $(BUILD))"' -DLR_SOURCE_DIR='"$(CURDIR)"' -Itests \
+                $(if $(SAN),-DLR_SANITIZE=1)
 
 $(BUILD)/tests/%.o: tests/%.cpp
 	@mkdir -p $(dir $@)
@@ -82,7 +83,7 @@ $(TESTBIN): $(TEST_OBJ) $(LIB)
 
 # Builds in parallel, then runs every test (unit, real cores, scripts).
 test:
-	$(MAKE) -j$(NPROC) $(BIN) fixtures $(TESTBIN)
+	$(MAKE) -j$(NPROC) $(BIN) $(EXT) fixtures $(TESTBIN)
 	$(TESTBIN) $(TEST_ARGS)
 
 # The same suite built with AddressSanitizer + UndefinedBehaviorSanitizer.
@@ -140,7 +141,8 @@ DEB_DEPS := g++ make pkg-config libdw-dev libelf-dev libfmt-dev libcli11-dev \
             nlohmann-json3-dev catch2 libdebuginfod-dev gdb elfutils binutils \
             clang libclang-rt-14-dev python3-drgn \
             glusterfs-server glusterfs-client libglusterfs-dev liburcu-dev libtirpc-dev \
-            fuse3 procps util-linux bpftrace bc
+            fuse3 procps util-linux bpftrace bc \
+            libkdumpfile-dev crash qemu-system-x86 busybox-static cpio makedumpfile python3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # Installs the Debian 12 packages leakref needs; does nothing when present.

@@ -1,0 +1,441 @@
+// Kernel: a real Debian 6.1 vmcore (scripts/kernel-vmcore boots Debian's
+// kernel under QEMU TCG with a busybox initramfs that sets up known state and
+// prints it), checked three ways: against what the guest says it set up,
+// against crash 8.0.2's own `struct`/`list` output with the extension loaded,
+// and the standalone CLI (ELF reader and libkdumpfile) against the extension.
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "harness.hpp"
+
+using namespace lrtest;
+using nlohmann::json;
+
+namespace {
+
+struct Dump {
+  bool ok = false;
+  std::string why;
+  std::string vmlinux, pelf, kdump, serial;
+};
+
+const Dump& dump() {
+  static Dump d = [] {
+    Dump r;
+    for (const char* p : {"qemu-system-x86_64", "crash", "makedumpfile", "busybox"})
+      if (!have_program(p)) {
+        r.why = fmt::format("{} is not installed (make deps installs it)", p);
+        return r;
+      }
+    RunResult k = run({std::string(LR_SOURCE_DIR) + "/scripts/kernel-vmcore"}, 1200);
+    if (k.status != 0) {
+      r.why = "scripts/kernel-vmcore failed: " + k.err.substr(k.err.size() > 2000 ? k.err.size() - 2000 : 0);
+      return r;
+    }
+    std::istringstream in(k.out);
+    std::string line;
+    std::map<std::string, std::string> kv;
+    while (std::getline(in, line))
+      if (auto eq = line.find('='); eq != std::string::npos) kv[line.substr(0, eq)] = line.substr(eq + 1);
+    r.vmlinux = kv["VMLINUX"];
+    r.pelf = kv["PELF"];
+    r.kdump = kv["KDUMP"];
+    r.serial = kv["SERIAL"];
+    r.ok = !r.vmlinux.empty() && !r.pelf.empty();
+    if (!r.ok) r.why = "scripts/kernel-vmcore printed no paths";
+    return r;
+  }();
+  return d;
+}
+
+// What the guest said it set up (fixtures/kernel/lrholder.c and init).
+struct Hold {
+  std::string comm, name;
+  int pid = 0, fd = 0;
+  uint64_t ino = 0;
+};
+struct Guest {
+  std::vector<Hold> holds;
+  std::map<std::string, std::pair<int64_t, std::vector<std::string>>> modules;  // users, used-by
+  int holder_pid = 0;
+  uint64_t files = 0;
+};
+
+Guest guest() {
+  Guest g;
+  std::string text = read_file(dump().serial);
+  std::istringstream in(text);
+  std::string line;
+  std::regex hold(R"(LEAKREF-HOLD comm=(\S+) pid=(\d+) fd=(\d+) name=(\S+) ino=(\d+))");
+  std::regex mod(R"(LEAKREF-MODULE name=(\S+) users=(\d+) usedby=(\S+))");
+  std::regex holder(R"(LEAKREF-HOLDER pid=(\d+) child=\d+ files=(\d+))");
+  std::smatch m;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (std::regex_search(line, m, hold)) {
+      g.holds.push_back({m[1], m[4], std::stoi(m[2]), std::stoi(m[3]), std::stoull(m[5])});
+    } else if (std::regex_search(line, m, mod)) {
+      std::vector<std::string> users;
+      std::string u = m[3];
+      if (u != "-") {
+        std::istringstream us(u);
+        std::string x;
+        while (std::getline(us, x, ','))
+          if (!x.empty()) users.push_back(x);
+      }
+      g.modules[m[1]] = {std::stoll(m[2]), users};
+    } else if (std::regex_search(line, m, holder)) {
+      g.holder_pid = std::stoi(m[1]);
+      g.files = std::stoull(m[2]);
+    }
+  }
+  return g;
+}
+
+json kernel_json(const std::string& vmcore, const std::vector<std::string>& args) {
+  std::vector<std::string> a = {"kernel", "--vmcore", vmcore, "--vmlinux", dump().vmlinux};
+  a.insert(a.end(), args.begin(), args.end());
+  RunResult r = leakref(a, 300);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  return r.json();
+}
+
+// The same report from two sources: everything but the dump's path and timings.
+json comparable(json j) {
+  j.erase("dump");
+  j.erase("core");
+  if (j.contains("summary")) j["summary"].erase("walk_ns");
+  return j;
+}
+
+const json* find_inode(const json& sb, uint64_t ino) {
+  for (const auto& i : sb["inodes"])
+    if (i["ino"].get<uint64_t>() == ino) return &i;
+  return nullptr;
+}
+
+const json& leak_sb(const json& inodes, uint64_t files) {
+  for (const auto& s : inodes["super_blocks"])
+    if (s["fstype"] == "tmpfs" && s["inode_count"].get<uint64_t>() == files + 1) return s;
+  FAIL("no tmpfs super_block with " << files + 1 << " inodes");
+  static json none;
+  return none;
+}
+
+// Checks an inodes report against the guest's manifest.
+void check_inodes(const json& j, const Guest& g) {
+  const json& sb = leak_sb(j, g.files);
+  CHECK(sb["inodes_walk_stop"] == "end");
+  // Every held fd is found on its inode with the right holder.
+  for (const auto& h : g.holds) {
+    INFO(h.comm << " pid " << h.pid << " fd " << h.fd << " " << h.name << " ino " << h.ino);
+    const json* ino = find_inode(sb, h.ino);
+    REQUIRE(ino);
+    CHECK((*ino)["i_count"] == 1);
+    CHECK((*ino)["flagged"] == false);
+    bool found = false;
+    for (const auto& f : (*ino)["files"])
+      for (const auto& x : f["holders"])
+        if (x["pid"] == h.pid && x.value("fd", -100) == h.fd && x["comm"] == h.comm) found = true;
+    CHECK(found);
+    REQUIRE((*ino)["dentries"].size() == 1);
+    const json& d = (*ino)["dentries"][0];
+    CHECK(d["name"] == h.name);
+    // tmpfs pins each dentry once; every struct file on it holds one more.
+    CHECK(d["count"].get<int64_t>() == 1 + static_cast<int64_t>((*ino)["files"].size()));
+    CHECK(d["unexplained"] == 0);
+  }
+  auto files_of = [&](uint64_t ino) {
+    const json* i = find_inode(sb, ino);
+    REQUIRE(i);
+    return (*i)["files"];
+  };
+  // f00020: dup'ed onto 3 fds: one struct file with f_count 3.
+  json f20 = files_of(22);
+  REQUIRE(f20.size() == 1);
+  CHECK(f20[0]["f_count"] == 3);
+  CHECK(f20[0]["holders"].size() == 3);
+  // f00021: opened twice: two files of f_count 1.
+  json f21 = files_of(23);
+  REQUIRE(f21.size() == 2);
+  CHECK(f21[0]["f_count"] == 1);
+  CHECK(f21[1]["f_count"] == 1);
+  // f00030: shared with the forked child: f_count 2, held by both.
+  json f30 = files_of(32);
+  REQUIRE(f30.size() == 1);
+  CHECK(f30[0]["f_count"] == 2);
+  std::set<std::string> who;
+  for (const auto& x : f30[0]["holders"]) who.insert(x["comm"].get<std::string>());
+  CHECK(who == std::set<std::string>{"lrchild", "lrholder"});
+  // f00050: no fd left, held by the holder's mapping only.
+  json f50 = files_of(52);
+  REQUIRE(f50.size() == 1);
+  CHECK(f50[0]["f_count"] == 1);
+  REQUIRE(f50[0]["holders"].size() == 1);
+  CHECK(f50[0]["holders"][0]["kind"] == "mmap");
+  CHECK(f50[0]["holders"][0]["pid"] == g.holder_pid);
+  // f00060: held only by an unread SCM_RIGHTS message: the one finding.
+  const json* f60 = find_inode(sb, 62);
+  REQUIRE(f60);
+  CHECK((*f60)["flagged"] == true);
+  CHECK((*f60)["files"].empty());
+  REQUIRE((*f60)["dentries"].size() == 1);
+  CHECK((*f60)["dentries"][0]["name"] == "f00060");
+  CHECK((*f60)["dentries"][0]["unexplained"] == 1);
+  // ... and nothing else in the whole kernel is flagged.
+  CHECK(j["summary"]["flagged"] == 1);
+  CHECK(sb["flagged"] == 1);
+}
+
+void check_modules(const json& j, const Guest& g) {
+  REQUIRE(g.modules.size() >= 4);
+  CHECK(j["modules"].size() == g.modules.size());
+  for (const auto& m : j["modules"]) {
+    std::string name = m["name"];
+    INFO(name);
+    auto it = g.modules.find(name);
+    REQUIRE(it != g.modules.end());
+    // /proc/modules shows refcnt minus the base reference.
+    CHECK(m["refcnt"].get<int64_t>() == it->second.first + 1);
+    CHECK(m["used_by"].get<std::vector<std::string>>() == it->second.second);
+    CHECK(m["state"] == "live");
+    CHECK(m["unexplained"] == 0);
+  }
+  for (const auto& m : j["modules"])
+    if (m["name"] == "binfmt_misc") CHECK(m["superblocks"] == 1);  // held by its mount
+}
+
+std::string crash_session(const std::vector<std::string>& cmds, RunResult* out) {
+  std::string dir = tmp_dir();
+  std::string f = dir + "/crash.cmd";
+  std::string text;
+  for (const auto& c : cmds) text += c + "\n";
+  text += "exit\n";
+  write_file(f, text);
+  std::vector<std::string> argv;
+#ifdef LR_SANITIZE
+  // The extension is built with ASan+UBSan: their runtimes must be loaded
+  // first, into an uninstrumented crash (whose own leaks are not ours).
+  RunResult asan = run({"gcc", "-print-file-name=libasan.so"});
+  RunResult ubsan = run({"gcc", "-print-file-name=libubsan.so"});
+  std::string pre = asan.out.substr(0, asan.out.find('\n')) + ":" +
+                    ubsan.out.substr(0, ubsan.out.find('\n'));
+  argv = {"env", "LD_PRELOAD=" + pre, "ASAN_OPTIONS=detect_leaks=0:abort_on_error=1",
+          "UBSAN_OPTIONS=halt_on_error=1"};
+#endif
+  for (const char* a : {"timeout", "-k", "5", "900", "crash", "-s", "--no_crashrc"}) argv.push_back(a);
+  argv.push_back(dump().vmlinux);
+  argv.push_back(dump().pelf);
+  argv.push_back("-i");
+  argv.push_back(f);
+  *out = run(argv, 960);
+  return dir;
+}
+
+// Values crash prints for `struct TYPE.a,b ADDR`: the last "NAME = N" per name.
+std::map<std::string, int64_t> crash_values(const std::string& text) {
+  std::map<std::string, int64_t> v;
+  std::regex kv(R"((\w+) = (-?\d+))");
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), kv); it != std::sregex_iterator(); ++it)
+    v[(*it)[1]] = std::stoll((*it)[2]);
+  return v;
+}
+
+// Splits output at "MARK name" lines printed with crash's shell escape
+// (crash flushes its own output before running one).
+std::map<std::string, std::string> sections(const std::string& out) {
+  std::map<std::string, std::string> s;
+  std::string cur;
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("MARK ", 0) == 0) {
+      cur = line.substr(5);
+      continue;
+    }
+    if (!cur.empty()) s[cur] += line + "\n";
+  }
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("kernel: standalone inodes, modules, check and walk on a real Debian 6.1 vmcore",
+          "[kernel]") {
+  if (!dump().ok) LR_SKIP("kernel vmcore: " + dump().why);
+  Guest g = guest();
+  REQUIRE(g.holds.size() >= 20);
+  REQUIRE(g.files >= 10000);
+  // The ELF dump through the engine's ELF reader, the kdump file through
+  // libkdumpfile: the same answers.
+  json ie = kernel_json(dump().pelf, {"inodes", "--json"});
+  json ik = kernel_json(dump().kdump, {"inodes", "--json"});
+  check_inodes(ie, g);
+  CHECK(comparable(ie) == comparable(ik));
+  json me = kernel_json(dump().pelf, {"modules", "--json"});
+  check_modules(me, g);
+  CHECK(comparable(me) == comparable(kernel_json(dump().kdump, {"modules", "--json"})));
+  json ce = kernel_json(dump().pelf, {"check", "--json"});
+  for (const auto& c : ce["checks"]) {
+    INFO(c.dump());
+    CHECK(c["violations"] == 0);
+    CHECK(c["checked"].get<uint64_t>() > 0);
+  }
+  // The big list walks whole, every inode with i_count 1.
+  const json& sb = leak_sb(ie, g.files);
+  json w = kernel_json(dump().kdump, {"walk", "--type", "struct inode", "--head", sb["s_inodes"],
+                                      "--list-member", "i_sb_list", "--refcount", "i_count",
+                                      "--show", "i_ino", "--group-by", "i_state", "--json"});
+  CHECK(w["summary"]["visited"] == g.files + 1);
+  CHECK(w["summary"]["stop"] == "end");
+  CHECK(w["summary"]["histogram"] == json{{"1", g.files + 1}});
+  uint64_t grouped = 0;
+  for (const auto& x : w["summary"]["groups"]) grouped += x["count"].get<uint64_t>();
+  CHECK(grouped == g.files + 1);
+  // --fail-on flags the in-flight file; usage errors are exit 2.
+  RunResult f = leakref({"kernel", "--vmcore", dump().pelf, "--vmlinux", dump().vmlinux, "inodes",
+                         "--fail-on", "flagged"}, 300);
+  CHECK(f.status == 1);
+  CHECK(f.out.find("f00060") != std::string::npos);
+  RunResult u = leakref({"kernel", "--vmcore", dump().pelf, "--vmlinux", dump().vmlinux, "inodes",
+                         "--no-such-option"}, 300);
+  CHECK(u.status == 2);
+}
+
+TEST_CASE("kernel: hostile dumps and vmlinux give one clear error", "[kernel]") {
+  if (!dump().ok) LR_SKIP("kernel vmcore: " + dump().why);
+  std::string dir = tmp_dir();
+  write_file(dir + "/empty", "");
+  RunResult e = leakref({"kernel", "--vmcore", dir + "/empty", "--vmlinux", dump().vmlinux, "modules"});
+  CHECK(e.status == 3);
+  CHECK(e.err.find(dir + "/empty") != std::string::npos);
+  // A user-space program is not a vmlinux.
+  RunResult v = leakref({"kernel", "--vmcore", dump().kdump, "--vmlinux",
+                         fixture_path("fx_structs"), "modules"});
+  CHECK((v.status == 3 || v.status == 4));
+  CHECK(v.err.find("fx_structs") != std::string::npos);
+  // A truncated kdump (header and bitmaps only): an error or partial
+  // results with warnings, never a crash or a hang.
+  std::string cut = dir + "/cut.kdump";
+  std::string data = read_file(dump().kdump);
+  write_file(cut, data.substr(0, std::min<size_t>(data.size(), 1 << 20)));
+  RunResult t = leakref({"kernel", "--vmcore", cut, "--vmlinux", dump().vmlinux, "inodes"}, 300);
+  INFO(t.err);
+  CHECK(!t.timed_out);
+  CHECK(t.status >= 0);
+  CHECK(t.status <= 4);
+  CHECK(!t.err.empty());
+  // The flattened format QEMU writes is named, with the command that fixes it.
+  std::string flat = dir + "/flat";
+  write_file(flat, std::string("makedumpfile") + std::string(4096, '\0'));
+  RunResult fl = leakref({"kernel", "--vmcore", flat, "--vmlinux", dump().vmlinux, "modules"});
+  CHECK(fl.status == 3);
+  CHECK(fl.err.find("makedumpfile -R") != std::string::npos);
+}
+
+TEST_CASE("kernel: crash 8.0.2 with the extension agrees with crash's own output and the CLI",
+          "[kernel]") {
+  if (!dump().ok) LR_SKIP("kernel vmcore: " + dump().why);
+  Guest g = guest();
+  json ie = kernel_json(dump().pelf, {"inodes", "--json"});
+  json me = kernel_json(dump().pelf, {"modules", "--json"});
+  json ce = kernel_json(dump().pelf, {"check", "--json"});
+  const json& sb = leak_sb(ie, g.files);
+  std::string head = sb["s_inodes"];
+  std::string walk = "leakref walk --type \"struct inode\" --head " + head +
+                     " --list-member i_sb_list --refcount i_count --show i_ino --json";
+  std::string dir = tmp_dir() + "/ext";
+  RunResult mk = run({"mkdir", "-p", dir});
+  REQUIRE(mk.status == 0);
+  std::vector<std::string> cmds = {
+      "extend " + build_dir() + "/leakref.so",
+      "!echo MARK ps",
+      "ps lrholder lrchild",
+      "leakref inodes --json > " + dir + "/inodes.json",
+      "leakref modules --json > " + dir + "/modules.json",
+      "leakref check --json > " + dir + "/check.json",
+      walk + " > " + dir + "/walk.json",
+      "list -o inode.i_sb_list -H " + head + " > " + dir + "/list.txt",
+      "!echo MARK usage",
+      "leakref inodes --no-such-option",
+      "leakref modules | head -n 1 > " + dir + "/head.txt",
+      "!echo MARK end",
+  };
+  // crash's own view of the objects leakref reported.
+  std::vector<std::pair<std::string, const json*>> held;
+  for (const auto& i : sb["inodes"]) {
+    if (i["files"].empty() && !i["flagged"].get<bool>()) continue;
+    std::string a = i["addr"];
+    cmds.push_back("!echo MARK inode " + a);
+    cmds.push_back("struct inode.i_ino,i_count " + a);
+    std::string d = i["dentries"][0]["addr"];
+    cmds.push_back("!echo MARK dentry " + a);
+    cmds.push_back("struct dentry.d_lockref " + d);
+    for (const auto& f : i["files"]) {
+      std::string fa = f["addr"];
+      cmds.push_back("!echo MARK file " + fa);
+      cmds.push_back("struct file.f_count " + fa);
+    }
+  }
+  for (const auto& m : me["modules"]) {
+    std::string a = m["addr"];
+    cmds.push_back("!echo MARK module " + a);
+    cmds.push_back("struct module.refcnt " + a);
+  }
+  RunResult r;
+  crash_session(cmds, &r);
+  INFO(r.err.substr(0, 4000));
+  REQUIRE(r.status == 0);
+  auto sec = sections(r.out);
+  // The struct pid fix gave crash its task table back.
+  CHECK(sec["ps"].find("lrholder") != std::string::npos);
+  CHECK(sec["ps"].find("lrchild") != std::string::npos);
+  // Extension == standalone, on the same dump.
+  json xi = json::parse(read_file(dir + "/inodes.json"));
+  CHECK(comparable(xi) == comparable(ie));
+  check_inodes(xi, g);
+  json xm = json::parse(read_file(dir + "/modules.json"));
+  CHECK(comparable(xm) == comparable(me));
+  check_modules(xm, g);
+  CHECK(comparable(json::parse(read_file(dir + "/check.json"))) == comparable(ce));
+  // leakref walk visits exactly the addresses crash's list prints.
+  json xw = json::parse(read_file(dir + "/walk.json"));
+  std::set<uint64_t> ours, theirs;
+  for (const auto& o : xw["objects"]) ours.insert(std::stoull(o["addr"].get<std::string>(), nullptr, 16));
+  std::istringstream ls(read_file(dir + "/list.txt"));
+  std::string line;
+  while (std::getline(ls, line))
+    if (!line.empty() && std::isxdigit(static_cast<unsigned char>(line[0])))
+      theirs.insert(std::stoull(line, nullptr, 16));
+  CHECK(ours.size() == g.files + 1);
+  CHECK(ours == theirs);
+  // Errors come back as crash-style messages, and `| head` stops the output.
+  CHECK(r.out.find("exit status 2") != std::string::npos);
+  CHECK(read_file(dir + "/head.txt").rfind("MODULE ", 0) == 0);
+  CHECK(read_file(dir + "/head.txt").find("vfat") == std::string::npos);
+  // Every count leakref reported equals the one crash's `struct` prints.
+  for (const auto& i : sb["inodes"]) {
+    if (i["files"].empty() && !i["flagged"].get<bool>()) continue;
+    std::string a = i["addr"];
+    auto iv = crash_values(sec["inode " + a]);
+    INFO("inode " << a << ": " << sec["inode " + a]);
+    CHECK(iv["i_ino"] == i["ino"].get<int64_t>());
+    CHECK(iv["counter"] == i["i_count"].get<int64_t>());
+    auto dv = crash_values(sec["dentry " + a]);
+    CHECK(dv["count"] == i["dentries"][0]["count"].get<int64_t>());
+    for (const auto& f : i["files"]) {
+      auto fv = crash_values(sec["file " + f["addr"].get<std::string>()]);
+      CHECK(fv["counter"] == f["f_count"].get<int64_t>());
+    }
+  }
+  for (const auto& m : me["modules"]) {
+    auto mv = crash_values(sec["module " + m["addr"].get<std::string>()]);
+    CHECK(mv["counter"] == m["refcnt"].get<int64_t>());
+  }
+}
