@@ -120,7 +120,7 @@ int do_inodes(lr::KernelTarget& k, const KArgs& a, const std::string& source,
     for (const auto& s : rep.sbs) {
       nlohmann::json js{{"addr", hex(s.addr)},         {"fstype", s.fstype},
                         {"id", s.id},                  {"root", hex(s.root)},
-                        {"s_inodes", hex(s.s_inodes)},
+                        {"s_inodes", hex(s.s_inodes)}, {"mounts", s.mounts},
                         {"inode_count", s.inode_count}, {"flagged", s.flagged}};
       js["inodes_walk_stop"] = lr::walk_stop_name(static_cast<lr::WalkStop>(s.inode_walk_stop));
       auto& ji = js["inodes"] = nlohmann::json::array();
@@ -155,17 +155,21 @@ int do_inodes(lr::KernelTarget& k, const KArgs& a, const std::string& source,
     emit_json(j, out);
   } else {
     print_warnings_text(rep.warnings, err);
-    out.print("{:<18}  {:<12}  {:<16}  {:>8}  {:>7}\n", "SUPER_BLOCK", "TYPE", "ID", "INODES",
-              "FLAGGED");
-    for (const auto& s : rep.sbs)
-      out.print("{:<18}  {:<12}  {:<16}  {:>8}  {:>7}\n", hex(s.addr), s.fstype, s.id,
-                s.inode_count, s.flagged);
+    out.print("{:<18}  {:<12}  {:<12}  {:>8}  {:>7}  {}\n", "SUPER_BLOCK", "TYPE", "ID", "INODES",
+              "FLAGGED", "MOUNTED ON");
+    for (const auto& s : rep.sbs) {
+      std::string where = s.mounts.empty() ? "-" : s.mounts[0];
+      if (s.mounts.size() > 1) where += fmt::format(" (+{})", s.mounts.size() - 1);
+      out.print("{:<18}  {:<12}  {:<12}  {:>8}  {:>7}  {}\n", hex(s.addr), s.fstype, s.id,
+                s.inode_count, s.flagged, where);
+    }
     for (const auto& s : rep.sbs) {
       bool header = false;
       for (const auto& i : s.inodes) {
         if (!show(i) || out.failed()) continue;
         if (!header) {
-          out.print("\nsuper_block {} {} \"{}\":\n", hex(s.addr), s.fstype, s.id);
+          out.print("\nsuper_block {} {} \"{}\"{}:\n", hex(s.addr), s.fstype, s.id,
+                    s.mounts.empty() ? "" : " on " + s.mounts[0]);
           header = true;
         }
         out.print("  inode {} ino {} {} i_count {} nlink {} state {}{}\n", hex(i.addr), i.ino,

@@ -237,6 +237,38 @@ Result<Scan> scan(KernelTarget& k, const KernelLimits& lim, bool want_mounts) {
     LR_ASSIGN(uint64_t m_mp, mnt.off("mnt_mp"));
     LR_ASSIGN(Layout mp, Layout::of(k, "struct mountpoint"));
     LR_ASSIGN(uint64_t mp_dentry, mp.off("m_dentry"));
+    LR_ASSIGN(uint64_t m_mountpoint, mnt.off("mnt_mountpoint"));
+    LR_ASSIGN(uint64_t m_parent, mnt.off("mnt_parent"));
+    LR_ASSIGN(uint64_t m_ns, mnt.off("mnt_ns"));
+    LR_ASSIGN(Layout den, Layout::of(k, "struct dentry"));
+    LR_ASSIGN(uint64_t d_name, den.off("d_name.name"));
+    LR_ASSIGN(uint64_t d_parent, den.off("d_parent"));
+    auto rd = [&](uint64_t a) -> uint64_t {
+      uint64_t v = 0;
+      return mem.read(a, &v, 8).ok() ? v : 0;
+    };
+    // Where a mount is attached, as a path from its namespace's root
+    // (mountpoint dentries up to each parent mount's root), bounded.
+    auto mount_path = [&](uint64_t m) -> std::string {
+      std::vector<std::string> parts;
+      uint64_t cur = m;
+      for (int hops = 0; hops < 64; ++hops) {
+        uint64_t parent = rd(cur + m_parent);
+        if (!parent || parent == cur) break;
+        uint64_t d = rd(cur + m_mountpoint), root = rd(parent + m_root);
+        for (int up = 0; d && d != root && up < 256; ++up) {
+          auto n = mem.read_cstring(rd(d + d_name), 256);
+          parts.push_back(n.ok() ? n.value() : "?");
+          uint64_t pd = rd(d + d_parent);
+          if (pd == d) break;
+          d = pd;
+        }
+        cur = parent;
+      }
+      std::string path;
+      for (auto it = parts.rbegin(); it != parts.rend(); ++it) path += "/" + *it;
+      return path.empty() ? "/" : path;
+    };
     std::unordered_set<uint64_t> mps;
     for (uint64_t b : s.super_blocks) {
       for (uint64_t m : list_objects(mem, b + sb_mounts, m_inst, lim,
@@ -246,7 +278,11 @@ Result<Scan> scan(KernelTarget& k, const KernelLimits& lim, bool want_mounts) {
         if (!mb) continue;
         ++s.mounts;
         if (uint64_t r = ptr_at(mb, m_root)) ++s.mount_refs[r];
-        uint64_t p = ptr_at(mb, m_mp);
+        uint64_t p = ptr_at(mb, m_mp), ns = ptr_at(mb, m_ns);
+        // Internal (kern_mount) mounts have no namespace, or MNT_NS_INTERNAL.
+        bool visible = ns && ns < ~uint64_t{4095};
+        if (visible && (p || ptr_at(mb, m_parent) == m) && s.sb_mounts[b].size() < 8)
+          s.sb_mounts[b].push_back(mount_path(m));
         if (p && mps.insert(p).second) {
           uint64_t d = 0;
           if (mem.read(p + mp_dentry, &d, 8).ok() && d) ++s.mount_refs[d];
@@ -370,6 +406,7 @@ Result<KInodeReport> kernel_inodes(KernelTarget& k, const KInodeFilter& flt,
     ks.id = cstr_at(sbb, sb_id, 32);
     ks.root = ptr_at(sbb, sb_root);
     ks.s_inodes = b + sb_inodes;
+    if (auto it = s.sb_mounts.find(b); it != s.sb_mounts.end()) ks.mounts = it->second;
     uint64_t typep = ptr_at(sbb, sb_type), namep = 0;
     if (typep && mem.read(typep + fst_name, &namep, 8).ok() && namep) {
       auto n = mem.read_cstring(namep, 64);

@@ -46,6 +46,7 @@ struct Scan {
   std::unordered_map<uint64_t, std::pair<int, std::string>> mm_owner;  // mm -> (pid, comm)
   std::unordered_map<uint64_t, size_t> file_index;  // struct file -> index in files
   std::vector<uint64_t> super_blocks;
+  std::unordered_map<uint64_t, std::vector<std::string>> sb_mounts;  // sb -> mount paths
   WalkResult sb_walk;
   uint64_t sb_layout_size = 0;
   std::vector<std::string> warnings;

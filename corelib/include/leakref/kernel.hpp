@@ -107,6 +107,7 @@ struct KSuperBlock {
   std::string fstype, id;
   uint64_t root = 0;
   uint64_t s_inodes = 0;  // address of the s_inodes list head (for walk/list -H)
+  std::vector<std::string> mounts;  // where it is mounted (up to 8; internal mounts omitted)
   std::vector<KInode> inodes;     // all, or those the filter kept
   uint64_t inode_count = 0, flagged = 0;  // over every inode walked
   uint64_t inode_walk_stop = 0;  // WalkStop of s_inodes as an integer (0 = end)
