@@ -6,6 +6,10 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <map>
 #include <regex>
 #include <set>
@@ -211,13 +215,8 @@ void check_modules(const json& j, const Guest& g) {
     if (m["name"] == "binfmt_misc") CHECK(m["superblocks"] == 1);  // held by its mount
 }
 
-std::string crash_session(const std::vector<std::string>& cmds, RunResult* out) {
-  std::string dir = tmp_dir();
-  std::string f = dir + "/crash.cmd";
-  std::string text;
-  for (const auto& c : cmds) text += c + "\n";
-  text += "exit\n";
-  write_file(f, text);
+// crash in batch mode on the ELF dump, reading `cmdfile`.
+std::vector<std::string> crash_argv(const std::string& cmdfile) {
   std::vector<std::string> argv;
 #ifdef LR_SANITIZE
   // The extension is built with ASan+UBSan: their runtimes must be loaded
@@ -229,13 +228,27 @@ std::string crash_session(const std::vector<std::string>& cmds, RunResult* out) 
   argv = {"env", "LD_PRELOAD=" + pre, "ASAN_OPTIONS=detect_leaks=0:abort_on_error=1",
           "UBSAN_OPTIONS=halt_on_error=1"};
 #endif
-  for (const char* a : {"timeout", "-k", "5", "900", "crash", "-s", "--no_crashrc"}) argv.push_back(a);
+  for (const char* a : {"crash", "-s", "--no_crashrc"}) argv.push_back(a);
   argv.push_back(dump().vmlinux);
   argv.push_back(dump().pelf);
   argv.push_back("-i");
-  argv.push_back(f);
+  argv.push_back(cmdfile);
+  return argv;
+}
+
+std::string write_cmds(const std::vector<std::string>& cmds) {
+  std::string f = tmp_dir() + "/crash.cmd";
+  std::string text;
+  for (const auto& c : cmds) text += c + "\n";
+  text += "exit\n";
+  write_file(f, text);
+  return f;
+}
+
+void crash_session(const std::vector<std::string>& cmds, RunResult* out) {
+  std::vector<std::string> argv = {"timeout", "-k", "5", "900"};
+  for (auto& a : crash_argv(write_cmds(cmds))) argv.push_back(a);
   *out = run(argv, 960);
-  return dir;
 }
 
 // Values crash prints for `struct TYPE.a,b ADDR`: the last "NAME = N" per name.
@@ -438,4 +451,34 @@ TEST_CASE("kernel: crash 8.0.2 with the extension agrees with crash's own output
     auto mv = crash_values(sec["module " + m["addr"].get<std::string>()]);
     CHECK(mv["counter"] == m["refcnt"].get<int64_t>());
   }
+}
+
+TEST_CASE("kernel: Ctrl-C stops a long leakref command and crash goes on with its input",
+          "[kernel]") {
+  if (!dump().ok) LR_SKIP("kernel vmcore: " + dump().why);
+  json ie = kernel_json(dump().pelf, {"inodes", "--json"});
+  // An array walk over 400 M bytes of the direct map: ~20 s uninterrupted.
+  std::string base = ie["super_blocks"][0]["addr"];
+  std::string dir = tmp_dir();
+  std::string started = dir + "/walk-started";
+  std::string f = write_cmds({
+      "extend " + build_dir() + "/leakref.so",
+      "!touch " + started,
+      "leakref walk --type char --head " + base + " --array --count 400000000 --limit 400000000 --summary",
+      "leakref modules vfat",
+  });
+  Background b = spawn(crash_argv(f));
+  REQUIRE(wait_for_file(started, 300));
+  usleep(1500 * 1000);
+  auto t0 = std::chrono::steady_clock::now();
+  kill(b.pid, SIGINT);
+  int status = finish(b, 0, 120);  // signal 0: just wait for the exit
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::string out = read_file(b.out_path) + read_file(b.err_path);
+  INFO(out);
+  CHECK(status == 0);
+  CHECK(out.find("stopped: interrupted") != std::string::npos);
+  CHECK(out.find("leakref: interrupted") != std::string::npos);
+  CHECK(out.find("vfat") != std::string::npos);  // the next command still ran
+  CHECK(secs < 15);
 }

@@ -232,6 +232,13 @@ WalkResult walk_array(const Memory& mem, uint64_t base, uint64_t count, uint64_t
   (void)mem;
   uint64_t n = std::min(count, lim.max_nodes);
   for (uint64_t i = 0; i < n; ++i) {
+    if ((i & 0xffff) == 0xffff && lim.interrupted && lim.interrupted->load()) {
+      r.stop = WalkStop::kInterrupted;
+      r.stop_addr = base + i * elem_size;
+      r.stop_detail = fmt::format("interrupted at element {}", i);
+      lim.sink(r.objects.data(), r.objects.size());
+      return r;
+    }
     if (r.objects.size() == r.objects.capacity()) grow(r.objects);
     r.objects.push_back(base + i * elem_size);
   }
@@ -248,6 +255,12 @@ WalkResult walk_pointer_array(const Memory& mem, uint64_t base, uint64_t count,
   WalkResult r;
   Window w;
   for (uint64_t i = 0; i < count; ++i) {
+    if ((i & 0xffff) == 0xffff && lim.interrupted && lim.interrupted->load()) {
+      r.stop = WalkStop::kInterrupted;
+      r.stop_addr = base + i * 8;
+      r.stop_detail = fmt::format("interrupted at slot {}", i);
+      break;
+    }
     uint64_t p;
     if (!load(mem, w, base + i * 8, &p, 8)) {
       r.stop = WalkStop::kFault;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <chrono>
 
 namespace lr {
@@ -81,6 +82,7 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
   // while their memory is still in cache: refcount, filter, shown fields.
   static constexpr int64_t kDense = 4096;
   struct Eval {
+    const std::atomic<bool>* intr = nullptr;
     const Memory* mem;
     uint64_t size;
     const FieldSpec* rc;
@@ -132,10 +134,15 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
     }
     static void sink(void* ctx, const uint64_t* objs, size_t n) {
       auto* e = static_cast<Eval*>(ctx);
-      for (size_t i = 0; i < n; ++i) e->one(objs[i]);
+      for (size_t i = 0; i < n; ++i) {
+        // A single list hands over all its objects at once: poll here too.
+        if ((i & 0xffff) == 0xffff && e->intr && e->intr->load(std::memory_order_relaxed)) return;
+        e->one(objs[i]);
+      }
     }
   };
   Eval ev;
+  ev.intr = spec.limits.interrupted;
   ev.mem = &mem;
   ev.size = ts->size;
   ev.rc = have_rc ? &rc : nullptr;
