@@ -220,12 +220,13 @@ std::vector<std::string> crash_argv(const std::string& cmdfile) {
   std::vector<std::string> argv;
 #ifdef LR_SANITIZE
   // The extension is built with ASan+UBSan: their runtimes must be loaded
-  // first, into an uninstrumented crash (whose own leaks are not ours).
+  // first, into an uninstrumented crash. Its own leaks, and its gdb's
+  // operator new (malloc) freed by the interceptor's delete, are not ours.
   RunResult asan = run({"gcc", "-print-file-name=libasan.so"});
   RunResult ubsan = run({"gcc", "-print-file-name=libubsan.so"});
   std::string pre = asan.out.substr(0, asan.out.find('\n')) + ":" +
                     ubsan.out.substr(0, ubsan.out.find('\n'));
-  argv = {"env", "LD_PRELOAD=" + pre, "ASAN_OPTIONS=detect_leaks=0:abort_on_error=1",
+  argv = {"env", "LD_PRELOAD=" + pre, "ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:alloc_dealloc_mismatch=0",
           "UBSAN_OPTIONS=halt_on_error=1"};
 #endif
   for (const char* a : {"crash", "-s", "--no_crashrc"}) argv.push_back(a);
