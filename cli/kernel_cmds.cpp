@@ -35,14 +35,29 @@ int report_error(const lr::Error& e, Out& err) {
 std::string mode_string(uint64_t mode) {
   const char* kind = "?";
   switch (mode & 0170000) {
-    case 0100000: kind = "reg"; break;
-    case 0040000: kind = "dir"; break;
-    case 0120000: kind = "lnk"; break;
-    case 0020000: kind = "chr"; break;
-    case 0060000: kind = "blk"; break;
-    case 0010000: kind = "fifo"; break;
-    case 0140000: kind = "sock"; break;
-    default: break;
+    case 0100000:
+      kind = "reg";
+      break;
+    case 0040000:
+      kind = "dir";
+      break;
+    case 0120000:
+      kind = "lnk";
+      break;
+    case 0020000:
+      kind = "chr";
+      break;
+    case 0060000:
+      kind = "blk";
+      break;
+    case 0010000:
+      kind = "fifo";
+      break;
+    case 0140000:
+      kind = "sock";
+      break;
+    default:
+      break;
   }
   return fmt::format("{} {:04o}", kind, mode & 07777);
 }
@@ -64,9 +79,12 @@ std::string holders_text(const lr::KFile& f) {
     uint64_t maps = 0;
     bool exe = false;
     for (const auto* h : hs) {
-      if (h->fd == lr::KFileHolder::kExe) exe = true;
-      else if (h->fd == lr::KFileHolder::kMmap) ++maps;
-      else fds += (fds.empty() ? "fd " : ",") + std::to_string(h->fd);
+      if (h->fd == lr::KFileHolder::kExe)
+        exe = true;
+      else if (h->fd == lr::KFileHolder::kMmap)
+        ++maps;
+      else
+        fds += (fds.empty() ? "fd " : ",") + std::to_string(h->fd);
     }
     std::vector<std::string> parts;
     if (!fds.empty()) parts.push_back(fds);
@@ -80,8 +98,8 @@ std::string holders_text(const lr::KFile& f) {
 }
 
 nlohmann::json file_json(const lr::KFile& f) {
-  nlohmann::json j{{"addr", hex(f.addr)},   {"f_count", f.f_count}, {"inode", hex(f.inode)},
-                   {"dentry", hex(f.dentry)}, {"mnt", hex(f.mnt)},   {"f_op", hex(f.f_op)}};
+  nlohmann::json j{{"addr", hex(f.addr)},     {"f_count", f.f_count}, {"inode", hex(f.inode)},
+                   {"dentry", hex(f.dentry)}, {"mnt", hex(f.mnt)},    {"f_op", hex(f.f_op)}};
   auto& h = j["holders"] = nlohmann::json::array();
   for (const auto& x : f.holders) {
     nlohmann::json jh{{"pid", x.pid}, {"comm", x.comm}};
@@ -118,19 +136,20 @@ int do_inodes(lr::KernelTarget& k, const KArgs& a, const std::string& source,
     j["all"] = a.all;
     auto& sbs = j["super_blocks"] = nlohmann::json::array();
     for (const auto& s : rep.sbs) {
-      nlohmann::json js{{"addr", hex(s.addr)},         {"fstype", s.fstype},
-                        {"id", s.id},                  {"root", hex(s.root)},
-                        {"s_inodes", hex(s.s_inodes)}, {"mounts", s.mounts},
-                        {"inode_count", s.inode_count}, {"flagged", s.flagged}};
+      nlohmann::json js{
+          {"addr", hex(s.addr)},          {"fstype", s.fstype},          {"id", s.id},
+          {"root", hex(s.root)},          {"s_inodes", hex(s.s_inodes)}, {"mounts", s.mounts},
+          {"inode_count", s.inode_count}, {"flagged", s.flagged}};
       js["inodes_walk_stop"] = lr::walk_stop_name(static_cast<lr::WalkStop>(s.inode_walk_stop));
       auto& ji = js["inodes"] = nlohmann::json::array();
       for (const auto& i : s.inodes) {
         if (!show(i)) continue;
-        nlohmann::json x{{"addr", hex(i.addr)},       {"ino", i.ino},
-                         {"i_count", i.i_count},      {"i_nlink", i.i_nlink},
-                         {"i_state", i.i_state},      {"i_state_names", lr::inode_state_names(i.i_state)},
-                         {"i_mode", i.i_mode},        {"unexplained", i.unexplained},
-                         {"flagged", i.flagged()}};
+        nlohmann::json x{
+            {"addr", hex(i.addr)},   {"ino", i.ino},
+            {"i_count", i.i_count},  {"i_nlink", i.i_nlink},
+            {"i_state", i.i_state},  {"i_state_names", lr::inode_state_names(i.i_state)},
+            {"i_mode", i.i_mode},    {"unexplained", i.unexplained},
+            {"flagged", i.flagged()}};
         auto& jd = x["dentries"] = nlohmann::json::array();
         for (const auto& d : i.dentries)
           jd.push_back({{"addr", hex(d.addr)},
@@ -174,7 +193,9 @@ int do_inodes(lr::KernelTarget& k, const KArgs& a, const std::string& source,
         }
         out.print("  inode {} ino {} {} i_count {} nlink {} state {}{}\n", hex(i.addr), i.ino,
                   mode_string(i.i_mode), i.i_count, i.i_nlink, lr::inode_state_names(i.i_state),
-                  i.unexplained > 0 ? fmt::format("  !! {} i_count not held by dentries", i.unexplained) : "");
+                  i.unexplained > 0
+                      ? fmt::format("  !! {} i_count not held by dentries", i.unexplained)
+                      : "");
         for (const auto& d : i.dentries) {
           std::string why = fmt::format("children {} + files {} + mounts {} + root/pwd {} + pin {}",
                                         d.children, d.files, d.mount_refs, d.fs_refs, d.pinned);
@@ -227,8 +248,8 @@ int do_modules(lr::KernelTarget& k, const KArgs& a, const std::string& source,
                       {"open_files", m.open_files},
                       {"unexplained", m.unexplained}});
     }
-    j["summary"] = {{"modules", mods.size()}, {"unexplained", unexplained},
-                    {"walk_ns", rep.walk_ns}};
+    j["summary"] = {
+        {"modules", mods.size()}, {"unexplained", unexplained}, {"walk_ns", rep.walk_ns}};
     j["warnings"] = rep.warnings;
     emit_json(j, out);
   } else {
@@ -241,8 +262,9 @@ int do_modules(lr::KernelTarget& k, const KArgs& a, const std::string& source,
                 hex(m.addr), m.state, m.refcnt, m.used_by.size(), m.superblocks, m.open_files,
                 m.unexplained, join(m.used_by));
     }
-    out.print("\nrefcnt = 1 (base) + DEPS (modules using it) + SBS (mounted super blocks of its "
-              "filesystems) + FILES (open files whose f_op it owns) + UNEXPLAINED\n");
+    out.print(
+        "\nrefcnt = 1 (base) + DEPS (modules using it) + SBS (mounted super blocks of its "
+        "filesystems) + FILES (open files whose f_op it owns) + UNEXPLAINED\n");
   }
   return want(a.fail_on, "unexplained") && unexplained ? kFindings : kOk;
 }
@@ -350,7 +372,8 @@ int cmd_kernel(const std::string& vmcore, const std::string& vmlinux,
   // against a target-less dry run is not possible, so check the name.
   static const char* kSubs[] = {"walk", "inodes", "modules", "check", "--help", "-h"};
   if (std::find(std::begin(kSubs), std::end(kSubs), args[0]) == std::end(kSubs))
-    return fail_usage("kernel: unknown subcommand '" + args[0] + "' (walk, inodes, modules, check)");
+    return fail_usage("kernel: unknown subcommand '" + args[0] +
+                      "' (walk, inodes, modules, check)");
   auto k = lr::KernelTarget::open(vmcore, vmlinux);
   if (!k.ok()) return fail(k.error());
   static std::atomic<bool> never{false};

@@ -75,8 +75,8 @@ int run(const lr_host* host, int argc, char** argv) {
     args.push_back(std::move(a));
   }
   if (args.empty()) args.push_back("--help");
-  if (!g_session || g_session->namelist != host->namelist || g_session->kaslr != host->kaslr_offset ||
-      host->live) {
+  if (!g_session || g_session->namelist != host->namelist ||
+      g_session->kaslr != host->kaslr_offset || host->live) {
     auto s = std::make_unique<Session>();
     s->namelist = host->namelist ? host->namelist : "";
     s->kaslr = host->kaslr_offset;
@@ -119,7 +119,9 @@ extern "C" int leakref_crash_run(const lr_host* host, int argc, char** argv) {
   return lrcli::kInternal;
 }
 
-extern "C" void leakref_crash_interrupt(void) { g_interrupted.store(true); }
+extern "C" void leakref_crash_interrupt(void) {
+  g_interrupted.store(true);
+}
 
 extern "C" void leakref_crash_unload(void) {
   delete g_session;

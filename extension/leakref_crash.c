@@ -12,7 +12,7 @@
 
 static void cmd_leakref(void);
 
-static char *help_leakref[] = {
+static char* help_leakref[] = {
     "leakref",
     "refcounts and their holders: walks, inodes, modules, invariants",
     "walk|inodes|modules|check [options] [--json]",
@@ -24,7 +24,8 @@ static char *help_leakref[] = {
     "       --array | --pointer-array) [--refcount FIELD] [--show F,..] [--where EXPR]",
     "       [--group-by FIELD] [--summary] [--limit N] [--fail-on ...]",
     "       Any list_head ring, hlist, NULL-terminated chain, array or hash table.",
-    "       HEAD is SYMBOL, *SYMBOL, ADDR or ADDR+OFFSET. FIELD may be atomic_t,",
+    "       HEAD is SYMBOL, SYMBOL.member, *SYMBOL, ADDR or ADDR+OFFSET (the",
+    "       inodes JSON gives each super block's s_inodes). FIELD may be atomic_t,",
     "       refcount_t, kref, lockref or a plain integer. Prints every object,",
     "       a refcount histogram and (with --group-by) counts per field value.",
     "  inodes [-s SUPER_BLOCK | -t FSTYPE] [--all] [--flagged]",
@@ -76,8 +77,8 @@ static void fix_pid_flex_array(void) {
     sort_context_array();
     sort_tgid_array();
     tt->flags |= TASK_INIT_DONE;
-    error(INFO, "leakref: applied the struct pid size fix (crash %s); %d tasks\n",
-          build_version, RUNNING_TASKS());
+    error(INFO, "leakref: applied the struct pid size fix (crash %s); %d tasks\n", build_version,
+          RUNNING_TASKS());
   }
 }
 
@@ -86,25 +87,27 @@ void __attribute__((constructor)) leakref_crash_init(void) {
   fix_pid_flex_array();
 }
 
-void __attribute__((destructor)) leakref_crash_fini(void) { leakref_crash_unload(); }
+void __attribute__((destructor)) leakref_crash_fini(void) {
+  leakref_crash_unload();
+}
 
-static int host_read(uint64_t addr, void *buf, size_t len) {
+static int host_read(uint64_t addr, void* buf, size_t len) {
   return readmem(addr, KVADDR, buf, (long)len, "leakref", RETURN_ON_ERROR | QUIET) ? 1 : 0;
 }
 
-static int host_kvtop(uint64_t vaddr, uint64_t *paddr) {
+static int host_kvtop(uint64_t vaddr, uint64_t* paddr) {
   physaddr_t pa = 0;
   if (!kvtop(CURRENT_CONTEXT(), (ulong)vaddr, &pa, 0)) return 0;
   *paddr = (uint64_t)pa;
   return 1;
 }
 
-static int host_write(const char *text, size_t len) {
+static int host_write(const char* text, size_t len) {
   if (fwrite(text, 1, len, fp) != len || ferror(fp)) return -1;
   return 0;
 }
 
-static void host_error(const char *text, size_t len) {
+static void host_error(const char* text, size_t len) {
   /* error() adds "leakref: " itself. */
   static const char prefix[] = "leakref: ";
   if (len >= sizeof prefix - 1 && strncmp(text, prefix, sizeof prefix - 1) == 0) {
@@ -121,7 +124,7 @@ static void on_sigint(int sig) {
 
 static void cmd_leakref(void) {
   /* args[] is crash's global and is overwritten by any nested command: copy. */
-  char *argv[MAXARGS + 1];
+  char* argv[MAXARGS + 1];
   int argc = 0;
   for (int i = 0; i < argcnt && i < MAXARGS; i++) argv[argc++] = args[i];
   argv[argc] = NULL;

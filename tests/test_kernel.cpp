@@ -3,8 +3,8 @@
 // prints it), checked three ways: against what the guest says it set up,
 // against crash 8.0.2's own `struct`/`list` output with the extension loaded,
 // and the standalone CLI (ELF reader and libkdumpfile) against the extension.
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include <signal.h>
 #include <unistd.h>
@@ -38,14 +38,16 @@ const Dump& dump() {
       }
     RunResult k = run({std::string(LR_SOURCE_DIR) + "/scripts/kernel-vmcore"}, 1200);
     if (k.status != 0) {
-      r.why = "scripts/kernel-vmcore failed: " + k.err.substr(k.err.size() > 2000 ? k.err.size() - 2000 : 0);
+      r.why = "scripts/kernel-vmcore failed: " +
+              k.err.substr(k.err.size() > 2000 ? k.err.size() - 2000 : 0);
       return r;
     }
     std::istringstream in(k.out);
     std::string line;
     std::map<std::string, std::string> kv;
     while (std::getline(in, line))
-      if (auto eq = line.find('='); eq != std::string::npos) kv[line.substr(0, eq)] = line.substr(eq + 1);
+      if (auto eq = line.find('='); eq != std::string::npos)
+        kv[line.substr(0, eq)] = line.substr(eq + 1);
     r.vmlinux = kv["VMLINUX"];
     r.pelf = kv["PELF"];
     r.kdump = kv["KDUMP"];
@@ -224,9 +226,10 @@ std::vector<std::string> crash_argv(const std::string& cmdfile) {
   // operator new (malloc) freed by the interceptor's delete, are not ours.
   RunResult asan = run({"gcc", "-print-file-name=libasan.so"});
   RunResult ubsan = run({"gcc", "-print-file-name=libubsan.so"});
-  std::string pre = asan.out.substr(0, asan.out.find('\n')) + ":" +
-                    ubsan.out.substr(0, ubsan.out.find('\n'));
-  argv = {"env", "LD_PRELOAD=" + pre, "ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:alloc_dealloc_mismatch=0",
+  std::string pre =
+      asan.out.substr(0, asan.out.find('\n')) + ":" + ubsan.out.substr(0, ubsan.out.find('\n'));
+  argv = {"env", "LD_PRELOAD=" + pre,
+          "ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:alloc_dealloc_mismatch=0",
           "UBSAN_OPTIONS=halt_on_error=1"};
 #endif
   for (const char* a : {"crash", "-s", "--no_crashrc"}) argv.push_back(a);
@@ -256,7 +259,8 @@ void crash_session(const std::vector<std::string>& cmds, RunResult* out) {
 std::map<std::string, int64_t> crash_values(const std::string& text) {
   std::map<std::string, int64_t> v;
   std::regex kv(R"((\w+) = (-?\d+))");
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), kv); it != std::sregex_iterator(); ++it)
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), kv); it != std::sregex_iterator();
+       ++it)
     v[(*it)[1]] = std::stoll((*it)[2]);
   return v;
 }
@@ -314,11 +318,13 @@ TEST_CASE("kernel: standalone inodes, modules, check and walk on a real Debian 6
   CHECK(grouped == g.files + 1);
   // --fail-on flags the in-flight file; usage errors are exit 2.
   RunResult f = leakref({"kernel", "--vmcore", dump().pelf, "--vmlinux", dump().vmlinux, "inodes",
-                         "--fail-on", "flagged"}, 300);
+                         "--fail-on", "flagged"},
+                        300);
   CHECK(f.status == 1);
   CHECK(f.out.find("f00060") != std::string::npos);
   RunResult u = leakref({"kernel", "--vmcore", dump().pelf, "--vmlinux", dump().vmlinux, "inodes",
-                         "--no-such-option"}, 300);
+                         "--no-such-option"},
+                        300);
   CHECK(u.status == 2);
 }
 
@@ -326,12 +332,13 @@ TEST_CASE("kernel: hostile dumps and vmlinux give one clear error", "[kernel]") 
   if (!dump().ok) LR_SKIP("kernel vmcore: " + dump().why);
   std::string dir = tmp_dir();
   write_file(dir + "/empty", "");
-  RunResult e = leakref({"kernel", "--vmcore", dir + "/empty", "--vmlinux", dump().vmlinux, "modules"});
+  RunResult e =
+      leakref({"kernel", "--vmcore", dir + "/empty", "--vmlinux", dump().vmlinux, "modules"});
   CHECK(e.status == 3);
   CHECK(e.err.find(dir + "/empty") != std::string::npos);
   // A user-space program is not a vmlinux.
-  RunResult v = leakref({"kernel", "--vmcore", dump().kdump, "--vmlinux",
-                         fixture_path("fx_structs"), "modules"});
+  RunResult v = leakref(
+      {"kernel", "--vmcore", dump().kdump, "--vmlinux", fixture_path("fx_structs"), "modules"});
   CHECK((v.status == 3 || v.status == 4));
   CHECK(v.err.find("fx_structs") != std::string::npos);
   // A truncated kdump (header and bitmaps only): an error or partial
@@ -421,7 +428,8 @@ TEST_CASE("kernel: crash 8.0.2 with the extension agrees with crash's own output
   // leakref walk visits exactly the addresses crash's list prints.
   json xw = json::parse(read_file(dir + "/walk.json"));
   std::set<uint64_t> ours, theirs;
-  for (const auto& o : xw["objects"]) ours.insert(std::stoull(o["addr"].get<std::string>(), nullptr, 16));
+  for (const auto& o : xw["objects"])
+    ours.insert(std::stoull(o["addr"].get<std::string>(), nullptr, 16));
   std::istringstream ls(read_file(dir + "/list.txt"));
   std::string line;
   while (std::getline(ls, line))
@@ -465,7 +473,8 @@ TEST_CASE("kernel: Ctrl-C stops a long leakref command and crash goes on with it
   std::string f = write_cmds({
       "extend " + build_dir() + "/leakref.so",
       "!touch " + started,
-      "leakref walk --type char --head " + base + " --array --count 400000000 --limit 400000000 --summary",
+      "leakref walk --type char --head " + base +
+          " --array --count 400000000 --limit 400000000 --summary",
       "leakref modules vfat",
   });
   Background b = spawn(crash_argv(f));

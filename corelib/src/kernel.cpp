@@ -24,13 +24,23 @@ bool KInode::flagged() const {
 }
 
 std::string inode_state_names(uint64_t state) {
-  static const std::pair<uint64_t, const char*> kBits[] = {
-      {1u << 0, "I_DIRTY_SYNC"},  {1u << 1, "I_DIRTY_DATASYNC"}, {1u << 2, "I_DIRTY_PAGES"},
-      {1u << 3, "I_NEW"},         {1u << 4, "I_WILL_FREE"},      {1u << 5, "I_FREEING"},
-      {1u << 6, "I_CLEAR"},       {1u << 7, "I_SYNC"},           {1u << 8, "I_REFERENCED"},
-      {1u << 10, "I_LINKABLE"},   {1u << 11, "I_DIRTY_TIME"},    {1u << 13, "I_WB_SWITCH"},
-      {1u << 14, "I_OVL_INUSE"},  {1u << 15, "I_CREATING"},      {1u << 16, "I_DONTCACHE"},
-      {1u << 17, "I_SYNC_QUEUED"}, {1u << 18, "I_PINNING_FSCACHE_WB"}};
+  static const std::pair<uint64_t, const char*> kBits[] = {{1u << 0, "I_DIRTY_SYNC"},
+                                                           {1u << 1, "I_DIRTY_DATASYNC"},
+                                                           {1u << 2, "I_DIRTY_PAGES"},
+                                                           {1u << 3, "I_NEW"},
+                                                           {1u << 4, "I_WILL_FREE"},
+                                                           {1u << 5, "I_FREEING"},
+                                                           {1u << 6, "I_CLEAR"},
+                                                           {1u << 7, "I_SYNC"},
+                                                           {1u << 8, "I_REFERENCED"},
+                                                           {1u << 10, "I_LINKABLE"},
+                                                           {1u << 11, "I_DIRTY_TIME"},
+                                                           {1u << 13, "I_WB_SWITCH"},
+                                                           {1u << 14, "I_OVL_INUSE"},
+                                                           {1u << 15, "I_CREATING"},
+                                                           {1u << 16, "I_DONTCACHE"},
+                                                           {1u << 17, "I_SYNC_QUEUED"},
+                                                           {1u << 18, "I_PINNING_FSCACHE_WB"}};
   std::string out;
   uint64_t rest = state;
   for (const auto& [bit, name] : kBits) {
@@ -50,8 +60,8 @@ Result<Layout> Layout::of(KernelTarget& k, const std::string& type) {
   LR_ASSIGN(l.type, k.prog().types().find(type));
   const Type* s = l.type->strip();
   if (!s->complete || s->size == 0)
-    return make_error(Errc::kNotFound, fmt::format("{} has no complete definition in {}", type,
-                                                   k.vmlinux()));
+    return make_error(Errc::kNotFound,
+                      fmt::format("{} has no complete definition in {}", type, k.vmlinux()));
   l.size = s->size;
   return l;
 }
@@ -71,7 +81,9 @@ Result<IntField> Layout::field(std::string_view path, bool refcount) const {
   return IntField::of(loc);
 }
 
-uint64_t ptr_at(const uint8_t* obj, uint64_t off) { return load_uint(obj + off, 8); }
+uint64_t ptr_at(const uint8_t* obj, uint64_t off) {
+  return load_uint(obj + off, 8);
+}
 
 std::string cstr_at(const uint8_t* obj, uint64_t off, size_t max) {
   const char* p = reinterpret_cast<const char*>(obj + off);
@@ -188,7 +200,8 @@ Result<Scan> scan(KernelTarget& k, const KernelLimits& lim, bool want_mounts) {
     if (uint64_t mmp = ptr_at(tb, t_mm); mmp && seen_mm.insert(mmp).second) {
       s.mm_owner.emplace(mmp, std::make_pair(pid, comm));
       uint64_t ef = 0;
-      if (mem.read(mmp + mm_exe, &ef, 8).ok() && ef) hold_file(mem, s, ef, {pid, comm, KFileHolder::kExe});
+      if (mem.read(mmp + mm_exe, &ef, 8).ok() && ef)
+        hold_file(mem, s, ef, {pid, comm, KFileHolder::kExe});
     }
     if (!fp || !seen_files_structs.insert(fp).second) continue;  // threads share one table
     uint64_t fdtp = 0, fdarr = 0;
@@ -202,7 +215,8 @@ Result<Scan> scan(KernelTarget& k, const KernelLimits& lim, bool want_mounts) {
     maxfds = static_cast<uint32_t>(fdt_max.load(fb));
     fdarr = ptr_at(fb, fdt_fd);
     if (maxfds > lim.max_fds) {
-      s.warnings.push_back(fmt::format("pid {}: max_fds {} capped at {}", pid, maxfds, lim.max_fds));
+      s.warnings.push_back(
+          fmt::format("pid {}: max_fds {} capped at {}", pid, maxfds, lim.max_fds));
       maxfds = static_cast<uint32_t>(lim.max_fds);
     }
     fdbuf.resize(size_t{maxfds} * 8);
@@ -227,8 +241,8 @@ Result<Scan> scan(KernelTarget& k, const KernelLimits& lim, bool want_mounts) {
   LR_ASSIGN(uint64_t sb_list, sb.off("s_list"));
   LR_ASSIGN(uint64_t super_blocks, k.symbol("super_blocks"));
   s.sb_layout_size = sb.size;
-  s.super_blocks = list_objects(mem, super_blocks, sb_list, lim, "super_blocks", &s.warnings,
-                                &s.sb_walk);
+  s.super_blocks =
+      list_objects(mem, super_blocks, sb_list, lim, "super_blocks", &s.warnings, &s.sb_walk);
   if (want_mounts) {
     LR_ASSIGN(uint64_t sb_mounts, sb.off("s_mounts"));
     LR_ASSIGN(Layout mnt, Layout::of(k, "struct mount"));
@@ -271,9 +285,9 @@ Result<Scan> scan(KernelTarget& k, const KernelLimits& lim, bool want_mounts) {
     };
     std::unordered_set<uint64_t> mps;
     for (uint64_t b : s.super_blocks) {
-      for (uint64_t m : list_objects(mem, b + sb_mounts, m_inst, lim,
-                                     fmt::format("super_block {:#x} s_mounts", b), &s.warnings,
-                                     nullptr)) {
+      for (uint64_t m :
+           list_objects(mem, b + sb_mounts, m_inst, lim,
+                        fmt::format("super_block {:#x} s_mounts", b), &s.warnings, nullptr)) {
         const uint8_t* mb = object_bytes(mem, m, mnt.size, scratch);
         if (!mb) continue;
         ++s.mounts;
@@ -309,10 +323,10 @@ namespace {
 uint64_t fs_pin(const std::string& fstype, bool is_root, const std::string& name, uint64_t parent,
                 uint64_t root) {
   static const std::map<std::string, uint64_t> kPin = {
-      {"tmpfs", 1},      {"ramfs", 1},       {"devtmpfs", 1}, {"rootfs", 1},  {"debugfs", 1},
-      {"tracefs", 1},    {"securityfs", 1},  {"configfs", 1}, {"binfmt_misc", 1},
-      {"hugetlbfs", 1},  {"mqueue", 1},      {"devpts", 1},   {"bpf", 1},     {"pstore", 1},
-      {"efivarfs", 1},   {"apparmorfs", 2}};
+      {"tmpfs", 1},       {"ramfs", 1},     {"devtmpfs", 1},   {"rootfs", 1},
+      {"debugfs", 1},     {"tracefs", 1},   {"securityfs", 1}, {"configfs", 1},
+      {"binfmt_misc", 1}, {"hugetlbfs", 1}, {"mqueue", 1},     {"devpts", 1},
+      {"bpf", 1},         {"pstore", 1},    {"efivarfs", 1},   {"apparmorfs", 2}};
   if (fstype == "proc")
     return !is_root && parent == root && (name == "self" || name == "thread-self") ? 1 : 0;
   if (is_root) return fstype == "apparmorfs" ? 1 : 0;
@@ -373,7 +387,8 @@ Result<KInodeReport> kernel_inodes(KernelTarget& k, const KInodeFilter& flt,
       if (!n || !seen.insert(n).second) continue;  // a loop in a corrupt tree ends here
       uint64_t kids[2] = {}, fm[2] = {};
       if (!mem.read(n + rb_left, &kids[0], 8).ok() || !mem.read(n + rb_right, &kids[1], 8).ok()) {
-        rep.warnings.push_back(fmt::format("inode {:#x}: i_mmap node {:#x} not readable", inode, n));
+        rep.warnings.push_back(
+            fmt::format("inode {:#x}: i_mmap node {:#x} not readable", inode, n));
         continue;
       }
       stack.push_back(kids[0]);
@@ -414,10 +429,9 @@ Result<KInodeReport> kernel_inodes(KernelTarget& k, const KInodeFilter& flt,
     }
     if (!flt.fstype.empty() && flt.fstype != ks.fstype) continue;
     WalkResult wr;
-    std::vector<uint64_t> inodes = list_objects(mem, b + sb_inodes, i_sb_list, lim,
-                                                fmt::format("super_block {:#x} ({}) s_inodes", b,
-                                                            ks.fstype),
-                                                &rep.warnings, &wr);
+    std::vector<uint64_t> inodes = list_objects(
+        mem, b + sb_inodes, i_sb_list, lim,
+        fmt::format("super_block {:#x} ({}) s_inodes", b, ks.fstype), &rep.warnings, &wr);
     ks.inode_walk_stop = static_cast<uint64_t>(wr.stop);
     ks.inode_walk_detail = wr.stop_detail;
     for (uint64_t ia : inodes) {
@@ -540,8 +554,8 @@ Result<KModuleReport> kernel_modules(KernelTarget& k, const KernelLimits& lim) {
   };
   auto uses_of = [&](uint64_t head, uint64_t link_off, uint64_t who_off) {
     std::vector<std::string> out;
-    for (uint64_t u : list_objects(mem, head, link_off, lim, "module_use list", &rep.warnings,
-                                   nullptr)) {
+    for (uint64_t u :
+         list_objects(mem, head, link_off, lim, "module_use list", &rep.warnings, nullptr)) {
       uint64_t who = 0;
       if (mem.read(u + who_off, &who, 8).ok() && who) out.push_back(mod_name(who));
     }
@@ -568,8 +582,8 @@ Result<KModuleReport> kernel_modules(KernelTarget& k, const KernelLimits& lim) {
     km.uses = uses_of(m + m_tgt, u_tgt_list, u_target);
     if (auto it = sbs_by_owner.find(m); it != sbs_by_owner.end()) km.superblocks = it->second;
     if (auto it = files_by_owner.find(m); it != files_by_owner.end()) km.open_files = it->second;
-    km.unexplained = km.refcnt - 1 - static_cast<int64_t>(km.used_by.size() + km.superblocks +
-                                                          km.open_files);
+    km.unexplained =
+        km.refcnt - 1 - static_cast<int64_t>(km.used_by.size() + km.superblocks + km.open_files);
     rep.modules.push_back(std::move(km));
   }
   rep.walk_ns = now_ns() - t0;

@@ -20,8 +20,9 @@ KCheckResult list_check(const Memory& mem, const std::string& name, const std::s
                         uint64_t head, uint64_t off, const KernelLimits& lim) {
   KCheckResult c;
   c.name = name;
-  c.description = what + " is a well-formed ring: every next's prev points back, no loop "
-                         "that misses the head, no unreadable link";
+  c.description = what +
+                  " is a well-formed ring: every next's prev points back, no loop "
+                  "that misses the head, no unreadable link";
   WalkLimits wl;
   wl.max_nodes = lim.max_objects;
   wl.interrupted = lim.interrupted;
@@ -61,8 +62,8 @@ Result<std::vector<KCheckResult>> kernel_check(KernelTarget& k, const KernelLimi
   KCheckResult si;
   si.name = "list.s_inodes";
   si.description = "every super_block's s_inodes is a well-formed ring";
-  for (uint64_t b : list_objects(mem, super_blocks, sb_list, lim, "super_blocks", nullptr,
-                                 nullptr)) {
+  for (uint64_t b :
+       list_objects(mem, super_blocks, sb_list, lim, "super_blocks", nullptr, nullptr)) {
     if (interrupted(lim)) return make_error(Errc::kInterrupted, "interrupted");
     KCheckResult one = list_check(mem, "", "", b + sb_inodes, i_sb_list, lim);
     si.checked += one.checked;
@@ -76,8 +77,9 @@ Result<std::vector<KCheckResult>> kernel_check(KernelTarget& k, const KernelLimi
   LR_ASSIGN(KInodeReport ir, kernel_inodes(k, KInodeFilter{}, lim));
   KCheckResult fc;
   fc.name = "file.f_count";
-  fc.description = "a file's f_count >= its holders found in memory (fd slots, mm->exe_file, "
-                   "mappings)";
+  fc.description =
+      "a file's f_count >= its holders found in memory (fd slots, mm->exe_file, "
+      "mappings)";
   for (const KFile& f : ir.files) {
     ++fc.checked;
     if (f.f_count < static_cast<int64_t>(f.holders.size()))
@@ -110,8 +112,9 @@ Result<std::vector<KCheckResult>> kernel_check(KernelTarget& k, const KernelLimi
   LR_ASSIGN(KModuleReport mr, kernel_modules(k, lim));
   KCheckResult mc;
   mc.name = "module.refcnt";
-  mc.description = "a live module's refcnt >= 1 + dependent modules + its mounted super blocks "
-                   "+ open files it owns";
+  mc.description =
+      "a live module's refcnt >= 1 + dependent modules + its mounted super blocks "
+      "+ open files it owns";
   for (const auto& m : mr.modules) {
     ++mc.checked;
     if (m.state == "live" && m.unexplained < 0)

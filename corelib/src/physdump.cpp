@@ -56,13 +56,15 @@ Result<std::unique_ptr<PhysDump>> PhysDump::open(const std::string& path) {
   }
   if (d->segs_.empty())
     return make_error(Errc::kBadFormat, fmt::format("{}: no PT_LOAD with data", path));
-  std::sort(d->segs_.begin(), d->segs_.end(), [](const Seg& a, const Seg& b) { return a.pa < b.pa; });
+  std::sort(d->segs_.begin(), d->segs_.end(),
+            [](const Seg& a, const Seg& b) { return a.pa < b.pa; });
   return d;
 }
 
 const uint8_t* PhysDump::at(uint64_t pa, size_t len) const {
   auto inside = [&](const Seg& s) { return pa - s.pa < s.len && s.len - (pa - s.pa) >= len; };
-  if (last_ < segs_.size() && inside(segs_[last_])) return segs_[last_].data + (pa - segs_[last_].pa);
+  if (last_ < segs_.size() && inside(segs_[last_]))
+    return segs_[last_].data + (pa - segs_[last_].pa);
   auto it = std::upper_bound(segs_.begin(), segs_.end(), pa,
                              [](uint64_t a, const Seg& s) { return a < s.pa; });
   if (it == segs_.begin()) return nullptr;

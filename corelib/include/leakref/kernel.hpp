@@ -31,8 +31,7 @@ class KernelTarget {
                                                     const std::string& vmlinux);
   // Hosted (crash): `mem` is borrowed and must outlive the target; the
   // runtime address of a vmlinux symbol is its ELF value + `kaslr_offset`.
-  static Result<std::unique_ptr<KernelTarget>> attach(const Memory* mem,
-                                                      const std::string& vmlinux,
+  static Result<std::unique_ptr<KernelTarget>> attach(const Memory* mem, const std::string& vmlinux,
                                                       uint64_t kaslr_offset);
 
   Program& prog() { return *prog_; }
@@ -80,13 +79,13 @@ struct KFile {
 struct KDentry {
   uint64_t addr = 0;
   std::string name;
-  int64_t count = 0;             // d_lockref.count
-  uint64_t children = 0;         // d_subdirs entries (each holds a reference)
-  uint64_t files = 0;            // struct files whose f_path.dentry is this
-  uint64_t mount_refs = 0;       // mnt_root of mounts + mountpoint pins
-  uint64_t fs_refs = 0;          // task root/pwd (per fs_struct)
-  uint64_t pinned = 0;           // filesystems that pin their dentries (tmpfs, ramfs, ...)
-  int64_t unexplained = 0;       // count - everything above
+  int64_t count = 0;        // d_lockref.count
+  uint64_t children = 0;    // d_subdirs entries (each holds a reference)
+  uint64_t files = 0;       // struct files whose f_path.dentry is this
+  uint64_t mount_refs = 0;  // mnt_root of mounts + mountpoint pins
+  uint64_t fs_refs = 0;     // task root/pwd (per fs_struct)
+  uint64_t pinned = 0;      // filesystems that pin their dentries (tmpfs, ramfs, ...)
+  int64_t unexplained = 0;  // count - everything above
 };
 
 struct KInode {
@@ -106,17 +105,17 @@ struct KSuperBlock {
   uint64_t addr = 0;
   std::string fstype, id;
   uint64_t root = 0;
-  uint64_t s_inodes = 0;  // address of the s_inodes list head (for walk/list -H)
-  std::vector<std::string> mounts;  // where it is mounted (up to 8; internal mounts omitted)
-  std::vector<KInode> inodes;     // all, or those the filter kept
+  uint64_t s_inodes = 0;                  // address of the s_inodes list head (for walk/list -H)
+  std::vector<std::string> mounts;        // where it is mounted (up to 8; internal mounts omitted)
+  std::vector<KInode> inodes;             // all, or those the filter kept
   uint64_t inode_count = 0, flagged = 0;  // over every inode walked
-  uint64_t inode_walk_stop = 0;  // WalkStop of s_inodes as an integer (0 = end)
+  uint64_t inode_walk_stop = 0;           // WalkStop of s_inodes as an integer (0 = end)
   std::string inode_walk_detail;
 };
 
 struct KInodeFilter {
-  uint64_t sb = 0;      // only this super_block (0 = all)
-  std::string fstype;   // only super blocks of this type ("" = all)
+  uint64_t sb = 0;         // only this super_block (0 = all)
+  std::string fstype;      // only super blocks of this type ("" = all)
   bool held_only = false;  // only inodes with open files or unexplained refs
 };
 
@@ -134,13 +133,13 @@ Result<KInodeReport> kernel_inodes(KernelTarget& k, const KInodeFilter& f,
 struct KModule {
   uint64_t addr = 0;
   std::string name;
-  std::string state;       // live, coming, going, unformed
-  int64_t refcnt = 0;      // module.refcnt (1 = the base reference)
-  std::vector<std::string> used_by;        // modules holding a reference (source_list)
-  std::vector<std::string> uses;           // modules it holds (target_list)
-  uint64_t superblocks = 0;                // mounted super blocks of its filesystem types
-  uint64_t open_files = 0;                 // struct files whose f_op it owns
-  int64_t unexplained = 0;                 // refcnt - 1 - the holders above
+  std::string state;                 // live, coming, going, unformed
+  int64_t refcnt = 0;                // module.refcnt (1 = the base reference)
+  std::vector<std::string> used_by;  // modules holding a reference (source_list)
+  std::vector<std::string> uses;     // modules it holds (target_list)
+  uint64_t superblocks = 0;          // mounted super blocks of its filesystem types
+  uint64_t open_files = 0;           // struct files whose f_op it owns
+  int64_t unexplained = 0;           // refcnt - 1 - the holders above
 };
 
 struct KModuleReport {

@@ -53,7 +53,8 @@ class PagedMemory final : public Memory {
   // Pages live in 2 MiB slabs so a large walk makes few allocations.
   mutable std::vector<std::unique_ptr<uint8_t[]>> slabs_;
   mutable size_t slab_used_ = 0;
-  mutable std::unordered_map<uint64_t, const uint8_t*> pages_;  // page -> data, nullptr = unreadable
+  mutable std::unordered_map<uint64_t, const uint8_t*>
+      pages_;  // page -> data, nullptr = unreadable
   mutable uint64_t last_page_ = ~0ull;
   mutable const uint8_t* last_data_ = nullptr;
   mutable uint64_t fills_ = 0, faults_ = 0, copied_ = 0;
