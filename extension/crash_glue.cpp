@@ -34,6 +34,10 @@ struct Session {
     if (!s->phys || !s->host->kvtop || s->host->kvtop(page, &pa) != 1) return nullptr;
     return s->phys->at(pa, lr::PagedMemory::kPage);
   }
+  static bool symbol(void* self, const char* name, uint64_t* addr) {
+    auto* s = static_cast<Session*>(self);
+    return s->host->symbol && s->host->symbol(name, addr) == 1;
+  }
   static bool read(void* self, uint64_t addr, void* buf, size_t len) {
     auto* s = static_cast<Session*>(self);
     return s->host->read(addr, buf, len) == 1;
@@ -93,6 +97,17 @@ int run(const lr_host* host, int argc, char** argv) {
       return lrcli::exit_for(k.error());
     }
     s->k = std::move(k).value();
+    s->k->prog().set_symbol_fallback(&Session::symbol, s.get());
+    // The KASLR offset and the vmlinux must agree with crash's own view.
+    uint64_t ours = 0, theirs = 0;
+    auto it = s->k->symbol("init_task");
+    if (it.ok()) ours = it.value();
+    if (host->symbol && host->symbol("init_task", &theirs) == 1 && ours != theirs) {
+      err.print("leakref: error: {}: init_task at {:#x}, crash says {:#x} (not the vmlinux "
+                "crash is using?)\n",
+                s->namelist, ours, theirs);
+      return lrcli::kInput;
+    }
     delete g_session;
     g_session = s.release();
   }

@@ -102,6 +102,13 @@ static int host_kvtop(uint64_t vaddr, uint64_t* paddr) {
   return 1;
 }
 
+static int host_symbol(const char *name, uint64_t *value) {
+  struct syment *sp = symbol_search((char *)name);
+  if (!sp) return 0;
+  *value = (uint64_t)sp->value;
+  return 1;
+}
+
 static int host_write(const char* text, size_t len) {
   if (fwrite(text, 1, len, fp) != len || ferror(fp)) return -1;
   return 0;
@@ -133,6 +140,7 @@ static void cmd_leakref(void) {
   memset(&host, 0, sizeof host);
   host.read = host_read;
   host.kvtop = host_kvtop;
+  host.symbol = host_symbol;
   host.write = host_write;
   host.error = host_error;
   host.namelist = pc->namelist_debug ? pc->namelist_debug : pc->namelist;

@@ -88,6 +88,14 @@ Result<Variable> Program::resolve(const std::string& raw) const {
       base.type = loc.type;
       found = base;
     }
+    uint64_t host_addr = 0;
+    if (!found.ok() && found.error().code == Errc::kNotFound && fallback_ &&
+        fallback_(fallback_ctx_, spec.c_str(), &host_addr)) {
+      Variable hv;  // known to the host only: an address without a type
+      hv.name = spec;
+      hv.addr = host_addr;
+      found = hv;
+    }
     LR_ASSIGN(v, std::move(found));
   }
   if (add) v.type = nullptr;  // an offset lands inside the object: type unknown

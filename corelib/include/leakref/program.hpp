@@ -3,6 +3,7 @@
 // tests, the crash extension via its own Memory) build on this.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,6 +32,14 @@ class Program {
   CoreFile* core() const { return core_.get(); }
   ModuleSet& modules() const { return *mods_; }
   TypeRegistry& types() const { return *types_; }
+  // Where resolve() looks for a name that no module's symbol table has (the
+  // crash extension asks crash, which also knows kernel modules' symbols).
+  // Returns false when the host does not know the name either.
+  using SymbolFallback = bool (*)(void* ctx, const char* name, uint64_t* addr);
+  void set_symbol_fallback(SymbolFallback fn, void* ctx) {
+    fallback_ = fn;
+    fallback_ctx_ = ctx;
+  }
   // Warnings from every layer, in order (core, modules).
   std::vector<std::string> warnings() const;
 
@@ -49,6 +58,8 @@ class Program {
   const Memory* mem_ = nullptr;
   std::unique_ptr<ModuleSet> mods_;
   std::unique_ptr<TypeRegistry> types_;
+  SymbolFallback fallback_ = nullptr;
+  void* fallback_ctx_ = nullptr;
 };
 
 // Parses a number with optional 0x prefix; false if it is not one.
