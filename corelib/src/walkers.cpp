@@ -299,7 +299,7 @@ WalkResult walk_buckets(const Memory& mem, uint64_t base, uint64_t nbuckets, uin
   // each lane's next node is prefetched a round before it is read, so the
   // misses overlap. Finished buckets are flushed strictly in bucket order,
   // so the output (and every check) is that of walking them one by one.
-  constexpr size_t kLanes = 16;
+  constexpr size_t kLanes = 32;
   const uint64_t next_off = kind == BucketKind::kChain ? member_off : 0;
   const uint64_t cont = kind == BucketKind::kChain ? 0 : member_off;  // link -> container
   const Back back = kind == BucketKind::kHlist      ? Back::kPprev
