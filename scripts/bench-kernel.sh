@@ -39,22 +39,30 @@ timeout -k 5 1200 crash -s --no_crashrc "$VMLINUX" "$PELF" -i "$W/cmds" > "$W/ou
 eval "$(grep -E '^T[0-9]=' "$W/out")"
 nlist=$(sed -n '/^T2=/,/^T3=/p' "$W/out" | grep -c 'i_ino = ' || true)
 grep -q "visited" "$W/out" || { echo "bench-kernel: leakref walk did not run"; cat "$W/out" "$W/err"; exit 1; }
-python3 - "$T0" "$T1" "$T2" "$T3" "$T4" "$NBIG" "$nlist" "$NSMALL" <<'PY'
+eng=$(cat "$W/out" "$W/err" | sed -n 's/.*walked and evaluated [0-9]* objects in \([0-9.]*\) ms.*/\1/p' | head -n 2 | tr '\n' ' ')
+python3 - "$T0" "$T1" "$T2" "$T3" "$T4" "$NBIG" "$nlist" "$NSMALL" $eng <<'PY'
 import sys
 t0, t1, t2, t3, t4 = map(float, sys.argv[1:6])
 nbig, nlist, nsmall = int(sys.argv[6]), int(sys.argv[7]), int(sys.argv[8])
-cold, warm, lists, listS = t1 - t0, t2 - t1, t3 - t2, t4 - t3
+eng = [float(x) / 1e3 for x in sys.argv[9:11]]
+first, second, lists, listS = t1 - t0, t2 - t1, t3 - t2, t4 - t3
 if nlist != nsmall:
     print(f"  list -s printed {nlist} entries, expected {nsmall}")
 pl = lists / nsmall
-print(f"  list -s  inode.i_ino,i_count : {nsmall:>6} entries in {lists:8.3f} s = {pl*1e3:9.3f} ms/entry")
-print(f"  list -S  inode.i_ino,i_count : {nsmall:>6} entries in {listS:8.3f} s = {listS/nsmall*1e3:9.3f} ms/entry")
-for name, t in (("cold", cold), ("warm", warm)):
+print(f"  list -s  inode.i_ino,i_count : {nsmall:>6} entries in {lists:8.3f} s = {pl*1e3:10.3f} ms/entry")
+print(f"  list -S  inode.i_ino,i_count : {nsmall:>6} entries in {listS:8.3f} s = {listS/nsmall*1e3:10.3f} ms/entry")
+def row(name, t):
     pe = t / nbig
-    print(f"  leakref walk ({name})          : {nbig:>6} entries in {t:8.3f} s = {pe*1e6:9.3f} us/entry"
-          f" = {nbig/t/1e6:6.2f} M entries/s; {pl/pe:,.0f}x cheaper per entry than list -s")
+    print(f"  {name:<30}: {nbig:>6} entries in {t:8.4f} s = {pe*1e6:8.3f} us/entry = "
+          f"{nbig/t/1e6:6.2f} M entries/s; {pl/pe:>9,.0f}x cheaper per entry than list -s")
+if len(eng) == 2:
+    row("walk, cold page cache", eng[0])
+    row("walk, warm", eng[1])
+row("2nd command, whole", second)
+row("1st command, whole", first)
+print(f"  (the 1st command of a session also indexes the vmlinux DWARF and symbols: "
+      f"{first - (eng[0] if eng else 0):.2f} s, once per crash session)")
 PY
-grep "walked and evaluated" "$W/err" "$W/out" 2>/dev/null | sed 's/^[^:]*:/  engine: /' || true
 # The same walk standalone (libkdumpfile and the ELF reader), for reference.
 for f in "$KDUMP" "$PELF"; do
   /usr/bin/time -f "  standalone $(basename "$f"): %e s wall, %M KB max RSS (whole process)" \
