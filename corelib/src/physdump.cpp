@@ -30,7 +30,19 @@ Result<std::unique_ptr<PhysDump>> PhysDump::open(const std::string& path) {
   close(fd);
   if (m == MAP_FAILED) return make_error(Errc::kIo, fmt::format("{}: mmap failed", path));
   d->map_ = m;
-  const auto* base = static_cast<const uint8_t*>(m);
+  LR_TRY(d->parse(static_cast<const uint8_t*>(m), path));
+  return d;
+}
+
+Result<std::unique_ptr<PhysDump>> PhysDump::open_memory(const uint8_t* data, size_t size) {
+  std::unique_ptr<PhysDump> d(new PhysDump());
+  if (size < sizeof(Elf64_Ehdr)) return make_error(Errc::kBadFormat, "image: too small for ELF");
+  d->size_ = size;
+  LR_TRY(d->parse(data, "image"));
+  return d;
+}
+
+Result<void> PhysDump::parse(const uint8_t* base, const std::string& path) {
   Elf64_Ehdr eh;
   std::memcpy(&eh, base, sizeof eh);
   if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
@@ -39,26 +51,25 @@ Result<std::unique_ptr<PhysDump>> PhysDump::open(const std::string& path) {
     return make_error(Errc::kBadFormat, fmt::format("{}: not an ELF64 LE core", path));
   // e_phnum may overflow into section 0's sh_info (PN_XNUM).
   uint64_t phnum = eh.e_phnum;
-  if (phnum == PN_XNUM && eh.e_shoff && eh.e_shoff <= d->size_ - sizeof(Elf64_Shdr)) {
+  if (phnum == PN_XNUM && eh.e_shoff && eh.e_shoff <= size_ - sizeof(Elf64_Shdr)) {
     Elf64_Shdr sh;
     std::memcpy(&sh, base + eh.e_shoff, sizeof sh);
     phnum = sh.sh_info;
   }
-  if (eh.e_phoff > d->size_ || phnum > (d->size_ - eh.e_phoff) / sizeof(Elf64_Phdr))
+  if (eh.e_phoff > size_ || phnum > (size_ - eh.e_phoff) / sizeof(Elf64_Phdr))
     return make_error(Errc::kBadFormat, fmt::format("{}: program headers past the end", path));
   for (uint64_t i = 0; i < phnum; ++i) {
     Elf64_Phdr ph;
     std::memcpy(&ph, base + eh.e_phoff + i * sizeof ph, sizeof ph);
-    if (ph.p_type != PT_LOAD || ph.p_offset >= d->size_) continue;
-    uint64_t len = std::min<uint64_t>(ph.p_filesz, d->size_ - ph.p_offset);
+    if (ph.p_type != PT_LOAD || ph.p_offset >= size_) continue;
+    uint64_t len = std::min<uint64_t>(ph.p_filesz, size_ - ph.p_offset);
     if (len == 0 || ph.p_paddr + len < ph.p_paddr) continue;
-    d->segs_.push_back({ph.p_paddr, len, base + ph.p_offset});
+    segs_.push_back({ph.p_paddr, len, base + ph.p_offset});
   }
-  if (d->segs_.empty())
+  if (segs_.empty())
     return make_error(Errc::kBadFormat, fmt::format("{}: no PT_LOAD with data", path));
-  std::sort(d->segs_.begin(), d->segs_.end(),
-            [](const Seg& a, const Seg& b) { return a.pa < b.pa; });
-  return d;
+  std::sort(segs_.begin(), segs_.end(), [](const Seg& a, const Seg& b) { return a.pa < b.pa; });
+  return {};
 }
 
 const uint8_t* PhysDump::at(uint64_t pa, size_t len) const {

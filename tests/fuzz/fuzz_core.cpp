@@ -1,13 +1,21 @@
 // libFuzzer target: the ELF core opener and everything it parses (program
 // headers, notes, NT_FILE, reads across segments, build-id notes in memory),
-// and the glibc heap walk over whatever the segments hold.
+// the glibc heap walk over whatever the segments hold, and the physical-
+// address view of an ELF kernel dump.
 #include <cstddef>
 #include <cstdint>
 
 #include "leakref/elfcore.hpp"
 #include "leakref/heap.hpp"
+#include "leakref/physdump.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  // The same bytes as a kernel ELF dump read by physical address (the crash
+  // extension's fast path).
+  if (auto pd = lr::PhysDump::open_memory(data, size); pd.ok()) {
+    for (uint64_t pa : {0ull, 0x1000ull, 0xfffull, ~0ull - 8})
+      if (const uint8_t* p = pd.value()->at(pa, 16)) (void)(p[0] + p[15]);
+  }
   auto c = lr::CoreFile::open_memory(data, size, "fuzz");
   if (!c.ok()) return 0;
   lr::CoreFile& core = *c.value();

@@ -22,6 +22,8 @@ class PhysDump {
   // kBadFormat when `path` is not an ELF64 little-endian core with PT_LOADs
   // (callers then read through their other path); kIo when unreadable.
   static Result<std::unique_ptr<PhysDump>> open(const std::string& path);
+  // Parses an in-memory image the caller keeps alive (fuzzing, tests).
+  static Result<std::unique_ptr<PhysDump>> open_memory(const uint8_t* data, size_t size);
 
   // `len` bytes at physical address `pa` if they lie in one segment's file
   // data; nullptr otherwise (excluded, past a truncated end, not dumped).
@@ -30,6 +32,7 @@ class PhysDump {
 
  private:
   PhysDump() = default;
+  Result<void> parse(const uint8_t* base, const std::string& name);
   struct Seg {
     uint64_t pa, len;  // file-backed bytes only
     const uint8_t* data;
