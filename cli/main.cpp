@@ -110,7 +110,8 @@ int main(int argc, char** argv) {
   auto* kern = app.add_subcommand(
       "kernel", "a kernel vmcore: walk, inodes, modules, check (as crash> leakref ...)");
   kern->add_option("--vmcore", k_vmcore, "ELF or kdump-compressed vmcore")->required();
-  kern->add_option("--vmlinux", k_vmlinux, "vmlinux with DWARF (the -dbg package's)")->required();
+  kern->add_option("--vmlinux", k_vmlinux,
+                   "vmlinux with DWARF (default: /usr/lib/debug/boot/vmlinux-RELEASE, ...)");
   kern->prefix_command();  // the rest is the kernel subcommand and its options
   kern->footer("Subcommands: walk, inodes, modules, check; 'leakref kernel --vmcore F "
                "--vmlinux F inodes --help' for each one's options.");

@@ -352,6 +352,14 @@ TEST_CASE("kernel: hostile dumps and vmlinux give one clear error", "[kernel]") 
   CHECK(t.status >= 0);
   CHECK(t.status <= 4);
   CHECK(!t.err.empty());
+  // Without --vmlinux it is looked for by the dump's release, and the error
+  // says where (the -dbg package is extracted, not installed, here).
+  if (access("/usr/lib/debug/boot/vmlinux-6.1.0-56-amd64", F_OK) != 0 &&
+      dump().vmlinux.find("6.1.0-56-amd64") != std::string::npos) {
+    RunResult nv = leakref({"kernel", "--vmcore", dump().kdump, "modules"});
+    CHECK(nv.status == 4);
+    CHECK(nv.err.find("/usr/lib/debug/boot/vmlinux-6.1.0-56-amd64") != std::string::npos);
+  }
   // The flattened format QEMU writes is named, with the command that fixes it.
   std::string flat = dir + "/flat";
   write_file(flat, std::string("makedumpfile") + std::string(4096, '\0'));

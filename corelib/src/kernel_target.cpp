@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <vector>
 
 #include "leakref/elfcore.hpp"
 #include "leakref/kernel.hpp"
@@ -118,18 +119,44 @@ Result<std::unique_ptr<KernelTarget>> KernelTarget::open(const std::string& vmco
                       fmt::format("{}: no VMCOREINFO in the dump (QEMU needs -device vmcoreinfo "
                                   "and the guest's qemu_fw_cfg module)",
                                   vmcore));
+  std::string vml = vmlinux;
+  if (vml.empty()) {
+    // Where distributions put the DWARF vmlinux for a release (drgn and
+    // crash look in the same places).
+    std::string rel = vmcoreinfo_value(vmcoreinfo, "OSRELEASE");
+    if (rel.empty())
+      return make_error(Errc::kNotFound,
+                        fmt::format("{}: no OSRELEASE in VMCOREINFO; give --vmlinux", vmcore));
+    std::vector<std::string> cands = {"/usr/lib/debug/boot/vmlinux-" + rel,
+                                      "/usr/lib/debug/lib/modules/" + rel + "/vmlinux",
+                                      "/lib/modules/" + rel + "/build/vmlinux",
+                                      "/boot/vmlinux-" + rel};
+    for (const auto& c : cands)
+      if (::access(c.c_str(), R_OK) == 0) {
+        vml = c;
+        break;
+      }
+    if (vml.empty()) {
+      std::string looked;
+      for (const auto& c : cands) looked += (looked.empty() ? "" : ", ") + c;
+      return make_error(Errc::kNotFound,
+                        fmt::format("{}: no vmlinux with DWARF for release {} (looked in {}); "
+                                    "install linux-image-{}-dbg or give --vmlinux",
+                                    vmcore, rel, looked, rel));
+    }
+  }
   uint64_t off = 0;
   std::string ko = vmcoreinfo_value(vmcoreinfo, "KERNELOFFSET");
   if (!ko.empty() && !parse_u64("0x" + ko, &off))
     return make_error(Errc::kBadFormat, fmt::format("{}: bad KERNELOFFSET '{}'", vmcore, ko));
-  LR_TRY(k->load_vmlinux(vmlinux, off));
-  // The dump must be of this vmlinux: its build-id, or else its release.
+  LR_TRY(k->load_vmlinux(vml, off));
+  // The dump must be of this vmlinux (its build-id).
   std::string bid = vmcoreinfo_value(vmcoreinfo, "BUILD-ID");
-  auto file_bid = build_id_of_file(vmlinux);
+  auto file_bid = build_id_of_file(vml);
   if (!bid.empty() && file_bid.ok() && file_bid.value() != bid)
     return make_error(Errc::kBadFormat,
-                      fmt::format("{}: build-id {} does not match {} (dump's kernel has {})",
-                                  vmlinux, file_bid.value(), vmcore, bid));
+                      fmt::format("{}: build-id {} does not match {} (dump's kernel has {})", vml,
+                                  file_bid.value(), vmcore, bid));
   return k;
 }
 

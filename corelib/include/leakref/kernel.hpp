@@ -25,8 +25,10 @@ class KernelTarget {
 
   // Standalone: opens `vmcore` read-only (an ELF dump with virtual addresses
   // through the engine's ELF reader; kdump-compressed and physical-only ELF
-  // dumps through libkdumpfile) and `vmlinux` (DWARF). The KASLR offset comes
-  // from the dump's VMCOREINFO. kBadFormat/kIo name the file at fault.
+  // dumps through libkdumpfile) and `vmlinux` (DWARF; "" = found from the
+  // dump's OSRELEASE under /usr/lib/debug/boot, /usr/lib/debug/lib/modules,
+  // /boot). The KASLR offset comes from the dump's VMCOREINFO. Errors name
+  // the file at fault (kNotFound lists where vmlinux was looked for).
   static Result<std::unique_ptr<KernelTarget>> open(const std::string& vmcore,
                                                     const std::string& vmlinux);
   // Hosted (crash): `mem` is borrowed and must outlive the target; the
