@@ -133,6 +133,8 @@ std::string Type::display() const {
 const Type* Type::strip() const {
   const Type* t = this;
   for (int i = 0; t && t->kind == TypeKind::kTypedef && i < kMaxDepth; ++i) t = t->target;
+  if (t && t->definition) return t->definition;
+  if (t && t->registry) return t->registry->resolve_declaration(t);
   return t;
 }
 
@@ -438,16 +440,28 @@ const Type* TypeRegistry::complete_struct(const Type* t, Module* self, uint64_t 
 // null target cached for good.
 const Type* TypeRegistry::convert(Module* m, Dwarf* dw, uint64_t off) {
   const Type* r = convert_one(m, dw, off);
-  if (!draining_) {
-    draining_ = true;
-    while (!pending_.empty()) {
-      Pending p = pending_.back();
-      pending_.pop_back();
-      p.type->target = convert_one(p.m, p.dw, p.off);
-    }
-    draining_ = false;
-  }
+  drain_pending();
   return r;
+}
+
+void TypeRegistry::drain_pending() {
+  if (draining_) return;
+  draining_ = true;
+  while (!pending_.empty()) {
+    Pending p = pending_.back();
+    pending_.pop_back();
+    p.type->target = convert_one(p.m, p.dw, p.off);
+  }
+  draining_ = false;
+}
+
+const Type* TypeRegistry::resolve_declaration(const Type* t) {
+  if (t->definition) return t->definition;
+  t->registry = nullptr;  // resolving: a cycle back here sees the declaration
+  const Type* full = complete_struct(t, t->decl_module, t->decl_off, t->kind);
+  drain_pending();
+  t->definition = full ? full : t;
+  return t->definition;
 }
 
 const Type* TypeRegistry::convert_one(Module* m, Dwarf* dw, uint64_t off) {
@@ -543,9 +557,11 @@ const Type* TypeRegistry::convert_one(Module* m, Dwarf* dw, uint64_t off) {
         } while (dwarf_siblingof(&c, &c) == 0 && t->enumerators.size() < 100000);
       }
       if (is_decl(&die)) {
-        const Type* full = complete_struct(t, m, off, TypeKind::kEnum);
-        cache_[key] = full;
-        return full;
+        t->complete = false;
+        t->registry = this;  // the definition is looked up on first use
+        t->decl_module = m;
+        t->decl_off = off;
+        return t;
       }
       break;
     }
@@ -555,9 +571,10 @@ const Type* TypeRegistry::convert_one(Module* m, Dwarf* dw, uint64_t off) {
       t->kind = tag == DW_TAG_union_type ? TypeKind::kUnion : TypeKind::kStruct;
       if (is_decl(&die)) {
         t->complete = false;
-        const Type* full = complete_struct(t, m, off, t->kind);
-        cache_[key] = full;
-        return full;
+        t->registry = this;  // the definition is looked up on first use
+        t->decl_module = m;
+        t->decl_off = off;
+        return t;
       }
       Dwarf_Die c;
       if (dwarf_child(&die, &c) == 0) {

@@ -25,6 +25,7 @@ enum class TypeKind { kVoid, kInt, kBool, kFloat, kPointer, kStruct, kUnion, kEn
                       kFunction, kTypedef };
 
 struct Type;
+class TypeRegistry;
 
 struct Member {
   std::string name;  // "" for an anonymous struct/union member
@@ -51,9 +52,18 @@ struct Type {
   bool flexible = false;
   std::vector<Member> members;
   std::vector<Enumerator> enumerators;
+  // A declaration (`struct foo;`) whose definition is looked up when it is
+  // first used (strip()), not when a pointer to it is converted: following
+  // every pointer eagerly reaches structs defined only in far compile units
+  // (or nowhere), which makes the name index scan the whole module.
+  mutable TypeRegistry* registry = nullptr;   // set while unresolved
+  mutable const Type* definition = nullptr;   // once resolved (itself if none)
+  Module* decl_module = nullptr;
+  uint64_t decl_off = 0;
 
   std::string display() const;  // "struct node", "struct node *", "int [4]"
-  // Typedefs resolved; nullptr-safe.
+  // Typedefs resolved, and a declaration replaced by its definition;
+  // nullptr-safe.
   const Type* strip() const;
   bool is_integer_like() const;  // int, bool, enum, pointer (after strip)
   bool is_aggregate() const;     // struct or union (after strip)
@@ -117,6 +127,8 @@ class TypeRegistry {
   // Canonical built-in integer/pointer types for callers without DWARF.
   const Type* builtin_u64();
   const Type* void_ptr();
+  // The definition of declaration `t` (t itself when no module defines it).
+  const Type* resolve_declaration(const Type* t);
 
   struct Index;
 
@@ -124,6 +136,7 @@ class TypeRegistry {
   Index* index_for(Module* m);
   const Type* convert(Module* m, Dwarf* dw, uint64_t die_off);
   const Type* convert_one(Module* m, Dwarf* dw, uint64_t die_off);
+  void drain_pending();
   const Type* complete_struct(const Type* t, Module* m, uint64_t die_off, TypeKind kind);
   Type* fresh();
 
