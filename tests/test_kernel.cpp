@@ -397,6 +397,8 @@ TEST_CASE("kernel: crash 8.0.2 with the extension agrees with crash's own output
       "next --json > " + dir + "/modsym.json",
       "!echo MARK usage",
       "leakref inodes --no-such-option",
+      "!echo MARK nosym",
+      "leakref walk --type int --head no_such_symbol_xyz --array --count 1",
       "leakref modules | head -n 1 > " + dir + "/head.txt",
       "!echo MARK end",
   };
@@ -454,6 +456,9 @@ TEST_CASE("kernel: crash 8.0.2 with the extension agrees with crash's own output
   CHECK(ms["objects"][0]["fields"]["next"] == ms["head_addr"]);
   // Errors come back as crash-style messages, and `| head` stops the output.
   CHECK(r.out.find("exit status 2") != std::string::npos);
+  // A missing symbol is an error (exit 4), not a crash abort: the session goes on.
+  CHECK(r.out.find("no_such_symbol_xyz") != std::string::npos);
+  CHECK(r.out.find("exit status 4") != std::string::npos);
   CHECK(read_file(dir + "/head.txt").rfind("MODULE ", 0) == 0);
   CHECK(read_file(dir + "/head.txt").find("vfat") == std::string::npos);
   // Every count leakref reported equals the one crash's `struct` prints.
