@@ -92,23 +92,19 @@ struct Group {
 
 }  // namespace
 
+lr::Result<void> check_walk_args(const WalkArgs& a) {
+  static const std::set<std::string> kFail = {"match", "cycle", "fault", "corrupt", "issue", "any"};
+  for (const auto& f : a.fail_on)
+    if (!kFail.count(f))
+      return lr::make_error(lr::Errc::kInvalidArgument, "--fail-on: unknown finding '" + f + "'");
+  if (!a.where.empty()) LR_TRY(lr::Filter::check_syntax(a.where));
+  return {};
+}
+
 int run_and_render_walk(lr::Program& prog, const WalkArgs& a, bool json,
                         const std::string& source, const std::vector<std::string>& pre_warnings,
                         Out& out, Out& err) {
-  static const std::set<std::string> kFail = {"match", "cycle", "fault", "corrupt", "issue", "any"};
-  for (const auto& f : a.fail_on)
-    if (!kFail.count(f)) {
-      err.print("leakref: error: --fail-on: unknown finding '{}'\n", f);
-      return kUsage;
-    }
   lr::WalkSpec spec = walk_spec_from(a);
-  if (!a.where.empty()) {
-    auto syn = lr::Filter::check_syntax(a.where);
-    if (!syn.ok()) {
-      err.print("leakref: error: {}\n", syn.error().message);
-      return exit_for(syn.error());
-    }
-  }
   // The group-by field is evaluated like a shown field (appended last).
   size_t group_idx = SIZE_MAX;
   if (!a.group_by.empty()) {
@@ -258,13 +254,7 @@ int run_and_render_walk(lr::Program& prog, const WalkArgs& a, bool json,
 
 int cmd_walk(const Common& c, const WalkArgs& a) {
   // Usage errors are reported before the core is opened.
-  static const std::set<std::string> kFail = {"match", "cycle", "fault", "corrupt", "issue", "any"};
-  for (const auto& f : a.fail_on)
-    if (!kFail.count(f)) return fail_usage("--fail-on: unknown finding '" + f + "'");
-  if (!a.where.empty()) {
-    auto syn = lr::Filter::check_syntax(a.where);
-    if (!syn.ok()) return fail(syn.error());
-  }
+  if (auto u = check_walk_args(a); !u.ok()) return fail(u.error());
   auto prog = open_program(c);
   if (!prog.ok()) return fail(prog.error());
   std::fflush(stdout);

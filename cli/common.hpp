@@ -117,8 +117,11 @@ void add_walk_options(CLI::App* sub, WalkArgs& w, bool required);
 lr::WalkSpec walk_spec_from(const WalkArgs& a);
 // Registers --limit, --fail-on, --summary, --stats and --group-by.
 void add_walk_run_options(CLI::App* sub, WalkArgs& w);
-// Checks --fail-on/--where, runs the walk on `prog` and prints it (text or
-// leakref.walk/1 JSON; `source` is the core or dump named in the output).
+// Checks --fail-on and --where (no target needed: usage errors come first).
+lr::Result<void> check_walk_args(const WalkArgs& a);
+// Runs the walk on `prog` and prints it (text or leakref.walk/1 JSON;
+// `source` is the core or dump named in the output). `a` has passed
+// check_walk_args.
 int run_and_render_walk(lr::Program& prog, const WalkArgs& a, bool json,
                         const std::string& source, const std::vector<std::string>& pre_warnings,
                         Out& out, Out& err);

@@ -140,7 +140,7 @@ int do_inodes(lr::KernelTarget& k, const KArgs& a, const std::string& source,
           {"addr", hex(s.addr)},          {"fstype", s.fstype},          {"id", s.id},
           {"root", hex(s.root)},          {"s_inodes", hex(s.s_inodes)}, {"mounts", s.mounts},
           {"inode_count", s.inode_count}, {"flagged", s.flagged}};
-      js["inodes_walk_stop"] = lr::walk_stop_name(static_cast<lr::WalkStop>(s.inode_walk_stop));
+      js["inodes_walk_stop"] = lr::walk_stop_name(s.inode_walk_stop);
       auto& ji = js["inodes"] = nlohmann::json::array();
       for (const auto& i : s.inodes) {
         if (!show(i)) continue;
@@ -300,7 +300,7 @@ int do_check(lr::KernelTarget& k, const KArgs& a, const std::string& source,
 
 }  // namespace
 
-int run_kernel_command(lr::KernelTarget& k, const std::vector<std::string>& args,
+int run_kernel_command(const KernelOpener& open, const std::vector<std::string>& args,
                        const std::string& source, Out& out, Out& err,
                        const std::atomic<bool>* interrupted) {
   CLI::App app{"leakref kernel analyses", "leakref"};
@@ -351,10 +351,14 @@ int run_kernel_command(lr::KernelTarget& k, const std::vector<std::string>& args
     }
   }
   if (walk->parsed()) {
+    if (auto u = check_walk_args(w); !u.ok()) return report_error(u.error(), err);
+  }
+  auto target = open();
+  if (!target.ok()) return report_error(target.error(), err);
+  lr::KernelTarget& k = *target.value();
+  if (walk->parsed()) {
     w.interrupted = interrupted;
-    w.fail_on.erase(std::remove(w.fail_on.begin(), w.fail_on.end(), ""), w.fail_on.end());
-    lr::Program& p = k.prog();
-    return run_and_render_walk(p, w, ka.json, source, k.warnings(), out, err);
+    return run_and_render_walk(k.prog(), w, ka.json, source, k.warnings(), out, err);
   }
   if (ino->parsed()) return do_inodes(k, ka, source, lim, out, err);
   if (mods->parsed()) return do_modules(k, ka, source, lim, out, err);
@@ -368,16 +372,14 @@ namespace lrcli {
 int cmd_kernel(const std::string& vmcore, const std::string& vmlinux,
                const std::vector<std::string>& args) {
   if (args.empty()) return fail_usage("kernel: give a subcommand: walk, inodes, modules, check");
-  // Usage errors first, before the (slow) vmlinux is opened: parse once
-  // against a target-less dry run is not possible, so check the name.
-  static const char* kSubs[] = {"walk", "inodes", "modules", "check", "--help", "-h"};
-  if (std::find(std::begin(kSubs), std::end(kSubs), args[0]) == std::end(kSubs))
-    return fail_usage("kernel: unknown subcommand '" + args[0] +
-                      "' (walk, inodes, modules, check)");
-  auto k = lr::KernelTarget::open(vmcore, vmlinux);
-  if (!k.ok()) return fail(k.error());
+  std::unique_ptr<lr::KernelTarget> k;
+  auto open = [&]() -> lr::Result<lr::KernelTarget*> {
+    LR_ASSIGN(k, lr::KernelTarget::open(vmcore, vmlinux));
+    return k.get();
+  };
   static std::atomic<bool> never{false};
-  return run_kernel_command(*k.value(), args, vmcore, out_stdout(), out_stderr(), &never);
+  std::fflush(stdout);
+  return run_kernel_command(open, args, vmcore, out_stdout(), out_stderr(), &never);
 }
 
 }  // namespace lrcli

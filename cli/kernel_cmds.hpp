@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -11,10 +12,14 @@
 
 namespace lrcli {
 
+// The kernel to run on, opened only once the command line has parsed (so
+// usage errors never wait for a vmlinux). The target stays owned by the caller.
+using KernelOpener = std::function<lr::Result<lr::KernelTarget*>()>;
+
 // Runs `args` = {SUBCOMMAND, options...} (walk, inodes, modules, check) on
-// `k`. `source` names the dump in JSON output. Returns an exit code (README
-// "Exit codes"); never throws.
-int run_kernel_command(lr::KernelTarget& k, const std::vector<std::string>& args,
+// the kernel `open` gives. `source` names the dump in JSON output. Returns
+// an exit code (README "Exit codes"); never throws.
+int run_kernel_command(const KernelOpener& open, const std::vector<std::string>& args,
                        const std::string& source, Out& out, Out& err,
                        const std::atomic<bool>* interrupted);
 

@@ -1,6 +1,8 @@
 // The crash extension's C++ side: one session per loaded extension (vmlinux
 // types resolved once, a page cache over readmem), and the same kernel
 // subcommands as `leakref kernel`, writing to crash's output.
+#include <fmt/format.h>
+
 #include <atomic>
 #include <cstring>
 #include <memory>
@@ -63,6 +65,38 @@ struct HostErr final : lrcli::Out {
   }
 };
 
+// The session for this crash run, made on the first command that needs a
+// kernel (and again on a live system, or if crash changed its vmlinux).
+lr::Result<lr::KernelTarget*> session(const lr_host* host) {
+  if (!g_session || g_session->namelist != host->namelist ||
+      g_session->kaslr != host->kaslr_offset || host->live) {
+    auto s = std::make_unique<Session>();
+    s->namelist = host->namelist ? host->namelist : "";
+    s->kaslr = host->kaslr_offset;
+    s->host = host;
+    if (host->dumpfile && *host->dumpfile && !host->live) {
+      auto pd = lr::PhysDump::open(host->dumpfile);
+      if (pd.ok()) s->phys = std::move(pd).value();  // not ELF: readmem only
+    }
+    s->mem = std::make_unique<lr::PagedMemory>(&Session::read, s.get(), "the dump", 1ull << 30,
+                                               &Session::map);
+    LR_ASSIGN(s->k, lr::KernelTarget::attach(s->mem.get(), s->namelist, s->kaslr));
+    s->k->prog().set_symbol_fallback(&Session::symbol, s.get());
+    // The KASLR offset and the vmlinux must agree with crash's own view.
+    uint64_t ours = 0, theirs = 0;
+    if (auto it = s->k->symbol("init_task"); it.ok()) ours = it.value();
+    if (host->symbol && host->symbol("init_task", &theirs) == 1 && ours != theirs)
+      return lr::make_error(lr::Errc::kBadFormat,
+                            fmt::format("{}: init_task at {:#x}, crash says {:#x} (not the "
+                                        "vmlinux crash is using?)",
+                                        s->namelist, ours, theirs));
+    delete g_session;
+    g_session = s.release();
+  }
+  g_session->host = host;
+  return g_session->k.get();
+}
+
 int run(const lr_host* host, int argc, char** argv) {
   HostOut out(host);
   HostErr err(host);
@@ -79,42 +113,10 @@ int run(const lr_host* host, int argc, char** argv) {
     args.push_back(std::move(a));
   }
   if (args.empty()) args.push_back("--help");
-  if (!g_session || g_session->namelist != host->namelist ||
-      g_session->kaslr != host->kaslr_offset || host->live) {
-    auto s = std::make_unique<Session>();
-    s->namelist = host->namelist ? host->namelist : "";
-    s->kaslr = host->kaslr_offset;
-    s->host = host;
-    if (host->dumpfile && *host->dumpfile && !host->live) {
-      auto pd = lr::PhysDump::open(host->dumpfile);
-      if (pd.ok()) s->phys = std::move(pd).value();  // not ELF: readmem only
-    }
-    s->mem = std::make_unique<lr::PagedMemory>(&Session::read, s.get(), "the dump", 1ull << 30,
-                                               &Session::map);
-    auto k = lr::KernelTarget::attach(s->mem.get(), s->namelist, s->kaslr);
-    if (!k.ok()) {
-      err.print("leakref: error: {}\n", k.error().message);
-      return lrcli::exit_for(k.error());
-    }
-    s->k = std::move(k).value();
-    s->k->prog().set_symbol_fallback(&Session::symbol, s.get());
-    // The KASLR offset and the vmlinux must agree with crash's own view.
-    uint64_t ours = 0, theirs = 0;
-    auto it = s->k->symbol("init_task");
-    if (it.ok()) ours = it.value();
-    if (host->symbol && host->symbol("init_task", &theirs) == 1 && ours != theirs) {
-      err.print("leakref: error: {}: init_task at {:#x}, crash says {:#x} (not the vmlinux "
-                "crash is using?)\n",
-                s->namelist, ours, theirs);
-      return lrcli::kInput;
-    }
-    delete g_session;
-    g_session = s.release();
-  }
-  g_session->host = host;
   g_interrupted.store(false);
   std::string source = host->dumpfile && *host->dumpfile ? host->dumpfile : "live";
-  int rc = lrcli::run_kernel_command(*g_session->k, args, source, out, err, &g_interrupted);
+  auto open = [&]() { return session(host); };
+  int rc = lrcli::run_kernel_command(open, args, source, out, err, &g_interrupted);
   if (g_interrupted.load()) err.print("leakref: interrupted\n");
   return rc;
 }

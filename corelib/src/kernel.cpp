@@ -81,6 +81,11 @@ Result<IntField> Layout::field(std::string_view path, bool refcount) const {
   return IntField::of(loc);
 }
 
+Result<std::pair<uint64_t, uint64_t>> Layout::bytes(std::string_view path) const {
+  LR_ASSIGN(FieldLoc loc, resolve_path(type, path));
+  return std::make_pair(loc.offset, field_bytes(loc));
+}
+
 uint64_t ptr_at(const uint8_t* obj, uint64_t off) {
   return load_uint(obj + off, 8);
 }
@@ -89,6 +94,13 @@ std::string cstr_at(const uint8_t* obj, uint64_t off, size_t max) {
   const char* p = reinterpret_cast<const char*>(obj + off);
   size_t n = strnlen(p, max);
   return std::string(p, n);
+}
+
+// A dentry's d_name.name ("" when unreadable).
+std::string dentry_name(const Memory& mem, uint64_t p) {
+  if (!p) return "";
+  auto n = mem.read_cstring(p, 256);
+  return n.ok() ? n.value() : "";
 }
 
 bool interrupted(const KernelLimits& lim) {
@@ -127,8 +139,7 @@ void hold_file(const Memory& mem, Scan& s, uint64_t f, const KFileHolder& h) {
   if (fresh) {
     KFile kf;
     kf.addr = f;
-    std::vector<uint8_t> scratch;
-    if (const uint8_t* ob = object_bytes(mem, f, s.fl.size, scratch)) {
+    if (const uint8_t* ob = object_bytes(mem, f, s.fl.size, s.scratch)) {
       kf.f_count = s.fl.f_count.load(ob);
       kf.inode = ptr_at(ob, s.fl.inode);
       kf.dentry = ptr_at(ob, s.fl.dentry);
@@ -150,7 +161,7 @@ Result<Scan> scan(KernelTarget& k, const KernelLimits& lim, bool want_mounts) {
   LR_ASSIGN(uint64_t t_tasks, task.off("tasks"));
   LR_ASSIGN(uint64_t t_files, task.off("files"));
   LR_ASSIGN(uint64_t t_fs, task.off("fs"));
-  LR_ASSIGN(uint64_t t_comm, task.off("comm"));
+  LR_ASSIGN(auto t_comm, task.bytes("comm"));
   LR_ASSIGN(uint64_t t_mm, task.off("mm"));
   LR_ASSIGN(Layout mm, Layout::of(k, "struct mm_struct"));
   LR_ASSIGN(uint64_t mm_exe, mm.off("exe_file"));
@@ -173,7 +184,7 @@ Result<Scan> scan(KernelTarget& k, const KernelLimits& lim, bool want_mounts) {
 
   std::vector<uint64_t> tasks = {init_task};
   for (uint64_t t : list_objects(mem, init_task + t_tasks, t_tasks, lim, "init_task.tasks",
-                                 &s.warnings, nullptr))
+                                 &s.warnings, &s.tasks_walk))
     if (t != init_task) tasks.push_back(t);
   std::unordered_set<uint64_t> seen_files_structs, seen_fs, seen_mm;
   s.fl = {f_count, f_inode, f_dentry, f_mnt, f_op, file.size};
@@ -186,7 +197,7 @@ Result<Scan> scan(KernelTarget& k, const KernelLimits& lim, bool want_mounts) {
     }
     ++s.tasks;
     int pid = static_cast<int>(t_pid.load(tb));
-    std::string comm = cstr_at(tb, t_comm, 16);
+    std::string comm = cstr_at(tb, t_comm.first, t_comm.second);
     uint64_t fsp = ptr_at(tb, t_fs), fp = ptr_at(tb, t_files);
     if (fsp && seen_fs.insert(fsp).second) {
       uint64_t rd[2] = {};
@@ -240,7 +251,6 @@ Result<Scan> scan(KernelTarget& k, const KernelLimits& lim, bool want_mounts) {
   LR_ASSIGN(Layout sb, Layout::of(k, "struct super_block"));
   LR_ASSIGN(uint64_t sb_list, sb.off("s_list"));
   LR_ASSIGN(uint64_t super_blocks, k.symbol("super_blocks"));
-  s.sb_layout_size = sb.size;
   s.super_blocks =
       list_objects(mem, super_blocks, sb_list, lim, "super_blocks", &s.warnings, &s.sb_walk);
   if (want_mounts) {
@@ -320,18 +330,24 @@ namespace {
 //    apparmorfs keeps the creation reference and takes another (aafs_create);
 //  - procfs keeps /proc/self and /proc/thread-self in its fs_info;
 //  - apparmorfs's root is pinned once more by its simple_pin_fs mount user.
-uint64_t fs_pin(const std::string& fstype, bool is_root, const std::string& name, uint64_t parent,
-                uint64_t root) {
+// Looked up once per super block; `dentry_pin` applies it per dentry.
+struct FsPin {
+  uint64_t child = 0;  // on every positive non-root dentry
+  uint64_t root = 0;   // on the root dentry (besides the super block's own)
+  bool proc = false;   // procfs: self and thread-self under the root
+};
+
+FsPin fs_pin(const std::string& fstype) {
   static const std::map<std::string, uint64_t> kPin = {
       {"tmpfs", 1},       {"ramfs", 1},     {"devtmpfs", 1},   {"rootfs", 1},
       {"debugfs", 1},     {"tracefs", 1},   {"securityfs", 1}, {"configfs", 1},
       {"binfmt_misc", 1}, {"hugetlbfs", 1}, {"mqueue", 1},     {"devpts", 1},
       {"bpf", 1},         {"pstore", 1},    {"efivarfs", 1},   {"apparmorfs", 2}};
-  if (fstype == "proc")
-    return !is_root && parent == root && (name == "self" || name == "thread-self") ? 1 : 0;
-  if (is_root) return fstype == "apparmorfs" ? 1 : 0;
-  auto it = kPin.find(fstype);
-  return it == kPin.end() ? 0 : it->second;
+  FsPin p;
+  if (auto it = kPin.find(fstype); it != kPin.end()) p.child = it->second;
+  p.root = fstype == "apparmorfs" ? 1 : 0;
+  p.proc = fstype == "proc";
+  return p;
 }
 
 }  // namespace
@@ -339,15 +355,32 @@ uint64_t fs_pin(const std::string& fstype, bool is_root, const std::string& name
 Result<KInodeReport> kernel_inodes(KernelTarget& k, const KInodeFilter& flt,
                                    const KernelLimits& lim) {
   uint64_t t0 = now_ns();
-  const Memory& mem = k.mem();
   LR_ASSIGN(Scan s, scan(k, lim, true));
+  LR_ASSIGN(KInodeReport rep, inodes_from(k, s, flt, lim));
+  rep.walk_ns = now_ns() - t0;
+  return rep;
+}
+
+Result<KModuleReport> kernel_modules(KernelTarget& k, const KernelLimits& lim) {
+  uint64_t t0 = now_ns();
+  LR_ASSIGN(Scan s, scan(k, lim, false));
+  LR_ASSIGN(KModuleReport rep, modules_from(k, s, lim));
+  rep.walk_ns = now_ns() - t0;
+  return rep;
+}
+
+namespace kint {
+
+Result<KInodeReport> inodes_from(KernelTarget& k, Scan& s, const KInodeFilter& flt,
+                                 const KernelLimits& lim) {
+  const Memory& mem = k.mem();
   KInodeReport rep;
-  rep.warnings = std::move(s.warnings);
+  rep.warnings = s.warnings;
   rep.tasks = s.tasks;
   std::vector<uint8_t> scratch, dscratch;
   LR_ASSIGN(Layout sb, Layout::of(k, "struct super_block"));
   LR_ASSIGN(uint64_t sb_type, sb.off("s_type"));
-  LR_ASSIGN(uint64_t sb_id, sb.off("s_id"));
+  LR_ASSIGN(auto sb_id, sb.bytes("s_id"));
   LR_ASSIGN(uint64_t sb_root, sb.off("s_root"));
   LR_ASSIGN(uint64_t sb_inodes, sb.off("s_inodes"));
   LR_ASSIGN(Layout fst, Layout::of(k, "struct file_system_type"));
@@ -418,7 +451,7 @@ Result<KInodeReport> kernel_inodes(KernelTarget& k, const KInodeFilter& flt,
     }
     KSuperBlock ks;
     ks.addr = b;
-    ks.id = cstr_at(sbb, sb_id, 32);
+    ks.id = cstr_at(sbb, sb_id.first, sb_id.second);
     ks.root = ptr_at(sbb, sb_root);
     ks.s_inodes = b + sb_inodes;
     if (auto it = s.sb_mounts.find(b); it != s.sb_mounts.end()) ks.mounts = it->second;
@@ -432,8 +465,11 @@ Result<KInodeReport> kernel_inodes(KernelTarget& k, const KInodeFilter& flt,
     std::vector<uint64_t> inodes = list_objects(
         mem, b + sb_inodes, i_sb_list, lim,
         fmt::format("super_block {:#x} ({}) s_inodes", b, ks.fstype), &rep.warnings, &wr);
-    ks.inode_walk_stop = static_cast<uint64_t>(wr.stop);
+    ks.inode_walk_stop = wr.stop;
     ks.inode_walk_detail = wr.stop_detail;
+    ks.inode_issue_count = wr.issue_count;
+    ks.inode_issues = std::move(wr.issues);
+    const FsPin pin = fs_pin(ks.fstype);
     for (uint64_t ia : inodes) {
       if (interrupted(lim)) return make_error(Errc::kInterrupted, "interrupted");
       const uint8_t* ib = object_bytes(mem, ia, ino.size, scratch);
@@ -449,11 +485,15 @@ Result<KInodeReport> kernel_inodes(KernelTarget& k, const KInodeFilter& flt,
       ki.i_state = static_cast<uint64_t>(i_state.load(ib));
       ki.i_mode = static_cast<uint64_t>(i_mode.load(ib));
       if (uint64_t root = ptr_at(ib, i_mmap)) add_mappings(ia, root);
-      uint64_t first = ptr_at(ib, i_dentry);
-      // i_dentry aliases (hlist through dentry.d_u.d_alias).
-      uint64_t node = first;
-      for (uint64_t guard = 0; node && guard < 4096; ++guard) {
-        uint64_t d = node - d_alias;
+      // i_dentry aliases: an hlist through dentry.d_u.d_alias.
+      WalkLimits al;
+      al.max_nodes = 4096;
+      WalkResult aliases = walk_hlist(mem, ia + i_dentry, d_alias, al);
+      if (!aliases.ok())
+        rep.warnings.push_back(fmt::format("inode {:#x}: i_dentry walk stopped ({}): {}", ia,
+                                           walk_stop_name(aliases.stop), aliases.stop_detail));
+      std::vector<uint64_t> name_ptrs;  // names are read only for inodes reported
+      for (uint64_t d : aliases.objects) {
         const uint8_t* db = object_bytes(mem, d, den.size, dscratch);
         if (!db) {
           rep.warnings.push_back(fmt::format("inode {:#x}: dentry {:#x} not readable", ia, d));
@@ -462,12 +502,8 @@ Result<KInodeReport> kernel_inodes(KernelTarget& k, const KInodeFilter& flt,
         KDentry kd;
         kd.addr = d;
         kd.count = d_count.load(db);
-        if (uint64_t np = ptr_at(db, d_name)) {
-          auto n = mem.read_cstring(np, 256);
-          if (n.ok()) kd.name = n.value();
-        }
-        uint64_t sub = ptr_at(db, d_subdirs);
-        if (sub != d + d_subdirs) {
+        name_ptrs.push_back(ptr_at(db, d_name));
+        if (ptr_at(db, d_subdirs) != d + d_subdirs) {
           WalkLimits wl;
           wl.max_nodes = lim.max_objects;
           wl.interrupted = lim.interrupted;
@@ -477,13 +513,20 @@ Result<KInodeReport> kernel_inodes(KernelTarget& k, const KInodeFilter& flt,
           kd.files = it->second.size();
         if (auto it = s.mount_refs.find(d); it != s.mount_refs.end()) kd.mount_refs = it->second;
         if (auto it = s.fs_refs.find(d); it != s.fs_refs.end()) kd.fs_refs = it->second;
-        kd.pinned = fs_pin(ks.fstype, d == ks.root, kd.name, ptr_at(db, d_parent), ks.root);
+        if (d == ks.root) {
+          kd.pinned = pin.root;
+        } else if (pin.proc) {
+          kd.name = dentry_name(mem, name_ptrs.back());
+          kd.pinned =
+              ptr_at(db, d_parent) == ks.root && (kd.name == "self" || kd.name == "thread-self");
+        } else {
+          kd.pinned = pin.child;
+        }
         int64_t held = static_cast<int64_t>(kd.children + kd.files + kd.mount_refs + kd.fs_refs +
                                             kd.pinned + (d == ks.root ? 1 : 0));
         kd.unexplained = kd.count - held;
         ki.dentries.push_back(std::move(kd));
         ++rep.dentries;
-        node = ptr_at(db, d_alias);  // hlist_node.next
       }
       if (auto it = s.files_by_inode.find(ia); it != s.files_by_inode.end())
         for (size_t fi : it->second) ki.files.push_back(fi);
@@ -493,26 +536,25 @@ Result<KInodeReport> kernel_inodes(KernelTarget& k, const KInodeFilter& flt,
       bool flagged = ki.flagged();
       if (flagged) ++rep.flagged, ++ks.flagged;
       if (flt.held_only && !flagged && ki.files.empty()) continue;
+      for (size_t i = 0; i < ki.dentries.size(); ++i)
+        if (ki.dentries[i].name.empty()) ki.dentries[i].name = dentry_name(mem, name_ptrs[i]);
       ks.inodes.push_back(std::move(ki));
     }
     rep.sbs.push_back(std::move(ks));
   }
   // Files are reported once, in scan order; inodes refer to them by index.
   rep.files = std::move(s.files);
-  rep.walk_ns = now_ns() - t0;
   return rep;
 }
 
-Result<KModuleReport> kernel_modules(KernelTarget& k, const KernelLimits& lim) {
-  uint64_t t0 = now_ns();
+Result<KModuleReport> modules_from(KernelTarget& k, const Scan& s, const KernelLimits& lim) {
   const Memory& mem = k.mem();
-  LR_ASSIGN(Scan s, scan(k, lim, false));
   KModuleReport rep;
-  rep.warnings = std::move(s.warnings);
+  rep.warnings = s.warnings;
   std::vector<uint8_t> scratch;
   LR_ASSIGN(Layout mod, Layout::of(k, "struct module"));
   LR_ASSIGN(uint64_t m_list, mod.off("list"));
-  LR_ASSIGN(uint64_t m_name, mod.off("name"));
+  LR_ASSIGN(auto m_name, mod.bytes("name"));
   LR_ASSIGN(FieldLoc m_state, resolve_path(mod.type, "state"));
   LR_ASSIGN(IntField m_refcnt, mod.field("refcnt", true));
   LR_ASSIGN(uint64_t m_src, mod.off("source_list"));
@@ -548,9 +590,8 @@ Result<KModuleReport> kernel_modules(KernelTarget& k, const KernelLimits& lim) {
     if (it->second) ++files_by_owner[it->second];
   }
   auto mod_name = [&](uint64_t m) -> std::string {
-    char buf[56] = {};
-    if (!mem.read(m + m_name, buf, sizeof buf - 1).ok()) return fmt::format("{:#x}", m);
-    return std::string(buf, strnlen(buf, sizeof buf - 1));
+    auto n = mem.read_cstring(m + m_name.first, m_name.second);
+    return n.ok() ? n.value() : fmt::format("{:#x}", m);
   };
   auto uses_of = [&](uint64_t head, uint64_t link_off, uint64_t who_off) {
     std::vector<std::string> out;
@@ -570,13 +611,12 @@ Result<KModuleReport> kernel_modules(KernelTarget& k, const KernelLimits& lim) {
     }
     KModule km;
     km.addr = m;
-    km.name = cstr_at(mb, m_name, 56);
+    km.name = cstr_at(mb, m_name.first, m_name.second);
+    // MODULE_STATE_LIVE -> "live"; a value outside the enum prints as a number.
     FieldValue st = format_scalar(mb, m_state);
-    km.state = st.kind == FieldValue::Kind::kEnum ? st.text : st.to_string();
-    for (const char* pfx : {"MODULE_STATE_"})
-      if (km.state.rfind(pfx, 0) == 0) km.state = km.state.substr(std::strlen(pfx));
+    km.state = st.kind == FieldValue::Kind::kEnum && !st.text.empty() ? st.text : st.to_string();
+    if (km.state.rfind("MODULE_STATE_", 0) == 0) km.state.erase(0, 13);
     for (auto& c : km.state) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (auto p = km.state.find('('); p != std::string::npos) km.state.resize(p);
     km.refcnt = m_refcnt.load(mb);
     km.used_by = uses_of(m + m_src, u_src_list, u_source);
     km.uses = uses_of(m + m_tgt, u_tgt_list, u_target);
@@ -586,8 +626,8 @@ Result<KModuleReport> kernel_modules(KernelTarget& k, const KernelLimits& lim) {
         km.refcnt - 1 - static_cast<int64_t>(km.used_by.size() + km.superblocks + km.open_files);
     rep.modules.push_back(std::move(km));
   }
-  rep.walk_ns = now_ns() - t0;
   return rep;
 }
 
+}  // namespace kint
 }  // namespace lr

@@ -16,65 +16,67 @@ void add_example(KCheckResult& c, std::string what) {
   if (c.examples.size() < 10) c.examples.push_back(std::move(what));
 }
 
-KCheckResult list_check(const Memory& mem, const std::string& name, const std::string& what,
-                        uint64_t head, uint64_t off, const KernelLimits& lim) {
+// A list's integrity from the walk that already went over it.
+KCheckResult list_check(const std::string& name, const std::string& what, uint64_t visited,
+                        WalkStop stop, uint64_t stop_addr, const std::string& detail,
+                        uint64_t issue_count, const std::vector<WalkIssue>& issues,
+                        const std::string& prefix = "") {
   KCheckResult c;
   c.name = name;
   c.description = what +
                   " is a well-formed ring: every next's prev points back, no loop "
                   "that misses the head, no unreadable link";
-  WalkLimits wl;
-  wl.max_nodes = lim.max_objects;
-  wl.interrupted = lim.interrupted;
-  WalkResult r = walk_list(mem, head, off, wl);
-  c.checked = r.objects.size();
-  if (!r.ok())
-    add_example(c, fmt::format("walk stopped ({}) at {:#x}: {}", walk_stop_name(r.stop),
-                               r.stop_addr, r.stop_detail));
-  for (const auto& is : r.issues) add_example(c, fmt::format("{:#x}: {}", is.addr, is.what));
-  c.violations += r.issue_count - r.issues.size();
+  c.checked = visited;
+  if (stop != WalkStop::kEnd)
+    add_example(c, fmt::format("{}walk stopped ({}) at {:#x}: {}", prefix, walk_stop_name(stop),
+                               stop_addr, detail));
+  for (const auto& is : issues)
+    add_example(c, fmt::format("{}{:#x}: {}", prefix, is.addr, is.what));
+  c.violations += issue_count - issues.size();
   return c;
+}
+
+KCheckResult list_check(const std::string& name, const std::string& what, const WalkResult& r,
+                        uint64_t visited) {
+  return list_check(name, what, visited, r.stop, r.stop_addr, r.stop_detail, r.issue_count,
+                    r.issues);
 }
 
 }  // namespace
 
 Result<std::vector<KCheckResult>> kernel_check(KernelTarget& k, const KernelLimits& lim) {
   std::vector<KCheckResult> out;
-  const Memory& mem = k.mem();
-  LR_ASSIGN(Layout task, Layout::of(k, "struct task_struct"));
-  LR_ASSIGN(uint64_t t_tasks, task.off("tasks"));
-  LR_ASSIGN(uint64_t init_task, k.symbol("init_task"));
-  out.push_back(list_check(mem, "list.tasks", "init_task.tasks (every process)",
-                           init_task + t_tasks, t_tasks, lim));
+  // One scan serves every check: the lists' integrity comes from the walks
+  // the reports make anyway.
+  LR_ASSIGN(Scan s, scan(k, lim, true));
+  LR_ASSIGN(KModuleReport mr, modules_from(k, s, lim));
+  LR_ASSIGN(KInodeReport ir, inodes_from(k, s, KInodeFilter{}, lim));
+  out.push_back(list_check("list.tasks", "init_task.tasks (every process)", s.tasks_walk, s.tasks));
   LR_ASSIGN(Layout mod, Layout::of(k, "struct module"));
   LR_ASSIGN(uint64_t m_list, mod.off("list"));
   LR_ASSIGN(uint64_t modules, k.symbol("modules"));
-  out.push_back(list_check(mem, "list.modules", "modules", modules, m_list, lim));
-  LR_ASSIGN(Layout sb, Layout::of(k, "struct super_block"));
-  LR_ASSIGN(uint64_t sb_list, sb.off("s_list"));
-  LR_ASSIGN(uint64_t super_blocks, k.symbol("super_blocks"));
-  out.push_back(list_check(mem, "list.super_blocks", "super_blocks", super_blocks, sb_list, lim));
-
-  // s_inodes of every super block, as one check.
-  LR_ASSIGN(uint64_t sb_inodes, sb.off("s_inodes"));
-  LR_ASSIGN(Layout ino, Layout::of(k, "struct inode"));
-  LR_ASSIGN(uint64_t i_sb_list, ino.off("i_sb_list"));
+  WalkLimits wl;
+  wl.max_nodes = lim.max_objects;
+  wl.interrupted = lim.interrupted;
+  WalkResult mw = walk_list(k.mem(), modules, m_list, wl);  // a few hundred entries at most
+  out.push_back(list_check("list.modules", "modules", mw, mw.objects.size()));
+  out.push_back(list_check("list.super_blocks", "super_blocks", s.sb_walk, s.super_blocks.size()));
   KCheckResult si;
   si.name = "list.s_inodes";
   si.description = "every super_block's s_inodes is a well-formed ring";
-  for (uint64_t b :
-       list_objects(mem, super_blocks, sb_list, lim, "super_blocks", nullptr, nullptr)) {
-    if (interrupted(lim)) return make_error(Errc::kInterrupted, "interrupted");
-    KCheckResult one = list_check(mem, "", "", b + sb_inodes, i_sb_list, lim);
+  for (const auto& sb : ir.sbs) {
+    KCheckResult one = list_check("", "", sb.inode_count, sb.inode_walk_stop, sb.addr,
+                                  sb.inode_walk_detail, sb.inode_issue_count, sb.inode_issues,
+                                  fmt::format("super_block {:#x}: ", sb.addr));
     si.checked += one.checked;
-    for (auto& e : one.examples) add_example(si, fmt::format("super_block {:#x}: {}", b, e));
-    si.violations += one.violations - one.examples.size();
+    si.violations += one.violations;
+    for (auto& e : one.examples)
+      if (si.examples.size() < 10) si.examples.push_back(std::move(e));
   }
   out.push_back(std::move(si));
 
   // Counts against the holders found in memory: a count below them means a
   // reference someone holds is not counted (the next put frees a live object).
-  LR_ASSIGN(KInodeReport ir, kernel_inodes(k, KInodeFilter{}, lim));
   KCheckResult fc;
   fc.name = "file.f_count";
   fc.description =
@@ -109,7 +111,6 @@ Result<std::vector<KCheckResult>> kernel_check(KernelTarget& k, const KernelLimi
   out.push_back(std::move(ic));
   out.push_back(std::move(dc));
 
-  LR_ASSIGN(KModuleReport mr, kernel_modules(k, lim));
   KCheckResult mc;
   mc.name = "module.refcnt";
   mc.description =

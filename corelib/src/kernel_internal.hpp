@@ -21,6 +21,8 @@ struct Layout {
   Result<uint64_t> off(std::string_view path) const;
   // An integer field; `refcount` descends atomic_t/refcount_t/lockref/...
   Result<IntField> field(std::string_view path, bool refcount = false) const;
+  // A member's offset and byte size (char arrays: comm, s_id, module name).
+  Result<std::pair<uint64_t, uint64_t>> bytes(std::string_view path) const;
 };
 
 uint64_t ptr_at(const uint8_t* obj, uint64_t off);
@@ -47,8 +49,8 @@ struct Scan {
   std::unordered_map<uint64_t, size_t> file_index;  // struct file -> index in files
   std::vector<uint64_t> super_blocks;
   std::unordered_map<uint64_t, std::vector<std::string>> sb_mounts;  // sb -> mount paths
-  WalkResult sb_walk;
-  uint64_t sb_layout_size = 0;
+  WalkResult tasks_walk, sb_walk;  // how those lists ended (objects cleared)
+  std::vector<uint8_t> scratch;    // object_bytes buffer for hold_file
   std::vector<std::string> warnings;
 };
 
@@ -58,5 +60,12 @@ void hold_file(const Memory& mem, Scan& s, uint64_t f, const KFileHolder& h);
 // Tasks (init_task.tasks), their fd tables and fs_structs, super blocks and,
 // with `want_mounts`, every mount on each super block's s_mounts.
 Result<Scan> scan(KernelTarget& k, const KernelLimits& lim, bool want_mounts);
+
+// The reports over a scan already made (kernel_check shares one scan). The
+// inode report adds the files it finds through mappings to `s` and then
+// takes them over: call modules_from first.
+Result<KInodeReport> inodes_from(KernelTarget& k, Scan& s, const KInodeFilter& f,
+                                 const KernelLimits& lim);
+Result<KModuleReport> modules_from(KernelTarget& k, const Scan& s, const KernelLimits& lim);
 
 }  // namespace lr::kint

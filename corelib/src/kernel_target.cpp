@@ -127,10 +127,9 @@ Result<std::unique_ptr<KernelTarget>> KernelTarget::open(const std::string& vmco
     if (rel.empty())
       return make_error(Errc::kNotFound,
                         fmt::format("{}: no OSRELEASE in VMCOREINFO; give --vmlinux", vmcore));
-    std::vector<std::string> cands = {"/usr/lib/debug/boot/vmlinux-" + rel,
-                                      "/usr/lib/debug/lib/modules/" + rel + "/vmlinux",
-                                      "/lib/modules/" + rel + "/build/vmlinux",
-                                      "/boot/vmlinux-" + rel};
+    std::vector<std::string> cands = {
+        "/usr/lib/debug/boot/vmlinux-" + rel, "/usr/lib/debug/lib/modules/" + rel + "/vmlinux",
+        "/lib/modules/" + rel + "/build/vmlinux", "/boot/vmlinux-" + rel};
     for (const auto& c : cands)
       if (::access(c.c_str(), R_OK) == 0) {
         vml = c;
@@ -149,7 +148,7 @@ Result<std::unique_ptr<KernelTarget>> KernelTarget::open(const std::string& vmco
   std::string ko = vmcoreinfo_value(vmcoreinfo, "KERNELOFFSET");
   if (!ko.empty() && !parse_u64("0x" + ko, &off))
     return make_error(Errc::kBadFormat, fmt::format("{}: bad KERNELOFFSET '{}'", vmcore, ko));
-  LR_TRY(k->load_vmlinux(vml, off));
+  LR_TRY(k->load_vmlinux(k->owned_mem_.get(), vml, off));
   // The dump must be of this vmlinux (its build-id).
   std::string bid = vmcoreinfo_value(vmcoreinfo, "BUILD-ID");
   auto file_bid = build_id_of_file(vml);
@@ -165,22 +164,12 @@ Result<std::unique_ptr<KernelTarget>> KernelTarget::attach(const Memory* mem,
                                                            uint64_t kaslr_offset) {
   std::unique_ptr<KernelTarget> k(new KernelTarget());
   k->format_ = "crash";
-  k->prog_ = nullptr;
-  // load_vmlinux builds the Program over this memory.
-  struct Borrowed final : Memory {
-    const Memory* m;
-    explicit Borrowed(const Memory* p) : m(p) {}
-    const uint8_t* span(uint64_t a, size_t n) const override { return m->span(a, n); }
-    Result<void> read(uint64_t a, void* b, size_t n) const override { return m->read(a, b, n); }
-    bool window(uint64_t a, Window* w) const override { return m->window(a, w); }
-    std::string why_unreadable(uint64_t a) const override { return m->why_unreadable(a); }
-  };
-  k->owned_mem_ = std::make_unique<Borrowed>(mem);
-  LR_TRY(k->load_vmlinux(vmlinux, kaslr_offset));
+  LR_TRY(k->load_vmlinux(mem, vmlinux, kaslr_offset));
   return k;
 }
 
-Result<void> KernelTarget::load_vmlinux(const std::string& vmlinux, uint64_t off) {
+Result<void> KernelTarget::load_vmlinux(const Memory* mem, const std::string& vmlinux,
+                                        uint64_t off) {
   if (::access(vmlinux.c_str(), R_OK) != 0)
     return make_error(Errc::kIo, fmt::format("{}: cannot open: {}", vmlinux, std::strerror(errno)));
   vmlinux_ = vmlinux;
@@ -198,7 +187,7 @@ Result<void> KernelTarget::load_vmlinux(const std::string& vmlinux, uint64_t off
     return make_error(Errc::kBadFormat, fmt::format("{}: not a vmlinux (no _text/_end)", vmlinux));
   m->base = text->addr;
   m->end = end->addr;
-  prog_ = std::make_unique<Program>(owned_mem_.get(), std::move(mods));
+  prog_ = std::make_unique<Program>(mem, std::move(mods));
   return {};
 }
 

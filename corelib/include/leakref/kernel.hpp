@@ -14,6 +14,7 @@
 
 #include "leakref/program.hpp"
 #include "leakref/result.hpp"
+#include "leakref/walkers.hpp"
 
 namespace lr {
 
@@ -47,8 +48,8 @@ class KernelTarget {
 
  private:
   KernelTarget() = default;
-  Result<void> load_vmlinux(const std::string& vmlinux, uint64_t kaslr_offset);
-  std::unique_ptr<Memory> owned_mem_;
+  Result<void> load_vmlinux(const Memory* mem, const std::string& vmlinux, uint64_t kaslr_offset);
+  std::unique_ptr<Memory> owned_mem_;  // standalone only; attach() borrows
   struct Kdump;
   std::unique_ptr<Kdump> kdump_;
   std::unique_ptr<Program> prog_;
@@ -111,8 +112,10 @@ struct KSuperBlock {
   std::vector<std::string> mounts;        // where it is mounted (up to 8; internal mounts omitted)
   std::vector<KInode> inodes;             // all, or those the filter kept
   uint64_t inode_count = 0, flagged = 0;  // over every inode walked
-  uint64_t inode_walk_stop = 0;           // WalkStop of s_inodes as an integer (0 = end)
+  WalkStop inode_walk_stop = WalkStop::kEnd;  // how the s_inodes walk ended
   std::string inode_walk_detail;
+  uint64_t inode_issue_count = 0;       // broken prev links on s_inodes, all counted
+  std::vector<WalkIssue> inode_issues;  // the first 100 of them
 };
 
 struct KInodeFilter {
