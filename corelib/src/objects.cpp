@@ -118,7 +118,7 @@ IntField IntField::of(const FieldLoc& loc) {
   return f;
 }
 
-int64_t IntField::load(const uint8_t* obj) const {
+int64_t IntField::load_any(const uint8_t* obj) const {
   uint64_t u;
   unsigned bits;
   if (!bit_size) {

@@ -132,8 +132,35 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
         rep->objects.push_back(std::move(wo));
       }
     }
+    // Counting only (no filter, nothing kept, refcount in the object): the
+    // common summary case, a tight loop; anything unusual goes through one().
+    void count(const uint64_t* objs, size_t n) {
+      uint64_t matched = 0;
+      for (size_t i = 0; i < n; ++i) {
+        const uint8_t* obj = w.at(objs[i], size);
+        if (!obj) {
+          one(objs[i]);
+          continue;
+        }
+        ++matched;
+        int64_t rcv = rc_int->load(obj);
+        if (rcv >= -1 && rcv < kDense - 1)
+          ++dense[rcv + 1];
+        else
+          ++rep->histogram[rcv];
+      }
+      rep->matched += matched;
+    }
     static void sink(void* ctx, const uint64_t* objs, size_t n) {
       auto* e = static_cast<Eval*>(ctx);
+      if (!e->filter && !e->keep && e->rc_int) {
+        // A single list hands over all its objects at once: poll between chunks.
+        for (size_t i = 0; i < n; i += 0x10000) {
+          if (i && e->intr && e->intr->load(std::memory_order_relaxed)) return;
+          e->count(objs + i, std::min<size_t>(n - i, 0x10000));
+        }
+        return;
+      }
       for (size_t i = 0; i < n; ++i) {
         // A single list hands over all its objects at once: poll here too.
         if ((i & 0xffff) == 0xffff && e->intr && e->intr->load(std::memory_order_relaxed)) return;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -47,7 +48,22 @@ struct IntField {
   uint8_t width = 8;  // bytes, for whole-byte fields (1..8)
   bool is_signed = false;
   static IntField of(const FieldLoc& loc);
-  int64_t load(const uint8_t* obj) const;  // sign- or zero-extended
+  // Sign- or zero-extended. Whole 4- and 8-byte fields (nearly every
+  // refcount) take the inline path: walks read one per object.
+  int64_t load(const uint8_t* obj) const {
+    if (!bit_size && width == 4) {
+      uint32_t v;
+      std::memcpy(&v, obj + offset, 4);
+      return is_signed ? int64_t{static_cast<int32_t>(v)} : int64_t{v};
+    }
+    if (!bit_size && width == 8) {
+      int64_t v;
+      std::memcpy(&v, obj + offset, 8);
+      return v;
+    }
+    return load_any(obj);
+  }
+  int64_t load_any(const uint8_t* obj) const;  // every width and bitfield
 };
 
 // Raw integer at `loc` in `obj` (bitfields, sign extension, enums, bools).
