@@ -32,6 +32,37 @@ class WordMemory : public lr::Memory {
   std::map<uint64_t, uint64_t> words_;
 };
 
+// One contiguous readable range with a window, as a core's segment is: the
+// hash walker's fast path runs over it (WordMemory only reaches step()).
+class ByteMemory : public lr::Memory {
+ public:
+  ByteMemory(uint64_t base, size_t size) : base_(base), bytes_(size) {}
+  void set(uint64_t a, uint64_t v) { std::memcpy(&bytes_.at(a - base_ + 7) - 7, &v, 8); }
+  const uint8_t* span(uint64_t a, size_t n) const override {
+    return a >= base_ && a - base_ <= bytes_.size() && n <= bytes_.size() - (a - base_)
+               ? bytes_.data() + (a - base_)
+               : nullptr;
+  }
+  lr::Result<void> read(uint64_t a, void* buf, size_t n) const override {
+    const uint8_t* p = span(a, n);
+    if (!p) return lr::make_error(lr::Errc::kFault, "unmapped");
+    std::memcpy(buf, p, n);
+    return {};
+  }
+  bool window(uint64_t a, Window* w) const override {
+    if (a < base_ || a - base_ >= bytes_.size()) return false;
+    w->start = base_;
+    w->end = base_ + bytes_.size();
+    w->data = bytes_.data();
+    return true;
+  }
+  std::string why_unreadable(uint64_t) const override { return "unmapped"; }
+
+ private:
+  uint64_t base_;
+  std::vector<uint8_t> bytes_;
+};
+
 }  // namespace
 
 TEST_CASE("member paths parse and reject garbage", "[unit]") {
@@ -181,6 +212,61 @@ TEST_CASE("interleaved hash walks equal walking each bucket in turn", "[unit]") 
     lr::WalkLimits lim;
     lim.max_nodes = expect.size() / 2;
     auto part = lr::walk_buckets(m, base, nb, 8, lr::BucketKind::kChain, 8, lim);
+    if (lim.max_nodes < expect.size()) {
+      CHECK(part.stop == lr::WalkStop::kLimit);
+      CHECK(part.objects == std::vector<uint64_t>(expect.begin(), expect.begin() + lim.max_nodes));
+    }
+  }
+}
+
+TEST_CASE("hlist and list_head tables over a window equal their buckets walked one by one",
+          "[unit]") {
+  // Enough buckets to fill every lane; chains with broken back links, loops,
+  // poison and links out of the readable range. Each table must give the
+  // concatenation of walk_hlist/walk_list on its buckets.
+  std::mt19937 rng(11);
+  const uint64_t base = 0x200000;
+  for (int trial = 0; trial < 40; ++trial) {
+    const bool ring = trial % 2;
+    const uint64_t nb = 1 + rng() % 300, bsz = ring ? 16 : 8, member = 8;
+    ByteMemory m(base, 1 << 20);
+    uint64_t next_node = base + 0x10000;
+    std::vector<uint64_t> expect;
+    uint64_t broken = 0, issues = 0;
+    for (uint64_t b = 0; b < nb; ++b) {
+      const uint64_t head = base + b * bsz;
+      uint64_t len = rng() % 6 == 0 ? 0 : rng() % (rng() % 9 == 0 ? 40 : 6);
+      std::vector<uint64_t> links;
+      for (uint64_t i = 0; i < len; ++i) links.push_back((next_node += 0x30) + member);
+      int shape = len ? rng() % 10 : 0;
+      const uint64_t end = ring ? head : 0;
+      m.set(head, links.empty() ? end : links[0]);
+      if (ring) m.set(head + 8, links.empty() ? head : links.back());
+      for (size_t i = 0; i < links.size(); ++i) {
+        uint64_t nx = i + 1 < links.size() ? links[i + 1] : end;
+        uint64_t back = i == 0 ? head : links[i - 1];
+        if (i + 1 == links.size() && shape == 1) nx = links[rng() % links.size()];  // loop
+        if (i + 1 == links.size() && shape == 2) nx = 0x7777000;                    // unreadable
+        if (i + 1 == links.size() && shape == 3) nx = 0xdead000000000100ull;        // poison
+        if (shape == 4 && i == links.size() / 2) back ^= 0x40;  // broken back link
+        m.set(links[i], nx);
+        m.set(links[i] + 8, back);
+      }
+      auto one = ring ? lr::walk_list(m, head, member) : lr::walk_hlist(m, head, member);
+      expect.insert(expect.end(), one.objects.begin(), one.objects.end());
+      broken += one.stop != lr::WalkStop::kEnd;
+      issues += one.issue_count + (one.stop != lr::WalkStop::kEnd);
+    }
+    auto r = lr::walk_buckets(m, base, nb, bsz,
+                              ring ? lr::BucketKind::kListHead : lr::BucketKind::kHlist, member);
+    INFO("trial " << trial << (ring ? " list_head" : " hlist"));
+    CHECK(r.objects == expect);
+    CHECK((r.stop == lr::WalkStop::kEnd) == (broken == 0));
+    CHECK(r.issue_count == issues);
+    lr::WalkLimits lim;
+    lim.max_nodes = expect.size() / 3;
+    auto part = lr::walk_buckets(
+        m, base, nb, bsz, ring ? lr::BucketKind::kListHead : lr::BucketKind::kHlist, member, lim);
     if (lim.max_nodes < expect.size()) {
       CHECK(part.stop == lr::WalkStop::kLimit);
       CHECK(part.objects == std::vector<uint64_t>(expect.begin(), expect.begin() + lim.max_nodes));

