@@ -39,6 +39,10 @@ $(LIB): $(CORE_OBJ)
 $(BIN): $(CLI_OBJ) $(LIB)
 	$(CXX) $(CXXFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS)
 
+# make bench's repeated-walk helper (bench/walk_repeat.cpp)
+$(BUILD)/walk_repeat: $(BUILD)/bench/walk_repeat.o $(LIB)
+	$(CXX) $(CXXFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+
 -include $(CORE_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
 
 # ---- crash extension -------------------------------------------------------
@@ -180,5 +184,5 @@ bench-kernel:
 
 # leakref vs drgn on a 1,000,000-node list and hash table in one core.
 bench:
-	$(MAKE) -j$(NPROC) $(BIN) fixtures
+	$(MAKE) -j$(NPROC) $(BIN) $(BUILD)/walk_repeat fixtures
 	BUILD=$(BUILD) scripts/bench.sh

@@ -45,6 +45,10 @@ best() {  # best and median walk+eval ns of 5 leakref runs (fresh processes); al
 read lr_list_ns lr_list_wall lr_list_med < <(best list --type 'struct bnode' --head big_list --list-member link --refcount refcount)
 read lr_hash_ns lr_hash_wall lr_hash_med < <(best hash --type 'struct hnode' --head '*big_hash' --buckets "$buckets" --hlist-member hnode --refcount refcount)
 
+# The same walks repeated in one process (a crash session, a library user):
+# the first of 10 and the best, in one line per walk: name count first best.
+"$B/walk_repeat" "$core" "$buckets" > "$work/repeat.txt"
+
 echo "drgn: walking (this takes a while)..."
 d0=$(date +%s%N)
 /usr/bin/python3 bench/drgn_walk.py "$core" "$buckets" > "$work/drgn.json"
@@ -92,6 +96,10 @@ for what, ns, med in (("list", lns, lmed), ("hash", hns, hmed)):
     print(f"{what:<6} {lr_rate/1e6:>14.1f} M {dr_rate/1e6:>12.3f} M {lr_rate/dr_rate:>7.0f}x   "
           f"{ns/1e6:>9.1f} ms  {d[what]['seconds']*1e3:>7.0f} ms"
           f"   {med/1e6:.1f} ms ({n/(med/1e9)/1e6:.1f} M/s)")
+for line in open(f"{work}/repeat.txt"):
+    what, cnt, first, best = line.split()
+    print(f"{what} walked 10 times in one process: first {int(first)/1e6:.1f} ms, best "
+          f"{int(best)/1e6:.1f} ms ({int(cnt)/(int(best)/1e9)/1e6:.1f} M nodes/s)")
 print(f"whole process: leakref list {lwall/1e9:.2f} s, hash {hwall/1e9:.2f} s; "
       f"drgn (setup {d['setup_s']:.2f} s + both walks) {dwall/1e9:.2f} s")
 print("targets: >= 50 M nodes/s and >= 50x drgn;", "counts and histograms match the manifest" if ok else "MISMATCH")
