@@ -164,7 +164,9 @@ struct Chain {
     if (at == end) return kOver;
     const uint64_t o = at + next_off - wstart;
     const size_t n = out->size();
-    if (o >= fit || at < 0x1000 || n >= limit || n == out->capacity()) return kSlow;
+    if (o >= fit || at < 0x1000 || (at >> 16) == 0xdead00000000ull || n >= limit ||
+        n == out->capacity())
+      return kSlow;
     uint64_t words[2];
     std::memcpy(words, wdata + o, B == Back::kNone ? 8 : 16);
     const uint64_t nx = words[0];
