@@ -47,19 +47,25 @@ inline bool load(const Memory& mem, Window& w, uint64_t a, void* out, size_t n) 
   return mem.read(a, out, n).ok();
 }
 
-inline void prefetch(const Memory& mem, Window& w, uint64_t a) {
-  if (const uint8_t* p = mem.direct(w, a, 1)) __builtin_prefetch(p);
-}
-
 // Prefetches the link words at `a` (both cache lines when they straddle
 // one) and the start of the container `cont` bytes before it, where
-// refcounts usually sit: the evaluation that follows reads them.
+// refcounts usually sit: the evaluation that follows reads them. False when
+// the link is not inside the window [wstart, wstart + wlen).
+// Always inlined: GCC 12 finds an outlined copy free of side effects
+// (prefetches do not count), and deletes every call whose result is unused.
+[[gnu::always_inline]] inline bool prefetch_in(const uint8_t* wdata, uint64_t wstart, uint64_t wlen,
+                                               uint64_t a, uint64_t cont) {
+  const uint64_t o = a - wstart;
+  if (o >= wlen || wlen - o < 16) return false;
+  const uint8_t* p = wdata + o;
+  __builtin_prefetch(p);
+  __builtin_prefetch(p + 15);
+  if (cont && cont <= o) __builtin_prefetch(p - cont);
+  return true;
+}
+// The same through `w`, moved to the link's range when needed.
 inline void prefetch_node(const Memory& mem, Window& w, uint64_t a, uint64_t cont) {
-  if (const uint8_t* p = mem.direct(w, a, 16)) {
-    __builtin_prefetch(p);
-    __builtin_prefetch(p + 15);
-    if (cont && cont <= a - w.start) __builtin_prefetch(p - cont);
-  }
+  if (mem.direct(w, a, 16)) prefetch_in(w.data, w.start, w.end - w.start, a, cont);
 }
 
 // Grows the result array in large steps and asks for transparent huge pages:
@@ -118,44 +124,44 @@ struct Chain {
     detail = std::move(d);
     return false;
   }
-  // Follows one link; false when the chain is over (end reached or `stop`).
-  // The common case (a readable, well-linked node) stays inline and free of
-  // formatting; everything else is in the cold helpers below. B is `back`.
+  // Bytes of link words a step reads: next, and prev/pprev when checked.
   template <Back B>
-  [[gnu::always_inline]] inline bool step(const Memory& mem, Window& w, WalkResult& issues) {
-    if (x == end) return false;
-    // 0, 0x100, 0x122 and 0xdead... links; the cold path sorts them out.
-    if (out->size() >= limit || x < 0x1000 || (x >> 16) == 0xdead00000000ull)
-      if (!odd_link()) return false;
-    constexpr size_t kWords = B == Back::kNone ? 1 : 2;
-    uint64_t words[2];
-    if (const uint8_t* p = w.at(x + next_off, kWords * 8))
-      std::memcpy(words, p, kWords * 8);
-    else if (!load(mem, w, x + next_off, words, kWords * 8))
-      return unreadable(mem);
-    if (B != Back::kNone && words[1] != prev) broken_back(issues, words[1]);
-    if (out->size() == out->capacity()) grow(*out);
-    out->push_back(x - cont);
+  static constexpr uint64_t kLinkBytes = B == Back::kNone ? 8 : 16;
+  // How many offsets in a window of `wlen` bytes hold a whole link.
+  template <Back B>
+  static uint64_t link_fit(uint64_t wlen) {
+    return wlen >= kLinkBytes<B> ? wlen - kLinkBytes<B> + 1 : 0;
+  }
+
+  // Appends the node at link x and moves on to `nx`, its next link: the tail
+  // both steps share. Every field is read before anything is written (the
+  // append may alias them), so the state stays in registers. False when
+  // `nx` closes a loop (the chain has then stopped, cut to its distinct
+  // nodes). The caller has made room in *out.
+  [[gnu::always_inline]] inline bool advance(uint64_t nx) {
+    const uint64_t at = x;
     // list: a node's prev is the previous link; hlist: its pprev is the
     // address of the previous node's `next`, which is that node's link.
-    prev = x;
-    uint64_t nx = words[0];
-    ++lam;
     if (nx == tort && nx != end) return cycle(nx);
-    if (lam == power) {
+    const uint64_t l = lam + 1;
+    prev = at;
+    x = nx;
+    if (l == power) {
       tort = nx;
       power <<= 1;
       lam = 0;
+    } else {
+      lam = l;
     }
-    x = nx;
+    out->push_back(at - cont);
     return true;
   }
-  // One step of the common case over a window's bytes (`fit` = how many
-  // offsets hold a whole link): every field is read before anything is
-  // written, so the compiler keeps the state in registers. Returns kMoved,
-  // kOver (end reached) or kSlow: nothing was changed and step() must take
-  // this link (fault, window change, odd link, back-link issue, loop,
-  // limit, growth), so both give the same walk.
+
+  // One step of the common case over a window's bytes (`fit` from
+  // link_fit): a readable, well-linked node inside the window, below the
+  // limit, with room in *out. kSlow: nothing was changed and step_slow()
+  // must take this link (fault, window change, odd link, back-link issue,
+  // limit, growth).
   enum Fast { kMoved, kOver, kSlow };
   template <Back B>
   [[gnu::always_inline]] inline Fast step_fast(const uint8_t* wdata, uint64_t wstart,
@@ -168,18 +174,29 @@ struct Chain {
         n == out->capacity())
       return kSlow;
     uint64_t words[2];
-    std::memcpy(words, wdata + o, B == Back::kNone ? 8 : 16);
-    const uint64_t nx = words[0];
-    if ((B != Back::kNone && words[1] != prev) || (nx == tort && nx != end)) return kSlow;
-    prev = at;
-    x = nx;
-    if (++lam == power) {
-      tort = nx;
-      power <<= 1;
-      lam = 0;
-    }
-    out->push_back(at - cont);
-    return kMoved;
+    std::memcpy(words, wdata + o, kLinkBytes<B>);
+    if (B != Back::kNone && words[1] != prev) return kSlow;
+    return advance(words[0]) ? kMoved : kOver;
+  }
+  // Every other step: the limit, 0/0x100/0x122/0xdead... links, a link
+  // outside the window (moved) or unreadable, a broken back link (reported,
+  // the walk goes on), growth of *out. False when the chain is over.
+  template <Back B>
+  [[gnu::noinline]] bool step_slow(const Memory& mem, Window& w, WalkResult& issues) {
+    if (x == end) return false;
+    if (out->size() >= limit || x < 0x1000 || (x >> 16) == 0xdead00000000ull)
+      if (!odd_link()) return false;
+    uint64_t words[2];
+    if (!load(mem, w, x + next_off, words, kLinkBytes<B>)) return unreadable(mem);
+    if (B != Back::kNone && words[1] != prev) broken_back(issues, words[1]);
+    if (out->size() == out->capacity()) grow(*out);
+    return advance(words[0]);
+  }
+  // Follows one link; false when the chain is over (end reached or `stop`).
+  template <Back B>
+  [[gnu::always_inline]] inline bool step(const Memory& mem, Window& w, WalkResult& issues) {
+    Fast f = step_fast<B>(w.data, w.start, link_fit<B>(w.end - w.start));
+    return f == kSlow ? step_slow<B>(mem, w, issues) : f == kMoved;
   }
   bool step(const Memory& mem, Window& w, WalkResult& issues) {
     switch (back) {
@@ -218,6 +235,9 @@ struct Chain {
   }
   // Brent: the loop has length lam; mu is the index of its first node.
   [[gnu::cold, gnu::noinline]] bool cycle(uint64_t nx) {
+    out->push_back(x - cont);
+    prev = x;
+    ++lam;
     std::vector<uint64_t> seq(out->begin() + base, out->end());
     seq.push_back(nx - cont);
     size_t mu = 0;
@@ -437,13 +457,6 @@ WalkResult walk_buckets_t(const Memory& mem, uint64_t base, uint64_t nbuckets, u
     L.c.begin(first, b);
     prefetch_node(mem, w, first + next_off, cont + next_off);
   };
-  auto step = [&](Lane & L) __attribute__((always_inline)) {
-    if (!L.c.template step<B>(mem, w, r)) {
-      L.done = true;
-      return;
-    }
-    if (L.c.x != L.c.end) prefetch_node(mem, w, L.c.x + next_off, cont + next_off);
-  };
   size_t sunk = 0;  // r.objects[0, sunk) have been passed to the sink
   auto sink_rest = [&]() {
     lim.sink(r.objects.data() + sunk, r.objects.size() - sunk);
@@ -495,30 +508,24 @@ WalkResult walk_buckets_t(const Memory& mem, uint64_t base, uint64_t nbuckets, u
       sink_rest();
       return r;
     }
-    // The window's bounds live in locals for the round; only step() can
-    // move the window, and they are taken again after it.
+    // The window's bounds live in locals for the round; only step_slow()
+    // and prefetch_node() move the window, and they are taken again after.
     const uint8_t* wdata = w.data;
     uint64_t wstart = w.start, wlen = w.end - w.start;
-    constexpr uint64_t kLink = B == Back::kNone ? 8 : 16;
     for (auto& L : lanes) {
       if (L.done) continue;
-      switch (L.c.template step_fast<B>(wdata, wstart, wlen >= kLink ? wlen - kLink + 1 : 0)) {
+      switch (L.c.template step_fast<B>(wdata, wstart, Chain::link_fit<B>(wlen))) {
         case Chain::kMoved:
-          if (L.c.x != L.c.end) {
-            uint64_t o = L.c.x + next_off - wstart;
-            if (o < wlen && wlen - o >= 16) {
-              __builtin_prefetch(wdata + o);
-              __builtin_prefetch(wdata + o + 15);
-              if (cont + next_off && cont + next_off <= o)
-                __builtin_prefetch(wdata + o - cont - next_off);
-            }
-          }
+          if (L.c.x != L.c.end) prefetch_in(wdata, wstart, wlen, L.c.x + next_off, cont + next_off);
           break;
         case Chain::kOver:
           L.done = true;
           break;
         case Chain::kSlow:
-          step(L);
+          if (!L.c.template step_slow<B>(mem, w, r))
+            L.done = true;
+          else if (L.c.x != L.c.end)
+            prefetch_node(mem, w, L.c.x + next_off, cont + next_off);
           wdata = w.data;
           wstart = w.start;
           wlen = w.end - w.start;
