@@ -223,13 +223,19 @@ TEST_CASE("hlist and list_head tables over a window equal their buckets walked o
           "[unit]") {
   // Enough buckets to fill every lane; chains with broken back links, loops,
   // poison and links out of the readable range. Each table must give the
-  // concatenation of walk_hlist/walk_list on its buckets.
+  // concatenation of walk_hlist/walk_list on its buckets, walked over the
+  // same words without a window (the slow step only).
   std::mt19937 rng(11);
   const uint64_t base = 0x200000;
   for (int trial = 0; trial < 40; ++trial) {
     const bool ring = trial % 2;
     const uint64_t nb = 1 + rng() % 300, bsz = ring ? 16 : 8, member = 8;
     ByteMemory m(base, 1 << 20);
+    WordMemory slow;  // the same words without a window: every step takes step_slow()
+    auto set = [&](uint64_t a, uint64_t v) {
+      m.set(a, v);
+      slow.set(a, v);
+    };
     uint64_t next_node = base + 0x10000;
     std::vector<uint64_t> expect;
     uint64_t broken = 0, issues = 0;
@@ -240,8 +246,8 @@ TEST_CASE("hlist and list_head tables over a window equal their buckets walked o
       for (uint64_t i = 0; i < len; ++i) links.push_back((next_node += 0x30) + member);
       int shape = len ? rng() % 10 : 0;
       const uint64_t end = ring ? head : 0;
-      m.set(head, links.empty() ? end : links[0]);
-      if (ring) m.set(head + 8, links.empty() ? head : links.back());
+      set(head, links.empty() ? end : links[0]);
+      if (ring) set(head + 8, links.empty() ? head : links.back());
       for (size_t i = 0; i < links.size(); ++i) {
         uint64_t nx = i + 1 < links.size() ? links[i + 1] : end;
         uint64_t back = i == 0 ? head : links[i - 1];
@@ -249,10 +255,10 @@ TEST_CASE("hlist and list_head tables over a window equal their buckets walked o
         if (i + 1 == links.size() && shape == 2) nx = 0x7777000;                    // unreadable
         if (i + 1 == links.size() && shape == 3) nx = 0xdead000000000100ull;        // poison
         if (shape == 4 && i == links.size() / 2) back ^= 0x40;  // broken back link
-        m.set(links[i], nx);
-        m.set(links[i] + 8, back);
+        set(links[i], nx);
+        set(links[i] + 8, back);
       }
-      auto one = ring ? lr::walk_list(m, head, member) : lr::walk_hlist(m, head, member);
+      auto one = ring ? lr::walk_list(slow, head, member) : lr::walk_hlist(slow, head, member);
       expect.insert(expect.end(), one.objects.begin(), one.objects.end());
       broken += one.stop != lr::WalkStop::kEnd;
       issues += one.issue_count + (one.stop != lr::WalkStop::kEnd);
