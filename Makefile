@@ -18,6 +18,8 @@ TEST_SRC   := $(wildcard tests/*.cpp)
 TEST_OBJ   := $(TEST_SRC:%.cpp=$(BUILD)/%.o)
 LIB        := $(BUILD)/libleakref.a
 BIN        := $(BUILD)/leakref
+# The crash extension (its rules are below; `all` needs the name here).
+EXT        := $(BUILD)/leakref.so
 TESTBIN    := $(BUILD)/leakref-tests
 
 NPROC      ?= $(shell nproc 2>/dev/null || echo 2)
@@ -50,7 +52,6 @@ $(BUILD)/walk_repeat: $(BUILD)/bench/walk_repeat.o $(LIB)
 # the rest is the engine and the kernel subcommands shared with the CLI. All
 # symbols are local (leakref.map), so nothing clashes with crash, its gdb or
 # other extensions; crash's own symbols resolve when crash dlopens it.
-EXT        := $(BUILD)/leakref.so
 CRASH_DEFS ?= /usr/include/crash
 EXT_CLI    := $(BUILD)/cli/kernel_cmds.o $(BUILD)/cli/cmd_walk.o $(BUILD)/cli/common.o
 

@@ -140,7 +140,7 @@ int do_inodes(lr::KernelTarget& k, const KArgs& a, const std::string& source,
           {"addr", hex(s.addr)},          {"fstype", s.fstype},          {"id", s.id},
           {"root", hex(s.root)},          {"s_inodes", hex(s.s_inodes)}, {"mounts", s.mounts},
           {"inode_count", s.inode_count}, {"flagged", s.flagged}};
-      js["inodes_walk_stop"] = lr::walk_stop_name(s.inode_walk_stop);
+      js["inodes_walk_stop"] = lr::walk_stop_name(s.inode_walk.stop);
       auto& ji = js["inodes"] = nlohmann::json::array();
       for (const auto& i : s.inodes) {
         if (!show(i)) continue;

@@ -148,6 +148,8 @@ void hold_file(const Memory& mem, Scan& s, uint64_t f, const KFileHolder& h) {
     } else {
       s.warnings.push_back(fmt::format("pid {}: file {:#x} not readable", h.pid, f));
     }
+    if (kf.dentry) s.files_by_dentry[kf.dentry].push_back(it->second);
+    if (kf.inode) s.files_by_inode[kf.inode].push_back(it->second);
     s.files.push_back(std::move(kf));
   }
   s.files[it->second].holders.push_back(h);
@@ -239,11 +241,6 @@ Result<Scan> scan(KernelTarget& k, const KernelLimits& lim, bool want_mounts) {
       uint64_t f = load_uint(fdbuf.data() + size_t{fd} * 8, 8);
       if (f) hold_file(mem, s, f, {pid, comm, static_cast<int>(fd)});
     }
-  }
-  for (size_t i = 0; i < s.files.size(); ++i) {
-    const KFile& f = s.files[i];
-    if (f.dentry) s.files_by_dentry[f.dentry].push_back(i);
-    if (f.inode) s.files_by_inode[f.inode].push_back(i);
   }
 
   // Super blocks, and through each one's s_mounts every mount (internal
@@ -433,12 +430,7 @@ Result<KInodeReport> inodes_from(KernelTarget& k, Scan& s, const KInodeFilter& f
       auto own = s.mm_owner.find(fm[1]);
       KFileHolder h{0, "?", KFileHolder::kMmap};
       if (own != s.mm_owner.end()) h = {own->second.first, own->second.second, KFileHolder::kMmap};
-      size_t before = s.files.size();
       hold_file(mem, s, fm[0], h);
-      for (size_t i = before; i < s.files.size(); ++i) {
-        if (s.files[i].dentry) s.files_by_dentry[s.files[i].dentry].push_back(i);
-        if (s.files[i].inode) s.files_by_inode[s.files[i].inode].push_back(i);
-      }
     }
   };
   for (uint64_t b : s.super_blocks) {
@@ -461,14 +453,10 @@ Result<KInodeReport> inodes_from(KernelTarget& k, Scan& s, const KInodeFilter& f
       if (n.ok()) ks.fstype = n.value();
     }
     if (!flt.fstype.empty() && flt.fstype != ks.fstype) continue;
-    WalkResult wr;
-    std::vector<uint64_t> inodes = list_objects(
-        mem, b + sb_inodes, i_sb_list, lim,
-        fmt::format("super_block {:#x} ({}) s_inodes", b, ks.fstype), &rep.warnings, &wr);
-    ks.inode_walk_stop = wr.stop;
-    ks.inode_walk_detail = wr.stop_detail;
-    ks.inode_issue_count = wr.issue_count;
-    ks.inode_issues = std::move(wr.issues);
+    std::vector<uint64_t> inodes =
+        list_objects(mem, b + sb_inodes, i_sb_list, lim,
+                     fmt::format("super_block {:#x} ({}) s_inodes", b, ks.fstype), &rep.warnings,
+                     &ks.inode_walk);
     const FsPin pin = fs_pin(ks.fstype);
     for (uint64_t ia : inodes) {
       if (interrupted(lim)) return make_error(Errc::kInterrupted, "interrupted");
@@ -547,7 +535,8 @@ Result<KInodeReport> inodes_from(KernelTarget& k, Scan& s, const KInodeFilter& f
   return rep;
 }
 
-Result<KModuleReport> modules_from(KernelTarget& k, const Scan& s, const KernelLimits& lim) {
+Result<KModuleReport> modules_from(KernelTarget& k, const Scan& s, const KernelLimits& lim,
+                                   WalkResult* walk) {
   const Memory& mem = k.mem();
   KModuleReport rep;
   rep.warnings = s.warnings;
@@ -602,7 +591,7 @@ Result<KModuleReport> modules_from(KernelTarget& k, const Scan& s, const KernelL
     }
     return out;
   };
-  for (uint64_t m : list_objects(mem, modules, m_list, lim, "modules", &rep.warnings, nullptr)) {
+  for (uint64_t m : list_objects(mem, modules, m_list, lim, "modules", &rep.warnings, walk)) {
     if (interrupted(lim)) return make_error(Errc::kInterrupted, "interrupted");
     const uint8_t* mb = object_bytes(mem, m, mod.size, scratch);
     if (!mb) {

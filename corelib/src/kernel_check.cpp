@@ -16,30 +16,23 @@ void add_example(KCheckResult& c, std::string what) {
   if (c.examples.size() < 10) c.examples.push_back(std::move(what));
 }
 
-// A list's integrity from the walk that already went over it.
-KCheckResult list_check(const std::string& name, const std::string& what, uint64_t visited,
-                        WalkStop stop, uint64_t stop_addr, const std::string& detail,
-                        uint64_t issue_count, const std::vector<WalkIssue>& issues,
-                        const std::string& prefix = "") {
+// A list's integrity from the walk that already went over it; `prefix`
+// names the list in each example when several lists share one check.
+KCheckResult list_check(const std::string& name, const std::string& what, const WalkResult& r,
+                        uint64_t visited, const std::string& prefix = "") {
   KCheckResult c;
   c.name = name;
   c.description = what +
                   " is a well-formed ring: every next's prev points back, no loop "
                   "that misses the head, no unreadable link";
   c.checked = visited;
-  if (stop != WalkStop::kEnd)
-    add_example(c, fmt::format("{}walk stopped ({}) at {:#x}: {}", prefix, walk_stop_name(stop),
-                               stop_addr, detail));
-  for (const auto& is : issues)
+  if (r.stop != WalkStop::kEnd)
+    add_example(c, fmt::format("{}walk stopped ({}) at {:#x}: {}", prefix, walk_stop_name(r.stop),
+                               r.stop_addr, r.stop_detail));
+  for (const auto& is : r.issues)
     add_example(c, fmt::format("{}{:#x}: {}", prefix, is.addr, is.what));
-  c.violations += issue_count - issues.size();
+  c.violations += r.issue_count - r.issues.size();
   return c;
-}
-
-KCheckResult list_check(const std::string& name, const std::string& what, const WalkResult& r,
-                        uint64_t visited) {
-  return list_check(name, what, visited, r.stop, r.stop_addr, r.stop_detail, r.issue_count,
-                    r.issues);
 }
 
 }  // namespace
@@ -49,24 +42,17 @@ Result<std::vector<KCheckResult>> kernel_check(KernelTarget& k, const KernelLimi
   // One scan serves every check: the lists' integrity comes from the walks
   // the reports make anyway.
   LR_ASSIGN(Scan s, scan(k, lim, true));
-  LR_ASSIGN(KModuleReport mr, modules_from(k, s, lim));
+  WalkResult mw;
+  LR_ASSIGN(KModuleReport mr, modules_from(k, s, lim, &mw));
   LR_ASSIGN(KInodeReport ir, inodes_from(k, s, KInodeFilter{}, lim));
   out.push_back(list_check("list.tasks", "init_task.tasks (every process)", s.tasks_walk, s.tasks));
-  LR_ASSIGN(Layout mod, Layout::of(k, "struct module"));
-  LR_ASSIGN(uint64_t m_list, mod.off("list"));
-  LR_ASSIGN(uint64_t modules, k.symbol("modules"));
-  WalkLimits wl;
-  wl.max_nodes = lim.max_objects;
-  wl.interrupted = lim.interrupted;
-  WalkResult mw = walk_list(k.mem(), modules, m_list, wl);  // a few hundred entries at most
-  out.push_back(list_check("list.modules", "modules", mw, mw.objects.size()));
+  out.push_back(list_check("list.modules", "modules", mw, mr.modules.size()));
   out.push_back(list_check("list.super_blocks", "super_blocks", s.sb_walk, s.super_blocks.size()));
   KCheckResult si;
   si.name = "list.s_inodes";
   si.description = "every super_block's s_inodes is a well-formed ring";
   for (const auto& sb : ir.sbs) {
-    KCheckResult one = list_check("", "", sb.inode_count, sb.inode_walk_stop, sb.addr,
-                                  sb.inode_walk_detail, sb.inode_issue_count, sb.inode_issues,
+    KCheckResult one = list_check("", "", sb.inode_walk, sb.inode_count,
                                   fmt::format("super_block {:#x}: ", sb.addr));
     si.checked += one.checked;
     si.violations += one.violations;

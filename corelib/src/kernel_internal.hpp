@@ -54,7 +54,8 @@ struct Scan {
   std::vector<std::string> warnings;
 };
 
-// Records holder `h` of struct file `f`, reading the file on first sight.
+// Records holder `h` of struct file `f`, reading and indexing (by dentry and
+// inode) the file on first sight.
 void hold_file(const Memory& mem, Scan& s, uint64_t f, const KFileHolder& h);
 
 // Tasks (init_task.tasks), their fd tables and fs_structs, super blocks and,
@@ -66,6 +67,8 @@ Result<Scan> scan(KernelTarget& k, const KernelLimits& lim, bool want_mounts);
 // takes them over: call modules_from first.
 Result<KInodeReport> inodes_from(KernelTarget& k, Scan& s, const KInodeFilter& f,
                                  const KernelLimits& lim);
-Result<KModuleReport> modules_from(KernelTarget& k, const Scan& s, const KernelLimits& lim);
+// `walk` (optional) receives how the modules list walk ended, objects cleared.
+Result<KModuleReport> modules_from(KernelTarget& k, const Scan& s, const KernelLimits& lim,
+                                   WalkResult* walk = nullptr);
 
 }  // namespace lr::kint

@@ -112,10 +112,7 @@ struct KSuperBlock {
   std::vector<std::string> mounts;        // where it is mounted (up to 8; internal mounts omitted)
   std::vector<KInode> inodes;             // all, or those the filter kept
   uint64_t inode_count = 0, flagged = 0;  // over every inode walked
-  WalkStop inode_walk_stop = WalkStop::kEnd;  // how the s_inodes walk ended
-  std::string inode_walk_detail;
-  uint64_t inode_issue_count = 0;       // broken prev links on s_inodes, all counted
-  std::vector<WalkIssue> inode_issues;  // the first 100 of them
+  WalkResult inode_walk;                  // how the s_inodes walk ended (objects cleared)
 };
 
 struct KInodeFilter {
