@@ -148,14 +148,15 @@ Result<std::unique_ptr<KernelTarget>> KernelTarget::open(const std::string& vmco
   std::string ko = vmcoreinfo_value(vmcoreinfo, "KERNELOFFSET");
   if (!ko.empty() && !parse_u64("0x" + ko, &off))
     return make_error(Errc::kBadFormat, fmt::format("{}: bad KERNELOFFSET '{}'", vmcore, ko));
-  LR_TRY(k->load_vmlinux(k->owned_mem_.get(), vml, off));
-  // The dump must be of this vmlinux (its build-id).
+  // The dump must be of this vmlinux (its build-id), checked before its
+  // DWARF is loaded.
   std::string bid = vmcoreinfo_value(vmcoreinfo, "BUILD-ID");
   auto file_bid = build_id_of_file(vml);
   if (!bid.empty() && file_bid.ok() && file_bid.value() != bid)
     return make_error(Errc::kBadFormat,
                       fmt::format("{}: build-id {} does not match {} (dump's kernel has {})", vml,
                                   file_bid.value(), vmcore, bid));
+  LR_TRY(k->load_vmlinux(k->owned_mem_.get(), vml, off));
   return k;
 }
 

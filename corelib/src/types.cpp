@@ -476,11 +476,17 @@ const Type* TypeRegistry::convert_one(Module* m, Dwarf* dw, uint64_t off) {
     ~DepthGuard() { --depth; }
   } dg;
 
-  auto target_of = [&](Dwarf_Die* d) -> const Type* {
+  // The DIE offset of d's DW_AT_type; false when it has none.
+  auto type_ref = [](Dwarf_Die* d, uint64_t* to) {
     Dwarf_Attribute a;
     Dwarf_Die td;
-    if (!dwarf_attr_integrate(d, DW_AT_type, &a) || !dwarf_formref_die(&a, &td)) return nullptr;
-    return convert_one(m, dw, dwarf_dieoffset(&td));
+    if (!dwarf_attr_integrate(d, DW_AT_type, &a) || !dwarf_formref_die(&a, &td)) return false;
+    *to = dwarf_dieoffset(&td);
+    return true;
+  };
+  auto target_of = [&](Dwarf_Die* d) -> const Type* {
+    uint64_t to;
+    return type_ref(d, &to) ? convert_one(m, dw, to) : nullptr;
   };
 
   int tag = dwarf_tag(&die);
@@ -521,12 +527,7 @@ const Type* TypeRegistry::convert_one(Module* m, Dwarf* dw, uint64_t off) {
     case DW_TAG_ptr_to_member_type:
       t->kind = TypeKind::kPointer;
       if (!t->size) t->size = 8;
-      {
-        Dwarf_Attribute a;
-        Dwarf_Die td;
-        if (dwarf_attr_integrate(&die, DW_AT_type, &a) && dwarf_formref_die(&a, &td))
-          pending_.push_back({t, m, dw, dwarf_dieoffset(&td)});
-      }
+      if (uint64_t to; type_ref(&die, &to)) pending_.push_back({t, m, dw, to});
       break;
     case DW_TAG_typedef: {
       t->kind = TypeKind::kTypedef;
