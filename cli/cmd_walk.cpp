@@ -115,8 +115,7 @@ int run_and_render_walk(lr::Program& prog, const WalkArgs& a, bool json,
   auto rep_r = lr::run_walk(prog, spec);
   if (!rep_r.ok()) {
     print_warnings_text(pre_warnings, err);
-    err.print("leakref: error: {}\n", rep_r.error().message);
-    return exit_for(rep_r.error());
+    return fail(rep_r.error(), err);
   }
   const lr::WalkReport& rep = rep_r.value();
   std::vector<std::string> warnings = pre_warnings;

@@ -26,7 +26,11 @@ int exit_for(const lr::Error& e) {
 
 int fail(const lr::Error& e) {
   std::fflush(stdout);
-  fmt::print(stderr, "leakref: error: {}\n", e.message);
+  return fail(e, out_stderr());
+}
+
+int fail(const lr::Error& e, Out& err) {
+  err.print("leakref: error: {}\n", e.message);
   return exit_for(e);
 }
 

@@ -34,7 +34,7 @@ struct Common {
 
 void add_common(CLI::App* sub, Common& c, bool needs_core = true);
 int exit_for(const lr::Error& e);
-// Prints "leakref: error: MSG" and returns the exit code for it.
+// Prints "leakref: error: MSG" to stderr and returns the exit code for it.
 int fail(const lr::Error& e);
 int fail_usage(const std::string& msg);
 lr::Result<std::unique_ptr<lr::Program>> open_program(const Common& c);
@@ -62,6 +62,8 @@ class Out {
 };
 Out& out_stdout();
 Out& out_stderr();
+// fail() for a command whose text goes to `err` (the crash extension's).
+int fail(const lr::Error& e, Out& err);
 
 std::string hex(uint64_t v);
 nlohmann::json value_json(const lr::FieldValue& v);

@@ -27,11 +27,6 @@ bool want(const std::vector<std::string>& f, const char* what) {
          std::find(f.begin(), f.end(), "any") != f.end();
 }
 
-int report_error(const lr::Error& e, Out& err) {
-  err.print("leakref: error: {}\n", e.message);
-  return exit_for(e);
-}
-
 std::string mode_string(uint64_t mode) {
   const char* kind = "?";
   switch (mode & 0170000) {
@@ -115,13 +110,13 @@ int do_inodes(lr::KernelTarget& k, const KArgs& a, const std::string& source,
   lr::KInodeFilter f;
   if (!a.sb.empty()) {
     auto addr = k.prog().resolve_address(a.sb);
-    if (!addr.ok()) return report_error(addr.error(), err);
+    if (!addr.ok()) return fail(addr.error(), err);
     f.sb = addr.value();
   }
   f.fstype = a.fstype;
   f.held_only = !a.all;
   auto r = lr::kernel_inodes(k, f, lim);
-  if (!r.ok()) return report_error(r.error(), err);
+  if (!r.ok()) return fail(r.error(), err);
   const lr::KInodeReport& rep = r.value();
   if ((f.sb || !f.fstype.empty()) && rep.sbs.empty()) {
     err.print("leakref: error: no super_block matches {}\n",
@@ -218,7 +213,7 @@ int do_inodes(lr::KernelTarget& k, const KArgs& a, const std::string& source,
 int do_modules(lr::KernelTarget& k, const KArgs& a, const std::string& source,
                const lr::KernelLimits& lim, Out& out, Out& err) {
   auto r = lr::kernel_modules(k, lim);
-  if (!r.ok()) return report_error(r.error(), err);
+  if (!r.ok()) return fail(r.error(), err);
   const lr::KModuleReport& rep = r.value();
   auto pick = [&](const lr::KModule& m) {
     return a.names.empty() || std::find(a.names.begin(), a.names.end(), m.name) != a.names.end();
@@ -272,7 +267,7 @@ int do_modules(lr::KernelTarget& k, const KArgs& a, const std::string& source,
 int do_check(lr::KernelTarget& k, const KArgs& a, const std::string& source,
              const lr::KernelLimits& lim, Out& out, Out& err) {
   auto r = lr::kernel_check(k, lim);
-  if (!r.ok()) return report_error(r.error(), err);
+  if (!r.ok()) return fail(r.error(), err);
   uint64_t violations = 0;
   for (const auto& c : r.value()) violations += c.violations;
   if (a.json) {
@@ -351,10 +346,10 @@ int run_kernel_command(const KernelOpener& open, const std::vector<std::string>&
     }
   }
   if (walk->parsed()) {
-    if (auto u = check_walk_args(w); !u.ok()) return report_error(u.error(), err);
+    if (auto u = check_walk_args(w); !u.ok()) return fail(u.error(), err);
   }
   auto target = open();
-  if (!target.ok()) return report_error(target.error(), err);
+  if (!target.ok()) return fail(target.error(), err);
   lr::KernelTarget& k = *target.value();
   if (walk->parsed()) {
     w.interrupted = interrupted;
@@ -377,9 +372,8 @@ int cmd_kernel(const std::string& vmcore, const std::string& vmlinux,
     LR_ASSIGN(k, lr::KernelTarget::open(vmcore, vmlinux));
     return k.get();
   };
-  static std::atomic<bool> never{false};
   std::fflush(stdout);
-  return run_kernel_command(open, args, vmcore, out_stdout(), out_stderr(), &never);
+  return run_kernel_command(open, args, vmcore, out_stdout(), out_stderr(), nullptr);
 }
 
 }  // namespace lrcli

@@ -18,7 +18,8 @@ using KernelOpener = std::function<lr::Result<lr::KernelTarget*>()>;
 
 // Runs `args` = {SUBCOMMAND, options...} (walk, inodes, modules, check) on
 // the kernel `open` gives. `source` names the dump in JSON output. Returns
-// an exit code (README "Exit codes"); never throws.
+// an exit code (README "Exit codes"); never throws. `interrupted` (may be
+// null) is polled by the walks; the crash extension sets it on Ctrl-C.
 int run_kernel_command(const KernelOpener& open, const std::vector<std::string>& args,
                        const std::string& source, Out& out, Out& err,
                        const std::atomic<bool>* interrupted);

@@ -286,8 +286,7 @@ Result<TracePlan> plan_trace(int pid, const std::vector<std::string>& functions,
 std::string bpftrace_program(const TracePlan& plan, const std::string& ready_file) {
   std::string out = "BEGIN { printf(\"# attached\\n\");";
   // The path goes into a shell command: refuse anything but plain characters.
-  if (!ready_file.empty() && shell_safe_path(ready_file))
-    out += fmt::format(" system(\"touch {}\");", ready_file);
+  if (shell_safe_path(ready_file)) out += fmt::format(" system(\"touch {}\");", ready_file);
   out += " }\n";
   for (const ProbeSpec& p : plan.probes) {
     std::string loc = p.by_address ? fmt::format("{}:{:#x}", p.path, p.vaddr)
