@@ -28,7 +28,12 @@ struct Fd {
   }
 };
 
-// Maps a whole regular file read-only. `what` names the role for messages.
+bool ranges_overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) {
+  return a0 < b1 && b0 < a1;
+}
+
+}  // namespace
+
 Result<std::pair<void*, size_t>> map_file(const std::string& path, const char* what) {
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.fd < 0)
@@ -43,12 +48,6 @@ Result<std::pair<void*, size_t>> map_file(const std::string& path, const char* w
     return make_error(Errc::kIo, fmt::format("{}: cannot map {}: {}", path, what, strerror(errno)));
   return std::make_pair(m, static_cast<size_t>(st.st_size));
 }
-
-bool ranges_overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) {
-  return a0 < b1 && b0 < a1;
-}
-
-}  // namespace
 
 std::string hex_bytes(const uint8_t* p, size_t n) {
   static const char* d = "0123456789abcdef";

@@ -1,14 +1,13 @@
 #include "leakref/physdump.hpp"
 
 #include <elf.h>
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
+
+#include "leakref/elfcore.hpp"
 
 namespace lr {
 
@@ -17,32 +16,24 @@ PhysDump::~PhysDump() {
 }
 
 Result<std::unique_ptr<PhysDump>> PhysDump::open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return make_error(Errc::kIo, fmt::format("{}: {}", path, std::strerror(errno)));
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || st.st_size < static_cast<off_t>(sizeof(Elf64_Ehdr))) {
-    close(fd);
-    return make_error(Errc::kBadFormat, fmt::format("{}: too small for ELF", path));
-  }
+  LR_ASSIGN(auto m, map_file(path, "dump"));
   std::unique_ptr<PhysDump> d(new PhysDump());
-  d->size_ = static_cast<size_t>(st.st_size);
-  void* m = mmap(nullptr, d->size_, PROT_READ, MAP_PRIVATE, fd, 0);
-  close(fd);
-  if (m == MAP_FAILED) return make_error(Errc::kIo, fmt::format("{}: mmap failed", path));
-  d->map_ = m;
-  LR_TRY(d->parse(static_cast<const uint8_t*>(m), path));
+  d->map_ = m.first;
+  d->size_ = m.second;
+  LR_TRY(d->parse(static_cast<const uint8_t*>(m.first), path));
   return d;
 }
 
 Result<std::unique_ptr<PhysDump>> PhysDump::open_memory(const uint8_t* data, size_t size) {
   std::unique_ptr<PhysDump> d(new PhysDump());
-  if (size < sizeof(Elf64_Ehdr)) return make_error(Errc::kBadFormat, "image: too small for ELF");
   d->size_ = size;
   LR_TRY(d->parse(data, "image"));
   return d;
 }
 
 Result<void> PhysDump::parse(const uint8_t* base, const std::string& path) {
+  if (size_ < sizeof(Elf64_Ehdr))
+    return make_error(Errc::kBadFormat, fmt::format("{}: too small for ELF", path));
   Elf64_Ehdr eh;
   std::memcpy(&eh, base, sizeof eh);
   if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||

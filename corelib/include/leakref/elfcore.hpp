@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "leakref/memory.hpp"
@@ -144,6 +145,11 @@ class CoreFile final : public Memory {
   bool has_vmcoreinfo_ = false;
   std::vector<std::string> warnings_;
 };
+
+// Maps a whole regular file read-only (the caller munmaps it); `what` names
+// its role in errors: kIo when it cannot be opened or mapped, kBadFormat
+// when it is empty.
+Result<std::pair<void*, size_t>> map_file(const std::string& path, const char* what);
 
 // Reads the GNU build-id of an ELF image loaded at `base` in `mem` (its
 // headers and note must be readable there). Returns "" when it cannot.
