@@ -278,8 +278,8 @@ Result<Scan> scan(KernelTarget& k, const KernelLimits& lim, bool want_mounts) {
         if (!parent || parent == cur) break;
         uint64_t d = rd(cur + m_mountpoint), root = rd(parent + m_root);
         for (int up = 0; d && d != root && up < 256; ++up) {
-          auto n = mem.read_cstring(rd(d + d_name), 256);
-          parts.push_back(n.ok() ? n.value() : "?");
+          std::string n = dentry_name(mem, rd(d + d_name));
+          parts.push_back(n.empty() ? "?" : n);
           uint64_t pd = rd(d + d_parent);
           if (pd == d) break;
           d = pd;
