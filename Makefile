@@ -147,7 +147,8 @@ DEB_DEPS := g++ make pkg-config libdw-dev libelf-dev libfmt-dev libcli11-dev \
             clang libclang-rt-14-dev python3-drgn \
             glusterfs-server glusterfs-client libglusterfs-dev liburcu-dev libtirpc-dev \
             fuse3 procps util-linux bpftrace bc \
-            libkdumpfile-dev crash qemu-system-x86 busybox-static cpio makedumpfile python3
+            libkdumpfile-dev crash qemu-system-x86 busybox-static cpio makedumpfile python3 \
+            libtomlplusplus-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # Installs the Debian 12 packages leakref needs; does nothing when present.

@@ -1,6 +1,7 @@
 // Integration tests on real cores: fixtures run, gcore snapshots them, and
 // leakref's JSON must equal each fixture's manifest exactly.
 #include <catch2/catch.hpp>
+#include <functional>
 #include <map>
 
 #include "harness.hpp"
@@ -179,4 +180,78 @@ TEST_CASE("a structure inside a dlopen()ed shared library", "[core]") {
   json m2 = m;
   m2["head"] = "shared_list@libfxshared.so";
   check_walk(fc.core, m2, {"--list-member", "link", "--refcount", "refcount"});
+}
+
+// The expression language against the manifest: each condition is
+// recomputed here from the fixture's own values (obj_new sets flags = id & 7,
+// state = OBJ_DEAD iff refs > 1, lo = -id).
+TEST_CASE("where: enum names, !, bit tests, arithmetic, wrappers, strings", "[core]") {
+  const auto* fc = structs_core(true);
+  if (!fc) LR_SKIP("gcore (gdb) is not installed");
+  const json& list = fc->manifest["structures"]["list"]["objects"];
+  struct Case {
+    const char* where;
+    std::function<bool(long id, long refs)> want;
+  };
+  std::vector<Case> cases = {
+      {"state == OBJ_DEAD", [](long, long r) { return r > 1; }},
+      {"state == \"OBJ_DEAD\"", [](long, long r) { return r > 1; }},
+      {"!(state == OBJ_DEAD)", [](long, long r) { return r <= 1; }},
+      {"flags & 4", [](long id, long) { return (id & 4) != 0; }},
+      {"flags & 4 == 0", [](long id, long) { return (id & 4) == 0; }},
+      {"(flags | 1) == 3 || prio % 5 == 0", [](long id, long) { return ((id & 7) | 1) == 3 || (id & 31) % 5 == 0; }},
+      {"lo * -2 == hi + hi && ref > 1", [](long, long r) { return r > 1; }},
+      {"ref.refcount == 3", [](long, long r) { return r == 3; }},  // refcount_t descends
+      {"u.l / 1000 - 2 >= 3 && label == \"list\"", [](long id, long) { return id - 2 >= 3; }},
+      {"$addr != 0 && name != \"list-4\"", [](long id, long) { return id != 4; }},
+      {"next == 0 || next.ref > 0", [](long, long) { return true; }},  // '.' through a pointer
+  };
+  for (const auto& c : cases) {
+    auto r = leakref({"walk", fc->core, "--json", "--type", "struct obj", "--head", "obj_list",
+                      "--list-member", "link", "--refcount", "ref", "--show", "name", "--where",
+                      c.where});
+    INFO(c.where << "\n" << r.err);
+    REQUIRE(r.status == 0);
+    std::vector<std::string> want, got;
+    json j = r.json();
+    for (const auto& o : j["objects"]) got.push_back(o["addr"]);
+    // Recompute from a full walk's names (list-ID) and refcounts.
+    auto all = leakref({"walk", fc->core, "--json", "--type", "struct obj", "--head", "obj_list",
+                        "--list-member", "link", "--refcount", "ref", "--show", "name"});
+    json jall = all.json();
+    REQUIRE(jall["objects"].size() == list.size());
+    for (const auto& o : jall["objects"]) {
+      long id = std::stol(o["fields"]["name"].get<std::string>().substr(5));
+      if (c.want(id, o["refcount"].get<long>())) want.push_back(o["addr"]);
+    }
+    CHECK(got == want);
+    CHECK(j["warnings"].empty());
+  }
+  // Refused with one clear message (exit 2 or 4), never a silent 0 matches.
+  struct Bad {
+    const char* where;
+    const char* says;
+    int status;
+  };
+  for (const Bad& b : std::vector<Bad>{
+           {"link > 1", "struct list_head, not a number", 2},
+           {"state == OBJ_BOGUS", "no member 'OBJ_BOGUS'", 4},
+           {"naem == \"x\"", "did you mean 'name'", 4},
+           {"name < \"x\"", "only compares with == or !=", 2},
+           {"state == \"NOPE\"", "not an enumerator of enum obj_state", 4},
+           {"refcount > (1", "expected ')'", 2},
+           {"$nope > 1", "unknown variable '$nope'", 4}}) {
+    auto r = leakref({"walk", fc->core, "--type", "struct obj", "--head", "obj_list",
+                      "--list-member", "link", "--refcount", "ref", "--where", b.where});
+    INFO(b.where << "\n" << r.err);
+    CHECK(r.status == b.status);
+    CHECK(r.err.find(b.says) != std::string::npos);
+    CHECK(r.out.empty());
+  }
+  // An evaluation error (a NULL pointer on the path) is a warning, not hidden.
+  auto r = leakref({"walk", fc->core, "--json", "--type", "struct obj", "--head", "obj_list",
+                    "--list-member", "link", "--where", "next->ref > 0"});
+  REQUIRE(r.status == 0);
+  REQUIRE(r.json()["warnings"].size() == 1);
+  CHECK(r.json()["warnings"][0].get<std::string>().find("NULL") != std::string::npos);
 }

@@ -62,48 +62,64 @@ std::string FieldValue::to_string() const {
   return "?";
 }
 
-Result<FieldSpec> make_field_spec(const Type* t, std::string_view path, bool refcount) {
+Result<FieldSpec> make_field_spec(const Type* t, std::string_view path, bool refcount,
+                                  const MemberAlias* alias) {
   LR_ASSIGN(auto steps, parse_member_path(path));
   FieldSpec spec;
   spec.path = std::string(path);
   spec.is_refcount = refcount;
-  std::vector<PathStep> seg;
-  const Type* cur = t;
-  auto flush = [&](bool last) -> Result<void> {
-    FieldLoc loc;
-    if (last && refcount) {
-      // Re-render the segment as a path for resolve_refcount.
-      std::string p;
-      for (const auto& s : seg) {
-        if (s.op == PathStep::Op::kMember)
-          p += (p.empty() ? "" : ".") + s.name;
-        else
-          p += fmt::format("[{}]", s.index);
-      }
-      LR_ASSIGN(loc, resolve_refcount(cur, p));
-    } else {
-      LR_ASSIGN(loc, resolve_path(cur, seg));
-    }
+  const Type* base = t;  // the type the current hop starts in
+  FieldLoc loc;
+  loc.type = t;
+  auto start_hop = [&](const Type* target) -> Result<void> {
+    const Type* b = base ? base->strip() : nullptr;
+    if (!b || loc.offset > b->size || b->size - loc.offset < 8)
+      return make_error(Errc::kBadFormat, fmt::format("'{}': pointer lies outside {}", path,
+                                                      base ? base->display() : "?"));
     spec.hops.push_back(loc);
-    cur = loc.type;
+    base = target;
+    loc = FieldLoc{};
+    loc.type = target;
     return {};
   };
-  for (const auto& s : steps) {
-    if (s.op != PathStep::Op::kDeref) {
-      seg.push_back(s);
-      continue;
+  for (size_t k = 0; k < steps.size(); ++k) {
+    const PathStep& s = steps[k];
+    const Type* cur = loc.type ? loc.type->strip() : nullptr;
+    if (!cur) return make_error(Errc::kNotFound, fmt::format("'{}': step into an unknown type", path));
+    if (s.op == PathStep::Op::kDeref || (s.op == PathStep::Op::kMember && cur->kind == TypeKind::kPointer)) {
+      // '->', or '.' through a pointer to a struct (as gdb and drgn allow).
+      const Type* tt = cur->kind == TypeKind::kPointer && cur->target ? cur->target->strip() : nullptr;
+      if (!tt || (s.op == PathStep::Op::kMember && !tt->is_aggregate()))
+        return make_error(Errc::kInvalidArgument,
+                          fmt::format("'{}': '{}' applied to {}, not a pointer to a struct", path,
+                                      s.op == PathStep::Op::kDeref ? "->" : ".", cur->display()));
+      LR_TRY(start_hop(cur->target));
+      if (s.op == PathStep::Op::kDeref) continue;
+      cur = loc.type->strip();
     }
-    LR_TRY(flush(false));
-    const Type* pt = cur ? cur->strip() : nullptr;
-    if (!pt || pt->kind != TypeKind::kPointer || !pt->target)
-      return make_error(Errc::kInvalidArgument,
-                        fmt::format("'{}': '->' applied to a non-pointer ({})", path,
-                                    pt ? pt->display() : "unknown type"));
-    cur = pt->target;
-    seg.clear();
+    std::vector<PathStep> one{s};
+    if (s.op == PathStep::Op::kMember && alias && *alias) {
+      std::string a = (*alias)(cur, s.name);
+      if (!a.empty()) one[0].name = a;
+    }
+    LR_ASSIGN(FieldLoc step, resolve_path(loc.type, one));
+    loc.offset += step.offset;
+    loc.bit_offset = step.bit_offset;
+    loc.bit_size = step.bit_size;
+    loc.type = step.type;
   }
-  LR_TRY(flush(true));
-  spec.type = cur;
+  if (refcount) {
+    LR_ASSIGN(loc, descend_refcount(base, loc, path));
+  }
+  // The last hop must lie inside the type it starts in.
+  const Type* b = base ? base->strip() : nullptr;
+  uint64_t need = field_bytes(loc);
+  if (!b || loc.offset > b->size || need > b->size - loc.offset)
+    return make_error(Errc::kBadFormat,
+                      fmt::format("'{}' lies outside {} (corrupt DWARF, or an index past a "
+                                  "flexible array)", path, base ? base->display() : "?"));
+  spec.hops.push_back(loc);
+  spec.type = loc.type;
   return spec;
 }
 

@@ -290,6 +290,10 @@ Result<FieldLoc> resolve_path(const Type* t, std::string_view path) {
 
 Result<FieldLoc> resolve_refcount(const Type* t, std::string_view path) {
   LR_ASSIGN(FieldLoc loc, resolve_path(t, path));
+  return descend_refcount(t, loc, path);
+}
+
+Result<FieldLoc> descend_refcount(const Type* t, FieldLoc loc, std::string_view path) {
   static const char* kNames[] = {"counter", "refs", "refcount", "count", "value",
                                  "ref",     "val",  "usage",    "_count"};
   for (int depth = 0; depth < 16; ++depth) {

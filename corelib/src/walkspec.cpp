@@ -105,7 +105,7 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
               fmt::format("object {:#x} not readable: {}", addr, mem->why_unreadable(addr)));
         return;
       }
-      if (filter && !filter->matches(*mem, obj)) return;
+      if (filter && !filter->matches(*mem, obj, addr)) return;
       ++rep->matched;
       int64_t rcv = 0;
       bool has = false;
@@ -257,6 +257,11 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
   rep.visited = rep.walk.objects.size();
   for (int64_t i = 0; i < kDense; ++i)
     if (ev.dense[i]) rep.histogram[i - 1] += ev.dense[i];
+  if (filter && filter->errors())
+    rep.warnings.push_back(fmt::format(
+        "--where could not be evaluated on {} object(s), which count as not matched; first at "
+        "{:#x}: {}",
+        filter->errors(), filter->first_error_addr(), filter->first_error()));
   if (rep.unreadable_objects > 20)
     rep.warnings.push_back(
         fmt::format("{} objects in all were not readable", rep.unreadable_objects));

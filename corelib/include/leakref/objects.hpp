@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -37,8 +38,18 @@ struct FieldSpec {
   bool is_refcount = false;
 };
 
-// Resolves `path` on `t`; `refcount` descends wrappers to the integer.
-Result<FieldSpec> make_field_spec(const Type* t, std::string_view path, bool refcount = false);
+// Member name alternatives: (struct, name) -> the member to use instead, or
+// "" to keep `name` (a profile's `d_children|d_subdirs`).
+using MemberAlias = std::function<std::string(const Type*, std::string_view)>;
+
+// Resolves `path` on `t`: "a.b", "a[3]", "a->b", and '.' through a pointer to
+// a struct (as gdb and drgn allow), with `alias` (may be null) applied at
+// every member step. `refcount` descends wrappers (atomic_t, kref, ...) to
+// the integer. kNotFound names the member and the type that lacks it;
+// kInvalidArgument a step that does not fit (indexing a non-array, '->' on a
+// non-pointer); kBadFormat a field outside its type (corrupt DWARF).
+Result<FieldSpec> make_field_spec(const Type* t, std::string_view path, bool refcount = false,
+                                  const MemberAlias* alias = nullptr);
 
 // An integer field compiled once from a FieldLoc (width, sign and bits
 // resolved), so reading it per object is a load and a shift.

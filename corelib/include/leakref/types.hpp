@@ -100,6 +100,9 @@ Result<FieldLoc> resolve_path(const Type* t, std::string_view path);
 // inside: atomic_t.counter, refcount_t.refs, kref.refcount, lockref.count,
 // gf_atomic_t.value, or a struct's only member.
 Result<FieldLoc> resolve_refcount(const Type* t, std::string_view path);
+// The same descent from an already resolved field `loc` of `t` (`path` only
+// names it in messages). kInvalidArgument when no integer can be chosen.
+Result<FieldLoc> descend_refcount(const Type* t, FieldLoc loc, std::string_view path);
 
 // Finds a member by name in t, looking through anonymous members; returns its
 // accumulated offset. nullptr if absent.
