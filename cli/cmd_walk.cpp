@@ -32,11 +32,18 @@ void add_walk_options(CLI::App* sub, WalkArgs& w, bool required) {
   auto* o_arr = sub->add_flag("--array", w.array, "--head is an array of the type");
   auto* o_parr = sub->add_flag("--pointer-array", w.pointer_array,
                                 "--head is an array of pointers to the type");
-  o_next->excludes(o_list, o_hl, o_arr, o_parr);
-  o_list->excludes(o_hl, o_arr, o_parr);
-  o_hl->excludes(o_arr, o_parr);
-  o_arr->excludes(o_parr);
+  auto* o_tree = sub->add_option("--tree-member", w.tree_member,
+                                 "rb_node/avltree_node member (tree rooted at --head)");
+  auto* o_xa = sub->add_flag("--xarray", w.xarray, "--head is an xarray/radix tree/idr of pointers");
+  o_next->excludes(o_list, o_hl, o_arr, o_parr, o_tree, o_xa);
+  o_list->excludes(o_hl, o_arr, o_parr, o_tree, o_xa);
+  o_hl->excludes(o_arr, o_parr, o_tree, o_xa);
+  o_arr->excludes(o_parr, o_tree, o_xa);
+  o_parr->excludes(o_tree, o_xa);
+  o_tree->excludes(o_xa);
   sub->add_option("--count", w.count, "array length (default: from the symbol's type)");
+  sub->add_option("--count-from", w.count_from,
+                  "array length read from this integer (SYMBOL, SYMBOL.member)");
   sub->add_option("--buckets", w.buckets,
                    "--head is a hash table of N buckets (default: from type)");
   sub->add_option("--refcount", w.refcount,
@@ -62,8 +69,14 @@ lr::WalkSpec walk_spec_from(const WalkArgs& a) {
     spec.link = lr::WalkSpec::Link::kArray;
   } else if (a.pointer_array) {
     spec.link = lr::WalkSpec::Link::kPointerArray;
+  } else if (!a.tree_member.empty()) {
+    spec.link = lr::WalkSpec::Link::kTree;
+    spec.member = a.tree_member;
+  } else if (a.xarray) {
+    spec.link = lr::WalkSpec::Link::kXarray;
   }  // else kNone: run_walk says how to link objects
   spec.count = a.count;
+  spec.count_from = a.count_from;
   spec.buckets = a.buckets;
   spec.refcount = a.refcount;
   spec.show = a.show;
@@ -192,6 +205,7 @@ int run_and_render_walk(lr::Program& prog, const WalkArgs& a, bool json,
       s["faulted_buckets"] = wr.faulted_buckets;
       s["longest_chain"] = wr.longest_chain;
     }
+    if (rep.mode == "xarray") s["value_entries"] = wr.skipped;
     s["walk_ns"] = rep.walk_ns;
     j["warnings"] = warnings;
     emit_json(j, out);
@@ -221,6 +235,8 @@ int run_and_render_walk(lr::Program& prog, const WalkArgs& a, bool json,
     if (rep.mode.rfind("hash:", 0) == 0)
       out.print("buckets: {} ({} empty, {} unreadable), longest chain {}\n", wr.buckets,
                 wr.empty_buckets, wr.faulted_buckets, wr.longest_chain);
+    if (rep.mode == "xarray")
+      out.print("value entries (not objects): {}\n", wr.skipped);
     if (!a.refcount.empty()) {
       out.print("refcount histogram ({}):\n", a.refcount);
       for (const auto& [k, v] : rep.histogram) out.print("  {:>8}: {}\n", k, v);

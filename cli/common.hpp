@@ -102,8 +102,10 @@ void write_statedump(const lr::GlusterReport& r, const lr::GlusterSections& sec,
 struct WalkArgs {
   std::string type, head;
   std::string next, list_member, hlist_member;
-  bool array = false, pointer_array = false;
+  std::string tree_member;
+  bool array = false, pointer_array = false, xarray = false;
   uint64_t count = 0, buckets = 0;
+  std::string count_from;
   std::string refcount;
   std::vector<std::string> show;
   std::string where;

@@ -1,5 +1,7 @@
 #include "leakref/walkspec.hpp"
 
+#include "walkspec_internal.hpp"
+
 #include <fmt/format.h>
 
 #include <atomic>
@@ -71,9 +73,11 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
 
   uint64_t member_off = 0;
   const Type* member_type = nullptr;
+  FieldLoc member_loc;
   if (spec.link == WalkSpec::Link::kNext || spec.link == WalkSpec::Link::kList ||
-      spec.link == WalkSpec::Link::kHlist) {
+      spec.link == WalkSpec::Link::kHlist || spec.link == WalkSpec::Link::kTree) {
     LR_ASSIGN(FieldLoc loc, resolve_path(t, spec.member));
+    member_loc = loc;
     member_off = loc.offset;
     member_type = loc.type;
   }
@@ -238,7 +242,10 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
     case WalkSpec::Link::kPointerArray: {
       const bool ptrs = spec.link == WalkSpec::Link::kPointerArray;
       uint64_t n = spec.count ? spec.count : arr_count;
-      if (!n)
+      if (!spec.count_from.empty()) {
+        LR_ASSIGN(n, count_from_target(prog, spec.count_from));
+      }
+      if (!n && spec.count_from.empty())
         return make_error(
             Errc::kInvalidArgument,
             fmt::format("--{} needs --count N (the head symbol's type gives no length)",
@@ -248,10 +255,19 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
           ptrs ? walk_pointer_array(mem, head, n, lim) : walk_array(mem, head, n, ts->size, lim);
       break;
     }
+    case WalkSpec::Link::kTree: {
+      LR_ASSIGN(rep.walk, walk_tree_head(prog, hv, member_loc, lim, &rep.mode));
+      break;
+    }
+    case WalkSpec::Link::kXarray: {
+      rep.mode = "xarray";
+      LR_ASSIGN(rep.walk, walk_xarray_head(prog, hv, lim));
+      break;
+    }
     case WalkSpec::Link::kNone:
       return make_error(Errc::kInvalidArgument,
                         "say how objects are linked: --next, --list-member, --hlist-member, "
-                        "--array or --pointer-array");
+                        "--tree-member, --xarray, --array or --pointer-array");
   }
   rep.walk_ns = now_ns() - t0;
   rep.visited = rep.walk.objects.size();

@@ -38,6 +38,7 @@ struct WalkResult {
   std::vector<WalkIssue> issues;  // the first 100 of them
   uint64_t buckets = 0, empty_buckets = 0, faulted_buckets = 0;  // hash tables
   uint64_t longest_chain = 0;
+  uint64_t skipped = 0;           // entries that are not objects (xarray value entries)
   bool ok() const { return stop == WalkStop::kEnd; }
 };
 

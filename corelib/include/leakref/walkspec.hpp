@@ -19,9 +19,11 @@ namespace lr {
 struct WalkSpec {
   std::string type;          // "struct node"
   std::string head;          // SYMBOL | SYMBOL@mod | *SYMBOL | ADDR
-  enum class Link { kNone, kNext, kList, kHlist, kArray, kPointerArray } link = Link::kNone;
-  std::string member;        // next field / list_head / hlist_node member
+  enum class Link { kNone, kNext, kList, kHlist, kArray, kPointerArray, kTree, kXarray } link =
+      Link::kNone;
+  std::string member;        // next field / list_head / hlist_node / tree node member
   uint64_t count = 0;        // arrays: elements (0 = from the head symbol's type)
+  std::string count_from;    // arrays: an integer variable holding the count ("tbl.nr")
   uint64_t buckets = 0;      // hash tables: buckets (0 = from type, or not a table)
   std::string refcount;      // "" = none
   std::vector<std::string> show;
@@ -41,7 +43,8 @@ struct WalkReport {
   std::string type_name;
   uint64_t type_size = 0;
   uint64_t head_addr = 0;
-  std::string mode;          // "list", "hlist", "chain", "array", "pointer-array", "hash:<kind>"
+  std::string mode;          // "list", "hlist", "chain", "array", "pointer-array", "hash:<kind>",
+                             // "rbtree", "avltree", "tree", "xarray"
   WalkResult walk;           // addresses and how the walk stopped
   std::vector<WalkedObject> objects;  // those matching `where` (empty if !keep_values)
   uint64_t visited = 0, matched = 0;
