@@ -146,6 +146,23 @@ struct CorrelateArgs {
 };
 int cmd_correlate(const Common& c, const CorrelateArgs& a);
 
+struct ProfileArgs {
+  std::string profile;            // file or installed name
+  std::vector<std::string> sets;  // --set
+  bool all = false, flagged = false, histogram = false, jsonl = false;
+  std::vector<std::string> fail_on;
+  const std::atomic<bool>* interrupted = nullptr;
+};
+// Registers --profile, --set, --all, --flagged, --histogram, --jsonl, --fail-on.
+void add_profile_options(CLI::App* sub, ProfileArgs& a);
+lr::Result<void> check_profile_args(const ProfileArgs& a);
+// Runs the profile on `prog` and renders it (text, leakref.profile/1 JSON or
+// JSON lines); `is_kernel` for the profile's [match].
+int run_and_render_profile(lr::Program& prog, const ProfileArgs& a, bool json, bool is_kernel,
+                           const std::string& source, const std::vector<std::string>& pre_warnings,
+                           Out& out, Out& err);
+int cmd_profile(const Common& c, const ProfileArgs& a);
+
 struct TracePlanArgs {
   int pid = 0;
   std::vector<std::string> functions;

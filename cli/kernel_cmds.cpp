@@ -317,6 +317,10 @@ int run_kernel_command(const KernelOpener& open, const std::vector<std::string>&
   mods->add_option("names", ka.names, "only these modules");
   mods->add_option("--fail-on", ka.fail_on, "exit 1 if: unexplained")->delimiter(',');
   mods->add_flag("--json", ka.json, "leakref.kernel.modules/1 JSON");
+  ProfileArgs pa;
+  auto* prof = app.add_subcommand("profile", "object sets, holders and invariants of a profile file");
+  add_profile_options(prof, pa);
+  prof->add_flag("--json", ka.json, "leakref.profile/1 JSON");
   auto* chk = app.add_subcommand("check", "kernel invariants: list integrity, counts vs holders");
   chk->add_option("--fail-on", ka.fail_on, "exit 1 if: violation")->delimiter(',');
   chk->add_flag("--json", ka.json, "leakref.kernel.check/1 JSON");
@@ -337,7 +341,10 @@ int run_kernel_command(const KernelOpener& open, const std::vector<std::string>&
   lr::KernelLimits lim;
   lim.interrupted = interrupted;
   if (w.limit) lim.max_objects = w.limit;
-  for (const auto& f : ka.fail_on) {
+  if (prof->parsed()) {
+    if (auto u = check_profile_args(pa); !u.ok()) return fail(u.error(), err);
+  }
+  for (const auto& f : prof->parsed() ? std::vector<std::string>{} : ka.fail_on) {
     bool ok = f == "any" || (ino->parsed() && f == "flagged") ||
               (mods->parsed() && f == "unexplained") || (chk->parsed() && f == "violation");
     if (!ok) {
@@ -354,6 +361,10 @@ int run_kernel_command(const KernelOpener& open, const std::vector<std::string>&
   if (walk->parsed()) {
     w.interrupted = interrupted;
     return run_and_render_walk(k.prog(), w, ka.json, source, k.warnings(), out, err);
+  }
+  if (prof->parsed()) {
+    pa.interrupted = interrupted;
+    return run_and_render_profile(k.prog(), pa, ka.json, true, source, k.warnings(), out, err);
   }
   if (ino->parsed()) return do_inodes(k, ka, source, lim, out, err);
   if (mods->parsed()) return do_modules(k, ka, source, lim, out, err);

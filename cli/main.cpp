@@ -50,6 +50,12 @@ int main(int argc, char** argv) {
   gl->add_option("--section", ga.sections, "mempool,itable,memusage,dicts,clients,fds")
       ->delimiter(',');
 
+  ProfileArgs pa;
+  auto* prof = app.add_subcommand(
+      "profile", "object sets, holders and invariants declared in a profile file");
+  add_common(prof, c);
+  add_profile_options(prof, pa);
+
   CorrelateArgs ca;
   auto* corr = app.add_subcommand(
       "correlate", "join ref/unref or malloc traces with the objects live in a core");
@@ -136,6 +142,7 @@ int main(int argc, char** argv) {
     if (*sym) return cmd_sym(c, sym_what);
     if (*heap) return cmd_heap(c, heap_list);
     if (*gl) return cmd_gluster(c, ga);
+    if (*prof) return cmd_profile(c, pa);
     if (*types) return cmd_types_gluster(tc, ta);
     if (*corr) return cmd_correlate(c, ca);
     if (*tplan) return cmd_trace_plan(tpa);

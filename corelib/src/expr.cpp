@@ -36,7 +36,7 @@ enum class Op {
 struct Expr::Node {
   Op op = Op::kInt;
   size_t pos = 0;  // where in the text (for messages)
-  size_t end = 0;  // call arguments: where the argument's text ends
+  size_t begin = 0, end = 0;  // call arguments: where the argument's text lies
   int64_t num = 0;
   bool is_unsigned = false;
   std::string text;  // kStr literal, kPath text, kCall name
@@ -219,7 +219,10 @@ struct Parser {
       auto n = mk(Op::kCall, at);
       n->text = text;
       for (;;) {
+        ws();
+        size_t begin = i;
         LR_ASSIGN(NodeP a, binary(0, depth + 1));
+        a->begin = begin;
         a->end = i;
         n->kids.push_back(std::move(a));
         if (eat(",")) continue;
@@ -459,8 +462,8 @@ struct Resolver {
       sub.element = sc.element;
       sub.what = sc.what;
       // Re-compile the argument's text in the element's scope.
-      // (pos is the argument's first token; end is just past its last.)
-      size_t a = n.kids[1]->pos, b = n.kids[1]->end;
+      
+      size_t a = n.kids[1]->begin, b = n.kids[1]->end;
       std::string_view argtext = text.substr(a, b > a ? b - a : 0);
       auto e = Expr::compile(argtext, sub);
       if (!e.ok()) return std::move(e).error();

@@ -50,7 +50,12 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
   rep.type_size = ts->size;
 
   // Head: the symbol's DWARF type decides how it is read when it can.
-  LR_ASSIGN(Variable hv, prog.resolve(spec.head));
+  Variable hv;
+  if (spec.head_var) {
+    hv = *spec.head_var;
+  } else {
+    LR_ASSIGN(hv, prog.resolve(spec.head));
+  }
   const Type* head_type = hv.type;
   const uint64_t head = hv.addr;
   rep.head_addr = head;

@@ -19,6 +19,7 @@ namespace lr {
 struct WalkSpec {
   std::string type;          // "struct node"
   std::string head;          // SYMBOL | SYMBOL@mod | *SYMBOL | ADDR
+  const Variable* head_var = nullptr;  // instead of `head`: an address and its type (borrowed)
   enum class Link { kNone, kNext, kList, kHlist, kArray, kPointerArray, kTree, kXarray } link =
       Link::kNone;
   std::string member;        // next field / list_head / hlist_node / tree node member

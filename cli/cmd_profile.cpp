@@ -1,0 +1,341 @@
+// `leakref profile CORE --profile FILE`: every object set a profile file
+// declares, with refcounts, holders, verdicts and invariant violations,
+// streamed as text (aligned columns), leakref.profile/1 JSON or JSON lines.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "common.hpp"
+#include "leakref/profile.hpp"
+
+namespace lrcli {
+
+namespace {
+
+bool want(const std::vector<std::string>& fail_on, const char* what) {
+  for (const auto& f : fail_on)
+    if (f == what || f == "any") return true;
+  return false;
+}
+
+nlohmann::json summary_json(const lr::ProfileSetSummary& s) {
+  nlohmann::json j{{"walks", s.walks},
+                   {"visited", s.objects},
+                   {"matched", s.matched},
+                   {"extra", s.flagged_extra},
+                   {"missing", s.flagged_missing},
+                   {"errors", s.errors},
+                   {"mode", s.mode},
+                   {"violations", s.violations},
+                   {"notes", s.notes},
+                   {"warnings", s.warnings}};
+  auto& h = j["histogram"] = nlohmann::json::object();
+  for (const auto& [k, v] : s.histogram) h[std::to_string(k)] = v;
+  return j;
+}
+
+bool interesting(const lr::ProfileObject& o) {
+  return o.verdict == "extra" || o.verdict == "missing" || o.verdict == "error" ||
+         !o.violations.empty();
+}
+
+// "refcount 5 = 1 hash + 3 granted + 1 unexplained"
+std::string explain(const lr::ProfileObject& o, const std::vector<std::string>& holders) {
+  if (!o.has_refcount || holders.empty()) return "";
+  std::string s = fmt::format("{} =", o.refcount);
+  bool any = false;
+  for (size_t i = 0; i < holders.size() && i < o.holders.size(); ++i) {
+    if (!o.holders[i]) continue;
+    s += fmt::format("{} {} {}", any ? " +" : "", o.holders[i], holders[i]);
+    any = true;
+  }
+  int64_t d = o.refcount - o.held;
+  if (d > 0) s += fmt::format("{} {} unexplained", any ? " +" : "", d);
+  if (d < 0) s += fmt::format("{} 0, {} fewer than held", any ? "" : " 0", -d);
+  if (!any && d == 0) s += " 0";
+  return s;
+}
+
+class Renderer : public lr::ProfileSink {
+ public:
+  Renderer(const ProfileArgs& a, Out& out) : a_(a), out_(out) {}
+  bool stopped() const override { return out_.failed(); }
+  uint64_t flagged = 0, violations = 0, errors = 0;
+
+ protected:
+  const ProfileArgs& a_;
+  Out& out_;
+  void count(const lr::ProfileSetSummary& s) {
+    flagged += s.flagged_extra + s.flagged_missing;
+    for (const auto& [k, v] : s.violations) violations += v;
+    errors += s.errors;
+  }
+  nlohmann::json object_json(const lr::ProfileObject& o, const std::vector<std::string>& holders) {
+    nlohmann::json j{{"addr", hex(o.addr)}};
+    if (o.parent) j["parent"] = hex(o.parent);
+    j["refcount"] = o.has_refcount ? nlohmann::json(o.refcount) : nlohmann::json(nullptr);
+    if (!o.set->key.empty()) j["key"] = value_json(o.key);
+    auto& l = j["labels"] = nlohmann::json::object();
+    for (size_t i = 0; i < o.labels.size(); ++i) l[o.set->label[i]] = value_json(o.labels[i]);
+    auto& h = j["holders"] = nlohmann::json::object();
+    for (size_t i = 0; i < o.holders.size() && i < holders.size(); ++i) h[holders[i]] = o.holders[i];
+    j["held"] = o.held;
+    j["unexplained"] = o.has_refcount && !holders.empty() ? nlohmann::json(o.refcount - o.held)
+                                                           : nlohmann::json(nullptr);
+    j["verdict"] = o.verdict.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.verdict);
+    j["violations"] = o.violations;
+    if (!o.error.empty()) j["error"] = o.error;
+    return j;
+  }
+};
+
+// Columns are sized from the first block of rows of each set (at most
+// kBlock rows are held), then later rows stream with the same widths.
+class TextRenderer final : public Renderer {
+ public:
+  using Renderer::Renderer;
+  void set_begin(const lr::ProfileSetSummary& s) override {
+    holders_ = s.active_holders;
+    rows_.clear();
+    widths_.clear();
+  }
+  void object(const lr::ProfileObject& o) override {
+    if (!a_.all && !interesting(o)) return;
+    if (widths_.empty() && rows_.empty()) {
+      std::vector<std::string> h = {"ADDR", "REFCOUNT", "VERDICT"};
+      for (const auto& l : o.set->label) h.push_back(l);
+      h.push_back("VIOLATES");
+      h.push_back("EXPLAINED");
+      out_.print("set {}:\n", o.set->name);
+      rows_.push_back(std::move(h));
+    }
+    std::vector<std::string> r = {hex(o.addr), o.has_refcount ? std::to_string(o.refcount) : "-",
+                                  o.verdict.empty() ? "-" : o.verdict};
+    for (const auto& v : o.labels) r.push_back(v.to_string());
+    std::string viol;
+    for (const auto& v : o.violations) viol += (viol.empty() ? "" : ",") + v;
+    r.push_back(viol.empty() ? "-" : viol);
+    r.push_back(explain(o, holders_) + (o.error.empty() ? "" : " (" + o.error + ")"));
+    rows_.push_back(std::move(r));
+    if (rows_.size() >= kBlock) flush();
+  }
+  void set_end(const lr::ProfileSetSummary& s) override {
+    flush();
+    count(s);
+    const lr::ProfileSet& d = *s.set;
+    out_.print("set {}: {} ({}, {} walk{}): {} object{}", d.name, s.type_name, s.mode, s.walks,
+               s.walks == 1 ? "" : "s", s.matched, s.matched == 1 ? "" : "s");
+    if (!d.holders.empty() && !d.refcount.empty())
+      out_.print(", {} with unexplained references, {} with fewer than held", s.flagged_extra,
+                 s.flagged_missing);
+    uint64_t nv = 0;
+    for (const auto& [k, v] : s.violations) nv += v;
+    if (!d.invariants.empty()) out_.print(", {} invariant violation{}", nv, nv == 1 ? "" : "s");
+    if (s.errors) out_.print(", {} not evaluated", s.errors);
+    out_.put("\n");
+    for (const auto& [k, v] : s.violations) out_.print("  invariant {}: {} object{}\n", k, v, v == 1 ? "" : "s");
+    if (!d.refcount.empty() && a_.histogram) {
+      out_.print("  refcount histogram ({}):\n", d.refcount);
+      for (const auto& [k, v] : s.histogram) out_.print("    {:>8}: {}\n", k, v);
+    }
+    for (const auto& n : s.notes) out_.print("  note: {}\n", n);
+    size_t shown = 0;
+    for (const auto& w : s.warnings)
+      if (shown++ < 20) out_.print("  warning: {}\n", w);
+    if (s.warnings.size() > 20) out_.print("  ... {} more warnings (--json has all)\n", s.warnings.size() - 20);
+    out_.put("\n");
+  }
+
+ private:
+  static constexpr size_t kBlock = 256;
+  void flush() {
+    if (rows_.empty()) return;
+    if (widths_.empty()) {
+      widths_.assign(rows_[0].size(), 0);
+      for (const auto& r : rows_)
+        for (size_t i = 0; i < r.size() && i < widths_.size(); ++i)
+          widths_[i] = std::max(widths_[i], r[i].size());
+    }
+    for (const auto& r : rows_) {
+      std::string line = " ";
+      for (size_t i = 0; i < r.size(); ++i) {
+        // numbers right-aligned (REFCOUNT), the last column unpadded
+        if (i + 1 == r.size())
+          line += " " + r[i];
+        else if (i == 1)
+          line += fmt::format(" {:>{}}", r[i], widths_[i]);
+        else
+          line += fmt::format(" {:<{}}", r[i], widths_[i]);
+      }
+      out_.put(line + "\n");
+    }
+    rows_.clear();
+  }
+  std::vector<std::string> holders_;
+  std::vector<std::vector<std::string>> rows_;
+  std::vector<size_t> widths_;
+};
+
+// leakref.profile/1, written as it is found: the object arrays are never
+// held in memory.
+class JsonRenderer final : public Renderer {
+ public:
+  JsonRenderer(const ProfileArgs& a, Out& out, bool lines) : Renderer(a, out), lines_(lines) {}
+  void set_begin(const lr::ProfileSetSummary& s) override {
+    holders_ = s.active_holders;
+    first_obj_ = true;
+    if (lines_) return;
+    nlohmann::json h{{"name", s.set->name}, {"type", s.type_name}, {"holders", s.active_holders},
+                     {"refcount_field", s.set->refcount.empty() ? nlohmann::json(nullptr)
+                                                                : nlohmann::json(s.set->refcount)}};
+    std::string t = h.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    t.pop_back();  // reopen the object for "objects"
+    out_.print("{}{},\"objects\":[", first_set_ ? "" : ",", t);
+    first_set_ = false;
+  }
+  void object(const lr::ProfileObject& o) override {
+    if (a_.flagged && !interesting(o)) return;
+    nlohmann::json j = object_json(o, holders_);
+    if (lines_) {
+      j["record"] = "object";
+      j["set"] = o.set->name;
+    }
+    std::string t = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    out_.print("{}{}\n", lines_ || first_obj_ ? "" : ",", t);
+    first_obj_ = false;
+  }
+  void set_end(const lr::ProfileSetSummary& s) override {
+    count(s);
+    nlohmann::json sum = summary_json(s);
+    if (lines_) {
+      sum["record"] = "set";
+      sum["set"] = s.set->name;
+      sum["type"] = s.type_name;
+      out_.print("{}\n", sum.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      return;
+    }
+    out_.print("],\"summary\":{}}}\n", sum.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  }
+
+ private:
+  bool lines_;
+  bool first_set_ = true, first_obj_ = true;
+  std::vector<std::string> holders_;
+};
+
+// Where installed profiles live: $LEAKREF_PROFILE_PATH (colon-separated),
+// then ../share/leakref/profiles beside the executable.
+std::vector<std::string> profile_dirs() {
+  std::vector<std::string> dirs;
+  if (const char* env = std::getenv("LEAKREF_PROFILE_PATH")) {
+    std::string s = env;
+    size_t b = 0;
+    for (;;) {
+      size_t e = s.find(':', b);
+      std::string d = s.substr(b, e == std::string::npos ? std::string::npos : e - b);
+      if (!d.empty()) dirs.push_back(d);
+      if (e == std::string::npos) break;
+      b = e + 1;
+    }
+  }
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    std::string p(exe, static_cast<size_t>(n));
+    p = p.substr(0, p.rfind('/'));
+    dirs.push_back(p.substr(0, p.rfind('/')) + "/share/leakref/profiles");
+  }
+  return dirs;
+}
+
+}  // namespace
+
+void add_profile_options(CLI::App* sub, ProfileArgs& a) {
+  sub->add_option("-p,--profile", a.profile, "profile file (or NAME of an installed one)")->required();
+  sub->add_option("--set", a.sets, "only these sets (their dependencies run too)")->delimiter(',');
+  sub->add_flag("--all", a.all, "text: every object, not only flagged or violating ones");
+  sub->add_flag("--flagged", a.flagged, "JSON: only flagged, violating or unevaluated objects");
+  sub->add_flag("--histogram", a.histogram, "text: refcount histogram per set");
+  sub->add_flag("--jsonl", a.jsonl, "one JSON object per line (objects, then each set's summary)");
+  sub->add_option("--fail-on", a.fail_on, "exit 1 if: flagged, violation, error, any")->delimiter(',');
+}
+
+lr::Result<void> check_profile_args(const ProfileArgs& a) {
+  for (const auto& f : a.fail_on)
+    if (f != "flagged" && f != "violation" && f != "error" && f != "any")
+      return lr::make_error(lr::Errc::kInvalidArgument, "--fail-on: unknown finding '" + f + "'");
+  return {};
+}
+
+int run_and_render_profile(lr::Program& prog, const ProfileArgs& a, bool json, bool is_kernel,
+                           const std::string& source, const std::vector<std::string>& pre_warnings,
+                           Out& out, Out& err) {
+  auto p = lr::find_profile(a.profile, profile_dirs());
+  if (!p.ok()) return fail(p.error(), err);
+  if (std::string why = lr::profile_mismatch(prog, p.value(), is_kernel); !why.empty())
+    return fail(lr::make_error(lr::Errc::kUnsupported, why), err);
+  lr::ProfileRunOptions ro;
+  ro.only_sets = a.sets;
+  ro.interrupted = a.interrupted;
+  std::unique_ptr<Renderer> r;
+  if (json || a.jsonl)
+    r = std::make_unique<JsonRenderer>(a, out, a.jsonl);
+  else
+    r = std::make_unique<TextRenderer>(a, out);
+  nlohmann::json head{{"schema", "leakref.profile/1"},
+                      {"core", source},
+                      {"profile", {{"name", p->name}, {"source", p->source}, {"format", p->format}}}};
+  // Set-up errors (a type the target lacks) come before any output.
+  struct Gate final : lr::ProfileSink {
+    lr::ProfileSink* inner;
+    std::function<void()> before_first;
+    void set_begin(const lr::ProfileSetSummary& s) override {
+      if (before_first) {
+        before_first();
+        before_first = nullptr;
+      }
+      inner->set_begin(s);
+    }
+    void object(const lr::ProfileObject& o) override { inner->object(o); }
+    void set_end(const lr::ProfileSetSummary& s) override { inner->set_end(s); }
+    bool stopped() const override { return inner->stopped(); }
+  } gate;
+  gate.inner = r.get();
+  bool opened = false;
+  gate.before_first = [&] {
+    opened = true;
+    if (a.jsonl) {
+      nlohmann::json h = head;
+      h["record"] = "profile";
+      out.print("{}\n", h.dump());
+    } else if (json) {
+      std::string t = head.dump();
+      t.pop_back();
+      out.print("{},\"sets\":[\n", t);
+    } else {
+      out.print("profile {} ({}) on {}\n\n", p->name, p->source, source);
+    }
+  };
+  auto res = lr::run_profile(prog, p.value(), ro, gate);
+  if (json && !a.jsonl && opened)
+    out.print("],\"warnings\":{}}}\n", nlohmann::json(pre_warnings).dump());
+  if (!json || a.jsonl) print_warnings_text(pre_warnings, err);
+  if (!res.ok()) return fail(res.error(), err);
+  bool findings = (want(a.fail_on, "flagged") && r->flagged) ||
+                  (want(a.fail_on, "violation") && r->violations) ||
+                  (want(a.fail_on, "error") && r->errors);
+  return findings ? kFindings : kOk;
+}
+
+int cmd_profile(const Common& c, const ProfileArgs& a) {
+  if (auto u = check_profile_args(a); !u.ok()) return fail(u.error());
+  auto prog = open_program(c);
+  if (!prog.ok()) return fail(prog.error());
+  std::fflush(stdout);
+  return run_and_render_profile(*prog.value(), a, c.json, false, c.core, prog.value()->warnings(),
+                                out_stdout(), out_stderr());
+}
+
+}  // namespace lrcli

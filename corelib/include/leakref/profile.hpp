@@ -1,0 +1,147 @@
+// Profiles: what a program or kernel subsystem *is*, as data a user can
+// write, read and share (TOML; see README "Profiles"). A profile declares
+// types (members required, optional or alternatives), object sets (walks,
+// possibly nested under another set's objects), refcounts, labels, holders
+// (what each holds one reference) and invariants (expressions of expr.hpp).
+// Loading checks a profile without a target; running binds it to a
+// program's DWARF and streams every object with its verdict to a sink.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "leakref/objects.hpp"
+#include "leakref/program.hpp"
+#include "leakref/result.hpp"
+#include "leakref/walkers.hpp"
+
+namespace lr {
+
+// The profile format this leakref reads (the `format` key). A profile with a
+// higher number is refused, naming both; additions that old readers could
+// ignore still bump it, since unknown keys are errors (typos must not pass).
+constexpr int kProfileFormat = 1;
+
+struct ProfileType {
+  std::string name;                   // the key in [types]
+  std::string c;                      // "struct ldlm_resource"
+  std::vector<std::string> require;   // members; "a|b" = one of them
+  std::vector<std::string> optional;  // members whose absence disables what uses them
+  std::map<std::string, std::string> fields;  // alias -> "a|b|c" (first present wins)
+  std::map<std::string, std::string> lists;   // list member -> "TYPE.link_member"
+};
+
+struct ProfileHolder {
+  std::string name;
+  std::string count;  // an expression on the object (references it holds)
+  std::string from;   // or: each object of set `from` ...
+  std::string field;  // ... whose pointer `field` points at the object holds one
+};
+
+struct ProfileInvariant {
+  std::string name;
+  std::string expr;  // must hold for every object of the set
+};
+
+struct ProfileSet {
+  std::string name;
+  std::string type;    // a [types] name, or a C type ("struct x")
+  std::string parent;  // walked once per object of this set ("" = from a symbol)
+  std::string head;    // SYMBOL/ADDR expression; with a parent: a member path of it
+  std::string link;    // list, hlist, next, array, pointer-array, tree, xarray
+  std::string member;  // the link member (list, hlist, next, tree)
+  std::string buckets;  // hash tables: a number, or an expression on the parent
+  std::string count;    // arrays: a number, or an expression on the parent / a symbol
+  std::string refcount;
+  std::string where;
+  std::string key;      // identity across snapshots (a member path)
+  std::vector<std::string> label;
+  std::vector<ProfileHolder> holders;
+  std::vector<ProfileInvariant> invariants;
+  uint64_t limit = 10'000'000;  // objects per walk
+};
+
+struct Profile {
+  int format = kProfileFormat;
+  std::string name, description;
+  std::string source;  // the file it came from (messages)
+  std::vector<std::string> match_executables, match_modules;
+  bool match_kernel = false;
+  std::vector<ProfileType> types;
+  std::vector<ProfileSet> sets;  // in an order where every dependency comes first
+};
+
+// Parses and checks a profile's text (no target needed): syntax, unknown
+// keys, references between sets and types, dependency cycles, expression
+// syntax. kBadFormat / kInvalidArgument with "SOURCE: what" in the message.
+Result<Profile> parse_profile(std::string_view text, const std::string& source);
+// Reads a regular file of at most 1 MiB (never blocks on a FIFO) and parses it.
+Result<Profile> load_profile(const std::string& path);
+// Finds a profile by name in `dirs` (NAME.toml) when `what` is not a path.
+Result<Profile> find_profile(const std::string& what, const std::vector<std::string>& dirs);
+
+// ---- running ------------------------------------------------------------------
+
+struct ProfileObject {
+  const ProfileSet* set = nullptr;
+  uint64_t addr = 0;
+  uint64_t parent = 0;  // the parent set's object it was found under (0: none)
+  bool has_refcount = false;
+  int64_t refcount = 0;
+  std::vector<FieldValue> labels;        // in set->label order
+  FieldValue key;                        // when set->key is given
+  std::vector<int64_t> holders;          // in set->holders order (active ones)
+  int64_t held = 0;                      // their sum
+  // "ok", "extra" (refcount above what holders explain), "missing" (below),
+  // "error" (something could not be evaluated), "" (not judged: no refcount
+  // or no holders)
+  std::string verdict;
+  std::vector<std::string> violations;   // invariant names that do not hold
+  std::string error;                     // with verdict "error"
+};
+
+struct ProfileSetSummary {
+  const ProfileSet* set = nullptr;
+  std::string type_name;  // resolved C type
+  std::string mode;       // the walk kind ("list", "hash:hlist", ...)
+  uint64_t walks = 0, objects = 0, matched = 0;
+  uint64_t flagged_extra = 0, flagged_missing = 0, errors = 0;
+  std::map<std::string, uint64_t> violations;  // invariant -> objects violating it
+  std::map<int64_t, uint64_t> histogram;
+  std::vector<std::string> active_holders;     // names, in ProfileObject::holders order
+  std::vector<std::string> notes;     // holders/invariants skipped (optional member absent)
+  std::vector<std::string> warnings;  // walks that stopped early, unreadable objects
+};
+
+class ProfileSink {
+ public:
+  virtual ~ProfileSink() = default;
+  virtual void set_begin(const ProfileSetSummary& s) { (void)s; }
+  virtual void object(const ProfileObject& o) = 0;
+  virtual void set_end(const ProfileSetSummary& s) = 0;
+  // True when the reader went away (a closed pipe): the run stops early.
+  virtual bool stopped() const { return false; }
+};
+
+struct ProfileRunOptions {
+  std::vector<std::string> only_sets;  // empty: every set (dependencies run anyway)
+  bool objects_of_dependencies = false;  // also stream objects of sets run only as dependencies
+  const std::atomic<bool>* interrupted = nullptr;
+};
+
+// Binds `p` to `prog` (types, members, expressions) and runs every set,
+// streaming objects to `sink`. Errors that make the profile unusable on this
+// target (a type or required member missing, an expression that does not
+// type-check) come before any output.
+Result<void> run_profile(Program& prog, const Profile& p, const ProfileRunOptions& opts,
+                         ProfileSink& sink);
+
+// Whether `p` is meant for `prog` (its executable, a module it maps); ""
+// when it is, else why not.
+std::string profile_mismatch(const Program& prog, const Profile& p, bool is_kernel);
+
+}  // namespace lr

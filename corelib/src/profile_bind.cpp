@@ -1,0 +1,176 @@
+#include "profile_bind.hpp"
+
+#include <fmt/format.h>
+
+#include <cctype>
+
+namespace lr {
+
+namespace {
+
+std::vector<std::string> split_alternatives(const std::string& s) {
+  std::vector<std::string> out;
+  size_t b = 0;
+  for (;;) {
+    size_t e = s.find('|', b);
+    out.push_back(s.substr(b, e == std::string::npos ? std::string::npos : e - b));
+    if (e == std::string::npos) break;
+    b = e + 1;
+  }
+  return out;
+}
+
+bool plain_name(const std::string& s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+  return true;
+}
+
+}  // namespace
+
+ProfileBinder::ProfileBinder(Program& prog, const Profile& p) : prog_(prog), p_(p) {
+  alias_ = [this](const Type* t, std::string_view name) -> std::string {
+    auto it = by_type_.find(t ? t->strip() : nullptr);
+    if (it == by_type_.end()) return "";
+    auto a = it->second->alias.find(std::string(name));
+    return a == it->second->alias.end() ? "" : a->second;
+  };
+  element_ = [this](const Type* owner, std::string_view path) { return element(owner, path); };
+}
+
+Error ProfileBinder::fail(Errc c, const std::string& what) const {
+  return make_error(c, fmt::format("profile {} ({}): {}", p_.name, p_.source, what));
+}
+
+Result<BoundType*> ProfileBinder::bind(const std::string& name) {
+  auto it = bound_.find(name);
+  if (it != bound_.end()) return &it->second;
+  BoundType bt;
+  for (const auto& t : p_.types)
+    if (t.name == name) bt.decl = &t;
+  bt.c = bt.decl ? bt.decl->c : name;
+  auto t = prog_.types().find(bt.c);
+  if (!t.ok())
+    return fail(t.error().code,
+                bt.decl ? fmt::format("types.{}: {}", name, t.error().message)
+                        : fmt::format("'{}' is neither a [types] name nor a type of the target: {}",
+                                      name, t.error().message));
+  bt.type = t.value();
+  const Type* s = bt.type->strip();
+  if (!s || !s->is_aggregate() || !s->size)
+    return fail(Errc::kInvalidArgument,
+                fmt::format("{} is {}, not a defined struct or union", bt.c, bt.type->display()));
+  BoundType& ref = bound_[name] = std::move(bt);
+  by_type_[s] = &ref;
+  LR_TRY(require(ref));
+  return &ref;
+}
+
+// Required members (one alternative must exist), optional ones, and the
+// `fields` aliases: every alternative name maps to the member present, so an
+// expression written with any of them works on every version.
+Result<void> ProfileBinder::require(BoundType& bt) {
+  if (!bt.decl) return {};
+  const Type* t = bt.type;
+  auto present = [&](const std::string& m) { return resolve_path(t, m).ok(); };
+  auto choose = [&](const std::string& alts, std::string* chosen) {
+    for (const auto& a : split_alternatives(alts))
+      if (present(a)) {
+        *chosen = a;
+        return true;
+      }
+    return false;
+  };
+  auto map_alternatives = [&](const std::string& alts, const std::string& chosen) {
+    for (const auto& a : split_alternatives(alts))
+      if (plain_name(a) && a != chosen) bt.alias[a] = chosen;
+  };
+  for (const auto& r : bt.decl->require) {
+    std::string chosen;
+    if (!choose(r, &chosen))
+      return fail(Errc::kNotFound,
+                  fmt::format("types.{}: {} has no member {} (required{})", bt.decl->name,
+                              t->display(), r, r.find('|') != std::string::npos ? "; any one of them" : ""));
+    map_alternatives(r, chosen);
+  }
+  for (const auto& o : bt.decl->optional) {
+    std::string chosen;
+    if (choose(o, &chosen))
+      map_alternatives(o, chosen);
+    else
+      for (const auto& a : split_alternatives(o)) bt.missing.insert(a);
+  }
+  for (const auto& [name, alts] : bt.decl->fields) {
+    for (const auto& a : split_alternatives(alts))
+      if (!plain_name(a))
+        return fail(Errc::kInvalidArgument,
+                    fmt::format("types.{}.fields.{}: '{}' is not a member name", bt.decl->name,
+                                name, a));
+    std::string chosen;
+    if (choose(alts, &chosen)) {
+      if (name != chosen) bt.alias[name] = chosen;
+      map_alternatives(alts, chosen);
+      continue;
+    }
+    bool optional = false;
+    for (const auto& o : bt.decl->optional) optional |= o == name;
+    if (!optional)
+      return fail(Errc::kNotFound, fmt::format("types.{}.fields.{}: {} has none of the members {}",
+                                               bt.decl->name, name, t->display(), alts));
+    bt.missing.insert(name);
+  }
+  return {};
+}
+
+Result<ListElement> ProfileBinder::element(const Type* owner, std::string_view path) {
+  auto it = by_type_.find(owner ? owner->strip() : nullptr);
+  const ProfileType* decl = it == by_type_.end() ? nullptr : it->second->decl;
+  auto li = decl ? decl->lists.find(std::string(path)) : decltype(decl->lists.end()){};
+  if (!decl || li == decl->lists.end())
+    return fail(Errc::kNotFound,
+                fmt::format("the entries of {}.{} have no declared type (add it to "
+                            "[types.NAME.lists])",
+                            owner ? owner->display() : "?", path));
+  const std::string& spec = li->second;
+  size_t dot = spec.find('.');
+  LR_ASSIGN(BoundType * et, bind(spec.substr(0, dot)));
+  LR_ASSIGN(FieldSpec link, make_field_spec(et->type, spec.substr(dot + 1), false, &alias_));
+  const Type* lt = link.type ? link.type->strip() : nullptr;
+  if (link.hops.size() != 1 || !lt || (lt->name != "list_head" && lt->name != "hlist_node"))
+    return fail(Errc::kInvalidArgument,
+                fmt::format("types.{}.lists.{}: {} is {}, not a list_head or hlist_node inside "
+                            "the entry", decl->name, path, spec.substr(dot + 1),
+                            link.type ? link.type->display() : "unknown"));
+  return ListElement{et->type, link.hops[0].offset};
+}
+
+ExprScope ProfileBinder::scope(const BoundType* bt, const std::string& what) const {
+  ExprScope sc;
+  sc.type = bt->type;
+  sc.alias = alias_;
+  sc.element = element_;
+  sc.what = what;
+  return sc;
+}
+
+std::string ProfileBinder::uses_missing(const std::string& text) const {
+  size_t i = 0;
+  while (i < text.size()) {
+    if (std::isalpha(static_cast<unsigned char>(text[i])) || text[i] == '_') {
+      size_t b = i;
+      while (i < text.size() && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_')) ++i;
+      std::string tok = text.substr(b, i - b);
+      for (const auto& [n, bt] : bound_)
+        if (bt.missing.count(tok)) return tok;
+    } else if (text[i] == '"') {
+      size_t q = text.find('"', i + 1);
+      i = q == std::string::npos ? text.size() : q + 1;
+    } else {
+      ++i;
+    }
+  }
+  return "";
+}
+
+}  // namespace lr

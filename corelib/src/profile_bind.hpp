@@ -1,0 +1,50 @@
+// Binding a profile's names to a target's DWARF: declared types, member
+// alternatives and optional members, list element types. Shared by the
+// profile runner's phases.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
+
+#include "leakref/expr.hpp"
+#include "leakref/profile.hpp"
+
+namespace lr {
+
+struct BoundType {
+  const ProfileType* decl = nullptr;  // null: a C type named directly by a set
+  std::string c;                      // the C type's name
+  const Type* type = nullptr;
+  std::map<std::string, std::string> alias;  // name -> the member present
+  std::set<std::string> missing;             // optional members the target lacks
+};
+
+class ProfileBinder {
+ public:
+  ProfileBinder(Program& prog, const Profile& p);
+  // The bound type of a [types] name or a C type; kNotFound names what the
+  // target lacks (a type, or every alternative of a required member).
+  Result<BoundType*> bind(const std::string& name);
+  // The scope expressions of `bt` compile in (aliases, list element types).
+  ExprScope scope(const BoundType* bt, const std::string& what) const;
+  const MemberAlias& alias() const { return alias_; }
+  // The optional member (of any bound type) that `text` names and the target
+  // lacks, or "": what uses it is skipped with a note instead of failing.
+  std::string uses_missing(const std::string& text) const;
+
+ private:
+  Error fail(Errc c, const std::string& what) const;
+  Result<void> require(BoundType& bt);
+  Result<ListElement> element(const Type* owner, std::string_view path);
+
+  Program& prog_;
+  const Profile& p_;
+  std::map<std::string, BoundType> bound_;
+  std::unordered_map<const Type*, BoundType*> by_type_;
+  MemberAlias alias_;
+  std::function<Result<ListElement>(const Type*, std::string_view)> element_;
+};
+
+}  // namespace lr

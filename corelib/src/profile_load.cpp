@@ -1,0 +1,364 @@
+// Profile files: TOML through toml++, checked strictly (unknown keys are
+// errors: a typo must not silently disable a holder or an invariant).
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <functional>
+#include <set>
+#include <toml++/toml.h>
+
+#include "leakref/expr.hpp"
+#include "leakref/profile.hpp"
+
+namespace lr {
+
+namespace {
+
+constexpr size_t kMaxProfileBytes = 1 << 20;
+constexpr size_t kMaxSets = 1000, kMaxPerSet = 200, kMaxTypes = 1000;
+
+const std::set<std::string> kLinks = {"list", "hlist", "next", "array", "pointer-array", "tree",
+                                      "xarray"};
+
+struct Loader {
+  std::string src;
+
+  Error bad(const std::string& where, const std::string& what) {
+    return make_error(Errc::kBadFormat, fmt::format("{}: {}: {}", src, where, what));
+  }
+
+  Result<void> only_keys(const toml::table& t, const std::string& where,
+                         std::initializer_list<const char*> allowed) {
+    for (const auto& [k, v] : t) {
+      (void)v;
+      bool ok = false;
+      std::vector<std::string> names;
+      for (const char* a : allowed) {
+        names.push_back(a);
+        ok |= k.str() == a;
+      }
+      if (!ok) {
+        std::string near = closest_name(k.str(), names);
+        return bad(where, fmt::format("unknown key '{}'{}", k.str(),
+                                      near.empty() ? "" : "; did you mean '" + near + "'?"));
+      }
+    }
+    return {};
+  }
+
+  // A string key (numbers are accepted where a count is meant).
+  Result<std::string> str(const toml::table& t, const char* key, const std::string& where,
+                          bool required, bool number_ok = false) {
+    const toml::node* n = t.get(key);
+    if (!n) {
+      if (required) return bad(where, fmt::format("'{}' is required", key));
+      return std::string();
+    }
+    if (auto s = n->value<std::string>()) {
+      if (s->size() > 4096) return bad(where, fmt::format("'{}' is too long", key));
+      return *s;
+    }
+    if (number_ok)
+      if (auto i = n->value<int64_t>()) {
+        if (*i < 0) return bad(where, fmt::format("'{}' is negative", key));
+        return std::to_string(*i);
+      }
+    return bad(where, fmt::format("'{}' must be a {}", key, number_ok ? "string or number" : "string"));
+  }
+
+  Result<std::vector<std::string>> strs(const toml::table& t, const char* key,
+                                        const std::string& where) {
+    std::vector<std::string> out;
+    const toml::node* n = t.get(key);
+    if (!n) return out;
+    if (auto s = n->value<std::string>()) {
+      out.push_back(*s);
+      return out;
+    }
+    const toml::array* a = n->as_array();
+    if (!a) return bad(where, fmt::format("'{}' must be a string or an array of strings", key));
+    if (a->size() > kMaxPerSet) return bad(where, fmt::format("'{}' has too many entries", key));
+    for (const auto& e : *a) {
+      auto s = e.value<std::string>();
+      if (!s) return bad(where, fmt::format("'{}' must hold strings", key));
+      out.push_back(*s);
+    }
+    return out;
+  }
+
+  Result<std::map<std::string, std::string>> str_map(const toml::table& t, const char* key,
+                                                     const std::string& where) {
+    std::map<std::string, std::string> out;
+    const toml::node* n = t.get(key);
+    if (!n) return out;
+    const toml::table* m = n->as_table();
+    if (!m) return bad(where, fmt::format("'{}' must be a table of strings", key));
+    for (const auto& [k, v] : *m) {
+      auto s = v.value<std::string>();
+      if (!s) return bad(where + "." + key, fmt::format("'{}' must be a string", k.str()));
+      out[std::string(k.str())] = *s;
+    }
+    return out;
+  }
+
+  // Each element of array-of-tables `key` (a single table is accepted too).
+  Result<std::vector<const toml::table*>> tables(const toml::table& t, const char* key,
+                                                 const std::string& where) {
+    std::vector<const toml::table*> out;
+    const toml::node* n = t.get(key);
+    if (!n) return out;
+    if (const toml::table* one = n->as_table()) {
+      out.push_back(one);
+      return out;
+    }
+    const toml::array* a = n->as_array();
+    if (!a) return bad(where, fmt::format("'{}' must be a table or [[{}]] tables", key, key));
+    if (a->size() > kMaxSets) return bad(where, fmt::format("too many '{}' entries", key));
+    for (const auto& e : *a) {
+      const toml::table* et = e.as_table();
+      if (!et) return bad(where, fmt::format("'{}' must hold tables", key));
+      out.push_back(et);
+    }
+    return out;
+  }
+
+  Result<void> expr(const std::string& text, const std::string& where) {
+    auto r = Expr::check_syntax(text);
+    if (!r.ok()) return bad(where, r.error().message);
+    return {};
+  }
+
+  Result<ProfileType> type(const std::string& name, const toml::table& t) {
+    std::string w = "types." + name;
+    LR_TRY(only_keys(t, w, {"c", "require", "optional", "fields", "lists"}));
+    ProfileType pt;
+    pt.name = name;
+    LR_ASSIGN(pt.c, str(t, "c", w, true));
+    LR_ASSIGN(pt.require, strs(t, "require", w));
+    LR_ASSIGN(pt.optional, strs(t, "optional", w));
+    LR_ASSIGN(pt.fields, str_map(t, "fields", w));
+    LR_ASSIGN(pt.lists, str_map(t, "lists", w));
+    for (const auto& [m, el] : pt.lists)
+      if (el.find('.') == std::string::npos)
+        return bad(w + ".lists." + m, "must be \"TYPE.link_member\" (the entries' type and link)");
+    return pt;
+  }
+
+  Result<ProfileSet> set(const toml::table& t, size_t idx) {
+    std::string w = fmt::format("set[{}]", idx);
+    LR_TRY(only_keys(t, w, {"name", "type", "parent", "head", "link", "member", "buckets",
+                            "count", "refcount", "where", "key", "label", "holder", "invariant",
+                            "limit"}));
+    ProfileSet s;
+    LR_ASSIGN(s.name, str(t, "name", w, true));
+    w = "set '" + s.name + "'";
+    LR_ASSIGN(s.type, str(t, "type", w, true));
+    LR_ASSIGN(s.parent, str(t, "parent", w, false));
+    LR_ASSIGN(s.head, str(t, "head", w, true));
+    LR_ASSIGN(s.link, str(t, "link", w, true));
+    LR_ASSIGN(s.member, str(t, "member", w, false));
+    LR_ASSIGN(s.buckets, str(t, "buckets", w, false, true));
+    LR_ASSIGN(s.count, str(t, "count", w, false, true));
+    LR_ASSIGN(s.refcount, str(t, "refcount", w, false));
+    LR_ASSIGN(s.where, str(t, "where", w, false));
+    LR_ASSIGN(s.key, str(t, "key", w, false));
+    LR_ASSIGN(s.label, strs(t, "label", w));
+    if (const toml::node* l = t.get("limit")) {
+      auto v = l->value<int64_t>();
+      if (!v || *v <= 0 || *v > 1'000'000'000) return bad(w, "'limit' must be 1..1000000000");
+      s.limit = static_cast<uint64_t>(*v);
+    }
+    if (!kLinks.count(s.link))
+      return bad(w, fmt::format("link '{}' is not one of list, hlist, next, array, "
+                                "pointer-array, tree, xarray", s.link));
+    bool needs_member = s.link == "list" || s.link == "hlist" || s.link == "next" || s.link == "tree";
+    if (needs_member && s.member.empty())
+      return bad(w, fmt::format("link '{}' needs 'member' (the link inside each object)", s.link));
+    if (!needs_member && !s.member.empty())
+      return bad(w, fmt::format("link '{}' takes no 'member'", s.link));
+    if (!s.where.empty()) LR_TRY(expr(s.where, w + ".where"));
+    LR_ASSIGN(auto hs, tables(t, "holder", w));
+    if (hs.size() > kMaxPerSet) return bad(w, "too many holders");
+    for (const toml::table* h : hs) {
+      std::string hw = w + ".holder";
+      LR_TRY(only_keys(*h, hw, {"name", "count", "from", "field"}));
+      ProfileHolder ph;
+      LR_ASSIGN(ph.name, str(*h, "name", hw, true));
+      hw += " '" + ph.name + "'";
+      LR_ASSIGN(ph.count, str(*h, "count", hw, false, true));
+      LR_ASSIGN(ph.from, str(*h, "from", hw, false));
+      LR_ASSIGN(ph.field, str(*h, "field", hw, false));
+      if (ph.count.empty() == ph.from.empty())
+        return bad(hw, "give either 'count' (an expression) or 'from' and 'field'");
+      if (!ph.from.empty() && ph.field.empty()) return bad(hw, "'from' needs 'field'");
+      if (!ph.count.empty()) LR_TRY(expr(ph.count, hw));
+      s.holders.push_back(std::move(ph));
+    }
+    LR_ASSIGN(auto is, tables(t, "invariant", w));
+    if (is.size() > kMaxPerSet) return bad(w, "too many invariants");
+    for (const toml::table* i : is) {
+      std::string iw = w + ".invariant";
+      LR_TRY(only_keys(*i, iw, {"name", "expr"}));
+      ProfileInvariant pi;
+      LR_ASSIGN(pi.name, str(*i, "name", iw, true));
+      LR_ASSIGN(pi.expr, str(*i, "expr", iw + " '" + pi.name + "'", true));
+      LR_TRY(expr(pi.expr, iw + " '" + pi.name + "'"));
+      s.invariants.push_back(std::move(pi));
+    }
+    return s;
+  }
+
+  // Orders sets so that parents and holder sources come first; refuses
+  // unknown names and cycles (naming the cycle).
+  Result<void> order(Profile& p) {
+    std::map<std::string, size_t> idx;
+    for (size_t i = 0; i < p.sets.size(); ++i)
+      if (!idx.emplace(p.sets[i].name, i).second)
+        return bad("set '" + p.sets[i].name + "'", "defined twice");
+    std::vector<std::vector<size_t>> deps(p.sets.size());
+    for (size_t i = 0; i < p.sets.size(); ++i) {
+      const ProfileSet& s = p.sets[i];
+      auto need = [&](const std::string& n, const char* what) -> Result<void> {
+        auto it = idx.find(n);
+        if (it == idx.end()) return bad("set '" + s.name + "'", fmt::format("{} '{}' is not a set", what, n));
+        deps[i].push_back(it->second);
+        return {};
+      };
+      if (!s.parent.empty()) LR_TRY(need(s.parent, "parent"));
+      for (const auto& h : s.holders)
+        if (!h.from.empty()) LR_TRY(need(h.from, "holder source"));
+    }
+    std::vector<int> state(p.sets.size(), 0);  // 0 new, 1 on the path, 2 done
+    std::vector<size_t> out, path;
+    std::function<Result<void>(size_t)> visit = [&](size_t i) -> Result<void> {
+      if (state[i] == 2) return {};
+      if (state[i] == 1) {
+        std::string cyc;
+        for (size_t k : path) cyc += p.sets[k].name + " -> ";
+        return bad("sets", "depend on each other in a cycle: " + cyc + p.sets[i].name);
+      }
+      state[i] = 1;
+      path.push_back(i);
+      for (size_t d : deps[i]) LR_TRY(visit(d));
+      path.pop_back();
+      state[i] = 2;
+      out.push_back(i);
+      return {};
+    };
+    for (size_t i = 0; i < p.sets.size(); ++i) LR_TRY(visit(i));
+    std::vector<ProfileSet> sorted;
+    for (size_t i : out) sorted.push_back(std::move(p.sets[i]));
+    p.sets = std::move(sorted);
+    return {};
+  }
+
+  Result<Profile> profile(const toml::table& root) {
+    LR_TRY(only_keys(root, "profile", {"format", "name", "description", "match", "types", "set"}));
+    Profile p;
+    p.source = src;
+    const toml::node* f = root.get("format");
+    auto fv = f ? f->value<int64_t>() : std::nullopt;
+    if (!fv) return bad("format", "'format = 1' is required (the profile format version)");
+    if (*fv > kProfileFormat || *fv < 1)
+      return make_error(Errc::kUnsupported,
+                        fmt::format("{}: profile format {} is not one this leakref reads (it reads "
+                                    "format {})", src, *fv, kProfileFormat));
+    p.format = static_cast<int>(*fv);
+    LR_ASSIGN(p.name, str(root, "name", "profile", true));
+    LR_ASSIGN(p.description, str(root, "description", "profile", false));
+    if (const toml::node* m = root.get("match")) {
+      const toml::table* mt = m->as_table();
+      if (!mt) return bad("match", "must be a table");
+      LR_TRY(only_keys(*mt, "match", {"executable", "module", "kernel"}));
+      LR_ASSIGN(p.match_executables, strs(*mt, "executable", "match"));
+      LR_ASSIGN(p.match_modules, strs(*mt, "module", "match"));
+      if (const toml::node* k = mt->get("kernel")) {
+        auto b = k->value<bool>();
+        if (!b) return bad("match", "'kernel' must be true or false");
+        p.match_kernel = *b;
+      }
+    }
+    if (const toml::node* tn = root.get("types")) {
+      const toml::table* tt = tn->as_table();
+      if (!tt) return bad("types", "must be a table of [types.NAME] tables");
+      if (tt->size() > kMaxTypes) return bad("types", "too many types");
+      for (const auto& [k, v] : *tt) {
+        const toml::table* one = v.as_table();
+        if (!one) return bad("types." + std::string(k.str()), "must be a table");
+        LR_ASSIGN(auto t, type(std::string(k.str()), *one));
+        p.types.push_back(std::move(t));
+      }
+    }
+    LR_ASSIGN(auto sets, tables(root, "set", "profile"));
+    if (sets.empty()) return bad("profile", "declares no [[set]]");
+    for (size_t i = 0; i < sets.size(); ++i) {
+      LR_ASSIGN(auto s, set(*sets[i], i));
+      p.sets.push_back(std::move(s));
+    }
+    LR_TRY(order(p));
+    return p;
+  }
+};
+
+}  // namespace
+
+Result<Profile> parse_profile(std::string_view text, const std::string& source) {
+  if (text.size() > kMaxProfileBytes)
+    return make_error(Errc::kBadFormat, source + ": larger than 1 MiB; not a profile");
+  Loader l{source};
+  try {
+    toml::table root = toml::parse(text, source);
+    return l.profile(root);
+  } catch (const toml::parse_error& e) {
+    return make_error(Errc::kBadFormat, fmt::format("{}:{}:{}: {}", source, e.source().begin.line,
+                                                    e.source().begin.column, e.description()));
+  } catch (const std::exception& e) {
+    return make_error(Errc::kBadFormat, fmt::format("{}: {}", source, e.what()));
+  }
+}
+
+Result<Profile> load_profile(const std::string& path) {
+  // O_NONBLOCK: a FIFO must not block the open; only regular files are read.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
+    return make_error(Errc::kIo, fmt::format("{}: cannot open profile: {}", path, std::strerror(errno)));
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return make_error(Errc::kIo, path + ": not a regular file");
+  }
+  if (static_cast<uint64_t>(st.st_size) > kMaxProfileBytes) {
+    ::close(fd);
+    return make_error(Errc::kBadFormat, path + ": larger than 1 MiB; not a profile");
+  }
+  std::string text(static_cast<size_t>(st.st_size), '\0');
+  size_t got = 0;
+  while (got < text.size()) {
+    ssize_t n = ::read(fd, text.data() + got, text.size() - got);
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  text.resize(got);
+  return parse_profile(text, path);
+}
+
+Result<Profile> find_profile(const std::string& what, const std::vector<std::string>& dirs) {
+  if (what.find('/') != std::string::npos || (what.size() > 5 && what.ends_with(".toml")))
+    return load_profile(what);
+  std::string looked;
+  for (const auto& d : dirs) {
+    std::string p = d + "/" + what + ".toml";
+    if (::access(p.c_str(), R_OK) == 0) return load_profile(p);
+    looked += (looked.empty() ? "" : ", ") + d;
+  }
+  return make_error(Errc::kNotFound,
+                    fmt::format("no profile '{}' (looked for {}.toml in: {})", what, what,
+                                looked.empty() ? "no directories" : looked));
+}
+
+}  // namespace lr

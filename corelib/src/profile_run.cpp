@@ -1,0 +1,489 @@
+// Running a profile: every set is compiled against the target first (so a
+// profile that does not fit fails before any output), then walked in
+// dependency order; each object is judged as it is found and streamed.
+#include <fmt/format.h>
+
+#include <unordered_map>
+
+#include "leakref/filter.hpp"
+#include "leakref/walkspec.hpp"
+#include "profile_bind.hpp"
+
+namespace lr {
+
+namespace {
+
+constexpr uint64_t kMaxBuckets = 1ull << 28;
+constexpr uint64_t kMaxCount = 1ull << 32;
+
+// A number written in the profile, or an expression on the parent object.
+struct Amount {
+  bool literal = false;
+  uint64_t value = 0;
+  std::string symbol;          // top-level sets: a variable holding it
+  std::unique_ptr<Expr> expr;  // nested sets: evaluated on the parent
+};
+
+struct Holder {
+  std::string name;
+  std::unique_ptr<Expr> count;
+  const std::unordered_map<uint64_t, int64_t>* inbound = nullptr;  // from another set
+};
+
+struct Outbound {  // this set's pointers that hold references in another set
+  FieldSpec field;
+  std::unordered_map<uint64_t, int64_t>* counts;
+};
+
+struct CompiledSet {
+  const ProfileSet* decl = nullptr;
+  BoundType* type = nullptr;
+  CompiledSet* parent = nullptr;
+  FieldSpec head_field;  // nested: the head inside the parent object
+  bool head_deref = false;
+  Amount buckets, count;
+  WalkSpec::Link link = WalkSpec::Link::kNone;
+  FieldSpec rc;
+  bool has_rc = false;
+  std::unique_ptr<Expr> where;
+  std::vector<FieldSpec> labels;
+  FieldSpec key;
+  bool has_key = false;
+  std::vector<Holder> holders;
+  std::vector<std::pair<std::string, std::unique_ptr<Expr>>> invariants;
+  std::vector<Outbound> outbound;
+  std::vector<uint64_t> objects;  // kept when another set nests under this one
+  bool keep_objects = false;
+  bool stream = true;
+  ProfileSetSummary sum;
+};
+
+WalkSpec::Link link_of(const std::string& l) {
+  if (l == "list") return WalkSpec::Link::kList;
+  if (l == "hlist") return WalkSpec::Link::kHlist;
+  if (l == "next") return WalkSpec::Link::kNext;
+  if (l == "array") return WalkSpec::Link::kArray;
+  if (l == "pointer-array") return WalkSpec::Link::kPointerArray;
+  if (l == "tree") return WalkSpec::Link::kTree;
+  return WalkSpec::Link::kXarray;
+}
+
+class Runner {
+ public:
+  Runner(Program& prog, const Profile& p, const ProfileRunOptions& o, ProfileSink& sink)
+      : prog_(prog), p_(p), opts_(o), sink_(sink), bind_(prog, p) {}
+
+  Result<void> run() {
+    sets_.resize(p_.sets.size());
+    for (size_t i = 0; i < p_.sets.size(); ++i) LR_TRY(compile(i));
+    mark_wanted();
+    for (auto& s : sets_) {
+      if (!s.stream && !s.keep_objects && !feeds_other(s)) continue;
+      LR_TRY(walk_set(s));
+      if (sink_.stopped()) break;
+    }
+    return {};
+  }
+
+ private:
+  Error fail(Errc c, const ProfileSet& s, const std::string& what) {
+    return make_error(c, fmt::format("profile {} ({}): set '{}': {}", p_.name, p_.source, s.name, what));
+  }
+  CompiledSet* by_name(const std::string& n) {
+    for (size_t i = 0; i < p_.sets.size(); ++i)
+      if (p_.sets[i].name == n) return &sets_[i];
+    return nullptr;
+  }
+  bool feeds_other(const CompiledSet& s) const { return !s.outbound.empty(); }
+
+  // Only the sets asked for are streamed; what they depend on runs quietly.
+  void mark_wanted() {
+    if (opts_.only_sets.empty()) return;
+    for (auto& s : sets_) {
+      bool want = false;
+      for (const auto& n : opts_.only_sets) want |= n == s.decl->name;
+      s.stream = want || opts_.objects_of_dependencies;
+    }
+  }
+
+  Result<std::unique_ptr<Expr>> compile_expr(const CompiledSet& s, const std::string& text,
+                                             const std::string& what,
+                                             const std::vector<std::string>& vars = {}) {
+    ExprScope sc = bind_.scope(s.type, what);
+    sc.refcount = s.has_rc ? &s.rc : nullptr;
+    sc.vars = vars;
+    auto e = Expr::compile(text, sc);
+    if (!e.ok()) return fail(e.error().code, *s.decl, e.error().message);
+    return e;
+  }
+
+  Result<void> amount(CompiledSet& s, const std::string& text, const char* what, Amount* a) {
+    if (text.empty()) return {};
+    if (parse_u64(text, &a->value)) {
+      a->literal = true;
+      return {};
+    }
+    if (!s.parent) {
+      a->symbol = text;
+      return {};
+    }
+    ExprScope sc = bind_.scope(s.parent->type, std::string(what));
+    auto e = Expr::compile(text, sc);
+    if (!e.ok()) return fail(e.error().code, *s.decl, e.error().message);
+    a->expr = std::move(e).value();
+    return {};
+  }
+
+  Result<void> compile_head(CompiledSet& s) {
+    const ProfileSet& d = *s.decl;
+    if (!s.parent) return {};
+    auto hf = make_field_spec(s.parent->type->type, d.head, false, &bind_.alias());
+    if (!hf.ok()) return fail(hf.error().code, d, "head: " + hf.error().message);
+    s.head_field = std::move(hf).value();
+    const Type* ht = s.head_field.type ? s.head_field.type->strip() : nullptr;
+    // A pointer to the list head or array is followed; next/tree/xarray
+    // walks read a pointer head themselves.
+    bool self_deref = s.link == WalkSpec::Link::kNext || s.link == WalkSpec::Link::kTree ||
+                      s.link == WalkSpec::Link::kXarray;
+    s.head_deref = ht && ht->kind == TypeKind::kPointer && !self_deref;
+    return {};
+  }
+
+  Result<void> compile(size_t i) {
+    CompiledSet& s = sets_[i];
+    const ProfileSet& d = p_.sets[i];
+    s.decl = &d;
+    s.link = link_of(d.link);
+    if (!d.parent.empty()) {
+      s.parent = by_name(d.parent);
+      s.parent->keep_objects = true;
+    }
+    auto bt = bind_.bind(d.type);
+    if (!bt.ok()) return std::move(bt).error();
+    s.type = bt.value();
+    s.sum.set = &d;
+    s.sum.type_name = s.type->type->display();
+    LR_TRY(compile_head(s));
+    LR_TRY(amount(s, d.buckets, "buckets", &s.buckets));
+    LR_TRY(amount(s, d.count, "count", &s.count));
+    if (!d.refcount.empty()) {
+      auto rc = make_field_spec(s.type->type, d.refcount, true, &bind_.alias());
+      if (!rc.ok()) return fail(rc.error().code, d, "refcount: " + rc.error().message);
+      s.rc = std::move(rc).value();
+      s.has_rc = true;
+    }
+    if (!d.where.empty()) {
+      LR_ASSIGN(s.where, compile_expr(s, d.where, "where"));
+    }
+    for (const auto& l : d.label) {
+      auto f = make_field_spec(s.type->type, l, false, &bind_.alias());
+      if (!f.ok()) return fail(f.error().code, d, "label: " + f.error().message);
+      s.labels.push_back(std::move(f).value());
+    }
+    if (!d.key.empty()) {
+      auto f = make_field_spec(s.type->type, d.key, false, &bind_.alias());
+      if (!f.ok()) return fail(f.error().code, d, "key: " + f.error().message);
+      s.key = std::move(f).value();
+      s.has_key = true;
+    }
+    return compile_rules(s);
+  }
+
+  // Holders and invariants; those naming an optional member the target
+  // lacks are skipped with a note (the rest of the set still runs).
+  Result<void> compile_rules(CompiledSet& s) {
+    const ProfileSet& d = *s.decl;
+    for (const auto& h : d.holders) {
+      std::string miss = bind_.uses_missing(h.count + " " + h.field);
+      if (!miss.empty()) {
+        s.sum.notes.push_back(fmt::format("holder '{}' skipped: the target has no {} (optional)", h.name, miss));
+        continue;
+      }
+      Holder ch;
+      ch.name = h.name;
+      if (!h.count.empty()) {
+        LR_ASSIGN(ch.count, compile_expr(s, h.count, "holder '" + h.name + "'"));
+      } else {
+        CompiledSet* src = by_name(h.from);
+        auto f = make_field_spec(src->type->type, h.field, false, &bind_.alias());
+        if (!f.ok()) return fail(f.error().code, d, "holder '" + h.name + "': " + f.error().message);
+        const Type* ft = f->type ? f->type->strip() : nullptr;
+        if (!ft || ft->kind != TypeKind::kPointer)
+          return fail(Errc::kInvalidArgument, d,
+                      fmt::format("holder '{}': {}.{} is {}, not a pointer", h.name, h.from, h.field,
+                                  f->type ? f->type->display() : "unknown"));
+        inbound_.push_back(std::make_unique<std::unordered_map<uint64_t, int64_t>>());
+        ch.inbound = inbound_.back().get();
+        src->outbound.push_back({std::move(f).value(), inbound_.back().get()});
+      }
+      s.sum.active_holders.push_back(h.name);
+      s.holders.push_back(std::move(ch));
+    }
+    std::vector<std::string> vars = s.sum.active_holders;
+    vars.push_back("held");
+    for (const auto& inv : d.invariants) {
+      std::string miss = bind_.uses_missing(inv.expr);
+      if (!miss.empty()) {
+        s.sum.notes.push_back(fmt::format("invariant '{}' skipped: the target has no {} (optional)", inv.name, miss));
+        continue;
+      }
+      LR_ASSIGN(auto e, compile_expr(s, inv.expr, "invariant '" + inv.name + "'", vars));
+      s.invariants.emplace_back(inv.name, std::move(e));
+    }
+    return {};
+  }
+
+  Result<uint64_t> amount_value(const CompiledSet& s, const Amount& a, uint64_t parent,
+                                const uint8_t* pbytes) {
+    if (a.literal) return a.value;
+    if (!a.symbol.empty()) {
+      LR_ASSIGN(Variable v, prog_.resolve(a.symbol));
+      const Type* t = v.type ? v.type->strip() : nullptr;
+      if (!t || !t->is_integer_like() || t->kind == TypeKind::kPointer || t->size > 8)
+        return make_error(Errc::kInvalidArgument, fmt::format("'{}' is not an integer variable", a.symbol));
+      uint64_t raw = 0;
+      LR_TRY(prog_.mem().read(v.addr, &raw, t->size));
+      return raw;
+    }
+    ExprValue v = a.expr->eval(prog_.mem(), pbytes, parent);
+    if (v.kind != ExprValue::Kind::kInt || v.i < 0)
+      return make_error(Errc::kBadFormat, v.kind == ExprValue::Kind::kError ? v.s : "not a count");
+    (void)s;
+    return static_cast<uint64_t>(v.i);
+  }
+
+  // The walk's head for one parent object (or the set's symbol).
+  Result<Variable> head_for(const CompiledSet& s, uint64_t parent, const uint8_t* pbytes) {
+    if (!s.parent) return prog_.resolve(s.decl->head);
+    std::vector<uint8_t> scratch;
+    Variable v;
+    v.name = fmt::format("{:#x}->{}", parent, s.decl->head);
+    // The field's address: the hops before the last are pointers to follow.
+    uint64_t base = parent;
+    const uint8_t* cur = pbytes;
+    for (size_t i = 0; i + 1 < s.head_field.hops.size(); ++i) {
+      uint64_t next = load_uint(cur + s.head_field.hops[i].offset, 8);
+      const Type* pt = s.head_field.hops[i].type->strip();
+      size_t need = pt->target && pt->target->strip()->size ? pt->target->strip()->size : 8;
+      if (!next || !(cur = object_bytes(prog_.mem(), next, need, scratch)))
+        return make_error(Errc::kFault, fmt::format("{}: {:#x} not readable", v.name, next));
+      base = next;
+    }
+    const FieldLoc& last = s.head_field.hops.back();
+    v.addr = base + last.offset;
+    v.type = last.type;
+    if (s.head_deref) {
+      v.addr = load_uint(cur + last.offset, 8);
+      v.type = last.type->strip()->target;
+    }
+    return v;
+  }
+
+  Result<void> walk_set(CompiledSet& s) {
+    sink_.set_begin(s.sum);
+    if (!s.parent) {
+      LR_TRY(walk_one(s, 0, nullptr));
+    } else {
+      std::vector<uint8_t> scratch;
+      const uint64_t psize = s.parent->type->type->strip()->size;
+      for (uint64_t pa : s.parent->objects) {
+        if (sink_.stopped()) break;
+        const uint8_t* pb = object_bytes(prog_.mem(), pa, psize, scratch);
+        if (!pb) {
+          s.sum.warnings.push_back(fmt::format("parent {:#x} not readable", pa));
+          continue;
+        }
+        std::vector<uint8_t> pcopy(pb, pb + psize);  // the walk may reuse `scratch`
+        LR_TRY(walk_one(s, pa, pcopy.data()));
+      }
+    }
+    sink_.set_end(s.sum);
+    return {};
+  }
+
+  Result<void> walk_one(CompiledSet& s, uint64_t parent, const uint8_t* pbytes) {
+    if (opts_.interrupted && opts_.interrupted->load()) return make_error(Errc::kInterrupted, "interrupted");
+    auto where_of = [&](const std::string& what) {
+      return parent ? fmt::format("under {:#x}: {}", parent, what) : what;
+    };
+    auto head = head_for(s, parent, pbytes);
+    if (!head.ok()) {
+      if (!parent) return fail(head.error().code, *s.decl, "head: " + head.error().message);
+      s.sum.warnings.push_back(where_of(head.error().message));
+      return {};
+    }
+    WalkSpec ws;
+    ws.type = s.type->c;
+    ws.head = s.decl->head;
+    ws.head_var = &head.value();
+    ws.link = s.link;
+    ws.member = s.decl->member;
+    ws.keep_values = false;
+    ws.limits.max_nodes = s.decl->limit;
+    ws.limits.interrupted = opts_.interrupted;
+    for (auto [a, out, cap, what] : {std::tuple{&s.buckets, &ws.buckets, kMaxBuckets, "buckets"},
+                                      std::tuple{&s.count, &ws.count, kMaxCount, "count"}}) {
+      if (!a->literal && a->symbol.empty() && !a->expr) continue;
+      auto v = amount_value(s, *a, parent, pbytes);
+      if (!v.ok() || v.value() > cap || v.value() == 0) {
+        std::string why = !v.ok() ? v.error().message : fmt::format("{} is implausible", v.value());
+        if (!parent) return fail(v.ok() ? Errc::kBadFormat : v.error().code, *s.decl, fmt::format("{}: {}", what, why));
+        s.sum.warnings.push_back(where_of(fmt::format("{}: {}; not walked", what, why)));
+        return {};
+      }
+      *out = v.value();
+    }
+    auto rep = run_walk(prog_, ws);
+    if (!rep.ok()) {
+      if (!parent || rep.error().code == Errc::kInvalidArgument)
+        return fail(rep.error().code, *s.decl, rep.error().message);
+      s.sum.warnings.push_back(where_of(rep.error().message));
+      return {};
+    }
+    ++s.sum.walks;
+    if (s.sum.mode.empty()) s.sum.mode = rep->mode;
+    const WalkResult& w = rep->walk;
+    if (!w.ok())
+      s.sum.warnings.push_back(where_of(fmt::format("walk from {} stopped: {} — {}", s.decl->head,
+                                                    walk_stop_name(w.stop), w.stop_detail)));
+    for (const auto& is : w.issues)
+      s.sum.warnings.push_back(where_of(fmt::format("{:#x}: {}", is.addr, is.what)));
+    judge_all(s, w.objects, parent);
+    return {};
+  }
+
+  void judge_all(CompiledSet& s, const std::vector<uint64_t>& objs, uint64_t parent) {
+    const uint64_t size = s.type->type->strip()->size;
+    std::vector<uint8_t> scratch;
+    std::vector<int64_t> vars(s.holders.size() + 1);
+    for (uint64_t a : objs) {
+      if (sink_.stopped()) return;
+      ++s.sum.objects;
+      const uint8_t* b = object_bytes(prog_.mem(), a, size, scratch);
+      if (!b) {
+        ++s.sum.errors;
+        if (s.sum.errors <= 20)
+          s.sum.warnings.push_back(fmt::format("object {:#x} not readable: {}", a, prog_.mem().why_unreadable(a)));
+        continue;
+      }
+      if (s.where) {
+        ExprValue wv = s.where->eval(prog_.mem(), b, a);
+        if (wv.kind == ExprValue::Kind::kError) {
+          ++s.sum.errors;
+          if (s.sum.errors <= 20) s.sum.warnings.push_back(fmt::format("{:#x}: where: {}", a, wv.s));
+          continue;
+        }
+        if (!wv.truthy()) continue;
+      }
+      ++s.sum.matched;
+      if (s.keep_objects) s.objects.push_back(a);
+      for (auto& ob : s.outbound) {
+        FieldValue v = eval_field(prog_.mem(), b, ob.field);
+        if (v.kind == FieldValue::Kind::kPointer && v.u) ++(*ob.counts)[v.u];
+      }
+      ProfileObject o;
+      judge(s, a, b, parent, vars, o);
+      if (s.stream) sink_.object(o);
+    }
+  }
+
+  void judge(CompiledSet& s, uint64_t a, const uint8_t* b, uint64_t parent,
+             std::vector<int64_t>& vars, ProfileObject& o) {
+    o.set = s.decl;
+    o.addr = a;
+    o.parent = parent;
+    if (s.has_rc) {
+      o.has_refcount = eval_field(prog_.mem(), b, s.rc).as_int(&o.refcount);
+      if (o.has_refcount) ++s.sum.histogram[o.refcount];
+    }
+    for (const auto& l : s.labels) o.labels.push_back(eval_field(prog_.mem(), b, l));
+    if (s.has_key) o.key = eval_field(prog_.mem(), b, s.key);
+    for (size_t i = 0; i < s.holders.size(); ++i) {
+      int64_t n = 0;
+      if (s.holders[i].count) {
+        ExprValue v = s.holders[i].count->eval(prog_.mem(), b, a);
+        if (v.kind != ExprValue::Kind::kInt) {
+          o.verdict = "error";
+          o.error = fmt::format("holder '{}': {}", s.holders[i].name, v.kind == ExprValue::Kind::kError ? v.s : "not a number");
+        }
+        n = v.i;
+      } else {
+        auto it = s.holders[i].inbound->find(a);
+        n = it == s.holders[i].inbound->end() ? 0 : it->second;
+      }
+      o.holders.push_back(n);
+      o.held += n;
+      vars[i] = n;
+    }
+    vars.back() = o.held;
+    if (o.verdict.empty() && o.has_refcount && !s.holders.empty())
+      o.verdict = o.refcount == o.held ? "ok" : o.refcount > o.held ? "extra" : "missing";
+    if (o.verdict == "extra") ++s.sum.flagged_extra;
+    if (o.verdict == "missing") ++s.sum.flagged_missing;
+    if (o.verdict == "error") ++s.sum.errors;
+    for (const auto& [name, e] : s.invariants) {
+      ExprValue v = e->eval(prog_.mem(), b, a, vars.data());
+      if (v.kind == ExprValue::Kind::kError) {
+        o.violations.push_back(name + " (not evaluated: " + v.s + ")");
+        ++s.sum.errors;
+      } else if (!v.truthy()) {
+        o.violations.push_back(name);
+        ++s.sum.violations[name];
+      }
+    }
+  }
+
+  Program& prog_;
+  const Profile& p_;
+  const ProfileRunOptions& opts_;
+  ProfileSink& sink_;
+  ProfileBinder bind_;
+  std::vector<CompiledSet> sets_;
+  std::vector<std::unique_ptr<std::unordered_map<uint64_t, int64_t>>> inbound_;
+};
+
+}  // namespace
+
+Result<void> run_profile(Program& prog, const Profile& p, const ProfileRunOptions& opts,
+                         ProfileSink& sink) {
+  for (const auto& n : opts.only_sets) {
+    bool found = false;
+    std::vector<std::string> names;
+    for (const auto& s : p.sets) {
+      found |= s.name == n;
+      names.push_back(s.name);
+    }
+    if (!found) {
+      std::string near = closest_name(n, names);
+      return make_error(Errc::kNotFound, fmt::format("profile {} has no set '{}'{}", p.name, n,
+                                                     near.empty() ? "" : "; did you mean '" + near + "'?"));
+    }
+  }
+  Runner r(prog, p, opts, sink);
+  return r.run();
+}
+
+std::string profile_mismatch(const Program& prog, const Profile& p, bool is_kernel) {
+  if (p.match_kernel != is_kernel && (p.match_kernel || !p.match_executables.empty() ||
+                                      !p.match_modules.empty()))
+    return fmt::format("profile {} is for {}; this is {}", p.name,
+                       p.match_kernel ? "kernel dumps" : "user-space cores",
+                       is_kernel ? "a kernel dump" : "a user-space core");
+  if (is_kernel || (p.match_executables.empty() && p.match_modules.empty())) return "";
+  std::string exe;
+  for (const auto& m : prog.modules().modules()) {
+    std::string base = m->basename();
+    if (m->is_exe) exe = base;
+    for (const auto& want : p.match_executables)
+      if (m->is_exe && base == want) return "";
+    for (const auto& want : p.match_modules)
+      if (base.rfind(want, 0) == 0) return "";
+  }
+  std::string wanted;
+  for (const auto& e : p.match_executables) wanted += (wanted.empty() ? "" : ", ") + e;
+  for (const auto& m : p.match_modules) wanted += (wanted.empty() ? "" : ", ") + m;
+  return fmt::format("profile {} is for {}; this core is of {} and maps none of them", p.name,
+                     wanted, exe.empty() ? "an unknown executable" : exe);
+}
+
+}  // namespace lr
