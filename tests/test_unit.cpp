@@ -9,6 +9,7 @@
 #include "leakref/objects.hpp"
 #include "leakref/types.hpp"
 #include "leakref/walkers.hpp"
+#include "leakref/containers.hpp"
 
 namespace {
 
@@ -344,4 +345,111 @@ TEST_CASE("value trees stay bounded for nested arrays of empty elements", "[unit
     return c;
   };
   CHECK(count(n) <= lim.max_nodes + 16);
+}
+
+// ---- trees and xarrays ---------------------------------------------------------
+// rb_node layout: parent|colour at 0, right at 8, left at 16; nodes 0x100 apart.
+namespace {
+struct Tree {
+  WordMemory m;
+  lr::TreeShape sh;
+  Tree() {
+    sh.left_off = 16;
+    sh.right_off = 8;
+    sh.has_parent = true;
+    sh.parent_off = 0;
+    sh.parent_mask = ~uint64_t{3};
+    sh.node_size = 24;
+  }
+  void node(uint64_t a, uint64_t parent, uint64_t left, uint64_t right, uint64_t colour = 1) {
+    m.set(a, parent | colour);
+    m.set(a + 8, right);
+    m.set(a + 16, left);
+  }
+};
+}  // namespace
+
+TEST_CASE("tree walk: in order, parent links checked, cycles and depth bounded", "[unit]") {
+  Tree t;
+  // 0x2000 is the root; in order: 0x1000 0x1800 0x2000 0x3000 0x3800
+  t.node(0x2000, 0, 0x1000, 0x3000);
+  t.node(0x1000, 0x2000, 0, 0x1800);
+  t.node(0x1800, 0x1000, 0, 0);
+  t.node(0x3000, 0x2000, 0, 0x3800);
+  t.node(0x3800, 0x3000, 0, 0);
+  auto r = lr::walk_tree(t.m, 0x2000, t.sh, 0x10);
+  CHECK(r.ok());
+  CHECK(r.objects == std::vector<uint64_t>{0xff0, 0x17f0, 0x1ff0, 0x2ff0, 0x37f0});
+  CHECK(r.issue_count == 0);
+  // A broken parent link is an issue; the walk goes on.
+  t.node(0x1800, 0x3000, 0, 0);
+  r = lr::walk_tree(t.m, 0x2000, t.sh, 0);
+  CHECK(r.ok());
+  CHECK(r.issue_count == 1);
+  CHECK(r.issues[0].addr == 0x1800);
+  // A child pointing back up: a cycle, each node once.
+  t.node(0x3800, 0x3000, 0x2000, 0);
+  r = lr::walk_tree(t.m, 0x2000, t.sh, 0);
+  CHECK(r.stop == lr::WalkStop::kCycle);
+  CHECK(r.objects.size() <= 5);
+  // An unreadable child: fault, naming it.
+  t.node(0x3800, 0x3000, 0x9000, 0);
+  r = lr::walk_tree(t.m, 0x2000, t.sh, 0);
+  CHECK(r.stop == lr::WalkStop::kFault);
+  CHECK(r.stop_detail.find("0x9000") != std::string::npos);
+  // A long left spine is cut at the depth bound (corrupt), never a hang.
+  Tree deep;
+  for (uint64_t i = 0; i < 1000; ++i)
+    deep.node(0x10000 + i * 0x20, i ? 0x10000 + (i - 1) * 0x20 : 0, 0x10000 + (i + 1) * 0x20, 0);
+  deep.node(0x10000 + 1000 * 0x20, 0x10000 + 999 * 0x20, 0, 0);
+  r = lr::walk_tree(deep.m, 0x10000, deep.sh, 0);
+  CHECK(r.stop == lr::WalkStop::kCorrupt);
+  // The limit holds.
+  lr::WalkLimits lim;
+  lim.max_nodes = 2;
+  r = lr::walk_tree(t.m, 0x1800, t.sh, 0, lim);
+  CHECK(r.objects.size() <= 2);
+}
+
+TEST_CASE("xarray walk: entries in index order, values skipped, corrupt nodes refused", "[unit]") {
+  WordMemory m;
+  lr::XaShape sh;  // shift@0 offset@1 parent@8 slots@40, 4 slots
+  sh.chunk = 4;
+  sh.chunk_shift = 2;
+  sh.slots_off = 40;
+  sh.node_size = 40 + 4 * 8;
+  auto node = [&](uint64_t a, unsigned shift, unsigned offset, uint64_t parent,
+                  std::vector<uint64_t> slots) {
+    m.set(a, shift | (offset << 8));
+    m.set(a + 8, parent);
+    m.set(a + 16, 0);
+    m.set(a + 24, 0);
+    m.set(a + 32, 0);
+    for (size_t i = 0; i < 4; ++i) m.set(a + 40 + i * 8, i < slots.size() ? slots[i] : 0);
+  };
+  node(0x1000, 2, 0, 0, {0x2000 | 2, 0, 0x3000 | 2, (5 << 1) | 1});
+  node(0x2000, 0, 0, 0x1000, {0xa000, (7 << 1) | 1, 0xa100, 0});
+  node(0x3000, 0, 2, 0x1000, {0, 0xa200, (1 << 2) | 2 /* sibling */, 0xa300});
+  auto r = lr::walk_xarray(m, 0x1000 | 2, sh);
+  CHECK(r.ok());
+  CHECK(r.objects == std::vector<uint64_t>{0xa000, 0xa100, 0xa200, 0xa300});
+  CHECK(r.skipped == 2);
+  CHECK(r.issue_count == 0);
+  // A single pointer at the head is entry 0; a value head is no object.
+  CHECK(lr::walk_xarray(m, 0xa000, sh).objects == std::vector<uint64_t>{0xa000});
+  CHECK(lr::walk_xarray(m, 0x7, sh).objects.empty());
+  // A child whose offset or parent does not fit its slot is not descended.
+  node(0x3000, 0, 1, 0x1000, {0, 0xa200, 0, 0xa300});
+  r = lr::walk_xarray(m, 0x1000 | 2, sh);
+  CHECK(r.objects == std::vector<uint64_t>{0xa000, 0xa100});
+  CHECK(r.issue_count == 1);
+  // A node that points to itself: a cycle (or a bad shift), never a hang.
+  node(0x3000, 0, 2, 0x1000, {0x1000 | 2, 0, 0, 0});
+  r = lr::walk_xarray(m, 0x1000 | 2, sh);
+  CHECK(r.objects.size() <= 2);
+  CHECK(r.issue_count + (r.ok() ? 0 : 1) >= 1);
+  // A layout that cannot hold its slots is refused.
+  lr::XaShape bad = sh;
+  bad.node_size = 16;
+  CHECK(lr::walk_xarray(m, 0x1000 | 2, bad).stop == lr::WalkStop::kCorrupt);
 }

@@ -164,6 +164,12 @@ class Runner {
     s.sum.set = &d;
     s.sum.type_name = s.type->type->display();
     LR_TRY(compile_head(s));
+    if (!d.member.empty() && s.link != WalkSpec::Link::kTree) {
+      auto ml = make_field_spec(s.type->type, d.member, false, &bind_.alias());
+      if (!ml.ok()) return fail(ml.error().code, d, "member: " + ml.error().message);
+      auto ok = check_link_member(s.type->type, s.link, d.member, ml->type);
+      if (!ok.ok()) return fail(ok.error().code, d, ok.error().message);
+    }
     LR_TRY(amount(s, d.buckets, "buckets", &s.buckets));
     LR_TRY(amount(s, d.count, "count", &s.count));
     if (!d.refcount.empty()) {

@@ -25,12 +25,53 @@ const Type* array_of(const Type* t, uint64_t* count) {
   return s->target ? s->target->strip() : nullptr;
 }
 
+// A list_head-shaped member (next and prev pointing to its own type) for
+// rings; an hlist_node-shaped one (next to its own type, pprev to a pointer)
+// for hlists. Names of the link structs vary between programs; shapes don't.
+bool link_shape_fits(const Type* member, bool ring) {
+  const Type* m = member ? member->strip() : nullptr;
+  if (!m || m->kind != TypeKind::kStruct) return false;
+  uint64_t off;
+  const Member* next = find_member(m, "next", &off);
+  const Member* back = find_member(m, ring ? "prev" : "pprev", &off);
+  auto target = [](const Member* x) -> const Type* {
+    const Type* p = x && x->type ? x->type->strip() : nullptr;
+    return p && p->kind == TypeKind::kPointer && p->target ? p->target->strip() : nullptr;
+  };
+  if (target(next) != m || !back) return false;
+  const Type* b = target(back);
+  if (ring) return b == m;
+  return b && b->kind == TypeKind::kPointer && b->target && b->target->strip() == m;
+}
+
 bool named(const Type* t, const char* n) {
   const Type* s = t ? t->strip() : nullptr;
   return s && s->name == n;
 }
 
 }  // namespace
+
+Result<void> check_link_member(const Type* t, WalkSpec::Link link, const std::string& member,
+                               const Type* member_type) {
+  const bool ring = link == WalkSpec::Link::kList;
+  if (link == WalkSpec::Link::kList || link == WalkSpec::Link::kHlist) {
+    if (!link_shape_fits(member_type, ring))
+      return make_error(
+          Errc::kInvalidArgument,
+          fmt::format("--{}-member {} is {}, not a struct {}", ring ? "list" : "hlist", member,
+                      member_type ? member_type->display() : "unknown",
+                      ring ? "list_head" : "hlist_node"));
+  }
+  if (link == WalkSpec::Link::kNext) {
+    const Type* mt = member_type ? member_type->strip() : nullptr;
+    if (!mt || mt->kind != TypeKind::kPointer || !mt->target || mt->target->strip() != t->strip())
+      return make_error(Errc::kInvalidArgument,
+                        fmt::format("--next {} is {}, not a pointer to {}", member,
+                                    member_type ? member_type->display() : "unknown",
+                                    t->display()));
+  }
+  return {};
+}
 
 Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
   WalkReport rep;
@@ -77,14 +118,13 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
   }
 
   uint64_t member_off = 0;
-  const Type* member_type = nullptr;
   FieldLoc member_loc;
   if (spec.link == WalkSpec::Link::kNext || spec.link == WalkSpec::Link::kList ||
       spec.link == WalkSpec::Link::kHlist || spec.link == WalkSpec::Link::kTree) {
     LR_ASSIGN(FieldLoc loc, resolve_path(t, spec.member));
+    LR_TRY(check_link_member(t, spec.link, spec.member, loc.type));
     member_loc = loc;
     member_off = loc.offset;
-    member_type = loc.type;
   }
 
   // Objects are evaluated as the walkers find them (per bucket, per list),
@@ -202,13 +242,7 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
       // Intrusive links: a ring of list_head, or an hlist. An array of heads
       // (from the symbol's type, or --buckets) makes it a hash table.
       const bool ring = spec.link == WalkSpec::Link::kList;
-      const char* node_t = ring ? "list_head" : "hlist_node";
       const char* head_t = ring ? "list_head" : "hlist_head";
-      if (!named(member_type, node_t) && !(member_type && member_type->strip()->size == 16))
-        return make_error(
-            Errc::kInvalidArgument,
-            fmt::format("--{}-member {} is {}, not a struct {}", ring ? "list" : "hlist",
-                        spec.member, member_type ? member_type->display() : "unknown", node_t));
       uint64_t nb = spec.buckets ? spec.buckets : (elem && named(elem, head_t) ? arr_count : 0);
       if (nb) {
         rep.mode = ring ? "hash:list_head" : "hash:hlist";
@@ -222,11 +256,7 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
       break;
     }
     case WalkSpec::Link::kNext: {
-      const Type* mt = member_type ? member_type->strip() : nullptr;
-      if (!mt || mt->kind != TypeKind::kPointer)
-        return make_error(Errc::kInvalidArgument,
-                          fmt::format("--next {} is {}, not a pointer", spec.member,
-                                      member_type ? member_type->display() : "unknown"));
+
       uint64_t nb = spec.buckets;
       if (!nb && elem && elem->kind == TypeKind::kPointer) nb = arr_count;
       if (nb) {

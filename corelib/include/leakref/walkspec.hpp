@@ -55,6 +55,12 @@ struct WalkReport {
   std::vector<std::string> warnings;
 };
 
+// Whether `member` (of type `member_type`, inside `t`) can link a walk of
+// kind `link`: a list_head shape for lists, an hlist_node shape for hlists,
+// a pointer to `t` for chains. kInvalidArgument naming both types otherwise.
+Result<void> check_link_member(const Type* t, WalkSpec::Link link, const std::string& member,
+                               const Type* member_type);
+
 // Validates the spec against the program's types and runs it.
 Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec);
 

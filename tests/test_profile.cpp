@@ -1,0 +1,256 @@
+// Profiles on a program leakref has no C++ for (fx_locks): every set, holder
+// count, verdict and invariant violation against the fixture's own manifest;
+// the new container kinds against the same manifest; hostile profiles.
+#include <sys/stat.h>
+
+#include <catch2/catch.hpp>
+#include <map>
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+#include "harness.hpp"
+
+using lrtest::leakref;
+using nlohmann::json;
+
+namespace {
+
+const lrtest::FixtureCore* locks_core() {
+  if (!lrtest::have_gcore()) return nullptr;
+  return &lrtest::fixture_core("locks", lrtest::fixture_path("fx_locks"));
+}
+
+std::string profile_path() { return std::string(LR_SOURCE_DIR) + "/tests/profiles/fx_locks.toml"; }
+
+const json& set_of(const json& j, const std::string& name) {
+  for (const auto& s : j["sets"])
+    if (s["name"] == name) return s;
+  FAIL("no set " << name);
+  static json none;
+  return none;
+}
+
+}  // namespace
+
+TEST_CASE("profile file: sets, holders, verdicts and invariants equal the manifest", "[profile]") {
+  const auto* fc = locks_core();
+  if (!fc) LR_SKIP("gcore (gdb) is not installed");
+  const json& m = fc->manifest["structures"];
+  auto r = leakref({"profile", fc->core, "--profile", profile_path(), "--json"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  json j = r.json();
+  CHECK(j["schema"] == "leakref.profile/1");
+  CHECK(j["profile"]["name"] == "fx_locks");
+  // Dependencies first: vcaches feed the resources' holder.
+  std::vector<std::string> order;
+  for (const auto& s : j["sets"]) order.push_back(s["name"]);
+  CHECK(order == std::vector<std::string>{"namespaces", "vcaches", "resources"});
+
+  for (const char* name : {"namespaces", "resources", "vcaches"}) {
+    INFO(name);
+    const json& s = set_of(j, name);
+    const json& want = m[name]["objects"];
+    REQUIRE(s["objects"].size() == want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      CHECK(s["objects"][i]["addr"] == want[i]["addr"]);
+      if (std::string(name) != "namespaces") CHECK(s["objects"][i]["refcount"] == want[i]["refcount"]);
+    }
+    CHECK(s["summary"]["warnings"].empty());
+  }
+  // Exactly the leaked objects are flagged, each with exactly its extra refs.
+  for (const char* name : {"resources", "vcaches"}) {
+    INFO(name);
+    std::map<std::string, long> flagged, want;
+    for (const auto& o : set_of(j, name)["objects"]) {
+      CHECK(o["verdict"] != "missing");
+      CHECK(o["verdict"] != "error");
+      if (o["verdict"] == "extra") flagged[o["addr"]] = o["unexplained"];
+      else CHECK(o["unexplained"] == 0);
+    }
+    for (const auto& [a, n] : m[name]["leaked"].items()) want[a] = n;
+    CHECK(flagged == want);
+  }
+  // Invariant violations: exactly the objects the fixture broke.
+  auto violators = [&](const char* set, const char* inv) {
+    std::vector<std::string> v;
+    for (const auto& o : set_of(j, set)["objects"])
+      for (const auto& name : o["violations"])
+        if (name == inv) v.push_back(o["addr"]);
+    return v;
+  };
+  CHECK(violators("resources", "one-exclusive") == m["resources"]["one-exclusive"].get<std::vector<std::string>>());
+  CHECK(violators("resources", "waiting-needs-granted") ==
+        m["resources"]["waiting-needs-granted"].get<std::vector<std::string>>());
+  CHECK(violators("vcaches", "lock-exclusive") == m["vcaches"]["lock-exclusive"].get<std::vector<std::string>>());
+  CHECK(violators("vcaches", "writer-has-pid").empty());
+  // Holders: each resource's vcache holder is the number of vcaches naming it.
+  const json& res = set_of(j, "resources");
+  long vc_total = 0;
+  for (const auto& o : res["objects"]) vc_total += o["holders"]["vcache"].get<long>();
+  CHECK(vc_total == 22);  // vcaches 0, 7, ..., 147
+  // The optional member this build lacks: a note, not an error.
+  const json& vcs = set_of(j, "vcaches");
+  REQUIRE(vcs["summary"]["notes"].size() == 1);
+  CHECK(vcs["summary"]["notes"][0].get<std::string>().find("v_states") != std::string::npos);
+  CHECK(vcs["holders"] == json{"hash", "opens"});
+
+  // --fail-on, --set (dependencies run quietly), JSON lines.
+  r = leakref({"profile", fc->core, "--profile", profile_path(), "--fail-on", "flagged"});
+  CHECK(r.status == 1);
+  r = leakref({"profile", fc->core, "--profile", profile_path(), "--set", "resources", "--json"});
+  REQUIRE(r.status == 0);
+  CHECK(r.json()["sets"].size() == 3);
+  CHECK(set_of(r.json(), "vcaches")["objects"].empty());
+  CHECK(set_of(r.json(), "resources")["objects"].size() == m["resources"]["objects"].size());
+  r = leakref({"profile", fc->core, "--profile", profile_path(), "--jsonl"});
+  REQUIRE(r.status == 0);
+  size_t lines = 0, objects = 0;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line); ++lines)
+    objects += json::parse(line)["record"] == "object";
+  CHECK(objects == 2 + 150 + 10);
+  CHECK(lines == objects + 1 + 3);
+  r = leakref({"profile", fc->core, "--profile", profile_path(), "--set", "resourcez"});
+  CHECK(r.status == 4);
+  CHECK(r.err.find("did you mean 'resources'") != std::string::npos);
+}
+
+TEST_CASE("tree, xarray and counted array walks equal the manifest", "[profile]") {
+  const auto* fc = locks_core();
+  if (!fc) LR_SKIP("gcore (gdb) is not installed");
+  const json& m = fc->manifest["structures"];
+  struct W {
+    const char* name;
+    std::vector<std::string> how;
+    const char* mode;
+  };
+  for (const W& w : std::vector<W>{{"vc_tree", {"--tree-member", "v_rb"}, "rbtree"},
+                                   {"vc_avl", {"--tree-member", "v_avl"}, "avltree"},
+                                   {"vc_xa", {"--xarray"}, "xarray"},
+                                   {"vc_ptrs", {"--pointer-array", "--count-from", "vc_nptrs"}, "pointer-array"}}) {
+    INFO(w.name);
+    std::vector<std::string> args = {"walk", fc->core, "--json", "--type", "struct vcache", "--head",
+                                     m[w.name]["head"], "--refcount", "refCount"};
+    args.insert(args.end(), w.how.begin(), w.how.end());
+    auto r = leakref(args);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    json j = r.json();
+    CHECK(j["mode"] == w.mode);
+    CHECK(j["summary"]["stop"] == "end");
+    CHECK(j["summary"]["issue_count"] == 0);
+    const json& want = m[w.name]["objects"];
+    REQUIRE(j["objects"].size() == want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      CHECK(j["objects"][i]["addr"] == want[i]["addr"]);
+      CHECK(j["objects"][i]["refcount"] == want[i]["refcount"]);
+    }
+    if (std::string(w.name) == "vc_xa") CHECK(j["summary"]["value_entries"] == m["vc_xa"]["values"]);
+  }
+  // Heads and members that do not fit are refused, naming the types.
+  auto r = leakref({"walk", fc->core, "--type", "struct vcache", "--head", "vc_nptrs", "--tree-member", "v_rb"});
+  CHECK(r.status == 2);
+  CHECK(r.err.find("not a tree root") != std::string::npos);
+  r = leakref({"walk", fc->core, "--type", "struct vcache", "--head", "vc_tree", "--tree-member", "fid"});
+  CHECK(r.status == 2);
+  CHECK(r.err.find("not a tree node") != std::string::npos);
+  r = leakref({"walk", fc->core, "--type", "struct vcache", "--head", "vc_tree", "--xarray"});
+  CHECK(r.status == 2);
+  CHECK(r.err.find("struct xarray") != std::string::npos);
+  r = leakref({"walk", fc->core, "--type", "struct vcache", "--head", "*vc_ptrs", "--pointer-array",
+               "--count-from", "vc_tree"});
+  CHECK(r.status == 2);
+  CHECK(r.err.find("not an integer") != std::string::npos);
+}
+
+TEST_CASE("hostile profiles: one clear error, never a crash or hang", "[profile]") {
+  const auto* fc = locks_core();
+  if (!fc) LR_SKIP("gcore (gdb) is not installed");
+  const std::string good = lrtest::read_file(profile_path());
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string s = good;
+    size_t at = s.find(from);
+    REQUIRE(at != std::string::npos);
+    return s.replace(at, from.size(), to);
+  };
+  struct Case {
+    std::string name, text, says;
+    int status;
+  };
+  std::vector<Case> cases = {
+      {"not toml", "format = 1\n[[set]\n", "fx_bad.toml:2", 3},
+      {"no format", with("format = 1\n", ""), "'format = 1' is required", 3},
+      {"future format", with("format = 1", "format = 2"), "profile format 2", 3},
+      {"unknown key", with("refcount = \"lr_refcount\"", "refcnt = \"lr_refcount\""),
+       "unknown key 'refcnt'; did you mean 'refcount'?", 3},
+      {"missing required member", with("\"lr_waiting\"]", "\"lr_waiting\", \"lr_blocked|lr_pending\"]"),
+       "has no member lr_blocked|lr_pending (required; any one of them)", 4},
+      {"missing type", with("c = \"struct ldlm_lock\"", "c = \"struct ldlm_lok\""), "struct ldlm_lok", 4},
+      {"parent cycle", with("name = \"namespaces\"\ntype = \"namespace\"",
+                            "name = \"namespaces\"\ntype = \"namespace\"\nparent = \"resources\""),
+       "cycle", 3},
+      {"unknown parent", with("parent = \"namespaces\"", "parent = \"namespace\""), "'namespace' is not a set", 3},
+      {"bad link", with("link = \"hlist\"", "link = \"skiplist\""), "link 'skiplist'", 3},
+      {"wrong link member", with("member = \"lr_hash\"", "member = \"lr_granted\""), "not a struct hlist_node", 2},
+      {"huge buckets", with("buckets = \"ns_rs_buckets\"", "buckets = \"ns_rs_buckets * 1099511627776\""),
+       "implausible", 0},
+      {"divide by zero", with("expr = \"count(lr_waiting) == 0 || count(lr_granted) > 0\"",
+                              "expr = \"10 / count(lr_granted) >= 0\""),
+       "division by zero", 0},
+      {"deep nesting", with("expr = \"!(lock.excl_locked && lock.readers_reading)\"",
+                            "expr = \"" + std::string(5000, '(') + "1" + std::string(5000, ')') + "\""),
+       "too long", 3},
+      {"recursion", with("expr = \"!(lock.excl_locked && lock.readers_reading)\"",
+                         "expr = \"" + std::string(300, '!') + "1\""),
+       "nesting too deep", 3},
+      {"struct as number", with("count = \"opens\"", "count = \"lock\""), "not a number", 2},
+      {"list without type", with("expr = \"count(lr_waiting) == 0 || count(lr_granted) > 0\"",
+                                 "expr = \"sum(lr_granted, l_pid) > 0 && count(ns_x) >= 0\""),
+       "no member 'ns_x'", 4},
+      {"holder from non-pointer", with("field = \"v_res\"", "field = \"fid\""), "not a pointer", 2},
+      {"no sets", "format = 1\nname = \"x\"\n", "declares no [[set]]", 3},
+  };
+  for (const auto& c : cases) {
+    INFO(c.name);
+    std::string p = lrtest::tmp_dir() + "/fx_bad.toml";
+    lrtest::write_file(p, c.text);
+    auto r = leakref({"profile", fc->core, "--profile", p, "--json"}, 30);
+    INFO(r.err);
+    CHECK(!r.timed_out);
+    CHECK(r.status == c.status);
+    if (c.status == 0) {
+      // Evaluated, with the failure reported per object or per walk, not hidden.
+      CHECK(r.out.find(c.says) != std::string::npos);
+      CHECK_NOTHROW(r.json());
+    } else {
+      CHECK(r.err.find(c.says) != std::string::npos);
+      CHECK(r.out.empty());
+      CHECK(std::count(r.err.begin(), r.err.end(), '\n') <= 3);  // a line (+ caret)
+    }
+  }
+  // Not a regular file: a FIFO must not block, a directory is refused.
+  std::string fifo = lrtest::tmp_dir() + "/profile.fifo";
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  auto r = leakref({"profile", fc->core, "--profile", fifo}, 20);
+  CHECK(!r.timed_out);
+  CHECK(r.status == 3);
+  CHECK(r.err.find("not a regular file") != std::string::npos);
+  r = leakref({"profile", fc->core, "--profile", lrtest::tmp_dir() + "/"}, 20);
+  CHECK(r.status == 3);
+  std::string big = lrtest::tmp_dir() + "/big.toml";
+  lrtest::write_file(big, std::string(2 << 20, '#'));
+  r = leakref({"profile", fc->core, "--profile", big});
+  CHECK(r.status == 3);
+  CHECK(r.err.find("larger than 1 MiB") != std::string::npos);
+  // A profile for another program is refused, naming both.
+  r = leakref({"profile", fc->core, "--profile",
+               lrtest::tmp_dir() + "/other.toml"});
+  CHECK(r.status == 3);
+  lrtest::write_file(lrtest::tmp_dir() + "/other.toml",
+                     with("executable = \"fx_locks\"", "executable = \"ganesha.nfsd\""));
+  r = leakref({"profile", fc->core, "--profile", lrtest::tmp_dir() + "/other.toml"});
+  CHECK(r.status == 3);
+  CHECK(r.err.find("for ganesha.nfsd; this core is of fx_locks") != std::string::npos);
+}
