@@ -742,21 +742,21 @@ Result<std::unique_ptr<Expr>> Expr::compile(std::string_view text, const ExprSco
 namespace {
 // Without types, what the literals alone show: a string used with an
 // operator other than == and != (or as the whole condition).
-Result<void> check_literals(const Expr::Node& n, std::string_view text) {
+Result<void> check_literals(const Expr::Node& n, std::string_view text, const std::string& what) {
   for (const auto& k : n.kids) {
-    LR_TRY(check_literals(*k, text));
+    LR_TRY(check_literals(*k, text, what));
     if (k->op == Op::kStr && n.op != Op::kEq && n.op != Op::kNe && n.op != Op::kCall)
-      return syntax_error(text, k->pos, "a string only compares with == or !=", "expression");
+      return syntax_error(text, k->pos, "a string only compares with == or !=", what);
   }
   return {};
 }
 }  // namespace
 
-Result<void> Expr::check_syntax(std::string_view text) {
-  LR_ASSIGN(NodeP root, parse_text(text, "expression"));
+Result<void> Expr::check_syntax(std::string_view text, const std::string& what) {
+  LR_ASSIGN(NodeP root, parse_text(text, what));
   if (root->op == Op::kStr)
-    return syntax_error(text, 0, "a string is not a condition or a number", "expression");
-  return check_literals(*root, text);
+    return syntax_error(text, 0, "a string is not a condition or a number", what);
+  return check_literals(*root, text, what);
 }
 
 ExprValue Expr::eval(const Memory& mem, const uint8_t* obj, uint64_t addr,

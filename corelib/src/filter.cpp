@@ -16,7 +16,9 @@ Result<std::unique_ptr<Filter>> Filter::parse(std::string_view expr, const Type*
   return f;
 }
 
-Result<void> Filter::check_syntax(std::string_view expr) { return Expr::check_syntax(expr); }
+Result<void> Filter::check_syntax(std::string_view expr) {
+  return Expr::check_syntax(expr, "--where");
+}
 
 bool Filter::matches(const Memory& mem, const uint8_t* obj, uint64_t addr) const {
   ExprValue v = expr_->eval(mem, obj, addr);

@@ -127,8 +127,8 @@ struct Loader {
   }
 
   Result<void> expr(const std::string& text, const std::string& where) {
-    auto r = Expr::check_syntax(text);
-    if (!r.ok()) return bad(where, r.error().message);
+    auto r = Expr::check_syntax(text, where);
+    if (!r.ok()) return make_error(Errc::kBadFormat, src + ": " + r.error().message);
     return {};
   }
 

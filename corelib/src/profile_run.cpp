@@ -286,7 +286,7 @@ class Runner {
   }
 
   Result<void> walk_set(CompiledSet& s) {
-    sink_.set_begin(s.sum);
+    if (s.stream) sink_.set_begin(s.sum);
     if (!s.parent) {
       LR_TRY(walk_one(s, 0, nullptr));
     } else {
@@ -303,7 +303,7 @@ class Runner {
         LR_TRY(walk_one(s, pa, pcopy.data()));
       }
     }
-    sink_.set_end(s.sum);
+    if (s.stream) sink_.set_end(s.sum);
     return {};
   }
 

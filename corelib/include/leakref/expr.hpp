@@ -71,7 +71,8 @@ class Expr {
   // name the type lacks, with a suggestion when one is close).
   static Result<std::unique_ptr<Expr>> compile(std::string_view text, const ExprScope& scope);
   // Syntax only (no types): usage errors before a target is opened; fuzzing.
-  static Result<void> check_syntax(std::string_view text);
+  // `what` names the expression in messages ("--where").
+  static Result<void> check_syntax(std::string_view text, const std::string& what = "expression");
   ~Expr();
 
   // `obj` holds the object's bytes (the scope type's size), `addr` its

@@ -128,8 +128,10 @@ class ProfileSink {
 };
 
 struct ProfileRunOptions {
-  std::vector<std::string> only_sets;  // empty: every set (dependencies run anyway)
-  bool objects_of_dependencies = false;  // also stream objects of sets run only as dependencies
+  // Empty: every set. Otherwise only these reach the sink; the sets they
+  // depend on (parents, holder sources) run without reaching it.
+  std::vector<std::string> only_sets;
+  bool objects_of_dependencies = false;  // let those dependencies reach the sink too
   const std::atomic<bool>* interrupted = nullptr;
 };
 
