@@ -104,7 +104,7 @@ FUZZ_CXX     := clang++
 COMMA        := ,
 FUZZ_FLAGS   := -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Icorelib/include
 TRACE_PARSERS := leakref bpftrace stap mmleak bcc
-FUZZERS      := $(FUZZ_DIR)/fuzz_core $(FUZZ_DIR)/fuzz_path \
+FUZZERS      := $(FUZZ_DIR)/fuzz_core $(FUZZ_DIR)/fuzz_path $(FUZZ_DIR)/fuzz_expr $(FUZZ_DIR)/fuzz_profile \
                 $(TRACE_PARSERS:%=$(FUZZ_DIR)/fuzz_trace_%)
 
 # corelib is compiled once (instrumented, not linked with the fuzzer main)

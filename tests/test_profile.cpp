@@ -213,6 +213,10 @@ TEST_CASE("hostile profiles: one clear error, never a crash or hang", "[profile]
        "no member 'ns_x'", 4},
       {"holder from non-pointer", with("field = \"v_res\"", "field = \"fid\""), "not a pointer", 2},
       {"no sets", "format = 1\nname = \"x\"\n", "declares no [[set]]", 3},
+      // toml++ 3.3.0 asserts on these (or is undefined behaviour under NDEBUG)
+      {"hash after bracket", "format = 1\n[#", "fx_bad.toml:2:2", 3},
+      {"nul byte", std::string("format = 1\n[\0]", 15), "control character", 3},
+      {"non-ascii outside a comment", "format = 1\n\xe2\xb3\x80 = 1\n", "fx_bad.toml:2:1: non-ASCII", 3},
   };
   for (const auto& c : cases) {
     INFO(c.name);
