@@ -26,7 +26,16 @@ NPROC      ?= $(shell nproc 2>/dev/null || echo 2)
 
 .PHONY: all lib extension bench-kernel test test-sanitize fuzz fuzz-build bench bench-trace demo install clean deps fixtures
 
-all: $(BIN) fixtures $(EXT)
+# Bundled profiles (data): corelib/src/profiles/<target>/*.toml, copied flat
+# beside the binaries, where `--profile NAME` finds them in a build tree.
+PROFILE_SRC := $(wildcard corelib/src/profiles/*/*.toml)
+PROFILES    := $(addprefix $(BUILD)/profiles/,$(notdir $(PROFILE_SRC)))
+
+all: $(BIN) fixtures $(EXT) $(PROFILES)
+
+$(BUILD)/profiles/%.toml: $(PROFILE_SRC)
+	@mkdir -p $(dir $@)
+	cp $(filter %/$*.toml,$(PROFILE_SRC)) $@
 
 lib: $(LIB)
 
@@ -89,7 +98,7 @@ $(TESTBIN): $(TEST_OBJ) $(LIB)
 
 # Builds in parallel, then runs every test (unit, real cores, scripts).
 test:
-	$(MAKE) -j$(NPROC) $(BIN) $(EXT) fixtures $(TESTBIN)
+	$(MAKE) -j$(NPROC) $(BIN) $(EXT) fixtures $(TESTBIN) $(PROFILES)
 	$(TESTBIN) $(TEST_ARGS)
 
 # The same suite built with AddressSanitizer + UndefinedBehaviorSanitizer.
@@ -163,7 +172,8 @@ deps:
 
 install: $(BIN) $(EXT)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/leakref
-	install -d $(DESTDIR)$(PREFIX)/lib/crash/extensions
+	install -d $(DESTDIR)$(PREFIX)/lib/crash/extensions $(DESTDIR)$(PREFIX)/share/leakref/profiles
+	install -m 644 $(PROFILE_SRC) $(DESTDIR)$(PREFIX)/share/leakref/profiles/
 	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/leakref
 	install -m 644 $(EXT) $(DESTDIR)$(PREFIX)/lib/crash/extensions/leakref.so
 	install -m 755 scripts/leakref-snap $(DESTDIR)$(PREFIX)/bin/leakref-snap

@@ -2,6 +2,8 @@
 // declares, with refcounts, holders, verdicts and invariant violations,
 // streamed as text (aligned columns), leakref.profile/1 JSON or JSON lines.
 #include <fmt/format.h>
+#include <dlfcn.h>
+#include <limits.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -226,7 +228,10 @@ class JsonRenderer final : public Renderer {
 };
 
 // Where installed profiles live: $LEAKREF_PROFILE_PATH (colon-separated),
-// then ../share/leakref/profiles beside the executable.
+// then beside the code running this (the leakref executable or the crash
+// extension): BIN/profiles (a build tree), BIN/../share/leakref/profiles
+// ($PREFIX/bin/leakref) and BIN/../../../share/leakref/profiles
+// ($PREFIX/lib/crash/extensions/leakref.so).
 std::vector<std::string> profile_dirs() {
   std::vector<std::string> dirs;
   if (const char* env = std::getenv("LEAKREF_PROFILE_PATH")) {
@@ -240,12 +245,16 @@ std::vector<std::string> profile_dirs() {
       b = e + 1;
     }
   }
-  char exe[4096];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n > 0) {
-    std::string p(exe, static_cast<size_t>(n));
-    p = p.substr(0, p.rfind('/'));
-    dirs.push_back(p.substr(0, p.rfind('/')) + "/share/leakref/profiles");
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&profile_dirs), &info) && info.dli_fname) {
+    char real[PATH_MAX];
+    if (realpath(info.dli_fname, real)) {
+      std::string bin(real);
+      bin = bin.substr(0, bin.rfind('/'));
+      dirs.push_back(bin + "/profiles");
+      dirs.push_back(bin + "/../share/leakref/profiles");
+      dirs.push_back(bin + "/../../../share/leakref/profiles");
+    }
   }
   return dirs;
 }

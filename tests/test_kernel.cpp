@@ -368,6 +368,45 @@ TEST_CASE("kernel: hostile dumps and vmlinux give one clear error", "[kernel]") 
   CHECK(fl.err.find("makedumpfile -R") != std::string::npos);
 }
 
+// The bundled linux-vfs profile (data, no C++) against the C++ inode report:
+// the same super blocks, every inode with the same i_count and as many
+// aliases as that report lists dentries; ELF and kdump give the same answer.
+TEST_CASE("kernel: the linux-vfs profile agrees with the inode report", "[kernel]") {
+  if (!dump().ok) LR_SKIP("kernel vmcore: " + dump().why);
+  json ia = kernel_json(dump().pelf, {"inodes", "--all", "--json"});
+  json p = kernel_json(dump().pelf, {"profile", "--profile", "linux-vfs", "--json"});
+  CHECK(p["schema"] == "leakref.profile/1");
+  REQUIRE(p["sets"].size() == 2);
+  const json& sbs = p["sets"][0];
+  const json& inodes = p["sets"][1];
+  REQUIRE(sbs["name"] == "super_blocks");
+  REQUIRE(inodes["name"] == "inodes");
+  std::set<std::string> sb_c, sb_p;
+  std::map<std::string, std::pair<int64_t, size_t>> want;  // inode -> i_count, dentries
+  for (const auto& sb : ia["super_blocks"]) {
+    sb_c.insert(sb["addr"].get<std::string>());
+    for (const auto& i : sb["inodes"])
+      want[i["addr"]] = {i["i_count"].get<int64_t>(), i["dentries"].size()};
+  }
+  for (const auto& o : sbs["objects"]) sb_p.insert(o["addr"].get<std::string>());
+  CHECK(sb_p == sb_c);
+  REQUIRE(inodes["objects"].size() == want.size());
+  CHECK(want.size() > 50000);
+  size_t same = 0;
+  for (const auto& o : inodes["objects"]) {
+    auto it = want.find(o["addr"]);
+    REQUIRE(it != want.end());
+    same += o["refcount"] == it->second.first &&
+            o["holders"]["aliases"] == static_cast<int64_t>(it->second.second);
+    CHECK(o["verdict"] == "ok");
+    CHECK(o["violations"].empty());
+  }
+  CHECK(same == want.size());
+  CHECK(inodes["summary"]["warnings"].empty());
+  CHECK(comparable(kernel_json(dump().kdump, {"profile", "--profile", "linux-vfs", "--json"})) ==
+        comparable(p));
+}
+
 TEST_CASE("kernel: crash 8.0.2 with the extension agrees with crash's own output and the CLI",
           "[kernel]") {
   if (!dump().ok) LR_SKIP("kernel vmcore: " + dump().why);
@@ -389,6 +428,7 @@ TEST_CASE("kernel: crash 8.0.2 with the extension agrees with crash's own output
       "leakref inodes --json > " + dir + "/inodes.json",
       "leakref modules --json > " + dir + "/modules.json",
       "leakref check --json > " + dir + "/check.json",
+      "leakref profile --profile linux-vfs --json > " + dir + "/profile.json",
       walk + " > " + dir + "/walk.json",
       "list -o inode.i_sb_list -H " + head + " > " + dir + "/list.txt",
       // A symbol of a loaded module (binfmt_misc's format list), known to
@@ -439,6 +479,9 @@ TEST_CASE("kernel: crash 8.0.2 with the extension agrees with crash's own output
   CHECK(comparable(xm) == comparable(me));
   check_modules(xm, g);
   CHECK(comparable(json::parse(read_file(dir + "/check.json"))) == comparable(ce));
+  // The profile, found by name beside leakref.so, gives what it gives standalone.
+  CHECK(comparable(json::parse(read_file(dir + "/profile.json"))) ==
+        comparable(kernel_json(dump().pelf, {"profile", "--profile", "linux-vfs", "--json"})));
   // leakref walk visits exactly the addresses crash's list prints.
   json xw = json::parse(read_file(dir + "/walk.json"));
   std::set<uint64_t> ours, theirs;

@@ -401,6 +401,7 @@ struct Resolver {
         if (sc.vars[k] == v) {
           n.op = Op::kVar;
           n.num = static_cast<int64_t>(k);
+          n.is_unsigned = v == "owner";  // an address, compared with pointers
           return {};
         }
       std::string names = "$addr";
@@ -461,6 +462,7 @@ struct Resolver {
       sub.alias = sc.alias;
       sub.element = sc.element;
       sub.what = sc.what;
+      sub.vars = {"owner"};  // the object the list belongs to
       // Re-compile the argument's text in the element's scope.
       
       size_t a = n.kids[1]->begin, b = n.kids[1]->end;
@@ -663,7 +665,8 @@ struct Evaluator {
     for (uint64_t e : w.objects) {
       const uint8_t* eb = object_bytes(mem, e, et->size, scratch);
       if (!eb) return error_value(fmt::format("entry {:#x}: {}", e, mem.why_unreadable(e)));
-      ExprValue v = n.sub->eval(mem, eb, e, nullptr);
+      int64_t owner = static_cast<int64_t>(addr);
+      ExprValue v = n.sub->eval(mem, eb, e, &owner);
       if (v.kind == ExprValue::Kind::kError) return error_value(fmt::format("entry {:#x}: {}", e, v.s));
       if (v.kind != ExprValue::Kind::kInt) return error_value("not a number");
       acc += n.op == Op::kCount ? (v.i != 0) : v.i;
@@ -684,7 +687,8 @@ struct Evaluator {
         if (n.use_fast) return int_value(n.fast.load(obj), !n.fast.is_signed);
         return from_field(eval_field(mem, obj, n.spec));
       case Op::kAddr: return int_value(static_cast<int64_t>(addr), true);
-      case Op::kVar: return vars ? int_value(vars[n.num]) : error_value("variable not bound");
+      case Op::kVar:
+        return vars ? int_value(vars[n.num], n.is_unsigned) : error_value("variable not bound");
       case Op::kCount:
       case Op::kSum: return list(n);
       case Op::kAnd:

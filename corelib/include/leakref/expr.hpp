@@ -14,7 +14,9 @@
 //               && ||   (bit operators bind tighter than comparisons, so
 //               'flags & 4 == 0' means '(flags & 4) == 0')
 //   functions   count(L)         entries of the list_head/hlist_head member L
-//               count(L, PRED)   entries for which PRED holds (element scope)
+//               count(L, PRED)   entries for which PRED holds (element scope,
+//                                where $addr is the entry and $owner the object
+//                                the list belongs to)
 //               sum(L, EXPR)     EXPR summed over the entries (element scope)
 //               (PRED/EXPR need L's element type: ElementTypes below)
 //
