@@ -1,8 +1,8 @@
 // `leakref profile CORE --profile FILE`: every object set a profile file
 // declares, with refcounts, holders, verdicts and invariant violations,
 // streamed as text (aligned columns), leakref.profile/1 JSON or JSON lines.
-#include <fmt/format.h>
 #include <dlfcn.h>
+#include <fmt/format.h>
 #include <limits.h>
 #include <unistd.h>
 
@@ -23,16 +23,11 @@ bool want(const std::vector<std::string>& fail_on, const char* what) {
 }
 
 nlohmann::json summary_json(const lr::ProfileSetSummary& s) {
-  nlohmann::json j{{"walks", s.walks},
-                   {"visited", s.objects},
-                   {"matched", s.matched},
-                   {"extra", s.flagged_extra},
-                   {"missing", s.flagged_missing},
-                   {"errors", s.errors},
-                   {"mode", s.mode},
-                   {"violations", s.violations},
-                   {"notes", s.notes},
-                   {"warnings", s.warnings}};
+  nlohmann::json j{
+      {"walks", s.walks},         {"visited", s.objects},         {"matched", s.matched},
+      {"extra", s.flagged_extra}, {"missing", s.flagged_missing}, {"errors", s.errors},
+      {"mode", s.mode},           {"violations", s.violations},   {"notes", s.notes},
+      {"warnings", s.warnings}};
   auto& h = j["histogram"] = nlohmann::json::object();
   for (const auto& [k, v] : s.histogram) h[std::to_string(k)] = v;
   return j;
@@ -82,10 +77,11 @@ class Renderer : public lr::ProfileSink {
     auto& l = j["labels"] = nlohmann::json::object();
     for (size_t i = 0; i < o.labels.size(); ++i) l[o.set->label[i]] = value_json(o.labels[i]);
     auto& h = j["holders"] = nlohmann::json::object();
-    for (size_t i = 0; i < o.holders.size() && i < holders.size(); ++i) h[holders[i]] = o.holders[i];
+    for (size_t i = 0; i < o.holders.size() && i < holders.size(); ++i)
+      h[holders[i]] = o.holders[i];
     j["held"] = o.held;
     j["unexplained"] = o.has_refcount && !holders.empty() ? nlohmann::json(o.refcount - o.held)
-                                                           : nlohmann::json(nullptr);
+                                                          : nlohmann::json(nullptr);
     j["verdict"] = o.verdict.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.verdict);
     j["violations"] = o.violations;
     if (!o.error.empty()) j["error"] = o.error;
@@ -137,7 +133,8 @@ class TextRenderer final : public Renderer {
     if (!d.invariants.empty()) out_.print(", {} invariant violation{}", nv, nv == 1 ? "" : "s");
     if (s.errors) out_.print(", {} not evaluated", s.errors);
     out_.put("\n");
-    for (const auto& [k, v] : s.violations) out_.print("  invariant {}: {} object{}\n", k, v, v == 1 ? "" : "s");
+    for (const auto& [k, v] : s.violations)
+      out_.print("  invariant {}: {} object{}\n", k, v, v == 1 ? "" : "s");
     if (!d.refcount.empty() && a_.histogram) {
       out_.print("  refcount histogram ({}):\n", d.refcount);
       for (const auto& [k, v] : s.histogram) out_.print("    {:>8}: {}\n", k, v);
@@ -146,7 +143,8 @@ class TextRenderer final : public Renderer {
     size_t shown = 0;
     for (const auto& w : s.warnings)
       if (shown++ < 20) out_.print("  warning: {}\n", w);
-    if (s.warnings.size() > 20) out_.print("  ... {} more warnings (--json has all)\n", s.warnings.size() - 20);
+    if (s.warnings.size() > 20)
+      out_.print("  ... {} more warnings (--json has all)\n", s.warnings.size() - 20);
     out_.put("\n");
   }
 
@@ -189,7 +187,9 @@ class JsonRenderer final : public Renderer {
     holders_ = s.active_holders;
     first_obj_ = true;
     if (lines_) return;
-    nlohmann::json h{{"name", s.set->name}, {"type", s.type_name}, {"holders", s.active_holders},
+    nlohmann::json h{{"name", s.set->name},
+                     {"type", s.type_name},
+                     {"holders", s.active_holders},
                      {"refcount_field", s.set->refcount.empty() ? nlohmann::json(nullptr)
                                                                 : nlohmann::json(s.set->refcount)}};
     std::string t = h.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -218,7 +218,8 @@ class JsonRenderer final : public Renderer {
       out_.print("{}\n", sum.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
       return;
     }
-    out_.print("],\"summary\":{}}}\n", sum.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    out_.print("],\"summary\":{}}}\n",
+               sum.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   }
 
  private:
@@ -262,13 +263,15 @@ std::vector<std::string> profile_dirs() {
 }  // namespace
 
 void add_profile_options(CLI::App* sub, ProfileArgs& a) {
-  sub->add_option("-p,--profile", a.profile, "profile file (or NAME of an installed one)")->required();
+  sub->add_option("-p,--profile", a.profile, "profile file (or NAME of an installed one)")
+      ->required();
   sub->add_option("--set", a.sets, "only these sets (their dependencies run too)")->delimiter(',');
   sub->add_flag("--all", a.all, "text: every object, not only flagged or violating ones");
   sub->add_flag("--flagged", a.flagged, "JSON: only flagged, violating or unevaluated objects");
   sub->add_flag("--histogram", a.histogram, "text: refcount histogram per set");
   sub->add_flag("--jsonl", a.jsonl, "one JSON object per line (objects, then each set's summary)");
-  sub->add_option("--fail-on", a.fail_on, "exit 1 if: flagged, violation, error, any")->delimiter(',');
+  sub->add_option("--fail-on", a.fail_on, "exit 1 if: flagged, violation, error, any")
+      ->delimiter(',');
 }
 
 lr::Result<void> check_profile_args(const ProfileArgs& a) {
@@ -293,9 +296,10 @@ int run_and_render_profile(lr::Program& prog, const ProfileArgs& a, bool json, b
     r = std::make_unique<JsonRenderer>(a, out, a.jsonl);
   else
     r = std::make_unique<TextRenderer>(a, out);
-  nlohmann::json head{{"schema", "leakref.profile/1"},
-                      {"core", source},
-                      {"profile", {{"name", p->name}, {"source", p->source}, {"format", p->format}}}};
+  nlohmann::json head{
+      {"schema", "leakref.profile/1"},
+      {"core", source},
+      {"profile", {{"name", p->name}, {"source", p->source}, {"format", p->format}}}};
   // Set-up errors (a type the target lacks) come before any output.
   struct Gate final : lr::ProfileSink {
     lr::ProfileSink* inner;

@@ -3,10 +3,10 @@
 // the new container kinds against the same manifest; hostile profiles.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <map>
 #include <regex>
-#include <algorithm>
 #include <set>
 #include <sstream>
 
@@ -22,7 +22,9 @@ const lrtest::FixtureCore* locks_core() {
   return &lrtest::fixture_core("locks", lrtest::fixture_path("fx_locks"));
 }
 
-std::string profile_path() { return std::string(LR_SOURCE_DIR) + "/tests/profiles/fx_locks.toml"; }
+std::string profile_path() {
+  return std::string(LR_SOURCE_DIR) + "/tests/profiles/fx_locks.toml";
+}
 
 const json& set_of(const json& j, const std::string& name) {
   for (const auto& s : j["sets"])
@@ -56,7 +58,8 @@ TEST_CASE("profile file: sets, holders, verdicts and invariants equal the manife
     REQUIRE(s["objects"].size() == want.size());
     for (size_t i = 0; i < want.size(); ++i) {
       CHECK(s["objects"][i]["addr"] == want[i]["addr"]);
-      if (std::string(name) != "namespaces") CHECK(s["objects"][i]["refcount"] == want[i]["refcount"]);
+      if (std::string(name) != "namespaces")
+        CHECK(s["objects"][i]["refcount"] == want[i]["refcount"]);
     }
     CHECK(s["summary"]["warnings"].empty());
   }
@@ -67,8 +70,10 @@ TEST_CASE("profile file: sets, holders, verdicts and invariants equal the manife
     for (const auto& o : set_of(j, name)["objects"]) {
       CHECK(o["verdict"] != "missing");
       CHECK(o["verdict"] != "error");
-      if (o["verdict"] == "extra") flagged[o["addr"]] = o["unexplained"];
-      else CHECK(o["unexplained"] == 0);
+      if (o["verdict"] == "extra")
+        flagged[o["addr"]] = o["unexplained"];
+      else
+        CHECK(o["unexplained"] == 0);
     }
     for (const auto& [a, n] : m[name]["leaked"].items()) want[a] = n;
     CHECK(flagged == want);
@@ -81,10 +86,12 @@ TEST_CASE("profile file: sets, holders, verdicts and invariants equal the manife
         if (name == inv) v.push_back(o["addr"]);
     return v;
   };
-  CHECK(violators("resources", "one-exclusive") == m["resources"]["one-exclusive"].get<std::vector<std::string>>());
+  CHECK(violators("resources", "one-exclusive") ==
+        m["resources"]["one-exclusive"].get<std::vector<std::string>>());
   CHECK(violators("resources", "waiting-needs-granted") ==
         m["resources"]["waiting-needs-granted"].get<std::vector<std::string>>());
-  CHECK(violators("vcaches", "lock-exclusive") == m["vcaches"]["lock-exclusive"].get<std::vector<std::string>>());
+  CHECK(violators("vcaches", "lock-exclusive") ==
+        m["vcaches"]["lock-exclusive"].get<std::vector<std::string>>());
   CHECK(violators("vcaches", "writer-has-pid").empty());
   // Holders: each resource's vcache holder is the number of vcaches naming it.
   const json& res = set_of(j, "resources");
@@ -128,13 +135,15 @@ TEST_CASE("tree, xarray and counted array walks equal the manifest", "[profile]"
     std::vector<std::string> how;
     const char* mode;
   };
-  for (const W& w : std::vector<W>{{"vc_tree", {"--tree-member", "v_rb"}, "rbtree"},
-                                   {"vc_avl", {"--tree-member", "v_avl"}, "avltree"},
-                                   {"vc_xa", {"--xarray"}, "xarray"},
-                                   {"vc_ptrs", {"--pointer-array", "--count-from", "vc_nptrs"}, "pointer-array"}}) {
+  for (const W& w : std::vector<W>{
+           {"vc_tree", {"--tree-member", "v_rb"}, "rbtree"},
+           {"vc_avl", {"--tree-member", "v_avl"}, "avltree"},
+           {"vc_xa", {"--xarray"}, "xarray"},
+           {"vc_ptrs", {"--pointer-array", "--count-from", "vc_nptrs"}, "pointer-array"}}) {
     INFO(w.name);
-    std::vector<std::string> args = {"walk", fc->core, "--json", "--type", "struct vcache", "--head",
-                                     m[w.name]["head"], "--refcount", "refCount"};
+    std::vector<std::string> args = {"walk",          fc->core, "--json",          "--type",
+                                     "struct vcache", "--head", m[w.name]["head"], "--refcount",
+                                     "refCount"};
     args.insert(args.end(), w.how.begin(), w.how.end());
     auto r = leakref(args);
     INFO(r.err);
@@ -149,13 +158,16 @@ TEST_CASE("tree, xarray and counted array walks equal the manifest", "[profile]"
       CHECK(j["objects"][i]["addr"] == want[i]["addr"]);
       CHECK(j["objects"][i]["refcount"] == want[i]["refcount"]);
     }
-    if (std::string(w.name) == "vc_xa") CHECK(j["summary"]["value_entries"] == m["vc_xa"]["values"]);
+    if (std::string(w.name) == "vc_xa")
+      CHECK(j["summary"]["value_entries"] == m["vc_xa"]["values"]);
   }
   // Heads and members that do not fit are refused, naming the types.
-  auto r = leakref({"walk", fc->core, "--type", "struct vcache", "--head", "vc_nptrs", "--tree-member", "v_rb"});
+  auto r = leakref(
+      {"walk", fc->core, "--type", "struct vcache", "--head", "vc_nptrs", "--tree-member", "v_rb"});
   CHECK(r.status == 2);
   CHECK(r.err.find("not a tree root") != std::string::npos);
-  r = leakref({"walk", fc->core, "--type", "struct vcache", "--head", "vc_tree", "--tree-member", "fid"});
+  r = leakref(
+      {"walk", fc->core, "--type", "struct vcache", "--head", "vc_tree", "--tree-member", "fid"});
   CHECK(r.status == 2);
   CHECK(r.err.find("not a tree node") != std::string::npos);
   r = leakref({"walk", fc->core, "--type", "struct vcache", "--head", "vc_tree", "--xarray"});
@@ -187,36 +199,47 @@ TEST_CASE("hostile profiles: one clear error, never a crash or hang", "[profile]
       {"future format", with("format = 1", "format = 2"), "profile format 2", 3},
       {"unknown key", with("refcount = \"lr_refcount\"", "refcnt = \"lr_refcount\""),
        "unknown key 'refcnt'; did you mean 'refcount'?", 3},
-      {"missing required member", with("\"lr_waiting\"]", "\"lr_waiting\", \"lr_blocked|lr_pending\"]"),
+      {"missing required member",
+       with("\"lr_waiting\"]", "\"lr_waiting\", \"lr_blocked|lr_pending\"]"),
        "has no member lr_blocked|lr_pending (required; any one of them)", 4},
-      {"missing type", with("c = \"struct ldlm_lock\"", "c = \"struct ldlm_lok\""), "struct ldlm_lok", 4},
-      {"parent cycle", with("name = \"namespaces\"\ntype = \"namespace\"",
-                            "name = \"namespaces\"\ntype = \"namespace\"\nparent = \"resources\""),
+      {"missing type", with("c = \"struct ldlm_lock\"", "c = \"struct ldlm_lok\""),
+       "struct ldlm_lok", 4},
+      {"parent cycle",
+       with("name = \"namespaces\"\ntype = \"namespace\"",
+            "name = \"namespaces\"\ntype = \"namespace\"\nparent = \"resources\""),
        "cycle", 3},
-      {"unknown parent", with("parent = \"namespaces\"", "parent = \"namespace\""), "'namespace' is not a set", 3},
+      {"unknown parent", with("parent = \"namespaces\"", "parent = \"namespace\""),
+       "'namespace' is not a set", 3},
       {"bad link", with("link = \"hlist\"", "link = \"skiplist\""), "link 'skiplist'", 3},
-      {"wrong link member", with("member = \"lr_hash\"", "member = \"lr_granted\""), "not a struct hlist_node", 2},
-      {"huge buckets", with("buckets = \"ns_rs_buckets\"", "buckets = \"ns_rs_buckets * 1099511627776\""),
+      {"wrong link member", with("member = \"lr_hash\"", "member = \"lr_granted\""),
+       "not a struct hlist_node", 2},
+      {"huge buckets",
+       with("buckets = \"ns_rs_buckets\"", "buckets = \"ns_rs_buckets * 1099511627776\""),
        "implausible", 0},
-      {"divide by zero", with("expr = \"count(lr_waiting) == 0 || count(lr_granted) > 0\"",
-                              "expr = \"10 / count(lr_granted) >= 0\""),
+      {"divide by zero",
+       with("expr = \"count(lr_waiting) == 0 || count(lr_granted) > 0\"",
+            "expr = \"10 / count(lr_granted) >= 0\""),
        "division by zero", 0},
-      {"deep nesting", with("expr = \"!(lock.excl_locked && lock.readers_reading)\"",
-                            "expr = \"" + std::string(5000, '(') + "1" + std::string(5000, ')') + "\""),
+      {"deep nesting",
+       with("expr = \"!(lock.excl_locked && lock.readers_reading)\"",
+            "expr = \"" + std::string(5000, '(') + "1" + std::string(5000, ')') + "\""),
        "too long", 3},
-      {"recursion", with("expr = \"!(lock.excl_locked && lock.readers_reading)\"",
-                         "expr = \"" + std::string(300, '!') + "1\""),
+      {"recursion",
+       with("expr = \"!(lock.excl_locked && lock.readers_reading)\"",
+            "expr = \"" + std::string(300, '!') + "1\""),
        "nesting too deep", 3},
       {"struct as number", with("count = \"opens\"", "count = \"lock\""), "not a number", 2},
-      {"list without type", with("expr = \"count(lr_waiting) == 0 || count(lr_granted) > 0\"",
-                                 "expr = \"sum(lr_granted, l_pid) > 0 && count(ns_x) >= 0\""),
+      {"list without type",
+       with("expr = \"count(lr_waiting) == 0 || count(lr_granted) > 0\"",
+            "expr = \"sum(lr_granted, l_pid) > 0 && count(ns_x) >= 0\""),
        "no member 'ns_x'", 4},
       {"holder from non-pointer", with("field = \"v_res\"", "field = \"fid\""), "not a pointer", 2},
       {"no sets", "format = 1\nname = \"x\"\n", "declares no [[set]]", 3},
       // toml++ 3.3.0 asserts on these (or is undefined behaviour under NDEBUG)
       {"hash after bracket", "format = 1\n[#", "fx_bad.toml:2:2", 3},
       {"nul byte", std::string("format = 1\n[\0]", 15), "control character", 3},
-      {"non-ascii outside a comment", "format = 1\n\xe2\xb3\x80 = 1\n", "fx_bad.toml:2:1: non-ASCII", 3},
+      {"non-ascii outside a comment", "format = 1\n\xe2\xb3\x80 = 1\n",
+       "fx_bad.toml:2:1: non-ASCII", 3},
   };
   for (const auto& c : cases) {
     INFO(c.name);
@@ -251,8 +274,7 @@ TEST_CASE("hostile profiles: one clear error, never a crash or hang", "[profile]
   CHECK(r.status == 3);
   CHECK(r.err.find("larger than 1 MiB") != std::string::npos);
   // A profile for another program is refused, naming both.
-  r = leakref({"profile", fc->core, "--profile",
-               lrtest::tmp_dir() + "/other.toml"});
+  r = leakref({"profile", fc->core, "--profile", lrtest::tmp_dir() + "/other.toml"});
   CHECK(r.status == 3);
   lrtest::write_file(lrtest::tmp_dir() + "/other.toml",
                      with("executable = \"fx_locks\"", "executable = \"ganesha.nfsd\""));
@@ -268,7 +290,8 @@ TEST_CASE("README: the profile walk-through runs as written", "[profile]") {
   const auto* fc = locks_core();
   if (!fc) LR_SKIP("gcore (gdb) is not installed");
   std::string readme = lrtest::read_file(std::string(LR_SOURCE_DIR) + "/README.md");
-  size_t b = readme.find("<!-- test:profile-begin -->"), e = readme.find("<!-- test:profile-end -->");
+  size_t b = readme.find("<!-- test:profile-begin -->"),
+         e = readme.find("<!-- test:profile-end -->");
   REQUIRE(b != std::string::npos);
   REQUIRE(e > b);
   std::string part = readme.substr(b, e - b);
@@ -290,8 +313,8 @@ TEST_CASE("README: the profile walk-through runs as written", "[profile]") {
     size_t nl = block.find('\n');
     std::string cmd = block.substr(2, nl - 2), want = block.substr(nl + 1);
     INFO(cmd);
-    auto r = lrtest::run({"/bin/bash", "-c", "cd '" + dir + "' && PATH='" + lrtest::build_dir() +
-                                                 "':$PATH " + cmd});
+    auto r = lrtest::run(
+        {"/bin/bash", "-c", "cd '" + dir + "' && PATH='" + lrtest::build_dir() + "':$PATH " + cmd});
     CHECK(std::regex_replace(r.out, addr, "0xADDR") == std::regex_replace(want, addr, "0xADDR"));
     ++commands;
   }

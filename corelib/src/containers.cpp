@@ -65,7 +65,8 @@ WalkResult walk_tree(const Memory& mem, uint64_t root, const TreeShape& sh, uint
         r.stop = WalkStop::kCycle;
         r.stop_addr = parent ? parent - member_off : 0;
         r.cycle_start = a - member_off;
-        r.stop_detail = fmt::format("node {:#x} links back to {:#x}, already in the tree", parent, a);
+        r.stop_detail =
+            fmt::format("node {:#x} links back to {:#x}, already in the tree", parent, a);
         return false;
       }
       Frame f{a, {}};
@@ -109,9 +110,15 @@ namespace {
 // low bits 10 = internal entry: a node pointer (| 2) when above 4096, else
 // sibling (< chunk - 1), retry (256) or zero (257) entries.
 constexpr uint64_t kInternal = 2;
-bool xa_value(uint64_t e) { return e & 1; }
-bool xa_internal(uint64_t e) { return (e & 3) == kInternal; }
-bool xa_node(uint64_t e) { return xa_internal(e) && e > 4096; }
+bool xa_value(uint64_t e) {
+  return e & 1;
+}
+bool xa_internal(uint64_t e) {
+  return (e & 3) == kInternal;
+}
+bool xa_node(uint64_t e) {
+  return xa_internal(e) && e > 4096;
+}
 
 struct XaWalk {
   const Memory& mem;
@@ -149,7 +156,8 @@ struct XaWalk {
     if (!mem.read(node, b.data(), b.size()).ok()) {
       r.stop = WalkStop::kFault;
       r.stop_addr = node;
-      r.stop_detail = fmt::format("xa_node {:#x} is not readable: {}", node, mem.why_unreadable(node));
+      r.stop_detail =
+          fmt::format("xa_node {:#x} is not readable: {}", node, mem.why_unreadable(node));
       return false;
     }
     int nshift = b[sh.shift_off];
@@ -157,9 +165,10 @@ struct XaWalk {
     uint64_t npar = load_uint(b.data() + sh.parent_off, 8);
     if ((shift >= 0 && nshift != shift) || nshift % sh.chunk_shift || nshift > 63 ||
         npar != parent || (parent && noff != offset)) {
-      add_issue(r, node, fmt::format("xa_node shift {} offset {} parent {:#x} does not fit slot {} "
-                                     "of {:#x}; not descended",
-                                     nshift, noff, npar, offset, parent));
+      add_issue(r, node,
+                fmt::format("xa_node shift {} offset {} parent {:#x} does not fit slot {} "
+                            "of {:#x}; not descended",
+                            nshift, noff, npar, offset, parent));
       return true;
     }
     // Copy the slots: recursion reuses the buffer.
@@ -175,7 +184,8 @@ struct XaWalk {
           add_issue(r, node, fmt::format("leaf xa_node slot {} holds a node entry {:#x}", i, e));
           continue;
         }
-        if (!this->node(e - kInternal, node, i, nshift - static_cast<int>(sh.chunk_shift), depth + 1))
+        if (!this->node(e - kInternal, node, i, nshift - static_cast<int>(sh.chunk_shift),
+                        depth + 1))
           return false;
       } else if (!xa_internal(e)) {
         if (!entry(e)) return false;

@@ -23,19 +23,45 @@ constexpr int kMaxDepth = 64;
 constexpr uint64_t kMaxListEntries = 1'000'000;  // count()/sum() per object
 
 enum class Op {
-  kInt, kStr, kPath, kCall,                       // before resolve
-  kField, kAddr, kVar, kNeg, kNot, kCompl,        // resolved leaves and unary
-  kMul, kDiv, kMod, kAdd, kSub, kShl, kShr, kBitAnd, kBitXor, kBitOr,
-  kLt, kLe, kGt, kGe, kEq, kNe, kAnd, kOr,
-  kStrEq, kStrNe,                                 // string comparisons
-  kCount, kSum,
+  kInt,
+  kStr,
+  kPath,
+  kCall,  // before resolve
+  kField,
+  kAddr,
+  kVar,
+  kNeg,
+  kNot,
+  kCompl,  // resolved leaves and unary
+  kMul,
+  kDiv,
+  kMod,
+  kAdd,
+  kSub,
+  kShl,
+  kShr,
+  kBitAnd,
+  kBitXor,
+  kBitOr,
+  kLt,
+  kLe,
+  kGt,
+  kGe,
+  kEq,
+  kNe,
+  kAnd,
+  kOr,
+  kStrEq,
+  kStrNe,  // string comparisons
+  kCount,
+  kSum,
 };
 
 }  // namespace
 
 struct Expr::Node {
   Op op = Op::kInt;
-  size_t pos = 0;  // where in the text (for messages)
+  size_t pos = 0;             // where in the text (for messages)
   size_t begin = 0, end = 0;  // call arguments: where the argument's text lies
   int64_t num = 0;
   bool is_unsigned = false;
@@ -43,12 +69,12 @@ struct Expr::Node {
   std::vector<std::unique_ptr<Node>> kids;
   // resolved
   FieldSpec spec;
-  IntField fast;         // one hop, whole integer: read in place
+  IntField fast;  // one hop, whole integer: read in place
   bool use_fast = false;
   bool is_string = false;  // a field or literal whose value is a string
   const Type* enum_type = nullptr;
   // count/sum
-  FieldSpec list;            // the list head member
+  FieldSpec list;  // the list head member
   bool hlist = false;
   ListElement elem;
   std::unique_ptr<Expr> sub;  // predicate/summand in the element scope
@@ -65,8 +91,12 @@ Error syntax_error(std::string_view text, size_t pos, const std::string& what,
                                 std::string(std::min(pos, text.size()), ' ')));
 }
 
-bool ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
-bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+bool ident_start(char c) {
+  return std::isalpha(static_cast<unsigned char>(c)) || c == '_';
+}
+bool ident_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+}
 
 struct Parser {
   std::string_view s;
@@ -83,8 +113,9 @@ struct Parser {
     // '&' is not '&&', '|' not '||', '<' not '<<' or '<=', '!' not '!='...
     if (tok.size() == 1 && i + 1 < s.size()) {
       char n = s[i + 1];
-      if ((tok == "&" && n == '&') || (tok == "|" && n == '|') || (tok == "<" && (n == '<' || n == '=')) ||
-          (tok == ">" && (n == '>' || n == '=')) || (tok == "!" && n == '=') || (tok == "=" && n == '='))
+      if ((tok == "&" && n == '&') || (tok == "|" && n == '|') ||
+          (tok == "<" && (n == '<' || n == '=')) || (tok == ">" && (n == '>' || n == '=')) ||
+          (tok == "!" && n == '=') || (tok == "=" && n == '='))
         return false;
     }
     i += tok.size();
@@ -160,7 +191,8 @@ struct Parser {
       n->kids.push_back(std::move(k));
       return n;
     }
-    if (i < s.size() && s[i] == '-' && !(i + 1 < s.size() && std::isdigit(static_cast<unsigned char>(s[i + 1])))) {
+    if (i < s.size() && s[i] == '-' &&
+        !(i + 1 < s.size() && std::isdigit(static_cast<unsigned char>(s[i + 1])))) {
       ++i;
       LR_ASSIGN(NodeP k, unary(depth + 1));
       auto n = mk(Op::kNeg, at);
@@ -183,7 +215,8 @@ struct Parser {
     const char* b = body.c_str() + (base == 16 ? 2 : 0);
     unsigned long long v = std::strtoull(b, &end, base);
     if (!*b || errno || !end || *end) return err("bad number '" + body + "'", at);
-    if (neg && v > static_cast<unsigned long long>(INT64_MAX) + 1) return err("number too small", at);
+    if (neg && v > static_cast<unsigned long long>(INT64_MAX) + 1)
+      return err("number too small", at);
     auto n = mk(Op::kInt, at);
     n->num = neg ? static_cast<int64_t>(0 - v) : static_cast<int64_t>(v);
     n->is_unsigned = !neg && v > static_cast<unsigned long long>(INT64_MAX);
@@ -366,7 +399,8 @@ struct Resolver {
     if (is_char_ptr_or_array(n.spec.type) || is_uuid(n.spec.type)) {
       n.is_string = true;
     } else if (ft->kind == TypeKind::kFloat) {
-      return err(n, fmt::format("'{}' is {}: floating point is not supported", path, ft->display()));
+      return err(n,
+                 fmt::format("'{}' is {}: floating point is not supported", path, ft->display()));
     } else if (ft->kind == TypeKind::kStruct || ft->kind == TypeKind::kUnion ||
                ft->kind == TypeKind::kArray) {
       // A refcount wrapper (atomic_t, refcount_t, kref, ...) reads as its
@@ -453,7 +487,8 @@ struct Resolver {
     if (n.kids.size() == 2) {
       if (!sc.element)
         return err(l, fmt::format("the entries of '{}' have no declared type; declare it in a "
-                                  "profile to use {}(LIST, ...)", l.text, n.text));
+                                  "profile to use {}(LIST, ...)",
+                                  l.text, n.text));
       auto el = sc.element(sc.type, l.text);
       if (!el.ok()) return err(l, el.error().message, el.error().code);
       n.elem = el.value();
@@ -464,7 +499,7 @@ struct Resolver {
       sub.what = sc.what;
       sub.vars = {"owner"};  // the object the list belongs to
       // Re-compile the argument's text in the element's scope.
-      
+
       size_t a = n.kids[1]->begin, b = n.kids[1]->end;
       std::string_view argtext = text.substr(a, b > a ? b - a : 0);
       auto e = Expr::compile(argtext, sub);
@@ -478,11 +513,17 @@ struct Resolver {
   Result<void> operator()(Expr::Node& n, const Type* enum_hint, int depth) {
     if (depth > 2 * kMaxDepth + 8) return err(n, "nesting too deep");
     switch (n.op) {
-      case Op::kInt: return {};
-      case Op::kStr: n.is_string = true; return {};
-      case Op::kPath: return name(n, enum_hint);
-      case Op::kCall: return call(n);
-      default: break;
+      case Op::kInt:
+        return {};
+      case Op::kStr:
+        n.is_string = true;
+        return {};
+      case Op::kPath:
+        return name(n, enum_hint);
+      case Op::kCall:
+        return call(n);
+      default:
+        break;
     }
     bool cmp = n.op == Op::kEq || n.op == Op::kNe || n.op == Op::kLt || n.op == Op::kLe ||
                n.op == Op::kGt || n.op == Op::kGe;
@@ -529,8 +570,9 @@ struct Resolver {
           lit.is_string = false;
           return {};
         }
-      return err(lit, fmt::format("'{}' is not an enumerator of {}", lit.text,
-                                  other.enum_type->display()), Errc::kNotFound);
+      return err(
+          lit, fmt::format("'{}' is not an enumerator of {}", lit.text, other.enum_type->display()),
+          Errc::kNotFound);
     }
     return err(lit.op == Op::kStr ? other : lit, "compares a string with a number");
   }
@@ -555,11 +597,16 @@ ExprValue int_value(int64_t i, bool uns = false) {
 ExprValue from_field(const FieldValue& f) {
   using K = FieldValue::Kind;
   switch (f.kind) {
-    case K::kSigned: return int_value(f.s);
-    case K::kUnsigned: return int_value(static_cast<int64_t>(f.u), true);
-    case K::kBool: return int_value(f.u != 0);
-    case K::kPointer: return int_value(static_cast<int64_t>(f.u), true);
-    case K::kEnum: return int_value(f.s);
+    case K::kSigned:
+      return int_value(f.s);
+    case K::kUnsigned:
+      return int_value(static_cast<int64_t>(f.u), true);
+    case K::kBool:
+      return int_value(f.u != 0);
+    case K::kPointer:
+      return int_value(static_cast<int64_t>(f.u), true);
+    case K::kEnum:
+      return int_value(f.s);
     case K::kString:
     case K::kUuid: {
       ExprValue v;
@@ -568,8 +615,10 @@ ExprValue from_field(const FieldValue& f) {
       return v;
     }
     case K::kFloat:
-    case K::kAggregate: return error_value("not a number");
-    case K::kError: return error_value(f.text);
+    case K::kAggregate:
+      return error_value("not a number");
+    case K::kError:
+      return error_value(f.text);
   }
   return error_value("unknown value");
 }
@@ -599,12 +648,18 @@ bool cmp_values(Op op, const ExprValue& a, const ExprValue& b) {
   bool uns = (a.is_unsigned || b.is_unsigned);
   auto go = [op](auto x, auto y) {
     switch (op) {
-      case Op::kLt: return x < y;
-      case Op::kLe: return x <= y;
-      case Op::kGt: return x > y;
-      case Op::kGe: return x >= y;
-      case Op::kEq: return x == y;
-      default: return x != y;
+      case Op::kLt:
+        return x < y;
+      case Op::kLe:
+        return x <= y;
+      case Op::kGt:
+        return x > y;
+      case Op::kGe:
+        return x >= y;
+      case Op::kEq:
+        return x == y;
+      default:
+        return x != y;
     }
   };
   if (uns) {
@@ -620,9 +675,12 @@ ExprValue arith(Op op, const ExprValue& a, const ExprValue& b) {
   uint64_t x = static_cast<uint64_t>(a.i), y = static_cast<uint64_t>(b.i);
   bool uns = a.is_unsigned || b.is_unsigned;
   switch (op) {
-    case Op::kAdd: return int_value(static_cast<int64_t>(x + y), uns);
-    case Op::kSub: return int_value(static_cast<int64_t>(x - y), uns);
-    case Op::kMul: return int_value(static_cast<int64_t>(x * y), uns);
+    case Op::kAdd:
+      return int_value(static_cast<int64_t>(x + y), uns);
+    case Op::kSub:
+      return int_value(static_cast<int64_t>(x - y), uns);
+    case Op::kMul:
+      return int_value(static_cast<int64_t>(x * y), uns);
     case Op::kDiv:
     case Op::kMod:
       if (!y) return error_value("division by zero");
@@ -634,10 +692,14 @@ ExprValue arith(Op op, const ExprValue& a, const ExprValue& b) {
       if (b.i < 0 || b.i > 63) return error_value(fmt::format("shift by {}", b.i));
       if (op == Op::kShl) return int_value(static_cast<int64_t>(x << y), uns);
       return uns || a.i >= 0 ? int_value(static_cast<int64_t>(x >> y), uns) : int_value(a.i >> b.i);
-    case Op::kBitAnd: return int_value(static_cast<int64_t>(x & y), uns);
-    case Op::kBitOr: return int_value(static_cast<int64_t>(x | y), uns);
-    case Op::kBitXor: return int_value(static_cast<int64_t>(x ^ y), uns);
-    default: return error_value("bad operator");
+    case Op::kBitAnd:
+      return int_value(static_cast<int64_t>(x & y), uns);
+    case Op::kBitOr:
+      return int_value(static_cast<int64_t>(x | y), uns);
+    case Op::kBitXor:
+      return int_value(static_cast<int64_t>(x ^ y), uns);
+    default:
+      return error_value("bad operator");
   }
 }
 
@@ -653,8 +715,8 @@ struct Evaluator {
     WalkLimits lim;
     lim.max_nodes = kMaxListEntries;
     const uint64_t off = n.sub ? n.elem.link_offset : 0;
-    WalkResult w = n.hlist ? walk_hlist(mem, head.value(), off, lim)
-                           : walk_list(mem, head.value(), off, lim);
+    WalkResult w =
+        n.hlist ? walk_hlist(mem, head.value(), off, lim) : walk_list(mem, head.value(), off, lim);
     if (!w.ok())
       return error_value(fmt::format("{}({}): list {} ({})", n.op == Op::kSum ? "sum" : "count",
                                      n.list.path, walk_stop_name(w.stop), w.stop_detail));
@@ -667,7 +729,8 @@ struct Evaluator {
       if (!eb) return error_value(fmt::format("entry {:#x}: {}", e, mem.why_unreadable(e)));
       int64_t owner = static_cast<int64_t>(addr);
       ExprValue v = n.sub->eval(mem, eb, e, &owner);
-      if (v.kind == ExprValue::Kind::kError) return error_value(fmt::format("entry {:#x}: {}", e, v.s));
+      if (v.kind == ExprValue::Kind::kError)
+        return error_value(fmt::format("entry {:#x}: {}", e, v.s));
       if (v.kind != ExprValue::Kind::kInt) return error_value("not a number");
       acc += n.op == Op::kCount ? (v.i != 0) : v.i;
     }
@@ -676,7 +739,8 @@ struct Evaluator {
 
   ExprValue operator()(const Expr::Node& n) {
     switch (n.op) {
-      case Op::kInt: return int_value(n.num, n.is_unsigned);
+      case Op::kInt:
+        return int_value(n.num, n.is_unsigned);
       case Op::kStr: {
         ExprValue v;
         v.kind = ExprValue::Kind::kString;
@@ -686,11 +750,13 @@ struct Evaluator {
       case Op::kField:
         if (n.use_fast) return int_value(n.fast.load(obj), !n.fast.is_signed);
         return from_field(eval_field(mem, obj, n.spec));
-      case Op::kAddr: return int_value(static_cast<int64_t>(addr), true);
+      case Op::kAddr:
+        return int_value(static_cast<int64_t>(addr), true);
       case Op::kVar:
         return vars ? int_value(vars[n.num], n.is_unsigned) : error_value("variable not bound");
       case Op::kCount:
-      case Op::kSum: return list(n);
+      case Op::kSum:
+        return list(n);
       case Op::kAnd:
       case Op::kOr: {
         ExprValue a = (*this)(*n.kids[0]);
@@ -700,13 +766,16 @@ struct Evaluator {
         if (b.kind == ExprValue::Kind::kError) return b;
         return int_value(b.truthy());
       }
-      default: break;
+      default:
+        break;
     }
     if (n.kids.size() == 1) {
       ExprValue a = (*this)(*n.kids[0]);
-      if (a.kind != ExprValue::Kind::kInt) return a.kind == ExprValue::Kind::kError ? a : error_value("not a number");
+      if (a.kind != ExprValue::Kind::kInt)
+        return a.kind == ExprValue::Kind::kError ? a : error_value("not a number");
       if (n.op == Op::kNot) return int_value(a.i == 0);
-      if (n.op == Op::kCompl) return int_value(static_cast<int64_t>(~static_cast<uint64_t>(a.i)), a.is_unsigned);
+      if (n.op == Op::kCompl)
+        return int_value(static_cast<int64_t>(~static_cast<uint64_t>(a.i)), a.is_unsigned);
       return int_value(static_cast<int64_t>(0 - static_cast<uint64_t>(a.i)));
     }
     ExprValue a = (*this)(*n.kids[0]);
@@ -721,9 +790,15 @@ struct Evaluator {
     if (a.kind != ExprValue::Kind::kInt || b.kind != ExprValue::Kind::kInt)
       return error_value("not a number");
     switch (n.op) {
-      case Op::kLt: case Op::kLe: case Op::kGt: case Op::kGe: case Op::kEq: case Op::kNe:
+      case Op::kLt:
+      case Op::kLe:
+      case Op::kGt:
+      case Op::kGe:
+      case Op::kEq:
+      case Op::kNe:
         return int_value(cmp_values(n.op, a, b));
-      default: return arith(n.op, a, b);
+      default:
+        return arith(n.op, a, b);
     }
   }
 };

@@ -89,9 +89,10 @@ Result<void> ProfileBinder::require(BoundType& bt) {
   for (const auto& r : bt.decl->require) {
     std::string chosen;
     if (!choose(r, &chosen))
-      return fail(Errc::kNotFound,
-                  fmt::format("types.{}: {} has no member {} (required{})", bt.decl->name,
-                              t->display(), r, r.find('|') != std::string::npos ? "; any one of them" : ""));
+      return fail(
+          Errc::kNotFound,
+          fmt::format("types.{}: {} has no member {} (required{})", bt.decl->name, t->display(), r,
+                      r.find('|') != std::string::npos ? "; any one of them" : ""));
     map_alternatives(r, chosen);
   }
   for (const auto& o : bt.decl->optional) {
@@ -104,9 +105,9 @@ Result<void> ProfileBinder::require(BoundType& bt) {
   for (const auto& [name, alts] : bt.decl->fields) {
     for (const auto& a : split_alternatives(alts))
       if (!plain_name(a))
-        return fail(Errc::kInvalidArgument,
-                    fmt::format("types.{}.fields.{}: '{}' is not a member name", bt.decl->name,
-                                name, a));
+        return fail(
+            Errc::kInvalidArgument,
+            fmt::format("types.{}.fields.{}: '{}' is not a member name", bt.decl->name, name, a));
     std::string chosen;
     if (choose(alts, &chosen)) {
       if (name != chosen) bt.alias[name] = chosen;
@@ -140,7 +141,8 @@ Result<ListElement> ProfileBinder::element(const Type* owner, std::string_view p
   if (link.hops.size() != 1 || !lt || (lt->name != "list_head" && lt->name != "hlist_node"))
     return fail(Errc::kInvalidArgument,
                 fmt::format("types.{}.lists.{}: {} is {}, not a list_head or hlist_node inside "
-                            "the entry", decl->name, path, spec.substr(dot + 1),
+                            "the entry",
+                            decl->name, path, spec.substr(dot + 1),
                             link.type ? link.type->display() : "unknown"));
   return ListElement{et->type, link.hops[0].offset};
 }
@@ -159,7 +161,9 @@ std::string ProfileBinder::uses_missing(const std::string& text) const {
   while (i < text.size()) {
     if (std::isalpha(static_cast<unsigned char>(text[i])) || text[i] == '_') {
       size_t b = i;
-      while (i < text.size() && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_')) ++i;
+      while (i < text.size() &&
+             (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_'))
+        ++i;
       std::string tok = text.substr(b, i - b);
       for (const auto& [n, bt] : bound_)
         if (bt.missing.count(tok)) return tok;

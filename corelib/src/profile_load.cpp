@@ -37,8 +37,8 @@ namespace {
 constexpr size_t kMaxProfileBytes = 1 << 20;
 constexpr size_t kMaxSets = 1000, kMaxPerSet = 200, kMaxTypes = 1000;
 
-const std::set<std::string> kLinks = {"list", "hlist", "next", "array", "pointer-array", "tree",
-                                      "xarray"};
+const std::set<std::string> kLinks = {"list",          "hlist", "next",  "array",
+                                      "pointer-array", "tree",  "xarray"};
 
 struct Loader {
   std::string src;
@@ -83,7 +83,8 @@ struct Loader {
         if (*i < 0) return bad(where, fmt::format("'{}' is negative", key));
         return std::to_string(*i);
       }
-    return bad(where, fmt::format("'{}' must be a {}", key, number_ok ? "string or number" : "string"));
+    return bad(where,
+               fmt::format("'{}' must be a {}", key, number_ok ? "string or number" : "string"));
   }
 
   Result<std::vector<std::string>> strs(const toml::table& t, const char* key,
@@ -166,9 +167,9 @@ struct Loader {
 
   Result<ProfileSet> set(const toml::table& t, size_t idx) {
     std::string w = fmt::format("set[{}]", idx);
-    LR_TRY(only_keys(t, w, {"name", "type", "parent", "head", "link", "member", "buckets",
-                            "count", "refcount", "where", "key", "label", "holder", "invariant",
-                            "limit"}));
+    LR_TRY(only_keys(t, w,
+                     {"name", "type", "parent", "head", "link", "member", "buckets", "count",
+                      "refcount", "where", "key", "label", "holder", "invariant", "limit"}));
     ProfileSet s;
     LR_ASSIGN(s.name, str(t, "name", w, true));
     w = "set '" + s.name + "'";
@@ -190,8 +191,10 @@ struct Loader {
     }
     if (!kLinks.count(s.link))
       return bad(w, fmt::format("link '{}' is not one of list, hlist, next, array, "
-                                "pointer-array, tree, xarray", s.link));
-    bool needs_member = s.link == "list" || s.link == "hlist" || s.link == "next" || s.link == "tree";
+                                "pointer-array, tree, xarray",
+                                s.link));
+    bool needs_member =
+        s.link == "list" || s.link == "hlist" || s.link == "next" || s.link == "tree";
     if (needs_member && s.member.empty())
       return bad(w, fmt::format("link '{}' needs 'member' (the link inside each object)", s.link));
     if (!needs_member && !s.member.empty())
@@ -240,7 +243,8 @@ struct Loader {
       const ProfileSet& s = p.sets[i];
       auto need = [&](const std::string& n, const char* what) -> Result<void> {
         auto it = idx.find(n);
-        if (it == idx.end()) return bad("set '" + s.name + "'", fmt::format("{} '{}' is not a set", what, n));
+        if (it == idx.end())
+          return bad("set '" + s.name + "'", fmt::format("{} '{}' is not a set", what, n));
         deps[i].push_back(it->second);
         return {};
       };
@@ -282,7 +286,8 @@ struct Loader {
     if (*fv > kProfileFormat || *fv < 1)
       return make_error(Errc::kUnsupported,
                         fmt::format("{}: profile format {} is not one this leakref reads (it reads "
-                                    "format {})", src, *fv, kProfileFormat));
+                                    "format {})",
+                                    src, *fv, kProfileFormat));
     p.format = static_cast<int>(*fv);
     LR_ASSIGN(p.name, str(root, "name", "profile", true));
     LR_ASSIGN(p.description, str(root, "description", "profile", false));
@@ -336,7 +341,8 @@ Result<void> check_bytes(std::string_view text, const std::string& source) {
   for (size_t i = 0; i < text.size(); ++i) {
     unsigned char c = static_cast<unsigned char>(text[i]);
     auto bad = [&](const char* what) {
-      return make_error(Errc::kBadFormat, fmt::format("{}:{}:{}: {} {:#04x}", source, line, col, what, c));
+      return make_error(Errc::kBadFormat,
+                        fmt::format("{}:{}:{}: {} {:#04x}", source, line, col, what, c));
     };
     if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f)
       return bad("control character (not allowed in TOML)");
@@ -388,7 +394,8 @@ Result<Profile> load_profile(const std::string& path) {
   // O_NONBLOCK: a FIFO must not block the open; only regular files are read.
   int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0)
-    return make_error(Errc::kIo, fmt::format("{}: cannot open profile: {}", path, std::strerror(errno)));
+    return make_error(Errc::kIo,
+                      fmt::format("{}: cannot open profile: {}", path, std::strerror(errno)));
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);

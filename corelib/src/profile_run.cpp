@@ -87,7 +87,8 @@ class Runner {
 
  private:
   Error fail(Errc c, const ProfileSet& s, const std::string& what) {
-    return make_error(c, fmt::format("profile {} ({}): set '{}': {}", p_.name, p_.source, s.name, what));
+    return make_error(
+        c, fmt::format("profile {} ({}): set '{}': {}", p_.name, p_.source, s.name, what));
   }
   CompiledSet* by_name(const std::string& n) {
     for (size_t i = 0; i < p_.sets.size(); ++i)
@@ -202,7 +203,8 @@ class Runner {
     for (const auto& h : d.holders) {
       std::string miss = bind_.uses_missing(h.count + " " + h.field);
       if (!miss.empty()) {
-        s.sum.notes.push_back(fmt::format("holder '{}' skipped: the target has no {} (optional)", h.name, miss));
+        s.sum.notes.push_back(
+            fmt::format("holder '{}' skipped: the target has no {} (optional)", h.name, miss));
         continue;
       }
       Holder ch;
@@ -212,12 +214,13 @@ class Runner {
       } else {
         CompiledSet* src = by_name(h.from);
         auto f = make_field_spec(src->type->type, h.field, false, &bind_.alias());
-        if (!f.ok()) return fail(f.error().code, d, "holder '" + h.name + "': " + f.error().message);
+        if (!f.ok())
+          return fail(f.error().code, d, "holder '" + h.name + "': " + f.error().message);
         const Type* ft = f->type ? f->type->strip() : nullptr;
         if (!ft || ft->kind != TypeKind::kPointer)
           return fail(Errc::kInvalidArgument, d,
-                      fmt::format("holder '{}': {}.{} is {}, not a pointer", h.name, h.from, h.field,
-                                  f->type ? f->type->display() : "unknown"));
+                      fmt::format("holder '{}': {}.{} is {}, not a pointer", h.name, h.from,
+                                  h.field, f->type ? f->type->display() : "unknown"));
         inbound_.push_back(std::make_unique<std::unordered_map<uint64_t, int64_t>>());
         ch.inbound = inbound_.back().get();
         src->outbound.push_back({std::move(f).value(), inbound_.back().get()});
@@ -230,7 +233,8 @@ class Runner {
     for (const auto& inv : d.invariants) {
       std::string miss = bind_.uses_missing(inv.expr);
       if (!miss.empty()) {
-        s.sum.notes.push_back(fmt::format("invariant '{}' skipped: the target has no {} (optional)", inv.name, miss));
+        s.sum.notes.push_back(
+            fmt::format("invariant '{}' skipped: the target has no {} (optional)", inv.name, miss));
         continue;
       }
       LR_ASSIGN(auto e, compile_expr(s, inv.expr, "invariant '" + inv.name + "'", vars));
@@ -246,7 +250,8 @@ class Runner {
       LR_ASSIGN(Variable v, prog_.resolve(a.symbol));
       const Type* t = v.type ? v.type->strip() : nullptr;
       if (!t || !t->is_integer_like() || t->kind == TypeKind::kPointer || t->size > 8)
-        return make_error(Errc::kInvalidArgument, fmt::format("'{}' is not an integer variable", a.symbol));
+        return make_error(Errc::kInvalidArgument,
+                          fmt::format("'{}' is not an integer variable", a.symbol));
       uint64_t raw = 0;
       LR_TRY(prog_.mem().read(v.addr, &raw, t->size));
       return raw;
@@ -308,7 +313,8 @@ class Runner {
   }
 
   Result<void> walk_one(CompiledSet& s, uint64_t parent, const uint8_t* pbytes) {
-    if (opts_.interrupted && opts_.interrupted->load()) return make_error(Errc::kInterrupted, "interrupted");
+    if (opts_.interrupted && opts_.interrupted->load())
+      return make_error(Errc::kInterrupted, "interrupted");
     auto where_of = [&](const std::string& what) {
       return parent ? fmt::format("under {:#x}: {}", parent, what) : what;
     };
@@ -328,12 +334,14 @@ class Runner {
     ws.limits.max_nodes = s.decl->limit;
     ws.limits.interrupted = opts_.interrupted;
     for (auto [a, out, cap, what] : {std::tuple{&s.buckets, &ws.buckets, kMaxBuckets, "buckets"},
-                                      std::tuple{&s.count, &ws.count, kMaxCount, "count"}}) {
+                                     std::tuple{&s.count, &ws.count, kMaxCount, "count"}}) {
       if (!a->literal && a->symbol.empty() && !a->expr) continue;
       auto v = amount_value(s, *a, parent, pbytes);
       if (!v.ok() || v.value() > cap || v.value() == 0) {
         std::string why = !v.ok() ? v.error().message : fmt::format("{} is implausible", v.value());
-        if (!parent) return fail(v.ok() ? Errc::kBadFormat : v.error().code, *s.decl, fmt::format("{}: {}", what, why));
+        if (!parent)
+          return fail(v.ok() ? Errc::kBadFormat : v.error().code, *s.decl,
+                      fmt::format("{}: {}", what, why));
         s.sum.warnings.push_back(where_of(fmt::format("{}: {}; not walked", what, why)));
         return {};
       }
@@ -369,14 +377,16 @@ class Runner {
       if (!b) {
         ++s.sum.errors;
         if (s.sum.errors <= 20)
-          s.sum.warnings.push_back(fmt::format("object {:#x} not readable: {}", a, prog_.mem().why_unreadable(a)));
+          s.sum.warnings.push_back(
+              fmt::format("object {:#x} not readable: {}", a, prog_.mem().why_unreadable(a)));
         continue;
       }
       if (s.where) {
         ExprValue wv = s.where->eval(prog_.mem(), b, a);
         if (wv.kind == ExprValue::Kind::kError) {
           ++s.sum.errors;
-          if (s.sum.errors <= 20) s.sum.warnings.push_back(fmt::format("{:#x}: where: {}", a, wv.s));
+          if (s.sum.errors <= 20)
+            s.sum.warnings.push_back(fmt::format("{:#x}: where: {}", a, wv.s));
           continue;
         }
         if (!wv.truthy()) continue;
@@ -410,7 +420,8 @@ class Runner {
         ExprValue v = s.holders[i].count->eval(prog_.mem(), b, a);
         if (v.kind != ExprValue::Kind::kInt) {
           o.verdict = "error";
-          o.error = fmt::format("holder '{}': {}", s.holders[i].name, v.kind == ExprValue::Kind::kError ? v.s : "not a number");
+          o.error = fmt::format("holder '{}': {}", s.holders[i].name,
+                                v.kind == ExprValue::Kind::kError ? v.s : "not a number");
         }
         n = v.i;
       } else {
@@ -461,8 +472,9 @@ Result<void> run_profile(Program& prog, const Profile& p, const ProfileRunOption
     }
     if (!found) {
       std::string near = closest_name(n, names);
-      return make_error(Errc::kNotFound, fmt::format("profile {} has no set '{}'{}", p.name, n,
-                                                     near.empty() ? "" : "; did you mean '" + near + "'?"));
+      return make_error(Errc::kNotFound,
+                        fmt::format("profile {} has no set '{}'{}", p.name, n,
+                                    near.empty() ? "" : "; did you mean '" + near + "'?"));
     }
   }
   Runner r(prog, p, opts, sink);
@@ -470,8 +482,8 @@ Result<void> run_profile(Program& prog, const Profile& p, const ProfileRunOption
 }
 
 std::string profile_mismatch(const Program& prog, const Profile& p, bool is_kernel) {
-  if (p.match_kernel != is_kernel && (p.match_kernel || !p.match_executables.empty() ||
-                                      !p.match_modules.empty()))
+  if (p.match_kernel != is_kernel &&
+      (p.match_kernel || !p.match_executables.empty() || !p.match_modules.empty()))
     return fmt::format("profile {} is for {}; this is {}", p.name,
                        p.match_kernel ? "kernel dumps" : "user-space cores",
                        is_kernel ? "a kernel dump" : "a user-space core");

@@ -34,12 +34,16 @@ Result<TreeShape> tree_shape(const Type* node, std::string* mode) {
   TreeShape sh;
   const Member* l = first_member(n, {"rb_left", "left"}, &sh.left_off);
   const Member* r = first_member(n, {"rb_right", "right"}, &sh.right_off);
-  const Member* p = first_member(n, {"__rb_parent_color", "rb_parent_color", "parent"}, &sh.parent_off);
-  auto is_ptr = [](const Member* m) { return m && m->type && m->type->strip()->kind == TypeKind::kPointer; };
+  const Member* p =
+      first_member(n, {"__rb_parent_color", "rb_parent_color", "parent"}, &sh.parent_off);
+  auto is_ptr = [](const Member* m) {
+    return m && m->type && m->type->strip()->kind == TypeKind::kPointer;
+  };
   if (!is_ptr(l) || !is_ptr(r))
-    return make_error(Errc::kInvalidArgument,
-                      fmt::format("{} has no left/right (rb_left/rb_right) pointers: not a tree node",
-                                  n->display()));
+    return make_error(
+        Errc::kInvalidArgument,
+        fmt::format("{} has no left/right (rb_left/rb_right) pointers: not a tree node",
+                    n->display()));
   *mode = "tree";
   sh.parent_mask = ~uint64_t{0};
   bool known = false;
@@ -87,8 +91,8 @@ Result<WalkResult> walk_tree_head(const Program& prog, const Variable& head, con
     const Type* tt = ht->target ? ht->target->strip() : nullptr;
     if (tt != node)
       return make_error(Errc::kInvalidArgument,
-                        fmt::format("--head {} is {}, not a tree root or a pointer to {}", head.name,
-                                    head.type->display(), node->display()));
+                        fmt::format("--head {} is {}, not a tree root or a pointer to {}",
+                                    head.name, head.type->display(), node->display()));
   } else if (ht) {
     uint64_t off = 0;
     const Member* m = first_member(ht, {"rb_node", "root"}, &off);
@@ -111,8 +115,9 @@ Result<WalkResult> walk_tree_head(const Program& prog, const Variable& head, con
   uint64_t v;
   auto expect = [&](const char* path, uint64_t want, const char* what) {
     if (root_word(mem, ht, head.addr, path, &v) && v != want)
-      r.issue_count++, r.issues.push_back({head.addr, fmt::format("{}.{} is {:#x}, but the {} is {:#x}",
-                                                                    ht->name, path, v, what, want)});
+      r.issue_count++,
+          r.issues.push_back({head.addr, fmt::format("{}.{} is {:#x}, but the {} is {:#x}",
+                                                     ht->name, path, v, what, want)});
   };
   uint64_t first = r.objects.empty() ? 0 : r.objects.front() + member.offset;
   uint64_t last = r.objects.empty() ? 0 : r.objects.back() + member.offset;
@@ -122,9 +127,9 @@ Result<WalkResult> walk_tree_head(const Program& prog, const Variable& head, con
     expect("last", last, "last node");
   }
   if (ht->name == "avltree" && root_word(mem, ht, head.addr, "size", &v) && v != r.objects.size())
-    r.issue_count++, r.issues.push_back(
-                         {head.addr, fmt::format("avltree.size is {}, but {} nodes were walked", v,
-                                                 r.objects.size())});
+    r.issue_count++,
+        r.issues.push_back({head.addr, fmt::format("avltree.size is {}, but {} nodes were walked",
+                                                   v, r.objects.size())});
   return r;
 }
 
@@ -140,11 +145,13 @@ Result<WalkResult> walk_xarray_head(Program& prog, const Variable& head, const W
   }
   uint64_t off = 0;
   if (!ht || !ht->is_aggregate() ||
-      !(find_member(ht, "xa_head", &off) || (ht->name == "idr" && resolve_path(ht, "idr_rt.xa_head").ok())))
-    return make_error(Errc::kInvalidArgument,
-                      fmt::format("--xarray needs a head of type struct xarray, radix_tree_root or "
-                                  "idr; --head {} is {}",
-                                  head.name, head.type ? head.type->display() : "an untyped address"));
+      !(find_member(ht, "xa_head", &off) ||
+        (ht->name == "idr" && resolve_path(ht, "idr_rt.xa_head").ok())))
+    return make_error(
+        Errc::kInvalidArgument,
+        fmt::format("--xarray needs a head of type struct xarray, radix_tree_root or "
+                    "idr; --head {} is {}",
+                    head.name, head.type ? head.type->display() : "an untyped address"));
   if (ht->name == "idr") off = resolve_path(ht, "idr_rt.xa_head")->offset;
   LR_ASSIGN(const Type* nt, prog.types().find("struct xa_node"));
   const Type* n = nt->strip();

@@ -49,8 +49,8 @@ struct Types {
     obj = {lr::TypeKind::kStruct, "obj", 64};
     selfp = {lr::TypeKind::kPointer, "", 8};
     selfp.target = &obj;
-    obj.members = {{"ref", 0, 0, 0, &atomic},  {"flags", 4, 0, 3, &u8},  {"state", 8, 0, 0, &e},
-                   {"name", 12, 0, 0, &arr},   {"next", 24, 0, 0, &selfp}, {"kids", 32, 0, 0, &lh},
+    obj.members = {{"ref", 0, 0, 0, &atomic}, {"flags", 4, 0, 3, &u8},    {"state", 8, 0, 0, &e},
+                   {"name", 12, 0, 0, &arr},  {"next", 24, 0, 0, &selfp}, {"kids", 32, 0, 0, &lh},
                    {"link", 48, 0, 0, &lh}};
   }
 };

@@ -31,9 +31,9 @@ WalkResult walk_tree(const Memory& mem, uint64_t root, const TreeShape& shape, u
 // Where an xa_node keeps its fields (from DWARF).
 struct XaShape {
   uint64_t shift_off = 0, offset_off = 1, parent_off = 8, slots_off = 40;
-  uint32_t chunk = 64;      // slots per node (XA_CHUNK_SIZE)
+  uint32_t chunk = 64;  // slots per node (XA_CHUNK_SIZE)
   uint32_t chunk_shift = 6;
-  uint64_t node_size = 0;   // bytes read per node
+  uint64_t node_size = 0;  // bytes read per node
 };
 
 // Every pointer entry of the xarray whose xa_head word holds `head`, in index

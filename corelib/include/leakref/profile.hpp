@@ -27,10 +27,10 @@ namespace lr {
 constexpr int kProfileFormat = 1;
 
 struct ProfileType {
-  std::string name;                   // the key in [types]
-  std::string c;                      // "struct ldlm_resource"
-  std::vector<std::string> require;   // members; "a|b" = one of them
-  std::vector<std::string> optional;  // members whose absence disables what uses them
+  std::string name;                           // the key in [types]
+  std::string c;                              // "struct ldlm_resource"
+  std::vector<std::string> require;           // members; "a|b" = one of them
+  std::vector<std::string> optional;          // members whose absence disables what uses them
   std::map<std::string, std::string> fields;  // alias -> "a|b|c" (first present wins)
   std::map<std::string, std::string> lists;   // list member -> "TYPE.link_member"
 };
@@ -49,16 +49,16 @@ struct ProfileInvariant {
 
 struct ProfileSet {
   std::string name;
-  std::string type;    // a [types] name, or a C type ("struct x")
-  std::string parent;  // walked once per object of this set ("" = from a symbol)
-  std::string head;    // SYMBOL/ADDR expression; with a parent: a member path of it
-  std::string link;    // list, hlist, next, array, pointer-array, tree, xarray
-  std::string member;  // the link member (list, hlist, next, tree)
+  std::string type;     // a [types] name, or a C type ("struct x")
+  std::string parent;   // walked once per object of this set ("" = from a symbol)
+  std::string head;     // SYMBOL/ADDR expression; with a parent: a member path of it
+  std::string link;     // list, hlist, next, array, pointer-array, tree, xarray
+  std::string member;   // the link member (list, hlist, next, tree)
   std::string buckets;  // hash tables: a number, or an expression on the parent
   std::string count;    // arrays: a number, or an expression on the parent / a symbol
   std::string refcount;
   std::string where;
-  std::string key;      // identity across snapshots (a member path)
+  std::string key;  // identity across snapshots (a member path)
   std::vector<std::string> label;
   std::vector<ProfileHolder> holders;
   std::vector<ProfileInvariant> invariants;
@@ -92,16 +92,16 @@ struct ProfileObject {
   uint64_t parent = 0;  // the parent set's object it was found under (0: none)
   bool has_refcount = false;
   int64_t refcount = 0;
-  std::vector<FieldValue> labels;        // in set->label order
-  FieldValue key;                        // when set->key is given
-  std::vector<int64_t> holders;          // in set->holders order (active ones)
-  int64_t held = 0;                      // their sum
+  std::vector<FieldValue> labels;  // in set->label order
+  FieldValue key;                  // when set->key is given
+  std::vector<int64_t> holders;    // in set->holders order (active ones)
+  int64_t held = 0;                // their sum
   // "ok", "extra" (refcount above what holders explain), "missing" (below),
   // "error" (something could not be evaluated), "" (not judged: no refcount
   // or no holders)
   std::string verdict;
-  std::vector<std::string> violations;   // invariant names that do not hold
-  std::string error;                     // with verdict "error"
+  std::vector<std::string> violations;  // invariant names that do not hold
+  std::string error;                    // with verdict "error"
 };
 
 struct ProfileSetSummary {
@@ -112,9 +112,9 @@ struct ProfileSetSummary {
   uint64_t flagged_extra = 0, flagged_missing = 0, errors = 0;
   std::map<std::string, uint64_t> violations;  // invariant -> objects violating it
   std::map<int64_t, uint64_t> histogram;
-  std::vector<std::string> active_holders;     // names, in ProfileObject::holders order
-  std::vector<std::string> notes;     // holders/invariants skipped (optional member absent)
-  std::vector<std::string> warnings;  // walks that stopped early, unreadable objects
+  std::vector<std::string> active_holders;  // names, in ProfileObject::holders order
+  std::vector<std::string> notes;           // holders/invariants skipped (optional member absent)
+  std::vector<std::string> warnings;        // walks that stopped early, unreadable objects
 };
 
 class ProfileSink {
