@@ -27,14 +27,15 @@ void add_walk_options(CLI::App* sub, WalkArgs& w, bool required) {
       sub->add_option("--next", w.next, "NULL-terminated chain through this pointer field");
   auto* o_list =
       sub->add_option("--list-member", w.list_member, "list_head member (ring at --head)");
-  auto* o_hl = sub->add_option("--hlist-member", w.hlist_member,
-                                "hlist_node member (hlist_head at --head)");
+  auto* o_hl =
+      sub->add_option("--hlist-member", w.hlist_member, "hlist_node member (hlist_head at --head)");
   auto* o_arr = sub->add_flag("--array", w.array, "--head is an array of the type");
   auto* o_parr = sub->add_flag("--pointer-array", w.pointer_array,
-                                "--head is an array of pointers to the type");
+                               "--head is an array of pointers to the type");
   auto* o_tree = sub->add_option("--tree-member", w.tree_member,
                                  "rb_node/avltree_node member (tree rooted at --head)");
-  auto* o_xa = sub->add_flag("--xarray", w.xarray, "--head is an xarray/radix tree/idr of pointers");
+  auto* o_xa =
+      sub->add_flag("--xarray", w.xarray, "--head is an xarray/radix tree/idr of pointers");
   o_next->excludes(o_list, o_hl, o_arr, o_parr, o_tree, o_xa);
   o_list->excludes(o_hl, o_arr, o_parr, o_tree, o_xa);
   o_hl->excludes(o_arr, o_parr, o_tree, o_xa);
@@ -45,9 +46,9 @@ void add_walk_options(CLI::App* sub, WalkArgs& w, bool required) {
   sub->add_option("--count-from", w.count_from,
                   "array length read from this integer (SYMBOL, SYMBOL.member)");
   sub->add_option("--buckets", w.buckets,
-                   "--head is a hash table of N buckets (default: from type)");
+                  "--head is a hash table of N buckets (default: from type)");
   sub->add_option("--refcount", w.refcount,
-                   "refcount field (atomic_t, refcount_t, kref, lockref, ints)");
+                  "refcount field (atomic_t, refcount_t, kref, lockref, ints)");
   sub->add_option("--show", w.show, "fields to print (a,b->c,d[2])")->delimiter(',');
   sub->add_option("--where", w.where, "filter: 'refcount>1 && flags==0', fields, &&, ||");
 }
@@ -114,9 +115,8 @@ lr::Result<void> check_walk_args(const WalkArgs& a) {
   return {};
 }
 
-int run_and_render_walk(lr::Program& prog, const WalkArgs& a, bool json,
-                        const std::string& source, const std::vector<std::string>& pre_warnings,
-                        Out& out, Out& err) {
+int run_and_render_walk(lr::Program& prog, const WalkArgs& a, bool json, const std::string& source,
+                        const std::vector<std::string>& pre_warnings, Out& out, Out& err) {
   lr::WalkSpec spec = walk_spec_from(a);
   // The group-by field is evaluated like a shown field (appended last).
   size_t group_idx = SIZE_MAX;
@@ -182,7 +182,8 @@ int run_and_render_walk(lr::Program& prog, const WalkArgs& a, bool json,
     s["unreadable"] = rep.unreadable_objects;
     s["stop"] = lr::walk_stop_name(wr.stop);
     s["stop_detail"] = wr.stop_detail;
-    s["stop_addr"] = wr.stop == lr::WalkStop::kEnd ? nlohmann::json(nullptr) : nlohmann::json(hex(wr.stop_addr));
+    s["stop_addr"] =
+        wr.stop == lr::WalkStop::kEnd ? nlohmann::json(nullptr) : nlohmann::json(hex(wr.stop_addr));
     s["cycle"] = wr.stop == lr::WalkStop::kCycle
                      ? nlohmann::json{{"start", hex(wr.cycle_start)}, {"length", wr.cycle_length}}
                      : nlohmann::json(nullptr);
@@ -235,8 +236,7 @@ int run_and_render_walk(lr::Program& prog, const WalkArgs& a, bool json,
     if (rep.mode.rfind("hash:", 0) == 0)
       out.print("buckets: {} ({} empty, {} unreadable), longest chain {}\n", wr.buckets,
                 wr.empty_buckets, wr.faulted_buckets, wr.longest_chain);
-    if (rep.mode == "xarray")
-      out.print("value entries (not objects): {}\n", wr.skipped);
+    if (rep.mode == "xarray") out.print("value entries (not objects): {}\n", wr.skipped);
     if (!a.refcount.empty()) {
       out.print("refcount histogram ({}):\n", a.refcount);
       for (const auto& [k, v] : rep.histogram) out.print("  {:>8}: {}\n", k, v);
@@ -259,11 +259,12 @@ int run_and_render_walk(lr::Program& prog, const WalkArgs& a, bool json,
     err.print("leakref: walked and evaluated {} objects in {:.3f} ms ({:.1f} M objects/s)\n",
               rep.visited, rep.walk_ns / 1e6, rep.walk_ns ? rep.visited * 1e3 / rep.walk_ns : 0.0);
 
-  bool findings = (want(a.fail_on, "match") && rep.matched > 0) ||
-                  (want(a.fail_on, "cycle") && wr.stop == lr::WalkStop::kCycle) ||
-                  (want(a.fail_on, "fault") && (wr.stop == lr::WalkStop::kFault || rep.unreadable_objects)) ||
-                  (want(a.fail_on, "corrupt") && wr.stop == lr::WalkStop::kCorrupt) ||
-                  (want(a.fail_on, "issue") && wr.issue_count > 0);
+  bool findings =
+      (want(a.fail_on, "match") && rep.matched > 0) ||
+      (want(a.fail_on, "cycle") && wr.stop == lr::WalkStop::kCycle) ||
+      (want(a.fail_on, "fault") && (wr.stop == lr::WalkStop::kFault || rep.unreadable_objects)) ||
+      (want(a.fail_on, "corrupt") && wr.stop == lr::WalkStop::kCorrupt) ||
+      (want(a.fail_on, "issue") && wr.issue_count > 0);
   return findings ? kFindings : kOk;
 }
 

@@ -2,9 +2,9 @@
 // the program, exit codes, JSON helpers.
 #pragma once
 
+#include <fmt/format.h>
 #include <CLI/CLI.hpp>
 #include <atomic>
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -126,9 +126,8 @@ lr::Result<void> check_walk_args(const WalkArgs& a);
 // Runs the walk on `prog` and prints it (text or leakref.walk/1 JSON;
 // `source` is the core or dump named in the output). `a` has passed
 // check_walk_args.
-int run_and_render_walk(lr::Program& prog, const WalkArgs& a, bool json,
-                        const std::string& source, const std::vector<std::string>& pre_warnings,
-                        Out& out, Out& err);
+int run_and_render_walk(lr::Program& prog, const WalkArgs& a, bool json, const std::string& source,
+                        const std::vector<std::string>& pre_warnings, Out& out, Out& err);
 
 // GlusterFS types for `prog`: real debuginfo, else `types_file`, else the
 // synthesized cache (built on first use). Returns where they came from.

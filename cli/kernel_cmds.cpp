@@ -318,7 +318,8 @@ int run_kernel_command(const KernelOpener& open, const std::vector<std::string>&
   mods->add_option("--fail-on", ka.fail_on, "exit 1 if: unexplained")->delimiter(',');
   mods->add_flag("--json", ka.json, "leakref.kernel.modules/1 JSON");
   ProfileArgs pa;
-  auto* prof = app.add_subcommand("profile", "object sets, holders and invariants of a profile file");
+  auto* prof =
+      app.add_subcommand("profile", "object sets, holders and invariants of a profile file");
   add_profile_options(prof, pa);
   prof->add_flag("--json", ka.json, "leakref.profile/1 JSON");
   auto* chk = app.add_subcommand("check", "kernel invariants: list integrity, counts vs holders");

@@ -51,8 +51,8 @@ int main(int argc, char** argv) {
       ->delimiter(',');
 
   ProfileArgs pa;
-  auto* prof = app.add_subcommand(
-      "profile", "object sets, holders and invariants declared in a profile file");
+  auto* prof = app.add_subcommand("profile",
+                                  "object sets, holders and invariants declared in a profile file");
   add_common(prof, c);
   add_profile_options(prof, pa);
 
@@ -65,8 +65,9 @@ int main(int argc, char** argv) {
                    "bcc memleak, /proc/PID/maps")
       ->required();
   corr->add_option("--format", ca.format, "trace format (default: detected per file)");
-  corr->add_option("--kind", ca.kind, "GlusterFS objects: dict, inode, fd or any; with a walk: "
-                                      "the trace kind its objects are (default any)");
+  corr->add_option("--kind", ca.kind,
+                   "GlusterFS objects: dict, inode, fd or any; with a walk: "
+                   "the trace kind its objects are (default any)");
   corr->add_option("--types", ca.types, "GlusterFS DWARF types file (as for `gluster`)");
   corr->add_option("--ptr", ca.ptr, "print the full ref/unref history of this object");
   corr->add_option("--top", ca.top, "call sites to list (default 10)");
@@ -75,12 +76,13 @@ int main(int argc, char** argv) {
   add_walk_options(corr, ca.walk, false);
 
   TracePlanArgs tpa;
-  auto* tplan = app.add_subcommand(
-      "trace-plan", "probes for leakref-trace: resolve functions in a live process");
+  auto* tplan = app.add_subcommand("trace-plan",
+                                   "probes for leakref-trace: resolve functions in a live process");
   tplan->add_option("-p,--pid", tpa.pid, "process to trace")->required();
-  tplan->add_option("--functions", tpa.functions,
-                    "NAME[@MODULE][:ref|unref|new|free[:KIND]],... (default: GlusterFS dict, "
-                    "inode, fd)")
+  tplan
+      ->add_option("--functions", tpa.functions,
+                   "NAME[@MODULE][:ref|unref|new|free[:KIND]],... (default: GlusterFS dict, "
+                   "inode, fd)")
       ->delimiter(',');
   tplan->add_option("--refoff", tpa.refoffs, "KIND=OFFSET[:4|8]: read the refcount at entry");
   tplan->add_option("--bpftrace", tpa.bpftrace_out, "write the bpftrace program here");
@@ -119,8 +121,9 @@ int main(int argc, char** argv) {
   kern->add_option("--vmlinux", k_vmlinux,
                    "vmlinux with DWARF (default: /usr/lib/debug/boot/vmlinux-RELEASE, ...)");
   kern->prefix_command();  // the rest is the kernel subcommand and its options
-  kern->footer("Subcommands: walk, inodes, modules, check; 'leakref kernel --vmcore F "
-               "--vmlinux F inodes --help' for each one's options.");
+  kern->footer(
+      "Subcommands: walk, inodes, modules, check; 'leakref kernel --vmcore F "
+      "--vmlinux F inodes --help' for each one's options.");
 
   try {
     app.parse(argc, argv);

@@ -20,7 +20,8 @@ const lrtest::FixtureCore* structs_core(bool pie) {
 // Runs `leakref walk` and checks objects (order, addresses, refcounts) and
 // the histogram against manifest entry `m`.
 json check_walk(const std::string& core, const json& m, std::vector<std::string> how) {
-  std::vector<std::string> args = {"walk", core, "--json", "--type", m["type"], "--head", m["head"]};
+  std::vector<std::string> args = {"walk",    core,     "--json", "--type",
+                                   m["type"], "--head", m["head"]};
   args.insert(args.end(), how.begin(), how.end());
   auto r = leakref(args);
   INFO("leakref " << json(args).dump() << "\nstderr: " << r.err);
@@ -199,7 +200,8 @@ TEST_CASE("where: enum names, !, bit tests, arithmetic, wrappers, strings", "[co
       {"!(state == OBJ_DEAD)", [](long, long r) { return r <= 1; }},
       {"flags & 4", [](long id, long) { return (id & 4) != 0; }},
       {"flags & 4 == 0", [](long id, long) { return (id & 4) == 0; }},
-      {"(flags | 1) == 3 || prio % 5 == 0", [](long id, long) { return ((id & 7) | 1) == 3 || (id & 31) % 5 == 0; }},
+      {"(flags | 1) == 3 || prio % 5 == 0",
+       [](long id, long) { return ((id & 7) | 1) == 3 || (id & 31) % 5 == 0; }},
       {"lo * -2 == hi + hi && ref > 1", [](long, long r) { return r > 1; }},
       {"ref.refcount == 3", [](long, long r) { return r == 3; }},  // refcount_t descends
       {"u.l / 1000 - 2 >= 3 && label == \"list\"", [](long id, long) { return id - 2 >= 3; }},
@@ -233,14 +235,14 @@ TEST_CASE("where: enum names, !, bit tests, arithmetic, wrappers, strings", "[co
     const char* says;
     int status;
   };
-  for (const Bad& b : std::vector<Bad>{
-           {"link > 1", "struct list_head, not a number", 2},
-           {"state == OBJ_BOGUS", "no member 'OBJ_BOGUS'", 4},
-           {"naem == \"x\"", "did you mean 'name'", 4},
-           {"name < \"x\"", "only compares with == or !=", 2},
-           {"state == \"NOPE\"", "not an enumerator of enum obj_state", 4},
-           {"refcount > (1", "expected ')'", 2},
-           {"$nope > 1", "unknown variable '$nope'", 4}}) {
+  for (const Bad& b :
+       std::vector<Bad>{{"link > 1", "struct list_head, not a number", 2},
+                        {"state == OBJ_BOGUS", "no member 'OBJ_BOGUS'", 4},
+                        {"naem == \"x\"", "did you mean 'name'", 4},
+                        {"name < \"x\"", "only compares with == or !=", 2},
+                        {"state == \"NOPE\"", "not an enumerator of enum obj_state", 4},
+                        {"refcount > (1", "expected ')'", 2},
+                        {"$nope > 1", "unknown variable '$nope'", 4}}) {
     auto r = leakref({"walk", fc->core, "--type", "struct obj", "--head", "obj_list",
                       "--list-member", "link", "--refcount", "ref", "--where", b.where});
     INFO(b.where << "\n" << r.err);

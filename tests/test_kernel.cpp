@@ -434,7 +434,8 @@ TEST_CASE("kernel: crash 8.0.2 with the extension agrees with crash's own output
       // A symbol of a loaded module (binfmt_misc's format list), known to
       // crash and not to vmlinux: the empty list points at itself.
       "leakref walk --type \"struct list_head\" --head entries --array --count 1 --show "
-      "next --json > " + dir + "/modsym.json",
+      "next --json > " +
+          dir + "/modsym.json",
       "!echo MARK usage",
       "leakref inodes --no-such-option",
       "!echo MARK nosym",

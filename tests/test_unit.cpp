@@ -5,11 +5,11 @@
 #include <map>
 #include <random>
 
+#include "leakref/containers.hpp"
 #include "leakref/filter.hpp"
 #include "leakref/objects.hpp"
 #include "leakref/types.hpp"
 #include "leakref/walkers.hpp"
-#include "leakref/containers.hpp"
 
 namespace {
 
@@ -85,9 +85,8 @@ TEST_CASE("where expressions check syntax", "[unit]") {
   CHECK(lr::Filter::check_syntax("refcount>1").ok());
   CHECK(lr::Filter::check_syntax("refcount >= 2 && name != \"x\" || (a.b==0x10)").ok());
   CHECK(lr::Filter::check_syntax("x==-3").ok());
-  for (const char* bad :
-       {"", "refcount>", ">1", "a==\"x", "a<\"x\"", "(a==1", "a==1 &&", "a=1", "\"s\"",
-        "a + \"s\" == 1", "f(1)", "a &&& b", "count(", "1 2"}) {
+  for (const char* bad : {"", "refcount>", ">1", "a==\"x", "a<\"x\"", "(a==1", "a==1 &&", "a=1",
+                          "\"s\"", "a + \"s\" == 1", "f(1)", "a &&& b", "count(", "1 2"}) {
     INFO(bad);
     CHECK_FALSE(lr::Filter::check_syntax(bad).ok());
   }

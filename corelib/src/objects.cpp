@@ -85,10 +85,13 @@ Result<FieldSpec> make_field_spec(const Type* t, std::string_view path, bool ref
   for (size_t k = 0; k < steps.size(); ++k) {
     const PathStep& s = steps[k];
     const Type* cur = loc.type ? loc.type->strip() : nullptr;
-    if (!cur) return make_error(Errc::kNotFound, fmt::format("'{}': step into an unknown type", path));
-    if (s.op == PathStep::Op::kDeref || (s.op == PathStep::Op::kMember && cur->kind == TypeKind::kPointer)) {
+    if (!cur)
+      return make_error(Errc::kNotFound, fmt::format("'{}': step into an unknown type", path));
+    if (s.op == PathStep::Op::kDeref ||
+        (s.op == PathStep::Op::kMember && cur->kind == TypeKind::kPointer)) {
       // '->', or '.' through a pointer to a struct (as gdb and drgn allow).
-      const Type* tt = cur->kind == TypeKind::kPointer && cur->target ? cur->target->strip() : nullptr;
+      const Type* tt =
+          cur->kind == TypeKind::kPointer && cur->target ? cur->target->strip() : nullptr;
       if (!tt || (s.op == PathStep::Op::kMember && !tt->is_aggregate()))
         return make_error(Errc::kInvalidArgument,
                           fmt::format("'{}': '{}' applied to {}, not a pointer to a struct", path,
@@ -117,7 +120,8 @@ Result<FieldSpec> make_field_spec(const Type* t, std::string_view path, bool ref
   if (!b || loc.offset > b->size || need > b->size - loc.offset)
     return make_error(Errc::kBadFormat,
                       fmt::format("'{}' lies outside {} (corrupt DWARF, or an index past a "
-                                  "flexible array)", path, base ? base->display() : "?"));
+                                  "flexible array)",
+                                  path, base ? base->display() : "?"));
   spec.hops.push_back(loc);
   spec.type = loc.type;
   return spec;

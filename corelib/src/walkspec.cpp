@@ -65,10 +65,10 @@ Result<void> check_link_member(const Type* t, WalkSpec::Link link, const std::st
   if (link == WalkSpec::Link::kNext) {
     const Type* mt = member_type ? member_type->strip() : nullptr;
     if (!mt || mt->kind != TypeKind::kPointer || !mt->target || mt->target->strip() != t->strip())
-      return make_error(Errc::kInvalidArgument,
-                        fmt::format("--next {} is {}, not a pointer to {}", member,
-                                    member_type ? member_type->display() : "unknown",
-                                    t->display()));
+      return make_error(
+          Errc::kInvalidArgument,
+          fmt::format("--next {} is {}, not a pointer to {}", member,
+                      member_type ? member_type->display() : "unknown", t->display()));
   }
   return {};
 }
@@ -256,7 +256,6 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
       break;
     }
     case WalkSpec::Link::kNext: {
-
       uint64_t nb = spec.buckets;
       if (!nb && elem && elem->kind == TypeKind::kPointer) nb = arr_count;
       if (nb) {

@@ -17,13 +17,23 @@ namespace lr {
 class ModuleSet;
 
 struct FieldValue {
-  enum class Kind { kSigned, kUnsigned, kBool, kPointer, kEnum, kString, kUuid, kFloat,
-                    kAggregate, kError };
+  enum class Kind {
+    kSigned,
+    kUnsigned,
+    kBool,
+    kPointer,
+    kEnum,
+    kString,
+    kUuid,
+    kFloat,
+    kAggregate,
+    kError
+  };
   Kind kind = Kind::kError;
   int64_t s = 0;
   uint64_t u = 0;
   double f = 0;
-  std::string text;  // enum name, string, uuid, error, aggregate type name
+  std::string text;        // enum name, string, uuid, error, aggregate type name
   bool truncated = false;  // strings cut short
   // As an integer when the value is integer-like (signed/unsigned/bool/enum/pointer).
   bool as_int(int64_t* out) const;
@@ -99,11 +109,11 @@ FieldValue format_scalar(const uint8_t* obj, const FieldLoc& loc);
 // An object's values as a tree: scalars at the leaves; struct, union and
 // array nodes have children. Built by value_tree for every renderer.
 struct ValueNode {
-  std::string name;        // member name; "" for anonymous members and array elements
+  std::string name;  // member name; "" for anonymous members and array elements
   const Type* type = nullptr;
-  FieldValue value;        // kAggregate for nodes with children (or cut by depth)
+  FieldValue value;  // kAggregate for nodes with children (or cut by depth)
   bool is_array = false;
-  uint64_t more = 0;       // array elements not expanded (per-array cap)
+  uint64_t more = 0;  // array elements not expanded (per-array cap)
   std::vector<ValueNode> children;
 };
 

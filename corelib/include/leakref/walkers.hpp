@@ -30,15 +30,15 @@ struct WalkIssue {
 struct WalkResult {
   std::vector<uint64_t> objects;  // container addresses, in walk order, each once
   WalkStop stop = WalkStop::kEnd;
-  uint64_t stop_addr = 0;         // object at which a non-kEnd stop happened
+  uint64_t stop_addr = 0;  // object at which a non-kEnd stop happened
   std::string stop_detail;
-  uint64_t cycle_start = 0;       // kCycle: first object on the loop
+  uint64_t cycle_start = 0;  // kCycle: first object on the loop
   uint64_t cycle_length = 0;
   uint64_t issue_count = 0;       // non-fatal problems (broken back links), all counted
   std::vector<WalkIssue> issues;  // the first 100 of them
   uint64_t buckets = 0, empty_buckets = 0, faulted_buckets = 0;  // hash tables
   uint64_t longest_chain = 0;
-  uint64_t skipped = 0;           // entries that are not objects (xarray value entries)
+  uint64_t skipped = 0;  // entries that are not objects (xarray value entries)
   bool ok() const { return stop == WalkStop::kEnd; }
 };
 

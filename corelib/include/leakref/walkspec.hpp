@@ -17,20 +17,28 @@
 namespace lr {
 
 struct WalkSpec {
-  std::string type;          // "struct node"
-  std::string head;          // SYMBOL | SYMBOL@mod | *SYMBOL | ADDR
+  std::string type;                    // "struct node"
+  std::string head;                    // SYMBOL | SYMBOL@mod | *SYMBOL | ADDR
   const Variable* head_var = nullptr;  // instead of `head`: an address and its type (borrowed)
-  enum class Link { kNone, kNext, kList, kHlist, kArray, kPointerArray, kTree, kXarray } link =
-      Link::kNone;
-  std::string member;        // next field / list_head / hlist_node / tree node member
-  uint64_t count = 0;        // arrays: elements (0 = from the head symbol's type)
-  std::string count_from;    // arrays: an integer variable holding the count ("tbl.nr")
-  uint64_t buckets = 0;      // hash tables: buckets (0 = from type, or not a table)
-  std::string refcount;      // "" = none
+  enum class Link {
+    kNone,
+    kNext,
+    kList,
+    kHlist,
+    kArray,
+    kPointerArray,
+    kTree,
+    kXarray
+  } link = Link::kNone;
+  std::string member;      // next field / list_head / hlist_node / tree node member
+  uint64_t count = 0;      // arrays: elements (0 = from the head symbol's type)
+  std::string count_from;  // arrays: an integer variable holding the count ("tbl.nr")
+  uint64_t buckets = 0;    // hash tables: buckets (0 = from type, or not a table)
+  std::string refcount;    // "" = none
   std::vector<std::string> show;
   std::string where;
   WalkLimits limits;
-  bool keep_values = true;   // false: only counts and histogram (bench, summaries)
+  bool keep_values = true;  // false: only counts and histogram (bench, summaries)
 };
 
 struct WalkedObject {
@@ -44,14 +52,14 @@ struct WalkReport {
   std::string type_name;
   uint64_t type_size = 0;
   uint64_t head_addr = 0;
-  std::string mode;          // "list", "hlist", "chain", "array", "pointer-array", "hash:<kind>",
-                             // "rbtree", "avltree", "tree", "xarray"
-  WalkResult walk;           // addresses and how the walk stopped
+  std::string mode;  // "list", "hlist", "chain", "array", "pointer-array", "hash:<kind>",
+                     // "rbtree", "avltree", "tree", "xarray"
+  WalkResult walk;   // addresses and how the walk stopped
   std::vector<WalkedObject> objects;  // those matching `where` (empty if !keep_values)
   uint64_t visited = 0, matched = 0;
-  uint64_t unreadable_objects = 0;    // objects whose bytes could not be read
+  uint64_t unreadable_objects = 0;        // objects whose bytes could not be read
   std::map<int64_t, uint64_t> histogram;  // refcount -> matched objects
-  uint64_t walk_ns = 0;  // walking and evaluating every object (one fused pass)
+  uint64_t walk_ns = 0;                   // walking and evaluating every object (one fused pass)
   std::vector<std::string> warnings;
 };
 
