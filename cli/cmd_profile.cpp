@@ -16,12 +16,6 @@ namespace lrcli {
 
 namespace {
 
-bool want(const std::vector<std::string>& fail_on, const char* what) {
-  for (const auto& f : fail_on)
-    if (f == what || f == "any") return true;
-  return false;
-}
-
 nlohmann::json summary_json(const lr::ProfileSetSummary& s) {
   nlohmann::json j{
       {"walks", s.walks},         {"visited", s.objects},         {"matched", s.matched},
@@ -336,9 +330,9 @@ int run_and_render_profile(lr::Program& prog, const ProfileArgs& a, bool json, b
     out.print("],\"warnings\":{}}}\n", nlohmann::json(pre_warnings).dump());
   if (!json || a.jsonl) print_warnings_text(pre_warnings, err);
   if (!res.ok()) return fail(res.error(), err);
-  bool findings = (want(a.fail_on, "flagged") && r->flagged) ||
-                  (want(a.fail_on, "violation") && r->violations) ||
-                  (want(a.fail_on, "error") && r->errors);
+  bool findings = (fail_on_wants(a.fail_on, "flagged") && r->flagged) ||
+                  (fail_on_wants(a.fail_on, "violation") && r->violations) ||
+                  (fail_on_wants(a.fail_on, "error") && r->errors);
   return findings ? kFindings : kOk;
 }
 

@@ -9,16 +9,6 @@
 
 namespace lrcli {
 
-namespace {
-
-bool want(const std::vector<std::string>& fail_on, const char* what) {
-  for (const auto& f : fail_on)
-    if (f == what || f == "any") return true;
-  return false;
-}
-
-}  // namespace
-
 void add_walk_options(CLI::App* sub, WalkArgs& w, bool required) {
   sub->add_option("--type", w.type, "object type, e.g. 'struct node'")->required(required);
   sub->add_option("--head", w.head, "SYMBOL, SYMBOL@module, *SYMBOL or ADDR where the walk starts")
@@ -259,12 +249,12 @@ int run_and_render_walk(lr::Program& prog, const WalkArgs& a, bool json, const s
     err.print("leakref: walked and evaluated {} objects in {:.3f} ms ({:.1f} M objects/s)\n",
               rep.visited, rep.walk_ns / 1e6, rep.walk_ns ? rep.visited * 1e3 / rep.walk_ns : 0.0);
 
-  bool findings =
-      (want(a.fail_on, "match") && rep.matched > 0) ||
-      (want(a.fail_on, "cycle") && wr.stop == lr::WalkStop::kCycle) ||
-      (want(a.fail_on, "fault") && (wr.stop == lr::WalkStop::kFault || rep.unreadable_objects)) ||
-      (want(a.fail_on, "corrupt") && wr.stop == lr::WalkStop::kCorrupt) ||
-      (want(a.fail_on, "issue") && wr.issue_count > 0);
+  bool findings = (fail_on_wants(a.fail_on, "match") && rep.matched > 0) ||
+                  (fail_on_wants(a.fail_on, "cycle") && wr.stop == lr::WalkStop::kCycle) ||
+                  (fail_on_wants(a.fail_on, "fault") &&
+                   (wr.stop == lr::WalkStop::kFault || rep.unreadable_objects)) ||
+                  (fail_on_wants(a.fail_on, "corrupt") && wr.stop == lr::WalkStop::kCorrupt) ||
+                  (fail_on_wants(a.fail_on, "issue") && wr.issue_count > 0);
   return findings ? kFindings : kOk;
 }
 

@@ -7,19 +7,28 @@
 namespace lrcli {
 
 void add_common(CLI::App* sub, Common& c, bool needs_core) {
-  if (needs_core) sub->add_option("core", c.core, "core file (gcore output or a crash core)")->required();
+  if (needs_core)
+    sub->add_option("core", c.core, "core file (gcore output or a crash core)")->required();
   sub->add_option("--exe", c.exe, "executable (default: from the core's NT_FILE note)");
   sub->add_option("--sysroot", c.sysroot, "root directory for the core's files (another machine)");
-  sub->add_option("--debug-dir", c.debug_dirs, "extra debuginfo directory (build-id tree or .debug files)");
+  sub->add_option("--debug-dir", c.debug_dirs,
+                  "extra debuginfo directory (build-id tree or .debug files)");
   sub->add_flag("--json", c.json, "machine-readable output (see README: JSON schema)");
 }
 
 int exit_for(const lr::Error& e) {
   switch (e.code) {
-    case lr::Errc::kInvalidArgument: return kUsage;
-    case lr::Errc::kIo: case lr::Errc::kBadFormat: case lr::Errc::kUnsupported: return kInput;
-    case lr::Errc::kNotFound: case lr::Errc::kFault: return kLookup;
-    case lr::Errc::kInterrupted: return kInternal;
+    case lr::Errc::kInvalidArgument:
+      return kUsage;
+    case lr::Errc::kIo:
+    case lr::Errc::kBadFormat:
+    case lr::Errc::kUnsupported:
+      return kInput;
+    case lr::Errc::kNotFound:
+    case lr::Errc::kFault:
+      return kLookup;
+    case lr::Errc::kInterrupted:
+      return kInternal;
   }
   return kInternal;
 }
@@ -47,20 +56,38 @@ lr::Result<std::unique_ptr<lr::Program>> open_program(const Common& c) {
   return lr::Program::open_core(c.core, o);
 }
 
-std::string hex(uint64_t v) { return fmt::format("{:#x}", v); }
+std::string hex(uint64_t v) {
+  return fmt::format("{:#x}", v);
+}
+
+bool fail_on_wants(const std::vector<std::string>& fail_on, const char* what) {
+  for (const auto& f : fail_on)
+    if (f == what || f == "any") return true;
+  return false;
+}
 
 nlohmann::json value_json(const lr::FieldValue& v) {
   using K = lr::FieldValue::Kind;
   switch (v.kind) {
-    case K::kSigned: return v.s;
-    case K::kUnsigned: return v.u;
-    case K::kBool: return v.u != 0;
-    case K::kPointer: return hex(v.u);
-    case K::kEnum: return v.text.empty() ? nlohmann::json(v.s) : nlohmann::json(v.text);
-    case K::kString: case K::kUuid: return v.text;
-    case K::kFloat: return v.f;
-    case K::kAggregate: return nlohmann::json{{"aggregate", v.text}};
-    case K::kError: return nlohmann::json{{"error", v.text}};
+    case K::kSigned:
+      return v.s;
+    case K::kUnsigned:
+      return v.u;
+    case K::kBool:
+      return v.u != 0;
+    case K::kPointer:
+      return hex(v.u);
+    case K::kEnum:
+      return v.text.empty() ? nlohmann::json(v.s) : nlohmann::json(v.text);
+    case K::kString:
+    case K::kUuid:
+      return v.text;
+    case K::kFloat:
+      return v.f;
+    case K::kAggregate:
+      return nlohmann::json{{"aggregate", v.text}};
+    case K::kError:
+      return nlohmann::json{{"error", v.text}};
   }
   return nullptr;
 }

@@ -66,6 +66,8 @@ Out& out_stderr();
 int fail(const lr::Error& e, Out& err);
 
 std::string hex(uint64_t v);
+// Whether --fail-on list `fail_on` asks for finding `what` (or "any").
+bool fail_on_wants(const std::vector<std::string>& fail_on, const char* what);
 nlohmann::json value_json(const lr::FieldValue& v);
 void print_warnings_text(const std::vector<std::string>& w, Out& err = out_stderr());
 void emit_json(const nlohmann::json& j, Out& out = out_stdout());

@@ -22,11 +22,6 @@ struct KArgs {
   std::vector<std::string> names;
 };
 
-bool want(const std::vector<std::string>& f, const char* what) {
-  return std::find(f.begin(), f.end(), what) != f.end() ||
-         std::find(f.begin(), f.end(), "any") != f.end();
-}
-
 std::string mode_string(uint64_t mode) {
   const char* kind = "?";
   switch (mode & 0170000) {
@@ -207,7 +202,7 @@ int do_inodes(lr::KernelTarget& k, const KArgs& a, const std::string& source,
               rep.files.size(), rep.inodes, rep.dentries, rep.flagged,
               a.all ? "" : " (inodes without open files or findings not listed; --all lists them)");
   }
-  return want(a.fail_on, "flagged") && rep.flagged ? kFindings : kOk;
+  return fail_on_wants(a.fail_on, "flagged") && rep.flagged ? kFindings : kOk;
 }
 
 int do_modules(lr::KernelTarget& k, const KArgs& a, const std::string& source,
@@ -261,7 +256,7 @@ int do_modules(lr::KernelTarget& k, const KArgs& a, const std::string& source,
         "\nrefcnt = 1 (base) + DEPS (modules using it) + SBS (mounted super blocks of its "
         "filesystems) + FILES (open files whose f_op it owns) + UNEXPLAINED\n");
   }
-  return want(a.fail_on, "unexplained") && unexplained ? kFindings : kOk;
+  return fail_on_wants(a.fail_on, "unexplained") && unexplained ? kFindings : kOk;
 }
 
 int do_check(lr::KernelTarget& k, const KArgs& a, const std::string& source,
@@ -290,7 +285,7 @@ int do_check(lr::KernelTarget& k, const KArgs& a, const std::string& source,
       for (const auto& e : c.examples) out.print("    {}\n", e);
     }
   }
-  return want(a.fail_on, "violation") && violations ? kFindings : kOk;
+  return fail_on_wants(a.fail_on, "violation") && violations ? kFindings : kOk;
 }
 
 }  // namespace

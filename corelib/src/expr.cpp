@@ -587,6 +587,13 @@ ExprValue error_value(std::string msg) {
   return v;
 }
 
+ExprValue string_value(std::string s) {
+  ExprValue v;
+  v.kind = ExprValue::Kind::kString;
+  v.s = std::move(s);
+  return v;
+}
+
 ExprValue int_value(int64_t i, bool uns = false) {
   ExprValue v;
   v.i = i;
@@ -608,12 +615,8 @@ ExprValue from_field(const FieldValue& f) {
     case K::kEnum:
       return int_value(f.s);
     case K::kString:
-    case K::kUuid: {
-      ExprValue v;
-      v.kind = ExprValue::Kind::kString;
-      v.s = f.text;
-      return v;
-    }
+    case K::kUuid:
+      return string_value(f.text);
     case K::kFloat:
     case K::kAggregate:
       return error_value("not a number");
@@ -741,12 +744,8 @@ struct Evaluator {
     switch (n.op) {
       case Op::kInt:
         return int_value(n.num, n.is_unsigned);
-      case Op::kStr: {
-        ExprValue v;
-        v.kind = ExprValue::Kind::kString;
-        v.s = n.text;
-        return v;
-      }
+      case Op::kStr:
+        return string_value(n.text);
       case Op::kField:
         if (n.use_fast) return int_value(n.fast.load(obj), !n.fast.is_signed);
         return from_field(eval_field(mem, obj, n.spec));
