@@ -7,6 +7,7 @@
 #include "leakref/correlate.hpp"
 #include "leakref/gluster.hpp"
 #include "leakref/heap.hpp"
+#include "leakref/profile.hpp"
 #include "leakref/trace.hpp"
 
 namespace lrcli {
@@ -90,19 +91,21 @@ lr::Result<std::vector<lr::CoreObject>> gluster_objects(lr::Program& prog, const
 }
 
 // Any walk: the objects it reaches, refs explained by pointers found.
-lr::Result<std::vector<lr::CoreObject>> walk_objects(lr::Program& prog, const CorrelateArgs& a,
-                                                     lr::HeapWalk* heap, bool* have_heap) {
-  if (a.walk.refcount.empty())
+lr::Result<std::vector<lr::CoreObject>> walk_objects(lr::Program& prog, const lr::WalkSpec& spec,
+                                                     const std::string& kind, lr::HeapWalk* heap,
+                                                     bool* have_heap) {
+  if (spec.refcount.empty())
     return lr::make_error(lr::Errc::kInvalidArgument,
-                          "correlate with --type/--head needs --refcount FIELD");
-  LR_ASSIGN(lr::WalkReport wr, lr::run_walk(prog, walk_spec_from(a.walk)));
+                          "correlate with a walk needs a refcount (--refcount FIELD, or the "
+                          "profile set's refcount)");
+  LR_ASSIGN(lr::WalkReport wr, lr::run_walk(prog, spec));
   std::vector<lr::CoreObject> out;
   std::vector<std::pair<uint64_t, uint64_t>> scan;
   for (const auto& w : wr.objects) {
     if (!w.has_refcount) continue;
     lr::CoreObject o;
     o.addr = w.addr;
-    o.kind = a.kind;
+    o.kind = kind;
     o.refcount = w.refcount;
     o.label = wr.type_name;
     out.push_back(o);
@@ -208,8 +211,13 @@ int cmd_correlate(const Common& c, const CorrelateArgs& a) {
   static const std::set<std::string> kFail = {"flagged", "disagree", "unreliable", "any"};
   for (const auto& f : a.fail_on)
     if (!kFail.count(f)) return fail_usage("--fail-on: unknown verdict '" + f + "'");
-  bool walk_mode = !a.walk.type.empty() || !a.walk.head.empty();
-  if (walk_mode && (a.walk.type.empty() || a.walk.head.empty()))
+  const bool by_profile = !a.profile.empty();
+  if (by_profile != !a.profile_set.empty())
+    return fail_usage("--profile and --set go together (the set whose objects to join)");
+  if (by_profile && (!a.walk.type.empty() || !a.walk.head.empty()))
+    return fail_usage("give a walk (--type/--head) or a profile set (--profile/--set), not both");
+  bool walk_mode = by_profile || !a.walk.type.empty() || !a.walk.head.empty();
+  if (walk_mode && !by_profile && (a.walk.type.empty() || a.walk.head.empty()))
     return fail_usage("a walk needs both --type and --head");
   if (!walk_mode && !std::set<std::string>{"any", "dict", "inode", "fd"}.count(a.kind))
     return fail_usage("--kind: dict, inode, fd or any (other kinds need a walk: --type/--head)");
@@ -241,7 +249,20 @@ int cmd_correlate(const Common& c, const CorrelateArgs& a) {
   lr::GlusterReport grep;
   lr::HeapWalk wheap;
   bool have_heap = false;
-  auto objs = walk_mode ? walk_objects(p, a, &wheap, &have_heap) : gluster_objects(p, a, &grep);
+  lr::WalkSpec spec = walk_spec_from(a.walk);
+  std::string kind = a.kind;
+  if (by_profile) {
+    auto prof = lr::find_profile(a.profile, profile_dirs());
+    if (!prof.ok()) return fail(prof.error());
+    if (std::string why = lr::profile_mismatch(p, prof.value(), false); !why.empty())
+      return fail(lr::make_error(lr::Errc::kUnsupported, why));
+    auto ws = lr::profile_set_walk(p, prof.value(), a.profile_set);
+    if (!ws.ok()) return fail(ws.error());
+    spec = std::move(ws.value());
+    if (kind == "any") kind = a.profile_set;  // the probes' kind is the set's name
+  }
+  auto objs =
+      walk_mode ? walk_objects(p, spec, kind, &wheap, &have_heap) : gluster_objects(p, a, &grep);
   if (!objs.ok()) {
     print_warnings_text(warnings);
     return fail(objs.error());

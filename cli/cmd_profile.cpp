@@ -222,6 +222,8 @@ class JsonRenderer final : public Renderer {
   std::vector<std::string> holders_;
 };
 
+}  // namespace
+
 // Where installed profiles live: $LEAKREF_PROFILE_PATH (colon-separated),
 // then beside the code running this (the leakref executable or the crash
 // extension): BIN/profiles (a build tree), BIN/../share/leakref/profiles
@@ -253,8 +255,6 @@ std::vector<std::string> profile_dirs() {
   }
   return dirs;
 }
-
-}  // namespace
 
 void add_profile_options(CLI::App* sub, ProfileArgs& a) {
   sub->add_option("-p,--profile", a.profile, "profile file (or NAME of an installed one)")

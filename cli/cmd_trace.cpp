@@ -4,12 +4,41 @@
 
 #include <fstream>
 #include <map>
+#include <set>
 
 #include "common.hpp"
+#include "leakref/profile.hpp"
 #include "leakref/trace.hpp"
 #include "leakref/traceplan.hpp"
 
 namespace lrcli {
+
+namespace {
+
+// A live process's memory is not read here: only its modules' DWARF is.
+struct NoMemory final : lr::Memory {
+  const uint8_t* span(uint64_t, size_t) const override { return nullptr; }
+  lr::Result<void> read(uint64_t addr, void*, size_t) const override {
+    return lr::make_error(lr::Errc::kFault,
+                          fmt::format("{:#x}: trace-plan reads no process memory", addr));
+  }
+};
+
+// The refcount offsets of the profile's probed sets, from the DWARF of the
+// modules the process maps (the same files its probes attach to).
+lr::Result<std::map<std::string, std::pair<int64_t, int>>> probe_refoffs(const lr::TracePlan& plan,
+                                                                         const lr::Profile& p) {
+  auto mods = lr::ModuleSet::empty({});
+  std::set<std::string> seen;
+  for (const auto& m : plan.mappings)
+    if (seen.insert(m.path).second)
+      mods->add(m.path, m.path, m.start, m.end, 0, m.build_id, m.path == plan.exe);
+  static NoMemory none;
+  lr::Program prog(&none, std::move(mods));
+  return lr::profile_probe_refoffs(prog, p);
+}
+
+}  // namespace
 
 int cmd_trace_plan(const TracePlanArgs& a) {
   std::map<std::string, std::pair<int64_t, int>> refoffs;
@@ -27,9 +56,30 @@ int cmd_trace_plan(const TracePlanArgs& a) {
     refoffs[r.substr(0, eq)] = {static_cast<int64_t>(off), static_cast<int>(width)};
   }
   std::vector<std::string> fns = a.functions;
+  lr::Result<lr::Profile> prof = lr::make_error(lr::Errc::kNotFound, "");
+  if (!a.profile.empty()) {
+    if (!fns.empty()) return fail_usage("give --functions or --profile, not both");
+    prof = lr::find_profile(a.profile, profile_dirs());
+    if (!prof.ok()) return fail(prof.error());
+    fns = lr::profile_probe_functions(prof.value());
+    if (fns.empty())
+      return fail(lr::make_error(lr::Errc::kInvalidArgument,
+                                 prof->source + ": declares no [[probe]] to trace"));
+  }
   if (fns.empty()) fns = lr::gluster_default_functions();
   auto plan = lr::plan_trace(a.pid, fns, refoffs);
   if (!plan.ok()) return fail(plan.error());
+  if (prof.ok()) {
+    auto offs = probe_refoffs(*plan, prof.value());
+    if (!offs.ok()) return fail(offs.error());
+    for (auto& p : plan->probes) {
+      auto it = offs->find(p.kind);
+      if (it != offs->end() && !refoffs.count(p.kind)) {  // --refoff still wins
+        p.refoff = it->second.first;
+        p.refwidth = it->second.second;
+      }
+    }
+  }
   print_warnings_text(plan->warnings);
   if (!a.ready_file.empty() && !lr::shell_safe_path(a.ready_file))
     return fail_usage("--ready-file: use a path of letters, digits and /._-+ only");

@@ -144,6 +144,7 @@ struct CorrelateArgs {
   size_t top = 10;
   std::vector<std::string> fail_on;
   WalkArgs walk;
+  std::string profile, profile_set;  // objects from a profile's set instead of a walk
 };
 int cmd_correlate(const Common& c, const CorrelateArgs& a);
 
@@ -163,9 +164,12 @@ int run_and_render_profile(lr::Program& prog, const ProfileArgs& a, bool json, b
                            const std::string& source, const std::vector<std::string>& pre_warnings,
                            Out& out, Out& err);
 int cmd_profile(const Common& c, const ProfileArgs& a);
+// Where `--profile NAME` looks (README "Profiles").
+std::vector<std::string> profile_dirs();
 
 struct TracePlanArgs {
   int pid = 0;
+  std::string profile;  // functions and refcount offsets from its [[probe]]s
   std::vector<std::string> functions;
   std::vector<std::string> refoffs;  // KIND=OFF:WIDTH
   std::string bpftrace_out;

@@ -74,6 +74,8 @@ int main(int argc, char** argv) {
   corr->add_option("--fail-on", ca.fail_on, "exit 1 if: flagged, disagree, unreliable, any")
       ->delimiter(',');
   add_walk_options(corr, ca.walk, false);
+  corr->add_option("--profile", ca.profile, "profile file (or NAME) whose --set gives the objects");
+  corr->add_option("--set", ca.profile_set, "the profile set to join (walked from a symbol)");
 
   TracePlanArgs tpa;
   auto* tplan = app.add_subcommand("trace-plan",
@@ -89,6 +91,9 @@ int main(int argc, char** argv) {
   tplan->add_option("--ready-file", tpa.ready_file, "the program creates this file once attached");
   tplan->add_flag("--json", tpa.json, "the plan as JSON (schema leakref.trace-plan/1)");
   tplan->add_option("--source", tpa.source, "H source= value (the tracer and its version)");
+  tplan->add_option("--profile", tpa.profile,
+                    "functions and refcount offsets from a profile's [[probe]]s (offsets from "
+                    "the process's DWARF)");
 
   std::vector<std::string> ti_files;
   std::string ti_format = "auto";

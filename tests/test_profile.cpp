@@ -235,6 +235,11 @@ TEST_CASE("hostile profiles: one clear error, never a crash or hang", "[profile]
        "no member 'ns_x'", 4},
       {"holder from non-pointer", with("field = \"v_res\"", "field = \"fid\""), "not a pointer", 2},
       {"no sets", "format = 1\nname = \"x\"\n", "declares no [[set]]", 3},
+      {"probe of an unknown set",
+       good + "[[probe]]\nfunction = \"f\"\nop = \"ref\"\nset = \"nope\"\n",
+       "set 'nope' is not a set", 3},
+      {"probe with a bad op",
+       good + "[[probe]]\nfunction = \"f\"\nop = \"grab\"\nset = \"vcaches\"\n", "op 'grab'", 3},
       // toml++ 3.3.0 asserts on these (or is undefined behaviour under NDEBUG)
       {"hash after bracket", "format = 1\n[#", "fx_bad.toml:2:2", 3},
       {"nul byte", std::string("format = 1\n[\0]", 15), "control character", 3},

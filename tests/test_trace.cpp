@@ -407,3 +407,82 @@ TEST_CASE("trace: live bpftrace capture of a fixture, correlated through a walk"
     }
   }
 }
+
+// The same capture driven by a profile: leakref-trace takes the functions
+// from its [[probe]]s and the refcount offset from the process's DWARF (no
+// --refoff), and correlate takes the objects from its set.
+TEST_CASE("trace: a profile's probes and set drive capture and correlation", "[trace][root]") {
+  if (geteuid() != 0) LR_SKIP("trace capture: uprobes need root");
+  if (!lrtest::have_program("bpftrace"))
+    LR_SKIP("trace capture: bpftrace is not installed (make deps)");
+  if (!lrtest::have_gcore()) LR_SKIP("trace capture: gcore is not installed");
+  std::string dir = lrtest::tmp_dir() + "/prof", exe = lrtest::fixture_path("fx_refs");
+  REQUIRE(lrtest::run({"/bin/mkdir", "-p", dir}).status == 0);
+  std::string profile = std::string(LR_SOURCE_DIR) + "/tests/profiles/fx_refs.toml";
+  std::string manifest = dir + "/refs.json", go = dir + "/refs.go", trace = dir + "/refs.lrt";
+  auto fx = lrtest::spawn({exe, manifest, go});
+  REQUIRE(lrtest::wait_for_text(fx.out_path, "WAITING", 30));
+  std::string pid = std::to_string(fx.pid);
+  // Offsets come from DWARF: struct obj's refcount (a long at 0), and with a
+  // profile whose refcount is `id`, an int at 8.
+  auto plan = lrtest::leakref({"trace-plan", "-p", pid, "--profile", profile, "--json"});
+  INFO(plan.err);
+  REQUIRE(plan.status == 0);
+  json pj = plan.json();
+  REQUIRE(pj["probes"].size() == 4);
+  for (const auto& p : pj["probes"]) {
+    CHECK(p["kind"] == "objects");
+    CHECK(p["refoff"] == 0);
+    CHECK(p["refwidth"] == 8);
+  }
+  CHECK(pj["probes"][2]["op"] == "unref");
+  std::string text = lrtest::read_file(profile);
+  text.replace(text.find("refcount = \"refcount\""), 21, "refcount = \"id\"");
+  lrtest::write_file(dir + "/by_id.toml", text);
+  plan = lrtest::leakref({"trace-plan", "-p", pid, "--profile", dir + "/by_id.toml", "--json"});
+  REQUIRE(plan.status == 0);
+  CHECK(plan.json()["probes"][0]["refoff"] == 8);
+  CHECK(plan.json()["probes"][0]["refwidth"] == 4);
+  text.replace(text.find("refcount = \"id\""), 15, "refcount = \"name\"");
+  lrtest::write_file(dir + "/by_name.toml", text);
+  plan = lrtest::leakref({"trace-plan", "-p", pid, "--profile", dir + "/by_name.toml"});
+  CHECK(plan.status == 2);
+  CHECK(plan.err.find("not an integer") != std::string::npos);
+
+  auto cap = lrtest::spawn({std::string(LR_SOURCE_DIR) + "/scripts/leakref-trace", "-p", pid,
+                            "--profile", profile, "-o", trace, "--ready", dir + "/refs.ready"});
+  if (!lrtest::wait_for_file(dir + "/refs.ready", 120)) {
+    lrtest::finish(cap, SIGINT);
+    lrtest::finish(fx, SIGKILL);
+    FAIL("leakref-trace did not attach: " << lrtest::read_file(cap.err_path));
+  }
+  lrtest::write_file(go, "go");
+  bool done = lrtest::wait_for_text(fx.out_path, "READY", 120);
+  CHECK(lrtest::finish(cap, SIGINT, 90) == 0);
+  std::string core = dir + "/refs.core";
+  auto g = lrtest::run({"gcore", "-o", core, pid}, 300);
+  lrtest::finish(fx, SIGKILL, 10);
+  REQUIRE(done);
+  REQUIRE(g.status == 0);
+  core += "." + pid;
+  json m = json::parse(lrtest::read_file(manifest))["structures"]["objects"];
+  auto r = lrtest::leakref(
+      {"correlate", core, trace, "--profile", profile, "--set", "objects", "--json"}, 120);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  json j = r.json();
+  CHECK(j["traces"][0]["lost"] == 0);
+  std::map<std::string, int64_t> flagged, want;
+  for (const auto& o : j["objects"]) {
+    CHECK(o["kind"] == "objects");
+    if (o["verdict"] == "flagged") flagged[o["addr"]] = o["excess"];
+  }
+  for (auto& [a, v] : m["flagged"].items()) want[a] = v["excess"];
+  CHECK(flagged == want);
+  CHECK(j["objects"].size() == m["objects"].size());
+  REQUIRE(j["sites"].size() == 2);
+  CHECK(j["sites"][0]["site"].get<std::string>().rfind("leaky_path+", 0) == 0);
+  // --profile needs the set whose objects to join.
+  r = lrtest::leakref({"correlate", core, trace, "--profile", profile});
+  CHECK(r.status == 2);
+}

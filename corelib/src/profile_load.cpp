@@ -277,7 +277,8 @@ struct Loader {
   }
 
   Result<Profile> profile(const toml::table& root) {
-    LR_TRY(only_keys(root, "profile", {"format", "name", "description", "match", "types", "set"}));
+    LR_TRY(only_keys(root, "profile",
+                     {"format", "name", "description", "match", "types", "set", "probe"}));
     Profile p;
     p.source = src;
     const toml::node* f = root.get("format");
@@ -321,6 +322,24 @@ struct Loader {
       p.sets.push_back(std::move(s));
     }
     LR_TRY(order(p));
+    LR_ASSIGN(auto probes, tables(root, "probe", "profile"));
+    for (const toml::table* t : probes) {
+      std::string w = "probe";
+      LR_TRY(only_keys(*t, w, {"function", "op", "set"}));
+      ProfileProbe pr;
+      LR_ASSIGN(pr.function, str(*t, "function", w, true));
+      w = "probe '" + pr.function + "'";
+      LR_ASSIGN(pr.op, str(*t, "op", w, true));
+      LR_ASSIGN(pr.set, str(*t, "set", w, true));
+      if (pr.op != "ref" && pr.op != "unref" && pr.op != "new" && pr.op != "free")
+        return bad(w, fmt::format("op '{}' is not one of ref, unref, new, free", pr.op));
+      bool known = false;
+      for (const auto& s : p.sets) known |= s.name == pr.set;
+      if (!known) return bad(w, fmt::format("set '{}' is not a set", pr.set));
+      if (pr.function.find_first_of(": ") != std::string::npos)
+        return bad(w, "'function' is NAME or NAME@MODULE");
+      p.probes.push_back(std::move(pr));
+    }
     return p;
   }
 };

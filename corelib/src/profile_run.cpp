@@ -8,6 +8,7 @@
 #include "leakref/filter.hpp"
 #include "leakref/walkspec.hpp"
 #include "profile_bind.hpp"
+#include "walkspec_internal.hpp"
 
 namespace lr {
 
@@ -479,6 +480,85 @@ Result<void> run_profile(Program& prog, const Profile& p, const ProfileRunOption
   }
   Runner r(prog, p, opts, sink);
   return r.run();
+}
+
+std::vector<std::string> profile_probe_functions(const Profile& p) {
+  std::vector<std::string> out;
+  for (const auto& pr : p.probes) out.push_back(pr.function + ":" + pr.op + ":" + pr.set);
+  return out;
+}
+
+namespace {
+
+const ProfileSet* find_set(const Profile& p, const std::string& name) {
+  for (const auto& s : p.sets)
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+// A plain member name through the profile's aliases (paths stay as given:
+// make_field_spec applies aliases at every step where it resolves them).
+std::string plain_alias(const ProfileBinder& b, const BoundType* bt, const std::string& m) {
+  if (m.find_first_of(".-[") != std::string::npos) return m;
+  std::string a = b.alias()(bt->type, m);
+  return a.empty() ? m : a;
+}
+
+}  // namespace
+
+Result<std::map<std::string, std::pair<int64_t, int>>> profile_probe_refoffs(Program& prog,
+                                                                             const Profile& p) {
+  ProfileBinder bind(prog, p);
+  std::map<std::string, std::pair<int64_t, int>> out;
+  for (const auto& pr : p.probes) {
+    if (out.count(pr.set)) continue;
+    const ProfileSet* s = find_set(p, pr.set);
+    auto where = [&](const std::string& what) {
+      return fmt::format("profile {} ({}): probe '{}': {}", p.name, p.source, pr.function, what);
+    };
+    if (s->refcount.empty())
+      return make_error(Errc::kInvalidArgument,
+                        where(fmt::format("set '{}' has no refcount to read", s->name)));
+    LR_ASSIGN(BoundType * bt, bind.bind(s->type));
+    auto rc = make_field_spec(bt->type, s->refcount, true, &bind.alias());
+    if (!rc.ok()) return make_error(rc.error().code, where(rc.error().message));
+    const FieldLoc& loc = rc->hops.back();
+    const Type* t = loc.type ? loc.type->strip() : nullptr;
+    if (rc->hops.size() != 1 || loc.bit_size || !t || (t->size != 4 && t->size != 8))
+      return make_error(Errc::kInvalidArgument,
+                        where(fmt::format("refcount {} must be a whole 4- or 8-byte integer inside "
+                                          "the object to be read at entry",
+                                          s->refcount)));
+    out[pr.set] = {static_cast<int64_t>(loc.offset), static_cast<int>(t->size)};
+  }
+  return out;
+}
+
+Result<WalkSpec> profile_set_walk(Program& prog, const Profile& p, const std::string& set) {
+  const ProfileSet* s = find_set(p, set);
+  if (!s)
+    return make_error(Errc::kNotFound, fmt::format("profile {} has no set '{}'", p.name, set));
+  if (!s->parent.empty())
+    return make_error(Errc::kInvalidArgument,
+                      fmt::format("set '{}' is walked under each '{}': give a set walked from a "
+                                  "symbol",
+                                  set, s->parent));
+  ProfileBinder bind(prog, p);
+  LR_ASSIGN(BoundType * bt, bind.bind(s->type));
+  WalkSpec w;
+  w.type = bt->c;
+  w.head = s->head;
+  w.link = link_of(s->link);
+  w.member = plain_alias(bind, bt, s->member);
+  w.refcount = plain_alias(bind, bt, s->refcount);
+  w.where = s->where;
+  if (!s->count.empty()) {
+    if (!parse_u64(s->count, &w.count)) w.count_from = s->count;
+  }
+  if (!s->buckets.empty() && !parse_u64(s->buckets, &w.buckets)) {
+    LR_ASSIGN(w.buckets, count_from_target(prog, s->buckets));
+  }
+  return w;
 }
 
 std::string profile_mismatch(const Program& prog, const Profile& p, bool is_kernel) {

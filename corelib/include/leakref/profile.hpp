@@ -18,6 +18,7 @@
 #include "leakref/program.hpp"
 #include "leakref/result.hpp"
 #include "leakref/walkers.hpp"
+#include "leakref/walkspec.hpp"
 
 namespace lr {
 
@@ -65,6 +66,16 @@ struct ProfileSet {
   uint64_t limit = 10'000'000;  // objects per walk
 };
 
+// A function `leakref-trace` probes: each call takes (ref), drops (unref),
+// creates (new) or frees (free) a reference on an object of set `set`, whose
+// type and refcount give the offset read at entry (from DWARF, never written
+// in the profile).
+struct ProfileProbe {
+  std::string function;  // NAME or NAME@MODULE
+  std::string op;        // ref, unref, new, free
+  std::string set;
+};
+
 struct Profile {
   int format = kProfileFormat;
   std::string name, description;
@@ -73,6 +84,7 @@ struct Profile {
   bool match_kernel = false;
   std::vector<ProfileType> types;
   std::vector<ProfileSet> sets;  // in an order where every dependency comes first
+  std::vector<ProfileProbe> probes;
 };
 
 // Parses and checks a profile's text (no target needed): syntax, unknown
@@ -141,6 +153,19 @@ struct ProfileRunOptions {
 // type-check) come before any output.
 Result<void> run_profile(Program& prog, const Profile& p, const ProfileRunOptions& opts,
                          ProfileSink& sink);
+
+// The probes as trace-plan function specs ("NAME[@MODULE]:OP:SET").
+std::vector<std::string> profile_probe_functions(const Profile& p);
+// For each set the probes name: the refcount's offset and width (4 or 8)
+// inside the object, from `prog`'s DWARF (aliases applied). kInvalidArgument
+// when a probed set has no refcount or it is not a whole 4/8-byte integer
+// inside the object; kNotFound when the type or member is missing.
+Result<std::map<std::string, std::pair<int64_t, int>>> profile_probe_refoffs(Program& prog,
+                                                                             const Profile& p);
+// The walk of top-level set `set` as a WalkSpec (type, head, link, member,
+// refcount; aliases resolved), for commands that take a walk (correlate).
+// kNotFound for an unknown set; kInvalidArgument for a set with a parent.
+Result<WalkSpec> profile_set_walk(Program& prog, const Profile& p, const std::string& set);
 
 // Whether `p` is meant for `prog` (its executable, a module it maps); ""
 // when it is, else why not.
