@@ -17,11 +17,17 @@ namespace lrcli {
 namespace {
 
 nlohmann::json summary_json(const lr::ProfileSetSummary& s) {
-  nlohmann::json j{
-      {"walks", s.walks},         {"visited", s.objects},         {"matched", s.matched},
-      {"extra", s.flagged_extra}, {"missing", s.flagged_missing}, {"errors", s.errors},
-      {"mode", s.mode},           {"violations", s.violations},   {"notes", s.notes},
-      {"warnings", s.warnings}};
+  nlohmann::json j{{"walks", s.walks},
+                   {"visited", s.objects},
+                   {"matched", s.matched},
+                   {"extra", s.flagged_extra},
+                   {"missing", s.flagged_missing},
+                   {"errors", s.errors},
+                   {"mode", s.mode},
+                   {"violations", s.violations},
+                   {"notes", s.notes},
+                   {"warnings", s.warnings},
+                   {"warnings_dropped", s.warnings_dropped}};
   auto& h = j["histogram"] = nlohmann::json::object();
   for (const auto& [k, v] : s.histogram) h[std::to_string(k)] = v;
   return j;
@@ -137,8 +143,10 @@ class TextRenderer final : public Renderer {
     size_t shown = 0;
     for (const auto& w : s.warnings)
       if (shown++ < 20) out_.print("  warning: {}\n", w);
-    if (s.warnings.size() > 20)
-      out_.print("  ... {} more warnings (--json has all)\n", s.warnings.size() - 20);
+    uint64_t more = s.warnings.size() + s.warnings_dropped;
+    if (more > 20)
+      out_.print("  ... {} more warnings (--json lists the first {})\n", more - 20,
+                 s.warnings.size());
     out_.put("\n");
   }
 

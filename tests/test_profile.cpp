@@ -174,6 +174,10 @@ TEST_CASE("tree, xarray and counted array walks equal the manifest", "[profile]"
   CHECK(r.status == 2);
   CHECK(r.err.find("struct xarray") != std::string::npos);
   r = leakref({"walk", fc->core, "--type", "struct vcache", "--head", "*vc_ptrs", "--pointer-array",
+               "--count-from", "vc_bogus_count"});
+  CHECK(r.status == 3);
+  CHECK(r.err.find("corrupt count") != std::string::npos);
+  r = leakref({"walk", fc->core, "--type", "struct vcache", "--head", "*vc_ptrs", "--pointer-array",
                "--count-from", "vc_tree"});
   CHECK(r.status == 2);
   CHECK(r.err.find("not an integer") != std::string::npos);
@@ -264,6 +268,23 @@ TEST_CASE("hostile profiles: one clear error, never a crash or hang", "[profile]
       CHECK(std::count(r.err.begin(), r.err.end(), '\n') <= 3);  // a line (+ caret)
     }
   }
+  // A set naming the C type of a [types] entry gets that entry's aliases
+  // (`refs` is vrefCount|refCount): the same answer as through the entry.
+  std::string p = lrtest::tmp_dir() + "/ctype.toml";
+  lrtest::write_file(p, with("type = \"vcache\"", "type = \"struct vcache\""));
+  auto rc = leakref({"profile", fc->core, "--profile", p, "--json"});
+  INFO(rc.err);
+  REQUIRE(rc.status == 0);
+  auto via = leakref({"profile", fc->core, "--profile", profile_path(), "--json"});
+  CHECK(set_of(rc.json(), "vcaches")["objects"] == set_of(via.json(), "vcaches")["objects"]);
+  // Two declarations of one struct would make a member name mean whichever
+  // was bound first: refused.
+  lrtest::write_file(p, good + "\n[types.vc2]\nc = \"struct vcache\"\n\n[[set]]\nname = "
+                               "\"again\"\ntype = \"vc2\"\nhead = \"afs_vhashT\"\nlink = "
+                               "\"next\"\nmember = \"hnext\"\n");
+  rc = leakref({"profile", fc->core, "--profile", p});
+  CHECK(rc.status == 2);
+  CHECK(rc.err.find("both declare struct vcache") != std::string::npos);
   // Not a regular file: a FIFO must not block, a directory is refused.
   std::string fifo = lrtest::tmp_dir() + "/profile.fifo";
   REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);

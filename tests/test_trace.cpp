@@ -273,6 +273,21 @@ TEST_CASE("trace: module keys match across tools", "[trace]") {
   CHECK(lr::module_key("/usr/sbin/glusterfsd (deleted)") == "glusterfsd");
 }
 
+namespace {
+
+// Takes the fixture's core once its run is `done`, then stops it; returns
+// the core's path (gcore appends the pid).
+std::string snapshot_and_stop(lrtest::Background& fx, const std::string& prefix, bool done) {
+  std::string pid = std::to_string(fx.pid);
+  auto g = lrtest::run({"gcore", "-o", prefix, pid}, 300);
+  lrtest::finish(fx, SIGKILL, 10);
+  REQUIRE(done);
+  REQUIRE(g.status == 0);
+  return prefix + "." + pid;
+}
+
+}  // namespace
+
 // A live capture of fx_refs with leakref-trace and, at the same time, a
 // plain bpftrace ustack() capture; both joined with the fixture's core
 // through a walk must name exactly the leaks the fixture made.
@@ -345,12 +360,7 @@ TEST_CASE("trace: live bpftrace capture of a fixture, correlated through a walk"
   for (int i = 0; i < 240 && count_calls() < want_calls; ++i) usleep(250000);
   lrtest::finish(us, SIGINT, 60);
   size_t ustack_calls = count_calls();
-  std::string core = dir + "/refs.core";
-  auto g = lrtest::run({"gcore", "-o", core, pid}, 300);
-  lrtest::finish(fx, SIGKILL, 10);
-  REQUIRE(done);
-  REQUIRE(g.status == 0);
-  core += "." + pid;
+  std::string core = snapshot_and_stop(fx, dir + "/refs.core", done);
   json m = json::parse(lrtest::read_file(manifest))["structures"]["objects"];
 
   std::vector<std::string> walk = {"--type",        "struct obj", "--head",     "fx_objects",
@@ -459,12 +469,7 @@ TEST_CASE("trace: a profile's probes and set drive capture and correlation", "[t
   lrtest::write_file(go, "go");
   bool done = lrtest::wait_for_text(fx.out_path, "READY", 120);
   CHECK(lrtest::finish(cap, SIGINT, 90) == 0);
-  std::string core = dir + "/refs.core";
-  auto g = lrtest::run({"gcore", "-o", core, pid}, 300);
-  lrtest::finish(fx, SIGKILL, 10);
-  REQUIRE(done);
-  REQUIRE(g.status == 0);
-  core += "." + pid;
+  std::string core = snapshot_and_stop(fx, dir + "/refs.core", done);
   json m = json::parse(lrtest::read_file(manifest))["structures"]["objects"];
   auto r = lrtest::leakref(
       {"correlate", core, trace, "--profile", profile, "--set", "objects", "--json"}, 120);

@@ -29,6 +29,7 @@ enum class Op {
   kCall,  // before resolve
   kField,
   kAddr,
+  kOwner,
   kVar,
   kNeg,
   kNot,
@@ -169,7 +170,6 @@ struct Parser {
           break;
         }
       if (!hit) return l;
-      // A lone '=' is a common slip for '=='.
       LR_ASSIGN(NodeP r, binary(level + 1, depth + 1));
       l = bin(hit->second, std::move(l), std::move(r), at);
     }
@@ -346,26 +346,10 @@ const Type* find_enumerator(const Type* t, std::string_view name, int64_t* value
   return nullptr;
 }
 
-bool is_char_ptr_or_array(const Type* t) {
-  const Type* s = t ? t->strip() : nullptr;
-  if (!s || (s->kind != TypeKind::kPointer && s->kind != TypeKind::kArray)) return false;
-  const Type* e = s->target ? s->target->strip() : nullptr;
-  return e && e->kind == TypeKind::kInt && e->is_char && e->size == 1;
-}
-
+// A list member count()/sum() can walk: a list_head or hlist_head shape.
 bool is_list_head(const Type* t, bool* hlist) {
-  const Type* s = t ? t->strip() : nullptr;
-  if (!s) return false;
-  if (s->name == "list_head" || s->name == "hlist_head") {
-    *hlist = s->name == "hlist_head";
-    return true;
-  }
-  return false;
-}
-
-bool is_uuid(const Type* t) {
-  const Type* s = t ? t->strip() : nullptr;
-  return s && s->kind == TypeKind::kArray && s->count == 16 && t->name == "uuid_t";
+  *hlist = is_hlist_head_shape(t);
+  return *hlist || is_list_head_shape(t);
 }
 
 struct Resolver {
@@ -396,7 +380,7 @@ struct Resolver {
     n.spec = std::move(fs).value();
     const Type* ft = n.spec.type ? n.spec.type->strip() : nullptr;
     if (!ft) return err(n, "'" + std::string(path) + "' has no type");
-    if (is_char_ptr_or_array(n.spec.type) || is_uuid(n.spec.type)) {
+    if (field_is_text(n.spec.type)) {
       n.is_string = true;
     } else if (ft->kind == TypeKind::kFloat) {
       return err(n,
@@ -426,8 +410,8 @@ struct Resolver {
     const std::string& t = n.text;
     if (t[0] == '$') {
       std::string v = t.substr(1);
-      if (v == "addr") {
-        n.op = Op::kAddr;
+      if (v == "addr" || (v == "owner" && sc.in_list)) {
+        n.op = v == "addr" ? Op::kAddr : Op::kOwner;
         n.is_unsigned = true;
         return {};
       }
@@ -435,10 +419,9 @@ struct Resolver {
         if (sc.vars[k] == v) {
           n.op = Op::kVar;
           n.num = static_cast<int64_t>(k);
-          n.is_unsigned = v == "owner";  // an address, compared with pointers
           return {};
         }
-      std::string names = "$addr";
+      std::string names = sc.in_list ? "$addr, $owner" : "$addr";
       for (const auto& x : sc.vars) names += ", $" + x;
       return err(n, fmt::format("unknown variable '{}' (known here: {})", t, names),
                  Errc::kNotFound);
@@ -492,12 +475,16 @@ struct Resolver {
       auto el = sc.element(sc.type, l.text);
       if (!el.ok()) return err(l, el.error().message, el.error().code);
       n.elem = el.value();
+      if (n.elem.hlist != n.hlist)
+        return err(l, fmt::format("'{}' is {}, but its entries are linked by {}", l.text,
+                                  n.hlist ? "an hlist_head" : "a list_head",
+                                  n.elem.hlist ? "an hlist_node" : "a list_head"));
       ExprScope sub;
       sub.type = n.elem.type;
       sub.alias = sc.alias;
       sub.element = sc.element;
       sub.what = sc.what;
-      sub.vars = {"owner"};  // the object the list belongs to
+      sub.in_list = true;  // $owner: the object the list belongs to
       // Re-compile the argument's text in the element's scope.
 
       size_t a = n.kids[1]->begin, b = n.kids[1]->end;
@@ -626,26 +613,6 @@ ExprValue from_field(const FieldValue& f) {
   return error_value("unknown value");
 }
 
-// The address of the field `spec` names in the object at `addr`.
-Result<uint64_t> field_address(const Memory& mem, const uint8_t* obj, uint64_t addr,
-                               const FieldSpec& spec) {
-  uint64_t base = addr;
-  const uint8_t* cur = obj;
-  std::vector<uint8_t> scratch;
-  for (size_t i = 0; i + 1 < spec.hops.size(); ++i) {
-    uint64_t next = load_uint(cur + spec.hops[i].offset, 8);
-    if (!next) return make_error(Errc::kFault, fmt::format("NULL at '{}'", spec.path));
-    const Type* pt = spec.hops[i].type ? spec.hops[i].type->strip() : nullptr;
-    const Type* tt = pt && pt->target ? pt->target->strip() : nullptr;
-    size_t need = tt && tt->size ? tt->size : 8;
-    cur = object_bytes(mem, next, need, scratch);
-    if (!cur)
-      return make_error(Errc::kFault, fmt::format("{:#x}: {}", next, mem.why_unreadable(next)));
-    base = next;
-  }
-  return base + spec.hops.back().offset;
-}
-
 bool cmp_values(Op op, const ExprValue& a, const ExprValue& b) {
   // Unsigned when either side is unsigned and neither is negative-signed.
   bool uns = (a.is_unsigned || b.is_unsigned);
@@ -711,6 +678,7 @@ struct Evaluator {
   const uint8_t* obj;
   uint64_t addr;
   const int64_t* vars;
+  uint64_t owner;
 
   ExprValue list(const Expr::Node& n) {
     auto head = field_address(mem, obj, addr, n.list);
@@ -730,8 +698,7 @@ struct Evaluator {
     for (uint64_t e : w.objects) {
       const uint8_t* eb = object_bytes(mem, e, et->size, scratch);
       if (!eb) return error_value(fmt::format("entry {:#x}: {}", e, mem.why_unreadable(e)));
-      int64_t owner = static_cast<int64_t>(addr);
-      ExprValue v = n.sub->eval(mem, eb, e, &owner);
+      ExprValue v = n.sub->eval(mem, eb, e, nullptr, addr);
       if (v.kind == ExprValue::Kind::kError)
         return error_value(fmt::format("entry {:#x}: {}", e, v.s));
       if (v.kind != ExprValue::Kind::kInt) return error_value("not a number");
@@ -751,6 +718,8 @@ struct Evaluator {
         return from_field(eval_field(mem, obj, n.spec));
       case Op::kAddr:
         return int_value(static_cast<int64_t>(addr), true);
+      case Op::kOwner:
+        return int_value(static_cast<int64_t>(owner), true);
       case Op::kVar:
         return vars ? int_value(vars[n.num], n.is_unsigned) : error_value("variable not bound");
       case Op::kCount:
@@ -837,9 +806,9 @@ Result<void> Expr::check_syntax(std::string_view text, const std::string& what) 
   return check_literals(*root, text, what);
 }
 
-ExprValue Expr::eval(const Memory& mem, const uint8_t* obj, uint64_t addr,
-                     const int64_t* vars) const {
-  Evaluator ev{mem, obj, addr, vars};
+ExprValue Expr::eval(const Memory& mem, const uint8_t* obj, uint64_t addr, const int64_t* vars,
+                     uint64_t owner) const {
+  Evaluator ev{mem, obj, addr, vars, owner};
   return ev(*root_);
 }
 

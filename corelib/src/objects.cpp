@@ -260,6 +260,62 @@ const uint8_t* object_bytes(const Memory& mem, uint64_t addr, size_t size,
   return scratch.data();
 }
 
+bool field_is_text(const Type* declared) {
+  const Type* s = declared ? declared->strip() : nullptr;
+  if (!s || (s->kind != TypeKind::kPointer && s->kind != TypeKind::kArray)) return false;
+  if (looks_uuid(declared, s)) return true;
+  const Type* e = s->target ? s->target->strip() : nullptr;
+  return e && e->kind == TypeKind::kInt && e->is_char && e->size == 1;
+}
+
+Result<uint64_t> field_address(const Memory& mem, const uint8_t* obj, uint64_t addr,
+                               const FieldSpec& spec) {
+  uint64_t base = addr;
+  const uint8_t* cur = obj;
+  std::vector<uint8_t> scratch;
+  for (size_t i = 0; i + 1 < spec.hops.size(); ++i) {
+    uint64_t next = load_uint(cur + spec.hops[i].offset, 8);
+    if (!next) return make_error(Errc::kFault, fmt::format("NULL on the way to '{}'", spec.path));
+    const Type* pt = spec.hops[i].type ? spec.hops[i].type->strip() : nullptr;
+    const Type* tt = pt && pt->target ? pt->target->strip() : nullptr;
+    cur = object_bytes(mem, next, tt && tt->size ? tt->size : 8, scratch);
+    if (!cur)
+      return make_error(Errc::kFault, fmt::format("{:#x}: {}", next, mem.why_unreadable(next)));
+    base = next;
+  }
+  return base + spec.hops.back().offset;
+}
+
+namespace {
+const Type* pointee(const Member* x) {
+  const Type* p = x && x->type ? x->type->strip() : nullptr;
+  return p && p->kind == TypeKind::kPointer && p->target ? p->target->strip() : nullptr;
+}
+}  // namespace
+
+bool is_list_head_shape(const Type* t) {
+  const Type* m = t ? t->strip() : nullptr;
+  uint64_t off;
+  return m && m->kind == TypeKind::kStruct && pointee(find_member(m, "next", &off)) == m &&
+         pointee(find_member(m, "prev", &off)) == m;
+}
+
+bool is_hlist_node_shape(const Type* t) {
+  const Type* m = t ? t->strip() : nullptr;
+  uint64_t off;
+  if (!m || m->kind != TypeKind::kStruct || pointee(find_member(m, "next", &off)) != m)
+    return false;
+  const Type* b = pointee(find_member(m, "pprev", &off));
+  return b && b->kind == TypeKind::kPointer && b->target && b->target->strip() == m;
+}
+
+bool is_hlist_head_shape(const Type* t) {
+  const Type* m = t ? t->strip() : nullptr;
+  uint64_t off;
+  return m && m->kind == TypeKind::kStruct && m->members.size() == 1 &&
+         is_hlist_node_shape(pointee(find_member(m, "first", &off)));
+}
+
 FieldValue eval_field(const Memory& mem, const uint8_t* obj, const FieldSpec& spec) {
   std::vector<uint8_t> scratch;
   const uint8_t* cur = obj;

@@ -45,23 +45,44 @@ Error ProfileBinder::fail(Errc c, const std::string& what) const {
 
 Result<BoundType*> ProfileBinder::bind(const std::string& name) {
   auto it = bound_.find(name);
-  if (it != bound_.end()) return &it->second;
-  BoundType bt;
+  if (it != bound_.end()) return it->second;
+  const ProfileType* decl = nullptr;
   for (const auto& t : p_.types)
-    if (t.name == name) bt.decl = &t;
-  bt.c = bt.decl ? bt.decl->c : name;
-  auto t = prog_.types().find(bt.c);
+    if (t.name == name) decl = &t;
+  // A set may name the C type of a [types] entry: it gets that entry's
+  // aliases and requirements, not a bare copy without them.
+  for (const auto& t : p_.types)
+    if (!decl && t.c == name) decl = &t;
+  const std::string c = decl ? decl->c : name;
+  auto t = prog_.types().find(c);
   if (!t.ok())
     return fail(t.error().code,
-                bt.decl ? fmt::format("types.{}: {}", name, t.error().message)
-                        : fmt::format("'{}' is neither a [types] name nor a type of the target: {}",
-                                      name, t.error().message));
-  bt.type = t.value();
-  const Type* s = bt.type->strip();
+                decl ? fmt::format("types.{}: {}", decl->name, t.error().message)
+                     : fmt::format("'{}' is neither a [types] name nor a type of the target: {}",
+                                   name, t.error().message));
+  const Type* s = t.value()->strip();
   if (!s || !s->is_aggregate() || !s->size)
     return fail(Errc::kInvalidArgument,
-                fmt::format("{} is {}, not a defined struct or union", bt.c, bt.type->display()));
-  BoundType& ref = bound_[name] = std::move(bt);
+                fmt::format("{} is {}, not a defined struct or union", c, t.value()->display()));
+  // One struct, one set of aliases, whatever name reaches it: two
+  // declarations of it would make a member name mean what the first bound said.
+  auto prev = by_type_.find(s);
+  if (prev != by_type_.end()) {
+    BoundType* b = prev->second;
+    if (decl && b->decl && decl != b->decl)
+      return fail(Errc::kInvalidArgument, fmt::format("types.{} and types.{} both declare {}",
+                                                      b->decl->name, decl->name, s->display()));
+    if (decl && !b->decl) {
+      b->decl = decl;
+      LR_TRY(require(*b));
+    }
+    return bound_[name] = b;
+  }
+  BoundType& ref = store_.emplace_back();
+  ref.decl = decl;
+  ref.c = c;
+  ref.type = t.value();
+  bound_[name] = &ref;
   by_type_[s] = &ref;
   LR_TRY(require(ref));
   return &ref;
@@ -138,13 +159,14 @@ Result<ListElement> ProfileBinder::element(const Type* owner, std::string_view p
   LR_ASSIGN(BoundType * et, bind(spec.substr(0, dot)));
   LR_ASSIGN(FieldSpec link, make_field_spec(et->type, spec.substr(dot + 1), false, &alias_));
   const Type* lt = link.type ? link.type->strip() : nullptr;
-  if (link.hops.size() != 1 || !lt || (lt->name != "list_head" && lt->name != "hlist_node"))
+  const bool hlist = is_hlist_node_shape(lt);
+  if (link.hops.size() != 1 || !(hlist || is_list_head_shape(lt)))
     return fail(Errc::kInvalidArgument,
                 fmt::format("types.{}.lists.{}: {} is {}, not a list_head or hlist_node inside "
                             "the entry",
                             decl->name, path, spec.substr(dot + 1),
                             link.type ? link.type->display() : "unknown"));
-  return ListElement{et->type, link.hops[0].offset};
+  return ListElement{et->type, link.hops[0].offset, hlist};
 }
 
 ExprScope ProfileBinder::scope(const BoundType* bt, const std::string& what) const {
@@ -156,7 +178,8 @@ ExprScope ProfileBinder::scope(const BoundType* bt, const std::string& what) con
   return sc;
 }
 
-std::string ProfileBinder::uses_missing(const std::string& text) const {
+std::string ProfileBinder::uses_missing(const BoundType* bt, const std::string& text) {
+  if (bt->missing.empty()) return "";
   size_t i = 0;
   while (i < text.size()) {
     if (std::isalpha(static_cast<unsigned char>(text[i])) || text[i] == '_') {
@@ -164,9 +187,10 @@ std::string ProfileBinder::uses_missing(const std::string& text) const {
       while (i < text.size() &&
              (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_'))
         ++i;
+      size_t after = text.find_first_not_of(" \t", i);
+      bool call = after != std::string::npos && text[after] == '(';
       std::string tok = text.substr(b, i - b);
-      for (const auto& [n, bt] : bound_)
-        if (bt.missing.count(tok)) return tok;
+      if (!call && bt->missing.count(tok)) return tok;
     } else if (text[i] == '"') {
       size_t q = text.find('"', i + 1);
       i = q == std::string::npos ? text.size() : q + 1;

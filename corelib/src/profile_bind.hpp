@@ -3,6 +3,7 @@
 // profile runner's phases.
 #pragma once
 
+#include <deque>
 #include <map>
 #include <set>
 #include <string>
@@ -30,9 +31,10 @@ class ProfileBinder {
   // The scope expressions of `bt` compile in (aliases, list element types).
   ExprScope scope(const BoundType* bt, const std::string& what) const;
   const MemberAlias& alias() const { return alias_; }
-  // The optional member (of any bound type) that `text` names and the target
-  // lacks, or "": what uses it is skipped with a note instead of failing.
-  std::string uses_missing(const std::string& text) const;
+  // The optional member of `bt` that `text` names and the target lacks, or
+  // "": what uses it is skipped with a note instead of failing. Names
+  // followed by '(' (functions) and string literals are not members.
+  static std::string uses_missing(const BoundType* bt, const std::string& text);
 
  private:
   Error fail(Errc c, const std::string& what) const;
@@ -41,7 +43,8 @@ class ProfileBinder {
 
   Program& prog_;
   const Profile& p_;
-  std::map<std::string, BoundType> bound_;
+  std::deque<BoundType> store_;              // stable addresses
+  std::map<std::string, BoundType*> bound_;  // by [types] name or C name
   std::unordered_map<const Type*, BoundType*> by_type_;
   MemberAlias alias_;
   std::function<Result<ListElement>(const Type*, std::string_view)> element_;

@@ -15,7 +15,8 @@ namespace lr {
 namespace {
 
 constexpr uint64_t kMaxBuckets = 1ull << 28;
-constexpr uint64_t kMaxCount = 1ull << 32;
+constexpr uint64_t kMaxCount = kMaxCountFrom;
+constexpr size_t kMaxWarnings = 1000;  // per set; the rest are counted
 
 // A number written in the profile, or an expression on the parent object.
 struct Amount {
@@ -46,6 +47,8 @@ struct CompiledSet {
   WalkSpec::Link link = WalkSpec::Link::kNone;
   FieldSpec rc;
   bool has_rc = false;
+  IntField rc_int;  // the refcount read in place (one hop, a whole integer)
+  bool rc_fast = false;
   std::unique_ptr<Expr> where;
   std::vector<FieldSpec> labels;
   FieldSpec key;
@@ -97,6 +100,13 @@ class Runner {
     return nullptr;
   }
   bool feeds_other(const CompiledSet& s) const { return !s.outbound.empty(); }
+  // Warnings come from the core (every parent may add some): bounded.
+  void warn(CompiledSet& s, std::string w) {
+    if (s.sum.warnings.size() < kMaxWarnings)
+      s.sum.warnings.push_back(std::move(w));
+    else
+      ++s.sum.warnings_dropped;
+  }
 
   // Only the sets asked for are streamed; what they depend on runs quietly.
   void mark_wanted() {
@@ -104,7 +114,7 @@ class Runner {
     for (auto& s : sets_) {
       bool want = false;
       for (const auto& n : opts_.only_sets) want |= n == s.decl->name;
-      s.stream = want || opts_.objects_of_dependencies;
+      s.stream = want;
     }
   }
 
@@ -179,6 +189,9 @@ class Runner {
       if (!rc.ok()) return fail(rc.error().code, d, "refcount: " + rc.error().message);
       s.rc = std::move(rc).value();
       s.has_rc = true;
+      const Type* rt = s.rc.type ? s.rc.type->strip() : nullptr;
+      s.rc_fast = s.rc.hops.size() == 1 && rt && rt->size && rt->size <= 8;
+      if (s.rc_fast) s.rc_int = IntField::of(s.rc.hops[0]);
     }
     if (!d.where.empty()) {
       LR_ASSIGN(s.where, compile_expr(s, d.where, "where"));
@@ -202,7 +215,8 @@ class Runner {
   Result<void> compile_rules(CompiledSet& s) {
     const ProfileSet& d = *s.decl;
     for (const auto& h : d.holders) {
-      std::string miss = bind_.uses_missing(h.count + " " + h.field);
+      std::string miss = h.count.empty() ? bind_.uses_missing(by_name(h.from)->type, h.field)
+                                         : bind_.uses_missing(s.type, h.count);
       if (!miss.empty()) {
         s.sum.notes.push_back(
             fmt::format("holder '{}' skipped: the target has no {} (optional)", h.name, miss));
@@ -232,7 +246,7 @@ class Runner {
     std::vector<std::string> vars = s.sum.active_holders;
     vars.push_back("held");
     for (const auto& inv : d.invariants) {
-      std::string miss = bind_.uses_missing(inv.expr);
+      std::string miss = bind_.uses_missing(s.type, inv.expr);
       if (!miss.empty()) {
         s.sum.notes.push_back(
             fmt::format("invariant '{}' skipped: the target has no {} (optional)", inv.name, miss));
@@ -244,49 +258,25 @@ class Runner {
     return {};
   }
 
-  Result<uint64_t> amount_value(const CompiledSet& s, const Amount& a, uint64_t parent,
-                                const uint8_t* pbytes) {
+  Result<uint64_t> amount_value(const Amount& a, uint64_t parent, const uint8_t* pbytes) {
     if (a.literal) return a.value;
-    if (!a.symbol.empty()) {
-      LR_ASSIGN(Variable v, prog_.resolve(a.symbol));
-      const Type* t = v.type ? v.type->strip() : nullptr;
-      if (!t || !t->is_integer_like() || t->kind == TypeKind::kPointer || t->size > 8)
-        return make_error(Errc::kInvalidArgument,
-                          fmt::format("'{}' is not an integer variable", a.symbol));
-      uint64_t raw = 0;
-      LR_TRY(prog_.mem().read(v.addr, &raw, t->size));
-      return raw;
-    }
+    if (!a.symbol.empty()) return count_from_target(prog_, a.symbol);
     ExprValue v = a.expr->eval(prog_.mem(), pbytes, parent);
     if (v.kind != ExprValue::Kind::kInt || v.i < 0)
       return make_error(Errc::kBadFormat, v.kind == ExprValue::Kind::kError ? v.s : "not a count");
-    (void)s;
     return static_cast<uint64_t>(v.i);
   }
 
   // The walk's head for one parent object (or the set's symbol).
   Result<Variable> head_for(const CompiledSet& s, uint64_t parent, const uint8_t* pbytes) {
     if (!s.parent) return prog_.resolve(s.decl->head);
-    std::vector<uint8_t> scratch;
     Variable v;
     v.name = fmt::format("{:#x}->{}", parent, s.decl->head);
-    // The field's address: the hops before the last are pointers to follow.
-    uint64_t base = parent;
-    const uint8_t* cur = pbytes;
-    for (size_t i = 0; i + 1 < s.head_field.hops.size(); ++i) {
-      uint64_t next = load_uint(cur + s.head_field.hops[i].offset, 8);
-      const Type* pt = s.head_field.hops[i].type->strip();
-      size_t need = pt->target && pt->target->strip()->size ? pt->target->strip()->size : 8;
-      if (!next || !(cur = object_bytes(prog_.mem(), next, need, scratch)))
-        return make_error(Errc::kFault, fmt::format("{}: {:#x} not readable", v.name, next));
-      base = next;
-    }
-    const FieldLoc& last = s.head_field.hops.back();
-    v.addr = base + last.offset;
-    v.type = last.type;
+    LR_ASSIGN(v.addr, field_address(prog_.mem(), pbytes, parent, s.head_field));
+    v.type = s.head_field.type;
     if (s.head_deref) {
-      v.addr = load_uint(cur + last.offset, 8);
-      v.type = last.type->strip()->target;
+      LR_ASSIGN(v.addr, prog_.mem().read_u64(v.addr));
+      v.type = v.type->strip()->target;
     }
     return v;
   }
@@ -302,7 +292,7 @@ class Runner {
         if (sink_.stopped()) break;
         const uint8_t* pb = object_bytes(prog_.mem(), pa, psize, scratch);
         if (!pb) {
-          s.sum.warnings.push_back(fmt::format("parent {:#x} not readable", pa));
+          warn(s, fmt::format("parent {:#x} not readable", pa));
           continue;
         }
         std::vector<uint8_t> pcopy(pb, pb + psize);  // the walk may reuse `scratch`
@@ -322,7 +312,7 @@ class Runner {
     auto head = head_for(s, parent, pbytes);
     if (!head.ok()) {
       if (!parent) return fail(head.error().code, *s.decl, "head: " + head.error().message);
-      s.sum.warnings.push_back(where_of(head.error().message));
+      warn(s, where_of(head.error().message));
       return {};
     }
     WalkSpec ws;
@@ -332,18 +322,19 @@ class Runner {
     ws.link = s.link;
     ws.member = s.decl->member;
     ws.keep_values = false;
+    ws.evaluate = false;  // judge_all reads each object once
     ws.limits.max_nodes = s.decl->limit;
     ws.limits.interrupted = opts_.interrupted;
     for (auto [a, out, cap, what] : {std::tuple{&s.buckets, &ws.buckets, kMaxBuckets, "buckets"},
                                      std::tuple{&s.count, &ws.count, kMaxCount, "count"}}) {
       if (!a->literal && a->symbol.empty() && !a->expr) continue;
-      auto v = amount_value(s, *a, parent, pbytes);
+      auto v = amount_value(*a, parent, pbytes);
       if (!v.ok() || v.value() > cap || v.value() == 0) {
         std::string why = !v.ok() ? v.error().message : fmt::format("{} is implausible", v.value());
         if (!parent)
           return fail(v.ok() ? Errc::kBadFormat : v.error().code, *s.decl,
                       fmt::format("{}: {}", what, why));
-        s.sum.warnings.push_back(where_of(fmt::format("{}: {}; not walked", what, why)));
+        warn(s, where_of(fmt::format("{}: {}; not walked", what, why)));
         return {};
       }
       *out = v.value();
@@ -352,17 +343,16 @@ class Runner {
     if (!rep.ok()) {
       if (!parent || rep.error().code == Errc::kInvalidArgument)
         return fail(rep.error().code, *s.decl, rep.error().message);
-      s.sum.warnings.push_back(where_of(rep.error().message));
+      warn(s, where_of(rep.error().message));
       return {};
     }
     ++s.sum.walks;
     if (s.sum.mode.empty()) s.sum.mode = rep->mode;
     const WalkResult& w = rep->walk;
     if (!w.ok())
-      s.sum.warnings.push_back(where_of(fmt::format("walk from {} stopped: {} — {}", s.decl->head,
-                                                    walk_stop_name(w.stop), w.stop_detail)));
-    for (const auto& is : w.issues)
-      s.sum.warnings.push_back(where_of(fmt::format("{:#x}: {}", is.addr, is.what)));
+      warn(s, where_of(fmt::format("walk from {} stopped: {} — {}", s.decl->head,
+                                   walk_stop_name(w.stop), w.stop_detail)));
+    for (const auto& is : w.issues) warn(s, where_of(fmt::format("{:#x}: {}", is.addr, is.what)));
     judge_all(s, w.objects, parent);
     return {};
   }
@@ -371,6 +361,7 @@ class Runner {
     const uint64_t size = s.type->type->strip()->size;
     std::vector<uint8_t> scratch;
     std::vector<int64_t> vars(s.holders.size() + 1);
+    ProfileObject o;  // reused: its vectors keep their capacity
     for (uint64_t a : objs) {
       if (sink_.stopped()) return;
       ++s.sum.objects;
@@ -378,16 +369,14 @@ class Runner {
       if (!b) {
         ++s.sum.errors;
         if (s.sum.errors <= 20)
-          s.sum.warnings.push_back(
-              fmt::format("object {:#x} not readable: {}", a, prog_.mem().why_unreadable(a)));
+          warn(s, fmt::format("object {:#x} not readable: {}", a, prog_.mem().why_unreadable(a)));
         continue;
       }
       if (s.where) {
         ExprValue wv = s.where->eval(prog_.mem(), b, a);
         if (wv.kind == ExprValue::Kind::kError) {
           ++s.sum.errors;
-          if (s.sum.errors <= 20)
-            s.sum.warnings.push_back(fmt::format("{:#x}: where: {}", a, wv.s));
+          if (s.sum.errors <= 20) warn(s, fmt::format("{:#x}: where: {}", a, wv.s));
           continue;
         }
         if (!wv.truthy()) continue;
@@ -398,7 +387,6 @@ class Runner {
         FieldValue v = eval_field(prog_.mem(), b, ob.field);
         if (v.kind == FieldValue::Kind::kPointer && v.u) ++(*ob.counts)[v.u];
       }
-      ProfileObject o;
       judge(s, a, b, parent, vars, o);
       if (s.stream) sink_.object(o);
     }
@@ -409,7 +397,19 @@ class Runner {
     o.set = s.decl;
     o.addr = a;
     o.parent = parent;
-    if (s.has_rc) {
+    o.has_refcount = false;
+    o.refcount = o.held = 0;
+    o.labels.clear();
+    o.holders.clear();
+    o.violations.clear();
+    o.verdict.clear();
+    o.error.clear();
+    o.key = FieldValue{};
+    if (s.rc_fast) {
+      o.has_refcount = true;
+      o.refcount = s.rc_int.load(b);
+      ++s.sum.histogram[o.refcount];
+    } else if (s.has_rc) {
       o.has_refcount = eval_field(prog_.mem(), b, s.rc).as_int(&o.refcount);
       if (o.has_refcount) ++s.sum.histogram[o.refcount];
     }

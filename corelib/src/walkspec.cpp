@@ -25,25 +25,6 @@ const Type* array_of(const Type* t, uint64_t* count) {
   return s->target ? s->target->strip() : nullptr;
 }
 
-// A list_head-shaped member (next and prev pointing to its own type) for
-// rings; an hlist_node-shaped one (next to its own type, pprev to a pointer)
-// for hlists. Names of the link structs vary between programs; shapes don't.
-bool link_shape_fits(const Type* member, bool ring) {
-  const Type* m = member ? member->strip() : nullptr;
-  if (!m || m->kind != TypeKind::kStruct) return false;
-  uint64_t off;
-  const Member* next = find_member(m, "next", &off);
-  const Member* back = find_member(m, ring ? "prev" : "pprev", &off);
-  auto target = [](const Member* x) -> const Type* {
-    const Type* p = x && x->type ? x->type->strip() : nullptr;
-    return p && p->kind == TypeKind::kPointer && p->target ? p->target->strip() : nullptr;
-  };
-  if (target(next) != m || !back) return false;
-  const Type* b = target(back);
-  if (ring) return b == m;
-  return b && b->kind == TypeKind::kPointer && b->target && b->target->strip() == m;
-}
-
 bool named(const Type* t, const char* n) {
   const Type* s = t ? t->strip() : nullptr;
   return s && s->name == n;
@@ -55,7 +36,8 @@ Result<void> check_link_member(const Type* t, WalkSpec::Link link, const std::st
                                const Type* member_type) {
   const bool ring = link == WalkSpec::Link::kList;
   if (link == WalkSpec::Link::kList || link == WalkSpec::Link::kHlist) {
-    if (!link_shape_fits(member_type, ring))
+    // Shapes, not names: link structs are called differently between programs.
+    if (!(ring ? is_list_head_shape(member_type) : is_hlist_node_shape(member_type)))
       return make_error(
           Errc::kInvalidArgument,
           fmt::format("--{}-member {} is {}, not a struct {}", ring ? "list" : "hlist", member,
@@ -231,7 +213,7 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
   ev.rep = &rep;
   ev.dense.assign(kDense, 0);
   WalkLimits lim = spec.limits;
-  lim.sink = ObjectSink{&Eval::sink, &ev};
+  if (spec.evaluate) lim.sink = ObjectSink{&Eval::sink, &ev};
 
   uint64_t t0 = now_ns();
   uint64_t arr_count = 0;
@@ -305,6 +287,7 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
   }
   rep.walk_ns = now_ns() - t0;
   rep.visited = rep.walk.objects.size();
+  if (!spec.evaluate) rep.matched = rep.visited;
   for (int64_t i = 0; i < kDense; ++i)
     if (ev.dense[i]) rep.histogram[i - 1] += ev.dense[i];
   if (filter && filter->errors())

@@ -17,7 +17,10 @@ Result<WalkResult> walk_tree_head(const Program& prog, const Variable& head, con
 // Walks the xarray at `head` (struct xarray, radix_tree_root, idr, or a
 // pointer to one); needs struct xa_node in the target's DWARF.
 Result<WalkResult> walk_xarray_head(Program& prog, const Variable& head, const WalkLimits& lim);
-// The value of the integer variable `what` (SYMBOL, SYMBOL.member, ...).
+// The value of the integer variable `what` (SYMBOL, SYMBOL.member, ...), as
+// an element count: kInvalidArgument when it is not an integer, kBadFormat
+// when negative or above kMaxCountFrom.
+constexpr uint64_t kMaxCountFrom = 1ull << 32;
 Result<uint64_t> count_from_target(const Program& prog, const std::string& what);
 
 }  // namespace lr

@@ -112,12 +112,14 @@ Result<WalkResult> walk_tree_head(const Program& prog, const Variable& head, con
   WalkResult r = walk_tree(mem, root, sh, member.offset, lim);
   if (!ht || ht->kind == TypeKind::kPointer || !r.ok()) return r;
   // What the root caches must agree with the tree walked.
+  auto issue = [&](std::string what) {
+    ++r.issue_count;
+    r.issues.push_back({head.addr, std::move(what)});
+  };
   uint64_t v;
   auto expect = [&](const char* path, uint64_t want, const char* what) {
     if (root_word(mem, ht, head.addr, path, &v) && v != want)
-      r.issue_count++,
-          r.issues.push_back({head.addr, fmt::format("{}.{} is {:#x}, but the {} is {:#x}",
-                                                     ht->name, path, v, what, want)});
+      issue(fmt::format("{}.{} is {:#x}, but the {} is {:#x}", ht->name, path, v, what, want));
   };
   uint64_t first = r.objects.empty() ? 0 : r.objects.front() + member.offset;
   uint64_t last = r.objects.empty() ? 0 : r.objects.back() + member.offset;
@@ -127,9 +129,7 @@ Result<WalkResult> walk_tree_head(const Program& prog, const Variable& head, con
     expect("last", last, "last node");
   }
   if (ht->name == "avltree" && root_word(mem, ht, head.addr, "size", &v) && v != r.objects.size())
-    r.issue_count++,
-        r.issues.push_back({head.addr, fmt::format("avltree.size is {}, but {} nodes were walked",
-                                                   v, r.objects.size())});
+    issue(fmt::format("avltree.size is {}, but {} nodes were walked", v, r.objects.size()));
   return r;
 }
 
@@ -179,14 +179,19 @@ Result<uint64_t> count_from_target(const Program& prog, const std::string& what)
   const Type* t = v.type ? v.type->strip() : nullptr;
   if (!t || !(t->kind == TypeKind::kInt || t->kind == TypeKind::kEnum) || t->size > 8 || !t->size)
     return make_error(Errc::kInvalidArgument,
-                      fmt::format("--count-from {} is {}, not an integer", what,
+                      fmt::format("'{}' is {}, not an integer count", what,
                                   v.type ? v.type->display() : "an untyped address"));
   uint64_t raw = 0;
   LR_TRY(prog.mem().read(v.addr, &raw, t->size));
   if (t->is_signed && t->size < 8 && (raw >> (t->size * 8 - 1)) & 1)
-    return make_error(Errc::kBadFormat, fmt::format("--count-from {} is negative", what));
+    return make_error(Errc::kBadFormat, fmt::format("'{}' is negative: not a count", what));
   if (t->is_signed && t->size == 8 && static_cast<int64_t>(raw) < 0)
-    return make_error(Errc::kBadFormat, fmt::format("--count-from {} is negative", what));
+    return make_error(Errc::kBadFormat, fmt::format("'{}' is negative: not a count", what));
+  // A length read from the core is not trusted to drive a walk of any size.
+  if (raw > kMaxCountFrom)
+    return make_error(Errc::kBadFormat,
+                      fmt::format("'{}' is {}: more than {} elements, a corrupt count?", what, raw,
+                                  kMaxCountFrom));
   return raw;
 }
 

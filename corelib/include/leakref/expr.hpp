@@ -50,6 +50,7 @@ struct ExprValue {
 struct ListElement {
   const Type* type = nullptr;
   uint64_t link_offset = 0;
+  bool hlist = false;  // linked by an hlist_node (else a list_head)
 };
 
 // Compile-time knowledge a caller (a profile) adds to the object's DWARF.
@@ -57,6 +58,7 @@ struct ExprScope {
   const Type* type = nullptr;           // the object type; null: syntax only
   const FieldSpec* refcount = nullptr;  // what `refcount` names (optional)
   std::vector<std::string> vars;        // names usable as $NAME (bound at eval)
+  bool in_list = false;                 // a list entry's scope: $owner is its list's object
   // Member name alternatives: (struct, name) -> the member to use instead;
   // returns "" to keep `name`. Lets one profile span versions.
   std::function<std::string(const Type*, std::string_view)> alias;
@@ -78,9 +80,10 @@ class Expr {
   ~Expr();
 
   // `obj` holds the object's bytes (the scope type's size), `addr` its
-  // address; `vars` the values of scope.vars in order (may be null if none).
+  // address; `vars` the values of scope.vars in order (may be null if none);
+  // `owner` what $owner is in a list entry's scope.
   ExprValue eval(const Memory& mem, const uint8_t* obj, uint64_t addr,
-                 const int64_t* vars = nullptr) const;
+                 const int64_t* vars = nullptr, uint64_t owner = 0) const;
 
   struct Node;
 

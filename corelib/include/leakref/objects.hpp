@@ -102,6 +102,21 @@ inline int64_t load_field_s(const uint8_t* obj, const FieldLoc& loc) {
 // Evaluates `spec` on an object whose bytes (type size) are `obj`; hops
 // across pointers read `mem`.
 FieldValue eval_field(const Memory& mem, const uint8_t* obj, const FieldSpec& spec);
+// Whether eval_field gives a field of this (declared) type as text: char
+// arrays, char pointers, uuid_t-like arrays.
+bool field_is_text(const Type* declared);
+// The address of the field `spec` names in the object at `addr` (bytes
+// `obj`), following its pointer hops; kFault names a NULL or unreadable hop.
+Result<uint64_t> field_address(const Memory& mem, const uint8_t* obj, uint64_t addr,
+                               const FieldSpec& spec);
+
+// Intrusive list shapes, whatever the structs are called: a list_head (next
+// and prev pointing to its own type), an hlist_node (next to its own type,
+// pprev to a pointer to it), an hlist_head (first, a pointer to an
+// hlist_node shape).
+bool is_list_head_shape(const Type* t);
+bool is_hlist_node_shape(const Type* t);
+bool is_hlist_head_shape(const Type* t);
 // The value of the field at `loc` in object bytes `obj` (integers, enums,
 // pointers, char arrays as strings, uuid_t; aggregates by type name).
 FieldValue format_scalar(const uint8_t* obj, const FieldLoc& loc);

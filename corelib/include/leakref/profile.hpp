@@ -127,6 +127,7 @@ struct ProfileSetSummary {
   std::vector<std::string> active_holders;  // names, in ProfileObject::holders order
   std::vector<std::string> notes;           // holders/invariants skipped (optional member absent)
   std::vector<std::string> warnings;        // walks that stopped early, unreadable objects
+  uint64_t warnings_dropped = 0;            // past the first 1,000
 };
 
 class ProfileSink {
@@ -143,7 +144,6 @@ struct ProfileRunOptions {
   // Empty: every set. Otherwise only these reach the sink; the sets they
   // depend on (parents, holder sources) run without reaching it.
   std::vector<std::string> only_sets;
-  bool objects_of_dependencies = false;  // let those dependencies reach the sink too
   const std::atomic<bool>* interrupted = nullptr;
 };
 

@@ -39,6 +39,10 @@ struct WalkSpec {
   std::string where;
   WalkLimits limits;
   bool keep_values = true;  // false: only counts and histogram (bench, summaries)
+  // false: only walk (addresses in WalkReport::walk; no per-object reads,
+  // refcount, where or shown fields), for callers that judge the objects
+  // themselves (profiles).
+  bool evaluate = true;
 };
 
 struct WalkedObject {
