@@ -54,7 +54,7 @@ $(BIN): $(CLI_OBJ) $(LIB)
 $(BUILD)/walk_repeat: $(BUILD)/bench/walk_repeat.o $(LIB)
 	$(CXX) $(CXXFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
--include $(CORE_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
+-include $(CORE_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/extension/crash_glue.d
 
 # ---- crash extension -------------------------------------------------------
 # The shim is C and alone includes crash's defs.h (Debian's crash package);
@@ -158,7 +158,7 @@ DEB_DEPS := g++ make pkg-config libdw-dev libelf-dev libfmt-dev libcli11-dev \
             glusterfs-server glusterfs-client libglusterfs-dev liburcu-dev libtirpc-dev \
             fuse3 procps util-linux bpftrace bc \
             libkdumpfile-dev crash qemu-system-x86 busybox-static cpio makedumpfile python3 \
-            libtomlplusplus-dev
+            libtomlplusplus-dev linux-headers-amd64
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # Installs the Debian 12 packages leakref needs; does nothing when present.

@@ -20,6 +20,8 @@ struct KArgs {
   bool all = false, flagged_only = false;
   // modules
   std::vector<std::string> names;
+  // walk, profile: loaded modules' .ko files (their types)
+  std::vector<std::string> kos;
 };
 
 std::string mode_string(uint64_t mode) {
@@ -301,6 +303,8 @@ int run_kernel_command(const KernelOpener& open, const std::vector<std::string>&
   add_walk_options(walk, w, true);
   add_walk_run_options(walk, w);
   walk->add_flag("--json", ka.json, "leakref.walk/1 JSON");
+  const char* ko_help = "a loaded module's .ko: its types, checked against the dump (repeatable)";
+  walk->add_option("--ko", ka.kos, ko_help);
   auto* ino = app.add_subcommand("inodes", "inodes with their dentries and open files");
   ino->add_option("-s,--super-block", ka.sb, "only this super_block (ADDR)");
   ino->add_option("-t,--fstype", ka.fstype, "only super blocks of this type (tmpfs, ext4, ...)");
@@ -317,6 +321,7 @@ int run_kernel_command(const KernelOpener& open, const std::vector<std::string>&
       app.add_subcommand("profile", "object sets, holders and invariants of a profile file");
   add_profile_options(prof, pa);
   prof->add_flag("--json", ka.json, "leakref.profile/1 JSON");
+  prof->add_option("--ko", ka.kos, ko_help);
   auto* chk = app.add_subcommand("check", "kernel invariants: list integrity, counts vs holders");
   chk->add_option("--fail-on", ka.fail_on, "exit 1 if: violation")->delimiter(',');
   chk->add_flag("--json", ka.json, "leakref.kernel.check/1 JSON");
@@ -354,6 +359,8 @@ int run_kernel_command(const KernelOpener& open, const std::vector<std::string>&
   auto target = open();
   if (!target.ok()) return fail(target.error(), err);
   lr::KernelTarget& k = *target.value();
+  for (const auto& ko : ka.kos)
+    if (auto r = k.add_module_debuginfo(ko); !r.ok()) return fail(r.error(), err);
   if (walk->parsed()) {
     w.interrupted = interrupted;
     return run_and_render_walk(k.prog(), w, ka.json, source, k.warnings(), out, err);

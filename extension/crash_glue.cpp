@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstring>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,7 @@ struct Session {
   std::unique_ptr<lr::PhysDump> phys;  // set when the dump is an ELF file
   std::unique_ptr<lr::PagedMemory> mem;
   std::unique_ptr<lr::KernelTarget> k;
+  std::set<std::string> module_files;  // `mod -s` files already added
 
   // A page: straight from the mmapped ELF dump (no copy) when crash can
   // translate the address and the dump holds the page, else copied through
@@ -94,6 +96,16 @@ lr::Result<lr::KernelTarget*> session(const lr_host* host) {
     g_session = s.release();
   }
   g_session->host = host;
+  // The module objects crash loaded with `mod -s` give their types to
+  // leakref too; each file is tried once per session, a failure said once.
+  const char* path = nullptr;
+  for (int i = 0; host->module_file && host->module_file(i, &path) == 1; ++i) {
+    if (!g_session->module_files.insert(path).second) continue;
+    if (auto r = g_session->k->add_module_debuginfo(path); !r.ok()) {
+      std::string m = "leakref: warning: " + r.error().message + "\n";
+      host->error(m.data(), m.size());
+    }
+  }
   return g_session->k.get();
 }
 

@@ -109,6 +109,19 @@ static int host_symbol(const char *name, uint64_t *value) {
   return 1;
 }
 
+static int host_module_file(int i, const char** path) {
+  int seen = 0;
+  for (int m = 0; m < st->mods_installed; m++) {
+    struct load_module* lm = &st->load_modules[m];
+    if (!(lm->mod_flags & MOD_LOAD_SYMS) || !lm->mod_namelist[0]) continue;
+    if (seen++ == i) {
+      *path = lm->mod_namelist;
+      return 1;
+    }
+  }
+  return 0;
+}
+
 static int host_write(const char* text, size_t len) {
   if (fwrite(text, 1, len, fp) != len || ferror(fp)) return -1;
   return 0;
@@ -143,6 +156,7 @@ static void cmd_leakref(void) {
   host.symbol = host_symbol;
   host.write = host_write;
   host.error = host_error;
+  host.module_file = host_module_file;
   host.namelist = pc->namelist_debug ? pc->namelist_debug : pc->namelist;
   host.dumpfile = pc->dumpfile ? pc->dumpfile : "";
   /* crash keeps minus the KASLR offset: runtime = vmlinux value - relocate. */

@@ -25,6 +25,9 @@ struct lr_host {
   int (*write)(const char* text, size_t len);
   /* An error or warning line, shown the way crash shows its own. */
   void (*error)(const char* text, size_t len);
+  /* The i-th module object file crash loaded symbols from (`mod -s`/`-S`):
+   * 1 and *path, or 0 past the last. May be NULL (older shims). */
+  int (*module_file)(int i, const char** path);
   const char* namelist;  /* vmlinux with DWARF that crash is using */
   const char* dumpfile;  /* the vmcore ("" on a live system) */
   uint64_t kaslr_offset; /* runtime address - vmlinux address */

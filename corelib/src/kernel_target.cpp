@@ -157,6 +157,8 @@ Result<std::unique_ptr<KernelTarget>> KernelTarget::open(const std::string& vmco
                       fmt::format("{}: build-id {} does not match {} (dump's kernel has {})", vml,
                                   file_bid.value(), vmcore, bid));
   LR_TRY(k->load_vmlinux(k->owned_mem_.get(), vml, off));
+  // Module globals resolve from the dump's kallsyms (crash has its own).
+  k->prog_->set_symbol_fallback(&KernelTarget::module_symbol_fallback, k.get());
   return k;
 }
 
@@ -189,6 +191,7 @@ Result<void> KernelTarget::load_vmlinux(const Memory* mem, const std::string& vm
   m->base = text->addr;
   m->end = end->addr;
   prog_ = std::make_unique<Program>(mem, std::move(mods));
+  prog_->types().set_not_found_hint("a loaded module's types are in its .ko file");
   return {};
 }
 

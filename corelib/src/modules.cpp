@@ -4,6 +4,7 @@
 #include <elfutils/debuginfod.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwelf.h>
+#include <elfutils/libdwfl.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <gelf.h>
@@ -93,7 +94,10 @@ bool bias_from_phdrs(const std::vector<GElf_Phdr>& ph, uint64_t base, uint64_t* 
 }  // namespace
 
 Module::~Module() {
-  if (dwarf_) dwarf_end(dwarf_);
+  if (dwfl_)
+    dwfl_end(dwfl_);  // frees the Dwarf it made
+  else if (dwarf_)
+    dwarf_end(dwarf_);
   if (debug_elf_ && debug_elf_ != main_elf_) elf_end(debug_elf_);
   if (main_elf_) elf_end(main_elf_);
   if (debug_fd_ >= 0 && debug_fd_ != main_fd_) ::close(debug_fd_);
@@ -114,11 +118,48 @@ Dwarf* Module::dwarf() {
   elf_version(EV_CURRENT);
   debug_elf_ = elf_begin(debug_fd_, ELF_C_READ_MMAP, nullptr);
   if (!debug_elf_) return nullptr;
+  GElf_Ehdr eh;
+  if (gelf_getehdr(debug_elf_, &eh) && eh.e_type == ET_REL) return open_relocated_dwarf();
   dwarf_ = dwarf_begin_elf(debug_elf_, DWARF_C_READ, nullptr);
   return dwarf_;
 }
 
+namespace {
+// The .ko has its DWARF; never search elsewhere (no debuginfod, no paths).
+int no_debuginfo_search(Dwfl_Module*, void**, const char*, Dwarf_Addr, const char*, const char*,
+                        GElf_Word, char**) {
+  return -1;
+}
+}  // namespace
+
+// In a relocatable file every DW_FORM_strp and section reference in
+// .debug_info is 0 plus a relocation addend; dwarf_begin_elf would read every
+// name as the first string. libdwfl's offline reporting applies them.
+Dwarf* Module::open_relocated_dwarf() {
+  static const Dwfl_Callbacks cb = {nullptr, no_debuginfo_search, dwfl_offline_section_address,
+                                    nullptr};
+  dwfl_ = dwfl_begin(&cb);
+  if (!dwfl_) return nullptr;
+  // dwfl opens the file itself (privately mapped: relocation never writes it).
+  Dwfl_Module* dm = dwfl_report_offline(dwfl_, basename().c_str(), debug_path.c_str(), -1);
+  dwfl_report_end(dwfl_, nullptr, nullptr);
+  Dwarf_Addr bias = 0;
+  if (dm) dwarf_ = dwfl_module_getdwarf(dm, &bias);
+  return dwarf_;
+}
+
+void Module::set_symbols(std::vector<Symbol> syms) {
+  syms_ = std::move(syms);
+  by_name_.clear();
+  syms_loaded_ = true;
+  std::sort(syms_.begin(), syms_.end(), [](const Symbol& a, const Symbol& b) {
+    return a.addr != b.addr ? a.addr < b.addr : a.name < b.name;
+  });
+}
+
 void Module::load_symbols_from(Elf* e) {
+  GElf_Ehdr eh;
+  if (gelf_getehdr(e, &eh) && eh.e_type == ET_REL) return;  // values are section offsets
   for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(e, scn));) {
     GElf_Shdr sh;
     if (!gelf_getshdr(scn, &sh)) continue;
@@ -214,6 +255,16 @@ Module* ModuleSet::add(const std::string& path, const std::string& host_path, ui
   m->build_id = build_id;
   m->is_exe = is_exe;
   find_debuginfo(*m);
+  mods_.push_back(std::move(m));
+  return mods_.back().get();
+}
+
+Module* ModuleSet::add_debug(const std::string& path, const std::string& debug_path,
+                             const std::string& how) {
+  auto m = std::make_unique<Module>();
+  m->path = path;
+  m->debug_path = debug_path;
+  m->debug_how = how;
   mods_.push_back(std::move(m));
   return mods_.back().get();
 }

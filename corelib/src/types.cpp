@@ -698,6 +698,7 @@ Result<const Type*> TypeRegistry::find(std::string_view raw) {
     // Say why the executable could not help: that is where users expect types.
     std::string why;
     if (Module* exe = mods_->exe(); exe && !exe->has_dwarf()) why = "; " + exe->debug_missing;
+    if (!not_found_hint_.empty()) why += "; " + not_found_hint_;
     if (searched.empty())
       return make_error(
           Errc::kNotFound,

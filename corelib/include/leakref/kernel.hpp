@@ -9,7 +9,9 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "leakref/program.hpp"
@@ -46,8 +48,22 @@ class KernelTarget {
   Result<uint64_t> symbol(const std::string& name) const;
   std::vector<std::string> warnings() const;
 
+  // Types of a loaded kernel module from its .ko (DWARF), and its symbols
+  // from the dump's kallsyms, so "name@module" and the module's struct types
+  // resolve. The module is named by the file's .modinfo; kNotFound when it is
+  // not loaded in the dump, kBadFormat when the file is not the build that
+  // was loaded (a symbol of another size). Adding the same module again is a
+  // no-op.
+  Result<void> add_module_debuginfo(const std::string& ko);
+  // Loaded modules (name, struct module address), read once.
+  Result<std::vector<std::pair<std::string, uint64_t>>> loaded_modules();
+
  private:
   KernelTarget() = default;
+  Result<std::vector<Symbol>> module_kallsyms(const std::string& name, uint64_t module);
+  static bool module_symbol_fallback(void* self, const char* spec, uint64_t* addr);
+  std::optional<std::vector<std::pair<std::string, uint64_t>>> loaded_;
+  std::optional<std::unordered_map<std::string, uint64_t>> modsyms_;  // standalone fallback
   Result<void> load_vmlinux(const Memory* mem, const std::string& vmlinux, uint64_t kaslr_offset);
   std::unique_ptr<Memory> owned_mem_;  // standalone only; attach() borrows
   struct Kdump;

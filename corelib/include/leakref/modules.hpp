@@ -13,6 +13,7 @@
 
 typedef struct Elf Elf;
 typedef struct Dwarf Dwarf;
+typedef struct Dwfl Dwfl;
 
 namespace lr {
 
@@ -58,21 +59,28 @@ class Module {
   std::string debug_missing;
   bool has_dwarf() const { return !debug_path.empty(); }
 
-  // The module's DWARF, opened on first use; nullptr when there is none.
+  // The module's DWARF, opened on first use; nullptr when there is none. A
+  // relocatable debug file (a kernel module's .ko) is opened through libdwfl,
+  // which applies its .rela.debug_* sections in private memory.
   Dwarf* dwarf();
   // Symbols sorted by address (.symtab of debug file and main file, .dynsym).
   const std::vector<Symbol>& symbols();
   // The symbol named `name` (an object preferred over others); nullptr if none.
   const Symbol* find_symbol(const std::string& name);
+  // Symbols given by the caller (a kernel module's kallsyms read from the
+  // dump) instead of read from the module's files, which are then not read.
+  void set_symbols(std::vector<Symbol> syms);
   std::string basename() const;
 
  private:
   friend class ModuleSet;
   void load_symbols_from(Elf* e);
+  Dwarf* open_relocated_dwarf();
   int main_fd_ = -1, debug_fd_ = -1;
   Elf* main_elf_ = nullptr;
   Elf* debug_elf_ = nullptr;
   Dwarf* dwarf_ = nullptr;
+  Dwfl* dwfl_ = nullptr;  // owns dwarf_ when set (relocatable debug file)
   bool dwarf_tried_ = false;
   bool syms_loaded_ = false;
   std::vector<Symbol> syms_;
@@ -97,6 +105,10 @@ class ModuleSet {
   // searched immediately (cheap: stat calls); DWARF is opened lazily.
   Module* add(const std::string& path, const std::string& host_path, uint64_t base, uint64_t end,
               uint64_t bias, const std::string& build_id, bool is_exe);
+  // Adds a module known by name whose DWARF is `debug_path` as given (no
+  // search, no symbol file); `how` says where it came from ("--ko").
+  Module* add_debug(const std::string& path, const std::string& debug_path,
+                    const std::string& how);
 
   const std::vector<std::unique_ptr<Module>>& modules() const { return mods_; }
   Module* exe() const;

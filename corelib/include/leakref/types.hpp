@@ -132,10 +132,14 @@ class TypeRegistry {
   const Type* void_ptr();
   // The definition of declaration `t` (t itself when no module defines it).
   const Type* resolve_declaration(const Type* t);
+  // Appended to find()'s kNotFound message: where else such types may come
+  // from (the kernel: "a module's types come from its .ko").
+  void set_not_found_hint(std::string hint) { not_found_hint_ = std::move(hint); }
 
   struct Index;
 
  private:
+  std::string not_found_hint_;
   Index* index_for(Module* m);
   const Type* convert(Module* m, Dwarf* dw, uint64_t die_off);
   const Type* convert_one(Module* m, Dwarf* dw, uint64_t die_off);
