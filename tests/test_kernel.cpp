@@ -238,8 +238,8 @@ std::map<std::string, std::vector<LockObj>> lrlocks_truth() {
     LockObj o;
     o.addr = "0x" + m[2].str();
     std::string rest = m[3];
-    for (auto it = std::sregex_iterator(rest.begin(), rest.end(), kv);
-         it != std::sregex_iterator(); ++it) {
+    for (auto it = std::sregex_iterator(rest.begin(), rest.end(), kv); it != std::sregex_iterator();
+         ++it) {
       std::string k = (*it)[1], v = (*it)[2];
       if (k == "refcount") o.refcount = std::stoll(v);
       if (k == "leaked") o.leaked = std::stoll(v);
@@ -642,8 +642,8 @@ TEST_CASE("kernel: a profile file finds the lrlocks module's leaks, standalone a
   CHECK(comparable(kernel_json(dump().kdump, args)) == comparable(j));
 
   // Without the .ko the module's types are unknown: said, with where they are.
-  RunResult r = leakref({"kernel", "--vmcore", dump().pelf, "--vmlinux", dump().vmlinux,
-                         "profile", "--profile", prof});
+  RunResult r = leakref({"kernel", "--vmcore", dump().pelf, "--vmlinux", dump().vmlinux, "profile",
+                         "--profile", prof});
   CHECK(r.status == 4);
   CHECK(r.err.find("struct ldlm_namespace") != std::string::npos);
   CHECK(r.err.find(".ko") != std::string::npos);
@@ -656,9 +656,8 @@ TEST_CASE("kernel: a profile file finds the lrlocks module's leaks, standalone a
   src.replace(at, 17, "#define VCSIZE 17");
   write_file(dir + "/lrlocks.c", src);
   write_file(dir + "/Kbuild", "obj-m := lrlocks.o\n");
-  RunResult mk = run({"make", "-s", "-C", "/usr/src/linux-headers-" + dump().kver, "M=" + dir,
-                      "modules"},
-                     300);
+  RunResult mk = run(
+      {"make", "-s", "-C", "/usr/src/linux-headers-" + dump().kver, "M=" + dir, "modules"}, 300);
   INFO(mk.err);
   REQUIRE(mk.status == 0);
   r = leakref({"kernel", "--vmcore", dump().pelf, "--vmlinux", dump().vmlinux, "profile",
@@ -695,4 +694,44 @@ TEST_CASE("kernel: a profile file finds the lrlocks module's leaks, standalone a
       INFO(o.addr << ": " << sec[o.addr]);
       CHECK(crash_values(sec[o.addr])["counter"] == o.refcount);
     }
+}
+
+// The README's kernel-module example, executed as written (addresses aside).
+TEST_CASE("README: the kernel module profile example runs as written", "[kernel]") {
+  if (!dump().ok) LR_SKIP("kernel vmcore: " + dump().why);
+  std::string readme = read_file(std::string(LR_SOURCE_DIR) + "/README.md");
+  size_t b = readme.find("<!-- test:kmodule-begin -->"),
+         e = readme.find("<!-- test:kmodule-end -->");
+  REQUIRE(b != std::string::npos);
+  REQUIRE(e > b);
+  std::string part = readme.substr(b, e - b);
+  std::string dir = tmp_dir() + "/readme-kmodule";
+  REQUIRE(run({"/bin/mkdir", "-p", dir}).status == 0);
+  for (auto [from, to] : {std::pair{dump().pelf, "vmcore.pelf"},
+                          {dump().vmlinux, "vmlinux"},
+                          {dump().ko, "lrlocks.ko"}})
+    REQUIRE(run({"/bin/ln", "-sf", from, dir + "/" + to}).status == 0);
+  write_file(dir + "/lrlocks.toml",
+             read_file(std::string(LR_SOURCE_DIR) + "/tests/profiles/lrlocks.toml"));
+  const std::regex addr("0x[0-9a-f]{6,}");
+  size_t commands = 0;
+  for (size_t at = 0; (at = part.find("```\n$ ", at)) != std::string::npos;) {
+    size_t end = part.find("```", at + 4);
+    std::string block = part.substr(at + 4, end - at - 4);
+    at = end + 3;
+    size_t nl = block.find('\n');
+    std::string cmd = block.substr(2, nl - 2), want = block.substr(nl + 1);
+    INFO(cmd);
+    RunResult r =
+        run({"/bin/bash", "-c", "cd '" + dir + "' && PATH='" + build_dir() + "':$PATH " + cmd});
+    // The README block ends at its last line; the set's closing blank line is not shown.
+    auto trim = [](std::string t) {
+      while (!t.empty() && t.back() == '\n') t.pop_back();
+      return t;
+    };
+    CHECK(std::regex_replace(trim(r.out), addr, "0xADDR") ==
+          std::regex_replace(trim(want), addr, "0xADDR"));
+    ++commands;
+  }
+  CHECK(commands == 2);
 }
