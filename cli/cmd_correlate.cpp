@@ -205,10 +205,55 @@ void print_history(const lr::CorrelateReport& rep, const std::vector<lr::Trace>&
   }
 }
 
+bool has_alloc_records(const std::vector<lr::Trace>& traces) {
+  for (const auto& t : traces) {
+    if (!t.alloc_stacks.empty()) return true;
+    for (const auto& e : t.events)
+      if (t.functions[e.fn].kind == "alloc") return true;
+  }
+  return false;
+}
+
+// The core's glibc heap, to tell which never-freed blocks are still in use.
+bool core_heap(lr::Program& p, lr::HeapWalk* heap, std::vector<std::string>* warnings) {
+  auto hw = lr::walk_glibc_heap(p.mem(), lr::heap_input_from_core(*p.core(), p.modules()));
+  if (!hw.ok()) {
+    warnings->push_back("the core's heap: " + hw.error().message +
+                        "; blocks are not checked against it");
+    return false;
+  }
+  *heap = std::move(hw.value());
+  warnings->insert(warnings->end(), heap->warnings.begin(), heap->warnings.end());
+  return true;
+}
+
+// Any program, allocation records only: blocks never freed, by call site.
+void print_heap_mode(const lr::CorrelateReport& rep, const lr::HeapWalk* heap, size_t top) {
+  uint64_t live = 0, bytes = 0;
+  for (const auto& al : rep.allocs) live += al.live, bytes += al.size;
+  if (heap)
+    fmt::print("heap: {} chunks in use in the core\n", heap->in_use.size());
+  else
+    fmt::print("heap: not readable in the core; blocks are not checked against it\n");
+  fmt::print("\nALLOCATIONS never freed in the trace: {} ({} B){}\n", rep.allocs.size(), bytes,
+             heap ? fmt::format(", {} still in use in the core's heap", live) : "");
+  for (size_t i = 0; i < rep.alloc_sites.size() && i < top; ++i) {
+    const auto& s = rep.alloc_sites[i];
+    fmt::print("  {:>8} B in {:>5} block(s), {:>5} live ({} B)  {}\n", s.bytes, s.count,
+               s.live_count, s.live_bytes, s.text);
+  }
+  if (rep.alloc_sites.size() > top)
+    fmt::print("  ... {} more site(s) (--top, --json lists every block)\n",
+               rep.alloc_sites.size() - top);
+}
+
 }  // namespace
 
+static void print_objects_text(const lr::CorrelateReport& rep, const std::vector<lr::Trace>& traces,
+                               const lr::FrameResolver& fr, size_t top, uint64_t ptr);
+
 int cmd_correlate(const Common& c, const CorrelateArgs& a) {
-  static const std::set<std::string> kFail = {"flagged", "disagree", "unreliable", "any"};
+  static const std::set<std::string> kFail = {"flagged", "disagree", "unreliable", "leaked", "any"};
   for (const auto& f : a.fail_on)
     if (!kFail.count(f)) return fail_usage("--fail-on: unknown verdict '" + f + "'");
   const bool by_profile = !a.profile.empty();
@@ -261,14 +306,33 @@ int cmd_correlate(const Common& c, const CorrelateArgs& a) {
     spec = std::move(ws.value());
     if (kind == "any") kind = a.profile_set;  // the probes' kind is the set's name
   }
-  auto objs =
-      walk_mode ? walk_objects(p, spec, kind, &wheap, &have_heap) : gluster_objects(p, a, &grep);
+  // Without a walk or a profile set: GlusterFS's own objects when it is a
+  // GlusterFS process, else only the allocation records (any program).
+  bool gluster = p.modules().by_name("libglusterfs.so.0") != nullptr;
+  bool heap_mode = !walk_mode && !gluster;
+  if (heap_mode && !has_alloc_records(traces))
+    return fail(lr::make_error(
+        lr::Errc::kUnsupported,
+        fmt::format("{}: not a GlusterFS process, and no walk or profile set names the objects "
+                    "this ref/unref trace counts: give --type/--head or --profile/--set (an "
+                    "allocation trace from mmleak, bcc memleak or leakref-trace --malloc needs "
+                    "neither)",
+                    c.core)));
+  lr::Result<std::vector<lr::CoreObject>> objs = std::vector<lr::CoreObject>{};
+  if (walk_mode)
+    objs = walk_objects(p, spec, kind, &wheap, &have_heap);
+  else if (gluster)
+    objs = gluster_objects(p, a, &grep);
+  else
+    have_heap = core_heap(p, &wheap, &warnings);
   if (!objs.ok()) {
     print_warnings_text(warnings);
     return fail(objs.error());
   }
-  const lr::HeapWalk* heap = walk_mode ? (have_heap ? &wheap : nullptr) : &grep.heap_walk;
-  if (!walk_mode) warnings.insert(warnings.end(), grep.warnings.begin(), grep.warnings.end());
+  const lr::HeapWalk* heap =
+      walk_mode || heap_mode ? (have_heap ? &wheap : nullptr) : &grep.heap_walk;
+  if (gluster && !walk_mode)
+    warnings.insert(warnings.end(), grep.warnings.begin(), grep.warnings.end());
 
   lr::FrameResolver fr(&p.modules(), p.core());
   lr::CorrelateOptions o;
@@ -283,7 +347,7 @@ int cmd_correlate(const Common& c, const CorrelateArgs& a) {
     nlohmann::json j;
     j["schema"] = "leakref.correlate/1";
     j["core"] = c.core;
-    j["source"] = walk_mode ? "walk" : "gluster";
+    j["source"] = walk_mode ? "walk" : gluster ? "gluster" : "heap";
     auto& jt = j["traces"] = nlohmann::json::array();
     for (const auto& t : traces) {
       nlohmann::json x{{"file", t.source},
@@ -349,6 +413,14 @@ int cmd_correlate(const Common& c, const CorrelateArgs& a) {
     for (const auto& al : rep.allocs) live += al.live;
     ja["outstanding"] = rep.allocs.size();
     ja["live_in_core"] = live;
+    ja["heap_checked"] = heap != nullptr;
+    // Every block allocated in the trace and never freed there.
+    auto& jb = ja["blocks"] = nlohmann::json::array();
+    for (const auto& al : rep.allocs)
+      jb.push_back({{"ptr", hex(al.ptr)},
+                    {"size", al.size},
+                    {"live", heap ? nlohmann::json(al.live) : nlohmann::json(nullptr)},
+                    {"site", caller_text(traces, fr, al.ev)}});
     auto& jas = ja["sites"] = nlohmann::json::array();
     for (size_t i = 0; i < rep.alloc_sites.size() && i < a.top; ++i) {
       const auto& s = rep.alloc_sites[i];
@@ -378,6 +450,32 @@ int cmd_correlate(const Common& c, const CorrelateArgs& a) {
                  lr::trace_format_name(t.format), t.events.size(), t.functions.size(), t.lost(),
                  t.truncated ? ", truncated" : "",
                  t.has_trailer || t.format != lr::TraceFormat::kLeakref ? "" : ", no trailer");
+    if (heap_mode) {
+      print_heap_mode(rep, heap, a.top);
+      if (ptr) print_history(rep, traces, fr, ptr);
+    } else {
+      print_objects_text(rep, traces, fr, a.top, ptr);
+    }
+  }
+  // leaked: blocks the trace never saw freed that are still in use in the
+  // core (every never-freed block when the heap could not be read).
+  uint64_t leaked = 0;
+  for (const auto& al : rep.allocs) leaked += heap ? al.live : 1;
+  bool findings = false;
+  for (const auto& f : a.fail_on) {
+    if ((f == "flagged" || f == "any") && n(lr::Verdict::kFlagged)) findings = true;
+    if ((f == "disagree" || f == "any") && n(lr::Verdict::kDisagree)) findings = true;
+    if ((f == "unreliable" || f == "any") && n(lr::Verdict::kUnreliable)) findings = true;
+    if ((f == "leaked" || f == "any") && leaked) findings = true;
+  }
+  return findings ? kFindings : kOk;
+}
+
+// The object verdicts (GlusterFS, a walk or a profile set), after the header.
+static void print_objects_text(const lr::CorrelateReport& rep, const std::vector<lr::Trace>& traces,
+                               const lr::FrameResolver& fr, size_t top, uint64_t ptr) {
+  auto n = [&](lr::Verdict v) { return rep.counts.count(v) ? rep.counts.at(v) : 0; };
+  {
     std::map<std::string, uint64_t> kinds;
     for (const auto& r : rep.objects) ++kinds[r.obj.kind];
     std::string ks;
@@ -426,7 +524,7 @@ int cmd_correlate(const Common& c, const CorrelateArgs& a) {
       fmt::print(
           "\nALLOCATIONS never freed in the trace: {} ({} still in use in the core's heap)\n",
           rep.allocs.size(), live);
-      for (size_t i = 0; i < rep.alloc_sites.size() && i < a.top; ++i) {
+      for (size_t i = 0; i < rep.alloc_sites.size() && i < top; ++i) {
         const auto& s = rep.alloc_sites[i];
         fmt::print("  {:>8} B in {:>5} block(s), {:>5} live ({} B)  {}\n", s.bytes, s.count,
                    s.live_count, s.live_bytes, s.text);
@@ -434,13 +532,6 @@ int cmd_correlate(const Common& c, const CorrelateArgs& a) {
     }
     if (ptr) print_history(rep, traces, fr, ptr);
   }
-  bool findings = false;
-  for (const auto& f : a.fail_on) {
-    if ((f == "flagged" || f == "any") && n(lr::Verdict::kFlagged)) findings = true;
-    if ((f == "disagree" || f == "any") && n(lr::Verdict::kDisagree)) findings = true;
-    if ((f == "unreliable" || f == "any") && n(lr::Verdict::kUnreliable)) findings = true;
-  }
-  return findings ? kFindings : kOk;
 }
 
 }  // namespace lrcli

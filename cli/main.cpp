@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
   corr->add_option("--types", ca.types, "GlusterFS DWARF types file (as for `gluster`)");
   corr->add_option("--ptr", ca.ptr, "print the full ref/unref history of this object");
   corr->add_option("--top", ca.top, "call sites to list (default 10)");
-  corr->add_option("--fail-on", ca.fail_on, "exit 1 if: flagged, disagree, unreliable, any")
+  corr->add_option("--fail-on", ca.fail_on, "exit 1 if: flagged, disagree, unreliable, leaked (allocation traces), any")
       ->delimiter(',');
   add_walk_options(corr, ca.walk, false);
   corr->add_option("--profile", ca.profile, "profile file (or NAME) whose --set gives the objects");

@@ -491,3 +491,98 @@ TEST_CASE("trace: a profile's probes and set drive capture and correlation", "[t
   r = lrtest::leakref({"correlate", core, trace, "--profile", profile});
   CHECK(r.status == 2);
 }
+
+// Any program, no walk and no profile: a real `leakref-trace --malloc`
+// capture of a fixture leakref knows nothing about, joined with its core,
+// names exactly the blocks the fixture kept (pointer, size, call site), all
+// still in use in the core's heap; --ptr gives one address's whole
+// alloc/free history.
+TEST_CASE("trace: an allocation capture of any program, by site and pointer", "[trace][root]") {
+  if (geteuid() != 0) LR_SKIP("trace capture: uprobes need root");
+  if (!lrtest::have_program("bpftrace"))
+    LR_SKIP("trace capture: bpftrace is not installed (make deps)");
+  if (!lrtest::have_gcore()) LR_SKIP("trace capture: gcore is not installed");
+  std::string dir = lrtest::tmp_dir(), exe = lrtest::fixture_path("fx_alloc");
+  std::string manifest = dir + "/alloc.json", go = dir + "/alloc.go", trace = dir + "/alloc.lrt";
+  auto fx = lrtest::spawn({exe, manifest, go});
+  REQUIRE(lrtest::wait_for_text(fx.out_path, "WAITING", 30));
+  std::string pid = std::to_string(fx.pid);
+  auto cap = lrtest::spawn({std::string(LR_SOURCE_DIR) + "/scripts/leakref-trace", "-p", pid,
+                            "--malloc", "-o", trace, "--ready", dir + "/alloc.ready"});
+  if (!lrtest::wait_for_file(dir + "/alloc.ready", 120)) {
+    lrtest::finish(cap, SIGINT);
+    lrtest::finish(fx, SIGKILL);
+    FAIL("leakref-trace did not attach: " << lrtest::read_file(cap.err_path));
+  }
+  lrtest::write_file(go, "go");
+  bool done = lrtest::wait_for_text(fx.out_path, "READY", 120);
+  CHECK(lrtest::finish(cap, SIGINT, 90) == 0);
+  std::string core = snapshot_and_stop(fx, dir + "/alloc.core", done);
+  json m = json::parse(lrtest::read_file(manifest))["structures"]["allocs"];
+
+  auto r = lrtest::leakref({"correlate", core, trace, "--json"}, 120);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  json j = r.json();
+  CHECK(j["source"] == "heap");
+  CHECK(j["traces"][0]["lost"] == 0);
+  CHECK(j["traces"][0]["complete"] == true);
+  const json& al = j["allocations"];
+  CHECK(al["heap_checked"] == true);
+  // Exactly the kept blocks: every other allocation of the window was freed.
+  std::map<std::string, std::pair<uint64_t, std::string>> got, want;
+  for (const auto& b : al["blocks"]) {
+    CHECK(b["live"] == true);
+    std::string site = b["site"];
+    got[b["ptr"]] = {b["size"].get<uint64_t>(), site.substr(0, site.find('+'))};
+  }
+  for (const auto& b : m["leaked"])
+    want[b["ptr"]] = {b["size"].get<uint64_t>(), b["site"].get<std::string>()};
+  CHECK(got == want);
+  CHECK(al["outstanding"] == want.size());
+  CHECK(al["live_in_core"] == want.size());
+  // Sites, biggest live bytes first.
+  REQUIRE(al["sites"].size() == 3);
+  CHECK(al["sites"][0]["site"].get<std::string>().rfind("table_grow+", 0) == 0);
+  CHECK(al["sites"][0]["live_bytes"] == 9000);
+  CHECK(al["sites"][1]["site"].get<std::string>().rfind("cache_fill+", 0) == 0);
+  CHECK(al["sites"][1]["live_count"] == 3);
+  CHECK(al["sites"][2]["site"].get<std::string>().rfind("session_new+", 0) == 0);
+  CHECK(al["sites"][2]["live_bytes"] == 5 * 48);
+
+  // One address's history: the scratch loop's recurring block, allocated
+  // and freed as many times as the fixture counted.
+  std::string rec = m["recurring"];
+  int64_t times = m["recurring_count"];
+  r = lrtest::leakref({"correlate", core, trace, "--ptr", rec, "--json"}, 120);
+  REQUIRE(r.status == 0);
+  json hj = r.json();
+  const json& h = hj["history"];
+  REQUIRE(h.size() >= static_cast<size_t>(2 * times));
+  for (size_t i = 0; i < static_cast<size_t>(2 * times); ++i) {
+    CHECK(h[i]["fn"] == (i % 2 ? "free" : "malloc"));
+    CHECK(h[i]["lifetime"] == i / 2);
+    CHECK(h[i]["stack"][0].get<std::string>().rfind(i % 2 ? "main+" : "scratch+", 0) == 0);
+  }
+  // glibc may hand the address out again later (table_grow's first realloc,
+  // which calls malloc inside: one lifetime, the inner call nested).
+  for (size_t i = 2 * times; i < h.size(); ++i) {
+    CHECK(h[i]["lifetime"] == times);
+    if (h[i]["fn"] == "malloc") CHECK(h[i]["nested"] == true);
+  }
+  // The text report: the sites, and the history of a kept block.
+  r = lrtest::leakref({"correlate", core, trace, "--ptr", want.rbegin()->first});
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find("ALLOCATIONS never freed in the trace: " + std::to_string(want.size())) !=
+        std::string::npos);
+  CHECK(r.out.find("HISTORY of " + want.rbegin()->first) != std::string::npos);
+  r = lrtest::leakref({"correlate", core, trace, "--fail-on", "leaked"});
+  CHECK(r.status == 1);
+  // A ref/unref trace of a program leakref does not know needs its objects.
+  std::string refs = dir + "/refs-only.lrt";
+  lrtest::write_file(refs, "#leakref-trace 1\nP obj_ref obj ref\nE 1 1 obj_ref 0x1000 1 0x2000\n");
+  r = lrtest::leakref({"correlate", core, refs});
+  CHECK(r.status == 3);
+  CHECK(r.err.find("not a GlusterFS process") != std::string::npos);
+  CHECK(r.err.find("--type/--head") != std::string::npos);
+}

@@ -469,24 +469,36 @@ CorrelateReport correlate(const std::vector<Trace>& traces, const std::vector<Co
                      if (a.excess != b.excess) return a.excess > b.excess;
                      return a.obj.addr < b.obj.addr;
                    });
-  if (rep.history.size() > 1)
-    std::stable_sort(rep.history.begin(), rep.history.end(),
-                     [&](const HistoryEntry& a, const HistoryEntry& b) {
-                       if (a.ev.trace != b.ev.trace) return a.ev.trace < b.ev.trace;
-                       const auto &x = traces[a.ev.trace].events[a.ev.event],
-                                  &y = traces[b.ev.trace].events[b.ev.event];
-                       return std::tie(a.ts, x.seq) < std::tie(b.ts, y.seq);
-                     });
 
   // 3. Allocation traces: blocks allocated and never freed, checked against
   //    the core's heap; and which allocation made each object's chunk.
   std::unordered_map<uint64_t, size_t> alloc_at;
+  uint32_t history_allocs = 0;
   for (uint32_t ti = 0; ti < traces.size(); ++ti) {
     const Trace& t = traces[ti];
     for (uint32_t i = 0; i < t.events.size(); ++i) {
       const TraceEvent& e = t.events[i];
       TraceOp op = t.functions[e.fn].op;
       if (t.functions[e.fn].kind != "alloc") continue;
+      // --ptr on an allocation trace: every allocation of that address, one
+      // lifetime each, and its frees (step 2 has them when it is an object).
+      if (opts.history_ptr && e.ptr == opts.history_ptr) {
+        // An allocation of a block not freed since its last one is the
+        // outer call of an allocator that called another (glibc's
+        // realloc(NULL, n) calls malloc): one lifetime, the inner call nested.
+        HistoryEntry* prev = rep.history.empty() ? nullptr : &rep.history.back();
+        bool inner =
+            prev && prev->ev.trace == ti &&
+            traces[ti].functions[traces[ti].events[prev->ev.event].fn].op == TraceOp::kAlloc &&
+            traces[ti].events[prev->ev.event].tid == e.tid;
+        if (op == TraceOp::kAlloc && inner) {
+          prev->nested = true;
+          rep.history.push_back({{ti, i}, prev->lifetime, -1, false, e.ts});
+        } else if (op == TraceOp::kAlloc)
+          rep.history.push_back({{ti, i}, history_allocs++, -1, false, e.ts});
+        else if (op == TraceOp::kFree && !obj_at.count(e.ptr))
+          rep.history.push_back({{ti, i}, history_allocs ? history_allocs - 1 : 0, 0, false, e.ts});
+      }
       if (op == TraceOp::kAlloc) {
         auto [it, fresh] = alloc_at.emplace(e.ptr, rep.allocs.size());
         if (fresh)
@@ -553,6 +565,14 @@ CorrelateReport correlate(const std::vector<Trace>& traces, const std::vector<Co
       if (e.stack && !t.stacks[e.stack].empty())
         r.alloc_site = fr.resolve(t, t.stacks[e.stack][0]).text;
     }
+  if (rep.history.size() > 1)
+    std::stable_sort(rep.history.begin(), rep.history.end(),
+                     [&](const HistoryEntry& a, const HistoryEntry& b) {
+                       if (a.ev.trace != b.ev.trace) return a.ev.trace < b.ev.trace;
+                       const auto &x = traces[a.ev.trace].events[a.ev.event],
+                                  &y = traces[b.ev.trace].events[b.ev.event];
+                       return std::tie(a.ts, x.seq) < std::tie(b.ts, y.seq);
+                     });
   for (const auto& t : traces)
     rep.warnings.insert(rep.warnings.end(), t.warnings.begin(), t.warnings.end());
   return rep;

@@ -222,10 +222,11 @@ Result<TracePlan> plan_trace(int pid, const std::vector<std::string>& functions,
     std::string guessed_kind;
     bool guessed = guess_function_role(base_name, &guessed_kind, &guessed_op);
     if (!op_s.empty()) {
-      if (!trace_op_from_name(op_s, &p.op) || p.op == TraceOp::kAlloc)
-        return make_error(
-            Errc::kInvalidArgument,
-            fmt::format("--functions {}: unknown role '{}' (ref, unref, new, free)", spec, op_s));
+      if (!trace_op_from_name(op_s, &p.op))
+        return make_error(Errc::kInvalidArgument,
+                          fmt::format("--functions {}: unknown role '{}' (ref, unref, new, free, "
+                                      "alloc)",
+                                      spec, op_s));
     } else if (guessed) {
       p.op = guessed_op;
     } else {
@@ -234,7 +235,10 @@ Result<TracePlan> plan_trace(int pid, const std::vector<std::string>& functions,
                                     "reference; write {}:ref or {}:unref",
                                     spec, name, name));
     }
-    p.kind = !kind.empty() ? kind : guessed ? guessed_kind : "obj";
+    p.kind = !kind.empty()             ? kind
+             : p.op == TraceOp::kAlloc ? "alloc"
+             : guessed                 ? guessed_kind
+                                       : "obj";
     auto hit = mods->lookup(name);
     const Module* mod = nullptr;
     if (hit.ok()) {
@@ -276,6 +280,16 @@ Result<TracePlan> plan_trace(int pid, const std::vector<std::string>& functions,
     }
     plan.probes.push_back(std::move(p));
   }
+  // realloc's record frees the old block: a capture with realloc needs free
+  // declared too (its P line), or the freed half would be an unknown function.
+  bool has_free = std::any_of(plan.probes.begin(), plan.probes.end(), [](const ProbeSpec& p) {
+    return p.kind == "alloc" && p.op == TraceOp::kFree && p.name == "free";
+  });
+  for (const auto& p : plan.probes)
+    if (p.op == TraceOp::kAlloc && p.name == "realloc" && !has_free)
+      return make_error(Errc::kInvalidArgument,
+                        "realloc:alloc needs free:free:alloc in the same capture (a realloc "
+                        "frees the block it moves)");
   if (plan.probes.empty())
     return make_error(Errc::kNotFound,
                       fmt::format("none of the functions was found in pid {}: {}", pid,
@@ -283,16 +297,55 @@ Result<TracePlan> plan_trace(int pid, const std::vector<std::string>& functions,
   return plan;
 }
 
+namespace {
+
+// An allocator: the size and the caller are read at entry, the block is the
+// return value. calloc's size is n * size; realloc's (old, size) records the
+// old block's free first. Each allocator keeps its own maps: glibc's
+// realloc(NULL, n) calls malloc at the same address the malloc probe is on,
+// and the inner call must not overwrite the outer one's caller and size.
+std::string alloc_probe(const ProbeSpec& p, const std::string& loc, int pid,
+                        std::vector<std::string>* maps) {
+  std::string ra = "@lr_ra_" + p.name, sz = "@lr_sz_" + p.name, old = "@lr_old_" + p.name;
+  bool re = p.name == "realloc";
+  std::string size = p.name == "calloc" ? "arg0 * arg1" : re ? "arg1" : "arg0";
+  maps->insert(maps->end(), {ra, sz});
+  if (re) maps->push_back(old);
+  std::string out =
+      fmt::format("uprobe:{} /pid == {}/ {{ {}[tid] = *(uint64 *)reg(\"sp\"); {}[tid] = {};{} }}\n",
+                  loc, pid, ra, sz, size, re ? fmt::format(" {}[tid] = arg0;", old) : "");
+  std::string free_old =
+      re ? fmt::format(
+               "if ({0}[tid] != 0) {{ printf(\"E %llu %d free 0x%lx - 0x%lx\\n\", nsecs, "
+               "tid, {0}[tid], {1}[tid]); }} ",
+               old, ra)
+         : "";
+  out += fmt::format(
+      "uretprobe:{} /pid == {}/ {{ if (retval != 0) {{ {}printf(\"E %llu %d {} 0x%lx - 0x%lx "
+      "size=%lu\\n\", nsecs, tid, retval, {}[tid], {}[tid]); }} delete({}[tid]); "
+      "delete({}[tid]);{} }}\n",
+      loc, pid, free_old, p.name, ra, sz, ra, sz, re ? fmt::format(" delete({}[tid]);", old) : "");
+  return out;
+}
+
+}  // namespace
+
 std::string bpftrace_program(const TracePlan& plan, const std::string& ready_file) {
   std::string out = "BEGIN { printf(\"# attached\\n\");";
   // The path goes into a shell command: refuse anything but plain characters.
   if (shell_safe_path(ready_file)) out += fmt::format(" system(\"touch {}\");", ready_file);
   out += " }\n";
+  std::vector<std::string> maps;  // per-thread state, cleared at the end
   for (const ProbeSpec& p : plan.probes) {
     std::string loc = p.by_address ? fmt::format("{}:{:#x}", p.path, p.vaddr)
                                    : fmt::format("{}:{}", p.path, p.name);
     std::string pred = fmt::format("/pid == {}/", plan.pid);
+    if (p.op == TraceOp::kAlloc) {
+      out += alloc_probe(p, loc, plan.pid, &maps);
+      continue;
+    }
     if (p.op == TraceOp::kNew) {
+      if (maps.empty() || maps.front() != "@lr_ra") maps.insert(maps.begin(), "@lr_ra");
       // The object is the return value; the caller is read at entry.
       out += fmt::format("uprobe:{} {} {{ @lr_ra[tid] = *(uint64 *)reg(\"sp\"); }}\n", loc, pred);
       out += fmt::format(
@@ -312,9 +365,12 @@ std::string bpftrace_program(const TracePlan& plan, const std::string& ready_fil
         "tid, arg0{}, *(uint64 *)reg(\"sp\")); }}\n",
         loc, plan.pid, p.name, before, arg);
   }
-  if (std::any_of(plan.probes.begin(), plan.probes.end(),
-                  [](const ProbeSpec& p) { return p.op == TraceOp::kNew; }))
-    out += "END { clear(@lr_ra); }\n";
+  // bpftrace refuses to clear a map no probe uses: only those in use.
+  if (!maps.empty()) {
+    out += "END {";
+    for (const auto& m : maps) out += " clear(" + m + ");";
+    out += " }\n";
+  }
   return out;
 }
 
