@@ -40,6 +40,9 @@ lr::Result<std::string> ensure_gluster_types(lr::Program& prog, const std::strin
                           "libglusterfs.so.0 is not mapped: not a GlusterFS process");
   if (lib->has_dwarf() && prog.types().find("glusterfs_ctx_t").ok())
     return "debuginfo " + lib->debug_path;
+  for (const auto& m : prog.modules().modules())  // a --types file
+    if (m->debug_how == "--types" && prog.types().find("glusterfs_ctx_t").ok())
+      return m->debug_path;
   std::string path = lr::gluster_types_cache_path(lib->build_id);
   if (path.empty())
     return lr::make_error(lr::Errc::kNotFound,

@@ -1,5 +1,12 @@
 #include "common.hpp"
 
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "leakref/types_build.hpp"
+
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -13,6 +20,9 @@ void add_common(CLI::App* sub, Common& c, bool needs_core) {
   sub->add_option("--sysroot", c.sysroot, "root directory for the core's files (another machine)");
   sub->add_option("--debug-dir", c.debug_dirs,
                   "extra debuginfo directory (build-id tree or .debug files)");
+  sub->add_option("--types", c.types,
+                  "DWARF types for a program without debuginfo (leakref types build; "
+                  "GlusterFS: default synthesized and cached)");
   sub->add_flag("--json", c.json, "machine-readable output (see README: JSON schema)");
 }
 
@@ -53,7 +63,38 @@ lr::Result<std::unique_ptr<lr::Program>> open_program(const Common& c) {
   o.exe = c.exe;
   o.sysroot = c.sysroot;
   o.debug_dirs = c.debug_dirs;
-  return lr::Program::open_core(c.core, o);
+  LR_ASSIGN(auto prog, lr::Program::open_core(c.core, o));
+  for (const auto& t : c.types) LR_TRY(add_types_file(*prog, t));
+  // Without --types and without debuginfo: types `leakref types build` cached
+  // for exactly this executable (stamped with its build-id, checked again).
+  const lr::Module* exe = prog->modules().exe();
+  if (c.types.empty() && exe && !exe->has_dwarf() && !exe->build_id.empty()) {
+    std::string cached = lr::types_cache_path("types", exe->build_id);
+    struct stat st;
+    if (!cached.empty() && ::stat(cached.c_str(), &st) == 0) LR_TRY(add_types_file(*prog, cached));
+  }
+  return prog;
+}
+
+lr::Result<void> add_types_file(lr::Program& prog, const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0)
+    return lr::make_error(lr::Errc::kIo, fmt::format("--types {}: {}", path, std::strerror(errno)));
+  if (!S_ISREG(st.st_mode))
+    return lr::make_error(lr::Errc::kIo, fmt::format("--types {}: not a regular file", path));
+  // A types file made for one build must not describe another.
+  std::string target = lr::types_file_target(path);
+  const lr::Module* exe = prog.modules().exe();
+  if (!target.empty() && exe && !exe->build_id.empty() && target != exe->build_id)
+    return lr::make_error(
+        lr::Errc::kBadFormat,
+        fmt::format("--types {}: built for build-id {}, but {} has {} (leakref types build "
+                    "CORE --header ... makes one for it)",
+                    path, target, exe->path, exe->build_id));
+  lr::Module* m = prog.modules().add_debug("<types " + path + ">", path, "--types");
+  if (!m->dwarf())
+    return lr::make_error(lr::Errc::kBadFormat, fmt::format("--types {}: no DWARF in it", path));
+  return {};
 }
 
 std::string hex(uint64_t v) {

@@ -29,6 +29,7 @@ struct Common {
   std::string core;
   std::string exe, sysroot;
   std::vector<std::string> debug_dirs;
+  std::vector<std::string> types;  // --types: DWARF for a program without debuginfo
   bool json = false;
 };
 
@@ -37,7 +38,11 @@ int exit_for(const lr::Error& e);
 // Prints "leakref: error: MSG" to stderr and returns the exit code for it.
 int fail(const lr::Error& e);
 int fail_usage(const std::string& msg);
+// Opens the core with the options in `c`, and adds each --types file.
 lr::Result<std::unique_ptr<lr::Program>> open_program(const Common& c);
+// Adds a types file's DWARF to `prog`: refused when it is not readable, has
+// no DWARF, or was stamped for another build of the core's executable.
+lr::Result<void> add_types_file(lr::Program& prog, const std::string& path);
 
 // Where a command's text goes: stdout/stderr for the CLI, crash's fp for the
 // extension. A write that fails (the reader of `| head` went away) makes the
@@ -92,6 +97,12 @@ struct TypesArgs {
 };
 int cmd_gluster(const Common& c, const GlusterArgs& a);
 int cmd_types_gluster(const Common& c, const TypesArgs& a);
+struct TypesBuildArgs {
+  std::vector<std::string> headers, include_dirs, defines;
+  std::string out;
+  bool verbose = false;
+};
+int cmd_types_build(const Common& c, const TypesBuildArgs& a);
 }  // namespace lrcli
 namespace lr {
 struct GlusterReport;

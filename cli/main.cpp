@@ -43,8 +43,6 @@ int main(int argc, char** argv) {
   auto* gl = app.add_subcommand(
       "gluster", "GlusterFS mem-pools, accounting, inode tables, fds, dicts, clients");
   add_common(gl, c);
-  gl->add_option("--types", ga.types,
-                 "DWARF types file (default: debuginfo, else synthesized and cached)");
   gl->add_option("--format", ga.format, "text, json or statedump")
       ->check(CLI::IsMember({"text", "json", "statedump"}));
   gl->add_option("--section", ga.sections, "mempool,itable,memusage,dicts,clients,fds")
@@ -68,10 +66,10 @@ int main(int argc, char** argv) {
   corr->add_option("--kind", ca.kind,
                    "GlusterFS objects: dict, inode, fd or any; with a walk: "
                    "the trace kind its objects are (default any)");
-  corr->add_option("--types", ca.types, "GlusterFS DWARF types file (as for `gluster`)");
   corr->add_option("--ptr", ca.ptr, "print the full ref/unref history of this object");
   corr->add_option("--top", ca.top, "call sites to list (default 10)");
-  corr->add_option("--fail-on", ca.fail_on, "exit 1 if: flagged, disagree, unreliable, leaked (allocation traces), any")
+  corr->add_option("--fail-on", ca.fail_on,
+                   "exit 1 if: flagged, disagree, unreliable, leaked (allocation traces), any")
       ->delimiter(',');
   add_walk_options(corr, ca.walk, false);
   corr->add_option("--profile", ca.profile, "profile file (or NAME) whose --set gives the objects");
@@ -83,7 +81,7 @@ int main(int argc, char** argv) {
   tplan->add_option("-p,--pid", tpa.pid, "process to trace")->required();
   tplan
       ->add_option("--functions", tpa.functions,
-                   "NAME[@MODULE][:ref|unref|new|free[:KIND]],... (default: GlusterFS dict, "
+                   "NAME[@MODULE][:ref|unref|new|free|alloc[:KIND]],... (default: GlusterFS dict, "
                    "inode, fd)")
       ->delimiter(',');
   tplan->add_option("--refoff", tpa.refoffs, "KIND=OFFSET[:4|8]: read the refcount at entry");
@@ -110,6 +108,17 @@ int main(int argc, char** argv) {
   auto* tg = types->add_subcommand(
       "gluster", "GlusterFS 10.x types from the installed libglusterfs-dev headers");
   types->require_subcommand(1);
+  TypesBuildArgs tba;
+  Common tbc;
+  auto* tb = types->add_subcommand(
+      "build", "types from C headers, stamped with and cached by the executable's build-id");
+  tb->add_option("core", tbc.core, "core whose executable the types are for");
+  tb->add_option("--exe", tbc.exe, "the executable (no core; or overriding the core's)");
+  tb->add_option("--header", tba.headers, "header to include (repeatable, in order)")->required();
+  tb->add_option("-I,--include-dir", tba.include_dirs, "include directory (repeatable)");
+  tb->add_option("-D,--define", tba.defines, "NAME or NAME=VALUE, as the program was built");
+  tb->add_option("-o,--output", tba.out, "write here instead of the cache");
+  tb->add_flag("-v,--verbose", tba.verbose, "print the compiler command");
   tg->add_option("core", tc.core, "core whose libglusterfs build-id names the cache file");
   tg->add_option("-o,--output", ta.out, "write here instead of the cache");
   tg->add_option("--library", ta.library,
@@ -151,6 +160,7 @@ int main(int argc, char** argv) {
     if (*heap) return cmd_heap(c, heap_list);
     if (*gl) return cmd_gluster(c, ga);
     if (*prof) return cmd_profile(c, pa);
+    if (*tb) return cmd_types_build(tbc, tba);
     if (*types) return cmd_types_gluster(tc, ta);
     if (*corr) return cmd_correlate(c, ca);
     if (*tplan) return cmd_trace_plan(tpa);

@@ -279,9 +279,10 @@ TEST_CASE("hostile profiles: one clear error, never a crash or hang", "[profile]
   CHECK(set_of(rc.json(), "vcaches")["objects"] == set_of(via.json(), "vcaches")["objects"]);
   // Two declarations of one struct would make a member name mean whichever
   // was bound first: refused.
-  lrtest::write_file(p, good + "\n[types.vc2]\nc = \"struct vcache\"\n\n[[set]]\nname = "
-                               "\"again\"\ntype = \"vc2\"\nhead = \"afs_vhashT\"\nlink = "
-                               "\"next\"\nmember = \"hnext\"\n");
+  lrtest::write_file(p, good +
+                            "\n[types.vc2]\nc = \"struct vcache\"\n\n[[set]]\nname = "
+                            "\"again\"\ntype = \"vc2\"\nhead = \"afs_vhashT\"\nlink = "
+                            "\"next\"\nmember = \"hnext\"\n");
   rc = leakref({"profile", fc->core, "--profile", p});
   CHECK(rc.status == 2);
   CHECK(rc.err.find("both declare struct vcache") != std::string::npos);
@@ -345,4 +346,89 @@ TEST_CASE("README: the profile walk-through runs as written", "[profile]") {
     ++commands;
   }
   CHECK(commands == 3);
+}
+
+// A program without debuginfo (fx_locks built with -g0): `leakref types
+// build` makes its types from the program's header, stamped with and cached
+// by its build-id, and the profile then finds exactly what it finds with
+// DWARF. Types of another build are refused, and a global nobody declares is
+// never guessed at.
+TEST_CASE("types from headers: a program without debuginfo, profiled", "[profile]") {
+  if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed");
+  const auto& fc = lrtest::fixture_core("locks_nodebug", lrtest::fixture_path("fx_locks_nodebug"));
+  const json& m = fc.manifest["structures"];
+  std::string dir = lrtest::tmp_dir() + "/types-build",
+              fx = std::string(LR_SOURCE_DIR) + "/fixtures";
+  REQUIRE(lrtest::run({"/bin/mkdir", "-p", dir}).status == 0);
+  // The same profile, matching the -g0 build too.
+  std::string prof = lrtest::read_file(profile_path());
+  auto at = prof.find("executable = \"fx_locks\"");
+  REQUIRE(at != std::string::npos);
+  prof.replace(at, 23, "executable = [\"fx_locks\", \"fx_locks_nodebug\"]");
+  lrtest::write_file(dir + "/p.toml", prof);
+
+  auto r = leakref({"profile", fc.core, "--profile", dir + "/p.toml"});
+  CHECK(r.status == 4);
+  CHECK(r.err.find("no debuginfo for") != std::string::npos);
+
+  std::string types = dir + "/types.so";
+  r = leakref({"types", "build", fc.core, "--header", "fx_locks.h", "-I", fx, "-o", types});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  r = leakref({"profile", fc.core, "--profile", dir + "/p.toml", "--types", types, "--json"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  json j = r.json();
+  for (const char* name : {"namespaces", "resources", "vcaches"}) {
+    INFO(name);
+    const json& s = set_of(j, name);
+    const json& want = m[name]["objects"];
+    REQUIRE(s["objects"].size() == want.size());
+    for (size_t i = 0; i < want.size(); ++i) CHECK(s["objects"][i]["addr"] == want[i]["addr"]);
+  }
+  for (const char* name : {"resources", "vcaches"}) {
+    std::map<std::string, long> flagged, want;
+    for (const auto& o : set_of(j, name)["objects"])
+      if (o["verdict"] == "extra") flagged[o["addr"]] = o["unexplained"];
+    for (const auto& [a, n] : m[name]["leaked"].items()) want[a] = n;
+    CHECK(flagged == want);
+  }
+
+  // Cached by the build-id: later commands find the types by themselves.
+  std::string bin = lrtest::build_dir() + "/leakref", cache = "XDG_CACHE_HOME=" + dir + "/cache";
+  auto c = lrtest::run(
+      {"env", cache, bin, "types", "build", fc.core, "--header", "fx_locks.h", "-I", fx});
+  REQUIRE(c.status == 0);
+  CHECK(c.out.find(dir + "/cache/leakref/types-") == 0);
+  c = lrtest::run({"env", cache, bin, "profile", fc.core, "--profile", dir + "/p.toml", "--json"});
+  REQUIRE(c.status == 0);
+  CHECK(json::parse(c.out)["sets"] == j["sets"]);
+
+  // Types stamped for another build (the -g one) are refused.
+  r = leakref({"types", "build", "--exe", lrtest::fixture_path("fx_locks"), "--header",
+               "fx_locks.h", "-I", fx, "-o", dir + "/other.so"});
+  REQUIRE(r.status == 0);
+  r = leakref({"profile", fc.core, "--profile", dir + "/p.toml", "--types", dir + "/other.so"});
+  CHECK(r.status == 3);
+  CHECK(r.err.find("built for build-id") != std::string::npos);
+  // Struct types but no declaration of the globals: a head symbol of unknown
+  // type is refused, not guessed; a bucket count says how to read it.
+  std::string hdr = lrtest::read_file(fx + "/fx_locks.h"), bare;
+  std::istringstream in(hdr);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("extern ", 0) != 0) bare += line + "\n";
+  lrtest::write_file(dir + "/bare.h", bare);
+  r = leakref(
+      {"types", "build", fc.core, "--header", dir + "/bare.h", "-I", fx, "-o", dir + "/bare.so"});
+  REQUIRE(r.status == 0);
+  std::vector<std::string> walk = {"walk",   fc.core,         "--types", dir + "/bare.so",
+                                   "--type", "struct vcache", "--head",  "afs_vhashT",
+                                   "--next", "hnext"};
+  r = leakref(walk);
+  CHECK(r.status == 4);
+  CHECK(r.err.find("head 'afs_vhashT' has no type") != std::string::npos);
+  walk.insert(walk.end(), {"--buckets", "16", "--json"});
+  r = leakref(walk);
+  REQUIRE(r.status == 0);
+  CHECK(r.json()["objects"].size() == m["vcaches"]["objects"].size());
 }

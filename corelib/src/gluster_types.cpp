@@ -1,5 +1,7 @@
 #include "leakref/gluster_types.hpp"
 
+#include "leakref/types_build.hpp"
+
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <spawn.h>
@@ -32,34 +34,6 @@ bool exists(const std::string& p) {
   return ::stat(p.c_str(), &st) == 0;
 }
 
-// Runs argv, capturing stdout+stderr (bounded). Returns the exit status or -1.
-int run(const std::vector<std::string>& argv, std::string* output) {
-  char tmpl[] = "/tmp/leakref-cc-XXXXXX";
-  int fd = mkstemp(tmpl);
-  if (fd < 0) return -1;
-  unlink(tmpl);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, fd, 1);
-  posix_spawn_file_actions_adddup2(&fa, fd, 2);
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid;
-  int rc = posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  int status = -1;
-  if (rc == 0 && waitpid(pid, &status, 0) == pid)
-    status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  else
-    status = -1;
-  char buf[4096];
-  ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
-  if (n > 0) output->assign(buf, static_cast<size_t>(n));
-  close(fd);
-  return status;
-}
-
 }  // namespace
 
 const std::vector<std::string>& gluster_type_defines() {
@@ -77,53 +51,26 @@ Result<void> build_gluster_types(const std::string& out_path, const GlusterTypes
                       fmt::format("{}/glusterfs.h not found: install libglusterfs-dev "
                                   "(and liburcu-dev, libtirpc-dev)",
                                   inc));
-  std::string src = out_path + ".tmp.c", obj = out_path + ".tmp";
-  {
-    std::ofstream f(src);
-    f << kSource;
-    if (!f) return make_error(Errc::kIo, "cannot write " + src);
-  }
-  std::vector<std::string> argv = {
-      o.compiler, "-g",    "-O0",      "-fno-eliminate-unused-debug-types",
-      "-shared",  "-fPIC", "-nostdlib"};
+  TypesBuild b;
+  b.compiler = o.compiler;
+  b.source = kSource;
+  b.declare_variables = false;  // as before: libglusterfs's globals are not read by type
   for (const auto& d : gluster_type_defines()) {
     std::string name = d.substr(0, d.find('='));
     bool omit = false;
     for (const auto& x : o.omit_defines) omit |= x == name;
-    if (!omit) argv.push_back("-D" + d);
+    if (!omit) b.defines.push_back(d);
   }
-  for (const char* sub : {"", "/rpc", "/server"}) argv.push_back("-I" + inc + sub);
-  argv.push_back("-I" + o.include_root + "/tirpc");
-  argv.insert(argv.end(), {"-o", obj, src});
-  if (command) {
-    command->clear();
-    for (const auto& a : argv) *command += (command->empty() ? "" : " ") + a;
-  }
-  std::string out;
-  int st = run(argv, &out);
-  ::unlink(src.c_str());
-  if (st != 0) {
-    ::unlink(obj.c_str());
-    if (st < 0) return make_error(Errc::kNotFound, "cannot run " + o.compiler);
-    auto first = out.substr(0, out.find('\n', out.find("error")));
-    return make_error(Errc::kIo,
-                      fmt::format("{} failed on the GlusterFS headers: {}", o.compiler, first));
-  }
-  if (::rename(obj.c_str(), out_path.c_str()) != 0)
-    return make_error(Errc::kIo,
-                      fmt::format("cannot create {}: {}", out_path, std::strerror(errno)));
-  return {};
+  for (const char* sub : {"", "/rpc", "/server"}) b.include_dirs.push_back(inc + sub);
+  b.include_dirs.push_back(o.include_root + "/tirpc");
+  auto r = build_types(b, out_path, command);
+  if (!r.ok() && r.error().code == Errc::kIo)
+    return make_error(Errc::kIo, "GlusterFS headers: " + r.error().message);
+  return r;
 }
 
 std::string gluster_types_cache_path(const std::string& build_id) {
-  std::string dir;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
-    dir = std::string(x) + "/leakref";
-  else if (const char* h = std::getenv("HOME"); h && *h)
-    dir = std::string(h) + "/.cache/leakref";
-  else
-    return "";
-  return fmt::format("{}/gluster-types-{}.so", dir, build_id.empty() ? "unknown" : build_id);
+  return types_cache_path("gluster-types", build_id);
 }
 
 }  // namespace lr

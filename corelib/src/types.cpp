@@ -728,20 +728,26 @@ Result<Variable> TypeRegistry::find_variable(std::string_view raw) {
   v.addr = hit.second->addr;
   v.module = hit.first;
   // Type from the same module's DWARF (a definition with a location, or any).
-  if (Dwarf* dw = hit.first->dwarf()) {
-    Index* idx = index_for(hit.first);
-    if (const std::vector<uint64_t>* offs = idx->lookup(true, v.name, true)) {
-      for (uint64_t off : *offs) {
-        Dwarf_Die d;
-        if (!dwarf_offdie(dw, off, &d)) continue;
-        Dwarf_Attribute a;
-        Dwarf_Die td;
-        if (!dwarf_attr_integrate(&d, DW_AT_type, &a) || !dwarf_formref_die(&a, &td)) continue;
-        v.type = convert(hit.first, dw, dwarf_dieoffset(&td));
-        if (v.type && !is_decl(&d)) break;
-      }
+  auto type_in = [&](Module* m) {
+    Dwarf* dw = m->dwarf();
+    Index* idx = dw ? index_for(m) : nullptr;
+    const std::vector<uint64_t>* offs = idx ? idx->lookup(true, v.name, true) : nullptr;
+    for (uint64_t off : offs ? *offs : std::vector<uint64_t>{}) {
+      Dwarf_Die d;
+      if (!dwarf_offdie(dw, off, &d)) continue;
+      Dwarf_Attribute a;
+      Dwarf_Die td;
+      if (!dwarf_attr_integrate(&d, DW_AT_type, &a) || !dwarf_formref_die(&a, &td)) continue;
+      v.type = convert(m, dw, dwarf_dieoffset(&td));
+      if (v.type && !is_decl(&d)) break;
     }
-  }
+  };
+  type_in(hit.first);
+  // A module without DWARF: a types file's declaration of the variable
+  // (`extern struct vcache *afs_vhashT[16];`) gives its type.
+  if (!v.type && !hit.first->has_dwarf())
+    for (const auto& m : mods_->modules())
+      if (m->debug_how == "--types" && (type_in(m.get()), v.type)) break;
   return v;
 }
 

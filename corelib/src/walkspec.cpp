@@ -82,6 +82,23 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
   const Type* head_type = hv.type;
   const uint64_t head = hv.addr;
   rep.head_addr = head;
+  // A symbol whose type nobody knows: a pointer to the first object, the
+  // object itself, one list head or an array of them are all plausible, and
+  // a guess walks the wrong thing with no error. Only a plain address (the
+  // caller's own statement of what is there) or a given count is read.
+  uint64_t as_number = 0;
+  bool symbol_head =
+      !spec.head_var ? !parse_u64(spec.head, &as_number) && spec.head.find('+') == std::string::npos
+                     : !hv.name.empty();
+  bool counted = spec.buckets || spec.count || !spec.count_from.empty();
+  if (symbol_head && !head_type && !counted &&
+      (spec.link == WalkSpec::Link::kNext || spec.link == WalkSpec::Link::kList ||
+       spec.link == WalkSpec::Link::kHlist))
+    return make_error(Errc::kNotFound,
+                      fmt::format("head '{}' has no type (no DWARF declares it): it may be a "
+                                  "pointer, an object, one head or an array of heads; give the "
+                                  "bucket count, or types that declare the variable",
+                                  hv.name.empty() ? spec.head : hv.name));
 
   FieldSpec rc;
   bool have_rc = false;
