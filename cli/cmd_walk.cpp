@@ -5,6 +5,7 @@
 #include <set>
 
 #include "common.hpp"
+#include "leakref/profile.hpp"
 #include "leakref/walkspec.hpp"
 
 namespace lrcli {
@@ -85,6 +86,9 @@ void add_walk_run_options(CLI::App* sub, WalkArgs& w) {
   sub->add_flag("--summary", w.summary_only, "print only the summary");
   sub->add_flag("--stats", w.stats, "print walk timing to stderr");
   sub->add_option("--group-by", w.group_by, "count matched objects by this field's value");
+  sub->add_option("--profile", w.profile,
+                  "walk a profile set (with --set) instead of --type/--head/...");
+  sub->add_option("--set", w.profile_set, "the profile set to walk (one walked from a symbol)");
 }
 
 namespace {
@@ -102,12 +106,53 @@ lr::Result<void> check_walk_args(const WalkArgs& a) {
     if (!kFail.count(f))
       return lr::make_error(lr::Errc::kInvalidArgument, "--fail-on: unknown finding '" + f + "'");
   if (!a.where.empty()) LR_TRY(lr::Filter::check_syntax(a.where));
+  bool linked = !a.next.empty() || !a.list_member.empty() || !a.hlist_member.empty() ||
+                !a.tree_member.empty() || a.array || a.pointer_array || a.xarray;
+  if (a.profile.empty() != a.profile_set.empty())
+    return lr::make_error(lr::Errc::kInvalidArgument,
+                          "--profile and --set go together (the set whose walk to run)");
+  if (!a.profile.empty() && (!a.type.empty() || !a.head.empty() || linked || a.buckets || a.count ||
+                             !a.count_from.empty()))
+    return lr::make_error(lr::Errc::kInvalidArgument,
+                          "give a walk (--type/--head/...) or a profile set (--profile/--set), "
+                          "not both");
+  if (a.profile.empty() && (a.type.empty() || a.head.empty()))
+    return lr::make_error(lr::Errc::kInvalidArgument,
+                          "--type and --head are required (or --profile FILE --set SET)");
   return {};
 }
 
-int run_and_render_walk(lr::Program& prog, const WalkArgs& a, bool json, const std::string& source,
-                        const std::vector<std::string>& pre_warnings, Out& out, Out& err) {
+namespace {
+
+// The walk of a profile set, with this command's fields, filter and limits.
+lr::Result<lr::WalkSpec> profile_walk_spec(lr::Program& prog, const WalkArgs& a, bool is_kernel) {
+  LR_ASSIGN(lr::Profile prof, lr::find_profile(a.profile, profile_dirs()));
+  if (std::string why = lr::profile_mismatch(prog, prof, is_kernel); !why.empty())
+    return lr::make_error(lr::Errc::kUnsupported, why);
+  LR_ASSIGN(lr::WalkSpec spec, lr::profile_set_walk(prog, prof, a.profile_set));
+  for (const auto& s : prof.sets)  // the head as the profile names it, for the report
+    if (s.name == a.profile_set && spec.head.empty()) spec.head = s.head;
+  lr::WalkSpec mine = walk_spec_from(a);
+  if (!a.refcount.empty()) spec.refcount = a.refcount;
+  spec.show = mine.show;
+  spec.where = mine.where;
+  spec.limits = mine.limits;
+  spec.keep_values = mine.keep_values;
+  spec.evaluate = true;
+  return spec;
+}
+
+}  // namespace
+
+int run_and_render_walk(lr::Program& prog, const WalkArgs& a, bool json, bool is_kernel,
+                        const std::string& source, const std::vector<std::string>& pre_warnings,
+                        Out& out, Out& err) {
   lr::WalkSpec spec = walk_spec_from(a);
+  if (!a.profile.empty()) {
+    auto ps = profile_walk_spec(prog, a, is_kernel);
+    if (!ps.ok()) return fail(ps.error(), err);
+    spec = std::move(ps.value());
+  }
   // The group-by field is evaluated like a shown field (appended last).
   size_t group_idx = SIZE_MAX;
   if (!a.group_by.empty()) {
@@ -146,7 +191,7 @@ int run_and_render_walk(lr::Program& prog, const WalkArgs& a, bool json, const s
     j["type"] = rep.type_name;
     j["type_size"] = rep.type_size;
     j["mode"] = rep.mode;
-    j["head"] = a.head;
+    j["head"] = spec.head;
     j["head_addr"] = hex(rep.head_addr);
     j["member"] = spec.member;
     j["refcount_field"] = a.refcount.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.refcount);
@@ -218,7 +263,7 @@ int run_and_render_walk(lr::Program& prog, const WalkArgs& a, bool json, const s
         out.put(line);
       }
     }
-    out.print("\n{} walked as {} from {} ({}): {} visited", rep.type_name, rep.mode, a.head,
+    out.print("\n{} walked as {} from {} ({}): {} visited", rep.type_name, rep.mode, spec.head,
               hex(rep.head_addr), rep.visited);
     if (!a.where.empty()) out.print(", {} matched '{}'", rep.matched, a.where);
     out.print("\nstopped: {}{}\n", lr::walk_stop_name(wr.stop),
@@ -264,7 +309,7 @@ int cmd_walk(const Common& c, const WalkArgs& a) {
   auto prog = open_program(c);
   if (!prog.ok()) return fail(prog.error());
   std::fflush(stdout);
-  return run_and_render_walk(*prog.value(), a, c.json, c.core, prog.value()->warnings(),
+  return run_and_render_walk(*prog.value(), a, c.json, false, c.core, prog.value()->warnings(),
                              out_stdout(), out_stderr());
 }
 

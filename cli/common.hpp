@@ -125,6 +125,7 @@ struct WalkArgs {
   uint64_t limit = 0;
   std::vector<std::string> fail_on;
   std::string group_by;  // count matched objects by this field's value
+  std::string profile, profile_set;  // --profile F --set S: the set's walk instead
   bool summary_only = false, stats = false;
   const std::atomic<bool>* interrupted = nullptr;  // polled by the walk
 };
@@ -139,7 +140,8 @@ lr::Result<void> check_walk_args(const WalkArgs& a);
 // Runs the walk on `prog` and prints it (text or leakref.walk/1 JSON;
 // `source` is the core or dump named in the output). `a` has passed
 // check_walk_args.
-int run_and_render_walk(lr::Program& prog, const WalkArgs& a, bool json, const std::string& source,
+int run_and_render_walk(lr::Program& prog, const WalkArgs& a, bool json, bool is_kernel,
+                        const std::string& source,
                         const std::vector<std::string>& pre_warnings, Out& out, Out& err);
 
 // GlusterFS types for `prog`: real debuginfo, else `types_file`, else the

@@ -300,7 +300,7 @@ int run_kernel_command(const KernelOpener& open, const std::vector<std::string>&
   KArgs ka;
   WalkArgs w;
   auto* walk = app.add_subcommand("walk", "walk any list, hlist, chain, array or hash table");
-  add_walk_options(walk, w, true);
+  add_walk_options(walk, w, false);  // or --profile/--set: check_walk_args
   add_walk_run_options(walk, w);
   walk->add_flag("--json", ka.json, "leakref.walk/1 JSON");
   const char* ko_help = "a loaded module's .ko: its types, checked against the dump (repeatable)";
@@ -363,7 +363,7 @@ int run_kernel_command(const KernelOpener& open, const std::vector<std::string>&
     if (auto r = k.add_module_debuginfo(ko); !r.ok()) return fail(r.error(), err);
   if (walk->parsed()) {
     w.interrupted = interrupted;
-    return run_and_render_walk(k.prog(), w, ka.json, source, k.warnings(), out, err);
+    return run_and_render_walk(k.prog(), w, ka.json, true, source, k.warnings(), out, err);
   }
   if (prof->parsed()) {
     pa.interrupted = interrupted;

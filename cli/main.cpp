@@ -17,7 +17,7 @@ int main(int argc, char** argv) {
   WalkArgs w;
   auto* walk = app.add_subcommand("walk", "walk a list, hash table, chain or array of objects");
   add_common(walk, c);
-  add_walk_options(walk, w, true);
+  add_walk_options(walk, w, false);  // or --profile/--set: check_walk_args
   add_walk_run_options(walk, w);
 
   std::string show_addr, show_type;
