@@ -121,6 +121,21 @@ TEST_CASE("profile file: sets, holders, verdicts and invariants equal the manife
     objects += json::parse(line)["record"] == "object";
   CHECK(objects == 2 + 150 + 10);
   CHECK(lines == objects + 1 + 3);
+  // walk --profile --set: the set's walk, with the command's own filter.
+  r = leakref({"walk", fc->core, "--profile", profile_path(), "--set", "vcaches", "--where",
+               "refCount > 3", "--json"});
+  REQUIRE(r.status == 0);
+  size_t over3 = 0;
+  for (const auto& o : m["vcaches"]["objects"]) over3 += o["refcount"].get<int64_t>() > 3;
+  CHECK(r.json()["objects"].size() == over3);
+  CHECK(r.json()["head"] == "afs_vhashT");
+  CHECK(leakref({"walk", fc->core, "--profile", profile_path()}).status == 2);
+  CHECK(leakref({"walk", fc->core, "--profile", profile_path(), "--set", "vcaches", "--type",
+                 "struct vcache"})
+            .status == 2);
+  r = leakref({"walk", fc->core, "--profile", profile_path(), "--set", "resources"});
+  CHECK(r.status == 2);
+  CHECK(r.err.find("walked under each 'namespaces'") != std::string::npos);
   r = leakref({"profile", fc->core, "--profile", profile_path(), "--set", "resourcez"});
   CHECK(r.status == 4);
   CHECK(r.err.find("did you mean 'resources'") != std::string::npos);

@@ -516,7 +516,10 @@ TEST_CASE("trace: an allocation capture of any program, by site and pointer", "[
   }
   lrtest::write_file(go, "go");
   bool done = lrtest::wait_for_text(fx.out_path, "READY", 120);
-  CHECK(lrtest::finish(cap, SIGINT, 90) == 0);
+  {
+    INFO(lrtest::read_file(cap.err_path));
+    CHECK(lrtest::finish(cap, SIGINT, 90) == 0);
+  }
   std::string core = snapshot_and_stop(fx, dir + "/alloc.core", done);
   json m = json::parse(lrtest::read_file(manifest))["structures"]["allocs"];
 
