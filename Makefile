@@ -63,6 +63,7 @@ $(BUILD)/walk_repeat: $(BUILD)/bench/walk_repeat.o $(LIB)
 # other extensions; crash's own symbols resolve when crash dlopens it.
 CRASH_DEFS ?= /usr/include/crash
 EXT_CLI    := $(BUILD)/cli/kernel_cmds.o $(BUILD)/cli/cmd_walk.o $(BUILD)/cli/cmd_profile.o \
+              $(BUILD)/cli/cmd_types.o \
               $(BUILD)/cli/common.o
 
 $(BUILD)/extension/leakref_crash.o: extension/leakref_crash.c extension/leakref_host.h

@@ -348,6 +348,10 @@ int cmd_profile(const Common& c, const ProfileArgs& a) {
   if (auto u = check_profile_args(a); !u.ok()) return fail(u.error());
   auto prog = open_program(c);
   if (!prog.ok()) return fail(prog.error());
+  // A build without debuginfo: the types the profile's [build] recipe makes.
+  if (auto p = lr::find_profile(a.profile, profile_dirs()); p.ok())
+    if (auto t = ensure_profile_types(*prog.value(), p.value(), out_stderr()); !t.ok())
+      return fail(t.error());
   std::fflush(stdout);
   return run_and_render_profile(*prog.value(), a, c.json, false, c.core, prog.value()->warnings(),
                                 out_stdout(), out_stderr());

@@ -6,12 +6,62 @@
 
 #include "common.hpp"
 #include "leakref/elfcore.hpp"
+#include "leakref/profile.hpp"
 #include "leakref/types_build.hpp"
 
 namespace lrcli {
 
+namespace {
+
+// The profile's [build] recipe; relative include directories are relative to
+// the profile file's own directory (headers shipped beside it).
+void add_profile_recipe(const lr::Profile& p, lr::TypesBuild* b) {
+  std::filesystem::path base = std::filesystem::path(p.source).parent_path();
+  b->headers.insert(b->headers.begin(), p.build_headers.begin(), p.build_headers.end());
+  for (const auto& i : p.build_include)
+    b->include_dirs.push_back(std::filesystem::path(i).is_absolute() ? i : (base / i).string());
+  b->defines.insert(b->defines.end(), p.build_defines.begin(), p.build_defines.end());
+}
+
+}  // namespace
+
+lr::Result<void> ensure_profile_types(lr::Program& prog, const lr::Profile& p, Out& err) {
+  const lr::Module* exe = prog.modules().exe();
+  if (p.build_headers.empty() || !exe || exe->has_dwarf() || exe->build_id.empty()) return {};
+  for (const auto& m : prog.modules().modules())
+    if (m->debug_how == "--types") return {};  // given, or found in the cache
+  std::string out = lr::types_cache_path("types", exe->build_id);
+  if (out.empty())
+    return lr::make_error(lr::Errc::kNotFound,
+                          "no cache directory (HOME unset) for the profile's [build] types: "
+                          "give --types FILE");
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(out).parent_path(), ec);
+  lr::TypesBuild b;
+  add_profile_recipe(p, &b);
+  b.target_build_id = exe->build_id;
+  std::string cmd;
+  if (auto r = lr::build_types(b, out, &cmd); !r.ok())
+    return lr::make_error(r.error().code,
+                          fmt::format("profile {} [build]: {}", p.name, r.error().message));
+  err.print(
+      "leakref: {} has no debuginfo: built its types from profile {}'s [build] headers "
+      "into {}\n",
+      exe->path, p.name, out);
+  return add_types_file(prog, out);
+}
+
 int cmd_types_build(const Common& c, const TypesBuildArgs& a) {
-  if (a.headers.empty()) return fail_usage("types build: give at least one --header");
+  lr::TypesBuild b;
+  if (!a.profile.empty()) {
+    auto p = lr::find_profile(a.profile, profile_dirs());
+    if (!p.ok()) return fail(p.error());
+    if (p.value().build_headers.empty())
+      return fail_usage("types build: profile " + p.value().name + " has no [build] section");
+    add_profile_recipe(p.value(), &b);
+  }
+  if (a.headers.empty() && b.headers.empty())
+    return fail_usage("types build: give at least one --header (or a --profile with [build])");
   std::string bid;
   if (!c.core.empty()) {
     auto prog = open_program(c);
@@ -35,10 +85,9 @@ int cmd_types_build(const Common& c, const TypesBuildArgs& a) {
     std::error_code ec;
     std::filesystem::create_directories(std::filesystem::path(out).parent_path(), ec);
   }
-  lr::TypesBuild b;
-  b.headers = a.headers;
-  b.include_dirs = a.include_dirs;
-  b.defines = a.defines;
+  b.headers.insert(b.headers.end(), a.headers.begin(), a.headers.end());
+  b.include_dirs.insert(b.include_dirs.end(), a.include_dirs.begin(), a.include_dirs.end());
+  b.defines.insert(b.defines.end(), a.defines.begin(), a.defines.end());
   b.target_build_id = bid;
   std::string cmd;
   auto r = lr::build_types(b, out, &cmd);

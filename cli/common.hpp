@@ -99,7 +99,7 @@ int cmd_gluster(const Common& c, const GlusterArgs& a);
 int cmd_types_gluster(const Common& c, const TypesArgs& a);
 struct TypesBuildArgs {
   std::vector<std::string> headers, include_dirs, defines;
-  std::string out;
+  std::string out, profile;
   bool verbose = false;
 };
 int cmd_types_build(const Common& c, const TypesBuildArgs& a);
@@ -124,7 +124,7 @@ struct WalkArgs {
   std::string where;
   uint64_t limit = 0;
   std::vector<std::string> fail_on;
-  std::string group_by;  // count matched objects by this field's value
+  std::string group_by;              // count matched objects by this field's value
   std::string profile, profile_set;  // --profile F --set S: the set's walk instead
   bool summary_only = false, stats = false;
   const std::atomic<bool>* interrupted = nullptr;  // polled by the walk
@@ -141,8 +141,8 @@ lr::Result<void> check_walk_args(const WalkArgs& a);
 // `source` is the core or dump named in the output). `a` has passed
 // check_walk_args.
 int run_and_render_walk(lr::Program& prog, const WalkArgs& a, bool json, bool is_kernel,
-                        const std::string& source,
-                        const std::vector<std::string>& pre_warnings, Out& out, Out& err);
+                        const std::string& source, const std::vector<std::string>& pre_warnings,
+                        Out& out, Out& err);
 
 // GlusterFS types for `prog`: real debuginfo, else `types_file`, else the
 // synthesized cache (built on first use). Returns where they came from.
@@ -195,4 +195,14 @@ int cmd_kernel(const std::string& vmcore, const std::string& vmlinux,
                const std::vector<std::string>& args);
 int cmd_trace_info(const std::vector<std::string>& files, const std::string& format, bool json);
 
+}  // namespace lrcli
+
+namespace lr {
+struct Profile;
+}
+namespace lrcli {
+// For a profile with a [build] recipe on a core whose executable has no
+// debuginfo and no types file yet: builds its types into the cache (saying so
+// on `err`) and adds them. Nothing to do is success.
+lr::Result<void> ensure_profile_types(lr::Program& prog, const lr::Profile& p, Out& err);
 }  // namespace lrcli

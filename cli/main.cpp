@@ -114,7 +114,8 @@ int main(int argc, char** argv) {
       "build", "types from C headers, stamped with and cached by the executable's build-id");
   tb->add_option("core", tbc.core, "core whose executable the types are for");
   tb->add_option("--exe", tbc.exe, "the executable (no core; or overriding the core's)");
-  tb->add_option("--header", tba.headers, "header to include (repeatable, in order)")->required();
+  tb->add_option("--header", tba.headers, "header to include (repeatable, in order)");
+  tb->add_option("--profile", tba.profile, "take headers, includes and defines from its [build]");
   tb->add_option("-I,--include-dir", tba.include_dirs, "include directory (repeatable)");
   tb->add_option("-D,--define", tba.defines, "NAME or NAME=VALUE, as the program was built");
   tb->add_option("-o,--output", tba.out, "write here instead of the cache");

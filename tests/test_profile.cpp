@@ -415,6 +415,30 @@ TEST_CASE("types from headers: a program without debuginfo, profiled", "[profile
   REQUIRE(c.status == 0);
   CHECK(json::parse(c.out)["sets"] == j["sets"]);
 
+  // A profile that carries its own recipe ([build], includes relative to the
+  // profile file): the first command builds and caches the types, and says so.
+  std::string pb = dir + "/pb", cache2 = "XDG_CACHE_HOME=" + dir + "/cache2";
+  REQUIRE(lrtest::run({"/bin/mkdir", "-p", pb}).status == 0);
+  REQUIRE(lrtest::run({"/bin/ln", "-sfn", fx, pb + "/headers"}).status == 0);
+  std::string with_build = lrtest::read_file(profile_path());
+  with_build.replace(with_build.find("[match]"), 7,
+                     "[build]\nheaders = [\"fx_locks.h\"]\ninclude = [\"headers\"]\n\n[match]");
+  lrtest::write_file(pb + "/p.toml", with_build);
+  c = lrtest::run({"env", cache2, bin, "profile", fc.core, "--profile", pb + "/p.toml", "--json"});
+  INFO(c.err);
+  REQUIRE(c.status == 0);
+  CHECK(c.err.find("built its types from profile fx_locks's [build] headers") != std::string::npos);
+  CHECK(json::parse(c.out)["sets"] == j["sets"]);
+  c = lrtest::run({"env", cache2, bin, "profile", fc.core, "--profile", pb + "/p.toml"});
+  CHECK(c.status == 0);
+  CHECK(c.err.empty());
+  std::string bad_build = with_build;
+  bad_build.replace(bad_build.find("include ="), 9, "includes =");
+  lrtest::write_file(pb + "/bad.toml", bad_build);
+  r = leakref({"profile", fc.core, "--profile", pb + "/bad.toml"});
+  CHECK(r.status == 3);
+  CHECK(r.err.find("includes") != std::string::npos);
+
   // Types stamped for another build (the -g one) are refused.
   r = leakref({"types", "build", "--exe", lrtest::fixture_path("fx_locks"), "--header",
                "fx_locks.h", "-I", fx, "-o", dir + "/other.so"});

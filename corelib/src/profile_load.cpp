@@ -278,7 +278,7 @@ struct Loader {
 
   Result<Profile> profile(const toml::table& root) {
     LR_TRY(only_keys(root, "profile",
-                     {"format", "name", "description", "match", "types", "set", "probe"}));
+                     {"format", "name", "description", "match", "build", "types", "set", "probe"}));
     Profile p;
     p.source = src;
     const toml::node* f = root.get("format");
@@ -303,6 +303,15 @@ struct Loader {
         if (!b) return bad("match", "'kernel' must be true or false");
         p.match_kernel = *b;
       }
+    }
+    if (const toml::node* b = root.get("build")) {
+      const toml::table* bt = b->as_table();
+      if (!bt) return bad("build", "must be a table");
+      LR_TRY(only_keys(*bt, "build", {"headers", "include", "defines"}));
+      LR_ASSIGN(p.build_headers, strs(*bt, "headers", "build"));
+      LR_ASSIGN(p.build_include, strs(*bt, "include", "build"));
+      LR_ASSIGN(p.build_defines, strs(*bt, "defines", "build"));
+      if (p.build_headers.empty()) return bad("build", "'headers' lists no header");
     }
     if (const toml::node* tn = root.get("types")) {
       const toml::table* tt = tn->as_table();

@@ -85,6 +85,10 @@ struct Profile {
   std::vector<ProfileType> types;
   std::vector<ProfileSet> sets;  // in an order where every dependency comes first
   std::vector<ProfileProbe> probes;
+  // [build]: how to make types for a build without debuginfo (leakref types
+  // build): headers in order, include directories (relative ones are
+  // relative to the profile file's directory), defines NAME[=VALUE].
+  std::vector<std::string> build_headers, build_include, build_defines;
 };
 
 // Parses and checks a profile's text (no target needed): syntax, unknown
