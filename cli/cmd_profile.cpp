@@ -283,12 +283,10 @@ lr::Result<void> check_profile_args(const ProfileArgs& a) {
   return {};
 }
 
-int run_and_render_profile(lr::Program& prog, const ProfileArgs& a, bool json, bool is_kernel,
-                           const std::string& source, const std::vector<std::string>& pre_warnings,
-                           Out& out, Out& err) {
-  auto p = lr::find_profile(a.profile, profile_dirs());
-  if (!p.ok()) return fail(p.error(), err);
-  if (std::string why = lr::profile_mismatch(prog, p.value(), is_kernel); !why.empty())
+int run_and_render_profile(lr::Program& prog, const lr::Profile& prof, const ProfileArgs& a,
+                           bool json, bool is_kernel, const std::string& source,
+                           const std::vector<std::string>& pre_warnings, Out& out, Out& err) {
+  if (std::string why = lr::profile_mismatch(prog, prof, is_kernel); !why.empty())
     return fail(lr::make_error(lr::Errc::kUnsupported, why), err);
   lr::ProfileRunOptions ro;
   ro.only_sets = a.sets;
@@ -301,7 +299,7 @@ int run_and_render_profile(lr::Program& prog, const ProfileArgs& a, bool json, b
   nlohmann::json head{
       {"schema", "leakref.profile/1"},
       {"core", source},
-      {"profile", {{"name", p->name}, {"source", p->source}, {"format", p->format}}}};
+      {"profile", {{"name", prof.name}, {"source", prof.source}, {"format", prof.format}}}};
   // Set-up errors (a type the target lacks) come before any output.
   struct Gate final : lr::ProfileSink {
     lr::ProfileSink* inner;
@@ -330,10 +328,10 @@ int run_and_render_profile(lr::Program& prog, const ProfileArgs& a, bool json, b
       t.pop_back();
       out.print("{},\"sets\":[\n", t);
     } else {
-      out.print("profile {} ({}) on {}\n\n", p->name, p->source, source);
+      out.print("profile {} ({}) on {}\n\n", prof.name, prof.source, source);
     }
   };
-  auto res = lr::run_profile(prog, p.value(), ro, gate);
+  auto res = lr::run_profile(prog, prof, ro, gate);
   if (json && !a.jsonl && opened)
     out.print("],\"warnings\":{}}}\n", nlohmann::json(pre_warnings).dump());
   if (!json || a.jsonl) print_warnings_text(pre_warnings, err);
@@ -348,13 +346,14 @@ int cmd_profile(const Common& c, const ProfileArgs& a) {
   if (auto u = check_profile_args(a); !u.ok()) return fail(u.error());
   auto prog = open_program(c);
   if (!prog.ok()) return fail(prog.error());
+  auto prof = lr::find_profile(a.profile, profile_dirs());
+  if (!prof.ok()) return fail(prof.error());
   // A build without debuginfo: the types the profile's [build] recipe makes.
-  if (auto p = lr::find_profile(a.profile, profile_dirs()); p.ok())
-    if (auto t = ensure_profile_types(*prog.value(), p.value(), out_stderr()); !t.ok())
-      return fail(t.error());
+  if (auto t = ensure_profile_types(*prog.value(), prof.value(), out_stderr()); !t.ok())
+    return fail(t.error());
   std::fflush(stdout);
-  return run_and_render_profile(*prog.value(), a, c.json, false, c.core, prog.value()->warnings(),
-                                out_stdout(), out_stderr());
+  return run_and_render_profile(*prog.value(), prof.value(), a, c.json, false, c.core,
+                                prog.value()->warnings(), out_stdout(), out_stderr());
 }
 
 }  // namespace lrcli

@@ -105,6 +105,7 @@ struct TypesBuildArgs {
 int cmd_types_build(const Common& c, const TypesBuildArgs& a);
 }  // namespace lrcli
 namespace lr {
+struct Profile;
 struct GlusterReport;
 struct GlusterSections;
 }  // namespace lr
@@ -171,11 +172,11 @@ struct ProfileArgs {
 // Registers --profile, --set, --all, --flagged, --histogram, --jsonl, --fail-on.
 void add_profile_options(CLI::App* sub, ProfileArgs& a);
 lr::Result<void> check_profile_args(const ProfileArgs& a);
-// Runs the profile on `prog` and renders it (text, leakref.profile/1 JSON or
-// JSON lines); `is_kernel` for the profile's [match].
-int run_and_render_profile(lr::Program& prog, const ProfileArgs& a, bool json, bool is_kernel,
-                           const std::string& source, const std::vector<std::string>& pre_warnings,
-                           Out& out, Out& err);
+// Runs profile `prof` (loaded from a.profile) on `prog` and renders it (text,
+// leakref.profile/1 JSON or JSON lines); `is_kernel` for the profile's [match].
+int run_and_render_profile(lr::Program& prog, const lr::Profile& prof, const ProfileArgs& a,
+                           bool json, bool is_kernel, const std::string& source,
+                           const std::vector<std::string>& pre_warnings, Out& out, Out& err);
 int cmd_profile(const Common& c, const ProfileArgs& a);
 // Where `--profile NAME` looks (README "Profiles").
 std::vector<std::string> profile_dirs();

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <map>
+#include "leakref/profile.hpp"
 
 namespace lrcli {
 
@@ -367,7 +368,10 @@ int run_kernel_command(const KernelOpener& open, const std::vector<std::string>&
   }
   if (prof->parsed()) {
     pa.interrupted = interrupted;
-    return run_and_render_profile(k.prog(), pa, ka.json, true, source, k.warnings(), out, err);
+    auto p = lr::find_profile(pa.profile, profile_dirs());
+    if (!p.ok()) return fail(p.error(), err);
+    return run_and_render_profile(k.prog(), p.value(), pa, ka.json, true, source, k.warnings(), out,
+                                  err);
   }
   if (ino->parsed()) return do_inodes(k, ka, source, lim, out, err);
   if (mods->parsed()) return do_modules(k, ka, source, lim, out, err);

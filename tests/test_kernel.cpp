@@ -670,6 +670,13 @@ TEST_CASE("kernel: a profile file finds the lrlocks module's leaks, standalone a
                dump().vmlinux});
   CHECK(r.status == 3);
   CHECK(r.err.find("not a kernel module") != std::string::npos);
+  // A FIFO named as the .ko is refused at once, never waited on.
+  REQUIRE(run({"mkfifo", dir + "/fifo.ko"}).status == 0);
+  r = leakref({"kernel", "--vmcore", dump().pelf, "--vmlinux", dump().vmlinux, "profile",
+               "--profile", prof, "--ko", dir + "/fifo.ko"},
+              60);
+  CHECK(r.status == 3);
+  CHECK(r.err.find("not a regular file") != std::string::npos);
 
   // Inside crash: `mod -s` gives the extension the module's types too.
   std::string out = tmp_dir() + "/lrlocks-crash.json";

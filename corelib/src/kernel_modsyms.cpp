@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -35,42 +36,35 @@ struct KoFile {
   }
 };
 
+// The named section's data; null when absent or NOBITS (stripped debug file).
+Elf_Data* section_data(Elf* e, const char* want) {
+  size_t shstrndx = 0;
+  if (elf_getshdrstrndx(e, &shstrndx) != 0) return nullptr;
+  for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(e, scn));) {
+    GElf_Shdr sh;
+    const char* n = gelf_getshdr(scn, &sh) ? elf_strptr(e, shstrndx, sh.sh_name) : nullptr;
+    if (n && std::strcmp(n, want) == 0 && sh.sh_type != SHT_NOBITS)
+      return elf_getdata(scn, nullptr);
+  }
+  return nullptr;
+}
+
 // The module name the kernel will use: `.modinfo`'s name= (modpost writes
 // it), else the file name with '-' made '_' as the kernel does.
 std::string ko_module_name(Elf* e, const std::string& path) {
-  size_t shstrndx = 0;
-  if (elf_getshdrstrndx(e, &shstrndx) == 0) {
-    for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(e, scn));) {
-      GElf_Shdr sh;
-      if (!gelf_getshdr(scn, &sh)) continue;
-      const char* n = elf_strptr(e, shstrndx, sh.sh_name);
-      if (!n || std::strcmp(n, ".modinfo") != 0) continue;
-      Elf_Data* d = elf_getdata(scn, nullptr);
-      if (!d || !d->d_buf) break;
-      const char* p = static_cast<const char*>(d->d_buf);
-      for (size_t i = 0; i < d->d_size;) {
-        size_t len = strnlen(p + i, d->d_size - i);
-        std::string_view kv(p + i, len);
-        if (kv.rfind("name=", 0) == 0) return std::string(kv.substr(5));
-        i += len + 1;
-      }
+  if (Elf_Data* d = section_data(e, ".modinfo"); d && d->d_buf) {
+    const char* p = static_cast<const char*>(d->d_buf);
+    for (size_t i = 0; i < d->d_size;) {
+      size_t len = strnlen(p + i, d->d_size - i);
+      std::string_view kv(p + i, len);
+      if (kv.rfind("name=", 0) == 0) return std::string(kv.substr(5));
+      i += len + 1;
     }
   }
   std::string base = path.substr(path.rfind('/') + 1);
   if (auto dot = base.find(".ko"); dot != std::string::npos) base.resize(dot);
   std::replace(base.begin(), base.end(), '-', '_');
   return base;
-}
-
-bool has_section(Elf* e, const char* want) {
-  size_t shstrndx = 0;
-  if (elf_getshdrstrndx(e, &shstrndx) != 0) return false;
-  for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(e, scn));) {
-    GElf_Shdr sh;
-    const char* n = gelf_getshdr(scn, &sh) ? elf_strptr(e, shstrndx, sh.sh_name) : nullptr;
-    if (n && std::strcmp(n, want) == 0 && sh.sh_type != SHT_NOBITS) return true;
-  }
-  return false;
 }
 
 // Sized object and function symbols of the .ko: name -> sizes (static
@@ -152,14 +146,18 @@ Result<std::vector<Symbol>> KernelTarget::module_kallsyms(const std::string& nam
 
 Result<void> KernelTarget::add_module_debuginfo(const std::string& ko) {
   KoFile f;
-  f.fd = ::open(ko.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO named as the .ko must not block the open.
+  f.fd = ::open(ko.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (f.fd < 0) return make_error(Errc::kIo, fmt::format("{}: {}", ko, std::strerror(errno)));
+  struct stat st;
+  if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode))
+    return make_error(Errc::kIo, fmt::format("{}: not a regular file", ko));
   elf_version(EV_CURRENT);
   f.elf = elf_begin(f.fd, ELF_C_READ_MMAP, nullptr);
   GElf_Ehdr eh;
   if (!f.elf || elf_kind(f.elf) != ELF_K_ELF || !gelf_getehdr(f.elf, &eh) || eh.e_type != ET_REL)
     return make_error(Errc::kBadFormat, fmt::format("{}: not a kernel module (.ko)", ko));
-  if (!has_section(f.elf, ".debug_info"))
+  if (!section_data(f.elf, ".debug_info"))
     return make_error(Errc::kNotFound,
                       fmt::format("{}: no DWARF debuginfo (a distribution's is in its debug "
                                   "package, under /usr/lib/debug/lib/modules)",

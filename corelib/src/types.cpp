@@ -745,9 +745,10 @@ Result<Variable> TypeRegistry::find_variable(std::string_view raw) {
   type_in(hit.first);
   // A module without DWARF: a types file's declaration of the variable
   // (`extern struct vcache *afs_vhashT[16];`) gives its type.
-  if (!v.type && !hit.first->has_dwarf())
-    for (const auto& m : mods_->modules())
-      if (m->debug_how == "--types" && (type_in(m.get()), v.type)) break;
+  for (const auto& m : mods_->modules()) {
+    if (v.type || hit.first->has_dwarf()) break;
+    if (m->debug_how == "--types") type_in(m.get());
+  }
   return v;
 }
 
