@@ -27,15 +27,24 @@ NPROC      ?= $(shell nproc 2>/dev/null || echo 2)
 .PHONY: all lib extension bench-kernel test test-sanitize fuzz fuzz-build bench bench-trace demo install clean deps fixtures
 
 # Bundled profiles (data): corelib/src/profiles/<target>/*.toml, copied flat
-# beside the binaries, where `--profile NAME` finds them in a build tree.
+# beside the binaries, where `--profile NAME` finds them in a build tree; the
+# files their [build] includes (corelib/src/profiles/<target>/<dir>/*) keep
+# their <dir>.
 PROFILE_SRC := $(wildcard corelib/src/profiles/*/*.toml)
 PROFILES    := $(addprefix $(BUILD)/profiles/,$(notdir $(PROFILE_SRC)))
+PROFILE_AUX_SRC := $(wildcard corelib/src/profiles/*/*/*)
+PROFILE_AUX := $(foreach f,$(PROFILE_AUX_SRC),$(BUILD)/profiles/$(word 5,$(subst /, ,$(f)))/$(notdir $(f)))
+PROFILES    += $(PROFILE_AUX)
 
 all: $(BIN) fixtures $(EXT) $(PROFILES)
 
 $(BUILD)/profiles/%.toml: $(PROFILE_SRC)
 	@mkdir -p $(dir $@)
 	cp $(filter %/$*.toml,$(PROFILE_SRC)) $@
+
+$(PROFILE_AUX): $(PROFILE_AUX_SRC)
+	@mkdir -p $(dir $@)
+	cp $(filter %/$(notdir $(patsubst %/,%,$(dir $@)))/$(notdir $@),$(PROFILE_AUX_SRC)) $@
 
 lib: $(LIB)
 
@@ -159,7 +168,8 @@ DEB_DEPS := g++ make pkg-config libdw-dev libelf-dev libfmt-dev libcli11-dev \
             glusterfs-server glusterfs-client libglusterfs-dev liburcu-dev libtirpc-dev \
             fuse3 procps util-linux bpftrace bc \
             libkdumpfile-dev crash qemu-system-x86 busybox-static cpio makedumpfile python3 \
-            libtomlplusplus-dev linux-headers-amd64
+            libtomlplusplus-dev linux-headers-amd64 \
+            nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils libnfs-dev libntirpc-dev libkrb5-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # Installs the Debian 12 packages leakref needs; does nothing when present.
@@ -175,6 +185,9 @@ install: $(BIN) $(EXT)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/leakref
 	install -d $(DESTDIR)$(PREFIX)/lib/crash/extensions $(DESTDIR)$(PREFIX)/share/leakref/profiles
 	install -m 644 $(PROFILE_SRC) $(DESTDIR)$(PREFIX)/share/leakref/profiles/
+	for f in $(PROFILE_AUX_SRC); do d=$$(basename $$(dirname $$f)); \
+	  install -D -m 644 $$f $(DESTDIR)$(PREFIX)/share/leakref/profiles/$$d/$$(basename $$f); done
+	install -m 755 scripts/leakref-debsrc $(DESTDIR)$(PREFIX)/bin/leakref-debsrc
 	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/leakref
 	install -m 644 $(EXT) $(DESTDIR)$(PREFIX)/lib/crash/extensions/leakref.so
 	install -m 755 scripts/leakref-snap $(DESTDIR)$(PREFIX)/bin/leakref-snap

@@ -14,12 +14,15 @@ namespace lrcli {
 namespace {
 
 // The profile's [build] recipe; relative include directories are relative to
-// the profile file's own directory (headers shipped beside it).
+// the profile file's own directory (headers shipped beside it), and
+// "{cache}/..." is under leakref's cache (sources leakref-debsrc unpacked).
 void add_profile_recipe(const lr::Profile& p, lr::TypesBuild* b) {
   std::filesystem::path base = std::filesystem::path(p.source).parent_path();
   b->headers.insert(b->headers.begin(), p.build_headers.begin(), p.build_headers.end());
-  for (const auto& i : p.build_include)
+  for (std::string i : p.build_include) {
+    if (i.starts_with("{cache}")) i = lr::cache_dir() + i.substr(7);
     b->include_dirs.push_back(std::filesystem::path(i).is_absolute() ? i : (base / i).string());
+  }
   b->defines.insert(b->defines.end(), p.build_defines.begin(), p.build_defines.end());
 }
 
@@ -43,7 +46,8 @@ lr::Result<void> ensure_profile_types(lr::Program& prog, const lr::Profile& p, O
   std::string cmd;
   if (auto r = lr::build_types(b, out, &cmd); !r.ok())
     return lr::make_error(r.error().code,
-                          fmt::format("profile {} [build]: {}", p.name, r.error().message));
+                          fmt::format("profile {} [build]: {}{}", p.name, r.error().message,
+                                      p.build_note.empty() ? "" : " (" + p.build_note + ")"));
   err.print(
       "leakref: {} has no debuginfo: built its types from profile {}'s [build] headers "
       "into {}\n",
@@ -53,12 +57,14 @@ lr::Result<void> ensure_profile_types(lr::Program& prog, const lr::Profile& p, O
 
 int cmd_types_build(const Common& c, const TypesBuildArgs& a) {
   lr::TypesBuild b;
+  std::string note;
   if (!a.profile.empty()) {
     auto p = lr::find_profile(a.profile, profile_dirs());
     if (!p.ok()) return fail(p.error());
     if (p.value().build_headers.empty())
       return fail_usage("types build: profile " + p.value().name + " has no [build] section");
     add_profile_recipe(p.value(), &b);
+    note = p.value().build_note;
   }
   if (a.headers.empty() && b.headers.empty())
     return fail_usage("types build: give at least one --header (or a --profile with [build])");
@@ -92,7 +98,10 @@ int cmd_types_build(const Common& c, const TypesBuildArgs& a) {
   std::string cmd;
   auto r = lr::build_types(b, out, &cmd);
   if (a.verbose) fmt::print(stderr, "{}\n", cmd);
-  if (!r.ok()) return fail(r.error());
+  if (!r.ok())
+    return fail(note.empty()
+                    ? r.error()
+                    : lr::make_error(r.error().code, r.error().message + " (" + note + ")"));
   fmt::print("{}\n", out);
   return kOk;
 }

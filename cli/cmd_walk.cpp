@@ -27,12 +27,16 @@ void add_walk_options(CLI::App* sub, WalkArgs& w, bool required) {
                                  "rb_node/avltree_node member (tree rooted at --head)");
   auto* o_xa =
       sub->add_flag("--xarray", w.xarray, "--head is an xarray/radix tree/idr of pointers");
-  o_next->excludes(o_list, o_hl, o_arr, o_parr, o_tree, o_xa);
-  o_list->excludes(o_hl, o_arr, o_parr, o_tree, o_xa);
-  o_hl->excludes(o_arr, o_parr, o_tree, o_xa);
-  o_arr->excludes(o_parr, o_tree, o_xa);
-  o_parr->excludes(o_tree, o_xa);
-  o_tree->excludes(o_xa);
+  auto* o_ht = sub->add_flag("--hashtable{val}", w.hashtable,
+                             "--head is an nfs-ganesha hash_table_t; objects are its entries' "
+                             "values (--hashtable=key: keys)");
+  o_next->excludes(o_list, o_hl, o_arr, o_parr, o_tree, o_xa, o_ht);
+  o_list->excludes(o_hl, o_arr, o_parr, o_tree, o_xa, o_ht);
+  o_hl->excludes(o_arr, o_parr, o_tree, o_xa, o_ht);
+  o_arr->excludes(o_parr, o_tree, o_xa, o_ht);
+  o_parr->excludes(o_tree, o_xa, o_ht);
+  o_tree->excludes(o_xa, o_ht);
+  o_xa->excludes(o_ht);
   sub->add_option("--count", w.count, "array length (default: from the symbol's type)");
   sub->add_option("--count-from", w.count_from,
                   "array length read from this integer (SYMBOL, SYMBOL.member)");
@@ -66,6 +70,9 @@ lr::WalkSpec walk_spec_from(const WalkArgs& a) {
     spec.member = a.tree_member;
   } else if (a.xarray) {
     spec.link = lr::WalkSpec::Link::kXarray;
+  } else if (!a.hashtable.empty()) {
+    spec.link = lr::WalkSpec::Link::kHashTable;
+    spec.member = a.hashtable;
   }  // else kNone: run_walk says how to link objects
   spec.count = a.count;
   spec.count_from = a.count_from;
@@ -107,7 +114,8 @@ lr::Result<void> check_walk_args(const WalkArgs& a) {
       return lr::make_error(lr::Errc::kInvalidArgument, "--fail-on: unknown finding '" + f + "'");
   if (!a.where.empty()) LR_TRY(lr::Filter::check_syntax(a.where));
   bool linked = !a.next.empty() || !a.list_member.empty() || !a.hlist_member.empty() ||
-                !a.tree_member.empty() || a.array || a.pointer_array || a.xarray;
+                !a.tree_member.empty() || a.array || a.pointer_array || a.xarray ||
+                !a.hashtable.empty();
   if (a.profile.empty() != a.profile_set.empty())
     return lr::make_error(lr::Errc::kInvalidArgument,
                           "--profile and --set go together (the set whose walk to run)");

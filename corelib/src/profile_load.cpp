@@ -38,7 +38,7 @@ constexpr size_t kMaxProfileBytes = 1 << 20;
 constexpr size_t kMaxSets = 1000, kMaxPerSet = 200, kMaxTypes = 1000;
 
 const std::set<std::string> kLinks = {"list",          "hlist", "next",  "array",
-                                      "pointer-array", "tree",  "xarray"};
+                                      "pointer-array", "tree",  "xarray", "hashtable"};
 
 struct Loader {
   std::string src;
@@ -191,13 +191,15 @@ struct Loader {
     }
     if (!kLinks.count(s.link))
       return bad(w, fmt::format("link '{}' is not one of list, hlist, next, array, "
-                                "pointer-array, tree, xarray",
+                                "pointer-array, tree, xarray, hashtable",
                                 s.link));
     bool needs_member =
         s.link == "list" || s.link == "hlist" || s.link == "next" || s.link == "tree";
     if (needs_member && s.member.empty())
       return bad(w, fmt::format("link '{}' needs 'member' (the link inside each object)", s.link));
-    if (!needs_member && !s.member.empty())
+    if (s.link == "hashtable" && !s.member.empty() && s.member != "val" && s.member != "key")
+      return bad(w, "link 'hashtable' takes member 'val' (the default) or 'key'");
+    if (!needs_member && !s.member.empty() && s.link != "hashtable")
       return bad(w, fmt::format("link '{}' takes no 'member'", s.link));
     if (!s.where.empty()) LR_TRY(expr(s.where, w + ".where"));
     LR_ASSIGN(auto hs, tables(t, "holder", w));
@@ -307,7 +309,8 @@ struct Loader {
     if (const toml::node* b = root.get("build")) {
       const toml::table* bt = b->as_table();
       if (!bt) return bad("build", "must be a table");
-      LR_TRY(only_keys(*bt, "build", {"headers", "include", "defines"}));
+      LR_TRY(only_keys(*bt, "build", {"headers", "include", "defines", "note"}));
+      LR_ASSIGN(p.build_note, str(*bt, "note", "build", false));
       LR_ASSIGN(p.build_headers, strs(*bt, "headers", "build"));
       LR_ASSIGN(p.build_include, strs(*bt, "include", "build"));
       LR_ASSIGN(p.build_defines, strs(*bt, "defines", "build"));

@@ -69,6 +69,7 @@ WalkSpec::Link link_of(const std::string& l) {
   if (l == "array") return WalkSpec::Link::kArray;
   if (l == "pointer-array") return WalkSpec::Link::kPointerArray;
   if (l == "tree") return WalkSpec::Link::kTree;
+  if (l == "hashtable") return WalkSpec::Link::kHashTable;
   return WalkSpec::Link::kXarray;
 }
 
@@ -156,7 +157,7 @@ class Runner {
     // A pointer to the list head or array is followed; next/tree/xarray
     // walks read a pointer head themselves.
     bool self_deref = s.link == WalkSpec::Link::kNext || s.link == WalkSpec::Link::kTree ||
-                      s.link == WalkSpec::Link::kXarray;
+                      s.link == WalkSpec::Link::kXarray || s.link == WalkSpec::Link::kHashTable;
     s.head_deref = ht && ht->kind == TypeKind::kPointer && !self_deref;
     return {};
   }
@@ -176,7 +177,8 @@ class Runner {
     s.sum.set = &d;
     s.sum.type_name = s.type->type->display();
     LR_TRY(compile_head(s));
-    if (!d.member.empty() && s.link != WalkSpec::Link::kTree) {
+    if (!d.member.empty() && s.link != WalkSpec::Link::kTree &&
+        s.link != WalkSpec::Link::kHashTable) {
       auto ml = make_field_spec(s.type->type, d.member, false, &bind_.alias());
       if (!ml.ok()) return fail(ml.error().code, d, "member: " + ml.error().message);
       auto ok = check_link_member(s.type->type, s.link, d.member, ml->type);

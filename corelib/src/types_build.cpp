@@ -95,8 +95,12 @@ Result<void> build_types(const TypesBuild& o, const std::string& out_path, std::
   if (st != 0) {
     ::unlink(obj.c_str());
     if (st < 0) return make_error(Errc::kNotFound, "cannot run " + o.compiler);
+    // The first error line alone ("file:line:col: error: ..."), not the
+    // "In file included from" chain above it.
     size_t e = out.find("error");
-    std::string first = out.substr(0, out.find('\n', e == std::string::npos ? 0 : e));
+    size_t b = e == std::string::npos ? 0 : out.rfind('\n', e);
+    b = b == std::string::npos || e == std::string::npos ? 0 : b + 1;
+    std::string first = out.substr(b, out.find('\n', b) - b);
     return make_error(Errc::kIo, fmt::format("{} failed on the headers: {}", o.compiler, first));
   }
   if (::rename(obj.c_str(), out_path.c_str()) != 0)
@@ -129,14 +133,15 @@ std::string types_file_target(const std::string& path) {
   return plain_hex(out) ? out : "";
 }
 
+std::string cache_dir() {
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/leakref";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/leakref";
+  return "";
+}
+
 std::string types_cache_path(const std::string& prefix, const std::string& build_id) {
-  std::string dir;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
-    dir = std::string(x) + "/leakref";
-  else if (const char* h = std::getenv("HOME"); h && *h)
-    dir = std::string(h) + "/.cache/leakref";
-  else
-    return "";
+  std::string dir = cache_dir();
+  if (dir.empty()) return "";
   return fmt::format("{}/{}-{}.so", dir, prefix, build_id.empty() ? "unknown" : build_id);
 }
 

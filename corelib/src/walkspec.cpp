@@ -297,10 +297,16 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
       LR_ASSIGN(rep.walk, walk_xarray_head(prog, hv, lim));
       break;
     }
+    case WalkSpec::Link::kHashTable: {
+      rep.mode = "hash:ganesha";
+      LR_ASSIGN(rep.walk, walk_hashtable_head(prog, hv, spec.member.empty() ? "val" : spec.member,
+                                              ts->size, lim));
+      break;
+    }
     case WalkSpec::Link::kNone:
       return make_error(Errc::kInvalidArgument,
                         "say how objects are linked: --next, --list-member, --hlist-member, "
-                        "--tree-member, --xarray, --array or --pointer-array");
+                        "--tree-member, --xarray, --hashtable, --array or --pointer-array");
   }
   rep.walk_ns = now_ns() - t0;
   rep.visited = rep.walk.objects.size();

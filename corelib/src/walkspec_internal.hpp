@@ -17,6 +17,12 @@ Result<WalkResult> walk_tree_head(const Program& prog, const Variable& head, con
 // Walks the xarray at `head` (struct xarray, radix_tree_root, idr, or a
 // pointer to one); needs struct xa_node in the target's DWARF.
 Result<WalkResult> walk_xarray_head(Program& prog, const Variable& head, const WalkLimits& lim);
+// Walks the nfs-ganesha hash table at `head` (hash_table_t or a pointer to
+// one): every partition's tree; the objects are each entry's `side` ("val"
+// or "key") pointer. A value whose recorded length is not `obj_size` stops
+// the walk (kCorrupt): the types do not describe the values.
+Result<WalkResult> walk_hashtable_head(Program& prog, const Variable& head, const std::string& side,
+                                       uint64_t obj_size, const WalkLimits& lim);
 // The value of the integer variable `what` (SYMBOL, SYMBOL.member, ...), as
 // an element count: kInvalidArgument when it is not an integer, kBadFormat
 // when negative or above kMaxCountFrom.

@@ -89,6 +89,7 @@ struct Profile {
   // build): headers in order, include directories (relative ones are
   // relative to the profile file's directory), defines NAME[=VALUE].
   std::vector<std::string> build_headers, build_include, build_defines;
+  std::string build_note;  // what to do when the build fails (headers to fetch)
 };
 
 // Parses and checks a profile's text (no target needed): syntax, unknown

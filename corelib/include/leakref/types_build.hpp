@@ -31,7 +31,11 @@ Result<void> build_types(const TypesBuild& o, const std::string& out_path, std::
 // DWARF file: debuginfo, an older types file).
 std::string types_file_target(const std::string& path);
 
-// $XDG_CACHE_HOME/leakref (or ~/.cache/leakref)/PREFIX-<build_id>.so; "" when
+// $XDG_CACHE_HOME/leakref (or ~/.cache/leakref); "" when neither variable
+// is set. leakref-debsrc unpacks sources under its src/.
+std::string cache_dir();
+
+// cache_dir()/PREFIX-<build_id>.so; "" when
 // neither variable is set.
 std::string types_cache_path(const std::string& prefix, const std::string& build_id);
 

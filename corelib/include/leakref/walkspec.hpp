@@ -28,7 +28,8 @@ struct WalkSpec {
     kArray,
     kPointerArray,
     kTree,
-    kXarray
+    kXarray,
+    kHashTable  // nfs-ganesha hash_table_t; member: "val" (default) or "key"
   } link = Link::kNone;
   std::string member;      // next field / list_head / hlist_node / tree node member
   uint64_t count = 0;      // arrays: elements (0 = from the head symbol's type)
@@ -57,7 +58,8 @@ struct WalkReport {
   uint64_t type_size = 0;
   uint64_t head_addr = 0;
   std::string mode;  // "list", "hlist", "chain", "array", "pointer-array", "hash:<kind>",
-                     // "rbtree", "avltree", "tree", "xarray"
+                     // "rbtree", "avltree", "tree", "xarray",
+                     // "hash:ganesha"
   WalkResult walk;   // addresses and how the walk stopped
   std::vector<WalkedObject> objects;  // those matching `where` (empty if !keep_values)
   uint64_t visited = 0, matched = 0;
