@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 
 #include "common.hpp"
 #include "leakref/profile.hpp"
@@ -252,8 +253,12 @@ std::vector<std::string> profile_dirs() {
   }
   Dl_info info{};
   if (dladdr(reinterpret_cast<void*>(&profile_dirs), &info) && info.dli_fname) {
+    // In the executable itself dladdr names it as it was invoked ("leakref"
+    // from PATH): the kernel knows where it is. The crash extension gets its
+    // dlopen()ed path.
+    const char* self = std::strchr(info.dli_fname, '/') ? info.dli_fname : "/proc/self/exe";
     char real[PATH_MAX];
-    if (realpath(info.dli_fname, real)) {
+    if (realpath(self, real)) {
       std::string bin(real);
       bin = bin.substr(0, bin.rfind('/'));
       dirs.push_back(bin + "/profiles");

@@ -12,7 +12,7 @@ set -u
 cmd=$1 dir=$2
 state=$dir/state
 log() { echo "env.sh: $*" >&2; }
-NFS_HOLD=${NFS_HOLD:?set NFS_HOLD to the built nfs_hold}
+
 
 case $cmd in
 start)
@@ -50,7 +50,7 @@ hold)
   name=$3; shift 3
   fifo=$state/hold-$name.in
   mkfifo "$fifo" || exit 1
-  "$NFS_HOLD" 127.0.0.1 /export "$@" <"$fifo" >"$state/hold-$name.out" 2>&1 &
+  "${NFS_HOLD:?set NFS_HOLD to the built nfs_hold}" 127.0.0.1 /export "$@" <"$fifo" >"$state/hold-$name.out" 2>&1 &
   echo $! >"$state/hold-$name.pid"
   sleep 1000000 >"$fifo" &
   echo $! >"$state/hold-$name.writer"
