@@ -4,6 +4,8 @@
 // [build]); the outside truth is gdb reading the same structures through its
 // own evaluator (tests/ganesha/oracle.gdb) and ganesha's own per-partition
 // entry counts, on the same core.
+#include <elf.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -102,6 +104,29 @@ const json& set_of(const json& j, const std::string& name) {
   return none;
 }
 
+// A copy of `core` with 8-byte values written at virtual addresses (the
+// PT_LOAD that holds each); the file is copied, never modified.
+std::string patched(const std::string& core, const std::string& out,
+                    const std::vector<std::pair<uint64_t, uint64_t>>& writes) {
+  REQUIRE(lrtest::run({"/bin/cp", core, out}, 120).status == 0);
+  int fd = ::open(out.c_str(), O_RDWR);
+  REQUIRE(fd >= 0);
+  Elf64_Ehdr eh;
+  REQUIRE(::pread(fd, &eh, sizeof eh, 0) == sizeof eh);
+  for (auto [va, v] : writes) {
+    bool done = false;
+    for (int i = 0; i < eh.e_phnum && !done; ++i) {
+      Elf64_Phdr ph;
+      REQUIRE(::pread(fd, &ph, sizeof ph, eh.e_phoff + i * sizeof ph) == sizeof ph);
+      if (ph.p_type == PT_LOAD && va >= ph.p_vaddr && va + 8 <= ph.p_vaddr + ph.p_filesz)
+        done = ::pwrite(fd, &v, 8, ph.p_offset + (va - ph.p_vaddr)) == 8;
+    }
+    CHECK(done);
+  }
+  ::close(fd);
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("nfs-ganesha: clients, open owners and states equal gdb's reading", "[ganesha][root]") {
@@ -181,6 +206,41 @@ TEST_CASE("nfs-ganesha: clients, open owners and states equal gdb's reading", "[
   CHECK(bad.status != 0);
   CHECK(bad.err.find("ganesha recorded 1216 bytes") != std::string::npos);
   CHECK(std::count(bad.err.begin(), bad.err.end(), '\n') == 1);
+
+  // hostile: a tree node that is its own left child, a partition count
+  // from garbage: a stopped walk and one error line, never a hang
+  {
+    lrtest::write_file(dir + "/find.gdb",
+                       "set $ht = *(hash_table_t **)&ht_confirmed_client_id\n"
+                       "set $i = 0\n"
+                       "while !$ht->partitions[$i].rbt.root\n  set $i = $i + 1\nend\n"
+                       "printf \"node 0x%lx 0x%lx 0x%lx\\n\", $ht->partitions[$i].rbt.root, "
+                       "&$ht->partitions[$i].rbt.root->left, &$ht->parameter.index_size\n");
+    auto g = lrtest::run({"gdb", "-batch", "-nx", "-q", "/usr/bin/ganesha.nfsd", core, "-ex",
+                          "add-symbol-file " + types, "-x", dir + "/find.gdb"},
+                         120);
+    INFO(g.out << g.err);
+    REQUIRE(g.status == 0);
+    size_t at = g.out.find("node 0x");
+    REQUIRE(at != std::string::npos);
+    std::istringstream in(g.out.substr(at + 5));
+    uint64_t node, left, idx;
+    in >> std::hex >> node >> left >> idx;
+    std::string cyc = patched(core, dir + "/cyclic.core", {{left, node}});
+    auto c = lr({"walk", cyc, "--type", "nfs_client_id_t", "--head", "ht_confirmed_client_id",
+                 "--hashtable", "--json", "--fail-on", "cycle"});
+    INFO(c.err);
+    CHECK(c.status == 1);
+    CHECK(c.json()["summary"]["stop"] == "cycle");
+    ::unlink(cyc.c_str());
+    std::string huge = patched(core, dir + "/huge.core", {{idx, 0xffffffffull}});
+    auto hz = lr({"walk", huge, "--type", "nfs_client_id_t", "--head", "ht_confirmed_client_id",
+                  "--hashtable"});
+    CHECK(hz.status != 0);
+    CHECK(hz.err.find("parameter.index_size is 4294967295: not a partition count") !=
+          std::string::npos);
+    ::unlink(huge.c_str());
+  }
 
   // a leaked client reference is flagged, with nothing holding it
   // One more reference on the listing-only client (refcount 1 = the
