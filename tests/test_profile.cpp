@@ -230,6 +230,11 @@ TEST_CASE("hostile profiles: one clear error, never a crash or hang", "[profile]
       {"unknown parent", with("parent = \"namespaces\"", "parent = \"namespace\""),
        "'namespace' is not a set", 3},
       {"bad link", with("link = \"hlist\"", "link = \"skiplist\""), "link 'skiplist'", 3},
+      {"bad allocation", with("allocation = \"malloc\"  #", "allocation = \"jemalloc\"  #"),
+       "types.vcache.allocation: must be \"malloc\"", 3},
+      {"hashtable member",
+       with("link = \"hlist\"\nmember = \"lr_hash\"", "link = \"hashtable\"\nmember = \"lr_hash\""),
+       "link 'hashtable' takes member 'val' (the default) or 'key'", 3},
       {"wrong link member", with("member = \"lr_hash\"", "member = \"lr_granted\""),
        "not a struct hlist_node", 2},
       {"huge buckets",
@@ -446,6 +451,19 @@ TEST_CASE("types from headers: a program without debuginfo, profiled", "[profile
   r = leakref({"profile", fc.core, "--profile", dir + "/p.toml", "--types", dir + "/other.so"});
   CHECK(r.status == 3);
   CHECK(r.err.find("built for build-id") != std::string::npos);
+  // Types built with a define the program was not built with: the profile's
+  // allocation = "malloc" self-check refuses them in one line before any
+  // field is shown.
+  r = leakref({"types", "build", fc.core, "--header", "fx_locks.h", "-I", fx, "-D",
+               "FX_VCACHE_STATS", "-o", dir + "/stats.so"});
+  REQUIRE(r.status == 0);
+  r = leakref({"profile", fc.core, "--profile", dir + "/p.toml", "--types", dir + "/stats.so"});
+  CHECK(r.status != 0);
+  CHECK(r.err.find("self-check: the first object 0x") != std::string::npos);
+  INFO(r.err);
+  CHECK(r.err.find("104 usable bytes, but struct vcache is 160 bytes") != std::string::npos);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK(r.out.find("set vcaches:\n") == std::string::npos);
   // Struct types but no declaration of the globals: a head symbol of unknown
   // type is refused, not guessed; a bucket count says how to read it.
   std::string hdr = lrtest::read_file(fx + "/fx_locks.h"), bare;

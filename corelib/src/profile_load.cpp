@@ -37,7 +37,7 @@ namespace {
 constexpr size_t kMaxProfileBytes = 1 << 20;
 constexpr size_t kMaxSets = 1000, kMaxPerSet = 200, kMaxTypes = 1000;
 
-const std::set<std::string> kLinks = {"list",          "hlist", "next",  "array",
+const std::set<std::string> kLinks = {"list",          "hlist", "next",   "array",
                                       "pointer-array", "tree",  "xarray", "hashtable"};
 
 struct Loader {
@@ -151,7 +151,7 @@ struct Loader {
 
   Result<ProfileType> type(const std::string& name, const toml::table& t) {
     std::string w = "types." + name;
-    LR_TRY(only_keys(t, w, {"c", "require", "optional", "fields", "lists"}));
+    LR_TRY(only_keys(t, w, {"c", "require", "optional", "fields", "lists", "allocation"}));
     ProfileType pt;
     pt.name = name;
     LR_ASSIGN(pt.c, str(t, "c", w, true));
@@ -159,6 +159,9 @@ struct Loader {
     LR_ASSIGN(pt.optional, strs(t, "optional", w));
     LR_ASSIGN(pt.fields, str_map(t, "fields", w));
     LR_ASSIGN(pt.lists, str_map(t, "lists", w));
+    LR_ASSIGN(pt.allocation, str(t, "allocation", w, false));
+    if (!pt.allocation.empty() && pt.allocation != "malloc")
+      return bad(w + ".allocation", "must be \"malloc\" (each object a whole glibc allocation)");
     for (const auto& [m, el] : pt.lists)
       if (el.find('.') == std::string::npos)
         return bad(w + ".lists." + m, "must be \"TYPE.link_member\" (the entries' type and link)");

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "leakref/filter.hpp"
+#include "leakref/heap.hpp"
 #include "leakref/walkspec.hpp"
 #include "profile_bind.hpp"
 #include "walkspec_internal.hpp"
@@ -59,6 +60,8 @@ struct CompiledSet {
   std::vector<uint64_t> objects;  // kept when another set nests under this one
   bool keep_objects = false;
   bool stream = true;
+  bool alloc_check = false;  // its type says allocation = "malloc"
+  uint64_t alloc_checked = 0;
   ProfileSetSummary sum;
 };
 
@@ -176,6 +179,11 @@ class Runner {
     s.type = bt.value();
     s.sum.set = &d;
     s.sum.type_name = s.type->type->display();
+    s.alloc_check = s.type->decl && s.type->decl->allocation == "malloc";
+    if (s.alloc_check && !prog_.core())
+      return fail(Errc::kUnsupported, d,
+                  fmt::format("type '{}' says allocation = \"malloc\": that needs a process core",
+                              s.type->decl->name));
     LR_TRY(compile_head(s));
     if (!d.member.empty() && s.link != WalkSpec::Link::kTree &&
         s.link != WalkSpec::Link::kHashTable) {
@@ -355,17 +363,59 @@ class Runner {
       warn(s, where_of(fmt::format("walk from {} stopped: {} — {}", s.decl->head,
                                    walk_stop_name(w.stop), w.stop_detail)));
     for (const auto& is : w.issues) warn(s, where_of(fmt::format("{:#x}: {}", is.addr, is.what)));
-    judge_all(s, w.objects, parent);
+    return judge_all(s, w.objects, parent);
+  }
+
+  // The glibc heap, walked once for every set whose type is checked.
+  Result<const HeapWalk*> heap() {
+    if (!heap_) {
+      auto hw = walk_glibc_heap(prog_.mem(), heap_input_from_core(*prog_.core(), prog_.modules()));
+      if (!hw.ok())
+        return make_error(hw.error().code,
+                          "allocation = \"malloc\" self-check: " + hw.error().message);
+      heap_ = std::make_unique<HeapWalk>(std::move(hw).value());
+    }
+    return heap_.get();
+  }
+
+  // An object of a type declared allocation = "malloc" must be a whole
+  // allocation that fits the type: glibc gives a request of n bytes (n >= 24)
+  // n..n+15 usable bytes, mmapped chunks whole pages. A first object whose
+  // size disagrees means the types are wrong (an error: nothing read through
+  // them is shown); later ones, or objects in no chunk, are warnings.
+  Result<void> check_alloc(CompiledSet& s, uint64_t a) {
+    LR_ASSIGN(const HeapWalk* hw, heap());
+    const uint64_t size = s.type->type->strip()->size;
+    const HeapChunk* c = hw->chunk_containing(a);
+    const bool first = s.alloc_checked++ == 0;
+    std::string why;
+    bool size_wrong = false;
+    if (!c) {
+      why = "is in no allocated malloc chunk (freed, or not from malloc)";
+    } else if (c->user != a) {
+      why = fmt::format("is {} bytes into a malloc allocation, not at its start", a - c->user);
+    } else {
+      uint64_t usable = c->bits >> 1;
+      size_wrong = usable < size || (!(c->bits & 1) && usable >= size + 24);
+      if (size_wrong) why = fmt::format("is a malloc allocation of {} usable bytes", usable);
+    }
+    if (why.empty()) return {};
+    std::string msg = fmt::format("{:#x} {}, but {} is {} bytes", a, why, s.type->c, size);
+    if (first && size_wrong)
+      return fail(Errc::kBadFormat, *s.decl,
+                  "self-check: the first object " + msg +
+                      ": the types do not describe this build (or the type is not malloc'ed)");
+    warn(s, "self-check: " + msg);
     return {};
   }
 
-  void judge_all(CompiledSet& s, const std::vector<uint64_t>& objs, uint64_t parent) {
+  Result<void> judge_all(CompiledSet& s, const std::vector<uint64_t>& objs, uint64_t parent) {
     const uint64_t size = s.type->type->strip()->size;
     std::vector<uint8_t> scratch;
     std::vector<int64_t> vars(s.holders.size() + 1);
     ProfileObject o;  // reused: its vectors keep their capacity
     for (uint64_t a : objs) {
-      if (sink_.stopped()) return;
+      if (sink_.stopped()) return {};
       ++s.sum.objects;
       const uint8_t* b = object_bytes(prog_.mem(), a, size, scratch);
       if (!b) {
@@ -374,6 +424,7 @@ class Runner {
           warn(s, fmt::format("object {:#x} not readable: {}", a, prog_.mem().why_unreadable(a)));
         continue;
       }
+      if (s.alloc_check) LR_TRY(check_alloc(s, a));  // before any field is read
       if (s.where) {
         ExprValue wv = s.where->eval(prog_.mem(), b, a);
         if (wv.kind == ExprValue::Kind::kError) {
@@ -392,6 +443,7 @@ class Runner {
       judge(s, a, b, parent, vars, o);
       if (s.stream) sink_.object(o);
     }
+    return {};
   }
 
   void judge(CompiledSet& s, uint64_t a, const uint8_t* b, uint64_t parent,
@@ -458,6 +510,7 @@ class Runner {
   const ProfileRunOptions& opts_;
   ProfileSink& sink_;
   ProfileBinder bind_;
+  std::unique_ptr<HeapWalk> heap_;
   std::vector<CompiledSet> sets_;
   std::vector<std::unique_ptr<std::unordered_map<uint64_t, int64_t>>> inbound_;
 };

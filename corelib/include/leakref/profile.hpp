@@ -34,6 +34,10 @@ struct ProfileType {
   std::vector<std::string> optional;          // members whose absence disables what uses them
   std::map<std::string, std::string> fields;  // alias -> "a|b|c" (first present wins)
   std::map<std::string, std::string> lists;   // list member -> "TYPE.link_member"
+  // "malloc": every object of the type is a whole glibc malloc allocation,
+  // so its chunk's usable size must fit the type's size (the self-check of
+  // types built from headers); "" = not checked.
+  std::string allocation;
 };
 
 struct ProfileHolder {
