@@ -167,6 +167,16 @@ TEST_CASE("nfs-ganesha: clients, open owners and states equal gdb's reading", "[
     auto i = lr({"info", core, "--json"});
     REQUIRE(i.status == 0);
     json ij = i.json();  // (a temporary's member would not outlive the loop's start)
+    // Each library once: the dynamic linker's /lib/... soname paths are the
+    // NT_FILE's /usr/lib/... files, not more modules with empty ranges.
+    std::map<std::string, int> seen;
+    for (const auto& m : ij["modules"])
+      if (m["build_id"].is_string() && !m["build_id"].get<std::string>().empty()) {
+        INFO(m["path"]);
+        CHECK(++seen[m["build_id"].get<std::string>()] == 1);
+        CHECK(m["base"] != m["end"]);
+      }
+    CHECK(seen.size() >= 30);
     // The profile's types, cached by the executable's build-id.
     for (const auto& m : ij["modules"])
       if (m.value("is_exe", false))

@@ -435,11 +435,12 @@ std::unique_ptr<ModuleSet> ModuleSet::from_core(const CoreFile& core, const Debu
     for (const auto& [laddr, name] : lm) {
       if (name.empty()) continue;
       Module* known = nullptr;
-      // Paths differ under usrmerge (/lib vs /usr/lib); the bias identifies it.
+      // The dynamic linker names what it opened (/lib/x86_64-linux-gnu/libacl.so.1
+      // under usrmerge, through the soname link), NT_FILE the mapped file
+      // (/usr/lib/x86_64-linux-gnu/libacl.so.1.1.2301): a non-zero load bias
+      // identifies the module, as no two objects are loaded at one address.
       for (auto& m : set->mods_)
-        if (m->path == name ||
-            (m->bias == laddr && m->basename() == name.substr(name.rfind('/') + 1)))
-          known = m.get();
+        if (m->path == name || (laddr != 0 && m->bias == laddr)) known = m.get();
       if (known) {
         if (known->bias != laddr)
           set->warnings_.push_back(fmt::format(
