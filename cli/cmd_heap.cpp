@@ -33,14 +33,17 @@ int cmd_heap(const Common& c, bool list) {
                         {"stats",
                          {{"arenas", s.arenas},
                           {"heaps", s.heaps},
-                          {"chunks", s.chunks},
+                          // every chunk, as the text says; heap_chunks without mmapped ones
+                          {"chunks", s.chunks + s.mmapped},
+                          {"heap_chunks", s.chunks},
                           {"in_use", s.in_use},
                           {"in_use_bytes", s.in_use_bytes},
                           {"mmapped", s.mmapped},
                           {"bin_free", s.bin_free},
                           {"fastbin_free", s.fastbin_free},
                           {"tcache_free", s.tcache_free},
-                          {"tcache_structs", s.tcache_structs}, {"index_bytes", s.index_bytes}}},
+                          {"tcache_structs", s.tcache_structs},
+                          {"index_bytes", s.index_bytes}}},
                         {"walk_ms", ms},
                         {"warnings", h.warnings}};
     nlohmann::json regions = nlohmann::json::array();
@@ -66,9 +69,11 @@ int cmd_heap(const Common& c, bool list) {
     if (r.kind != lr::HeapRegion::Kind::kMmapped)
       fmt::print("  {:<7} [{:#x}, {:#x}) arena {:#x}{}\n", kind(r.kind), r.start, r.end, r.arena,
                  r.complete ? "" : " (chain broken)");
-  fmt::print("chunks {}: in use {} ({} bytes, {} mmapped); free: bins {}, fastbins {}, tcache {}\n",
-             s.chunks + s.mmapped, s.in_use, s.in_use_bytes, s.mmapped, s.bin_free, s.fastbin_free,
-             s.tcache_free);
+  fmt::print(
+      "chunks {} ({} in heaps, {} mmapped): in use {} ({} bytes); free: bins {}, fastbins {}, "
+      "tcache {}\n",
+      s.chunks + s.mmapped, s.chunks, s.mmapped, s.in_use, s.in_use_bytes, s.bin_free,
+      s.fastbin_free, s.tcache_free);
   if (list)
     for (const auto& ch : h.in_use)
       fmt::print("{:#x} {}{}\n", ch.user, ch.usable(), ch.mmapped() ? " mmapped" : "");

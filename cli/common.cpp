@@ -1,5 +1,7 @@
 #include "common.hpp"
 
+#include "leakref/expr.hpp"
+
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -51,6 +53,26 @@ int fail(const lr::Error& e) {
 int fail(const lr::Error& e, Out& err) {
   err.print("leakref: error: {}\n", e.message);
   return exit_for(e);
+}
+
+std::string unknown_subcommand(const CLI::App& app, const std::string& word) {
+  if (word.empty() || word[0] == '-') return "";
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    if (sub->get_name() == word) return "";
+    names.push_back(sub->get_name());
+  }
+  std::string near = lr::closest_name(word, names);
+  std::string all;
+  for (const auto& n : names) all += (all.empty() ? "" : ", ") + n;
+  return fmt::format("unknown subcommand '{}'; {}", word,
+                     near.empty() ? "one of: " + all : "did you mean '" + near + "'?");
+}
+
+void one_value_per_option(CLI::App* app) {
+  for (CLI::Option* o : app->get_options())
+    if (!o->get_positional() && o->get_items_expected_max() > 1) o->allow_extra_args(false);
+  for (CLI::App* sub : app->get_subcommands({})) one_value_per_option(sub);
 }
 
 int fail_usage(const std::string& msg) {

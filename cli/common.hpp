@@ -38,6 +38,14 @@ int exit_for(const lr::Error& e);
 // Prints "leakref: error: MSG" to stderr and returns the exit code for it.
 int fail(const lr::Error& e);
 int fail_usage(const std::string& msg);
+// When `word` (the first word after the options) names none of `app`'s
+// subcommands: "unknown subcommand 'wlak'; did you mean 'walk'?" (CLI11 says
+// only "A subcommand is required"). "" when it is one, or an option.
+std::string unknown_subcommand(const CLI::App& app, const std::string& word);
+// Every repeatable option of `app` and its subcommands takes one value per
+// occurrence (`--fail-on a,b` or `--fail-on a --fail-on b`): CLI11's greedy
+// default swallowed the core path after `--fail-on cycle`.
+void one_value_per_option(CLI::App* app);
 // Opens the core with the options in `c`, and adds each --types file.
 lr::Result<std::unique_ptr<lr::Program>> open_program(const Common& c);
 // Adds a types file's DWARF to `prog`: refused when it is not readable, has
@@ -193,8 +201,10 @@ struct TracePlanArgs {
   bool json = false;
 };
 int cmd_trace_plan(const TracePlanArgs& a);
+// `leakref kernel [--vmcore F --vmlinux F] SUB ...`; `help`: SUB's usage
+// (no dump needed).
 int cmd_kernel(const std::string& vmcore, const std::string& vmlinux,
-               const std::vector<std::string>& args);
+               const std::vector<std::string>& args, bool help);
 int cmd_trace_info(const std::vector<std::string>& files, const std::string& format, bool json);
 
 }  // namespace lrcli

@@ -295,8 +295,8 @@ int do_check(lr::KernelTarget& k, const KArgs& a, const std::string& source,
 
 int run_kernel_command(const KernelOpener& open, const std::vector<std::string>& args,
                        const std::string& source, Out& out, Out& err,
-                       const std::atomic<bool>* interrupted) {
-  CLI::App app{"leakref kernel analyses", "leakref"};
+                       const std::atomic<bool>* interrupted, const std::string& usage_name) {
+  CLI::App app{"leakref kernel analyses", usage_name};
   app.require_subcommand(1);
   KArgs ka;
   WalkArgs w;
@@ -327,6 +327,13 @@ int run_kernel_command(const KernelOpener& open, const std::vector<std::string>&
   chk->add_option("--fail-on", ka.fail_on, "exit 1 if: violation")->delimiter(',');
   chk->add_flag("--json", ka.json, "leakref.kernel.check/1 JSON");
 
+  one_value_per_option(&app);
+  // (kernel-level options were taken by the caller: args[0] is the subcommand)
+  if (!args.empty())
+    if (std::string u = unknown_subcommand(app, args[0]); !u.empty()) {
+      err.print("leakref: error: {}\n", u);
+      return kUsage;
+    }
   std::vector<std::string> rev(args.rbegin(), args.rend());
   try {
     app.parse(rev);
@@ -383,15 +390,20 @@ int run_kernel_command(const KernelOpener& open, const std::vector<std::string>&
 namespace lrcli {
 
 int cmd_kernel(const std::string& vmcore, const std::string& vmlinux,
-               const std::vector<std::string>& args) {
+               const std::vector<std::string>& args, bool help) {
   if (args.empty()) return fail_usage("kernel: give a subcommand: walk, inodes, modules, check");
+  std::vector<std::string> a = args;
+  if (help) a.push_back("--help");
   std::unique_ptr<lr::KernelTarget> k;
   auto open = [&]() -> lr::Result<lr::KernelTarget*> {
+    if (vmcore.empty())
+      return lr::make_error(lr::Errc::kInvalidArgument, "kernel: --vmcore is required");
     LR_ASSIGN(k, lr::KernelTarget::open(vmcore, vmlinux));
     return k.get();
   };
   std::fflush(stdout);
-  return run_kernel_command(open, args, vmcore, out_stdout(), out_stderr(), nullptr);
+  return run_kernel_command(open, a, vmcore, out_stdout(), out_stderr(), nullptr,
+                            "leakref kernel");
 }
 
 }  // namespace lrcli

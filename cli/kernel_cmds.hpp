@@ -20,8 +20,10 @@ using KernelOpener = std::function<lr::Result<lr::KernelTarget*>()>;
 // the kernel `open` gives. `source` names the dump in JSON output. Returns
 // an exit code (README "Exit codes"); never throws. `interrupted` (may be
 // null) is polled by the walks; the crash extension sets it on Ctrl-C.
+// `usage_name` is how usage lines name the command ("leakref" in crash).
 int run_kernel_command(const KernelOpener& open, const std::vector<std::string>& args,
                        const std::string& source, Out& out, Out& err,
-                       const std::atomic<bool>* interrupted);
+                       const std::atomic<bool>* interrupted,
+                       const std::string& usage_name = "leakref");
 
 }  // namespace lrcli

@@ -6,7 +6,7 @@
 using namespace lrcli;
 
 int main(int argc, char** argv) {
-  CLI::App app{"leakref: walk refcounted structures in cores through DWARF"};
+  CLI::App app{"leakref: walk refcounted structures in cores through DWARF", "leakref"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "leakref 0.1.0");
 
@@ -132,7 +132,8 @@ int main(int argc, char** argv) {
   std::string k_vmcore, k_vmlinux;
   auto* kern = app.add_subcommand(
       "kernel", "a kernel vmcore: walk, inodes, modules, check (as crash> leakref ...)");
-  kern->add_option("--vmcore", k_vmcore, "ELF or kdump-compressed vmcore")->required();
+  // Required for analyses, not for a subcommand's --help (cmd_kernel checks).
+  kern->add_option("--vmcore", k_vmcore, "ELF or kdump-compressed vmcore");
   kern->add_option("--vmlinux", k_vmlinux,
                    "vmlinux with DWARF (default: /usr/lib/debug/boot/vmlinux-RELEASE, ...)");
   kern->prefix_command();  // the rest is the kernel subcommand and its options
@@ -140,6 +141,29 @@ int main(int argc, char** argv) {
       "Subcommands: walk, inodes, modules, check; 'leakref kernel --vmcore F "
       "--vmlinux F inodes --help' for each one's options.");
 
+  one_value_per_option(&app);
+  // `leakref help [SUBCOMMAND...]`, and typos named as such.
+  std::vector<std::string> words(argv + 1, argv + argc);
+  if (!words.empty() && words[0] == "help") {
+    if (words.size() == 1) {
+      fmt::print("{}", app.help());
+      return kOk;
+    }
+    if (std::string u = unknown_subcommand(app, words[1]); !u.empty()) return fail_usage(u);
+    if (words[1] == "kernel" && words.size() > 2)
+      return cmd_kernel("", "", {words.begin() + 2, words.begin() + 3}, true);
+    CLI::App* sub = app.get_subcommand(words[1]);
+    std::string prefix = "leakref";  // what --help's usage line shows
+    if (words.size() > 2 && !sub->get_subcommands({}).empty()) {
+      if (std::string u = unknown_subcommand(*sub, words[2]); !u.empty()) return fail_usage(u);
+      prefix += " " + words[1];
+      sub = sub->get_subcommand(words[2]);
+    }
+    fmt::print("{}", sub->help(prefix));
+    return kOk;
+  }
+  if (!words.empty())
+    if (std::string u = unknown_subcommand(app, words[0]); !u.empty()) return fail_usage(u);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -166,7 +190,7 @@ int main(int argc, char** argv) {
     if (*corr) return cmd_correlate(c, ca);
     if (*tplan) return cmd_trace_plan(tpa);
     if (*tinfo) return cmd_trace_info(ti_files, ti_format, ti_json);
-    if (*kern) return cmd_kernel(k_vmcore, k_vmlinux, kern->remaining());
+    if (*kern) return cmd_kernel(k_vmcore, k_vmlinux, kern->remaining(), false);
   } catch (const std::exception& e) {
     fmt::print(stderr, "leakref: internal error: {}\n", e.what());
     return kInternal;

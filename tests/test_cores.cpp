@@ -257,3 +257,39 @@ TEST_CASE("where: enum names, !, bit tests, arithmetic, wrappers, strings", "[co
   REQUIRE(r.json()["warnings"].size() == 1);
   CHECK(r.json()["warnings"][0].get<std::string>().find("NULL") != std::string::npos);
 }
+
+TEST_CASE("command line: typos, help SUBCOMMAND, one value per option", "[core][cli]") {
+  auto r = leakref({"wlak"});
+  CHECK(r.status == 2);
+  CHECK(r.err == "leakref: error: unknown subcommand 'wlak'; did you mean 'walk'?\n");
+  r = leakref({"kernel", "--vmcore", "/nonexistent", "indoes"});
+  CHECK(r.status == 2);
+  CHECK(r.err == "leakref: error: unknown subcommand 'indoes'; did you mean 'inodes'?\n");
+  r = leakref({"help", "walk"});
+  CHECK(r.status == 0);
+  CHECK(r.out.find("Usage: leakref walk [OPTIONS] core") != std::string::npos);
+  r = leakref({"help", "types", "build"});
+  CHECK(r.status == 0);
+  CHECK(r.out.find("Usage: leakref types build") != std::string::npos);
+  // A kernel subcommand's own usage, with no dump at hand.
+  for (auto args : {std::vector<std::string>{"help", "kernel", "inodes"},
+                    std::vector<std::string>{"kernel", "inodes", "--help"}}) {
+    r = leakref(args);
+    INFO(r.err);
+    CHECK(r.status == 0);
+    CHECK(r.out.find("Usage: leakref kernel inodes [OPTIONS]") != std::string::npos);
+    CHECK(r.out.find("--super-block") != std::string::npos);
+  }
+  r = leakref({"kernel", "inodes"});
+  CHECK(r.status == 2);
+  CHECK(r.err.find("--vmcore is required") != std::string::npos);
+
+  const auto* fc = structs_core(true);
+  if (!fc) LR_SKIP("gcore (gdb) is not installed");
+  // --fail-on and --show before the core: each takes its one value.
+  r = leakref({"walk", "--fail-on", "cycle", fc->core, "--type", "struct obj", "--head", "cyc_head",
+               "--next", "next", "--show", "name", "--show", "ref", "--summary"});
+  INFO(r.err);
+  CHECK(r.status == 1);
+  CHECK(r.out.find("stopped: cycle") != std::string::npos);
+}

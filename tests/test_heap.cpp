@@ -1,5 +1,7 @@
 // The glibc heap walk on a real core: every live block the fixture kept is
 // an in-use chunk, and no block it freed (tcache, fastbins, bins) is.
+#include <fmt/format.h>
+
 #include <catch2/catch.hpp>
 #include <set>
 
@@ -47,4 +49,13 @@ TEST_CASE("glibc heap walk: in-use chunks equal the fixture's live blocks", "[co
   CHECK(j["warnings"].empty());
   // Beyond the kept blocks only a few of libc's own (tcache structs, stdio) remain.
   CHECK(in_use.size() - live < 16);
+  // Text and JSON count the same chunks (mmapped ones were in one only).
+  CHECK(s["chunks"].get<uint64_t>() ==
+        s["heap_chunks"].get<uint64_t>() + s["mmapped"].get<uint64_t>());
+  auto t = lrtest::leakref({"heap", fc.core});
+  REQUIRE(t.status == 0);
+  CHECK(t.out.find(fmt::format("\nchunks {} ({} in heaps, {} mmapped): in use {} (",
+                               s["chunks"].get<uint64_t>(), s["heap_chunks"].get<uint64_t>(),
+                               s["mmapped"].get<uint64_t>(), s["in_use"].get<uint64_t>())) !=
+        std::string::npos);
 }
