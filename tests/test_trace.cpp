@@ -4,6 +4,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <catch2/catch.hpp>
 #include <map>
 #include <set>
@@ -160,6 +162,36 @@ TEST_CASE("trace: bcc memleak (Python tool and libbpf-tools)", "[trace]") {
   REQUIRE(b.events.size() == 2);
   CHECK(b.events[0].stack == b.alloc_stacks[0].stack);  // libbpf-tools does
   CHECK(b.stacks[b.alloc_stacks[0].stack].size() == 2);
+}
+
+// Stacks that share their first frame are one site: its totals are their sum
+// (the largest single stack was kept before: 200 allocations over 79 stacks
+// printed as 13).
+TEST_CASE("trace: bcc per-site totals sum the stacks sharing the site", "[trace]") {
+  std::string text = "[11:16:33] Top 3 stacks with outstanding allocations:\n";
+  for (int i = 0; i < 3; ++i)
+    text += fmt::format(
+        "\t{} bytes in {} allocations from stack\n"
+        "\t\t0x00007f3a1c2d4e5f\tdict_new+0x5b [libglusterfs.so.0.0.1]\n"
+        "\t\t0x00007f3a1c2d{:04x}\tcaller{}+0x10 [fuse.so]\n",
+        128 * (i + 1), i + 1, 0x5000 + i * 16, i);
+  text +=
+      "\t4096 bytes in 1 allocations from stack\n"
+      "\t\t0x00007f3a1c2d6000\tiobuf_get+0x20 [libglusterfs.so.0.0.1]\n";
+  lr::Trace t = parse(text);
+  REQUIRE(t.alloc_stacks.size() == 4);
+  lr::FrameResolver fr(nullptr, nullptr);
+  auto rep = lr::correlate({t}, {}, fr, {}, nullptr);
+  std::map<std::string, std::pair<uint64_t, uint64_t>> sites;
+  for (const auto& s : rep.alloc_sites) sites[s.text] = {s.count, s.bytes};
+  REQUIRE(sites.size() == 2);
+  for (const auto& [text_, cb] : sites) {
+    INFO(text_);
+    if (text_.find("dict_new") != std::string::npos)
+      CHECK(cb == std::pair<uint64_t, uint64_t>{6, 768});
+    else
+      CHECK(cb == std::pair<uint64_t, uint64_t>{1, 4096});
+  }
 }
 
 TEST_CASE("trace: leakref-trace v1 lines, losses and frames", "[trace]") {

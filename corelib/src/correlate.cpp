@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
@@ -535,7 +536,11 @@ CorrelateReport correlate(const std::vector<Trace>& traces, const std::vector<Co
       s.live_bytes += a.size;
     }
   }
-  for (uint32_t ti = 0; ti < traces.size(); ++ti)  // bcc: per-stack totals
+  // bcc: per-stack totals. Several stacks share a site (their first frame):
+  // a site's total is the sum over them. The addr lines (-a) may already
+  // have counted the same allocations one by one: the larger total wins.
+  std::map<size_t, std::pair<uint64_t, uint64_t>> stack_sums;  // site -> (count, bytes)
+  for (uint32_t ti = 0; ti < traces.size(); ++ti)
     for (const auto& st : traces[ti].alloc_stacks) {
       const Trace& t = traces[ti];
       ResolvedFrame f = st.stack && !t.stacks[st.stack].empty()
@@ -543,12 +548,17 @@ CorrelateReport correlate(const std::vector<Trace>& traces, const std::vector<Co
                             : ResolvedFrame{"?", "(stack information lost)", ""};
       auto [it, fresh] = asite_at.emplace(f.key, rep.alloc_sites.size());
       if (fresh) rep.alloc_sites.push_back({f.key, f.text, 0, 0, 0, 0});
-      AllocSite& s = rep.alloc_sites[it->second];
-      if (s.count < st.count) {  // the addr lines may already have counted them
-        s.count = st.count;
-        s.bytes = st.bytes;
-      }
+      auto& sum = stack_sums[it->second];
+      sum.first += st.count;
+      sum.second += st.bytes;
     }
+  for (const auto& [site, sum] : stack_sums) {
+    AllocSite& s = rep.alloc_sites[site];
+    if (s.count < sum.first) {
+      s.count = sum.first;
+      s.bytes = sum.second;
+    }
+  }
   std::stable_sort(rep.alloc_sites.begin(), rep.alloc_sites.end(),
                    [](const AllocSite& a, const AllocSite& b) {
                      if (a.live_bytes != b.live_bytes) return a.live_bytes > b.live_bytes;
