@@ -30,7 +30,8 @@ const Stripped& stripped() {
   s.debug = d + "/fx_structs_stripped.debug";
   std::string src = lrtest::fixture_path("fx_structs_pie");
   REQUIRE(run({"objcopy", "--only-keep-debug", src, s.debug}).status == 0);
-  REQUIRE(run({"objcopy", "--strip-all", "--add-gnu-debuglink=" + s.debug, src, s.exe}).status == 0);
+  REQUIRE(run({"objcopy", "--strip-all", "--add-gnu-debuglink=" + s.debug, src, s.exe}).status ==
+          0);
   chmod(s.exe.c_str(), 0755);
   auto r = run({"readelf", "-n", s.exe});
   auto p = r.out.find("Build ID: ");
@@ -50,7 +51,7 @@ const Stripped& stripped() {
 }
 
 std::vector<std::string> list_walk(const std::string& core) {
-  return {"walk", core, "--json", "--type", "struct obj", "--head", "obj_list",
+  return {"walk",          core,   "--json",     "--type", "struct obj", "--head", "obj_list",
           "--list-member", "link", "--refcount", "ref"};
 }
 
@@ -96,7 +97,8 @@ TEST_CASE("separate debuginfo: missing, build-id dir, debuglink", "[debuginfo]")
   CHECK(r.err.find("no debuginfo") != std::string::npos);
   auto info = leakref({"info", s.fc->core, "--json"}).json();
   for (auto& m : info["modules"])
-    if (m["is_exe"] == true) CHECK(m["debuginfo_missing"].get<std::string>().find(s.build_id) != std::string::npos);
+    if (m["is_exe"] == true)
+      CHECK(m["debuginfo_missing"].get<std::string>().find(s.build_id) != std::string::npos);
   // A build-id tree given with --debug-dir.
   auto args = list_walk(s.fc->core);
   args.push_back("--debug-dir");
@@ -119,7 +121,8 @@ TEST_CASE("separate debuginfo in the system build-id directory", "[debuginfo][ro
   bool existed = stat(file.c_str(), &st) == 0;
   REQUIRE(run({"mkdir", "-p", dir}).status == 0);
   if (!existed)
-    REQUIRE(run({"cp", lrtest::tmp_dir() + "/linkstore/fx_structs_stripped.debug", file}).status == 0);
+    REQUIRE(run({"cp", lrtest::tmp_dir() + "/linkstore/fx_structs_stripped.debug", file}).status ==
+            0);
   auto r = leakref(list_walk(s.fc->core));
   if (!existed) unlink(file.c_str());
   expect_list(r, s.fc->manifest);
@@ -237,6 +240,31 @@ TEST_CASE("hostile: a list made cyclic inside the core", "[hostile]") {
   r = leakref({"walk", p, "--type", "struct obj", "--head", "obj_list", "--list-member", "link",
                "--fail-on", "cycle"});
   CHECK(r.status == 1);
+}
+
+TEST_CASE("hostile: a chain made a ring back to its first object is named a ring", "[hostile]") {
+  const auto* fc = base_core();
+  if (!fc) LR_SKIP("gcore (gdb) is not installed");
+  const json& objs = fc->manifest["structures"]["cycle"]["objects"];
+  std::string img = lrtest::read_file(fc->core);
+  // cyc[9]->next (struct obj.next at 0x38) -> cyc[0] instead of cyc[4].
+  uint64_t o0 = std::stoull(objs[0]["addr"].get<std::string>(), nullptr, 16);
+  uint64_t o9 = std::stoull(objs[9]["addr"].get<std::string>(), nullptr, 16);
+  uint64_t off = core_offset(img, o9 + 0x38);
+  REQUIRE(off != 0);
+  std::memcpy(&img[off], &o0, 8);
+  std::string p = lrtest::tmp_dir() + "/ring.core";
+  lrtest::write_file(p, img);
+  auto r = leakref(
+      {"walk", p, "--type", "struct obj", "--head", "cyc_head", "--next", "next", "--json"});
+  REQUIRE(r.status == 0);
+  json j = r.json();
+  CHECK(j["objects"].size() == 10);
+  CHECK(j["summary"]["stop"] == "cycle");
+  CHECK(j["summary"]["cycle"]["start"] == objs[0]["addr"]);
+  CHECK(j["summary"]["cycle"]["length"] == 10);
+  CHECK(j["summary"]["stop_detail"].get<std::string>().find(
+            "links form a ring back to the first object") == 0);
 }
 
 TEST_CASE("hostile: wrong --exe is detected by build-id", "[hostile]") {

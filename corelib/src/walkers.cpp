@@ -245,6 +245,11 @@ struct Chain {
     out->resize(base + mu + lam);
     cycle_start = seq[mu];
     cycle_length = lam;
+    if (mu == 0)  // a ring through the first object: not "without returning"
+      return fail(WalkStop::kCycle, out->back(),
+                  fmt::format("links form a ring back to the first object: object {:#x} points "
+                              "to {:#x} ({} objects) instead of ending",
+                              out->back(), cycle_start, lam));
     return fail(WalkStop::kCycle, out->back(),
                 fmt::format("links loop without returning to the start: object {:#x} points "
                             "back to {:#x} ({} objects before the loop, {} on it)",
