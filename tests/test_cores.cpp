@@ -292,4 +292,17 @@ TEST_CASE("command line: typos, help SUBCOMMAND, one value per option", "[core][
   INFO(r.err);
   CHECK(r.status == 1);
   CHECK(r.out.find("stopped: cycle") != std::string::npos);
+  // Nothing readable where the walk starts: a failed lookup (4), not an
+  // empty histogram with exit 0.
+  for (auto how : {std::vector<std::string>{"--list-member", "link"},
+                   {"--next", "next"},
+                   {"--array", "--count", "3"}}) {
+    std::vector<std::string> args = {"walk", fc->core, "--type", "struct obj", "--head", "0x10"};
+    args.insert(args.end(), how.begin(), how.end());
+    r = leakref(args);
+    INFO(how[0]);
+    CHECK(r.status == 4);
+    CHECK(r.out.empty());
+    CHECK(r.err.rfind("leakref: error: the walk cannot start: ", 0) == 0);
+  }
 }

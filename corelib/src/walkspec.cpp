@@ -309,6 +309,17 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
                         "--tree-member, --xarray, --hashtable, --array or --pointer-array");
   }
   rep.walk_ns = now_ns() - t0;
+  // Nothing at all was readable where the walk starts: that is a lookup that
+  // failed (exit 4), not an empty structure.
+  if (rep.walk.stop == WalkStop::kFault && rep.walk.objects.empty())
+    return make_error(Errc::kNotFound, "the walk cannot start: " + rep.walk.stop_detail);
+  if (spec.evaluate && !rep.walk.objects.empty() &&
+      rep.unreadable_objects == rep.walk.objects.size())
+    return make_error(Errc::kNotFound,
+                      fmt::format("the walk cannot start: none of its {} objects is readable "
+                                  "(the first, {:#x}: {})",
+                                  rep.walk.objects.size(), rep.walk.objects.front(),
+                                  mem.why_unreadable(rep.walk.objects.front())));
   rep.visited = rep.walk.objects.size();
   if (!spec.evaluate) rep.matched = rep.visited;
   for (int64_t i = 0; i < kDense; ++i)
