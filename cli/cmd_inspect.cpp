@@ -17,16 +17,20 @@ std::string human(uint64_t n) {
 
 const char* seg_kind(lr::SegmentInfo::Kind k) {
   switch (k) {
-    case lr::SegmentInfo::Kind::kCore: return "core";
-    case lr::SegmentInfo::Kind::kFile: return "file";
-    case lr::SegmentInfo::Kind::kMissing: return "missing";
+    case lr::SegmentInfo::Kind::kCore:
+      return "core";
+    case lr::SegmentInfo::Kind::kFile:
+      return "file";
+    case lr::SegmentInfo::Kind::kMissing:
+      return "missing";
   }
   return "?";
 }
 
-const char* reg_names[27] = {"r15", "r14", "r13", "r12", "rbp", "rbx", "r11", "r10", "r9",
-                             "r8",  "rax", "rcx", "rdx", "rsi", "rdi", "orig_rax", "rip", "cs",
-                             "eflags", "rsp", "ss", "fs_base", "gs_base", "ds", "es", "fs", "gs"};
+const char* reg_names[27] = {"r15",     "r14",      "r13", "r12", "rbp",    "rbx", "r11",
+                             "r10",     "r9",       "r8",  "rax", "rcx",    "rdx", "rsi",
+                             "rdi",     "orig_rax", "rip", "cs",  "eflags", "rsp", "ss",
+                             "fs_base", "gs_base",  "ds",  "es",  "fs",     "gs"};
 
 // JSON for a value tree: structs as objects (anonymous members numbered),
 // arrays as lists (with a trailing {"more": N} when cut), scalars as values.
@@ -56,23 +60,24 @@ int cmd_info(const Common& c) {
   auto segs = core.segments();
   size_t n_core = 0, n_file = 0, n_missing = 0;
   for (const auto& s : segs)
-    (s.kind == lr::SegmentInfo::Kind::kCore ? n_core
+    (s.kind == lr::SegmentInfo::Kind::kCore   ? n_core
      : s.kind == lr::SegmentInfo::Kind::kFile ? n_file
-                                             : n_missing)++;
+                                              : n_missing)++;
   lr::Module* exe = prog.modules().exe();
   if (c.json) {
     nlohmann::json j;
     j["schema"] = "leakref.info/1";
     j["core"] = c.core;
     j["core_size"] = core.file_size();
-    j["pid"] = core.pid();
+    j["pid"] = core.pid() ? nlohmann::json(core.pid()) : nlohmann::json(nullptr);
     j["prog_name"] = core.prog_name();
     j["prog_args"] = core.prog_args();
     j["executable"] = exe ? nlohmann::json(exe->path) : nlohmann::json(nullptr);
     j["truncated"] = core.truncated();
     auto& th = j["threads"] = nlohmann::json::array();
     for (const auto& t : core.threads()) {
-      nlohmann::json jt{{"tid", t.tid}, {"signal", t.signo}, {"pc", hex(t.pc())}, {"sp", hex(t.sp())}};
+      nlohmann::json jt{
+          {"tid", t.tid}, {"signal", t.signo}, {"pc", hex(t.pc())}, {"sp", hex(t.sp())}};
       auto hit = prog.modules().symbolize(t.pc());
       jt["pc_symbol"] = hit.module ? nlohmann::json(hit.format()) : nlohmann::json(nullptr);
       auto& regs = jt["registers"] = nlohmann::json::object();
@@ -81,26 +86,34 @@ int cmd_info(const Common& c) {
     }
     auto& mods = j["modules"] = nlohmann::json::array();
     for (const auto& m : prog.modules().modules()) {
-      mods.push_back({{"path", m->path},
-                      {"host_path", m->host_path},
-                      {"base", hex(m->base)},
-                      {"end", hex(m->end)},
-                      {"bias", hex(m->bias)},
-                      {"build_id", m->build_id},
-                      {"is_exe", m->is_exe},
-                      {"debuginfo", m->has_dwarf() ? nlohmann::json(m->debug_path) : nlohmann::json(nullptr)},
-                      {"debuginfo_source", m->debug_how},
-                      {"debuginfo_missing", m->has_dwarf() ? "" : m->debug_missing}});
+      mods.push_back(
+          {{"path", m->path},
+           {"host_path", m->host_path},
+           {"base", hex(m->base)},
+           {"end", hex(m->end)},
+           {"bias", hex(m->bias)},
+           {"build_id", m->build_id},
+           {"is_exe", m->is_exe},
+           {"debuginfo", m->has_dwarf() ? nlohmann::json(m->debug_path) : nlohmann::json(nullptr)},
+           {"debuginfo_source", m->debug_how},
+           {"debuginfo_missing", m->has_dwarf() ? "" : m->debug_missing}});
     }
     auto& files = j["mapped_files"] = nlohmann::json::array();
     for (const auto& f : core.mapped_files())
-      files.push_back({{"path", f.path}, {"host_path", f.host_path}, {"status", lr::mapped_status_name(f.status)},
-                       {"core_build_id", f.core_build_id}, {"disk_build_id", f.disk_build_id},
+      files.push_back({{"path", f.path},
+                       {"host_path", f.host_path},
+                       {"status", lr::mapped_status_name(f.status)},
+                       {"core_build_id", f.core_build_id},
+                       {"disk_build_id", f.disk_build_id},
                        {"detail", f.detail}});
     auto& sj = j["segments"] = nlohmann::json::array();
     for (const auto& s : segs)
-      sj.push_back({{"start", hex(s.start)}, {"end", hex(s.end)}, {"kind", seg_kind(s.kind)}, {"why", s.why}});
-    j["bytes"] = {{"core", core.bytes_in_core()}, {"files", core.bytes_from_files()},
+      sj.push_back({{"start", hex(s.start)},
+                    {"end", hex(s.end)},
+                    {"kind", seg_kind(s.kind)},
+                    {"why", s.why}});
+    j["bytes"] = {{"core", core.bytes_in_core()},
+                  {"files", core.bytes_from_files()},
                   {"missing", core.bytes_missing()}};
     {
       auto& ax = j["auxv"] = nlohmann::json::object();
@@ -112,14 +125,18 @@ int cmd_info(const Common& c) {
   }
   print_warnings_text(prog.warnings());
   fmt::print("core:        {} ({})\n", c.core, human(core.file_size()));
-  fmt::print("process:     pid {}, {} ({})\n", core.pid(), core.prog_name(), core.prog_args());
+  if (core.pid() == 0 && core.prog_name().empty())  // not "pid 0, ()": nothing was read
+    fmt::print("process:     unknown (no NT_PRSTATUS or NT_PRPSINFO note was read)\n");
+  else
+    fmt::print("process:     pid {}, {} ({})\n", core.pid(), core.prog_name(), core.prog_args());
   if (exe)
     fmt::print("executable:  {} (build-id {}, debuginfo: {})\n", exe->path,
                exe->build_id.empty() ? "unknown" : exe->build_id,
                exe->has_dwarf() ? exe->debug_how : "none");
   else
     fmt::print("executable:  unknown (no NT_FILE note; pass --exe)\n");
-  fmt::print("truncated:   {}\n", core.truncated() ? "YES (memory beyond the end of the file is missing)" : "no");
+  fmt::print("truncated:   {}\n",
+             core.truncated() ? "YES (memory beyond the end of the file is missing)" : "no");
   fmt::print("threads:     {}\n", core.threads().size());
   for (const auto& t : core.threads()) {
     auto hit = prog.modules().symbolize(t.pc());
@@ -129,7 +146,8 @@ int cmd_info(const Common& c) {
   fmt::print("modules:     {}\n", prog.modules().modules().size());
   fmt::print("  {:<18} {:<18} {:<40} {:<10} {}\n", "BASE", "END", "BUILD-ID", "DEBUGINFO", "PATH");
   for (const auto& m : prog.modules().modules()) {
-    std::string dbg = m->has_dwarf() ? (m->debug_how == "embedded" ? "embedded" : "separate") : "none";
+    std::string dbg =
+        m->has_dwarf() ? (m->debug_how == "embedded" ? "embedded" : "separate") : "none";
     fmt::print("  {:<18} {:<18} {:<40} {:<10} {}{}\n", hex(m->base), hex(m->end),
                m->build_id.empty() ? "-" : m->build_id, dbg, m->path, m->is_exe ? " (exe)" : "");
   }
@@ -162,7 +180,8 @@ int cmd_show(const Common& c, const std::string& addr_s, const std::string& type
   }
   uint64_t addr = target.value().addr;
   const lr::Type* s = t->strip();
-  if (!s || !s->size) return fail(lr::make_error(lr::Errc::kNotFound, t->display() + " has no size"));
+  if (!s || !s->size)
+    return fail(lr::make_error(lr::Errc::kNotFound, t->display() + " has no size"));
   if (s->size > lr::kMaxObjectSize)
     return fail(lr::make_error(lr::Errc::kBadFormat,
                                fmt::format("{} claims {} bytes; refusing objects larger than {}",
@@ -170,8 +189,8 @@ int cmd_show(const Common& c, const std::string& addr_s, const std::string& type
   std::vector<uint8_t> scratch;
   const uint8_t* obj = lr::object_bytes(prog.mem(), addr, s->size, scratch);
   if (!obj)
-    return fail(lr::make_error(lr::Errc::kFault, fmt::format("{:#x}: {}", addr,
-                                                             prog.mem().why_unreadable(addr))));
+    return fail(lr::make_error(lr::Errc::kFault,
+                               fmt::format("{:#x}: {}", addr, prog.mem().why_unreadable(addr))));
   if (c.json) {
     nlohmann::json j;
     j["schema"] = "leakref.show/1";
@@ -200,9 +219,12 @@ int cmd_sym(const Common& c, const std::string& what) {
     if (!hit.module)
       return fail(lr::make_error(lr::Errc::kNotFound, fmt::format("{:#x} is in no module", a)));
     if (c.json) {
-      emit_json({{"schema", "leakref.sym/1"}, {"addr", hex(a)}, {"module", hit.module->path},
+      emit_json({{"schema", "leakref.sym/1"},
+                 {"addr", hex(a)},
+                 {"module", hit.module->path},
                  {"symbol", hit.sym ? nlohmann::json(hit.sym->name) : nlohmann::json(nullptr)},
-                 {"offset", hit.offset}, {"text", hit.format()}});
+                 {"offset", hit.offset},
+                 {"text", hit.format()}});
     } else {
       fmt::print("{:#x}: {}\n", a, hit.format());
     }
@@ -214,9 +236,14 @@ int cmd_sym(const Common& c, const std::string& what) {
   auto var = prog.types().find_variable(what);
   std::string type = var.ok() && var.value().type ? var.value().type->display() : "";
   if (c.json) {
-    emit_json({{"schema", "leakref.sym/1"}, {"name", sym->name}, {"addr", hex(sym->addr)},
-               {"size", sym->size}, {"module", mod->path},
-               {"kind", sym->is_func ? "function" : sym->is_object ? "object" : "other"},
+    emit_json({{"schema", "leakref.sym/1"},
+               {"name", sym->name},
+               {"addr", hex(sym->addr)},
+               {"size", sym->size},
+               {"module", mod->path},
+               {"kind", sym->is_func     ? "function"
+                        : sym->is_object ? "object"
+                                         : "other"},
                {"type", type.empty() ? nlohmann::json(nullptr) : nlohmann::json(type)}});
   } else {
     fmt::print("{} = {:#x} [{}] size {}{}\n", sym->name, sym->addr, mod->basename(), sym->size,

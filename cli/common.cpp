@@ -85,7 +85,20 @@ lr::Result<std::unique_ptr<lr::Program>> open_program(const Common& c) {
   o.exe = c.exe;
   o.sysroot = c.sysroot;
   o.debug_dirs = c.debug_dirs;
-  LR_ASSIGN(auto prog, lr::Program::open_core(c.core, o));
+  // A kernel dump opened as a process core read as a process with pid 1 (ELF
+  // vmcores) or "bad magic" (kdump): say what it is and what reads it.
+  auto kernel_dump = [&](const char* what) {
+    return lr::make_error(
+        lr::Errc::kUnsupported,
+        fmt::format("{} is a kernel dump ({}), not a process core: use 'leakref kernel --vmcore "
+                    "{} [--vmlinux FILE] inodes|modules|check|walk|profile'",
+                    c.core, what, c.core));
+  };
+  auto opened = lr::Program::open_core(c.core, o);
+  if (!opened.ok() && lr::sniff_dump(c.core) == lr::DumpKind::kKdump)
+    return kernel_dump("kdump-compressed");
+  LR_ASSIGN(auto prog, std::move(opened));
+  if (prog->core() && prog->core()->is_kernel()) return kernel_dump("ELF with a VMCOREINFO note");
   for (const auto& t : c.types) LR_TRY(add_types_file(*prog, t));
   // Without --types and without debuginfo: types `leakref types build` cached
   // for exactly this executable (stamped with its build-id, checked again).

@@ -168,6 +168,13 @@ TEST_CASE("hostile: truncated core gives a bounded partial result", "[hostile]")
     // --exe rescues a core whose notes were cut off.
     r = leakref({"info", p, "--exe", fc->exe});
     CHECK(r.status < 128);
+    // Notes cut off: the process is unknown, not "pid 0, ()".
+    r = leakref({"info", p});
+    CHECK(r.out.find("pid 0,") == std::string::npos);
+    if (frac < 0.1) {
+      CHECK(r.out.find("process:     unknown") != std::string::npos);
+      CHECK(leakref({"info", p, "--json"}).json()["pid"].is_null());
+    }
   }
 }
 

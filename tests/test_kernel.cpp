@@ -391,6 +391,17 @@ TEST_CASE("kernel: standalone inodes, modules, check and walk on a real Debian 6
 
 TEST_CASE("kernel: hostile dumps and vmlinux give one clear error", "[kernel]") {
   if (!dump().ok) LR_SKIP("kernel vmcore: " + dump().why);
+  // A kernel dump given where a process core goes is named as one (it read
+  // as a process with pid 1, or "bad magic").
+  for (const auto& d : {dump().pelf, dump().kdump})
+    for (const char* sub : {"info", "heap"}) {
+      RunResult k = leakref({sub, d});
+      INFO(sub << " " << d << ": " << k.err);
+      CHECK(k.status == 3);
+      CHECK(k.out.empty());
+      CHECK(k.err.find(" is a kernel dump (") != std::string::npos);
+      CHECK(k.err.find("use 'leakref kernel --vmcore " + d) != std::string::npos);
+    }
   std::string dir = tmp_dir();
   write_file(dir + "/empty", "");
   RunResult e =

@@ -14,6 +14,12 @@
 
 namespace lr {
 
+// What a dump file is, from its first bytes and (ELF) its notes: a process
+// core, a kernel dump (ELF with a VMCOREINFO note, or kdump-compressed), or
+// neither (kOther: not readable, not ELF, not a core). Never blocks on a FIFO.
+enum class DumpKind { kProcess, kKernelElf, kKdump, kOther };
+DumpKind sniff_dump(const std::string& path);
+
 struct CoreOptions {
   std::string sysroot;   // prefix for NT_FILE paths when reading files on disk ("" = /)
   std::string exe_path;  // overrides the executable's on-disk path (--exe); "" = from NT_FILE
@@ -46,13 +52,13 @@ struct MappedFileInfo {
     kUnverifiable,  // the core does not hold the file's ELF header/build-id note
     kNotElf,        // mapped file is not an ELF object (data file, font, ...)
   };
-  std::string path;       // process path
-  std::string host_path;  // path opened on this machine (sysroot/--exe applied)
-  uint64_t base = 0;      // lowest mapped address of the file
+  std::string path;           // process path
+  std::string host_path;      // path opened on this machine (sysroot/--exe applied)
+  uint64_t base = 0;          // lowest mapped address of the file
   std::string core_build_id;  // hex, from the core's memory; "" if not there
   std::string disk_build_id;  // hex, from the file on disk; "" if none/unreadable
   Status status = Status::kNoFile;
-  std::string detail;     // why, for the user
+  std::string detail;  // why, for the user
 };
 
 const char* mapped_status_name(MappedFileInfo::Status s);
@@ -91,7 +97,7 @@ class CoreFile final : public Memory {
   const std::vector<MappedRange>& mapped_ranges() const { return ranges_; }
   const std::vector<MappedFileInfo>& mapped_files() const { return files_; }
   const std::vector<std::pair<uint64_t, uint64_t>>& auxv() const { return auxv_; }
-  uint64_t auxv_value(uint64_t type) const;  // 0 if absent
+  uint64_t auxv_value(uint64_t type) const;                 // 0 if absent
   const std::string& prog_name() const { return fname_; }   // NT_PRPSINFO pr_fname
   const std::string& prog_args() const { return psargs_; }  // NT_PRPSINFO pr_psargs
   int pid() const { return pid_; }
