@@ -292,6 +292,14 @@ TEST_CASE("command line: typos, help SUBCOMMAND, one value per option", "[core][
   INFO(r.err);
   CHECK(r.status == 1);
   CHECK(r.out.find("stopped: cycle") != std::string::npos);
+  // Bare type names, as crash and gdb users write them.
+  auto bare = leakref(
+      {"walk", fc->core, "--type", "obj", "--head", "obj_list", "--list-member", "link", "--json"});
+  auto tagged = leakref({"walk", fc->core, "--type", "struct obj", "--head", "obj_list",
+                         "--list-member", "link", "--json"});
+  REQUIRE(bare.status == 0);
+  CHECK(bare.json()["objects"] == tagged.json()["objects"]);
+  CHECK(bare.json()["objects"].size() == fc->manifest["structures"]["list"]["objects"].size());
   // Nothing readable where the walk starts: a failed lookup (4), not an
   // empty histogram with exit 0.
   for (auto how : {std::vector<std::string>{"--list-member", "link"},

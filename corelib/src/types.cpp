@@ -694,6 +694,23 @@ Result<const Type*> TypeRegistry::find(std::string_view raw) {
     }
     if (found) break;
   }
+  const bool bare =
+      name.rfind("struct ", 0) != 0 && name.rfind("union ", 0) != 0 && name.rfind("enum ", 0) != 0;
+  if (!found && bare) {
+    // crash and gdb users write bare struct names (`inode`): the one tagged
+    // type of that name is it; two (struct and union x) are refused.
+    std::vector<std::string> fits;
+    for (const char* tag : {"struct ", "union ", "enum "}) {
+      auto r = find(tag + name);
+      if (r.ok()) {
+        found = r.value();
+        fits.push_back(tag + name);
+      }
+    }
+    if (fits.size() > 1)
+      return make_error(Errc::kInvalidArgument, fmt::format("type '{}' is ambiguous: {}; name one",
+                                                            name, fmt::join(fits, " and ")));
+  }
   if (!found) {
     // Say why the executable could not help: that is where users expect types.
     std::string why;
