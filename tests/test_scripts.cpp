@@ -2,6 +2,8 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <sys/stat.h>
+
 #include <catch2/catch.hpp>
 
 #include "harness.hpp"
@@ -10,7 +12,9 @@ using nlohmann::json;
 
 namespace {
 
-std::string repo_dir() { return lrtest::build_dir() + "/.."; }
+std::string repo_dir() {
+  return lrtest::build_dir() + "/..";
+}
 
 // A live fixture that stays up for the test; killed by the destructor.
 struct Live {
@@ -58,23 +62,47 @@ TEST_CASE("leakref-snap snapshots a live process and removes the core", "[script
   REQUIRE(live.pid > 0);
   setenv("LEAKREF", (lrtest::build_dir() + "/leakref").c_str(), 1);
   setenv("TMPDIR", lrtest::tmp_dir().c_str(), 1);
-  auto r = lrtest::run({repo_dir() + "/scripts/leakref-snap", std::to_string(live.pid), "walk",
-                        "--json", "--type", "struct obj", "--head", "obj_list", "--list-member",
-                        "link", "--refcount", "ref"},
-                       120);
+  auto r = lrtest::run(
+      {repo_dir() + "/scripts/leakref-snap", std::to_string(live.pid), "walk", "--json", "--type",
+       "struct obj", "--head", "obj_list", "--list-member", "link", "--refcount", "ref"},
+      120);
   INFO(r.err);
   REQUIRE(r.status == 0);
   check_list(r.json(), live.manifest);
   CHECK(kill(live.pid, 0) == 0);  // still running: it was only paused
-  auto ls = lrtest::run({"sh", "-c", "ls " + lrtest::tmp_dir() + " | grep -c leakref-snap || true"});
+  auto ls =
+      lrtest::run({"sh", "-c", "ls " + lrtest::tmp_dir() + " | grep -c leakref-snap || true"});
   CHECK(ls.out == "0\n");
   std::string kept = lrtest::tmp_dir() + "/kept.core";
-  r = lrtest::run({repo_dir() + "/scripts/leakref-snap", "--out", kept, std::to_string(live.pid)}, 120);
+  r = lrtest::run({repo_dir() + "/scripts/leakref-snap", "--out", kept, std::to_string(live.pid)},
+                  120);
   CHECK(r.status == 0);
   CHECK(r.out.find("threads:") != std::string::npos);
   CHECK(!lrtest::read_file(kept).empty());
   r = lrtest::run({repo_dir() + "/scripts/leakref-snap", "999999999"});
   CHECK(r.status != 0);
+  // --help is the usage text, not the script's first lines of code.
+  r = lrtest::run({repo_dir() + "/scripts/leakref-snap", "--help"});
+  CHECK(r.status == 0);
+  CHECK(r.out.find("leakref-snap [--keep]") != std::string::npos);
+  CHECK(r.out.find("set -u") == std::string::npos);
+  // Stopped while it analyses (a leakref that hangs): the core goes with it.
+  std::string slow = lrtest::tmp_dir() + "/slow-leakref";
+  lrtest::write_file(slow, "#!/bin/sh\nsleep 60\n");
+  chmod(slow.c_str(), 0755);
+  setenv("LEAKREF", slow.c_str(), 1);
+  auto bg = lrtest::spawn({repo_dir() + "/scripts/leakref-snap", std::to_string(live.pid)});
+  bool started = false;
+  for (int i = 0; i < 200 && !started; ++i) {
+    usleep(50000);
+    auto p = lrtest::run({"pgrep", "-f", slow});
+    started = p.status == 0;
+  }
+  REQUIRE(started);
+  CHECK(lrtest::finish(bg, SIGTERM, 20) == 143);
+  ls = lrtest::run({"sh", "-c", "ls " + lrtest::tmp_dir() + " | grep -c leakref-snap || true"});
+  CHECK(ls.out == "0\n");
+  setenv("LEAKREF", (lrtest::build_dir() + "/leakref").c_str(), 1);
 }
 
 TEST_CASE("the gdb macro snapshots the inferior and runs leakref", "[scripts]") {
@@ -82,12 +110,12 @@ TEST_CASE("the gdb macro snapshots the inferior and runs leakref", "[scripts]") 
   Live live(lrtest::fixture_path("fx_structs"));
   REQUIRE(live.pid > 0);
   std::string path = lrtest::build_dir() + ":" + std::getenv("PATH");
-  auto r = lrtest::run({"env", "PATH=" + path, "LEAKREF_GDB_DIR=" + lrtest::tmp_dir(), "gdb",
-                        "-nx", "-batch", "-p", std::to_string(live.pid), "-x",
-                        repo_dir() + "/scripts/leakref.gdb", "-ex",
-                        "leakref walk --json --type \"struct obj\" --head obj_list "
-                        "--list-member link --refcount ref"},
-                       120);
+  auto r = lrtest::run(
+      {"env", "PATH=" + path, "LEAKREF_GDB_DIR=" + lrtest::tmp_dir(), "gdb", "-nx", "-batch", "-p",
+       std::to_string(live.pid), "-x", repo_dir() + "/scripts/leakref.gdb", "-ex",
+       "leakref walk --json --type \"struct obj\" --head obj_list "
+       "--list-member link --refcount ref"},
+      120);
   INFO(r.out << r.err);
   REQUIRE(r.status == 0);
   check_list(extract_json(r.out), live.manifest);
