@@ -95,8 +95,7 @@ lr::Result<std::unique_ptr<lr::Program>> open_program(const Common& c) {
                     c.core, what, c.core));
   };
   auto opened = lr::Program::open_core(c.core, o);
-  if (!opened.ok() && lr::sniff_dump(c.core) == lr::DumpKind::kKdump)
-    return kernel_dump("kdump-compressed");
+  if (!opened.ok() && lr::is_kdump_file(c.core)) return kernel_dump("kdump-compressed");
   LR_ASSIGN(auto prog, std::move(opened));
   if (prog->core() && prog->core()->is_kernel()) return kernel_dump("ELF with a VMCOREINFO note");
   for (const auto& t : c.types) LR_TRY(add_types_file(*prog, t));

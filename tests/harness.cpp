@@ -279,4 +279,25 @@ bool have_program(const std::string& name) {
   return run({"sh", "-c", "command -v " + name}, 10).status == 0;
 }
 
+std::string readme_section(const std::string& name) {
+  std::string readme = read_file(std::string(LR_SOURCE_DIR) + "/README.md");
+  size_t b = readme.find("<!-- test:" + name + "-begin -->"),
+         e = readme.find("<!-- test:" + name + "-end -->");
+  if (b == std::string::npos || e == std::string::npos || e < b) return "";
+  return readme.substr(b, e - b);
+}
+
+std::vector<ReadmeCommand> readme_commands(const std::string& part) {
+  std::vector<ReadmeCommand> out;
+  for (size_t at = 0; (at = part.find("```\n$ ", at)) != std::string::npos;) {
+    size_t end = part.find("```", at + 4);
+    if (end == std::string::npos) break;
+    std::string block = part.substr(at + 4, end - at - 4);
+    at = end + 3;
+    size_t nl = block.find('\n');
+    out.push_back({block.substr(2, nl - 2), block.substr(nl + 1)});
+  }
+  return out;
+}
+
 }  // namespace lrtest

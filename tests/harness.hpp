@@ -36,8 +36,8 @@ bool have_program(const std::string& name);  // on PATH
 void wait_for_stable_size(const std::string& path, int timeout_s);
 
 struct FixtureCore {
-  std::string core;     // path of the gcore core
-  std::string exe;      // the fixture binary that ran
+  std::string core;  // path of the gcore core
+  std::string exe;   // the fixture binary that ran
   nlohmann::json manifest;
   int pid = 0;
 };
@@ -47,22 +47,30 @@ struct FixtureCore {
 const FixtureCore& fixture_core(const std::string& key, const std::string& exe,
                                 const std::vector<std::string>& extra_args = {});
 
-std::string build_dir();                 // absolute build directory
+std::string build_dir();                            // absolute build directory
 std::string fixture_path(const std::string& name);  // build/fixtures/NAME
-std::string tmp_dir();                   // per-run scratch directory (removed at exit)
+std::string tmp_dir();                              // per-run scratch directory (removed at exit)
 bool have_gcore();
 std::string read_file(const std::string& path);
 void write_file(const std::string& path, const std::string& data);
 std::string sha256_file(const std::string& path);
 
 // Skipping is loud: the reason is printed and counted in the closing line.
+// The README between <!-- test:NAME-begin --> and <!-- test:NAME-end -->;
+// "" when the markers are missing.
+std::string readme_section(const std::string& name);
+// Each "```\n$ CMD\nOUTPUT```" block of a README section, in order.
+struct ReadmeCommand {
+  std::string cmd, want;
+};
+std::vector<ReadmeCommand> readme_commands(const std::string& section);
 void note_skip(const std::string& reason);
 int skipped_count();
 
 }  // namespace lrtest
 
-#define LR_SKIP(reason)           \
-  do {                            \
-    ::lrtest::note_skip(reason);  \
-    return;                       \
+#define LR_SKIP(reason)          \
+  do {                           \
+    ::lrtest::note_skip(reason); \
+    return;                      \
   } while (0)

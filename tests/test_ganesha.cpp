@@ -287,12 +287,8 @@ TEST_CASE("nfs-ganesha: clients, open owners and states equal gdb's reading", "[
 
   // The README's example, executed as written, on this core (addresses and
   // client ids, which ganesha makes from its start time, aside).
-  std::string readme = lrtest::read_file(src("README.md"));
-  size_t b = readme.find("<!-- test:ganesha-begin -->"),
-         e = readme.find("<!-- test:ganesha-end -->");
-  REQUIRE(b != std::string::npos);
-  REQUIRE(e > b);
-  std::string part = readme.substr(b, e - b);
+  std::string part = lrtest::readme_section("ganesha");
+  REQUIRE(!part.empty());
   std::string rd = dir + "/readme";
   REQUIRE(lrtest::run({"/bin/mkdir", "-p", rd}).status == 0);
   REQUIRE(lrtest::run({"/bin/ln", "-sf", core2, rd + "/core.ganesha"}).status == 0);
@@ -309,12 +305,7 @@ TEST_CASE("nfs-ganesha: clients, open owners and states equal gdb's reading", "[
     return std::regex_replace(t, std::regex("\\b[0-9]{19}\\b"), "CLIENTID");
   };
   size_t commands = 0;
-  for (size_t at = 0; (at = part.find("```\n$ ", at)) != std::string::npos;) {
-    size_t end = part.find("```", at + 4);
-    std::string block = part.substr(at + 4, end - at - 4);
-    at = end + 3;
-    size_t nl = block.find('\n');
-    std::string cmd = block.substr(2, nl - 2), want = block.substr(nl + 1);
+  for (const auto& [cmd, want] : lrtest::readme_commands(part)) {
     INFO(cmd);
     auto r = lrtest::run({"/usr/bin/env", "-u", "XDG_CACHE_HOME", "/bin/bash", "-c",
                           "cd '" + rd + "' && PATH='" + lrtest::build_dir() + ":" + src("scripts") +

@@ -717,12 +717,8 @@ TEST_CASE("kernel: a profile file finds the lrlocks module's leaks, standalone a
 // The README's kernel-module example, executed as written (addresses aside).
 TEST_CASE("README: the kernel module profile example runs as written", "[kernel]") {
   if (!dump().ok) LR_SKIP("kernel vmcore: " + dump().why);
-  std::string readme = read_file(std::string(LR_SOURCE_DIR) + "/README.md");
-  size_t b = readme.find("<!-- test:kmodule-begin -->"),
-         e = readme.find("<!-- test:kmodule-end -->");
-  REQUIRE(b != std::string::npos);
-  REQUIRE(e > b);
-  std::string part = readme.substr(b, e - b);
+  std::string part = readme_section("kmodule");
+  REQUIRE(!part.empty());
   std::string dir = tmp_dir() + "/readme-kmodule";
   REQUIRE(run({"/bin/mkdir", "-p", dir}).status == 0);
   for (auto [from, to] : {std::pair{dump().pelf, "vmcore.pelf"},
@@ -733,12 +729,7 @@ TEST_CASE("README: the kernel module profile example runs as written", "[kernel]
              read_file(std::string(LR_SOURCE_DIR) + "/tests/profiles/lrlocks.toml"));
   const std::regex addr("0x[0-9a-f]{6,}");
   size_t commands = 0;
-  for (size_t at = 0; (at = part.find("```\n$ ", at)) != std::string::npos;) {
-    size_t end = part.find("```", at + 4);
-    std::string block = part.substr(at + 4, end - at - 4);
-    at = end + 3;
-    size_t nl = block.find('\n');
-    std::string cmd = block.substr(2, nl - 2), want = block.substr(nl + 1);
+  for (const auto& [cmd, want] : readme_commands(part)) {
     INFO(cmd);
     RunResult r =
         run({"/bin/bash", "-c", "cd '" + dir + "' && PATH='" + build_dir() + "':$PATH " + cmd});

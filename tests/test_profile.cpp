@@ -337,12 +337,8 @@ TEST_CASE("hostile profiles: one clear error, never a crash or hang", "[profile]
 TEST_CASE("README: the profile walk-through runs as written", "[profile]") {
   const auto* fc = locks_core();
   if (!fc) LR_SKIP("gcore (gdb) is not installed");
-  std::string readme = lrtest::read_file(std::string(LR_SOURCE_DIR) + "/README.md");
-  size_t b = readme.find("<!-- test:profile-begin -->"),
-         e = readme.find("<!-- test:profile-end -->");
-  REQUIRE(b != std::string::npos);
-  REQUIRE(e > b);
-  std::string part = readme.substr(b, e - b);
+  std::string part = lrtest::readme_section("profile");
+  REQUIRE(!part.empty());
   size_t t = part.find("```toml\n");
   REQUIRE(t != std::string::npos);
   size_t te = part.find("```", t + 8);
@@ -354,12 +350,7 @@ TEST_CASE("README: the profile walk-through runs as written", "[profile]") {
   lrtest::write_file(dir + "/fx_locks.toml", lrtest::read_file(profile_path()));
   const std::regex addr("0x[0-9a-f]{6,}");
   size_t commands = 0;
-  for (size_t at = 0; (at = part.find("```\n$ ", at)) != std::string::npos;) {
-    size_t end = part.find("```", at + 4);
-    std::string block = part.substr(at + 4, end - at - 4);
-    at = end + 3;
-    size_t nl = block.find('\n');
-    std::string cmd = block.substr(2, nl - 2), want = block.substr(nl + 1);
+  for (const auto& [cmd, want] : lrtest::readme_commands(part)) {
     INFO(cmd);
     auto r = lrtest::run(
         {"/bin/bash", "-c", "cd '" + dir + "' && PATH='" + lrtest::build_dir() + "':$PATH " + cmd});

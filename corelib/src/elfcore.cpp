@@ -101,21 +101,15 @@ Result<std::unique_ptr<CoreFile>> CoreFile::open_memory(const uint8_t* data, siz
   return c;
 }
 
-DumpKind sniff_dump(const std::string& path) {
+bool is_kdump_file(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return DumpKind::kOther;
+  if (fd < 0) return false;
   struct stat st;
   char magic[8] = {};
-  bool reg = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
-  bool got = reg && ::pread(fd, magic, sizeof magic, 0) == sizeof magic;
+  bool got = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+             ::pread(fd, magic, sizeof magic, 0) == sizeof magic;
   ::close(fd);
-  if (!got) return DumpKind::kOther;
-  if (std::memcmp(magic, "KDUMP   ", 8) == 0) return DumpKind::kKdump;
-  CoreOptions o;
-  o.fill_from_files = false;
-  auto c = CoreFile::open(path, o);
-  if (!c.ok()) return DumpKind::kOther;
-  return c.value()->is_kernel() ? DumpKind::kKernelElf : DumpKind::kProcess;
+  return got && std::memcmp(magic, "KDUMP   ", 8) == 0;
 }
 
 Result<void> CoreFile::parse(const CoreOptions* opts) {

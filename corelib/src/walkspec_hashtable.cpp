@@ -142,7 +142,8 @@ struct Walker {
       issue(node, fmt::format("value {:#x} is in the table twice", a.value()));
     return true;
   }
-  bool partition(uint64_t i, const uint8_t* p) {
+  // Partition i, whose bytes `p` were read from `pa`.
+  bool partition(uint64_t i, uint64_t pa, const uint8_t* p) {
     uint64_t count = load_uint(p + l.count_off, 8);
     uint64_t root = load_uint(p + l.root_off, 8);
     uint64_t nn = load_uint(p + l.nnodes_off, 4);
@@ -170,11 +171,11 @@ struct Walker {
     r.longest_chain = std::max<uint64_t>(r.longest_chain, t.objects.size());
     if (!r.ok()) return false;
     if (count != t.objects.size())
-      issue(0, fmt::format("partition {} records count {}, but {} entries were walked", i, count,
-                           t.objects.size()));
+      issue(pa, fmt::format("partition {} records count {}, but {} entries were walked", i, count,
+                            t.objects.size()));
     if (nn != t.objects.size())
-      issue(0, fmt::format("partition {} records rbt_num_node {}, but {} nodes were walked", i, nn,
-                           t.objects.size()));
+      issue(pa, fmt::format("partition {} records rbt_num_node {}, but {} nodes were walked", i, nn,
+                            t.objects.size()));
     return true;
   }
 };
@@ -220,7 +221,7 @@ Result<WalkResult> walk_hashtable_head(Program& prog, const Variable& head, cons
           fmt::format("partition {} at {:#x} is not readable: {}", i, pa, mem.why_unreadable(pa)));
       break;
     }
-    if (!w.partition(i, buf.data())) break;
+    if (!w.partition(i, pa, buf.data())) break;
   }
   if (!w.mismatch.empty()) return make_error(Errc::kBadFormat, head.name + ": " + w.mismatch);
   return std::move(w.r);

@@ -14,11 +14,10 @@
 
 namespace lr {
 
-// What a dump file is, from its first bytes and (ELF) its notes: a process
-// core, a kernel dump (ELF with a VMCOREINFO note, or kdump-compressed), or
-// neither (kOther: not readable, not ELF, not a core). Never blocks on a FIFO.
-enum class DumpKind { kProcess, kKernelElf, kKdump, kOther };
-DumpKind sniff_dump(const std::string& path);
+// Whether `path` is a kdump-compressed kernel dump (its "KDUMP   " magic);
+// an ELF vmcore opens as a CoreFile and says so with is_kernel(). Never
+// blocks on a FIFO (not a regular file: false).
+bool is_kdump_file(const std::string& path);
 
 struct CoreOptions {
   std::string sysroot;   // prefix for NT_FILE paths when reading files on disk ("" = /)
