@@ -71,7 +71,8 @@ $(BUILD)/walk_repeat: $(BUILD)/bench/walk_repeat.o $(LIB)
 # symbols are local (leakref.map), so nothing clashes with crash, its gdb or
 # other extensions; crash's own symbols resolve when crash dlopens it.
 CRASH_DEFS ?= /usr/include/crash
-EXT_CLI    := $(BUILD)/cli/kernel_cmds.o $(BUILD)/cli/cmd_walk.o $(BUILD)/cli/cmd_profile.o \
+EXT_CLI    := $(BUILD)/cli/kernel_cmds.o $(BUILD)/cli/cmd_walk.o $(BUILD)/cli/walk_render.o \
+              $(BUILD)/cli/cmd_profile.o \
               $(BUILD)/cli/cmd_types.o \
               $(BUILD)/cli/common.o
 
@@ -166,7 +167,7 @@ DEB_DEPS := g++ make pkg-config libdw-dev libelf-dev libfmt-dev libcli11-dev \
             nlohmann-json3-dev catch2 libdebuginfod-dev gdb elfutils binutils \
             clang libclang-rt-14-dev python3-drgn \
             glusterfs-server glusterfs-client libglusterfs-dev liburcu-dev libtirpc-dev \
-            fuse3 procps util-linux bpftrace bc \
+            fuse3 procps util-linux bpftrace bc time \
             libkdumpfile-dev crash qemu-system-x86 busybox-static cpio makedumpfile python3 \
             libtomlplusplus-dev linux-headers-amd64 \
             nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils libnfs-dev libntirpc-dev libkrb5-dev

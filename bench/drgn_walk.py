@@ -1,6 +1,8 @@
 """drgn side of `make bench`: walk the same list and hash table as leakref,
 reading each object's refcount, and time only the walk loops.
-Usage: python3 drgn_walk.py CORE BUCKETS"""
+Usage: python3 drgn_walk.py CORE BUCKETS
+       python3 drgn_walk.py CORE --emit: one JSON line per list object (address,
+       refcount) on stdout, what `leakref walk --jsonl` writes; timed whole."""
 import json
 import sys
 import time
@@ -8,12 +10,19 @@ import time
 import drgn
 from drgn.helpers.linux.list import hlist_for_each_entry, list_for_each_entry
 
-core, nbuckets = sys.argv[1], int(sys.argv[2])
+core = sys.argv[1]
 t0 = time.perf_counter()
 prog = drgn.Program()
 prog.set_core_dump(core)
 prog.load_debug_info(None, default=True, main=True)
 setup = time.perf_counter() - t0
+
+if sys.argv[2] == "--emit":
+    w = sys.stdout.write
+    for node in list_for_each_entry("struct bnode", prog["big_list"].address_of_(), "link"):
+        w(json.dumps({"addr": hex(node.value_()), "refcount": node.refcount.value_()}) + "\n")
+    sys.exit(0)
+nbuckets = int(sys.argv[2])
 
 out = {"setup_s": setup}
 t = time.perf_counter()

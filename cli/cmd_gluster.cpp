@@ -77,7 +77,8 @@ nlohmann::json fd_json(const lr::GfFd& f) {
           {"refcount", f.refcount}, {"inode", hex(f.inode)}, {"anonymous", f.anonymous}};
 }
 
-nlohmann::json report_json(const lr::GlusterReport& r, const std::string& types_from) {
+nlohmann::json report_json(const lr::GlusterReport& r, const std::string& types_from,
+                           bool stats) {
   using nlohmann::json;
   json j = {{"schema", "leakref.gluster/1"}, {"types", types_from}, {"validated", r.validated}};
   json ctxs = json::array();
@@ -207,8 +208,11 @@ nlohmann::json report_json(const lr::GlusterReport& r, const std::string& types_
   j["findings"] = findings;
   j["heap"] = {{"in_use", r.heap.in_use},         {"in_use_bytes", r.heap.in_use_bytes},
                {"arenas", r.heap.arenas},         {"pooled_objects", r.pooled_live},
-               {"gf_malloc_blocks", r.gf_blocks}, {"walk_ms", r.heap_ms}};
-  j["total_ms"] = r.total_ms;
+               {"gf_malloc_blocks", r.gf_blocks}};
+  if (stats) {  // timing only on request: the same core gives the same output
+    j["heap"]["walk_ns"] = static_cast<uint64_t>(r.heap_ms * 1e6);
+    j["total_ns"] = static_cast<uint64_t>(r.total_ms * 1e6);
+  }
   j["warnings"] = r.warnings;
   return j;
 }
@@ -324,7 +328,7 @@ int cmd_gluster(const Common& c, const GlusterArgs& a) {
   if (!rep.ok()) return fail(lr::make_error(rep.error().code, c.core + ": " + rep.error().message));
   std::string format = c.json ? "json" : a.format;
   if (format == "json")
-    emit_json(report_json(rep.value(), types.value()));
+    emit_json(report_json(rep.value(), types.value(), a.stats));
   else if (format == "statedump")
     write_statedump(rep.value(), sec, c.core);
   else

@@ -7,6 +7,7 @@
 #include "common.hpp"
 #include "leakref/profile.hpp"
 #include "leakref/walkspec.hpp"
+#include "walk_render.hpp"
 
 namespace lrcli {
 
@@ -92,18 +93,18 @@ void add_walk_run_options(CLI::App* sub, WalkArgs& w) {
       ->delimiter(',');
   sub->add_flag("--summary", w.summary_only, "print only the summary");
   sub->add_flag("--stats", w.stats, "print walk timing to stderr");
-  sub->add_option("--group-by", w.group_by, "count matched objects by this field's value");
+  sub->add_option("--group-by", w.group_by,
+                  "count matched objects by this field's value (repeat: by several)");
+  sub->add_option("--sort", w.sort,
+                  "order objects by addr, refcount or a field (-FIELD: descending); holds "
+                  "them all in memory");
+  sub->add_flag("--jsonl", w.jsonl, "one JSON record per line: the walk, each object, the summary");
   sub->add_option("--profile", w.profile,
                   "walk a profile set (with --set) instead of --type/--head/...");
   sub->add_option("--set", w.profile_set, "the profile set to walk (one walked from a symbol)");
 }
 
 namespace {
-
-struct Group {
-  uint64_t count = 0;
-  int64_t refs = 0;
-};
 
 }  // namespace
 
@@ -152,6 +153,33 @@ lr::Result<lr::WalkSpec> profile_walk_spec(lr::Program& prog, const WalkArgs& a,
 
 }  // namespace
 
+namespace {
+
+// --sort FIELD / -FIELD (ps's convention): ascending / descending by the
+// object's address, refcount or a field (numbers as numbers).
+void sort_objects(std::vector<lr::WalkedObject>& objs, const std::string& sort, size_t idx) {
+  bool desc = !sort.empty() && sort[0] == '-';
+  std::string key = desc ? sort.substr(1) : sort;
+  auto less = [&](const lr::WalkedObject& x, const lr::WalkedObject& y) {
+    if (key == "addr") return x.addr < y.addr;
+    if (key == "refcount")
+      return std::pair(x.has_refcount, x.refcount) < std::pair(y.has_refcount, y.refcount);
+    const lr::FieldValue& fx = x.fields[idx];
+    const lr::FieldValue& fy = y.fields[idx];
+    int64_t a = 0, b = 0;
+    bool ia = fx.as_int(&a), ib = fy.as_int(&b);
+    if (ia && ib) return a < b;
+    if (ia != ib) return ia;  // numbers before values that are not
+    return fx.to_string() < fy.to_string();
+  };
+  if (desc)
+    std::stable_sort(objs.begin(), objs.end(), [&](const auto& x, const auto& y) { return less(y, x); });
+  else
+    std::stable_sort(objs.begin(), objs.end(), less);
+}
+
+}  // namespace
+
 int run_and_render_walk(lr::Program& prog, const WalkArgs& a, bool json, bool is_kernel,
                         const std::string& source, const std::vector<std::string>& pre_warnings,
                         Out& out, Out& err) {
@@ -161,143 +189,46 @@ int run_and_render_walk(lr::Program& prog, const WalkArgs& a, bool json, bool is
     if (!ps.ok()) return fail(ps.error(), err);
     spec = std::move(ps.value());
   }
-  // The group-by field is evaluated like a shown field (appended last).
+  // Fields evaluated like shown ones but not printed: the sort key, then
+  // the group-by fields (the renderer groups over the last ones).
+  std::string sort_key = a.sort.empty() || a.sort[0] != '-' ? a.sort : a.sort.substr(1);
+  size_t sort_idx = SIZE_MAX;
+  if (!sort_key.empty() && sort_key != "addr" && sort_key != "refcount") {
+    auto it = std::find(a.show.begin(), a.show.end(), sort_key);
+    sort_idx = it - a.show.begin();
+    if (it == a.show.end()) spec.show.push_back(sort_key);
+  }
+  if (sort_key == "refcount" && spec.refcount.empty())
+    return fail(lr::make_error(lr::Errc::kInvalidArgument, "--sort refcount needs --refcount"), err);
   size_t group_idx = SIZE_MAX;
   if (!a.group_by.empty()) {
     group_idx = spec.show.size();
-    spec.show.push_back(a.group_by);
+    for (const auto& g : a.group_by) spec.show.push_back(g);
     spec.keep_values = true;
   }
+  WalkFormat f = a.jsonl ? WalkFormat::kJsonl : json ? WalkFormat::kJson : WalkFormat::kText;
+  WalkRenderer r(a, spec, f, group_idx, source, out);
+  if (a.sort.empty()) {  // streamed; with --sort every object is held, then sorted
+    spec.on_object = &WalkRenderer::on_object;
+    spec.on_object_ctx = &r;
+  }
+  // The renderer writes its head with the first object, so a walk that
+  // cannot start prints only its error.
   auto rep_r = lr::run_walk(prog, spec);
   if (!rep_r.ok()) {
     print_warnings_text(pre_warnings, err);
     return fail(rep_r.error(), err);
   }
-  const lr::WalkReport& rep = rep_r.value();
+  r.begin();
+  lr::WalkReport& rep = rep_r.value();
+  if (!a.sort.empty()) {
+    sort_objects(rep.objects, a.sort, sort_idx);
+    for (const auto& o : rep.objects) r.object(o);
+  }
   std::vector<std::string> warnings = pre_warnings;
   for (const auto& w : rep.warnings) warnings.push_back(w);
+  r.finish(rep, warnings, err);
   const lr::WalkResult& wr = rep.walk;
-  std::map<std::string, Group> groups;
-  std::vector<std::pair<std::string, Group>> ranked;
-  if (group_idx != SIZE_MAX) {
-    for (const auto& o : rep.objects) {
-      if (o.fields.size() <= group_idx) continue;
-      Group& g = groups[o.fields[group_idx].to_string()];
-      ++g.count;
-      if (o.has_refcount) g.refs += o.refcount;
-    }
-    ranked.assign(groups.begin(), groups.end());
-    std::stable_sort(ranked.begin(), ranked.end(),
-                     [](const auto& x, const auto& y) { return x.second.count > y.second.count; });
-  }
-  const size_t nshow = a.show.size();
-
-  if (json) {
-    nlohmann::json j;
-    j["schema"] = "leakref.walk/1";
-    j["core"] = source;
-    j["type"] = rep.type_name;
-    j["type_size"] = rep.type_size;
-    j["mode"] = rep.mode;
-    j["head"] = spec.head;
-    j["head_addr"] = hex(rep.head_addr);
-    j["member"] = spec.member;
-    j["refcount_field"] = a.refcount.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.refcount);
-    j["where"] = a.where.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.where);
-    auto& objs = j["objects"] = nlohmann::json::array();
-    if (!a.summary_only) {
-      for (const auto& o : rep.objects) {
-        nlohmann::json jo;
-        jo["addr"] = hex(o.addr);
-        if (!a.refcount.empty())
-          jo["refcount"] = o.has_refcount ? nlohmann::json(o.refcount) : nullptr;
-        if (nshow) {
-          auto& f = jo["fields"] = nlohmann::json::object();
-          for (size_t i = 0; i < nshow && i < o.fields.size(); ++i)
-            f[a.show[i]] = value_json(o.fields[i]);
-        }
-        objs.push_back(std::move(jo));
-      }
-    }
-    auto& s = j["summary"];
-    s["visited"] = rep.visited;
-    s["matched"] = rep.matched;
-    s["unreadable"] = rep.unreadable_objects;
-    s["stop"] = lr::walk_stop_name(wr.stop);
-    s["stop_detail"] = wr.stop_detail;
-    s["stop_addr"] =
-        wr.stop == lr::WalkStop::kEnd ? nlohmann::json(nullptr) : nlohmann::json(hex(wr.stop_addr));
-    s["cycle"] = wr.stop == lr::WalkStop::kCycle
-                     ? nlohmann::json{{"start", hex(wr.cycle_start)}, {"length", wr.cycle_length}}
-                     : nlohmann::json(nullptr);
-    auto& h = s["histogram"] = nlohmann::json::object();
-    for (const auto& [k, v] : rep.histogram) h[std::to_string(k)] = v;
-    if (group_idx != SIZE_MAX) {
-      auto& g = s["groups"] = nlohmann::json::array();
-      for (const auto& [k, v] : ranked) {
-        nlohmann::json jg{{"value", k}, {"count", v.count}};
-        if (!a.refcount.empty()) jg["refcount_sum"] = v.refs;
-        g.push_back(std::move(jg));
-      }
-    }
-    s["issue_count"] = wr.issue_count;
-    auto& iss = s["issues"] = nlohmann::json::array();
-    for (const auto& is : wr.issues) iss.push_back({{"addr", hex(is.addr)}, {"what", is.what}});
-    if (rep.mode.rfind("hash:", 0) == 0) {
-      s["buckets"] = wr.buckets;
-      s["empty_buckets"] = wr.empty_buckets;
-      s["faulted_buckets"] = wr.faulted_buckets;
-      s["longest_chain"] = wr.longest_chain;
-    }
-    if (rep.mode == "xarray") s["value_entries"] = wr.skipped;
-    s["walk_ns"] = rep.walk_ns;
-    j["warnings"] = warnings;
-    emit_json(j, out);
-  } else {
-    print_warnings_text(warnings, err);
-    if (!a.summary_only) {
-      std::string hdr = fmt::format("{:<18}", "ADDR");
-      if (!a.refcount.empty()) hdr += fmt::format("  {:>8}", "REFCOUNT");
-      for (const auto& f : a.show) hdr += "  " + f;
-      out.print("{}\n", hdr);
-      for (const auto& o : rep.objects) {
-        if (out.failed()) break;
-        std::string line = fmt::format("{:<18}", hex(o.addr));
-        if (!a.refcount.empty())
-          line += o.has_refcount ? fmt::format("  {:>8}", o.refcount) : fmt::format("  {:>8}", "?");
-        for (size_t i = 0; i < nshow && i < o.fields.size(); ++i)
-          line += "  " + a.show[i] + "=" + o.fields[i].to_string();
-        line += '\n';
-        out.put(line);
-      }
-    }
-    out.print("\n{} walked as {} from {} ({}): {} visited", rep.type_name, rep.mode, spec.head,
-              hex(rep.head_addr), rep.visited);
-    if (!a.where.empty()) out.print(", {} matched '{}'", rep.matched, a.where);
-    out.print("\nstopped: {}{}\n", lr::walk_stop_name(wr.stop),
-              wr.stop_detail.empty() ? "" : " — " + wr.stop_detail);
-    if (rep.mode.rfind("hash:", 0) == 0)
-      out.print("buckets: {} ({} empty, {} unreadable), longest chain {}\n", wr.buckets,
-                wr.empty_buckets, wr.faulted_buckets, wr.longest_chain);
-    if (rep.mode == "xarray") out.print("value entries (not objects): {}\n", wr.skipped);
-    if (!a.refcount.empty()) {
-      out.print("refcount histogram ({}):\n", a.refcount);
-      for (const auto& [k, v] : rep.histogram) out.print("  {:>8}: {}\n", k, v);
-    }
-    if (group_idx != SIZE_MAX) {
-      out.print("grouped by {} ({} distinct):\n", a.group_by, ranked.size());
-      for (const auto& [k, v] : ranked) {
-        if (a.refcount.empty())
-          out.print("  {:>8}  {}\n", v.count, k);
-        else
-          out.print("  {:>8}  refs {:>8}  {}\n", v.count, v.refs, k);
-      }
-    }
-    if (wr.issue_count) {
-      out.print("issues: {}\n", wr.issue_count);
-      for (const auto& is : wr.issues) out.print("  {}: {}\n", hex(is.addr), is.what);
-    }
-  }
   if (a.stats)
     err.print("leakref: walked and evaluated {} objects in {:.3f} ms ({:.1f} M objects/s)\n",
               rep.visited, rep.walk_ns / 1e6, rep.walk_ns ? rep.visited * 1e3 / rep.walk_ns : 0.0);

@@ -90,12 +90,13 @@ struct WalkArgs;
 int cmd_walk(const Common& c, const WalkArgs& a);
 int cmd_show(const Common& c, const std::string& addr, const std::string& type, int depth);
 int cmd_sym(const Common& c, const std::string& what);
-int cmd_heap(const Common& c, bool list);
+int cmd_heap(const Common& c, bool list, bool stats);
 
 struct GlusterArgs {
   std::string types;  // --types FILE
   std::string format = "text";
   std::vector<std::string> sections;
+  bool stats = false;  // timing figures
 };
 struct TypesArgs {
   std::string out;
@@ -134,7 +135,9 @@ struct WalkArgs {
   std::string where;
   uint64_t limit = 0;
   std::vector<std::string> fail_on;
-  std::string group_by;              // count matched objects by this field's value
+  std::vector<std::string> group_by;  // count matched objects by these fields' values
+  std::string sort;                   // --sort FIELD | -FIELD (holds every object)
+  bool jsonl = false;
   std::string profile, profile_set;  // --profile F --set S: the set's walk instead
   bool summary_only = false, stats = false;
   const std::atomic<bool>* interrupted = nullptr;  // polled by the walk

@@ -15,6 +15,7 @@ namespace {
 
 struct KArgs {
   bool json = false;
+  bool stats = false;  // timing in JSON
   std::vector<std::string> fail_on;
   // inodes
   std::string sb, fstype;
@@ -162,7 +163,8 @@ int do_inodes(lr::KernelTarget& k, const KArgs& a, const std::string& source,
     }
     j["summary"] = {{"tasks", rep.tasks},     {"open_files", rep.files.size()},
                     {"inodes", rep.inodes},   {"dentries", rep.dentries},
-                    {"flagged", rep.flagged}, {"walk_ns", rep.walk_ns}};
+                    {"flagged", rep.flagged}};
+    if (a.stats) j["summary"]["walk_ns"] = rep.walk_ns;
     j["warnings"] = rep.warnings;
     emit_json(j, out);
   } else {
@@ -242,7 +244,8 @@ int do_modules(lr::KernelTarget& k, const KArgs& a, const std::string& source,
                       {"unexplained", m.unexplained}});
     }
     j["summary"] = {
-        {"modules", mods.size()}, {"unexplained", unexplained}, {"walk_ns", rep.walk_ns}};
+        {"modules", mods.size()}, {"unexplained", unexplained}};
+    if (a.stats) j["summary"]["walk_ns"] = rep.walk_ns;
     j["warnings"] = rep.warnings;
     emit_json(j, out);
   } else {
@@ -313,10 +316,12 @@ int run_kernel_command(const KernelOpener& open, const std::vector<std::string>&
   ino->add_flag("--flagged", ka.flagged_only, "only inodes with unexplained references");
   ino->add_option("--fail-on", ka.fail_on, "exit 1 if: flagged")->delimiter(',');
   ino->add_flag("--json", ka.json, "leakref.kernel.inodes/1 JSON");
+  ino->add_flag("--stats", ka.stats, "timing in the JSON (summary.walk_ns)");
   auto* mods = app.add_subcommand("modules", "module refcounts and their holders");
   mods->add_option("names", ka.names, "only these modules");
   mods->add_option("--fail-on", ka.fail_on, "exit 1 if: unexplained")->delimiter(',');
   mods->add_flag("--json", ka.json, "leakref.kernel.modules/1 JSON");
+  mods->add_flag("--stats", ka.stats, "timing in the JSON (summary.walk_ns)");
   ProfileArgs pa;
   auto* prof =
       app.add_subcommand("profile", "object sets, holders and invariants of a profile file");

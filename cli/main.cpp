@@ -38,6 +38,8 @@ int main(int argc, char** argv) {
       app.add_subcommand("heap", "glibc malloc arenas and in-use chunks (chunk-state aware)");
   add_common(heap, c);
   heap->add_flag("--list", heap_list, "list every in-use chunk (address, usable size)");
+  bool heap_stats = false;
+  heap->add_flag("--stats", heap_stats, "timing (JSON: walk_ns; text: on stderr)");
 
   GlusterArgs ga;
   auto* gl = app.add_subcommand(
@@ -47,6 +49,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"text", "json", "statedump"}));
   gl->add_option("--section", ga.sections, "mempool,itable,memusage,dicts,clients,fds")
       ->delimiter(',');
+  gl->add_flag("--stats", ga.stats, "timing (JSON: heap.walk_ns, total_ns)");
 
   ProfileArgs pa;
   auto* prof = app.add_subcommand("profile",
@@ -182,7 +185,7 @@ int main(int argc, char** argv) {
     if (*walk) return cmd_walk(c, w);
     if (*show) return cmd_show(c, show_addr, show_type, show_depth);
     if (*sym) return cmd_sym(c, sym_what);
-    if (*heap) return cmd_heap(c, heap_list);
+    if (*heap) return cmd_heap(c, heap_list, heap_stats);
     if (*gl) return cmd_gluster(c, ga);
     if (*prof) return cmd_profile(c, pa);
     if (*tb) return cmd_types_build(tbc, tba);

@@ -34,7 +34,7 @@ best() {  # best and median walk+eval ns of 5 leakref runs (fresh processes); al
   local bestns=0 wall=0 all=""
   for i in 1 2 3 4 5; do
     local t0=$(date +%s%N)
-    "$LR" walk "$core" --json --summary "$@" > "$work/$what.json"
+    "$LR" walk "$core" --json --summary --stats "$@" > "$work/$what.json" 2>/dev/null
     local t1=$(date +%s%N)
     local ns=$(python3 -c "import json;s=json.load(open('$work/$what.json'))['summary'];print(s['walk_ns'])")
     all="$all $ns"
@@ -54,6 +54,44 @@ d0=$(date +%s%N)
 /usr/bin/python3 bench/drgn_walk.py "$core" "$buckets" > "$work/drgn.json"
 d1=$(date +%s%N)
 
+# Whole process with output, same core: every list object written out by
+# leakref (JSON, JSON lines, text) and by drgn (a JSON line per object).
+# Peak RSS above the --summary run's is what output costs beyond the core
+# pages the walk touches. Targets: JSON >= 25x drgn, <= 64 MiB above; text
+# >= 300 MB/s.
+LIST=(--type 'struct bnode' --head big_list --list-member link --refcount refcount)
+timed() {  # timed OUT CMD...: prints "wall_s peak_kib"
+  local out="$1"; shift
+  /usr/bin/time -f '%e %M' -o "$work/time" "$@" > "$out"
+  cat "$work/time"
+}
+read s_wall s_rss < <(timed /dev/null "$LR" walk "$core" "${LIST[@]}" --json --summary)
+read j_wall j_rss < <(timed "$work/objs.json" "$LR" walk "$core" "${LIST[@]}" --json)
+read l_wall l_rss < <(timed "$work/objs.jsonl" "$LR" walk "$core" "${LIST[@]}" --jsonl)
+read t_wall t_rss < <(timed "$work/objs.txt" "$LR" walk "$core" "${LIST[@]}")
+echo "drgn: writing every list object (this takes a while)..."
+read e_wall e_rss < <(timed "$work/drgn.jsonl" /usr/bin/python3 bench/drgn_walk.py "$core" --emit)
+python3 - "$work" "$N" "$s_wall" "$s_rss" "$j_wall" "$j_rss" "$l_wall" "$t_wall" "$e_wall" "$e_rss" <<'PY'
+import json, os, sys
+work, n, s_wall, s_rss = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+j_wall, j_rss, l_wall, t_wall, e_wall, e_rss = map(float, sys.argv[5:])
+objs = json.load(open(f"{work}/objs.json"))["objects"]
+lines = [json.loads(l) for l in open(f"{work}/objs.jsonl")]
+drgn = [json.loads(l) for l in open(f"{work}/drgn.jsonl")]
+same = ([(o["addr"], o["refcount"]) for o in objs] == [(d["addr"], d["refcount"]) for d in drgn]
+        == [(o["addr"], o["refcount"]) for o in lines if o["record"] == "object"])
+tbytes = os.path.getsize(f"{work}/objs.txt")
+print(f"whole process, {n} objects written: leakref --json {j_wall:.2f} s (peak {j_rss/1024:.0f} MiB,"
+      f" {(j_rss - s_rss)/1024:.0f} MiB above --summary's), --jsonl {l_wall:.2f} s, text {t_wall:.2f} s"
+      f" ({tbytes/1e6:.0f} MB: {tbytes/1e6/max(t_wall, 0.01):.0f} MB/s whole process,"
+      f" {tbytes/1e6/max(t_wall - s_wall, 0.01):.0f} MB/s beyond the --summary run's {s_wall:.2f} s);"
+      f" drgn {e_wall:.2f} s"
+      f" (peak {e_rss/1024:.0f} MiB): --json {e_wall/max(j_wall, 0.01):.0f}x faster")
+print("output targets: --json >= 25x drgn, <= 64 MiB above the walk's pages, text >= 300 MB/s;",
+      "same objects as drgn" if same else "MISMATCH with drgn")
+sys.exit(0 if same else 1)
+PY
+
 # glibc heap walk: a second fx_big core with >= 5 M allocations (each list
 # node and hash entry is one malloc). Reference points
 # (peers-chap-core-analyzer.md): chap ~1 us and ~210 B per allocation; drgn
@@ -62,8 +100,8 @@ HN="${BENCH_HEAP_NODES:-2600000}"
 heapcore=$(snap heapcore "$HN")
 heap_best=""
 for i in 1 2 3 4 5; do
-  "$B/leakref" heap "$heapcore" --json > "$work/heap.json" || { echo "leakref heap failed"; exit 1; }
-  r=$(python3 -c "import json;j=json.load(open('$work/heap.json'));s=j['stats'];print(j['walk_ms']*1e6/s['in_use'], s['index_bytes']/s['in_use'], s['in_use'])")
+  "$B/leakref" heap "$heapcore" --json --stats > "$work/heap.json" || { echo "leakref heap failed"; exit 1; }
+  r=$(python3 -c "import json;j=json.load(open('$work/heap.json'));s=j['stats'];print(j['walk_ns']/s['in_use'], s['index_bytes']/s['in_use'], s['in_use'])")
   if [ -z "$heap_best" ] || python3 -c "import sys;sys.exit(0 if float('${r%% *}')<float('${heap_best%% *}') else 1)"; then heap_best=$r; fi
 done
 rm -f "$heapcore"

@@ -142,6 +142,9 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
     std::vector<uint64_t> dense;  // refcounts -1 .. kDense-2
     std::vector<uint8_t> scratch;
     Memory::Window w;
+    void (*on_object)(void*, const WalkedObject&) = nullptr;
+    void* on_object_ctx = nullptr;
+    WalkedObject cur;  // reused: its fields keep their capacity
 
     void one(uint64_t addr) {
       const uint8_t* obj = w.at(addr, size);
@@ -172,12 +175,15 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
         }
       }
       if (keep) {
-        WalkedObject wo;
-        wo.addr = addr;
-        wo.has_refcount = has;
-        wo.refcount = rcv;
-        for (const auto& s : *shows) wo.fields.push_back(eval_field(*mem, obj, s));
-        rep->objects.push_back(std::move(wo));
+        cur.addr = addr;
+        cur.has_refcount = has;
+        cur.refcount = rcv;
+        cur.fields.clear();
+        for (const auto& s : *shows) cur.fields.push_back(eval_field(*mem, obj, s));
+        if (on_object)
+          on_object(on_object_ctx, cur);
+        else
+          rep->objects.push_back(cur);
       }
     }
     // Counting only (no filter, nothing kept, refcount in the object): the
@@ -227,6 +233,8 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
   ev.filter = filter.get();
   ev.shows = &shows;
   ev.keep = spec.keep_values;
+  ev.on_object = spec.on_object;
+  ev.on_object_ctx = spec.on_object_ctx;
   ev.rep = &rep;
   ev.dense.assign(kDense, 0);
   WalkLimits lim = spec.limits;

@@ -16,6 +16,8 @@
 
 namespace lr {
 
+struct WalkedObject;
+
 struct WalkSpec {
   std::string type;                    // "struct node"
   std::string head;                    // SYMBOL | SYMBOL@mod | *SYMBOL | ADDR
@@ -44,6 +46,12 @@ struct WalkSpec {
   // refcount, where or shown fields), for callers that judge the objects
   // themselves (profiles).
   bool evaluate = true;
+  // With keep_values: each matching object is handed to `on_object` as the
+  // walk finds it (valid only during the call; the walk's interrupt flag
+  // stops it) instead of being kept in WalkReport::objects, so output streams
+  // and memory stays flat however many objects there are.
+  void (*on_object)(void* ctx, const WalkedObject& o) = nullptr;
+  void* on_object_ctx = nullptr;
 };
 
 struct WalkedObject {
@@ -61,7 +69,8 @@ struct WalkReport {
                      // "rbtree", "avltree", "tree", "xarray",
                      // "hash:ganesha"
   WalkResult walk;   // addresses and how the walk stopped
-  std::vector<WalkedObject> objects;  // those matching `where` (empty if !keep_values)
+  std::vector<WalkedObject> objects;  // those matching `where` (empty if !keep_values or
+                                      // streamed to WalkSpec::on_object)
   uint64_t visited = 0, matched = 0;
   uint64_t unreadable_objects = 0;        // objects whose bytes could not be read
   std::map<int64_t, uint64_t> histogram;  // refcount -> matched objects
