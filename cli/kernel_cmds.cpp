@@ -104,6 +104,14 @@ nlohmann::json file_json(const lr::KFile& f) {
   return j;
 }
 
+// The dump's own warnings (a cut-off file, missing debuginfo) before a report's.
+std::vector<std::string> with_target_warnings(const lr::KernelTarget& k,
+                                              const std::vector<std::string>& report) {
+  std::vector<std::string> w = k.warnings();
+  w.insert(w.end(), report.begin(), report.end());
+  return w;
+}
+
 int do_inodes(lr::KernelTarget& k, const KArgs& a, const std::string& source,
               const lr::KernelLimits& lim, Out& out, Out& err) {
   lr::KInodeFilter f;
@@ -115,7 +123,10 @@ int do_inodes(lr::KernelTarget& k, const KArgs& a, const std::string& source,
   f.fstype = a.fstype;
   f.held_only = !a.all;
   auto r = lr::kernel_inodes(k, f, lim);
-  if (!r.ok()) return fail(r.error(), err);
+  if (!r.ok()) {
+    print_warnings_text(k.warnings(), err);  // why it failed: a cut-off dump, ...
+    return fail(r.error(), err);
+  }
   const lr::KInodeReport& rep = r.value();
   if ((f.sb || !f.fstype.empty()) && rep.sbs.empty()) {
     err.print("leakref: error: no super_block matches {}\n",
@@ -165,10 +176,10 @@ int do_inodes(lr::KernelTarget& k, const KArgs& a, const std::string& source,
                     {"inodes", rep.inodes},   {"dentries", rep.dentries},
                     {"flagged", rep.flagged}};
     if (a.stats) j["summary"]["walk_ns"] = rep.walk_ns;
-    j["warnings"] = rep.warnings;
+    j["warnings"] = with_target_warnings(k, rep.warnings);
     emit_json(j, out);
   } else {
-    print_warnings_text(rep.warnings, err);
+    print_warnings_text(with_target_warnings(k, rep.warnings), err);
     out.print("{:<18}  {:<12}  {:<12}  {:>8}  {:>7}  {}\n", "SUPER_BLOCK", "TYPE", "ID", "INODES",
               "FLAGGED", "MOUNTED ON");
     for (const auto& s : rep.sbs) {
@@ -213,7 +224,10 @@ int do_inodes(lr::KernelTarget& k, const KArgs& a, const std::string& source,
 int do_modules(lr::KernelTarget& k, const KArgs& a, const std::string& source,
                const lr::KernelLimits& lim, Out& out, Out& err) {
   auto r = lr::kernel_modules(k, lim);
-  if (!r.ok()) return fail(r.error(), err);
+  if (!r.ok()) {
+    print_warnings_text(k.warnings(), err);  // why it failed: a cut-off dump, ...
+    return fail(r.error(), err);
+  }
   const lr::KModuleReport& rep = r.value();
   auto pick = [&](const lr::KModule& m) {
     return a.names.empty() || std::find(a.names.begin(), a.names.end(), m.name) != a.names.end();
@@ -246,10 +260,10 @@ int do_modules(lr::KernelTarget& k, const KArgs& a, const std::string& source,
     j["summary"] = {
         {"modules", mods.size()}, {"unexplained", unexplained}};
     if (a.stats) j["summary"]["walk_ns"] = rep.walk_ns;
-    j["warnings"] = rep.warnings;
+    j["warnings"] = with_target_warnings(k, rep.warnings);
     emit_json(j, out);
   } else {
-    print_warnings_text(rep.warnings, err);
+    print_warnings_text(with_target_warnings(k, rep.warnings), err);
     out.print("{:<20}  {:<18}  {:<8}  {:>6}  {:>6}  {:>5}  {:>5}  {:>11}  {}\n", "MODULE", "ADDR",
               "STATE", "REFCNT", "DEPS", "SBS", "FILES", "UNEXPLAINED", "USED_BY");
     for (const auto& m : rep.modules) {
@@ -268,7 +282,10 @@ int do_modules(lr::KernelTarget& k, const KArgs& a, const std::string& source,
 int do_check(lr::KernelTarget& k, const KArgs& a, const std::string& source,
              const lr::KernelLimits& lim, Out& out, Out& err) {
   auto r = lr::kernel_check(k, lim);
-  if (!r.ok()) return fail(r.error(), err);
+  if (!r.ok()) {
+    print_warnings_text(k.warnings(), err);  // why it failed: a cut-off dump, ...
+    return fail(r.error(), err);
+  }
   uint64_t violations = 0;
   for (const auto& c : r.value()) violations += c.violations;
   if (a.json) {
@@ -283,8 +300,10 @@ int do_check(lr::KernelTarget& k, const KArgs& a, const std::string& source,
                     {"violations", c.violations},
                     {"examples", c.examples}});
     j["summary"] = {{"checks", r.value().size()}, {"violations", violations}};
+    j["warnings"] = k.warnings();
     emit_json(j, out);
   } else {
+    print_warnings_text(k.warnings(), err);
     out.print("{:<18}  {:>9}  {:>10}  {}\n", "CHECK", "CHECKED", "VIOLATIONS", "INVARIANT");
     for (const auto& c : r.value()) {
       out.print("{:<18}  {:>9}  {:>10}  {}\n", c.name, c.checked, c.violations, c.description);

@@ -324,3 +324,57 @@ TEST_CASE("--sysroot finds the executable of a core from another machine", "[deb
     if (m["is_exe"] == true) found = m["host_path"] == sysroot + "/" + exe;
   CHECK(found);
 }
+
+// Every file leakref opens may be a FIFO (a path a user typed, or one a
+// core's NT_FILE note names under --sysroot): it is refused at once with
+// its kind named, never waited on (53 hangs were found this way).
+TEST_CASE("hostile: FIFOs anywhere a file is read are refused, never waited on", "[hostile]") {
+  const auto* fc = base_core();
+  if (!fc) LR_SKIP("gcore (gdb) is not installed");
+  std::string d = lrtest::tmp_dir() + "/fifos";
+  mkdir(d.c_str(), 0755);
+  auto fifo = [&](const std::string& name) {
+    std::string p = d + "/" + name;
+    REQUIRE(mkfifo(p.c_str(), 0600) == 0);
+    return p;
+  };
+  struct Case {
+    std::vector<std::string> args;
+    int status;
+    std::string says;
+  };
+  std::string core = fifo("core"), exe = fifo("exe"), types = fifo("types"), trace = fifo("trace"),
+              prof = fifo("p.toml");
+  std::vector<Case> cases = {
+      {{"info", core}, 3, core + ": core is a FIFO, not a regular file"},
+      {{"walk", core, "--type", "obj", "--head", "obj_list", "--list-member", "link"}, 3,
+       "core is a FIFO"},
+      {{"heap", core}, 3, "core is a FIFO"},
+      {{"info", fc->core, "--exe", exe}, 3, exe + ": executable is a FIFO, not a regular file"},
+      {{"info", fc->core, "--types", types}, 3, types + ": not a regular file"},
+      {{"correlate", fc->core, trace, "--type", "struct obj", "--head", "obj_list",
+        "--list-member", "link", "--refcount", "ref"},
+       3, trace + ": trace is a FIFO"},
+      {{"profile", fc->core, "--profile", prof}, 3, "FIFO"},
+  };
+  for (const auto& c : cases) {
+    auto r = leakref(c.args, 20);
+    INFO(json(c.args).dump() << ": status " << r.status << ", stderr: " << r.err);
+    CHECK(!r.timed_out);
+    CHECK(r.status == c.status);
+    CHECK(r.err.find(c.says) != std::string::npos);
+  }
+  // Under --sysroot the executable the core names is a FIFO: it is skipped
+  // as unreadable (the walk then has no types: exit 4), not waited on.
+  std::string sysroot = d + "/sysroot";
+  std::string exe_path = fc->exe;
+  REQUIRE(run({"mkdir", "-p", sysroot + exe_path.substr(0, exe_path.rfind('/'))}).status == 0);
+  REQUIRE(mkfifo((sysroot + exe_path).c_str(), 0600) == 0);
+  auto args = list_walk(fc->core);
+  args.push_back("--sysroot");
+  args.push_back(sysroot);
+  auto r = leakref(args, 20);
+  INFO(r.err);
+  CHECK(!r.timed_out);
+  CHECK(r.status == 4);
+}

@@ -5,6 +5,8 @@
 // and the standalone CLI (ELF reader and libkdumpfile) against the extension.
 #include <fmt/format.h>
 #include <catch2/catch.hpp>
+#include <sys/stat.h>
+#include <cstring>
 
 #include <signal.h>
 #include <unistd.h>
@@ -413,17 +415,70 @@ TEST_CASE("kernel: hostile dumps and vmlinux give one clear error", "[kernel]") 
       {"kernel", "--vmcore", dump().kdump, "--vmlinux", fixture_path("fx_structs"), "modules"});
   CHECK((v.status == 3 || v.status == 4));
   CHECK(v.err.find("fx_structs") != std::string::npos);
-  // A truncated kdump (header and bitmaps only): an error or partial
-  // results with warnings, never a crash or a hang.
-  std::string cut = dir + "/cut.kdump";
+  // Damaged kdump files (libkdumpfile 0.5 crashed on most of these, in
+  // kdump_free after its failed open or reading past the end of the file):
+  // each is one error line naming the file and what is wrong, exit 3; a dump
+  // whose page data was cut off says so and cannot start its walks (exit 4).
   std::string data = read_file(dump().kdump);
-  write_file(cut, data.substr(0, std::min<size_t>(data.size(), 1 << 20)));
-  RunResult t = leakref({"kernel", "--vmcore", cut, "--vmlinux", dump().vmlinux, "inodes"}, 300);
-  INFO(t.err);
-  CHECK(!t.timed_out);
-  CHECK(t.status >= 0);
-  CHECK(t.status <= 4);
-  CHECK(!t.err.empty());
+  REQUIRE(data.size() > (8 << 20));
+  REQUIRE(data.compare(0, 8, "KDUMP   ") == 0);
+  auto patched = [&](size_t off, uint64_t v, size_t width) {
+    std::string d = data;
+    std::memcpy(&d[off], &v, width);
+    return d;
+  };
+  std::string page0 = data;
+  size_t ps = page0.find("PAGESIZE=4096\n");
+  REQUIRE(ps != std::string::npos);
+  page0.replace(ps, 14, "PAGESIZE=0\n\n\n\n");
+  struct Bad {
+    const char* name;
+    std::string bytes;
+    int status;
+    const char* says;
+  } bad[] = {
+      {"cut8", data.substr(0, 8), 3, "cut off in its header"},
+      {"cut412", data.substr(0, 412), 3, "cut off in its header"},
+      {"cut8192", data.substr(0, 8192), 3, "cut off before its page table"},
+      {"block0", patched(428, 0, 4), 3, "block size 0"},
+      {"blockbig", patched(428, 0x7fffffff, 4), 3, "block size 2147483647"},
+      {"subhdrbig", patched(432, 0x7fffffff, 4), 3, "cut off before its page table"},
+      {"bitmapbig", patched(436, 0xffffffff, 4), 3, "bitmap blocks"},
+      {"mapnr64", patched(4096 + 96, 0xffffffffull, 8), 3, "page frames but its bitmaps hold"},
+      {"vmcoreinfo-past-end", patched(4096 + 40, 1 << 30, 8), 3, "past its end"},
+      {"version9", patched(8, 9, 4), 3, "header version 9"},
+      {"pagesize0", page0, 3, "PAGESIZE=0"},
+      {"cut-pages", data.substr(0, data.size() / 2), 4, "the walk cannot start"},
+  };
+  for (const auto& b : bad) {
+    std::string f = dir + "/" + b.name + ".kdump";
+    write_file(f, b.bytes);
+    for (const char* sub : {"inodes", "modules", "check"}) {
+      RunResult t = leakref({"kernel", "--vmcore", f, "--vmlinux", dump().vmlinux, sub}, 300);
+      INFO(b.name << " " << sub << ": status " << t.status << ", stderr: " << t.err);
+      CHECK(t.status == b.status);
+      CHECK(t.out.empty());
+      CHECK(t.err.find(b.says) != std::string::npos);
+      CHECK(t.err.find("leakref: error: ") != std::string::npos);
+      if (b.status == 3) CHECK(t.err.rfind("leakref: error: " + f + ": ", 0) == 0);
+    }
+  }
+  // The cut-off dump says why its walks cannot start.
+  RunResult cw = leakref({"kernel", "--vmcore", dir + "/cut-pages.kdump", "--vmlinux",
+                          dump().vmlinux, "modules"});
+  CHECK(cw.err.find("dumped pages lie past the end of the file (it was cut off)") !=
+        std::string::npos);
+  // A FIFO as the dump is refused at once instead of waiting for a writer.
+  std::string fifo = dir + "/fifo.kdump";
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  RunResult ff = leakref({"kernel", "--vmcore", fifo, "--vmlinux", dump().vmlinux, "modules"}, 20);
+  CHECK(!ff.timed_out);
+  CHECK(ff.status == 3);
+  CHECK(ff.err.find("is a FIFO, not a regular file") != std::string::npos);
+  RunResult fv = leakref({"kernel", "--vmcore", dump().kdump, "--vmlinux", fifo, "modules"}, 20);
+  CHECK(!fv.timed_out);
+  CHECK(fv.status == 3);
+  CHECK(fv.err.find(fifo + ": vmlinux is a FIFO, not a regular file") != std::string::npos);
   // Without --vmlinux it is looked for by the dump's release, and the error
   // says where (the -dbg package is extracted, not installed, here).
   if (access("/usr/lib/debug/boot/vmlinux-6.1.0-56-amd64", F_OK) != 0 &&

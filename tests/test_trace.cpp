@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <sys/stat.h>
+
 #include <catch2/catch.hpp>
 #include <map>
 #include <set>
@@ -143,6 +145,22 @@ TEST_CASE("trace: mmleak records and its maps snapshot", "[trace]") {
   REQUIRE(l.ok());
   REQUIRE(l->mappings.size() == 1);
   CHECK(l->mappings[0].path == "/usr/lib/libfoo.so.1");
+  // A FIFO as the trace or as its maps snapshot is refused at once (opening
+  // it waited for a writer forever).
+  std::string fdir = dir + "/fifo";
+  mkdir(fdir.c_str(), 0755);
+  lrtest::write_file(fdir + "/mmleak-host.43.0.out", kMmleak);
+  REQUIRE(mkfifo((fdir + "/mmleak-host.43.maps").c_str(), 0600) == 0);
+  auto fm = lr::load_trace(fdir + "/mmleak-host.43.0.out");
+  REQUIRE(fm.ok());
+  CHECK(fm->mappings.empty());
+  REQUIRE(fm->warnings.size() == 1);
+  CHECK(fm->warnings[0].find("mmleak-host.43.maps: trace is a FIFO, not a regular file") !=
+        std::string::npos);
+  REQUIRE(mkfifo((fdir + "/trace.fifo").c_str(), 0600) == 0);
+  auto ft = lr::load_trace(fdir + "/trace.fifo");
+  REQUIRE(!ft.ok());
+  CHECK(ft.error().message == fdir + "/trace.fifo: trace is a FIFO, not a regular file");
   // A line cut after the caller must not turn an allocation into a free.
   lr::Trace c = parse(std::string(kMmleak).substr(0, 63), lr::TraceFormat::kMmleak);
   CHECK(c.truncated);

@@ -1,4 +1,5 @@
 #include "leakref/elfcore.hpp"
+#include "leakref/fileio.hpp"
 
 #include <elf.h>
 #include <elfutils/libdwelf.h>
@@ -35,13 +36,11 @@ bool ranges_overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) {
 }  // namespace
 
 Result<std::pair<void*, size_t>> map_file(const std::string& path, const char* what) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.fd < 0)
-    return make_error(Errc::kIo,
-                      fmt::format("{}: cannot open {}: {}", path, what, strerror(errno)));
+  LR_ASSIGN(int raw, open_input(path, what));
+  Fd fd(raw);
   struct stat st {};
-  if (fstat(fd.fd, &st) != 0 || !S_ISREG(st.st_mode))
-    return make_error(Errc::kIo, fmt::format("{}: not a regular file", path));
+  if (fstat(fd.fd, &st) != 0)
+    return make_error(Errc::kIo, fmt::format("{}: {}", path, strerror(errno)));
   if (st.st_size == 0) return make_error(Errc::kBadFormat, fmt::format("{}: empty file", path));
   void* m = mmap(nullptr, st.st_size, PROT_READ, MAP_PRIVATE, fd.fd, 0);
   if (m == MAP_FAILED)
@@ -629,9 +628,8 @@ std::string build_id_from_memory(const Memory& mem, uint64_t base) {
 }
 
 Result<std::string> build_id_of_file(const std::string& path) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.fd < 0)
-    return make_error(Errc::kIo, fmt::format("{}: cannot open: {}", path, strerror(errno)));
+  LR_ASSIGN(int raw, open_input(path, "ELF file"));
+  Fd fd(raw);
   elf_version(EV_CURRENT);
   Elf* e = elf_begin(fd.fd, ELF_C_READ_MMAP, nullptr);
   if (!e) return make_error(Errc::kBadFormat, fmt::format("{}: {}", path, elf_errmsg(-1)));

@@ -134,6 +134,17 @@ std::vector<uint64_t> list_objects(const Memory& mem, uint64_t head, uint64_t me
   return objs;
 }
 
+Result<std::vector<uint64_t>> root_objects(const Memory& mem, uint64_t head, uint64_t member_off,
+                                           const KernelLimits& lim, const std::string& what,
+                                           std::vector<std::string>* warnings, WalkResult* out) {
+  uint64_t first = 0;
+  if (auto r = mem.read(head, &first, 8); !r.ok())
+    return make_error(Errc::kNotFound,
+                      fmt::format("the walk cannot start: {} at {:#x} is not readable: {}", what,
+                                  head, mem.why_unreadable(head)));
+  return list_objects(mem, head, member_off, lim, what, warnings, out);
+}
+
 void hold_file(const Memory& mem, Scan& s, uint64_t f, const KFileHolder& h) {
   auto [it, fresh] = s.file_index.emplace(f, s.files.size());
   if (fresh) {
@@ -185,8 +196,10 @@ Result<Scan> scan(KernelTarget& k, const KernelLimits& lim, bool want_mounts) {
   LR_ASSIGN(uint64_t init_task, k.symbol("init_task"));
 
   std::vector<uint64_t> tasks = {init_task};
-  for (uint64_t t : list_objects(mem, init_task + t_tasks, t_tasks, lim, "init_task.tasks",
-                                 &s.warnings, &s.tasks_walk))
+  LR_ASSIGN(std::vector<uint64_t> listed, root_objects(mem, init_task + t_tasks, t_tasks, lim,
+                                                       "init_task.tasks", &s.warnings,
+                                                       &s.tasks_walk));
+  for (uint64_t t : listed)
     if (t != init_task) tasks.push_back(t);
   std::unordered_set<uint64_t> seen_files_structs, seen_fs, seen_mm;
   s.fl = {f_count, f_inode, f_dentry, f_mnt, f_op, file.size};
@@ -248,8 +261,8 @@ Result<Scan> scan(KernelTarget& k, const KernelLimits& lim, bool want_mounts) {
   LR_ASSIGN(Layout sb, Layout::of(k, "struct super_block"));
   LR_ASSIGN(uint64_t sb_list, sb.off("s_list"));
   LR_ASSIGN(uint64_t super_blocks, k.symbol("super_blocks"));
-  s.super_blocks =
-      list_objects(mem, super_blocks, sb_list, lim, "super_blocks", &s.warnings, &s.sb_walk);
+  LR_ASSIGN(s.super_blocks, root_objects(mem, super_blocks, sb_list, lim, "super_blocks",
+                                         &s.warnings, &s.sb_walk));
   if (want_mounts) {
     LR_ASSIGN(uint64_t sb_mounts, sb.off("s_mounts"));
     LR_ASSIGN(Layout mnt, Layout::of(k, "struct mount"));
@@ -591,7 +604,9 @@ Result<KModuleReport> modules_from(KernelTarget& k, const Scan& s, const KernelL
     }
     return out;
   };
-  for (uint64_t m : list_objects(mem, modules, m_list, lim, "modules", &rep.warnings, walk)) {
+  LR_ASSIGN(std::vector<uint64_t> mods,
+            root_objects(mem, modules, m_list, lim, "modules", &rep.warnings, walk));
+  for (uint64_t m : mods) {
     if (interrupted(lim)) return make_error(Errc::kInterrupted, "interrupted");
     const uint8_t* mb = object_bytes(mem, m, mod.size, scratch);
     if (!mb) {

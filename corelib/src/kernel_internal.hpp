@@ -29,6 +29,12 @@ uint64_t ptr_at(const uint8_t* obj, uint64_t off);
 std::string cstr_at(const uint8_t* obj, uint64_t off, size_t max);
 bool interrupted(const KernelLimits& lim);
 uint64_t now_ns();
+// The objects of a list every report starts from (init_task.tasks,
+// super_blocks, modules): kNotFound when not even its head is readable (a
+// cut-off or excluded dump), which would otherwise read as an empty list.
+Result<std::vector<uint64_t>> root_objects(const Memory& mem, uint64_t head, uint64_t member_off,
+                                           const KernelLimits& lim, const std::string& what,
+                                           std::vector<std::string>* warnings, WalkResult* out);
 std::vector<uint64_t> list_objects(const Memory& mem, uint64_t head, uint64_t member_off,
                                    const KernelLimits& lim, const std::string& what,
                                    std::vector<std::string>* warnings, WalkResult* out);

@@ -102,7 +102,9 @@ Result<std::vector<std::pair<std::string, uint64_t>>> KernelTarget::loaded_modul
   KernelLimits lim;
   lim.max_objects = kMaxModules;
   std::vector<std::pair<std::string, uint64_t>> out;
-  for (uint64_t m : kint::list_objects(mem(), head, m_list, lim, "modules", &warnings_, nullptr)) {
+  LR_ASSIGN(std::vector<uint64_t> mods,
+            kint::root_objects(mem(), head, m_list, lim, "modules", &warnings_, nullptr));
+  for (uint64_t m : mods) {
     auto n = mem().read_cstring(m + m_name.first, m_name.second);
     if (n.ok()) out.emplace_back(n.value(), m);
   }

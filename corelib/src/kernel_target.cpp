@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "leakref/elfcore.hpp"
+#include "leakref/fileio.hpp"
 #include "leakref/kernel.hpp"
 #include "leakref/pagecache.hpp"
 
@@ -21,6 +22,13 @@ struct KernelTarget::Kdump {
   ~Kdump() {
     if (ctx) kdump_free(ctx);
     if (fd >= 0) close(fd);
+  }
+  // libkdumpfile 0.5 crashes in kdump_free() on a context whose open
+  // failed, so such a context is kept (reachable, not leaked) instead.
+  void abandon() {
+    static std::vector<kdump_ctx_t*> failed;
+    failed.push_back(ctx);
+    ctx = nullptr;
   }
   static bool read(void* self, uint64_t addr, void* buf, size_t len) {
     auto* k = static_cast<Kdump*>(self);
@@ -61,9 +69,7 @@ bool has_kernel_vaddrs(const CoreFile& c) {
 Result<std::unique_ptr<KernelTarget>> KernelTarget::open(const std::string& vmcore,
                                                          const std::string& vmlinux) {
   std::unique_ptr<KernelTarget> k(new KernelTarget());
-  int fd = ::open(vmcore.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return make_error(Errc::kIo, fmt::format("{}: cannot open: {}", vmcore, std::strerror(errno)));
+  LR_ASSIGN(int fd, open_input(vmcore, "kernel dump"));  // never waits on a FIFO
   char magic[16] = {};
   ssize_t n = pread(fd, magic, sizeof magic, 0);
   std::string vmcoreinfo;
@@ -90,7 +96,24 @@ Result<std::unique_ptr<KernelTarget>> KernelTarget::open(const std::string& vmco
                                   "'makedumpfile -R {}.kdump < {}'",
                                   vmcore, vmcore, vmcore));
   }
+  if (via_kdump && (n < 8 || std::memcmp(magic, "KDUMP   ", 8) != 0)) {
+    close(fd);
+    return make_error(Errc::kBadFormat,
+                      fmt::format("{}: not a kernel dump leakref reads (neither an ELF vmcore "
+                                  "nor kdump-compressed)",
+                                  vmcore));
+  }
   if (via_kdump) {
+    auto layout = check_kdump_file(fd, vmcore);
+    if (!layout.ok()) {
+      close(fd);
+      return std::move(layout).error();
+    }
+    if (uint64_t past = layout.value().pages_past_end)
+      k->warnings_.push_back(fmt::format(
+          "{}: {} of the {} dumped pages lie past the end of the file (it was cut off); reads of "
+          "them fail",
+          vmcore, past, layout.value().dumped_pages));
     k->kdump_ = std::make_unique<Kdump>();
     k->kdump_->fd = fd;
     fd = -1;
@@ -99,9 +122,12 @@ Result<std::unique_ptr<KernelTarget>> KernelTarget::open(const std::string& vmco
     // QEMU leaves the kdump header's utsname empty, so libkdumpfile cannot
     // tell the architecture; leakref only reads x86_64 kernels anyway.
     kdump_set_string_attr(k->kdump_->ctx, KDUMP_ATTR_ARCH_NAME, KDUMP_ARCH_X86_64);
-    if (kdump_open_fd(k->kdump_->ctx, k->kdump_->fd) != KDUMP_OK)
-      return make_error(Errc::kBadFormat, fmt::format("{}: not a kernel dump leakref can read ({})",
-                                                      vmcore, kdump_get_err(k->kdump_->ctx)));
+    if (kdump_open_fd(k->kdump_->ctx, k->kdump_->fd) != KDUMP_OK) {
+      auto e = make_error(Errc::kBadFormat, fmt::format("{}: not a kernel dump leakref can read ({})",
+                                                        vmcore, kdump_get_err(k->kdump_->ctx)));
+      k->kdump_->abandon();
+      return e;
+    }
     kdump_set_string_attr(k->kdump_->ctx, KDUMP_ATTR_OSTYPE, "linux");
     char* raw = nullptr;
     if (kdump_vmcoreinfo_raw(k->kdump_->ctx, &raw) == KDUMP_OK && raw) {
@@ -143,6 +169,10 @@ Result<std::unique_ptr<KernelTarget>> KernelTarget::open(const std::string& vmco
                                     "install linux-image-{}-dbg or give --vmlinux",
                                     vmcore, rel, looked, rel));
     }
+  }
+  {
+    LR_ASSIGN(int vfd, open_input(vml, "vmlinux"));  // a FIFO is refused, not waited on
+    close(vfd);
   }
   uint64_t off = 0;
   std::string ko = vmcoreinfo_value(vmcoreinfo, "KERNELOFFSET");

@@ -1,4 +1,5 @@
 #include "leakref/modules.hpp"
+#include "leakref/fileio.hpp"
 
 #include <elf.h>
 #include <elfutils/debuginfod.h>
@@ -61,8 +62,9 @@ struct OpenElf {
 
 OpenElf open_elf(const std::string& path) {
   OpenElf o;
-  o.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (o.fd < 0) return o;
+  auto fd = open_input(path, "ELF file");  // never waits on a FIFO
+  if (!fd.ok()) return o;
+  o.fd = fd.value();
   elf_version(EV_CURRENT);
   o.elf = elf_begin(o.fd, ELF_C_READ_MMAP, nullptr);
   if (!o.elf || elf_kind(o.elf) != ELF_K_ELF) o.close();
@@ -113,8 +115,9 @@ Dwarf* Module::dwarf() {
   if (dwarf_tried_) return dwarf_;
   dwarf_tried_ = true;
   if (debug_path.empty()) return nullptr;
-  debug_fd_ = ::open(debug_path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (debug_fd_ < 0) return nullptr;
+  auto fd = open_input(debug_path, "debuginfo");  // never waits on a FIFO
+  if (!fd.ok()) return nullptr;
+  debug_fd_ = fd.value();
   elf_version(EV_CURRENT);
   debug_elf_ = elf_begin(debug_fd_, ELF_C_READ_MMAP, nullptr);
   if (!debug_elf_) return nullptr;

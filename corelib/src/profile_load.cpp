@@ -27,6 +27,7 @@
 #include <toml++/toml.h>
 #endif
 
+#include "leakref/fileio.hpp"
 #include "leakref/expr.hpp"
 #include "leakref/profile.hpp"
 
@@ -425,15 +426,11 @@ Result<Profile> parse_profile(std::string_view text, const std::string& source) 
 }
 
 Result<Profile> load_profile(const std::string& path) {
-  // O_NONBLOCK: a FIFO must not block the open; only regular files are read.
-  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0)
-    return make_error(Errc::kIo,
-                      fmt::format("{}: cannot open profile: {}", path, std::strerror(errno)));
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  LR_ASSIGN(int fd, open_input(path, "profile"));  // a FIFO is refused, not waited on
+  struct stat st {};
+  if (fstat(fd, &st) != 0) {
     ::close(fd);
-    return make_error(Errc::kIo, path + ": not a regular file");
+    return make_error(Errc::kIo, fmt::format("{}: {}", path, std::strerror(errno)));
   }
   if (static_cast<uint64_t>(st.st_size) > kMaxProfileBytes) {
     ::close(fd);

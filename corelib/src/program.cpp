@@ -1,9 +1,13 @@
 #include "leakref/program.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
+
+#include "leakref/fileio.hpp"
 
 namespace lr {
 
@@ -31,6 +35,16 @@ bool parse_u64(const std::string& s, uint64_t* out) {
 Result<std::unique_ptr<Program>> Program::open_core(const std::string& core_path,
                                                     const ProgramOptions& opts) {
   std::unique_ptr<Program> p(new Program());
+  if (!opts.exe.empty()) {
+    // An executable the user names must be one: a typo or a wrong file
+    // would otherwise only be a warning, and every lookup would then fail.
+    LR_ASSIGN(int fd, open_input(opts.exe, "executable"));
+    char magic[4] = {};
+    bool elf = ::pread(fd, magic, 4, 0) == 4 && std::memcmp(magic, "\177ELF", 4) == 0;
+    ::close(fd);
+    if (!elf)
+      return make_error(Errc::kBadFormat, opts.exe + ": executable is not an ELF file");
+  }
   CoreOptions co;
   co.sysroot = opts.sysroot;
   co.exe_path = opts.exe;

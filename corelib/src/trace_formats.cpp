@@ -10,6 +10,7 @@
 #include <cctype>
 #include <cstring>
 
+#include "leakref/fileio.hpp"
 #include "leakref/trace.hpp"
 #include "trace_text.hpp"
 
@@ -382,12 +383,10 @@ struct MappedFile {
 };
 
 Result<std::string_view> map_file(const std::string& path, MappedFile& mf) {
-  mf.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (mf.fd < 0)
-    return make_error(Errc::kIo, fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  LR_ASSIGN(mf.fd, open_input(path, "trace"));  // never waits on a FIFO
   struct stat st;
-  if (fstat(mf.fd, &st) != 0 || !S_ISREG(st.st_mode))
-    return make_error(Errc::kIo, path + ": not a regular file");
+  if (fstat(mf.fd, &st) != 0)
+    return make_error(Errc::kIo, fmt::format("{}: {}", path, std::strerror(errno)));
   mf.n = static_cast<size_t>(st.st_size);
   if (mf.n == 0) return std::string_view();
   mf.p = mmap(nullptr, mf.n, PROT_READ, MAP_PRIVATE, mf.fd, 0);
@@ -430,6 +429,9 @@ Result<Trace> load_trace(const std::string& path, TraceFormat fmt) {
     auto maps = mp.empty() ? Result<std::string_view>(make_error(Errc::kIo, "")) : map_file(mp, mm);
     if (maps.ok())
       t.mappings = parse_proc_maps(*maps);
+    else if (!mp.empty() && ::access(mp.c_str(), F_OK) == 0)  // there, but not usable
+      t.warnings.push_back(maps.error().message +
+                           "; callers are resolved against the core's mappings");
     else
       t.warnings.push_back(path +
                            ": no maps snapshot (mmleak-<host>.<pid>.maps) next to it; "

@@ -1,6 +1,7 @@
 // Capture planning for a live process: function resolution (symbol tables,
 // then the first direct call of a wrapper for statics) and the generated
 // bpftrace program and leakref-trace header.
+#include "leakref/fileio.hpp"
 #include "leakref/traceplan.hpp"
 
 #include <elfutils/libdw.h>
@@ -44,7 +45,7 @@ struct ElfFile {
   Elf* e = nullptr;
   explicit ElfFile(const std::string& path) {
     elf_version(EV_CURRENT);
-    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (auto f = open_input(path, "ELF file"); f.ok()) fd = f.value();  // never waits on a FIFO
     if (fd >= 0) e = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
     if (e && elf_kind(e) != ELF_K_ELF) {
       elf_end(e);

@@ -1,3 +1,4 @@
+#include "leakref/fileio.hpp"
 #include "leakref/types_build.hpp"
 
 #include <fcntl.h>
@@ -110,8 +111,9 @@ Result<void> build_types(const TypesBuild& o, const std::string& out_path, std::
 }
 
 std::string types_file_target(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return "";
+  auto f = open_input(path, "types file");  // never waits on a FIFO
+  if (!f.ok()) return "";
+  int fd = f.value();
   elf_version(EV_CURRENT);
   Elf* e = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
   std::string out;

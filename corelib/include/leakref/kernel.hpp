@@ -20,6 +20,17 @@
 
 namespace lr {
 
+// What check_kdump_file found in a kdump-compressed file.
+struct KdumpLayout {
+  int header_version = 0;
+  uint64_t dumped_pages = 0;    // pages the bitmap says are in the file
+  uint64_t pages_past_end = 0;  // of those, pages whose data is not (a cut-off file)
+};
+// Checks a kdump-compressed file's header, sub-header, bitmaps and page
+// table against the file's size before libkdumpfile reads it (it crashes on
+// some malformed headers): kBadFormat naming the first thing wrong.
+Result<KdumpLayout> check_kdump_file(int fd, const std::string& path);
+
 class KernelTarget {
  public:
   ~KernelTarget();
