@@ -318,6 +318,9 @@ void CoreFile::parse_notes(const uint8_t* p, size_t n) {
         if (r.end <= r.start) continue;
         rs.push_back(std::move(r));
       }
+      std::stable_sort(rs.begin(), rs.end(), [](const MappedRange& a, const MappedRange& b) {
+        return a.start < b.start;
+      });
       ranges_ = std::move(rs);
     } else if (name == "VMCOREINFO") {
       has_vmcoreinfo_ = true;
@@ -436,9 +439,12 @@ std::string CoreFile::why_unreadable(uint64_t addr) const {
 }
 
 const MappedRange* CoreFile::range_at(uint64_t addr) const {
-  for (const auto& r : ranges_)
-    if (addr >= r.start && addr < r.end) return &r;
-  return nullptr;
+  // ranges_ is sorted by start (parse): the last range starting at or below.
+  auto it = std::upper_bound(ranges_.begin(), ranges_.end(), addr,
+                             [](uint64_t a, const MappedRange& r) { return a < r.start; });
+  if (it == ranges_.begin()) return nullptr;
+  --it;
+  return addr < it->end ? &*it : nullptr;
 }
 
 uint64_t CoreFile::auxv_value(uint64_t type) const {
@@ -461,7 +467,9 @@ void CoreFile::fill_from_files(const CoreOptions& opts) {
   // (where the ELF header is), else its lowest mapping.
   std::map<std::string, size_t> index;
   std::vector<bool> has_hdr;
-  for (const auto& r : ranges_) {
+  std::vector<std::vector<size_t>> file_ranges;  // indices into ranges_, per file
+  for (size_t ri = 0; ri < ranges_.size(); ++ri) {
+    const MappedRange& r = ranges_[ri];
     auto [it, fresh] = index.emplace(r.path, files_.size());
     if (fresh) {
       MappedFileInfo fi;
@@ -469,8 +477,10 @@ void CoreFile::fill_from_files(const CoreOptions& opts) {
       fi.base = r.start;
       files_.push_back(fi);
       has_hdr.push_back(false);
+      file_ranges.emplace_back();
     }
     size_t i = it->second;
+    file_ranges[i].push_back(ri);
     bool hdr = r.file_offset == 0;
     if ((hdr && !has_hdr[i]) || (hdr == has_hdr[i] && r.start < files_[i].base))
       files_[i].base = r.start;
@@ -478,6 +488,7 @@ void CoreFile::fill_from_files(const CoreOptions& opts) {
   }
 
   std::vector<Seg> file_segs;
+  std::map<std::string, bool> dir_exists;
   for (size_t fidx = 0; fidx < files_.size(); ++fidx) {
     MappedFileInfo& fi = files_[fidx];
     bool is_exe = !exe_proc_path.empty() && fi.path == exe_proc_path;
@@ -486,7 +497,19 @@ void CoreFile::fill_from_files(const CoreOptions& opts) {
     else
       fi.host_path = opts.sysroot.empty() ? fi.path : opts.sysroot + "/" + fi.path;
     fi.core_build_id = build_id_from_memory(*this, fi.base);
-    auto m = map_file(fi.host_path, "mapped file");
+    // Files in a directory that is not there are not tried one by one (a
+    // core from another machine may name thousands).
+    std::string dir = fi.host_path.substr(0, fi.host_path.rfind('/') + 1);
+    auto [dit, dfresh] = dir_exists.emplace(dir, true);
+    if (dfresh && !dir.empty()) {
+      struct stat st {};
+      dit->second = ::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+    }
+    auto m = dit->second ? map_file(fi.host_path, "mapped file")
+                         : Result<std::pair<void*, size_t>>(make_error(
+                               Errc::kIo, fmt::format("{}: cannot open mapped file: directory {} "
+                                                      "does not exist",
+                                                      fi.host_path, dir)));
     if (!m.ok()) {
       fi.status = MappedFileInfo::Status::kNoFile;
       fi.detail = m.error().message;
@@ -515,8 +538,9 @@ void CoreFile::fill_from_files(const CoreOptions& opts) {
           munmap(addr, len);
         } else {
           mappings_.push_back({addr, len});
-          for (const auto& r : ranges_) {
-            if (r.path != fi.path || r.file_offset >= len) continue;
+          for (size_t ri : file_ranges[fidx]) {
+            const MappedRange& r = ranges_[ri];
+            if (r.file_offset >= len) continue;
             uint64_t end = std::min<uint64_t>(r.end, r.start + (len - r.file_offset));
             file_segs.push_back({r.start, end, SegmentInfo::Kind::kFile,
                                  static_cast<const uint8_t*>(addr) + r.file_offset,
@@ -531,14 +555,15 @@ void CoreFile::fill_from_files(const CoreOptions& opts) {
   }
   // File-backed ranges we could not fill become "missing" with a reason.
   std::vector<Seg> missing = raw_missing_;
-  for (const auto& r : ranges_) {
-    size_t fidx = index[r.path];
+  for (size_t fidx = 0; fidx < files_.size(); ++fidx) {
     const MappedFileInfo& fi = files_[fidx];
     if (fi.status == MappedFileInfo::Status::kVerified) continue;
-    whys_.push_back(fmt::format("not in core; file-backed page of {} ({}: {})", r.path,
+    // One reason per file, shared by its ranges.
+    whys_.push_back(fmt::format("not in core; file-backed page of {} ({}: {})", fi.path,
                                 mapped_status_name(fi.status), fi.detail));
-    missing.push_back(
-        {r.start, r.end, SegmentInfo::Kind::kMissing, nullptr, static_cast<int>(whys_.size() - 1)});
+    for (size_t ri : file_ranges[fidx])
+      missing.push_back({ranges_[ri].start, ranges_[ri].end, SegmentInfo::Kind::kMissing, nullptr,
+                         static_cast<int>(whys_.size() - 1)});
   }
   std::sort(missing.begin(), missing.end(),
             [](const Seg& a, const Seg& b) { return a.start < b.start; });

@@ -380,13 +380,14 @@ std::unique_ptr<ModuleSet> ModuleSet::from_core(const CoreFile& core, const Debu
       it->second.second = std::max(it->second.second, r.end);
     }
   }
+  // Only ELF objects with an ELF header mapping (offset 0) are modules.
+  // (Looked up, not rescanned per file: cores may list 200,000 mappings.)
+  std::set<std::string_view> with_hdr;
+  for (const auto& r : core.mapped_ranges())
+    if (r.file_offset == 0) with_hdr.insert(r.path);
   for (const auto& fi : core.mapped_files()) {
     if (fi.status == MappedFileInfo::Status::kNotElf) continue;
-    // Only ELF objects with an ELF header mapping (offset 0) are modules.
-    bool has_hdr = false;
-    for (const auto& r : core.mapped_ranges())
-      if (r.path == fi.path && r.file_offset == 0) has_hdr = true;
-    if (!has_hdr) continue;
+    if (!with_hdr.count(fi.path)) continue;
     std::vector<GElf_Phdr> ph;
     // Prefer program headers from the core's memory; fall back to the file.
     Elf64_Ehdr eh;
