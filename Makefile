@@ -194,7 +194,8 @@ install: $(BIN) $(EXT)
 	install -m 644 $(EXT) $(DESTDIR)$(PREFIX)/lib/crash/extensions/leakref.so
 	install -m 755 scripts/leakref-snap $(DESTDIR)$(PREFIX)/bin/leakref-snap
 	install -m 755 scripts/leakref-trace $(DESTDIR)$(PREFIX)/bin/leakref-trace
-	install -m 644 scripts/leakref.gdb $(DESTDIR)$(PREFIX)/share/leakref/leakref.gdb
+	sed 's|@LEAKREF@|$(PREFIX)/bin/leakref|g' scripts/leakref.gdb > $(BUILD)/leakref.gdb.installed
+	install -m 644 $(BUILD)/leakref.gdb.installed $(DESTDIR)$(PREFIX)/share/leakref/leakref.gdb
 
 # Runs a bundled fixture, takes its core with gcore, and walks it.
 demo:

@@ -6,68 +6,36 @@
 #
 # It snapshots the current inferior with `gcore` (the inferior only pauses
 # while the core is written), runs the leakref CLI on the snapshot, and
-# deletes it. Set LEAKREF_GDB_DIR to keep snapshots elsewhere; the `leakref`
-# binary is taken from PATH.
+# deletes it. Any number of arguments, quoted as on a shell command line.
+# Each session snapshots into its own directory (named by the inferior's
+# pid, which only one debugger can hold), under $LEAKREF_GDB_DIR or /tmp.
+# The leakref binary is $LEAKREF, else the one `make install` put beside
+# this file (@LEAKREF@), else `leakref` on PATH.
 
 define leakref
-  shell mkdir -p /tmp/leakref-gdb "${LEAKREF_GDB_DIR:-/tmp/leakref-gdb}"
-  gcore /tmp/leakref-gdb/snapshot.core
-  shell [ -z "$LEAKREF_GDB_DIR" ] || mv -f /tmp/leakref-gdb/snapshot.core "$LEAKREF_GDB_DIR/snapshot.core"
+  # The inferior's pid names this session's files: two gdbs cannot attach
+  # to one process, so two sessions never share them.
+  set $lr_pid = (int) getpid()
+  eval "shell d=$(mktemp -d \"${LEAKREF_GDB_DIR:-/tmp}/leakref-gdb.XXXXXX\") && ln -sfn \"$d\" /tmp/leakref-gdb.%d && : > \"$d/args\"", $lr_pid
+  eval "gcore /tmp/leakref-gdb.%d/snapshot.core", $lr_pid
+  # One argument per line, as the shell reads what was typed: the
+  # subcommand, the snapshot, then the rest.
   if $argc == 0
-    shell leakref info "${LEAKREF_GDB_DIR:-/tmp/leakref-gdb}/snapshot.core"
+    eval "shell printf 'info\\n' >> /tmp/leakref-gdb.%d/args", $lr_pid
+  else
+    eval "shell printf '%%s\\n' $arg0 >> /tmp/leakref-gdb.%d/args", $lr_pid
   end
-  if $argc == 1
-    shell leakref $arg0 "${LEAKREF_GDB_DIR:-/tmp/leakref-gdb}/snapshot.core"
+  eval "shell printf '%%s\\n' /tmp/leakref-gdb.%d/snapshot.core >> /tmp/leakref-gdb.%d/args", $lr_pid, $lr_pid
+  set $lr_i = 1
+  while $lr_i < $argc
+    eval "shell printf '%%s\\n' $arg%d >> /tmp/leakref-gdb.%d/args", $lr_i, $lr_pid
+    set $lr_i = $lr_i + 1
   end
-  if $argc == 2
-    shell leakref $arg0 "${LEAKREF_GDB_DIR:-/tmp/leakref-gdb}/snapshot.core" $arg1
-  end
-  if $argc == 3
-    shell leakref $arg0 "${LEAKREF_GDB_DIR:-/tmp/leakref-gdb}/snapshot.core" $arg1 $arg2
-  end
-  if $argc == 4
-    shell leakref $arg0 "${LEAKREF_GDB_DIR:-/tmp/leakref-gdb}/snapshot.core" $arg1 $arg2 $arg3
-  end
-  if $argc == 5
-    shell leakref $arg0 "${LEAKREF_GDB_DIR:-/tmp/leakref-gdb}/snapshot.core" $arg1 $arg2 $arg3 $arg4
-  end
-  if $argc == 6
-    shell leakref $arg0 "${LEAKREF_GDB_DIR:-/tmp/leakref-gdb}/snapshot.core" $arg1 $arg2 $arg3 $arg4 $arg5
-  end
-  if $argc == 7
-    shell leakref $arg0 "${LEAKREF_GDB_DIR:-/tmp/leakref-gdb}/snapshot.core" $arg1 $arg2 $arg3 $arg4 $arg5 $arg6
-  end
-  if $argc == 8
-    shell leakref $arg0 "${LEAKREF_GDB_DIR:-/tmp/leakref-gdb}/snapshot.core" $arg1 $arg2 $arg3 $arg4 $arg5 $arg6 $arg7
-  end
-  if $argc == 9
-    shell leakref $arg0 "${LEAKREF_GDB_DIR:-/tmp/leakref-gdb}/snapshot.core" $arg1 $arg2 $arg3 $arg4 $arg5 $arg6 $arg7 $arg8
-  end
-  if $argc == 10
-    shell leakref $arg0 "${LEAKREF_GDB_DIR:-/tmp/leakref-gdb}/snapshot.core" $arg1 $arg2 $arg3 $arg4 $arg5 $arg6 $arg7 $arg8 $arg9
-  end
-  if $argc == 11
-    shell leakref $arg0 "${LEAKREF_GDB_DIR:-/tmp/leakref-gdb}/snapshot.core" $arg1 $arg2 $arg3 $arg4 $arg5 $arg6 $arg7 $arg8 $arg9 $arg10
-  end
-  if $argc == 12
-    shell leakref $arg0 "${LEAKREF_GDB_DIR:-/tmp/leakref-gdb}/snapshot.core" $arg1 $arg2 $arg3 $arg4 $arg5 $arg6 $arg7 $arg8 $arg9 $arg10 $arg11
-  end
-  if $argc == 13
-    shell leakref $arg0 "${LEAKREF_GDB_DIR:-/tmp/leakref-gdb}/snapshot.core" $arg1 $arg2 $arg3 $arg4 $arg5 $arg6 $arg7 $arg8 $arg9 $arg10 $arg11 $arg12
-  end
-  if $argc == 14
-    shell leakref $arg0 "${LEAKREF_GDB_DIR:-/tmp/leakref-gdb}/snapshot.core" $arg1 $arg2 $arg3 $arg4 $arg5 $arg6 $arg7 $arg8 $arg9 $arg10 $arg11 $arg12 $arg13
-  end
-  if $argc == 15
-    shell leakref $arg0 "${LEAKREF_GDB_DIR:-/tmp/leakref-gdb}/snapshot.core" $arg1 $arg2 $arg3 $arg4 $arg5 $arg6 $arg7 $arg8 $arg9 $arg10 $arg11 $arg12 $arg13 $arg14
-  end
-  if $argc == 16
-    shell leakref $arg0 "${LEAKREF_GDB_DIR:-/tmp/leakref-gdb}/snapshot.core" $arg1 $arg2 $arg3 $arg4 $arg5 $arg6 $arg7 $arg8 $arg9 $arg10 $arg11 $arg12 $arg13 $arg14 $arg15
-  end
-  shell rm -f "${LEAKREF_GDB_DIR:-/tmp/leakref-gdb}/snapshot.core"
+  eval "shell L=\"${LEAKREF:-@LEAKREF@}\"; case \"$L\" in @*) L=leakref;; esac; xargs -d '\\n' -a /tmp/leakref-gdb.%d/args \"$L\"", $lr_pid
+  eval "shell rm -rf \"$(readlink /tmp/leakref-gdb.%d)\" /tmp/leakref-gdb.%d", $lr_pid, $lr_pid
 end
 document leakref
 Snapshot the inferior with gcore and run the leakref CLI on the snapshot.
-Usage: leakref SUBCOMMAND [ARGS...]   (up to 15 arguments; default: info)
+Usage: leakref SUBCOMMAND [ARGS...]   (default: info)
 Example: leakref walk --type "struct obj" --head obj_list --list-member link --refcount ref
 end

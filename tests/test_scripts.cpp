@@ -39,7 +39,7 @@ struct Live {
 };
 
 json extract_json(const std::string& out) {
-  auto a = out.find("{\n");
+  auto a = out.find("{\"");
   auto b = out.rfind("}");
   REQUIRE(a != std::string::npos);
   return json::parse(out.substr(a, b - a + 1));
@@ -107,16 +107,50 @@ TEST_CASE("leakref-snap snapshots a live process and removes the core", "[script
 
 TEST_CASE("the gdb macro snapshots the inferior and runs leakref", "[scripts]") {
   if (!lrtest::have_gcore()) LR_SKIP("gdb is not installed");
-  Live live(lrtest::fixture_path("fx_structs"));
-  REQUIRE(live.pid > 0);
+  // Two sessions at once, each on its own process, with the same snapshot
+  // directory: each gets its own snapshot (a fixed path clashed), and 22
+  // arguments reach leakref (past 15 the macro printed nothing).
+  Live a(lrtest::fixture_path("fx_structs")), b(lrtest::fixture_path("fx_structs"));
+  REQUIRE(a.pid > 0);
+  REQUIRE(b.pid > 0);
+  std::string snapdir = lrtest::tmp_dir() + "/gdbsnaps";
+  mkdir(snapdir.c_str(), 0755);
   std::string path = lrtest::build_dir() + ":" + std::getenv("PATH");
-  auto r = lrtest::run(
-      {"env", "PATH=" + path, "LEAKREF_GDB_DIR=" + lrtest::tmp_dir(), "gdb", "-nx", "-batch", "-p",
-       std::to_string(live.pid), "-x", repo_dir() + "/scripts/leakref.gdb", "-ex",
-       "leakref walk --json --type \"struct obj\" --head obj_list "
-       "--list-member link --refcount ref"},
-      120);
+  auto gdb = [&](int pid, const std::string& cmd) {
+    return lrtest::spawn({"env", "PATH=" + path, "LEAKREF_GDB_DIR=" + snapdir, "gdb", "-nx",
+                          "-batch", "-p", std::to_string(pid), "-x",
+                          repo_dir() + "/scripts/leakref.gdb", "-ex", cmd});
+  };
+  const std::string walk =
+      "leakref walk --json --type \"struct obj\" --head obj_list --list-member link --refcount ref "
+      "--show name,state,flags --where \"refcount >= 1\" --limit 1000 --fail-on cycle,corrupt";
+  auto ga = gdb(a.pid, walk), gb = gdb(b.pid, walk);
+  REQUIRE(lrtest::finish(ga, 0, 120) == 0);
+  REQUIRE(lrtest::finish(gb, 0, 120) == 0);
+  for (auto* p : {&ga, &gb}) {
+    std::string out = lrtest::read_file(p->out_path);
+    INFO(out << lrtest::read_file(p->err_path));
+    json j = extract_json(out);
+    check_list(j, (p == &ga ? a : b).manifest);
+    CHECK(j["objects"][0]["fields"].contains("flags"));
+    CHECK(j["where"] == "refcount >= 1");
+  }
+  auto left = lrtest::run({"sh", "-c", "ls -A " + snapdir + " /tmp | grep -c leakref-gdb || true"});
+  CHECK(left.out == "0\n");  // snapshots and their links are removed
+
+  // Installed, the macro runs the installed leakref with no leakref on PATH.
+  std::string prefix = lrtest::tmp_dir() + "/prefix";
+  auto inst = lrtest::run({"make", "-s", "-C", repo_dir(), "install", "PREFIX=" + prefix,
+                           "BUILD=" + lrtest::build_dir()},
+                          300);
+  INFO(inst.out << inst.err);
+  REQUIRE(inst.status == 0);
+  auto r = lrtest::run({"env", "PATH=/usr/bin:/bin", "gdb", "-nx", "-batch", "-p",
+                        std::to_string(a.pid), "-x", prefix + "/share/leakref/leakref.gdb", "-ex",
+                        "leakref walk --json --type \"struct obj\" --head obj_list "
+                        "--list-member link --refcount ref"},
+                       120);
   INFO(r.out << r.err);
   REQUIRE(r.status == 0);
-  check_list(extract_json(r.out), live.manifest);
+  check_list(extract_json(r.out), a.manifest);
 }
