@@ -194,10 +194,10 @@ int run_and_render_walk(lr::Program& prog, const WalkArgs& a, bool json, bool is
   std::string sort_key = a.sort.empty() || a.sort[0] != '-' ? a.sort : a.sort.substr(1);
   size_t sort_idx = SIZE_MAX;
   if (!sort_key.empty() && sort_key != "addr" && sort_key != "refcount") {
-    auto it = std::find(a.show.begin(), a.show.end(), sort_key);
-    sort_idx = it - a.show.begin();
-    if (it == a.show.end()) spec.show.push_back(sort_key);
+    sort_idx = spec.show.size();  // its own key, even when also shown (structs differ)
+    spec.show.push_back(sort_key);
   }
+  const size_t nshown = a.show.size();
   if (sort_key == "refcount" && spec.refcount.empty())
     return fail(lr::make_error(lr::Errc::kInvalidArgument, "--sort refcount needs --refcount"), err);
   size_t group_idx = SIZE_MAX;
@@ -206,6 +206,8 @@ int run_and_render_walk(lr::Program& prog, const WalkArgs& a, bool json, bool is
     for (const auto& g : a.group_by) spec.show.push_back(g);
     spec.keep_values = true;
   }
+  // The keys added here are values to compare or group by.
+  if (spec.show.size() > nshown) spec.scalar_from = nshown;
   WalkFormat f = a.jsonl ? WalkFormat::kJsonl : json ? WalkFormat::kJson : WalkFormat::kText;
   WalkRenderer r(a, spec, f, group_idx, source, out);
   if (a.sort.empty()) {  // streamed; with --sort every object is held, then sorted

@@ -454,3 +454,111 @@ TEST_CASE("walk --sort and several --group-by", "[core][stream]") {
   CHECK(got == expect);
   CHECK(expect.size() > 1);
 }
+
+// Places written as gdb, crash and drgn users write them, in --head and show.
+TEST_CASE("head expressions: &, *, casts, [], ->, '.' through pointers", "[core][head]") {
+  const auto* fc = structs_core(true);
+  if (!fc) LR_SKIP("gcore (gdb) is not installed");
+  auto place = [&](const std::string& expr) {
+    auto r = leakref({"show", fc->core, expr, "--json", "--depth", "0"});
+    INFO(expr << ": " << r.err);
+    REQUIRE(r.status == 0);
+    json j = r.json();
+    return std::make_pair(j["addr"].get<std::string>(), j["type"].get<std::string>());
+  };
+  auto num = [](const std::string& h) { return std::stoull(h, nullptr, 16); };
+  auto list = place("obj_list");
+  CHECK(list.second == "struct list_head");
+  CHECK(place("&obj_list") == list);
+  CHECK(place("*&obj_list") == list);
+  CHECK(place("(struct list_head *)&obj_list") == list);
+  CHECK(place("*(struct list_head *)" + list.first) == list);
+  auto hash = place("obj_hash");
+  auto h3 = place("obj_hash[3]");
+  CHECK(num(h3.first) == num(hash.first) + 3 * 8);
+  CHECK(h3.second == "struct hlist_head");
+  const json& objs = fc->manifest["structures"]["list"]["objects"];
+  // list.next points at the first object's link; ->next at the second's.
+  auto next = place("obj_list.next");
+  CHECK(next.second == "struct list_head *");
+  auto second = place("obj_list.next->next");
+  CHECK(place("obj_list.next.next") == second);  // '.' through a pointer, as gdb allows
+  auto first_link = place("*obj_list.next");
+  CHECK(first_link.second == "struct list_head");
+  uint64_t link_off = num(first_link.first) - num(objs[0]["addr"]);
+  CHECK(link_off < 120);
+  // A cast reaches an object and its members.
+  std::string o0 = objs[0]["addr"];
+  auto a = leakref({"show", fc->core, o0, "--type", "struct obj", "--json"});
+  auto b = leakref({"show", fc->core, "*(struct obj *)" + o0, "--json"});
+  REQUIRE(a.status == 0);
+  REQUIRE(b.status == 0);
+  CHECK(a.json()["value"] == b.json()["value"]);
+  auto nm = leakref({"show", fc->core, "((struct obj *)" + o0 + ")->name", "--json"});
+  REQUIRE(nm.status == 0);
+  CHECK(nm.json()["value"] == a.json()["value"]["name"]);
+  // The walk from a cast head equals the manifest.
+  auto w = leakref({"walk", fc->core, "--json", "--type", "obj", "--head",
+                    "*(struct list_head *)" + list.first, "--list-member", "link", "--refcount",
+                    "ref"});
+  REQUIRE(w.status == 0);
+  CHECK(w.json()["objects"].size() == objs.size());
+  // Refused, each with one line: ambiguous, out of range, not a pointer.
+  struct Bad {
+    std::string expr, says;
+  } bad[] = {{"*obj_list.next+8", "ambiguous"},
+             {"obj_hash[999]", "index 999 past the array's 64 elements"},
+             {"*obj_hash[1]", "'*' applied to struct hlist_head, not a pointer"},
+             {"obj_list->next", "'*' applied to struct list_head, not a pointer"},
+             {"(struct obj **)obj_list", "one level of pointer"},
+             {"obj_list.nosuch", "nosuch"}};
+  for (const auto& x : bad) {
+    auto r = leakref({"show", fc->core, x.expr});
+    INFO(x.expr << ": " << r.err);
+    CHECK((r.status == 2 || r.status == 4));
+    CHECK(r.err.find(x.says) != std::string::npos);
+    CHECK(r.out.empty());
+  }
+}
+
+TEST_CASE("a pointer head is not read as a bucket; a struct is not a group key", "[core][head]") {
+  if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed");
+  const auto& big = lrtest::fixture_core("big300k", lrtest::fixture_path("fx_big"), {"300000"});
+  std::vector<std::string> w = {"walk", big.core, "--type", "struct hnode", "--hlist-member",
+                                "hnode", "--refcount", "refcount", "--summary", "--head"};
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> a = w;
+    a.insert(a.end(), more.begin(), more.end());
+    return leakref(a);
+  };
+  auto p = with({"big_hash"});
+  CHECK(p.status == 2);
+  CHECK(p.err.find("head 'big_hash' is a pointer (struct hlist_head *), not a hlist_head") !=
+        std::string::npos);
+  auto one = with({"*big_hash"});
+  CHECK(one.status == 0);
+  CHECK(one.err.find("is one hlist_head reached through a pointer") != std::string::npos);
+  uint64_t buckets = big.manifest["structures"]["hash"]["buckets"];
+  auto all = with({"*big_hash", "--buckets", std::to_string(buckets), "--json"});
+  REQUIRE(all.status == 0);
+  CHECK(all.json()["summary"]["visited"] == 300000);
+  CHECK(all.err.empty());
+
+  const auto* fc = structs_core(true);
+  REQUIRE(fc);
+  std::vector<std::string> base = {"walk", fc->core, "--type", "obj", "--head", "obj_list",
+                                   "--list-member", "link", "--refcount", "ref", "--json",
+                                   "--summary", "--group-by"};
+  auto g = leakref([&] { auto a = base; a.push_back("ref"); return a; }());
+  REQUIRE(g.status == 0);
+  json gj = g.json();
+  json groups = gj["summary"]["groups"];
+  std::map<std::string, uint64_t> got, want;
+  for (const auto& x : groups) got[x["value"]] = x["count"];
+  for (const auto& [k, v] : gj["summary"]["histogram"].items()) want[k] = v;
+  CHECK(got == want);  // a kref groups by its count, like --refcount reads it
+  auto s = leakref([&] { auto a = base; a.push_back("link"); return a; }());
+  CHECK(s.status == 2);
+  CHECK(s.err.find("field 'link' is struct list_head, not a value to group or sort by") !=
+        std::string::npos);
+}

@@ -72,56 +72,6 @@ std::vector<std::string> Program::warnings() const {
   return w;
 }
 
-Result<Variable> Program::resolve(const std::string& raw) const {
-  std::string spec = raw;
-  bool deref = false;
-  if (!spec.empty() && spec[0] == '*') {
-    deref = true;
-    spec = spec.substr(1);
-  }
-  uint64_t add = 0;
-  if (auto plus = spec.find('+'); plus != std::string::npos) {
-    if (!parse_u64(spec.substr(plus + 1), &add))
-      return make_error(Errc::kInvalidArgument, fmt::format("bad offset in '{}'", raw));
-    spec = spec.substr(0, plus);
-  }
-  Variable v;
-  if (!parse_u64(spec, &v.addr)) {
-    auto found = types_->find_variable(spec);
-    size_t dot = spec.find('.');
-    if (!found.ok() && found.error().code == Errc::kNotFound && dot != std::string::npos &&
-        dot > 0) {
-      // SYMBOL.member.path: the member's address inside the variable.
-      LR_ASSIGN(Variable base, types_->find_variable(spec.substr(0, dot)));
-      if (!base.type)
-        return make_error(Errc::kNotFound,
-                          fmt::format("'{}' has no type to find '{}' in", spec.substr(0, dot),
-                                      spec.substr(dot + 1)));
-      LR_ASSIGN(FieldLoc loc, resolve_path(base.type, spec.substr(dot + 1)));
-      base.addr += loc.offset;
-      base.type = loc.type;
-      found = base;
-    }
-    uint64_t host_addr = 0;
-    if (!found.ok() && found.error().code == Errc::kNotFound && fallback_ &&
-        fallback_(fallback_ctx_, spec.c_str(), &host_addr)) {
-      Variable hv;  // known to the host only: an address without a type
-      hv.name = spec;
-      hv.addr = host_addr;
-      found = hv;
-    }
-    LR_ASSIGN(v, std::move(found));
-  }
-  if (add) v.type = nullptr;  // an offset lands inside the object: type unknown
-  v.addr += add;
-  if (deref) {
-    LR_ASSIGN(v.addr, mem_->read_u64(v.addr));
-    const Type* t = v.type ? v.type->strip() : nullptr;
-    v.type = t && t->kind == TypeKind::kPointer ? t->target : nullptr;
-  }
-  return v;
-}
-
 Result<uint64_t> Program::resolve_address(const std::string& spec) const {
   LR_ASSIGN(Variable v, resolve(spec));
   return v.addr;

@@ -55,6 +55,33 @@ Result<void> check_link_member(const Type* t, WalkSpec::Link link, const std::st
   return {};
 }
 
+namespace {
+
+// A list or hlist walk reads a list_head/hlist_head (or an array of them) at
+// the head. A pointer variable there holds an address, not a head: reading
+// its bytes as a bucket walked garbage. Through '*' it is one head, which
+// may be the first of a table: said, as only a count makes it a table.
+Result<void> check_list_head(const WalkSpec& spec, const Type* head_type,
+                             std::vector<std::string>* warnings) {
+  if (spec.link != WalkSpec::Link::kList && spec.link != WalkSpec::Link::kHlist) return {};
+  const Type* ht = head_type ? head_type->strip() : nullptr;
+  const char* want = spec.link == WalkSpec::Link::kList ? "list_head" : "hlist_head";
+  if (ht && ht->kind == TypeKind::kPointer)
+    return make_error(Errc::kInvalidArgument,
+                      fmt::format("head '{}' is a pointer ({}), not a {}: write '*{}' for what it "
+                                  "points to (with a bucket count if that is a table of them)",
+                                  spec.head, head_type->display(), want, spec.head));
+  if (ht && ht->kind == TypeKind::kStruct && ht->name == want && !spec.buckets &&
+      !spec.head.empty() && spec.head[0] == '*')
+    warnings->push_back(fmt::format(
+        "head '{}' is one {} reached through a pointer; if it points to a table of them, give "
+        "the bucket count",
+        spec.head, want));
+  return {};
+}
+
+}  // namespace
+
 Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
   WalkReport rep;
   const Memory& mem = prog.mem();
@@ -99,6 +126,7 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
                                   "pointer, an object, one head or an array of heads; give the "
                                   "bucket count, or types that declare the variable",
                                   hv.name.empty() ? spec.head : hv.name));
+  LR_TRY(check_list_head(spec, head_type, &rep.warnings));
 
   FieldSpec rc;
   bool have_rc = false;
@@ -107,8 +135,20 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
     have_rc = true;
   }
   std::vector<FieldSpec> shows;
-  for (const auto& f : spec.show) {
+  for (size_t i = 0; i < spec.show.size(); ++i) {
+    const std::string& f = spec.show[i];
     LR_ASSIGN(auto fs, make_field_spec(t, f, false));
+    const Type* ft = fs.type ? fs.type->strip() : nullptr;
+    if (i >= spec.scalar_from && ft &&
+        (ft->kind == TypeKind::kStruct || ft->kind == TypeKind::kUnion)) {
+      auto inner = make_field_spec(t, f, true);  // atomic_t, refcount_t, kref, ...
+      if (!inner.ok())
+        return make_error(Errc::kInvalidArgument,
+                          fmt::format("field '{}' is {}, not a value to group or sort by; name "
+                                      "one of its members ({}.MEMBER)",
+                                      f, ft->display(), f));
+      fs = std::move(inner.value());
+    }
     shows.push_back(std::move(fs));
   }
   std::unique_ptr<Filter> filter;

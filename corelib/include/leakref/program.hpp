@@ -43,13 +43,14 @@ class Program {
   // Warnings from every layer, in order (core, modules).
   std::vector<std::string> warnings() const;
 
-  // Parses "0x1234", "1234", "SYMBOL", "SYMBOL@module", "*SYMBOL" (the value
-  // stored at the symbol), "SYMBOL+0x10", "SYMBOL.member.path" (a member inside
-  // the variable, e.g. init_task.tasks). kNotFound names the symbol.
+  // Parses a place as gdb/crash/drgn users write it (head_expr.cpp): "0x1234",
+  // "SYMBOL", "SYMBOL@module", "&SYMBOL", "*SYMBOL" (what the pointer at the
+  // symbol points to), "SYMBOL[3]", "a.b", "a->b", "*(struct T *)ADDR",
+  // "X+0x10". kNotFound names the symbol; kInvalidArgument a bad expression.
   Result<uint64_t> resolve_address(const std::string& spec) const;
-  // The same, with the DWARF type of what the address points at when known:
-  // a symbol's type, or the pointee for "*SYMBOL"; null for plain addresses
-  // and "+offset" forms.
+  // The same, with the DWARF type of what the address holds when known (a
+  // symbol's type, a member's, the pointee for "*SYMBOL", a cast's); null for
+  // plain addresses and "+offset" forms.
   Result<Variable> resolve(const std::string& spec) const;
 
  private:

@@ -39,6 +39,11 @@ struct WalkSpec {
   uint64_t buckets = 0;    // hash tables: buckets (0 = from type, or not a table)
   std::string refcount;    // "" = none
   std::vector<std::string> show;
+  // show[i] for i >= scalar_from are keys (grouping, sorting): refcount
+  // wrappers (atomic_t, kref, ...) are descended to their integer, and any
+  // other struct or union is refused (kInvalidArgument) instead of giving
+  // one "{...}" value for every object.
+  size_t scalar_from = SIZE_MAX;
   std::string where;
   WalkLimits limits;
   bool keep_values = true;  // false: only counts and histogram (bench, summaries)
