@@ -24,7 +24,7 @@ TESTBIN    := $(BUILD)/leakref-tests
 
 NPROC      ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all lib extension bench-kernel test test-sanitize fuzz fuzz-build bench bench-trace demo install clean deps fixtures
+.PHONY: all lib extension bench-kernel test test-sanitize fuzz fuzz-build bench bench-trace demo install clean deps fixtures format format-check help
 
 # Bundled profiles (data): corelib/src/profiles/<target>/*.toml, copied flat
 # beside the binaries, where `--profile NAME` finds them in a build tree; the
@@ -36,7 +36,17 @@ PROFILE_AUX_SRC := $(wildcard corelib/src/profiles/*/*/*)
 PROFILE_AUX := $(foreach f,$(PROFILE_AUX_SRC),$(BUILD)/profiles/$(word 5,$(subst /, ,$(f)))/$(notdir $(f)))
 PROFILES    += $(PROFILE_AUX)
 
-all: $(BIN) fixtures $(EXT) $(PROFILES)
+all: $(BIN) fixtures $(EXT) $(PROFILES) $(BUILD)/compile_commands.json
+
+# For clangd and other tools: one entry per C++ source, with the flags make uses.
+$(BUILD)/compile_commands.json: Makefile $(CORE_SRC) $(CLI_SRC) $(TEST_SRC)
+	@mkdir -p $(dir $@)
+	@{ echo '['; sep=''; \
+	  for f in $(CORE_SRC) $(CLI_SRC) extension/crash_glue.cpp bench/walk_repeat.cpp; do \
+	    printf '%s{"directory":"%s","file":"%s","command":"%s %s -c %s"}\n' "$$sep" "$(CURDIR)" "$$f" "$(CXX)" "$(CXXFLAGS)" "$$f"; sep=','; done; \
+	  for f in $(TEST_SRC); do \
+	    printf ',{"directory":"%s","file":"%s","command":"%s %s -Itests -c %s"}\n' "$(CURDIR)" "$$f" "$(CXX)" "$(CXXFLAGS)" "$$f"; done; \
+	  echo ']'; } > $@
 
 $(BUILD)/profiles/%.toml: $(PROFILE_SRC)
 	@mkdir -p $(dir $@)
@@ -63,7 +73,10 @@ $(BIN): $(CLI_OBJ) $(LIB)
 $(BUILD)/walk_repeat: $(BUILD)/bench/walk_repeat.o $(LIB)
 	$(CXX) $(CXXFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
--include $(CORE_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/extension/crash_glue.d
+# Every object's header dependencies, the crash extension's and make
+# bench's included (a changed header left a stale leakref.so).
+-include $(CORE_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/extension/crash_glue.d \
+         $(BUILD)/extension/leakref_crash.d $(BUILD)/bench/walk_repeat.d
 
 # ---- crash extension -------------------------------------------------------
 # The shim is C and alone includes crash's defs.h (Debian's crash package);
@@ -79,7 +92,7 @@ EXT_CLI    := $(BUILD)/cli/kernel_cmds.o $(BUILD)/cli/cmd_walk.o $(BUILD)/cli/wa
 $(BUILD)/extension/leakref_crash.o: extension/leakref_crash.c extension/leakref_host.h
 	@mkdir -p $(dir $@)
 	@test -f $(CRASH_DEFS)/defs.h || { echo "crash's defs.h not found in $(CRASH_DEFS) (make deps installs crash)"; exit 1; }
-	$(CC) $(OPT) -g -Wall -Wextra -Werror -fPIC -DX86_64 -isystem $(CRASH_DEFS) $(SAN) -c $< -o $@
+	$(CC) $(OPT) -g -Wall -Wextra -Werror -fPIC -DX86_64 -isystem $(CRASH_DEFS) $(SAN) -MMD -MP -c $< -o $@
 
 $(BUILD)/extension/crash_glue.o: extension/crash_glue.cpp extension/leakref_host.h
 	@mkdir -p $(dir $@)
@@ -163,6 +176,33 @@ fuzz:
 	  grep -E '^#[0-9]+.*DONE|Done [0-9]+ runs' $(FUZZ_DIR)/$$n.log | tail -n 1; \
 	done
 
+# ---- help ------------------------------------------------------------------
+help:
+	@echo "make            build leakref, leakref.so (crash), fixtures, profiles, compile_commands.json"
+	@echo "make deps       install the Debian 12 packages the build and tests need"
+	@echo "make test       build and run every test (README: the test command)"
+	@echo "make test-sanitize  the same suite under ASan+UBSan (build-san/)"
+	@echo "make fuzz       each libFuzzer target for FUZZ_SECONDS (build-fuzz/)"
+	@echo "make demo       run a fixture, take its core with gcore, walk it"
+	@echo "make bench      leakref vs drgn on 1M-object cores (walks, output, heap)"
+	@echo "make bench-trace / bench-kernel   capture overhead / kernel walks vs crash"
+	@echo "make install    PREFIX=$(PREFIX): binaries, leakref.so, profiles, man pages,"
+	@echo "                gdb macro, libleakref.a, headers, leakref.pc"
+	@echo "make format / format-check   apply / check .clang-format"
+	@echo "make clean      remove build/, build-san/, build-fuzz/"
+
+# ---- style -----------------------------------------------------------------
+# .clang-format governs the C++ and the crash shim (fixtures keep the layout
+# of the programs they imitate; the kernel module is kernel style).
+FORMAT_SRC := $(wildcard corelib/src/*.cpp corelib/src/*.hpp corelib/include/leakref/*.hpp \
+                cli/*.cpp cli/*.hpp extension/*.cpp extension/*.h extension/*.c \
+                tests/*.cpp tests/*.hpp tests/fuzz/*.cpp bench/*.cpp)
+format:
+	clang-format -i $(FORMAT_SRC)
+# CI: any file that clang-format would change fails the run, naming it.
+format-check:
+	@clang-format --dry-run --Werror $(FORMAT_SRC) && echo "format-check: $(words $(FORMAT_SRC)) files conform to .clang-format"
+
 # ---- packages, install, demo, bench ----------------------------------------
 DEB_DEPS := g++ make pkg-config libdw-dev libelf-dev libfmt-dev libcli11-dev \
             nlohmann-json3-dev catch2 libdebuginfod-dev gdb elfutils binutils \
@@ -170,7 +210,7 @@ DEB_DEPS := g++ make pkg-config libdw-dev libelf-dev libfmt-dev libcli11-dev \
             glusterfs-server glusterfs-client libglusterfs-dev liburcu-dev libtirpc-dev \
             fuse3 procps util-linux bpftrace bc time \
             libkdumpfile-dev crash qemu-system-x86 busybox-static cpio makedumpfile python3 \
-            libtomlplusplus-dev linux-headers-amd64 \
+            libtomlplusplus-dev linux-headers-amd64 clang-format \
             nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils libnfs-dev libntirpc-dev libkrb5-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -183,8 +223,17 @@ deps:
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
 	else echo "deps: all installed"; fi
 
-install: $(BIN) $(EXT)
+install: $(BIN) $(EXT) $(LIB)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/leakref
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/leakref
+	install -m 644 $(LIB) $(DESTDIR)$(PREFIX)/lib/libleakref.a
+	install -m 644 corelib/include/leakref/*.hpp $(DESTDIR)$(PREFIX)/include/leakref/
+	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$${prefix}/lib' 'includedir=$${prefix}/include' '' \
+	  'Name: leakref' 'Description: post-mortem refcount-leak analysis of cores (engine)' \
+	  'Version: 0.1.0' 'Requires.private: libdw libelf libdebuginfod libkdumpfile fmt' \
+	  'Cflags: -I$${includedir} -std=c++20' 'Libs: -L$${libdir} -lleakref' \
+	  'Libs.private: -ldw -lelf -ldebuginfod -lkdumpfile -lfmt' > $(BUILD)/leakref.pc
+	install -m 644 $(BUILD)/leakref.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/leakref.pc
 	install -d $(DESTDIR)$(PREFIX)/lib/crash/extensions $(DESTDIR)$(PREFIX)/share/leakref/profiles
 	install -m 644 $(PROFILE_SRC) $(DESTDIR)$(PREFIX)/share/leakref/profiles/
 	for f in $(PROFILE_AUX_SRC); do d=$$(basename $$(dirname $$f)); \

@@ -77,8 +77,7 @@ nlohmann::json fd_json(const lr::GfFd& f) {
           {"refcount", f.refcount}, {"inode", hex(f.inode)}, {"anonymous", f.anonymous}};
 }
 
-nlohmann::json report_json(const lr::GlusterReport& r, const std::string& types_from,
-                           bool stats) {
+nlohmann::json report_json(const lr::GlusterReport& r, const std::string& types_from, bool stats) {
   using nlohmann::json;
   json j = {{"schema", "leakref.gluster/1"}, {"types", types_from}, {"validated", r.validated}};
   json ctxs = json::array();
@@ -206,8 +205,10 @@ nlohmann::json report_json(const lr::GlusterReport& r, const std::string& types_
   for (const auto& f : r.findings)
     findings.push_back({{"kind", f.kind}, {"addr", hex(f.addr)}, {"message", f.message}});
   j["findings"] = findings;
-  j["heap"] = {{"in_use", r.heap.in_use},         {"in_use_bytes", r.heap.in_use_bytes},
-               {"arenas", r.heap.arenas},         {"pooled_objects", r.pooled_live},
+  j["heap"] = {{"in_use", r.heap.in_use},
+               {"in_use_bytes", r.heap.in_use_bytes},
+               {"arenas", r.heap.arenas},
+               {"pooled_objects", r.pooled_live},
                {"gf_malloc_blocks", r.gf_blocks}};
   if (stats) {  // timing only on request: the same core gives the same output
     j["heap"]["walk_ns"] = static_cast<uint64_t>(r.heap_ms * 1e6);

@@ -104,9 +104,7 @@ void add_walk_run_options(CLI::App* sub, WalkArgs& w) {
   sub->add_option("--set", w.profile_set, "the profile set to walk (one walked from a symbol)");
 }
 
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 lr::Result<void> check_walk_args(const WalkArgs& a) {
   static const std::set<std::string> kFail = {"match", "cycle", "fault", "corrupt", "issue", "any"};
@@ -173,7 +171,8 @@ void sort_objects(std::vector<lr::WalkedObject>& objs, const std::string& sort, 
     return fx.to_string() < fy.to_string();
   };
   if (desc)
-    std::stable_sort(objs.begin(), objs.end(), [&](const auto& x, const auto& y) { return less(y, x); });
+    std::stable_sort(objs.begin(), objs.end(),
+                     [&](const auto& x, const auto& y) { return less(y, x); });
   else
     std::stable_sort(objs.begin(), objs.end(), less);
 }
@@ -199,7 +198,8 @@ int run_and_render_walk(lr::Program& prog, const WalkArgs& a, bool json, bool is
   }
   const size_t nshown = a.show.size();
   if (sort_key == "refcount" && spec.refcount.empty())
-    return fail(lr::make_error(lr::Errc::kInvalidArgument, "--sort refcount needs --refcount"), err);
+    return fail(lr::make_error(lr::Errc::kInvalidArgument, "--sort refcount needs --refcount"),
+                err);
   size_t group_idx = SIZE_MAX;
   if (!a.group_by.empty()) {
     group_idx = spec.show.size();

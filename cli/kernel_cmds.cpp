@@ -172,8 +172,10 @@ int do_inodes(lr::KernelTarget& k, const KArgs& a, const std::string& source,
       }
       sbs.push_back(std::move(js));
     }
-    j["summary"] = {{"tasks", rep.tasks},     {"open_files", rep.files.size()},
-                    {"inodes", rep.inodes},   {"dentries", rep.dentries},
+    j["summary"] = {{"tasks", rep.tasks},
+                    {"open_files", rep.files.size()},
+                    {"inodes", rep.inodes},
+                    {"dentries", rep.dentries},
                     {"flagged", rep.flagged}};
     if (a.stats) j["summary"]["walk_ns"] = rep.walk_ns;
     j["warnings"] = with_target_warnings(k, rep.warnings);
@@ -257,8 +259,7 @@ int do_modules(lr::KernelTarget& k, const KArgs& a, const std::string& source,
                       {"open_files", m.open_files},
                       {"unexplained", m.unexplained}});
     }
-    j["summary"] = {
-        {"modules", mods.size()}, {"unexplained", unexplained}};
+    j["summary"] = {{"modules", mods.size()}, {"unexplained", unexplained}};
     if (a.stats) j["summary"]["walk_ns"] = rep.walk_ns;
     j["warnings"] = with_target_warnings(k, rep.warnings);
     emit_json(j, out);
@@ -426,8 +427,7 @@ int cmd_kernel(const std::string& vmcore, const std::string& vmlinux,
     return k.get();
   };
   std::fflush(stdout);
-  return run_kernel_command(open, a, vmcore, out_stdout(), out_stderr(), nullptr,
-                            "leakref kernel");
+  return run_kernel_command(open, a, vmcore, out_stdout(), out_stderr(), nullptr, "leakref kernel");
 }
 
 }  // namespace lrcli

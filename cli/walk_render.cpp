@@ -7,7 +7,7 @@ namespace lrcli {
 
 namespace {
 
-constexpr size_t kBlockRows = 256;     // text rows that size the columns
+constexpr size_t kBlockRows = 256;       // text rows that size the columns
 constexpr size_t kFlushBytes = 1 << 16;  // output is written in blocks of this size
 
 void json_string(fmt::memory_buffer& b, std::string_view s) {
@@ -23,8 +23,8 @@ void json_string(fmt::memory_buffer& b, std::string_view s) {
     return;
   }
   // Invalid UTF-8 from target memory becomes U+FFFD, as in every JSON output.
-  std::string d = nlohmann::json(std::string(s)).dump(-1, ' ', false,
-                                                       nlohmann::json::error_handler_t::replace);
+  std::string d =
+      nlohmann::json(std::string(s)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   b.append(d);
 }
 
@@ -96,13 +96,14 @@ WalkRenderer::WalkRenderer(const WalkArgs& a, const lr::WalkSpec& spec, WalkForm
 void WalkRenderer::begin() {
   if (begun_ || f_ == WalkFormat::kText) return;
   begun_ = true;
-  nlohmann::json h{{"schema", "leakref.walk/1"},
-                   {"core", source_},
-                   {"head", spec_.head},
-                   {"member", spec_.member},
-                   {"refcount_field", spec_.refcount.empty() ? nlohmann::json(nullptr)
-                                                             : nlohmann::json(spec_.refcount)},
-                   {"where", a_.where.empty() ? nlohmann::json(nullptr) : nlohmann::json(a_.where)}};
+  nlohmann::json h{
+      {"schema", "leakref.walk/1"},
+      {"core", source_},
+      {"head", spec_.head},
+      {"member", spec_.member},
+      {"refcount_field",
+       spec_.refcount.empty() ? nlohmann::json(nullptr) : nlohmann::json(spec_.refcount)},
+      {"where", a_.where.empty() ? nlohmann::json(nullptr) : nlohmann::json(a_.where)}};
   std::string s = h.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (f_ == WalkFormat::kJsonl) {
     s.insert(1, "\"record\":\"walk\",");
@@ -333,12 +334,9 @@ void WalkRenderer::finish(const lr::WalkReport& rep, const std::vector<std::stri
     text_summary(rep);
     return;
   }
-  nlohmann::json t{{"type", rep.type_name},
-                   {"type_size", rep.type_size},
-                   {"mode", rep.mode},
-                   {"head_addr", hex(rep.head_addr)},
-                   {"summary", summary_json(rep)},
-                   {"warnings", warnings}};
+  nlohmann::json t{
+      {"type", rep.type_name},           {"type_size", rep.type_size},   {"mode", rep.mode},
+      {"head_addr", hex(rep.head_addr)}, {"summary", summary_json(rep)}, {"warnings", warnings}};
   std::string s = t.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (f_ == WalkFormat::kJsonl) {
     s.insert(1, "\"record\":\"summary\",");

@@ -102,8 +102,8 @@ static int host_kvtop(uint64_t vaddr, uint64_t* paddr) {
   return 1;
 }
 
-static int host_symbol(const char *name, uint64_t *value) {
-  struct syment *sp = symbol_search((char *)name);
+static int host_symbol(const char* name, uint64_t* value) {
+  struct syment* sp = symbol_search((char*)name);
   if (!sp) return 0;
   *value = (uint64_t)sp->value;
   return 1;

@@ -19,7 +19,7 @@ struct lr_host {
   int (*kvtop)(uint64_t vaddr, uint64_t* paddr);
   /* A symbol's runtime address as crash knows it (kernel and loaded
    * modules, symbol_search; never FATAL): 1 and *value, or 0. */
-  int (*symbol)(const char *name, uint64_t *value);
+  int (*symbol)(const char* name, uint64_t* value);
   /* Command output (crash's fp: the terminal, a pager, a pipe or a file):
    * 0, or -1 once the reader has gone away (`| head`). */
   int (*write)(const char* text, size_t len);

@@ -323,8 +323,8 @@ namespace {
 // Peak RSS (KiB) of `leakref ARGS > /dev/null`, measured by /usr/bin/time.
 long peak_kib(const std::vector<std::string>& args) {
   std::string tf = lrtest::tmp_dir() + "/time.out";
-  std::vector<std::string> argv = {"/usr/bin/time", "-f", "%M", "-o", tf,
-                                   lrtest::build_dir() + "/leakref"};
+  std::vector<std::string> argv = {
+      "/usr/bin/time", "-f", "%M", "-o", tf, lrtest::build_dir() + "/leakref"};
   argv.insert(argv.end(), args.begin(), args.end());
   std::string cmd;
   for (const auto& a : argv) cmd += "'" + a + "' ";
@@ -335,14 +335,15 @@ long peak_kib(const std::vector<std::string>& args) {
 
 }  // namespace
 
-TEST_CASE("walk output streams: JSON, JSON lines and text carry the same objects", "[core][stream]") {
+TEST_CASE("walk output streams: JSON, JSON lines and text carry the same objects",
+          "[core][stream]") {
   if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed");
   if (!lrtest::have_program("time") && access("/usr/bin/time", X_OK) != 0)
     LR_SKIP("/usr/bin/time is not installed (make deps installs it)");
   const auto& fc = lrtest::fixture_core("big300k", lrtest::fixture_path("fx_big"), {"300000"});
-  std::vector<std::string> walk = {"walk",          fc.core,       "--type", "struct bnode",
-                                   "--head",        "big_list",    "--list-member", "link",
-                                   "--refcount",    "refcount"};
+  std::vector<std::string> walk = {"walk",       fc.core,    "--type",        "struct bnode",
+                                   "--head",     "big_list", "--list-member", "link",
+                                   "--refcount", "refcount"};
   auto with = [&](std::vector<std::string> more) {
     std::vector<std::string> a = walk;
     a.insert(a.end(), more.begin(), more.end());
@@ -357,8 +358,9 @@ TEST_CASE("walk output streams: JSON, JSON lines and text carry the same objects
   CHECK(!jj["summary"].contains("walk_ns"));  // timing only with --stats: reproducible output
   CHECK(leakref(with({"--json", "--summary", "--stats"})).json()["summary"].contains("walk_ns"));
   json hist = json::object();
-  for (const auto& o : objs) hist[std::to_string(o["refcount"].get<long>())] =
-      hist.value(std::to_string(o["refcount"].get<long>()), 0) + 1;
+  for (const auto& o : objs)
+    hist[std::to_string(o["refcount"].get<long>())] =
+        hist.value(std::to_string(o["refcount"].get<long>()), 0) + 1;
   json want_hist = json::object();
   for (const auto& [k, v] : fc.manifest["structures"]["list"]["histogram"].items())
     if (v.get<long>()) want_hist[k] = v;
@@ -416,8 +418,9 @@ TEST_CASE("walk output streams: JSON, JSON lines and text carry the same objects
 TEST_CASE("walk --sort and several --group-by", "[core][stream]") {
   const auto* fc = structs_core(true);
   if (!fc) LR_SKIP("gcore (gdb) is not installed");
-  std::vector<std::string> base = {"walk", fc->core, "--type", "struct obj", "--head", "obj_list",
-                                   "--list-member", "link", "--refcount", "ref", "--json"};
+  std::vector<std::string> base = {"walk",       fc->core,   "--type",        "struct obj",
+                                   "--head",     "obj_list", "--list-member", "link",
+                                   "--refcount", "ref",      "--json"};
   auto with = [&](std::vector<std::string> more) {
     std::vector<std::string> a = base;
     a.insert(a.end(), more.begin(), more.end());
@@ -498,9 +501,9 @@ TEST_CASE("head expressions: &, *, casts, [], ->, '.' through pointers", "[core]
   REQUIRE(nm.status == 0);
   CHECK(nm.json()["value"] == a.json()["value"]["name"]);
   // The walk from a cast head equals the manifest.
-  auto w = leakref({"walk", fc->core, "--json", "--type", "obj", "--head",
-                    "*(struct list_head *)" + list.first, "--list-member", "link", "--refcount",
-                    "ref"});
+  auto w =
+      leakref({"walk", fc->core, "--json", "--type", "obj", "--head",
+               "*(struct list_head *)" + list.first, "--list-member", "link", "--refcount", "ref"});
   REQUIRE(w.status == 0);
   CHECK(w.json()["objects"].size() == objs.size());
   // Refused, each with one line: ambiguous, out of range, not a pointer.
@@ -524,8 +527,8 @@ TEST_CASE("head expressions: &, *, casts, [], ->, '.' through pointers", "[core]
 TEST_CASE("a pointer head is not read as a bucket; a struct is not a group key", "[core][head]") {
   if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed");
   const auto& big = lrtest::fixture_core("big300k", lrtest::fixture_path("fx_big"), {"300000"});
-  std::vector<std::string> w = {"walk", big.core, "--type", "struct hnode", "--hlist-member",
-                                "hnode", "--refcount", "refcount", "--summary", "--head"};
+  std::vector<std::string> w = {"walk",  big.core,     "--type",   "struct hnode", "--hlist-member",
+                                "hnode", "--refcount", "refcount", "--summary",    "--head"};
   auto with = [&](std::vector<std::string> more) {
     std::vector<std::string> a = w;
     a.insert(a.end(), more.begin(), more.end());
@@ -546,10 +549,14 @@ TEST_CASE("a pointer head is not read as a bucket; a struct is not a group key",
 
   const auto* fc = structs_core(true);
   REQUIRE(fc);
-  std::vector<std::string> base = {"walk", fc->core, "--type", "obj", "--head", "obj_list",
-                                   "--list-member", "link", "--refcount", "ref", "--json",
-                                   "--summary", "--group-by"};
-  auto g = leakref([&] { auto a = base; a.push_back("ref"); return a; }());
+  std::vector<std::string> base = {"walk",     fc->core,        "--type",    "obj",        "--head",
+                                   "obj_list", "--list-member", "link",      "--refcount", "ref",
+                                   "--json",   "--summary",     "--group-by"};
+  auto g = leakref([&] {
+    auto a = base;
+    a.push_back("ref");
+    return a;
+  }());
   REQUIRE(g.status == 0);
   json gj = g.json();
   json groups = gj["summary"]["groups"];
@@ -557,7 +564,11 @@ TEST_CASE("a pointer head is not read as a bucket; a struct is not a group key",
   for (const auto& x : groups) got[x["value"]] = x["count"];
   for (const auto& [k, v] : gj["summary"]["histogram"].items()) want[k] = v;
   CHECK(got == want);  // a kref groups by its count, like --refcount reads it
-  auto s = leakref([&] { auto a = base; a.push_back("link"); return a; }());
+  auto s = leakref([&] {
+    auto a = base;
+    a.push_back("link");
+    return a;
+  }());
   CHECK(s.status == 2);
   CHECK(s.err.find("field 'link' is struct list_head, not a value to group or sort by") !=
         std::string::npos);

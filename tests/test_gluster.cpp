@@ -291,7 +291,8 @@ TEST_CASE("gluster: a gfapi program's inode table equals what the program report
   NEED_VOLUME(v);
   struct stat st;
   if (::stat(lrtest::fixture_path("fx_gfapi").c_str(), &st) != 0)
-    LR_SKIP("fx_gfapi was not built: /usr/include/glusterfs/api/glfs.h (libglusterfs-dev) is missing");
+    LR_SKIP(
+        "fx_gfapi was not built: /usr/include/glusterfs/api/glfs.h (libglusterfs-dev) is missing");
   const auto& fc =
       lrtest::fixture_core("gfapi", lrtest::fixture_path("fx_gfapi"), {v.volume, "localhost"});
   json j = gluster_json(fc.core);
@@ -337,9 +338,8 @@ std::string field3(const std::string& sym_out) {  // "name = 0x... [mod] ..." ->
 std::string pick_injector() {
   auto sleeper = lrtest::spawn({"sleep", "600"});
   usleep(200000);
-  auto g = lrtest::run({"gdb", "-p", std::to_string(sleeper.pid), "-batch", "-nx", "-ex",
-                        "call (int)getpid()"},
-                       60);
+  auto g = lrtest::run(
+      {"gdb", "-p", std::to_string(sleeper.pid), "-batch", "-nx", "-ex", "call (int)getpid()"}, 60);
   lrtest::finish(sleeper, SIGKILL, 10);
   if (g.out.find("$1 = " + std::to_string(sleeper.pid)) != std::string::npos) return "gdb";
   std::string why = g.err.find("extended state") != std::string::npos
@@ -356,7 +356,8 @@ TEST_CASE("gluster: injected inode and dict leaks are named by trace x core corr
   Volume& v = volume();
   NEED_VOLUME(v);
   if (!lrtest::have_program("bpftrace")) LR_SKIP("bpftrace is not installed (make deps)");
-  auto pg = lrtest::run({"pgrep", "-f", "glusterfs.*--volfile-id=" + v.volume + " " + v.dir + "/mnt"});
+  auto pg =
+      lrtest::run({"pgrep", "-f", "glusterfs.*--volfile-id=" + v.volume + " " + v.dir + "/mnt"});
   REQUIRE(pg.status == 0);
   std::string pid = pg.out.substr(0, pg.out.find('\n'));
   std::string d = v.dir, trace = d + "/capture.lrt", ready = d + "/capture.ready";

@@ -348,14 +348,16 @@ TEST_CASE("hostile: FIFOs anywhere a file is read are refused, never waited on",
               prof = fifo("p.toml");
   std::vector<Case> cases = {
       {{"info", core}, 3, core + ": core is a FIFO, not a regular file"},
-      {{"walk", core, "--type", "obj", "--head", "obj_list", "--list-member", "link"}, 3,
+      {{"walk", core, "--type", "obj", "--head", "obj_list", "--list-member", "link"},
+       3,
        "core is a FIFO"},
       {{"heap", core}, 3, "core is a FIFO"},
       {{"info", fc->core, "--exe", exe}, 3, exe + ": executable is a FIFO, not a regular file"},
       {{"info", fc->core, "--types", types}, 3, types + ": not a regular file"},
-      {{"correlate", fc->core, trace, "--type", "struct obj", "--head", "obj_list",
-        "--list-member", "link", "--refcount", "ref"},
-       3, trace + ": trace is a FIFO"},
+      {{"correlate", fc->core, trace, "--type", "struct obj", "--head", "obj_list", "--list-member",
+        "link", "--refcount", "ref"},
+       3,
+       trace + ": trace is a FIFO"},
       {{"profile", fc->core, "--profile", prof}, 3, "FIFO"},
   };
   for (const auto& c : cases) {

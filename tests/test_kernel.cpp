@@ -4,8 +4,8 @@
 // against crash 8.0.2's own `struct`/`list` output with the extension loaded,
 // and the standalone CLI (ELF reader and libkdumpfile) against the extension.
 #include <fmt/format.h>
-#include <catch2/catch.hpp>
 #include <sys/stat.h>
+#include <catch2/catch.hpp>
 #include <cstring>
 
 #include <signal.h>
@@ -464,8 +464,8 @@ TEST_CASE("kernel: hostile dumps and vmlinux give one clear error", "[kernel]") 
     }
   }
   // The cut-off dump says why its walks cannot start.
-  RunResult cw = leakref({"kernel", "--vmcore", dir + "/cut-pages.kdump", "--vmlinux",
-                          dump().vmlinux, "modules"});
+  RunResult cw = leakref(
+      {"kernel", "--vmcore", dir + "/cut-pages.kdump", "--vmlinux", dump().vmlinux, "modules"});
   CHECK(cw.err.find("dumped pages lie past the end of the file (it was cut off)") !=
         std::string::npos);
   // A FIFO as the dump is refused at once instead of waiting for a writer.

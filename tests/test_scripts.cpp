@@ -13,7 +13,7 @@ using nlohmann::json;
 namespace {
 
 std::string repo_dir() {
-  return lrtest::build_dir() + "/..";
+  return LR_SOURCE_DIR;
 }
 
 // A live fixture that stays up for the test; killed by the destructor.
@@ -153,4 +153,68 @@ TEST_CASE("the gdb macro snapshots the inferior and runs leakref", "[scripts]") 
   INFO(r.out << r.err);
   REQUIRE(r.status == 0);
   check_list(extract_json(r.out), a.manifest);
+}
+
+// make install gives a library users can build on: libleakref.a, its
+// headers and leakref.pc; a program compiled against them from pkg-config
+// alone walks a real core.
+TEST_CASE("make install: the engine as a library through pkg-config", "[scripts][install]") {
+  if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed");
+  std::string prefix = lrtest::tmp_dir() + "/libprefix";
+  auto inst = lrtest::run({"make", "-s", "-C", repo_dir(), "install", "PREFIX=" + prefix,
+                           "BUILD=" + lrtest::build_dir()},
+                          300);
+  INFO(inst.out << inst.err);
+  REQUIRE(inst.status == 0);
+  std::string src = lrtest::tmp_dir() + "/use_lib.cpp";
+  lrtest::write_file(src, R"(#include <cstdio>
+#include "leakref/walkspec.hpp"
+int main(int argc, char** argv) {
+  auto prog = lr::Program::open_core(argv[1], {});
+  if (!prog.ok()) return 3;
+  lr::WalkSpec s;
+  s.type = "struct obj";
+  s.head = "obj_list";
+  s.link = lr::WalkSpec::Link::kList;
+  s.member = "link";
+  s.refcount = "ref";
+  auto r = lr::run_walk(**prog, s);
+  if (!r.ok()) return 4;
+  std::printf("%llu\n", static_cast<unsigned long long>(r->visited));
+  return argc == 2 ? 0 : 1;
+})");
+  std::string exe = lrtest::tmp_dir() + "/use_lib";
+  auto cc = lrtest::run(
+      {"sh", "-c",
+       "export PKG_CONFIG_PATH=" + prefix + "/lib/pkgconfig; g++ " + src + " -o " + exe +
+           " $(pkg-config --cflags leakref) $(pkg-config --static --libs leakref)"},
+      300);
+  INFO(cc.out << cc.err);
+  REQUIRE(cc.status == 0);
+  const auto& fc = lrtest::fixture_core("structs", lrtest::fixture_path("fx_structs"));
+  auto r = lrtest::run({exe, fc.core});
+  CHECK(r.status == 0);
+  CHECK(r.out == std::to_string(fc.manifest["structures"]["list"]["objects"].size()) + "\n");
+}
+
+// A header change rebuilds everything that includes it, the crash
+// extension and make bench's helper included (leakref.so went stale).
+TEST_CASE("make: header dependencies reach leakref.so and the bench helper", "[scripts]") {
+  // The build directory as the build named it (the .d files name objects so).
+  std::string build = lrtest::build_dir();
+  if (build.rfind(repo_dir() + "/", 0) == 0) build = build.substr(repo_dir().size() + 1);
+  auto what_if = [&](const std::string& header, const std::string& target) {
+    return lrtest::run({"make", "-n", "-C", repo_dir(), "-W", header, "BUILD=" + build,
+                        build + "/" + target},
+                       120)
+        .out;
+  };
+  std::string ext = what_if("extension/leakref_host.h", "leakref.so");
+  CHECK(ext.find("leakref_crash.c") != std::string::npos);
+  CHECK(ext.find("crash_glue.cpp") != std::string::npos);
+  CHECK(what_if("cli/walk_render.hpp", "leakref.so").find("-o " + build + "/leakref.so") !=
+        std::string::npos);
+  if (access((lrtest::build_dir() + "/bench/walk_repeat.o").c_str(), F_OK) == 0)
+    CHECK(what_if("corelib/include/leakref/walkspec.hpp", "walk_repeat").find("walk_repeat.cpp") !=
+          std::string::npos);
 }

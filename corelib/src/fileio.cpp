@@ -27,7 +27,8 @@ Result<int> open_input(const std::string& path, const char* what) {
   // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
   int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0)
-    return make_error(Errc::kIo, fmt::format("{}: cannot open {}: {}", path, what, strerror(errno)));
+    return make_error(Errc::kIo,
+                      fmt::format("{}: cannot open {}: {}", path, what, strerror(errno)));
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     int e = errno;

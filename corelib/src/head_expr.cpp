@@ -79,8 +79,7 @@ class HeadParser {
       skip();
       if (i_ >= s_.size() || (s_[i_] != '+' && s_[i_] != '-') || s_.compare(i_, 2, "->") == 0)
         break;
-      if (starred)
-        return bad("ambiguous: write '*(X+N)' for the pointer at X+N, or '(*X)+N'");
+      if (starred) return bad("ambiguous: write '*(X+N)' for the pointer at X+N, or '(*X)+N'");
       bool minus = s_[i_++] == '-';
       LR_ASSIGN(uint64_t n, number());
       v.addr = minus ? v.addr - n : v.addr + n;
@@ -221,10 +220,11 @@ class HeadParser {
     }
     // NAME, NAME@module; a GCC local static's ".N" suffix is part of it.
     size_t j = i_;
-    auto ident = [&](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$'; };
-    while (j < s_.size() && (ident(s_[j]) ||
-                             (s_[j] == '.' && j + 1 < s_.size() &&
-                              std::isdigit(static_cast<unsigned char>(s_[j + 1])))))
+    auto ident = [&](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$';
+    };
+    while (j < s_.size() && (ident(s_[j]) || (s_[j] == '.' && j + 1 < s_.size() &&
+                                              std::isdigit(static_cast<unsigned char>(s_[j + 1])))))
       ++j;
     if (j < s_.size() && s_[j] == '@') {
       ++j;

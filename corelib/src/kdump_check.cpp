@@ -71,9 +71,10 @@ Result<KdumpLayout> check_kdump_file(int fd, const std::string& path) {
   const uint64_t bitmap_off = uint64_t{block} * (1 + uint64_t{sub_blocks});
   const uint64_t desc_off = bitmap_off + uint64_t{block} * bitmap_blocks;
   if (desc_off > fsize)
-    return bad(fmt::format("is cut off before its page table ({} bytes; header, sub-header and "
-                           "bitmaps need {})",
-                           fsize, desc_off));
+    return bad(
+        fmt::format("is cut off before its page table ({} bytes; header, sub-header and "
+                    "bitmaps need {})",
+                    fsize, desc_off));
   // The sub-header: ranges libkdumpfile maps (VMCOREINFO, notes, erase info).
   uint8_t sh[112] = {};
   if (!read_at(fd, sh, sizeof sh, block)) return bad("has an unreadable sub-header");
@@ -84,11 +85,12 @@ Result<KdumpLayout> check_kdump_file(int fd, const std::string& path) {
     static const char* kName[] = {"VMCOREINFO", "note", "erase info"};
     if (size == 0) continue;
     if (size > (64u << 20) || off > fsize || size > fsize - off)
-      return bad(fmt::format("names {} bytes of {} at offset {:#x}, past its end ({} bytes)",
-                             size, kName[i], off, fsize));
+      return bad(fmt::format("names {} bytes of {} at offset {:#x}, past its end ({} bytes)", size,
+                             kName[i], off, fsize));
     if (i < 2) {  // VMCOREINFO text, and the ELF notes that carry it again
       std::string text(size, '\0');
-      if (!read_at(fd, text.data(), size, off)) return bad(std::string("has an unreadable ") + kName[i]);
+      if (!read_at(fd, text.data(), size, off))
+        return bad(std::string("has an unreadable ") + kName[i]);
       LR_TRY(check_pagesize(text, path));
     }
   }
@@ -96,8 +98,8 @@ Result<KdumpLayout> check_kdump_file(int fd, const std::string& path) {
   // Each of the two bitmaps has a bit per page frame up to max_mapnr.
   const uint64_t bitmap_bytes = uint64_t{block} * (bitmap_blocks / 2);
   if (max_mapnr == 0 || (max_mapnr + 7) / 8 > bitmap_bytes)
-    return bad(fmt::format("says {} page frames but its bitmaps hold {}", max_mapnr,
-                           bitmap_bytes * 8));
+    return bad(
+        fmt::format("says {} page frames but its bitmaps hold {}", max_mapnr, bitmap_bytes * 8));
   // Dumped pages: bits of the second bitmap; each has a 24-byte descriptor
   // (offset, size, flags, page flags) whose data must lie in the file.
   std::vector<uint8_t> bm(bitmap_bytes);

@@ -196,9 +196,9 @@ Result<Scan> scan(KernelTarget& k, const KernelLimits& lim, bool want_mounts) {
   LR_ASSIGN(uint64_t init_task, k.symbol("init_task"));
 
   std::vector<uint64_t> tasks = {init_task};
-  LR_ASSIGN(std::vector<uint64_t> listed, root_objects(mem, init_task + t_tasks, t_tasks, lim,
-                                                       "init_task.tasks", &s.warnings,
-                                                       &s.tasks_walk));
+  LR_ASSIGN(std::vector<uint64_t> listed,
+            root_objects(mem, init_task + t_tasks, t_tasks, lim, "init_task.tasks", &s.warnings,
+                         &s.tasks_walk));
   for (uint64_t t : listed)
     if (t != init_task) tasks.push_back(t);
   std::unordered_set<uint64_t> seen_files_structs, seen_fs, seen_mm;
@@ -261,8 +261,8 @@ Result<Scan> scan(KernelTarget& k, const KernelLimits& lim, bool want_mounts) {
   LR_ASSIGN(Layout sb, Layout::of(k, "struct super_block"));
   LR_ASSIGN(uint64_t sb_list, sb.off("s_list"));
   LR_ASSIGN(uint64_t super_blocks, k.symbol("super_blocks"));
-  LR_ASSIGN(s.super_blocks, root_objects(mem, super_blocks, sb_list, lim, "super_blocks",
-                                         &s.warnings, &s.sb_walk));
+  LR_ASSIGN(s.super_blocks,
+            root_objects(mem, super_blocks, sb_list, lim, "super_blocks", &s.warnings, &s.sb_walk));
   if (want_mounts) {
     LR_ASSIGN(uint64_t sb_mounts, sb.off("s_mounts"));
     LR_ASSIGN(Layout mnt, Layout::of(k, "struct mount"));

@@ -123,8 +123,9 @@ Result<std::unique_ptr<KernelTarget>> KernelTarget::open(const std::string& vmco
     // tell the architecture; leakref only reads x86_64 kernels anyway.
     kdump_set_string_attr(k->kdump_->ctx, KDUMP_ATTR_ARCH_NAME, KDUMP_ARCH_X86_64);
     if (kdump_open_fd(k->kdump_->ctx, k->kdump_->fd) != KDUMP_OK) {
-      auto e = make_error(Errc::kBadFormat, fmt::format("{}: not a kernel dump leakref can read ({})",
-                                                        vmcore, kdump_get_err(k->kdump_->ctx)));
+      auto e =
+          make_error(Errc::kBadFormat, fmt::format("{}: not a kernel dump leakref can read ({})",
+                                                   vmcore, kdump_get_err(k->kdump_->ctx)));
       k->kdump_->abandon();
       return e;
     }

@@ -27,8 +27,8 @@
 #include <toml++/toml.h>
 #endif
 
-#include "leakref/fileio.hpp"
 #include "leakref/expr.hpp"
+#include "leakref/fileio.hpp"
 #include "leakref/profile.hpp"
 
 namespace lr {

@@ -42,8 +42,7 @@ Result<std::unique_ptr<Program>> Program::open_core(const std::string& core_path
     char magic[4] = {};
     bool elf = ::pread(fd, magic, 4, 0) == 4 && std::memcmp(magic, "\177ELF", 4) == 0;
     ::close(fd);
-    if (!elf)
-      return make_error(Errc::kBadFormat, opts.exe + ": executable is not an ELF file");
+    if (!elf) return make_error(Errc::kBadFormat, opts.exe + ": executable is not an ELF file");
   }
   CoreOptions co;
   co.sysroot = opts.sysroot;

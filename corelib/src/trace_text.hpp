@@ -39,7 +39,9 @@ class Lines {
   bool unterminated_ = false;
 };
 
-inline bool is_space(char c) { return c == ' ' || c == '\t'; }
+inline bool is_space(char c) {
+  return c == ' ' || c == '\t';
+}
 
 inline std::string_view trim(std::string_view s) {
   while (!s.empty() && (is_space(s.front()) || s.front() == '\r')) s.remove_prefix(1);

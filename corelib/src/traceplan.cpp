@@ -1,8 +1,8 @@
 // Capture planning for a live process: function resolution (symbol tables,
 // then the first direct call of a wrapper for statics) and the generated
 // bpftrace program and leakref-trace header.
-#include "leakref/fileio.hpp"
 #include "leakref/traceplan.hpp"
+#include "leakref/fileio.hpp"
 
 #include <elfutils/libdw.h>
 #include <elfutils/libdwelf.h>

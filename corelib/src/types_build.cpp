@@ -1,5 +1,5 @@
-#include "leakref/fileio.hpp"
 #include "leakref/types_build.hpp"
+#include "leakref/fileio.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>

@@ -16,7 +16,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (fd < 0) return 0;
   if (::write(fd, data, size) == static_cast<ssize_t>(size)) {
     auto layout = lr::check_kdump_file(fd, "fuzz");
-    if (layout.ok() && size >= 8 && std::string(reinterpret_cast<const char*>(data), 8) == "KDUMP   ")
+    if (layout.ok() && size >= 8 &&
+        std::string(reinterpret_cast<const char*>(data), 8) == "KDUMP   ")
       (void)lr::KernelTarget::open("/proc/self/fd/" + std::to_string(fd), "/nonexistent/vmlinux");
   }
   ::close(fd);

@@ -37,7 +37,11 @@ class Memory {
       return (a - start < end - start && end - a >= n) ? data + (a - start) : nullptr;
     }
   };
-  virtual bool window(uint64_t addr, Window* w) const { (void)addr; (void)w; return false; }
+  virtual bool window(uint64_t addr, Window* w) const {
+    (void)addr;
+    (void)w;
+    return false;
+  }
   // `n` bytes at `a` through the cached window `w`, refreshed when `a` leaves
   // it; nullptr when they are not directly readable (use read() then).
   const uint8_t* direct(Window& w, uint64_t a, size_t n) const {
@@ -48,7 +52,10 @@ class Memory {
 
   // Human description of why `addr` is not readable ("not in core", "beyond
   // end of truncated core", ...); empty if it is readable.
-  virtual std::string why_unreadable(uint64_t addr) const { (void)addr; return "unreadable"; }
+  virtual std::string why_unreadable(uint64_t addr) const {
+    (void)addr;
+    return "unreadable";
+  }
 
   // Convenience typed reads (little-endian host == target for x86_64).
   template <class T>
@@ -72,10 +79,23 @@ class Memory {
 // Reads fixed-width little-endian integers out of a byte buffer.
 inline uint64_t load_uint(const uint8_t* p, size_t width) {
   switch (width) {
-    case 1: return p[0];
-    case 2: { uint16_t v; std::memcpy(&v, p, 2); return v; }
-    case 4: { uint32_t v; std::memcpy(&v, p, 4); return v; }
-    case 8: { uint64_t v; std::memcpy(&v, p, 8); return v; }
+    case 1:
+      return p[0];
+    case 2: {
+      uint16_t v;
+      std::memcpy(&v, p, 2);
+      return v;
+    }
+    case 4: {
+      uint32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case 8: {
+      uint64_t v;
+      std::memcpy(&v, p, 8);
+      return v;
+    }
     default: {
       uint64_t v = 0;
       std::memcpy(&v, p, width < 8 ? width : 8);

@@ -107,12 +107,11 @@ class ModuleSet {
               uint64_t bias, const std::string& build_id, bool is_exe);
   // Adds a module known by name whose DWARF is `debug_path` as given (no
   // search, no symbol file); `how` says where it came from ("--ko").
-  Module* add_debug(const std::string& path, const std::string& debug_path,
-                    const std::string& how);
+  Module* add_debug(const std::string& path, const std::string& debug_path, const std::string& how);
 
   const std::vector<std::unique_ptr<Module>>& modules() const { return mods_; }
   Module* exe() const;
-  Module* module_at(uint64_t addr) const;  // nullptr if no module maps addr
+  Module* module_at(uint64_t addr) const;          // nullptr if no module maps addr
   Module* by_name(const std::string& name) const;  // basename or path match
 
   // Symbol by name; "name@module" restricts the module. kNotFound if absent.

@@ -27,12 +27,14 @@ struct Error {
   std::string message;
 };
 
-inline Error make_error(Errc c, std::string msg) { return Error{c, std::move(msg)}; }
+inline Error make_error(Errc c, std::string msg) {
+  return Error{c, std::move(msg)};
+}
 
 template <class T>
 class [[nodiscard]] Result {
  public:
-  Result(T v) : v_(std::move(v)) {}  // NOLINT: implicit by design
+  Result(T v) : v_(std::move(v)) {}      // NOLINT: implicit by design
   Result(Error e) : v_(std::move(e)) {}  // NOLINT
   bool ok() const { return v_.index() == 0; }
   explicit operator bool() const { return ok(); }
@@ -68,9 +70,9 @@ class [[nodiscard]] Result<void> {
 }  // namespace lr
 
 // Propagate an error from an expression returning Result<...>.
-#define LR_TRY(expr)                                 \
-  do {                                               \
-    auto lr_try_r_ = (expr);                         \
+#define LR_TRY(expr)                                          \
+  do {                                                        \
+    auto lr_try_r_ = (expr);                                  \
     if (!lr_try_r_.ok()) return std::move(lr_try_r_).error(); \
   } while (0)
 
@@ -78,7 +80,7 @@ class [[nodiscard]] Result<void> {
 #define LR_CONCAT(a, b) LR_CONCAT_(a, b)
 // Bind the value of a Result expression or propagate its error.
 #define LR_ASSIGN(lhs, expr) LR_ASSIGN_IMPL(LR_CONCAT(lr_r_, __LINE__), lhs, expr)
-#define LR_ASSIGN_IMPL(tmp, lhs, expr)            \
-  auto tmp = (expr);                              \
-  if (!tmp.ok()) return std::move(tmp).error();   \
+#define LR_ASSIGN_IMPL(tmp, lhs, expr)          \
+  auto tmp = (expr);                            \
+  if (!tmp.ok()) return std::move(tmp).error(); \
   lhs = std::move(tmp).value()

@@ -21,17 +21,28 @@ namespace lr {
 class Module;
 class ModuleSet;
 
-enum class TypeKind { kVoid, kInt, kBool, kFloat, kPointer, kStruct, kUnion, kEnum, kArray,
-                      kFunction, kTypedef };
+enum class TypeKind {
+  kVoid,
+  kInt,
+  kBool,
+  kFloat,
+  kPointer,
+  kStruct,
+  kUnion,
+  kEnum,
+  kArray,
+  kFunction,
+  kTypedef
+};
 
 struct Type;
 class TypeRegistry;
 
 struct Member {
-  std::string name;  // "" for an anonymous struct/union member
-  uint64_t offset = 0;       // bytes from the start of the enclosing type
-  uint16_t bit_offset = 0;   // bitfields: bits from `offset` (little-endian numbering)
-  uint16_t bit_size = 0;     // 0 = not a bitfield
+  std::string name;         // "" for an anonymous struct/union member
+  uint64_t offset = 0;      // bytes from the start of the enclosing type
+  uint16_t bit_offset = 0;  // bitfields: bits from `offset` (little-endian numbering)
+  uint16_t bit_size = 0;    // 0 = not a bitfield
   const Type* type = nullptr;
 };
 
@@ -42,11 +53,11 @@ struct Enumerator {
 
 struct Type {
   TypeKind kind = TypeKind::kVoid;
-  std::string name;       // bare name: "node", "int", "atomic_t"; "" if anonymous
+  std::string name;  // bare name: "node", "int", "atomic_t"; "" if anonymous
   uint64_t size = 0;
-  bool is_signed = false;  // integers, enums (underlying), char
-  bool is_char = false;    // char-like integer (arrays of it print as strings)
-  bool complete = true;    // false for a struct only ever declared
+  bool is_signed = false;        // integers, enums (underlying), char
+  bool is_char = false;          // char-like integer (arrays of it print as strings)
+  bool complete = true;          // false for a struct only ever declared
   const Type* target = nullptr;  // pointer/typedef target, array element
   uint64_t count = 0;            // arrays; 0 with `flexible`
   bool flexible = false;
@@ -56,8 +67,8 @@ struct Type {
   // first used (strip()), not when a pointer to it is converted: following
   // every pointer eagerly reaches structs defined only in far compile units
   // (or nowhere), which makes the name index scan the whole module.
-  mutable TypeRegistry* registry = nullptr;   // set while unresolved
-  mutable const Type* definition = nullptr;   // once resolved (itself if none)
+  mutable TypeRegistry* registry = nullptr;  // set while unresolved
+  mutable const Type* definition = nullptr;  // once resolved (itself if none)
   Module* decl_module = nullptr;
   uint64_t decl_off = 0;
 
