@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstring>
+#include <map>
 
 #include "harness.hpp"
 
@@ -66,6 +67,37 @@ void expect_list(const lrtest::RunResult& r, const json& manifest) {
     CHECK(j["objects"][i]["addr"] == want[i]["addr"]);
     CHECK(j["objects"][i]["refcount"] == want[i]["refcount"]);
   }
+}
+
+// A walk of a damaged core is right or says it is not: exit 0 with the
+// manifest's objects exactly, or exit 0 with a warning or an abnormal stop
+// (partial results), or exit 3/4 with exactly one error line. Returns which:
+// 'e'xact, 'w'arned, 'r'efused.
+char judge_walk(const lrtest::RunResult& r, const json& manifest) {
+  INFO("status " << r.status << ", stderr: " << r.err);
+  CHECK_FALSE(r.timed_out);
+  if (r.status != 0) {
+    CHECK((r.status == 3 || r.status == 4));
+    size_t errors = 0;
+    for (size_t at = r.err.find("leakref: error: "); at != std::string::npos;
+         at = r.err.find("leakref: error: ", at + 1))
+      ++errors;
+    CHECK(errors == 1);
+    CHECK(r.out.empty());
+    return 'r';
+  }
+  json j = r.json();
+  const json& want = manifest["structures"]["list"]["objects"];
+  bool same = j["objects"].size() == want.size();
+  for (size_t i = 0; same && i < want.size(); ++i)
+    same = j["objects"][i]["addr"] == want[i]["addr"] &&
+           j["objects"][i]["refcount"] == want[i]["refcount"];
+  if (same && j["summary"]["stop"] == "end") return 'e';
+  // Not the manifest: the user must be told.
+  bool told = !j["warnings"].empty() || j["summary"]["stop"] != "end" ||
+              j["summary"]["issue_count"].get<int>() > 0 || !r.err.empty();
+  CHECK(told);
+  return 'w';
 }
 
 // File offset of virtual address `va` in an ELF core, or 0.
@@ -162,9 +194,7 @@ TEST_CASE("hostile: truncated core gives a bounded partial result", "[hostile]")
     REQUIRE(r.status == 0);
     CHECK(r.json()["truncated"] == true);
     r = leakref(list_walk(p));
-    CHECK(r.status < 128);
-    CHECK_FALSE(r.timed_out);
-    CHECK(!r.err.empty());  // a warning or one error line
+    CHECK(judge_walk(r, fc->manifest) != 'e');  // cut off: never a plain success
     CHECK(r.err.find("truncated") != std::string::npos);
     // --exe rescues a core whose notes were cut off.
     r = leakref({"info", p, "--exe", fc->exe});
@@ -189,7 +219,7 @@ TEST_CASE("hostile: bit-flipped program headers", "[hostile]") {
   const size_t fields[] = {offsetof(Elf64_Phdr, p_type), offsetof(Elf64_Phdr, p_offset),
                            offsetof(Elf64_Phdr, p_vaddr), offsetof(Elf64_Phdr, p_filesz),
                            offsetof(Elf64_Phdr, p_memsz)};
-  int cases = 0;
+  std::map<char, int> outcome;
   for (int ph : {1, 3, 5}) {
     for (size_t f : fields) {
       for (int bit : {3, 29, 45, 62}) {
@@ -199,10 +229,8 @@ TEST_CASE("hostile: bit-flipped program headers", "[hostile]") {
         std::string p = lrtest::tmp_dir() + "/flipped.core";
         lrtest::write_file(p, bad);
         auto r = leakref(list_walk(p), 30);
-        INFO("phdr " << ph << " field " << f << " bit " << bit << ": " << r.err);
-        CHECK(r.status < 128);
-        CHECK_FALSE(r.timed_out);
-        ++cases;
+        INFO("phdr " << ph << " field " << f << " bit " << bit);
+        ++outcome[judge_walk(r, fc->manifest)];
       }
     }
   }
@@ -214,7 +242,12 @@ TEST_CASE("hostile: bit-flipped program headers", "[hostile]") {
   auto r = leakref({"info", lrtest::tmp_dir() + "/phnum.core"});
   CHECK(r.status == 3);
   CHECK(r.err.find("program header") != std::string::npos);
-  CHECK(cases == 60);
+  // Both kinds occur: flips the walk does not depend on, and flips it
+  // reports (a test whose every case passed one way would prove little).
+  INFO("exact " << outcome['e'] << ", warned " << outcome['w'] << ", refused " << outcome['r']);
+  CHECK(outcome['e'] > 0);
+  CHECK(outcome['w'] + outcome['r'] > 0);
+  CHECK(outcome['e'] + outcome['w'] + outcome['r'] == 60);
 }
 
 TEST_CASE("hostile: a list made cyclic inside the core", "[hostile]") {

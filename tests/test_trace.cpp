@@ -293,9 +293,24 @@ TEST_CASE("trace: garbage, truncation and empty input never crash", "[trace][hos
       lrtest::read_file(std::string(LR_SOURCE_DIR) + "/tests/data/bpftrace-capture-fuse-10.3.txt");
   for (const std::string& s :
        {real, std::string(kStap), std::string(kMmleak), std::string(kBccPy)}) {
+    auto full = lr::parse_trace(s, lr::TraceFormat::kAuto, "full");
+    REQUIRE(full.ok());
     for (size_t cut = 0; cut < s.size(); cut += 1 + s.size() / 97) {
       auto t = lr::parse_trace(s.substr(0, cut), lr::TraceFormat::kAuto, "cut");
-      (void)t;  // error or partial result; never a crash
+      INFO("cut at " << cut << " of " << s.size());
+      if (!t.ok()) {  // one error naming the input
+        CHECK(t.error().message.find("cut") != std::string::npos);
+        continue;
+      }
+      // A prefix of the trace is a prefix of its events, in the same format:
+      // nothing invented, nothing reordered.
+      REQUIRE(t->events.size() <= full->events.size());
+      if (!t->events.empty()) CHECK(t->format == full->format);
+      for (size_t i = 0; i < t->events.size(); ++i) {
+        CHECK(t->events[i].ptr == full->events[i].ptr);
+        CHECK(t->functions[t->events[i].fn].op == full->functions[full->events[i].fn].op);
+      }
+      if (cut && s[cut - 1] != '\n') CHECK(t->truncated);
     }
     std::string g = s;
     for (size_t i = 7; i < g.size(); i += 13) g[i] = static_cast<char>(g[i] ^ 0x5a);

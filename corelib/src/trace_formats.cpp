@@ -333,6 +333,16 @@ Result<Trace> parse_trace(std::string_view text, TraceFormat fmt, const std::str
                           ": not a trace format leakref reads (leakref-trace, bpftrace, "
                           "SystemTap ref-leak, mmleak, bcc memleak, /proc/PID/maps)");
   t.format = fmt;
+  // Every tool ends its lines with '\n': a last line without one was cut
+  // (a copy, a full disk, MAXSTRINGLEN) and is dropped, not parsed as a
+  // shorter value ("ptr : 7fc7e00" was read as pointer 0x7fc7e00).
+  if (text.back() != '\n') {
+    size_t nl = text.rfind('\n');
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(0, nl + 1);
+    t.truncated = true;
+    if (text.empty())
+      return make_error(Errc::kBadFormat, source + ": only a partial first line (cut off)");
+  }
   switch (fmt) {
     case TraceFormat::kLeakref:
       trace_detail::parse_leakref(text, t);
