@@ -26,6 +26,7 @@ namespace {
 
 struct Dump {
   bool ok = false;
+  bool broken = false;  // our own set-up failed: a failure, not a skip
   std::string why;
   std::string vmlinux, pelf, kdump, serial, ko, kver;
 };
@@ -40,6 +41,7 @@ const Dump& dump() {
       }
     RunResult k = run({std::string(LR_SOURCE_DIR) + "/scripts/kernel-vmcore"}, 1200);
     if (k.status != 0) {
+      r.broken = true;
       r.why = "scripts/kernel-vmcore failed: " +
               k.err.substr(k.err.size() > 2000 ? k.err.size() - 2000 : 0);
       return r;
@@ -57,11 +59,22 @@ const Dump& dump() {
     r.ko = kv["KO"];
     r.kver = kv["KVER"];
     r.ok = !r.vmlinux.empty() && !r.pelf.empty();
-    if (!r.ok) r.why = "scripts/kernel-vmcore printed no paths";
+    if (!r.ok) {
+      r.broken = true;
+      r.why = "scripts/kernel-vmcore printed no paths";
+    }
     return r;
   }();
   return d;
 }
+
+// Skips only when a facility is missing (QEMU, crash, ...); a failure of
+// scripts/kernel-vmcore itself fails the test.
+#define NEED_DUMP()                                           \
+  do {                                                        \
+    if (dump().broken) FAIL("kernel vmcore: " << dump().why); \
+    if (!dump().ok) LR_SKIP("kernel vmcore: " + dump().why);  \
+  } while (0)
 
 // What the guest said it set up (fixtures/kernel/lrholder.c and init).
 struct Hold {
@@ -349,7 +362,7 @@ std::map<std::string, std::string> sections(const std::string& out) {
 
 TEST_CASE("kernel: standalone inodes, modules, check and walk on a real Debian 6.1 vmcore",
           "[kernel]") {
-  if (!dump().ok) LR_SKIP("kernel vmcore: " + dump().why);
+  NEED_DUMP();
   Guest g = guest();
   REQUIRE(g.holds.size() >= 20);
   REQUIRE(g.files >= 10000);
@@ -392,7 +405,7 @@ TEST_CASE("kernel: standalone inodes, modules, check and walk on a real Debian 6
 }
 
 TEST_CASE("kernel: hostile dumps and vmlinux give one clear error", "[kernel]") {
-  if (!dump().ok) LR_SKIP("kernel vmcore: " + dump().why);
+  NEED_DUMP();
   // A kernel dump given where a process core goes is named as one (it read
   // as a process with pid 1, or "bad magic").
   for (const auto& d : {dump().pelf, dump().kdump})
@@ -499,7 +512,7 @@ TEST_CASE("kernel: hostile dumps and vmlinux give one clear error", "[kernel]") 
 // the same super blocks, every inode with the same i_count and as many
 // aliases as that report lists dentries; ELF and kdump give the same answer.
 TEST_CASE("kernel: the linux-vfs profile agrees with the inode report", "[kernel]") {
-  if (!dump().ok) LR_SKIP("kernel vmcore: " + dump().why);
+  NEED_DUMP();
   json ia = kernel_json(dump().pelf, {"inodes", "--all", "--json"});
   json p = kernel_json(dump().pelf, {"profile", "--profile", "linux-vfs", "--json"});
   CHECK(p["schema"] == "leakref.profile/1");
@@ -536,7 +549,7 @@ TEST_CASE("kernel: the linux-vfs profile agrees with the inode report", "[kernel
 
 TEST_CASE("kernel: crash 8.0.2 with the extension agrees with crash's own output and the CLI",
           "[kernel]") {
-  if (!dump().ok) LR_SKIP("kernel vmcore: " + dump().why);
+  NEED_DUMP();
   Guest g = guest();
   json ie = kernel_json(dump().pelf, {"inodes", "--json"});
   json me = kernel_json(dump().pelf, {"modules", "--json"});
@@ -655,7 +668,7 @@ TEST_CASE("kernel: crash 8.0.2 with the extension agrees with crash's own output
 
 TEST_CASE("kernel: Ctrl-C stops a long leakref command and crash goes on with its input",
           "[kernel]") {
-  if (!dump().ok) LR_SKIP("kernel vmcore: " + dump().why);
+  NEED_DUMP();
   json ie = kernel_json(dump().pelf, {"inodes", "--json"});
   // An array walk over 400 M bytes of the direct map: ~20 s uninterrupted.
   std::string base = ie["super_blocks"][0]["addr"];
@@ -690,7 +703,7 @@ TEST_CASE("kernel: Ctrl-C stops a long leakref command and crash goes on with it
 // crash, and crash's own `struct` agrees with every refcount.
 TEST_CASE("kernel: a profile file finds the lrlocks module's leaks, standalone and in crash",
           "[kernel]") {
-  if (!dump().ok) LR_SKIP("kernel vmcore: " + dump().why);
+  NEED_DUMP();
   auto truth = lrlocks_truth();
   REQUIRE(truth["ns"].size() == 2);
   REQUIRE(truth["res"].size() == 10);
@@ -771,7 +784,7 @@ TEST_CASE("kernel: a profile file finds the lrlocks module's leaks, standalone a
 
 // The README's kernel-module example, executed as written (addresses aside).
 TEST_CASE("README: the kernel module profile example runs as written", "[kernel]") {
-  if (!dump().ok) LR_SKIP("kernel vmcore: " + dump().why);
+  NEED_DUMP();
   std::string part = readme_section("kmodule");
   REQUIRE(!part.empty());
   std::string dir = tmp_dir() + "/readme-kmodule";
