@@ -210,7 +210,7 @@ DEB_DEPS := g++ make pkg-config libdw-dev libelf-dev libfmt-dev libcli11-dev \
             glusterfs-server glusterfs-client libglusterfs-dev liburcu-dev libtirpc-dev \
             fuse3 procps util-linux bpftrace bc time \
             libkdumpfile-dev crash qemu-system-x86 busybox-static cpio makedumpfile python3 \
-            libtomlplusplus-dev linux-headers-amd64 clang-format \
+            libtomlplusplus-dev linux-headers-amd64 clang-format man-db \
             nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils libnfs-dev libntirpc-dev libkrb5-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -241,6 +241,9 @@ install: $(BIN) $(EXT) $(LIB)
 	install -m 755 scripts/leakref-debsrc $(DESTDIR)$(PREFIX)/bin/leakref-debsrc
 	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/leakref
 	install -m 644 $(EXT) $(DESTDIR)$(PREFIX)/lib/crash/extensions/leakref.so
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man7
+	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 644 man/*.7 $(DESTDIR)$(PREFIX)/share/man/man7/
 	install -m 755 scripts/leakref-snap $(DESTDIR)$(PREFIX)/bin/leakref-snap
 	install -m 755 scripts/leakref-trace $(DESTDIR)$(PREFIX)/bin/leakref-trace
 	sed 's|@LEAKREF@|$(PREFIX)/bin/leakref|g' scripts/leakref.gdb > $(BUILD)/leakref.gdb.installed

@@ -5,6 +5,9 @@
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>
+#include <map>
+#include <regex>
+#include <set>
 
 #include "harness.hpp"
 
@@ -217,4 +220,88 @@ TEST_CASE("make: header dependencies reach leakref.so and the bench helper", "[s
   if (access((lrtest::build_dir() + "/bench/walk_repeat.o").c_str(), F_OK) == 0)
     CHECK(what_if("corelib/include/leakref/walkspec.hpp", "walk_repeat").find("walk_repeat.cpp") !=
           std::string::npos);
+}
+
+namespace {
+
+// The long options a --help text lists ("--name" at the start of an entry).
+std::set<std::string> help_options(const std::string& help) {
+  std::set<std::string> o;
+  std::regex opt(R"((?:^|\n)\s+(?:-\w,)?(--[a-z][a-z-]*))");
+  for (auto it = std::sregex_iterator(help.begin(), help.end(), opt); it != std::sregex_iterator();
+       ++it)
+    o.insert((*it)[1]);
+  return o;
+}
+
+// A man page's text as man renders it (its warnings, if any, in `warnings`).
+std::string render_man(const std::string& page, std::string* warnings) {
+  // Wide enough that no option is hyphenated across a line break.
+  auto r =
+      lrtest::run({"env", "MANWIDTH=2000", "man", "--warnings", "-E", "UTF-8", "-l", page}, 60);
+  *warnings = r.err;
+  return r.out;
+}
+
+}  // namespace
+
+// One man page per front end; each renders without a warning and names
+// every option its front end's --help lists.
+TEST_CASE("man pages: one per front end, complete against --help", "[scripts][man]") {
+  if (!lrtest::have_program("man")) LR_SKIP("man is not installed (make deps installs man-db)");
+  std::string dir = repo_dir() + "/man";
+  std::map<std::string, std::string> text;
+  for (const char* p : {"leakref.1", "leakref-snap.1", "leakref-trace.1", "leakref-debsrc.1",
+                        "leakref-crash.7", "leakref-gdb.7"}) {
+    std::string w;
+    text[p] = render_man(dir + "/" + p, &w);
+    INFO(p << ": " << w);
+    CHECK(w.empty());
+    CHECK(text[p].size() > 500);
+  }
+  // Every subcommand's options, the kernel's and types' nested ones too.
+  std::vector<std::vector<std::string>> subs = {{"info"},
+                                                {"walk"},
+                                                {"show"},
+                                                {"sym"},
+                                                {"heap"},
+                                                {"gluster"},
+                                                {"profile"},
+                                                {"correlate"},
+                                                {"trace-plan"},
+                                                {"trace-info"},
+                                                {"types", "gluster"},
+                                                {"types", "build"},
+                                                {"kernel"},
+                                                {"kernel", "walk"},
+                                                {"kernel", "inodes"},
+                                                {"kernel", "modules"},
+                                                {"kernel", "check"},
+                                                {"kernel", "profile"}};
+  std::set<std::string> missing;
+  for (const auto& s : subs) {
+    std::vector<std::string> args = {"help"};
+    args.insert(args.end(), s.begin(), s.end());
+    auto h = lrtest::leakref(args);
+    REQUIRE(h.status == 0);
+    auto opts = help_options(h.out);
+    CHECK(opts.size() > 0);
+    for (const auto& o : opts)
+      if (o != "--help" && text["leakref.1"].find(o) == std::string::npos)
+        missing.insert(s.back() + " " + o);
+    if (s.size() == 1 && s[0] != "kernel") CHECK(text["leakref.1"].find(s[0]) != std::string::npos);
+  }
+  INFO("options missing from leakref.1: " << json(missing).dump());
+  CHECK(missing.empty());
+  for (const char* script : {"leakref-snap", "leakref-trace", "leakref-debsrc"}) {
+    auto h = lrtest::run({repo_dir() + "/scripts/" + script, "--help"});
+    CHECK(h.status == 0);
+    std::regex opt(R"(--[a-z][a-z-]*)");
+    for (auto it = std::sregex_iterator(h.out.begin(), h.out.end(), opt);
+         it != std::sregex_iterator(); ++it) {
+      std::string o = (*it)[0];
+      INFO(script << " " << o);
+      CHECK(text[std::string(script) + ".1"].find(o) != std::string::npos);
+    }
+  }
 }
