@@ -32,18 +32,19 @@ const char* reg_names[27] = {"r15",     "r14",      "r13", "r12", "rbp",    "rbx
                              "rdi",     "orig_rax", "rip", "cs",  "eflags", "rsp", "ss",
                              "fs_base", "gs_base",  "ds",  "es",  "fs",     "gs"};
 
-// JSON for a value tree: structs as objects (anonymous members numbered),
-// arrays as lists (with a trailing {"more": N} when cut), scalars as values.
-nlohmann::json tree_json(const lr::ValueNode& n) {
+// JSON for a value tree: structs as objects with their members in
+// declaration order (anonymous members numbered), arrays as lists (with a
+// trailing {"more": N} when cut), scalars as values (as walk renders them).
+nlohmann::ordered_json tree_json(const lr::ValueNode& n) {
   if (n.value.kind != lr::FieldValue::Kind::kAggregate || (n.children.empty() && !n.is_array))
-    return value_json(n.value);
+    return nlohmann::ordered_json(value_json(n.value));
   if (n.is_array) {
-    nlohmann::json arr = nlohmann::json::array();
+    nlohmann::ordered_json arr = nlohmann::ordered_json::array();
     for (const auto& c : n.children) arr.push_back(tree_json(c));
     if (n.more) arr.push_back({{"more", n.more}});
     return arr;
   }
-  nlohmann::json o = nlohmann::json::object();
+  nlohmann::ordered_json o = nlohmann::ordered_json::object();
   int anon = 0;
   for (const auto& c : n.children)
     o[c.name.empty() ? fmt::format("<anonymous{}>", anon++) : c.name] = tree_json(c);
@@ -192,7 +193,7 @@ int cmd_show(const Common& c, const std::string& addr_s, const std::string& type
     return fail(lr::make_error(lr::Errc::kFault,
                                fmt::format("{:#x}: {}", addr, prog.mem().why_unreadable(addr))));
   if (c.json) {
-    nlohmann::json j;
+    nlohmann::ordered_json j;
     j["schema"] = "leakref.show/1";
     j["addr"] = hex(addr);
     j["type"] = t->display();
@@ -202,7 +203,7 @@ int cmd_show(const Common& c, const std::string& addr_s, const std::string& type
     lim.max_array = 4096;
     lim.max_nodes = 1'000'000;
     j["value"] = tree_json(lr::value_tree(obj, s->size, t, lim));
-    emit_json(j);
+    out_stdout().put(j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   } else {
     fmt::print("{}", lr::format_object(prog.mem(), addr, t, &prog.modules(), depth));
   }

@@ -50,9 +50,26 @@ int fail(const lr::Error& e) {
   return fail(e, out_stderr());
 }
 
+namespace {
+bool g_json_errors = false;
+
+}  // namespace
+
+void json_errors(bool on) {
+  g_json_errors = on;
+}
+
 int fail(const lr::Error& e, Out& err) {
   err.print("leakref: error: {}\n", e.message);
-  return exit_for(e);
+  int code = exit_for(e);
+  // Under --json a pipeline reading stdout sees the error as JSON too.
+  if (g_json_errors && &err == &out_stderr())
+    emit_json(
+        nlohmann::json{
+            {"schema", "leakref.error/1"},
+            {"error", {{"code", lr::errc_name(e.code)}, {"message", e.message}, {"exit", code}}}},
+        out_stdout());
+  return code;
 }
 
 std::string unknown_subcommand(const CLI::App& app, const std::string& word) {
@@ -76,8 +93,8 @@ void one_value_per_option(CLI::App* app) {
 }
 
 int fail_usage(const std::string& msg) {
-  fmt::print(stderr, "leakref: error: {}\n", msg);
-  return kUsage;
+  std::fflush(stdout);
+  return fail(lr::make_error(lr::Errc::kInvalidArgument, msg), out_stderr());
 }
 
 lr::Result<std::unique_ptr<lr::Program>> open_program(const Common& c) {

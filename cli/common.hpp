@@ -38,6 +38,9 @@ int exit_for(const lr::Error& e);
 // Prints "leakref: error: MSG" to stderr and returns the exit code for it.
 int fail(const lr::Error& e);
 int fail_usage(const std::string& msg);
+// Under --json, errors are also written to stdout as leakref.error/1
+// ({schema, error: {code, message, exit}}), after the stderr line.
+void json_errors(bool on);
 // When `word` (the first word after the options) names none of `app`'s
 // subcommands: "unknown subcommand 'wlak'; did you mean 'walk'?" (CLI11 says
 // only "A subcommand is required"). "" when it is one, or an option.

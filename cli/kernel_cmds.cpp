@@ -372,6 +372,7 @@ int run_kernel_command(const KernelOpener& open, const std::vector<std::string>&
     err.print("leakref: error: {}\n", e.what());
     return kUsage;
   }
+  json_errors(ka.json || w.jsonl || pa.jsonl);  // the CLI's errors only (fail() checks)
   lr::KernelLimits lim;
   lim.interrupted = interrupted;
   if (w.limit) lim.max_objects = w.limit;

@@ -180,6 +180,7 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "run 'leakref --help' or 'leakref SUBCOMMAND --help'\n");
     return kUsage;
   }
+  json_errors(c.json || w.jsonl || pa.jsonl || tpa.json || ti_json || ga.format == "json");
   try {
     if (*info) return cmd_info(c);
     if (*walk) return cmd_walk(c, w);

@@ -524,6 +524,39 @@ TEST_CASE("head expressions: &, *, casts, [], ->, '.' through pointers", "[core]
   }
 }
 
+// show --json keeps a struct's members in declaration order, as crash and
+// gdb print them (a JSON object had them sorted by name).
+TEST_CASE("show --json: members in declaration order; errors as JSON under --json",
+          "[core][head]") {
+  const auto* fc = structs_core(true);
+  if (!fc) LR_SKIP("gcore (gdb) is not installed");
+  std::string o0 = fc->manifest["structures"]["list"]["objects"][0]["addr"];
+  auto r = leakref({"show", fc->core, o0, "--type", "struct obj", "--json"});
+  REQUIRE(r.status == 0);
+  size_t ref = r.out.find("\"ref\""), name = r.out.find("\"name\""), link = r.out.find("\"link\""),
+         state = r.out.find("\"state\"");
+  CHECK(ref < name);
+  CHECK(name < link);
+  CHECK(link < state);
+  // An error under --json is one line on stderr and leakref.error/1 on stdout.
+  auto e = leakref({"walk", fc->core, "--type", "nosuch", "--head", "obj_list", "--list-member",
+                    "link", "--json"});
+  CHECK(e.status == 4);
+  json ej = e.json();
+  CHECK(ej["schema"] == "leakref.error/1");
+  CHECK(ej["error"]["exit"] == 4);
+  CHECK(ej["error"]["message"].get<std::string>().find("type 'nosuch' not found") == 0);
+  CHECK(e.err.rfind("leakref: error: type 'nosuch' not found", 0) == 0);
+  auto u = leakref({"walk", fc->core, "--type", "obj", "--head", "obj_list", "--list-member",
+                    "link", "--where", "x >", "--json"});
+  CHECK(u.status == 2);
+  CHECK(u.json()["error"]["exit"] == 2);
+  // Without --json stdout stays empty.
+  CHECK(
+      leakref({"walk", fc->core, "--type", "nosuch", "--head", "obj_list", "--list-member", "link"})
+          .out.empty());
+}
+
 TEST_CASE("a pointer head is not read as a bucket; a struct is not a group key", "[core][head]") {
   if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed");
   const auto& big = lrtest::fixture_core("big300k", lrtest::fixture_path("fx_big"), {"300000"});
