@@ -159,6 +159,7 @@ int do_inodes(lr::KernelTarget& k, const KArgs& a, const std::string& source,
         for (const auto& d : i.dentries)
           jd.push_back({{"addr", hex(d.addr)},
                         {"name", d.name},
+                        {"path", d.path},
                         {"count", d.count},
                         {"children", d.children},
                         {"files", d.files},
@@ -207,7 +208,7 @@ int do_inodes(lr::KernelTarget& k, const KArgs& a, const std::string& source,
         for (const auto& d : i.dentries) {
           std::string why = fmt::format("children {} + files {} + mounts {} + root/pwd {} + pin {}",
                                         d.children, d.files, d.mount_refs, d.fs_refs, d.pinned);
-          out.print("    dentry {} \"{}\" d_count {} = {}{}\n", hex(d.addr), d.name, d.count, why,
+          out.print("    dentry {} {} d_count {} = {}{}\n", hex(d.addr), d.path, d.count, why,
                     d.unexplained ? fmt::format("  !! {:+} unexplained", d.unexplained) : "");
         }
         for (size_t fi : i.files) {

@@ -210,6 +210,9 @@ void check_inodes(const json& j, const Guest& g) {
   CHECK((*f60)["files"].empty());
   REQUIRE((*f60)["dentries"].size() == 1);
   CHECK((*f60)["dentries"][0]["name"] == "f00060");
+  // Its path as crash's `files -d` gives it: the guest's init mounted the
+  // tmpfs at /mnt/leak (fixtures/kernel/init).
+  CHECK((*f60)["dentries"][0]["path"] == "/mnt/leak/f00060");
   CHECK((*f60)["dentries"][0]["unexplained"] == 1);
   // ... and nothing else in the whole kernel is flagged.
   CHECK(j["summary"]["flagged"] == 1);

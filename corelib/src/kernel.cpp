@@ -410,6 +410,25 @@ Result<KInodeReport> inodes_from(KernelTarget& k, Scan& s, const KInodeFilter& f
   LR_ASSIGN(uint64_t d_subdirs, den.off("d_subdirs"));
   LR_ASSIGN(uint64_t d_child, den.off("d_child"));
   LR_ASSIGN(uint64_t d_parent, den.off("d_parent"));
+  // The names from `d` up to its file system's root (bounded; a loop ends
+  // it), under the super block's first mount point.
+  auto dentry_path = [&](uint64_t d, const KSuperBlock& sbk) {
+    std::vector<std::string> parts;
+    for (int up = 0; d && up < 256; ++up) {
+      uint64_t parent = 0, name = 0;
+      if (!mem.read(d + d_parent, &parent, 8).ok() || parent == d) break;
+      if (!mem.read(d + d_name, &name, 8).ok()) break;
+      std::string n = dentry_name(mem, name);
+      parts.push_back(n.empty() ? "?" : n);
+      d = parent;
+    }
+    std::string base = sbk.mounts.empty() ? sbk.fstype + ":" : sbk.mounts[0];
+    if (base.size() > 1 && base.back() == '/') base.pop_back();
+    if (base == "/") base.clear();
+    std::string p;
+    for (auto it = parts.rbegin(); it != parts.rend(); ++it) p += "/" + *it;
+    return base + (p.empty() ? "/" : p);
+  };
 
   // Mappings: vm_area_structs in each inode's i_mmap tree hold their
   // vm_file (files with no fd left, and the executables of every process).
@@ -537,8 +556,10 @@ Result<KInodeReport> inodes_from(KernelTarget& k, Scan& s, const KInodeFilter& f
       bool flagged = ki.flagged();
       if (flagged) ++rep.flagged, ++ks.flagged;
       if (flt.held_only && !flagged && ki.files.empty()) continue;
-      for (size_t i = 0; i < ki.dentries.size(); ++i)
+      for (size_t i = 0; i < ki.dentries.size(); ++i) {
         if (ki.dentries[i].name.empty()) ki.dentries[i].name = dentry_name(mem, name_ptrs[i]);
+        ki.dentries[i].path = dentry_path(ki.dentries[i].addr, ks);
+      }
       ks.inodes.push_back(std::move(ki));
     }
     rep.sbs.push_back(std::move(ks));

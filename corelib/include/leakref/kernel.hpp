@@ -109,6 +109,10 @@ struct KFile {
 struct KDentry {
   uint64_t addr = 0;
   std::string name;
+  // As crash's `files -d` shows it: the super block's first mount point and
+  // the names up to its root ("/mnt/leak/f00060"); "FSTYPE:/..." when the
+  // file system is not mounted where a path reaches (pipefs, sockfs, ...).
+  std::string path;
   int64_t count = 0;        // d_lockref.count
   uint64_t children = 0;    // d_subdirs entries (each holds a reference)
   uint64_t files = 0;       // struct files whose f_path.dentry is this
