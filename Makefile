@@ -244,6 +244,8 @@ install: $(BIN) $(EXT) $(LIB)
 	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man7
 	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 man/*.7 $(DESTDIR)$(PREFIX)/share/man/man7/
+	install -D -m 644 scripts/leakref-completion.bash \
+	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions/leakref
 	install -m 755 scripts/leakref-snap $(DESTDIR)$(PREFIX)/bin/leakref-snap
 	install -m 755 scripts/leakref-trace $(DESTDIR)$(PREFIX)/bin/leakref-trace
 	sed 's|@LEAKREF@|$(PREFIX)/bin/leakref|g' scripts/leakref.gdb > $(BUILD)/leakref.gdb.installed

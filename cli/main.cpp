@@ -134,15 +134,20 @@ int main(int argc, char** argv) {
 
   std::string k_vmcore, k_vmlinux;
   auto* kern = app.add_subcommand(
-      "kernel", "a kernel vmcore: walk, inodes, modules, check (as crash> leakref ...)");
+      "kernel", "a kernel vmcore: walk, inodes, modules, check, profile (as crash> leakref ...)");
   // Required for analyses, not for a subcommand's --help (cmd_kernel checks).
   kern->add_option("--vmcore", k_vmcore, "ELF or kdump-compressed vmcore");
   kern->add_option("--vmlinux", k_vmlinux,
                    "vmlinux with DWARF (default: /usr/lib/debug/boot/vmlinux-RELEASE, ...)");
   kern->prefix_command();  // the rest is the kernel subcommand and its options
   kern->footer(
-      "Subcommands: walk, inodes, modules, check; 'leakref kernel --vmcore F "
-      "--vmlinux F inodes --help' for each one's options.");
+      "Subcommands:\n"
+      "  walk                        walk any list, hlist, chain, tree, xarray, array or table\n"
+      "  inodes                      inodes with their dentries, open files and mappings\n"
+      "  modules                     module refcounts and their holders\n"
+      "  check                       kernel invariants: list integrity, counts vs holders\n"
+      "  profile                     a profile file's object sets, holders and invariants\n"
+      "'leakref help kernel SUBCOMMAND' for each one's options.");
 
   one_value_per_option(&app);
   // `leakref help [SUBCOMMAND...]`, and typos named as such.

@@ -8,6 +8,7 @@
 #include <map>
 #include <regex>
 #include <set>
+#include <sstream>
 
 #include "harness.hpp"
 
@@ -304,4 +305,34 @@ TEST_CASE("man pages: one per front end, complete against --help", "[scripts][ma
       CHECK(text[std::string(script) + ".1"].find(o) != std::string::npos);
     }
   }
+}
+
+// bash completion reads subcommands and options from leakref's own help.
+TEST_CASE("bash completion completes subcommands and each one's options", "[scripts]") {
+  std::string script =
+      "source " + repo_dir() +
+      "/scripts/leakref-completion.bash\n"
+      "export LEAKREF=" +
+      lrtest::build_dir() +
+      "/leakref\n"
+      "t() { COMP_WORDS=(\"$@\"); COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 )); _leakref;"
+      " echo \"${COMPREPLY[*]}\"; }\n"
+      "t leakref wa\n"
+      "t leakref walk core --li\n"
+      "t leakref kernel --vmcore x in\n"
+      "t leakref kernel --vmcore x inodes --fl\n"
+      "t leakref types build --inc\n"
+      "t leakref heap core --st\n";
+  auto r = lrtest::run({"bash", "-c", script});
+  REQUIRE(r.status == 0);
+  std::istringstream in(r.out);
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  REQUIRE(lines.size() == 6);
+  CHECK(lines[0] == "walk");
+  CHECK(lines[1] == "--limit --list-member");
+  CHECK(lines[2] == "inodes");
+  CHECK(lines[3] == "--flagged");
+  CHECK(lines[4] == "--include-dir");
+  CHECK(lines[5] == "--stats");
 }

@@ -1,0 +1,44 @@
+# bash completion for leakref (zsh: autoload -U bashcompinit && bashcompinit,
+# then source this file). Subcommands and options are read from leakref's
+# own help, so they never fall out of date.
+_leakref_words() {  # _leakref_words HELP-ARGS...: the long options and subcommands
+  "${LEAKREF:-leakref}" help "$@" 2>/dev/null | awk '
+    /^Subcommands:/ { subs = 1; next }
+    subs && /^  [a-z]/ { print $1; next }
+    /^[^ ]/ { subs = 0 }
+    { for (i = 1; i <= NF; i++) {
+        sub(/^-[A-Za-z],/, "", $i)  # "-I,--include-dir"
+        if ($i ~ /^--[a-z]/) { sub(/[,{].*/, "", $i); print $i }
+      } }' |
+    sort -u | tr '\n' ' '
+}
+
+_leakref() {
+  local cur=${COMP_WORDS[COMP_CWORD]} path=() i w
+  # The subcommand path typed so far (kernel's and types' second level too);
+  # option values are skipped by leakref's own help, not guessed here.
+  for ((i = 1; i < COMP_CWORD; i++)); do
+    w=${COMP_WORDS[i]}
+    case "$w" in
+      -*) ;;
+      *)
+        if [ ${#path[@]} -eq 0 ] && [[ " $(_leakref_words) " == *" $w "* ]]; then
+          path=("$w")
+        elif [ ${#path[@]} -eq 1 ] && { [ "${path[0]}" = kernel ] || [ "${path[0]}" = types ]; } &&
+          [[ " $(_leakref_words "${path[0]}") " == *" $w "* ]]; then
+          path+=("$w")
+        fi ;;
+    esac
+  done
+  if [ ${#path[@]} -eq 0 ]; then
+    COMPREPLY=($(compgen -W "$(_leakref_words) help --help --version" -- "$cur"))
+  elif [[ "$cur" == -* ]]; then
+    COMPREPLY=($(compgen -W "$(_leakref_words "${path[@]}")" -- "$cur"))
+  elif [ ${#path[@]} -eq 1 ] && { [ "${path[0]}" = kernel ] || [ "${path[0]}" = types ]; }; then
+    COMPREPLY=($(compgen -W "$(_leakref_words "${path[0]}" | tr ' ' '\n' | grep -v '^--')" -- "$cur"))
+    [ ${#COMPREPLY[@]} -gt 0 ] || COMPREPLY=($(compgen -f -- "$cur"))
+  else
+    COMPREPLY=($(compgen -f -- "$cur"))  # cores, traces, profiles
+  fi
+}
+complete -o filenames -F _leakref leakref
