@@ -85,6 +85,7 @@ $(BUILD)/walk_repeat: $(BUILD)/bench/walk_repeat.o $(LIB)
 # other extensions; crash's own symbols resolve when crash dlopens it.
 CRASH_DEFS ?= /usr/include/crash
 EXT_CLI    := $(BUILD)/cli/kernel_cmds.o $(BUILD)/cli/cmd_walk.o $(BUILD)/cli/walk_render.o \
+              $(BUILD)/cli/progress.o \
               $(BUILD)/cli/cmd_profile.o \
               $(BUILD)/cli/cmd_types.o \
               $(BUILD)/cli/common.o

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "common.hpp"
 #include "leakref/profile.hpp"
 #include "leakref/walkspec.hpp"
+#include "progress.hpp"
 #include "walk_render.hpp"
 
 namespace lrcli {
@@ -215,8 +217,15 @@ int run_and_render_walk(lr::Program& prog, const WalkArgs& a, bool json, bool is
     spec.on_object_ctx = &r;
   }
   // The renderer writes its head with the first object, so a walk that
-  // cannot start prints only its error.
+  // cannot start prints only its error. The CLI shows progress on a terminal.
+  std::atomic<uint64_t> done{0};
+  std::optional<Progress> progress;
+  if (&err == &out_stderr()) {
+    spec.limits.progress = &done;
+    progress.emplace("walking", &done, !a.summary_only);
+  }
   auto rep_r = lr::run_walk(prog, spec);
+  progress.reset();  // erased before the summary is written
   if (!rep_r.ok()) {
     print_warnings_text(pre_warnings, err);
     return fail(rep_r.error(), err);

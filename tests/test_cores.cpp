@@ -606,3 +606,43 @@ TEST_CASE("a pointer head is not read as a bucket; a struct is not a group key",
   CHECK(s.err.find("field 'link' is struct list_head, not a value to group or sort by") !=
         std::string::npos);
 }
+
+// A progress line on a terminal only: never in a pipe or file.
+TEST_CASE("walk progress: on a terminal only, erased when done", "[core][stream]") {
+  const auto* fc = structs_core(true);
+  if (!fc) LR_SKIP("gcore (gdb) is not installed");
+  std::vector<std::string> w = {lrtest::build_dir() + "/leakref",
+                                "walk",
+                                fc->core,
+                                "--type",
+                                "obj",
+                                "--head",
+                                "obj_list",
+                                "--list-member",
+                                "link",
+                                "--summary"};
+  // stderr is a pipe here: nothing but the output.
+  auto quiet = lrtest::leakref({w.begin() + 1, w.end()});
+  REQUIRE(quiet.status == 0);
+  CHECK(quiet.err.empty());
+  // Forced on (as on a terminal): drawn, then erased with "\r\x1b[K".
+  std::vector<std::string> forced = {"env", "LEAKREF_PROGRESS=always"};
+  forced.insert(forced.end(), w.begin(), w.end());
+  auto shown = lrtest::run(forced);
+  REQUIRE(shown.status == 0);
+  CHECK(shown.err.rfind("\rleakref: walking: ", 0) == 0);
+  CHECK(shown.err.size() >= 4);
+  CHECK(shown.err.substr(shown.err.size() - 4) == "\r\x1b[K");
+  CHECK(shown.out == quiet.out);
+  // Under a real terminal (script(1)) with the output going to a file, a
+  // short walk finishes before the half-second delay: nothing is drawn.
+  if (lrtest::have_program("script")) {
+    std::string out = lrtest::tmp_dir() + "/progress.out", log = lrtest::tmp_dir() + "/tty.log";
+    std::string cmd;
+    for (const auto& a : w) cmd += "'" + a + "' ";
+    auto t = lrtest::run({"script", "-qec", cmd + "> " + out, log});
+    CHECK(t.status == 0);
+    CHECK(lrtest::read_file(log).find("leakref: walking") == std::string::npos);
+    CHECK(lrtest::read_file(out) == quiet.out);
+  }
+}

@@ -245,8 +245,10 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
       }
       rep->matched += matched;
     }
+    std::atomic<uint64_t>* progress = nullptr;
     static void sink(void* ctx, const uint64_t* objs, size_t n) {
       auto* e = static_cast<Eval*>(ctx);
+      if (e->progress) e->progress->fetch_add(n, std::memory_order_relaxed);
       if (!e->filter && !e->keep && e->rc_int) {
         // A single list hands over all its objects at once: poll between chunks.
         for (size_t i = 0; i < n; i += 0x10000) {
@@ -273,6 +275,7 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
   ev.filter = filter.get();
   ev.shows = &shows;
   ev.keep = spec.keep_values;
+  ev.progress = spec.limits.progress;
   ev.on_object = spec.on_object;
   ev.on_object_ctx = spec.on_object_ctx;
   ev.rep = &rep;

@@ -58,6 +58,9 @@ struct WalkLimits {
   uint64_t max_nodes = 100'000'000;
   const std::atomic<bool>* interrupted = nullptr;
   ObjectSink sink;
+  // Objects evaluated so far, for a front end's progress display (relaxed
+  // adds per block of objects); nullptr: not counted.
+  std::atomic<uint64_t>* progress = nullptr;
 };
 
 // Intrusive list_head ring: `head` is the address of the struct list_head,
