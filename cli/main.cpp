@@ -2,8 +2,29 @@
 #include <fmt/format.h>
 
 #include "common.hpp"
+#include "leakref/names.hpp"
 
 using namespace lrcli;
+
+namespace {
+
+// "; did you mean '--where'?" for an unexpected "--wehre" (CLI11 names it only).
+std::string option_hint(const CLI::App& app, const std::string& what) {
+  size_t at = what.find("--");
+  if (what.find("not expected") == std::string::npos || at == std::string::npos) return "";
+  std::string bad = what.substr(at);
+  bad = bad.substr(0, bad.find_first_of(" =\n"));
+  std::vector<std::string> names;
+  std::vector<const CLI::App*> apps = {&app};
+  for (size_t i = 0; i < apps.size(); ++i) {
+    for (const CLI::Option* o : apps[i]->get_options())
+      for (const auto& n : o->get_lnames()) names.push_back("--" + n);
+    for (const CLI::App* sub : apps[i]->get_subcommands({})) apps.push_back(sub);
+  }
+  return lr::did_you_mean(bad, names);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"leakref: walk refcounted structures in cores through DWARF", "leakref"};
@@ -181,7 +202,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    fmt::print(stderr, "leakref: error: {}\n", e.what());
+    fmt::print(stderr, "leakref: error: {}{}\n", e.what(), option_hint(app, e.what()));
     fmt::print(stderr, "run 'leakref --help' or 'leakref SUBCOMMAND --help'\n");
     return kUsage;
   }

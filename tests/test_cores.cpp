@@ -646,3 +646,42 @@ TEST_CASE("walk progress: on a terminal only, erased when done", "[core][stream]
     CHECK(lrtest::read_file(out) == quiet.out);
   }
 }
+
+// A misspelt type, symbol, member or option is named with the nearest real one.
+TEST_CASE("did you mean: types, symbols, members, options", "[core][cli]") {
+  const auto* fc = structs_core(true);
+  if (!fc) LR_SKIP("gcore (gdb) is not installed");
+  auto walk = [&](std::vector<std::string> more) {
+    std::vector<std::string> a = {"walk", fc->core};
+    a.insert(a.end(), more.begin(), more.end());
+    return leakref(a);
+  };
+  struct Case {
+    std::vector<std::string> args;
+    int status;
+    std::string says;
+  } cases[] = {
+      {{"--type", "struct ojb", "--head", "obj_list", "--list-member", "link"},
+       4,
+       "did you mean 'struct obj'?"},
+      {{"--type", "ojb", "--head", "obj_list", "--list-member", "link"}, 4, "did you mean 'obj'?"},
+      {{"--type", "obj", "--head", "obj_lsit", "--list-member", "link"},
+       4,
+       "symbol 'obj_lsit' not found; did you mean 'obj_list'?"},
+      {{"--type", "obj", "--head", "obj_list", "--list-member", "lnik"},
+       4,
+       "struct obj has no member 'lnik'; did you mean 'link'?"},
+      {{"--type", "obj", "--head", "obj_list", "--list-member", "link", "--show", "nmae"},
+       4,
+       "did you mean 'name'?"},
+      {{"--type", "obj", "--head", "obj_list", "--list-member", "link", "--wehre", "x"},
+       2,
+       "did you mean '--where'?"},
+  };
+  for (const auto& c : cases) {
+    auto r = walk(c.args);
+    INFO(json(c.args).dump() << ": " << r.err);
+    CHECK(r.status == c.status);
+    CHECK(r.err.find(c.says) != std::string::npos);
+  }
+}

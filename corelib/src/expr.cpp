@@ -313,20 +313,6 @@ Result<NodeP> parse_text(std::string_view text, const std::string& name) {
 
 // ---- resolve ----------------------------------------------------------------
 
-std::vector<std::string> member_names(const Type* t) {
-  std::vector<std::string> out;
-  const Type* s = t ? t->strip() : nullptr;
-  if (!s) return out;
-  for (const auto& m : s->members) {
-    if (!m.name.empty()) {
-      out.push_back(m.name);
-    } else {
-      for (auto& n : member_names(m.type)) out.push_back(std::move(n));
-    }
-  }
-  return out;
-}
-
 // Enumerators of enum members reachable inside `t` (not through pointers).
 const Type* find_enumerator(const Type* t, std::string_view name, int64_t* value, int depth = 0) {
   const Type* s = t ? t->strip() : nullptr;
@@ -810,27 +796,6 @@ ExprValue Expr::eval(const Memory& mem, const uint8_t* obj, uint64_t addr, const
                      uint64_t owner) const {
   Evaluator ev{mem, obj, addr, vars, owner};
   return ev(*root_);
-}
-
-std::string closest_name(std::string_view s, const std::vector<std::string>& names) {
-  std::string best;
-  size_t best_d = SIZE_MAX;
-  for (const auto& n : names) {
-    if (n.size() > 64 || s.size() > 64) continue;
-    std::vector<size_t> prev(n.size() + 1), cur(n.size() + 1);
-    for (size_t j = 0; j <= n.size(); ++j) prev[j] = j;
-    for (size_t i = 1; i <= s.size(); ++i) {
-      cur[0] = i;
-      for (size_t j = 1; j <= n.size(); ++j)
-        cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (s[i - 1] != n[j - 1])});
-      std::swap(prev, cur);
-    }
-    if (prev[n.size()] < best_d) {
-      best_d = prev[n.size()];
-      best = n;
-    }
-  }
-  return best_d <= std::max<size_t>(2, s.size() / 3) ? best : "";
 }
 
 // ---- member paths -------------------------------------------------------------

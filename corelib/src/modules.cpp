@@ -1,5 +1,6 @@
 #include "leakref/modules.hpp"
 #include "leakref/fileio.hpp"
+#include "leakref/names.hpp"
 
 #include <elf.h>
 #include <elfutils/debuginfod.h>
@@ -491,8 +492,16 @@ Result<std::pair<Module*, const Symbol*>> ModuleSet::lookup(const std::string& s
       continue;
     if (const Symbol* s = m->find_symbol(name)) return std::make_pair(m.get(), s);
   }
-  return make_error(Errc::kNotFound, fmt::format("symbol '{}' not found{}", name,
-                                                 mod.empty() ? "" : " in module " + mod));
+  std::vector<std::string> names;  // for "did you mean": the data symbols searched
+  for (const auto& m : mods_) {
+    if (!mod.empty() && m->path != mod && m->basename() != mod && m->basename().rfind(mod, 0) != 0)
+      continue;
+    for (const auto& s : m->symbols())
+      if (s.is_object) names.push_back(s.name);
+  }
+  return make_error(Errc::kNotFound,
+                    fmt::format("symbol '{}' not found{}{}", name,
+                                mod.empty() ? "" : " in module " + mod, did_you_mean(name, names)));
 }
 
 SymbolHit ModuleSet::symbolize(uint64_t addr) const {

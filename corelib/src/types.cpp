@@ -1,4 +1,5 @@
 #include "leakref/types.hpp"
+#include "leakref/names.hpp"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -206,6 +207,21 @@ Result<std::vector<PathStep>> parse_member_path(std::string_view p) {
   return out;
 }
 
+std::vector<std::string> member_names(const Type* t) {
+  std::vector<std::string> out;
+  t = t ? t->strip() : nullptr;
+  if (!t) return out;
+  for (const auto& m : t->members) {
+    if (!m.name.empty()) {
+      out.push_back(m.name);
+    } else {  // an anonymous struct or union's members are the parent's
+      auto inner = member_names(m.type);
+      out.insert(out.end(), inner.begin(), inner.end());
+    }
+  }
+  return out;
+}
+
 const Member* find_member(const Type* t, std::string_view name, uint64_t* offset) {
   t = t ? t->strip() : nullptr;
   if (!t || (t->kind != TypeKind::kStruct && t->kind != TypeKind::kUnion)) return nullptr;
@@ -274,7 +290,8 @@ Result<FieldLoc> resolve_path(const Type* t, const std::vector<PathStep>& steps)
     const Member* m = find_member(cur, s.name, &off);
     if (!m)
       return make_error(Errc::kNotFound,
-                        fmt::format("{} has no member '{}'", cur->display(), s.name));
+                        fmt::format("{} has no member '{}'{}", cur->display(), s.name,
+                                    did_you_mean(s.name, member_names(cur))));
     loc.offset += off;
     loc.bit_offset = m->bit_offset;
     loc.bit_size = m->bit_size;
@@ -720,8 +737,17 @@ Result<const Type*> TypeRegistry::find(std::string_view raw) {
       return make_error(
           Errc::kNotFound,
           fmt::format("type '{}': no module has DWARF debuginfo to search{}", name, why));
-    return make_error(Errc::kNotFound,
-                      fmt::format("type '{}' not found in the DWARF of {}{}", name, searched, why));
+    // The nearest type name any searched module defines, with the same tag.
+    std::vector<std::string> names;
+    for (const auto& m : mods_->modules())
+      if (m->dwarf())
+        for (const auto& [n, e] : index_for(m.get())->types) {
+          if (!e.defs) continue;
+          size_t sp = n.find(' ');  // a bare name is compared with bare names
+          names.push_back(bare && sp != std::string::npos ? n.substr(sp + 1) : n);
+        }
+    return make_error(Errc::kNotFound, fmt::format("type '{}' not found in the DWARF of {}{}{}",
+                                                   name, searched, why, did_you_mean(name, names)));
   }
   for (int i = 0; i < stars; ++i) {
     auto& slot = pointer_cache_[found];

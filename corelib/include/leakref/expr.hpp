@@ -32,6 +32,7 @@
 #include <string_view>
 #include <vector>
 
+#include "leakref/names.hpp"
 #include "leakref/objects.hpp"
 #include "leakref/result.hpp"
 
@@ -95,8 +96,5 @@ class Expr {
 // every step and '.' allowed through pointers to structs (auto-dereference).
 Result<FieldSpec> resolve_field(const Type* t, std::string_view path, bool refcount,
                                 const ExprScope* scope);
-
-// Levenshtein-closest of `names` to `s` when close enough to suggest; "".
-std::string closest_name(std::string_view s, const std::vector<std::string>& names);
 
 }  // namespace lr

@@ -117,6 +117,9 @@ Result<FieldLoc> descend_refcount(const Type* t, FieldLoc loc, std::string_view 
 
 // Finds a member by name in t, looking through anonymous members; returns its
 // accumulated offset. nullptr if absent.
+// The names of t's members, those of anonymous members included (for "did
+// you mean" messages).
+std::vector<std::string> member_names(const Type* t);
 const Member* find_member(const Type* t, std::string_view name, uint64_t* offset);
 
 struct Variable {

@@ -1,0 +1,17 @@
+// "Did you mean": the nearest of some names to a misspelt one.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace lr {
+
+// The name in `names` nearest to `s` by edit distance, when it is close
+// enough to be what was meant (at most max(2, |s|/3) edits); "" otherwise.
+std::string closest_name(std::string_view s, const std::vector<std::string>& names);
+
+// ", did you mean 'X'?" for the nearest of `names`, or "".
+std::string did_you_mean(std::string_view s, const std::vector<std::string>& names);
+
+}  // namespace lr
