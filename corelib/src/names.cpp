@@ -30,7 +30,8 @@ std::string closest_name(std::string_view s, const std::vector<std::string>& nam
       best = n;
     }
   }
-  return best_d <= std::max<size_t>(2, s.size() / 3) ? best : "";
+  // Near enough to be a slip: 2 edits, or one in five characters of long names.
+  return best_d <= std::max<size_t>(2, s.size() / 5) ? best : "";
 }
 
 std::string did_you_mean(std::string_view s, const std::vector<std::string>& names) {

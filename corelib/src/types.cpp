@@ -687,6 +687,15 @@ const Type* TypeRegistry::convert_one(Module* m, Dwarf* dw, uint64_t off) {
   return t;
 }
 
+namespace {
+// "; did you mean 'struct inode'?" from tag-less candidate names.
+std::string type_hint(const std::string& name, const std::vector<std::string>& names, bool bare) {
+  std::string tag = bare ? "" : name.substr(0, name.find(' ') + 1);
+  std::string near = closest_name(bare ? name : name.substr(tag.size()), names);
+  return near.empty() ? "" : "; did you mean '" + tag + near + "'?";
+}
+}  // namespace
+
 Result<const Type*> TypeRegistry::find(std::string_view raw) {
   std::string name = normalize_name(raw);
   int stars = 0;
@@ -743,11 +752,17 @@ Result<const Type*> TypeRegistry::find(std::string_view raw) {
       if (m->dwarf())
         for (const auto& [n, e] : index_for(m.get())->types) {
           if (!e.defs) continue;
-          size_t sp = n.find(' ');  // a bare name is compared with bare names
-          names.push_back(bare && sp != std::string::npos ? n.substr(sp + 1) : n);
+          // Names are compared without their tag (a shared "struct " would
+          // make far names look near), and a tagged name only with the same tag.
+          size_t sp = n.find(' ');
+          if (bare)
+            names.push_back(sp != std::string::npos ? n.substr(sp + 1) : n);
+          else if (sp != std::string::npos && n.compare(0, sp + 1, name, 0, sp + 1) == 0)
+            names.push_back(n.substr(sp + 1));
         }
-    return make_error(Errc::kNotFound, fmt::format("type '{}' not found in the DWARF of {}{}{}",
-                                                   name, searched, why, did_you_mean(name, names)));
+    return make_error(Errc::kNotFound,
+                      fmt::format("type '{}' not found in the DWARF of {}{}{}", name, searched, why,
+                                  type_hint(name, names, bare)));
   }
   for (int i = 0; i < stars; ++i) {
     auto& slot = pointer_cache_[found];
