@@ -42,6 +42,19 @@ struct Live {
   }
 };
 
+// `make install` into a scratch prefix, once per run; returns the prefix.
+std::string installed() {
+  static std::string prefix;
+  if (!prefix.empty()) return prefix;
+  std::string p = lrtest::tmp_dir() + "/prefix";
+  auto inst = lrtest::run(
+      {"make", "-s", "-C", repo_dir(), "install", "PREFIX=" + p, "BUILD=" + lrtest::build_dir()},
+      300);
+  INFO(inst.out << inst.err);
+  REQUIRE(inst.status == 0);
+  return prefix = p;
+}
+
 json extract_json(const std::string& out) {
   auto a = out.find("{\"");
   auto b = out.rfind("}");
@@ -143,12 +156,7 @@ TEST_CASE("the gdb macro snapshots the inferior and runs leakref", "[scripts]") 
   CHECK(left.out == "0\n");  // snapshots and their links are removed
 
   // Installed, the macro runs the installed leakref with no leakref on PATH.
-  std::string prefix = lrtest::tmp_dir() + "/prefix";
-  auto inst = lrtest::run({"make", "-s", "-C", repo_dir(), "install", "PREFIX=" + prefix,
-                           "BUILD=" + lrtest::build_dir()},
-                          300);
-  INFO(inst.out << inst.err);
-  REQUIRE(inst.status == 0);
+  std::string prefix = installed();
   auto r = lrtest::run({"env", "PATH=/usr/bin:/bin", "gdb", "-nx", "-batch", "-p",
                         std::to_string(a.pid), "-x", prefix + "/share/leakref/leakref.gdb", "-ex",
                         "leakref walk --json --type \"struct obj\" --head obj_list "
@@ -164,12 +172,7 @@ TEST_CASE("the gdb macro snapshots the inferior and runs leakref", "[scripts]") 
 // alone walks a real core.
 TEST_CASE("make install: the engine as a library through pkg-config", "[scripts][install]") {
   if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed");
-  std::string prefix = lrtest::tmp_dir() + "/libprefix";
-  auto inst = lrtest::run({"make", "-s", "-C", repo_dir(), "install", "PREFIX=" + prefix,
-                           "BUILD=" + lrtest::build_dir()},
-                          300);
-  INFO(inst.out << inst.err);
-  REQUIRE(inst.status == 0);
+  std::string prefix = installed();
   std::string src = lrtest::tmp_dir() + "/use_lib.cpp";
   lrtest::write_file(src, R"(#include <cstdio>
 #include "leakref/walkspec.hpp"
