@@ -498,7 +498,11 @@ TEST_CASE("hostile: a core listing 100,000 mappings of missing files", "[hostile
   for (const auto& f : j["mapped_files"])
     missing_dir += f["detail"].get<std::string>().find("does not exist") != std::string::npos;
   CHECK(missing_dir == 100000);
+#ifdef LR_SANITIZE
+  CHECK(s < 40.0);  // ASan+UBSan: 12 s measured (the old cost grew to minutes)
+#else
   CHECK(s < 10.0);
+#endif
   // The walk on it still equals the manifest.
   expect_list(leakref(list_walk(big), 120), fc->manifest);
 }

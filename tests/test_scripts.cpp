@@ -42,6 +42,14 @@ struct Live {
   }
 };
 
+// A program linked with the installed library needs the flags it was built
+// with when that is the sanitized build.
+#ifdef LR_SANITIZE
+const std::string kSanFlags = " -fsanitize=address,undefined";
+#else
+const std::string kSanFlags;
+#endif
+
 // `make install` into a scratch prefix, once per run; returns the prefix.
 std::string installed() {
   static std::string prefix;
@@ -194,7 +202,7 @@ int main(int argc, char** argv) {
   auto cc = lrtest::run(
       {"sh", "-c",
        "export PKG_CONFIG_PATH=" + prefix + "/lib/pkgconfig; g++ " + src + " -o " + exe +
-           " $(pkg-config --cflags leakref) $(pkg-config --static --libs leakref)"},
+           " $(pkg-config --cflags leakref) $(pkg-config --static --libs leakref)" + kSanFlags},
       300);
   INFO(cc.out << cc.err);
   REQUIRE(cc.status == 0);
