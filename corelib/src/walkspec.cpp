@@ -82,9 +82,151 @@ Result<void> check_list_head(const WalkSpec& spec, const Type* head_type,
 
 }  // namespace
 
-Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
-  WalkReport rep;
-  const Memory& mem = prog.mem();
+namespace {
+
+// Evaluates objects as the walkers find them (per bucket, per list), while
+// their memory is still in cache: refcount, filter, shown fields; keeps the
+// refcount histogram and streams or keeps what is shown.
+class ObjectEvaluator {
+ public:
+  ObjectEvaluator(const Memory& mem, const WalkSpec& spec, uint64_t size, const FieldSpec* rc,
+                  const Filter* filter, const std::vector<FieldSpec>* shows, WalkReport* rep)
+      : intr_(spec.limits.interrupted),
+        progress_(spec.limits.progress),
+        mem_(mem),
+        size_(size),
+        rc_(rc),
+        filter_(filter),
+        shows_(shows),
+        keep_(spec.keep_values),
+        rep_(rep),
+        on_object_(spec.on_object),
+        on_object_ctx_(spec.on_object_ctx),
+        dense_(kDense, 0) {
+    // A refcount in the object itself is read with no path to follow.
+    if (rc && rc->hops.size() == 1) {
+      rc_field_ = IntField::of(rc->hops[0]);
+      rc_int_ = &rc_field_;
+    }
+  }
+  ObjectEvaluator(const ObjectEvaluator&) = delete;
+  ObjectEvaluator& operator=(const ObjectEvaluator&) = delete;
+
+  ObjectSink sink() { return ObjectSink{&ObjectEvaluator::on_objects, this}; }
+
+  // Folds the dense part of the histogram into the report's.
+  void finish() {
+    for (int64_t i = 0; i < kDense; ++i)
+      if (dense_[i]) rep_->histogram[i - 1] += dense_[i];
+  }
+
+ private:
+  static constexpr int64_t kDense = 4096;  // refcounts -1 .. kDense-2 counted in an array
+
+  static void on_objects(void* ctx, const uint64_t* objs, size_t n) {
+    auto* e = static_cast<ObjectEvaluator*>(ctx);
+    if (e->progress_) e->progress_->fetch_add(n, std::memory_order_relaxed);
+    if (!e->filter_ && !e->keep_ && e->rc_int_) {
+      // A single list hands over all its objects at once: poll between chunks.
+      for (size_t i = 0; i < n; i += 0x10000) {
+        if (i && e->interrupted()) return;
+        e->count(objs + i, std::min<size_t>(n - i, 0x10000));
+      }
+      return;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      // A single list hands over all its objects at once: poll here too.
+      if ((i & 0xffff) == 0xffff && e->interrupted()) return;
+      e->one(objs[i]);
+    }
+  }
+
+  bool interrupted() const { return intr_ && intr_->load(std::memory_order_relaxed); }
+
+  void tally(int64_t rcv) {
+    if (rcv >= -1 && rcv < kDense - 1)
+      ++dense_[rcv + 1];
+    else
+      ++rep_->histogram[rcv];
+  }
+
+  const uint8_t* bytes_of(uint64_t addr) {
+    const uint8_t* obj = w_.at(addr, size_);
+    if (!obj && mem_.window(addr, &w_)) obj = w_.at(addr, size_);
+    if (!obj) obj = object_bytes(mem_, addr, size_, scratch_);
+    return obj;
+  }
+
+  void one(uint64_t addr) {
+    const uint8_t* obj = bytes_of(addr);
+    if (!obj) {
+      if (rep_->unreadable_objects++ < 20)
+        rep_->warnings.push_back(
+            fmt::format("object {:#x} not readable: {}", addr, mem_.why_unreadable(addr)));
+      return;
+    }
+    if (filter_ && !filter_->matches(mem_, obj, addr)) return;
+    ++rep_->matched;
+    int64_t rcv = 0;
+    bool has = false;
+    if (rc_) {
+      if (rc_int_) {
+        rcv = rc_int_->load(obj);
+        has = true;
+      } else {
+        has = eval_field(mem_, obj, *rc_).as_int(&rcv);
+      }
+      if (has) tally(rcv);
+    }
+    if (!keep_) return;
+    cur_.addr = addr;
+    cur_.has_refcount = has;
+    cur_.refcount = rcv;
+    cur_.fields.clear();
+    for (const auto& s : *shows_) cur_.fields.push_back(eval_field(mem_, obj, s));
+    if (on_object_)
+      on_object_(on_object_ctx_, cur_);
+    else
+      rep_->objects.push_back(cur_);
+  }
+
+  // Counting only (no filter, nothing kept, refcount in the object): the
+  // common summary case, a tight loop; anything unusual goes through one().
+  void count(const uint64_t* objs, size_t n) {
+    uint64_t matched = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const uint8_t* obj = w_.at(objs[i], size_);
+      if (!obj) {
+        one(objs[i]);
+        continue;
+      }
+      ++matched;
+      tally(rc_int_->load(obj));
+    }
+    rep_->matched += matched;
+  }
+
+  const std::atomic<bool>* intr_;
+  std::atomic<uint64_t>* progress_;
+  const Memory& mem_;
+  uint64_t size_;
+  const FieldSpec* rc_;
+  IntField rc_field_;
+  const IntField* rc_int_ = nullptr;
+  const Filter* filter_;
+  const std::vector<FieldSpec>* shows_;
+  bool keep_;
+  WalkReport* rep_;
+  void (*on_object_)(void*, const WalkedObject&);
+  void* on_object_ctx_;
+  std::vector<uint64_t> dense_;
+  std::vector<uint8_t> scratch_;
+  Memory::Window w_;
+  WalkedObject cur_;  // reused: its fields keep their capacity
+};
+
+// The walked type, checked for a size objects can be read with.
+Result<const Type*> walked_type(Program& prog, const WalkSpec& spec) {
   LR_ASSIGN(const Type* t, prog.types().find(spec.type));
   const Type* ts = t->strip();
   if (!ts->size)
@@ -96,19 +238,17 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
     return make_error(Errc::kBadFormat, fmt::format("type '{}' claims {} bytes; refusing objects "
                                                     "larger than {} bytes",
                                                     spec.type, ts->size, kMaxObjectSize));
-  rep.type_name = t->display();
-  rep.type_size = ts->size;
+  return t;
+}
 
-  // Head: the symbol's DWARF type decides how it is read when it can.
+// The head: the symbol's DWARF type decides how it is read when it can.
+Result<Variable> walk_head(Program& prog, const WalkSpec& spec, WalkReport* rep) {
   Variable hv;
   if (spec.head_var) {
     hv = *spec.head_var;
   } else {
     LR_ASSIGN(hv, prog.resolve(spec.head));
   }
-  const Type* head_type = hv.type;
-  const uint64_t head = hv.addr;
-  rep.head_addr = head;
   // A symbol whose type nobody knows: a pointer to the first object, the
   // object itself, one list head or an array of them are all plausible, and
   // a guess walks the wrong thing with no error. Only a plain address (the
@@ -118,7 +258,7 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
       !spec.head_var ? !parse_u64(spec.head, &as_number) && spec.head.find('+') == std::string::npos
                      : !hv.name.empty();
   bool counted = spec.buckets || spec.count || !spec.count_from.empty();
-  if (symbol_head && !head_type && !counted &&
+  if (symbol_head && !hv.type && !counted &&
       (spec.link == WalkSpec::Link::kNext || spec.link == WalkSpec::Link::kList ||
        spec.link == WalkSpec::Link::kHlist))
     return make_error(Errc::kNotFound,
@@ -126,14 +266,13 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
                                   "pointer, an object, one head or an array of heads; give the "
                                   "bucket count, or types that declare the variable",
                                   hv.name.empty() ? spec.head : hv.name));
-  LR_TRY(check_list_head(spec, head_type, &rep.warnings));
+  LR_TRY(check_list_head(spec, hv.type, &rep->warnings));
+  return hv;
+}
 
-  FieldSpec rc;
-  bool have_rc = false;
-  if (!spec.refcount.empty()) {
-    LR_ASSIGN(rc, make_field_spec(t, spec.refcount, true));
-    have_rc = true;
-  }
+// The shown fields; those from spec.scalar_from on (group and sort keys)
+// must be values: refcount wrappers are descended, other structs refused.
+Result<std::vector<FieldSpec>> shown_fields(const Type* t, const WalkSpec& spec) {
   std::vector<FieldSpec> shows;
   for (size_t i = 0; i < spec.show.size(); ++i) {
     const std::string& f = spec.show[i];
@@ -151,141 +290,17 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
     }
     shows.push_back(std::move(fs));
   }
-  std::unique_ptr<Filter> filter;
-  if (!spec.where.empty()) {
-    LR_ASSIGN(filter, Filter::parse(spec.where, t, have_rc ? &rc : nullptr));
-  }
+  return shows;
+}
 
-  uint64_t member_off = 0;
-  FieldLoc member_loc;
-  if (spec.link == WalkSpec::Link::kNext || spec.link == WalkSpec::Link::kList ||
-      spec.link == WalkSpec::Link::kHlist || spec.link == WalkSpec::Link::kTree) {
-    LR_ASSIGN(FieldLoc loc, resolve_path(t, spec.member));
-    LR_TRY(check_link_member(t, spec.link, spec.member, loc.type));
-    member_loc = loc;
-    member_off = loc.offset;
-  }
-
-  // Objects are evaluated as the walkers find them (per bucket, per list),
-  // while their memory is still in cache: refcount, filter, shown fields.
-  static constexpr int64_t kDense = 4096;
-  struct Eval {
-    const std::atomic<bool>* intr = nullptr;
-    const Memory* mem;
-    uint64_t size;
-    const FieldSpec* rc;
-    const IntField* rc_int;  // set when the refcount is in the object itself
-    const Filter* filter;
-    const std::vector<FieldSpec>* shows;
-    bool keep;
-    WalkReport* rep;
-    std::vector<uint64_t> dense;  // refcounts -1 .. kDense-2
-    std::vector<uint8_t> scratch;
-    Memory::Window w;
-    void (*on_object)(void*, const WalkedObject&) = nullptr;
-    void* on_object_ctx = nullptr;
-    WalkedObject cur;  // reused: its fields keep their capacity
-
-    void one(uint64_t addr) {
-      const uint8_t* obj = w.at(addr, size);
-      if (!obj && mem->window(addr, &w)) obj = w.at(addr, size);
-      if (!obj) obj = object_bytes(*mem, addr, size, scratch);
-      if (!obj) {
-        if (rep->unreadable_objects++ < 20)
-          rep->warnings.push_back(
-              fmt::format("object {:#x} not readable: {}", addr, mem->why_unreadable(addr)));
-        return;
-      }
-      if (filter && !filter->matches(*mem, obj, addr)) return;
-      ++rep->matched;
-      int64_t rcv = 0;
-      bool has = false;
-      if (rc) {
-        if (rc_int) {
-          rcv = rc_int->load(obj);
-          has = true;
-        } else {
-          has = eval_field(*mem, obj, *rc).as_int(&rcv);
-        }
-        if (has) {
-          if (rcv >= -1 && rcv < kDense - 1)
-            ++dense[rcv + 1];
-          else
-            ++rep->histogram[rcv];
-        }
-      }
-      if (keep) {
-        cur.addr = addr;
-        cur.has_refcount = has;
-        cur.refcount = rcv;
-        cur.fields.clear();
-        for (const auto& s : *shows) cur.fields.push_back(eval_field(*mem, obj, s));
-        if (on_object)
-          on_object(on_object_ctx, cur);
-        else
-          rep->objects.push_back(cur);
-      }
-    }
-    // Counting only (no filter, nothing kept, refcount in the object): the
-    // common summary case, a tight loop; anything unusual goes through one().
-    void count(const uint64_t* objs, size_t n) {
-      uint64_t matched = 0;
-      for (size_t i = 0; i < n; ++i) {
-        const uint8_t* obj = w.at(objs[i], size);
-        if (!obj) {
-          one(objs[i]);
-          continue;
-        }
-        ++matched;
-        int64_t rcv = rc_int->load(obj);
-        if (rcv >= -1 && rcv < kDense - 1)
-          ++dense[rcv + 1];
-        else
-          ++rep->histogram[rcv];
-      }
-      rep->matched += matched;
-    }
-    std::atomic<uint64_t>* progress = nullptr;
-    static void sink(void* ctx, const uint64_t* objs, size_t n) {
-      auto* e = static_cast<Eval*>(ctx);
-      if (e->progress) e->progress->fetch_add(n, std::memory_order_relaxed);
-      if (!e->filter && !e->keep && e->rc_int) {
-        // A single list hands over all its objects at once: poll between chunks.
-        for (size_t i = 0; i < n; i += 0x10000) {
-          if (i && e->intr && e->intr->load(std::memory_order_relaxed)) return;
-          e->count(objs + i, std::min<size_t>(n - i, 0x10000));
-        }
-        return;
-      }
-      for (size_t i = 0; i < n; ++i) {
-        // A single list hands over all its objects at once: poll here too.
-        if ((i & 0xffff) == 0xffff && e->intr && e->intr->load(std::memory_order_relaxed)) return;
-        e->one(objs[i]);
-      }
-    }
-  };
-  Eval ev;
-  ev.intr = spec.limits.interrupted;
-  ev.mem = &mem;
-  ev.size = ts->size;
-  ev.rc = have_rc ? &rc : nullptr;
-  IntField rc_int;
-  if (have_rc && rc.hops.size() == 1) rc_int = IntField::of(rc.hops[0]);
-  ev.rc_int = have_rc && rc.hops.size() == 1 ? &rc_int : nullptr;
-  ev.filter = filter.get();
-  ev.shows = &shows;
-  ev.keep = spec.keep_values;
-  ev.progress = spec.limits.progress;
-  ev.on_object = spec.on_object;
-  ev.on_object_ctx = spec.on_object_ctx;
-  ev.rep = &rep;
-  ev.dense.assign(kDense, 0);
-  WalkLimits lim = spec.limits;
-  if (spec.evaluate) lim.sink = ObjectSink{&Eval::sink, &ev};
-
-  uint64_t t0 = now_ns();
+// Runs the walker the spec's link kind names; sets rep->mode and rep->walk.
+Result<void> walk_by_link(Program& prog, const WalkSpec& spec, const Variable& hv,
+                          const FieldLoc& member, uint64_t obj_size, const WalkLimits& lim,
+                          WalkReport* rep) {
+  const Memory& mem = prog.mem();
+  const uint64_t head = hv.addr;
   uint64_t arr_count = 0;
-  const Type* elem = array_of(head_type, &arr_count);
+  const Type* elem = array_of(hv.type, &arr_count);
   switch (spec.link) {
     case WalkSpec::Link::kList:
     case WalkSpec::Link::kHlist: {
@@ -295,32 +310,33 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
       const char* head_t = ring ? "list_head" : "hlist_head";
       uint64_t nb = spec.buckets ? spec.buckets : (elem && named(elem, head_t) ? arr_count : 0);
       if (nb) {
-        rep.mode = ring ? "hash:list_head" : "hash:hlist";
-        rep.walk = walk_buckets(mem, head, nb, ring ? 16 : 8,
-                                ring ? BucketKind::kListHead : BucketKind::kHlist, member_off, lim);
+        rep->mode = ring ? "hash:list_head" : "hash:hlist";
+        rep->walk =
+            walk_buckets(mem, head, nb, ring ? 16 : 8,
+                         ring ? BucketKind::kListHead : BucketKind::kHlist, member.offset, lim);
       } else {
-        rep.mode = ring ? "list" : "hlist";
-        rep.walk =
-            ring ? walk_list(mem, head, member_off, lim) : walk_hlist(mem, head, member_off, lim);
+        rep->mode = ring ? "list" : "hlist";
+        rep->walk = ring ? walk_list(mem, head, member.offset, lim)
+                         : walk_hlist(mem, head, member.offset, lim);
       }
-      break;
+      return {};
     }
     case WalkSpec::Link::kNext: {
       uint64_t nb = spec.buckets;
       if (!nb && elem && elem->kind == TypeKind::kPointer) nb = arr_count;
       if (nb) {
-        rep.mode = "hash:chain";
-        rep.walk = walk_buckets(mem, head, nb, 8, BucketKind::kChain, member_off, lim);
-        break;
+        rep->mode = "hash:chain";
+        rep->walk = walk_buckets(mem, head, nb, 8, BucketKind::kChain, member.offset, lim);
+        return {};
       }
       uint64_t first = head;
-      const Type* hs = head_type ? head_type->strip() : nullptr;
+      const Type* hs = hv.type ? hv.type->strip() : nullptr;
       if (hs && hs->kind == TypeKind::kPointer) {
         LR_ASSIGN(first, mem.read_u64(head));
       }
-      rep.mode = "chain";
-      rep.walk = walk_chain(mem, first, member_off, lim);
-      break;
+      rep->mode = "chain";
+      rep->walk = walk_chain(mem, first, member.offset, lim);
+      return {};
     }
     case WalkSpec::Link::kArray:
     case WalkSpec::Link::kPointerArray: {
@@ -334,55 +350,99 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
             Errc::kInvalidArgument,
             fmt::format("--{} needs --count N (the head symbol's type gives no length)",
                         ptrs ? "pointer-array" : "array"));
-      rep.mode = ptrs ? "pointer-array" : "array";
-      rep.walk =
-          ptrs ? walk_pointer_array(mem, head, n, lim) : walk_array(mem, head, n, ts->size, lim);
-      break;
+      rep->mode = ptrs ? "pointer-array" : "array";
+      rep->walk =
+          ptrs ? walk_pointer_array(mem, head, n, lim) : walk_array(mem, head, n, obj_size, lim);
+      return {};
     }
     case WalkSpec::Link::kTree: {
-      LR_ASSIGN(rep.walk, walk_tree_head(prog, hv, member_loc, lim, &rep.mode));
-      break;
+      LR_ASSIGN(rep->walk, walk_tree_head(prog, hv, member, lim, &rep->mode));
+      return {};
     }
     case WalkSpec::Link::kXarray: {
-      rep.mode = "xarray";
-      LR_ASSIGN(rep.walk, walk_xarray_head(prog, hv, lim));
-      break;
+      rep->mode = "xarray";
+      LR_ASSIGN(rep->walk, walk_xarray_head(prog, hv, lim));
+      return {};
     }
     case WalkSpec::Link::kHashTable: {
-      rep.mode = "hash:ganesha";
-      LR_ASSIGN(rep.walk, walk_hashtable_head(prog, hv, spec.member.empty() ? "val" : spec.member,
-                                              ts->size, lim));
-      break;
+      rep->mode = "hash:ganesha";
+      LR_ASSIGN(rep->walk, walk_hashtable_head(prog, hv, spec.member.empty() ? "val" : spec.member,
+                                               obj_size, lim));
+      return {};
     }
     case WalkSpec::Link::kNone:
-      return make_error(Errc::kInvalidArgument,
-                        "say how objects are linked: --next, --list-member, --hlist-member, "
-                        "--tree-member, --xarray, --hashtable, --array or --pointer-array");
+      break;
   }
-  rep.walk_ns = now_ns() - t0;
-  // Nothing at all was readable where the walk starts: that is a lookup that
-  // failed (exit 4), not an empty structure.
-  if (rep.walk.stop == WalkStop::kFault && rep.walk.objects.empty())
-    return make_error(Errc::kNotFound, "the walk cannot start: " + rep.walk.stop_detail);
-  if (spec.evaluate && !rep.walk.objects.empty() &&
-      rep.unreadable_objects == rep.walk.objects.size())
+  return make_error(Errc::kInvalidArgument,
+                    "say how objects are linked: --next, --list-member, --hlist-member, "
+                    "--tree-member, --xarray, --hashtable, --array or --pointer-array");
+}
+
+// After the walk: nothing readable where it starts is a failed lookup (exit
+// 4), not an empty structure; otherwise the counts and the warnings.
+Result<void> conclude(const Memory& mem, const WalkSpec& spec, const Filter* filter,
+                      WalkReport* rep) {
+  if (rep->walk.stop == WalkStop::kFault && rep->walk.objects.empty())
+    return make_error(Errc::kNotFound, "the walk cannot start: " + rep->walk.stop_detail);
+  if (spec.evaluate && !rep->walk.objects.empty() &&
+      rep->unreadable_objects == rep->walk.objects.size())
     return make_error(Errc::kNotFound,
                       fmt::format("the walk cannot start: none of its {} objects is readable "
                                   "(the first, {:#x}: {})",
-                                  rep.walk.objects.size(), rep.walk.objects.front(),
-                                  mem.why_unreadable(rep.walk.objects.front())));
-  rep.visited = rep.walk.objects.size();
-  if (!spec.evaluate) rep.matched = rep.visited;
-  for (int64_t i = 0; i < kDense; ++i)
-    if (ev.dense[i]) rep.histogram[i - 1] += ev.dense[i];
+                                  rep->walk.objects.size(), rep->walk.objects.front(),
+                                  mem.why_unreadable(rep->walk.objects.front())));
+  rep->visited = rep->walk.objects.size();
+  if (!spec.evaluate) rep->matched = rep->visited;
   if (filter && filter->errors())
-    rep.warnings.push_back(fmt::format(
+    rep->warnings.push_back(fmt::format(
         "--where could not be evaluated on {} object(s), which count as not matched; first at "
         "{:#x}: {}",
         filter->errors(), filter->first_error_addr(), filter->first_error()));
-  if (rep.unreadable_objects > 20)
-    rep.warnings.push_back(
-        fmt::format("{} objects in all were not readable", rep.unreadable_objects));
+  if (rep->unreadable_objects > 20)
+    rep->warnings.push_back(
+        fmt::format("{} objects in all were not readable", rep->unreadable_objects));
+  return {};
+}
+
+bool links_by_member(WalkSpec::Link l) {
+  return l == WalkSpec::Link::kNext || l == WalkSpec::Link::kList || l == WalkSpec::Link::kHlist ||
+         l == WalkSpec::Link::kTree;
+}
+
+}  // namespace
+
+Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
+  WalkReport rep;
+  LR_ASSIGN(const Type* t, walked_type(prog, spec));
+  rep.type_name = t->display();
+  rep.type_size = t->strip()->size;
+  LR_ASSIGN(Variable hv, walk_head(prog, spec, &rep));
+  rep.head_addr = hv.addr;
+
+  FieldSpec rc;
+  if (!spec.refcount.empty()) {
+    LR_ASSIGN(rc, make_field_spec(t, spec.refcount, true));
+  }
+  const FieldSpec* rcp = spec.refcount.empty() ? nullptr : &rc;
+  LR_ASSIGN(auto shows, shown_fields(t, spec));
+  std::unique_ptr<Filter> filter;
+  if (!spec.where.empty()) {
+    LR_ASSIGN(filter, Filter::parse(spec.where, t, rcp));
+  }
+  FieldLoc member;
+  if (links_by_member(spec.link)) {
+    LR_ASSIGN(member, resolve_path(t, spec.member));
+    LR_TRY(check_link_member(t, spec.link, spec.member, member.type));
+  }
+
+  ObjectEvaluator ev(prog.mem(), spec, rep.type_size, rcp, filter.get(), &shows, &rep);
+  WalkLimits lim = spec.limits;
+  if (spec.evaluate) lim.sink = ev.sink();
+  uint64_t t0 = now_ns();
+  LR_TRY(walk_by_link(prog, spec, hv, member, rep.type_size, lim, &rep));
+  rep.walk_ns = now_ns() - t0;
+  ev.finish();
+  LR_TRY(conclude(prog.mem(), spec, filter.get(), &rep));
   return rep;
 }
 
