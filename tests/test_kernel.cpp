@@ -447,6 +447,23 @@ TEST_CASE("kernel: hostile dumps and vmlinux give one clear error", "[kernel]") 
   size_t ps = page0.find("PAGESIZE=4096\n");
   REQUIRE(ps != std::string::npos);
   page0.replace(ps, 14, "PAGESIZE=0\n\n\n\n");
+  // The VMCOREINFO ELF note's descriptor cut right after "PAGESIZE=": the
+  // text around it still says 4096, libkdumpfile read 0 and asked malloc for
+  // 2^63 bytes (found by fuzz_kdump).
+  std::string notecut = data;
+  {
+    uint64_t noff, nsize;
+    std::memcpy(&noff, &data[4096 + 48], 8);
+    std::memcpy(&nsize, &data[4096 + 56], 8);
+    REQUIRE(noff + nsize <= data.size());
+    size_t vi = data.find(std::string("VMCOREINFO\0", 11), noff);
+    REQUIRE(vi != std::string::npos);
+    REQUIRE(vi < noff + nsize);
+    size_t desc = vi + 12, p = data.find("PAGESIZE=", desc);
+    REQUIRE(p != std::string::npos);
+    uint32_t cut = static_cast<uint32_t>(p + 9 - desc);
+    std::memcpy(&notecut[vi - 8], &cut, 4);  // the note header's descsz
+  }
   struct Bad {
     const char* name;
     std::string bytes;
@@ -464,6 +481,7 @@ TEST_CASE("kernel: hostile dumps and vmlinux give one clear error", "[kernel]") 
       {"vmcoreinfo-past-end", patched(4096 + 40, 1 << 30, 8), 3, "past its end"},
       {"version9", patched(8, 9, 4), 3, "header version 9"},
       {"pagesize0", page0, 3, "PAGESIZE=0"},
+      {"note-pagesize-cut", notecut, 3, "PAGESIZE=0"},
       {"cut-pages", data.substr(0, data.size() / 2), 4, "the walk cannot start"},
   };
   for (const auto& b : bad) {

@@ -10,6 +10,7 @@
 
 #include <bit>
 #include <cstring>
+#include <string_view>
 #include <vector>
 
 #include "leakref/kernel.hpp"
@@ -38,6 +39,27 @@ Result<void> check_pagesize(const std::string& text, const std::string& path) {
     if (v < 4096 || v > (1u << 21) || !std::has_single_bit(v))
       return make_error(Errc::kBadFormat,
                         fmt::format("{}: VMCOREINFO says PAGESIZE={}, not a page size", path, v));
+  }
+  return {};
+}
+
+// The ELF notes region: libkdumpfile reads the VMCOREINFO note's own
+// descriptor (which may end earlier than the text around it, "PAGESIZE="
+// with no digits), so each VMCOREINFO descriptor is checked as it is cut.
+Result<void> check_note_pagesizes(const std::string& notes, const std::string& path) {
+  size_t at = 0;
+  while (notes.size() - at >= 12) {
+    uint32_t namesz, descsz;
+    std::memcpy(&namesz, notes.data() + at, 4);
+    std::memcpy(&descsz, notes.data() + at + 4, 4);
+    at += 12;
+    const size_t name_end = at + ((uint64_t{namesz} + 3) & ~uint64_t{3});
+    if (name_end > notes.size()) break;
+    // Any name starting VMCOREINFO (VMCOREINFO_XEN too): checking more is safe.
+    const std::string_view name(notes.data() + at, std::min<size_t>(namesz, 10));
+    const size_t desc_len = std::min<size_t>(descsz, notes.size() - name_end);
+    if (name == "VMCOREINFO") LR_TRY(check_pagesize(notes.substr(name_end, desc_len), path));
+    at = name_end + ((uint64_t{desc_len} + 3) & ~uint64_t{3});
   }
   return {};
 }
@@ -92,6 +114,7 @@ Result<KdumpLayout> check_kdump_file(int fd, const std::string& path) {
       if (!read_at(fd, text.data(), size, off))
         return bad(std::string("has an unreadable ") + kName[i]);
       LR_TRY(check_pagesize(text, path));
+      if (i == 1) LR_TRY(check_note_pagesizes(text, path));
     }
   }
   if (L.header_version >= 6) max_mapnr = field<uint64_t>(sh, 96);
