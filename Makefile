@@ -211,7 +211,7 @@ DEB_DEPS := g++ make pkg-config libdw-dev libelf-dev libfmt-dev libcli11-dev \
             glusterfs-server glusterfs-client libglusterfs-dev liburcu-dev libtirpc-dev \
             fuse3 procps util-linux bpftrace bc time \
             libkdumpfile-dev crash qemu-system-x86 busybox-static cpio makedumpfile python3 \
-            libtomlplusplus-dev linux-headers-amd64 clang-format man-db \
+            libtomlplusplus-dev linux-headers-amd64 clang-format man-db python3-jsonschema zsh \
             nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils libnfs-dev libntirpc-dev libkrb5-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -237,6 +237,8 @@ install: $(BIN) $(EXT) $(LIB)
 	install -m 644 $(BUILD)/leakref.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/leakref.pc
 	install -d $(DESTDIR)$(PREFIX)/lib/crash/extensions $(DESTDIR)$(PREFIX)/share/leakref/profiles
 	install -m 644 $(PROFILE_SRC) $(DESTDIR)$(PREFIX)/share/leakref/profiles/
+	install -d $(DESTDIR)$(PREFIX)/share/leakref/schemas
+	install -m 644 schemas/*.schema.json $(DESTDIR)$(PREFIX)/share/leakref/schemas/
 	for f in $(PROFILE_AUX_SRC); do d=$$(basename $$(dirname $$f)); \
 	  install -D -m 644 $$f $(DESTDIR)$(PREFIX)/share/leakref/profiles/$$d/$$(basename $$f); done
 	install -m 755 scripts/leakref-debsrc $(DESTDIR)$(PREFIX)/bin/leakref-debsrc
@@ -247,6 +249,7 @@ install: $(BIN) $(EXT) $(LIB)
 	install -m 644 man/*.7 $(DESTDIR)$(PREFIX)/share/man/man7/
 	install -D -m 644 scripts/leakref-completion.bash \
 	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions/leakref
+	install -D -m 644 scripts/_leakref $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_leakref
 	install -m 755 scripts/leakref-snap $(DESTDIR)$(PREFIX)/bin/leakref-snap
 	install -m 755 scripts/leakref-trace $(DESTDIR)$(PREFIX)/bin/leakref-trace
 	sed 's|@LEAKREF@|$(PREFIX)/bin/leakref|g' scripts/leakref.gdb > $(BUILD)/leakref.gdb.installed

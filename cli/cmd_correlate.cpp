@@ -247,228 +247,288 @@ void print_heap_mode(const lr::CorrelateReport& rep, const lr::HeapWalk* heap, s
                rep.alloc_sites.size() - top);
 }
 
-}  // namespace
-
-static void print_objects_text(const lr::CorrelateReport& rep, const std::vector<lr::Trace>& traces,
-                               const lr::FrameResolver& fr, size_t top, uint64_t ptr);
-
-int cmd_correlate(const Common& c, const CorrelateArgs& a) {
+// The flags' combination; "" when they fit, else the usage error.
+std::string correlate_usage(const CorrelateArgs& a) {
   static const std::set<std::string> kFail = {"flagged", "disagree", "unreliable", "leaked", "any"};
   for (const auto& f : a.fail_on)
-    if (!kFail.count(f)) return fail_usage("--fail-on: unknown verdict '" + f + "'");
+    if (!kFail.count(f)) return "--fail-on: unknown verdict '" + f + "'";
   const bool by_profile = !a.profile.empty();
   if (by_profile != !a.profile_set.empty())
-    return fail_usage("--profile and --set go together (the set whose objects to join)");
+    return "--profile and --set go together (the set whose objects to join)";
   if (by_profile && (!a.walk.type.empty() || !a.walk.head.empty()))
-    return fail_usage("give a walk (--type/--head) or a profile set (--profile/--set), not both");
+    return "give a walk (--type/--head) or a profile set (--profile/--set), not both";
   bool walk_mode = by_profile || !a.walk.type.empty() || !a.walk.head.empty();
   if (walk_mode && !by_profile && (a.walk.type.empty() || a.walk.head.empty()))
-    return fail_usage("a walk needs both --type and --head");
+    return "a walk needs both --type and --head";
   if (!walk_mode && !std::set<std::string>{"any", "dict", "inode", "fd"}.count(a.kind))
-    return fail_usage("--kind: dict, inode, fd or any (other kinds need a walk: --type/--head)");
+    return "--kind: dict, inode, fd or any (other kinds need a walk: --type/--head)";
   uint64_t ptr = 0;
-  if (!a.ptr.empty() && !lr::parse_u64(a.ptr, &ptr))
-    return fail_usage("--ptr: not an address: " + a.ptr);
-  auto fmt_r = lr::trace_format_from_name(a.format);
-  if (!fmt_r.ok()) return fail(fmt_r.error());
+  if (!a.ptr.empty() && !lr::parse_u64(a.ptr, &ptr)) return "--ptr: not an address: " + a.ptr;
+  return "";
+}
 
+// The traces among the inputs, each given the mappings the maps files
+// among them carry (when it has none of its own); empty when only maps.
+lr::Result<std::vector<lr::Trace>> load_traces(const CorrelateArgs& a) {
+  LR_ASSIGN(auto format, lr::trace_format_from_name(a.format));
   std::vector<lr::Trace> traces;
   std::vector<lr::TraceMapping> maps;
   for (const auto& path : a.traces) {
-    auto t = lr::load_trace(path, *fmt_r);
-    if (!t.ok()) return fail(t.error());
-    if (t->format == lr::TraceFormat::kMaps) {
-      maps.insert(maps.end(), t->mappings.begin(), t->mappings.end());
-      continue;
-    }
-    traces.push_back(std::move(t.value()));
+    LR_ASSIGN(auto t, lr::load_trace(path, format));
+    if (t.format == lr::TraceFormat::kMaps)
+      maps.insert(maps.end(), t.mappings.begin(), t.mappings.end());
+    else
+      traces.push_back(std::move(t));
   }
-  if (traces.empty()) return fail_usage("no trace among the inputs (only maps files)");
   for (auto& t : traces)
     if (t.mappings.empty()) t.mappings = maps;
+  return traces;
+}
 
-  auto prog = open_program(c);
-  if (!prog.ok()) return fail(prog.error());
-  lr::Program& p = *prog.value();
-  std::vector<std::string> warnings = p.warnings();
-  lr::GlusterReport grep;
-  lr::HeapWalk wheap;
+// What the traces are joined against: a walk's or profile set's objects,
+// GlusterFS's own objects, or (any other program) only the heap.
+struct CoreSide {
+  bool walk_mode = false, gluster = false, heap_mode = false;
+  std::vector<lr::CoreObject> objects;
+  lr::GlusterReport gluster_report;
+  lr::HeapWalk heap_walk;
   bool have_heap = false;
-  lr::WalkSpec spec = walk_spec_from(a.walk);
-  std::string kind = a.kind;
-  if (by_profile) {
-    auto prof = lr::find_profile(a.profile, profile_dirs());
-    if (!prof.ok()) return fail(prof.error());
-    if (std::string why = lr::profile_mismatch(p, prof.value(), false); !why.empty())
-      return fail(lr::make_error(lr::Errc::kUnsupported, why));
-    auto ws = lr::profile_set_walk(p, prof.value(), a.profile_set);
-    if (!ws.ok()) return fail(ws.error());
-    spec = std::move(ws.value());
-    if (kind == "any") kind = a.profile_set;  // the probes' kind is the set's name
+  std::vector<std::string> warnings;
+  // The heap the allocations are checked against; nullptr when unread.
+  const lr::HeapWalk* heap() const {
+    if (walk_mode || heap_mode) return have_heap ? &heap_walk : nullptr;
+    return &gluster_report.heap_walk;
   }
-  // Without a walk or a profile set: GlusterFS's own objects when it is a
-  // GlusterFS process, else only the allocation records (any program).
-  bool gluster = p.modules().by_name("libglusterfs.so.0") != nullptr;
-  bool heap_mode = !walk_mode && !gluster;
-  if (heap_mode && !has_alloc_records(traces))
-    return fail(lr::make_error(
+};
+
+// The walk a profile set names, or the one --type/--head give; the kind
+// the probes use becomes the set's name.
+lr::Result<lr::WalkSpec> correlate_walk(lr::Program& p, const CorrelateArgs& a, std::string* kind) {
+  if (a.profile.empty()) return walk_spec_from(a.walk);
+  LR_ASSIGN(auto prof, lr::find_profile(a.profile, profile_dirs()));
+  if (std::string why = lr::profile_mismatch(p, prof, false); !why.empty())
+    return lr::make_error(lr::Errc::kUnsupported, why);
+  LR_ASSIGN(auto spec, lr::profile_set_walk(p, prof, a.profile_set));
+  if (*kind == "any") *kind = a.profile_set;
+  return spec;
+}
+
+lr::Result<void> gather_core_side(const Common& c, const CorrelateArgs& a, lr::Program& p,
+                                  const std::vector<lr::Trace>& traces, CoreSide& cs) {
+  cs.warnings = p.warnings();
+  cs.walk_mode = !a.profile.empty() || !a.walk.type.empty() || !a.walk.head.empty();
+  cs.gluster = p.modules().by_name("libglusterfs.so.0") != nullptr;
+  cs.heap_mode = !cs.walk_mode && !cs.gluster;
+  if (cs.heap_mode && !has_alloc_records(traces))
+    return lr::make_error(
         lr::Errc::kUnsupported,
         fmt::format("{}: not a GlusterFS process, and no walk or profile set names the objects "
                     "this ref/unref trace counts: give --type/--head or --profile/--set (an "
                     "allocation trace from mmleak, bcc memleak or leakref-trace --malloc needs "
                     "neither)",
-                    c.core)));
-  lr::Result<std::vector<lr::CoreObject>> objs = std::vector<lr::CoreObject>{};
-  if (walk_mode)
-    objs = walk_objects(p, spec, kind, &wheap, &have_heap);
-  else if (gluster)
-    objs = gluster_objects(p, a, &grep);
-  else
-    have_heap = core_heap(p, &wheap, &warnings);
-  if (!objs.ok()) {
-    print_warnings_text(warnings);
-    return fail(objs.error());
-  }
-  const lr::HeapWalk* heap =
-      walk_mode || heap_mode ? (have_heap ? &wheap : nullptr) : &grep.heap_walk;
-  if (gluster && !walk_mode)
-    warnings.insert(warnings.end(), grep.warnings.begin(), grep.warnings.end());
-
-  lr::FrameResolver fr(&p.modules(), p.core());
-  lr::CorrelateOptions o;
-  o.kind = walk_mode ? "any" : a.kind;
-  o.top = a.top;
-  o.history_ptr = ptr;
-  lr::CorrelateReport rep = lr::correlate(traces, objs.value(), fr, o, heap);
-  warnings.insert(warnings.end(), rep.warnings.begin(), rep.warnings.end());
-  auto n = [&](lr::Verdict v) { return rep.counts.count(v) ? rep.counts.at(v) : 0; };
-
-  if (c.json) {
-    nlohmann::json j;
-    j["schema"] = "leakref.correlate/1";
-    j["core"] = c.core;
-    j["source"] = walk_mode ? "walk" : gluster ? "gluster" : "heap";
-    auto& jt = j["traces"] = nlohmann::json::array();
-    for (const auto& t : traces) {
-      nlohmann::json x{{"file", t.source},
-                       {"format", lr::trace_format_name(t.format)},
-                       {"events", t.events.size()},
-                       {"lost", t.lost()},
-                       {"truncated", t.truncated},
-                       {"bad_lines", t.bad_lines},
-                       {"mappings", t.mappings.size()},
-                       {"complete", t.has_trailer}};
-      auto& fns = x["functions"] = nlohmann::json::array();
-      for (const auto& f : t.functions)
-        fns.push_back({{"name", f.name}, {"kind", f.kind}, {"op", lr::trace_op_name(f.op)}});
-      jt.push_back(std::move(x));
-    }
-    j["events"] = rep.events;
-    j["events_counted"] = rep.counted;
-    j["events_nested"] = rep.nested;
-    j["pointers"] = rep.pointers;
-    j["objects_total"] = rep.objects.size();
-    auto& jc = j["counts"] = nlohmann::json::object();
-    for (auto v : {lr::Verdict::kFlagged, lr::Verdict::kExplained, lr::Verdict::kBalanced,
-                   lr::Verdict::kBeforeWindow, lr::Verdict::kUnreliable, lr::Verdict::kDisagree,
-                   lr::Verdict::kNotInTrace})
-      jc[lr::verdict_name(v)] = n(v);
-    auto& jo = j["objects"] = nlohmann::json::array();
-    for (const auto& r : rep.objects) {
-      if (r.verdict == lr::Verdict::kNotInTrace) continue;
-      nlohmann::json x{
-          {"addr", hex(r.obj.addr)},
-          {"kind", r.obj.kind},
-          {"label", r.obj.label},
-          {"refcount", r.obj.refcount},
-          {"explained", r.obj.explained >= 0 ? nlohmann::json(r.obj.explained) : nullptr},
-          {"explained_by", r.obj.explained_by},
-          {"holders", r.obj.holders},
-          {"verdict", lr::verdict_name(r.verdict)},
-          {"reason", r.reason},
-          {"lifetimes", r.lifetimes},
-          {"events", r.events},
-          {"start_count", r.start_count >= 0 ? nlohmann::json(r.start_count) : nullptr},
-          {"refs", r.refs},
-          {"unrefs", r.unrefs},
-          {"predicted", r.predicted >= 0 ? nlohmann::json(r.predicted) : nullptr},
-          {"excess", r.excess},
-          {"alloc_site", r.alloc_site}};
-      auto& um = x["unmatched"] = nlohmann::json::array();
-      for (const auto& u : r.unmatched) um.push_back(event_json(traces, fr, u));
-      auto& bl = x["blamed"] = nlohmann::json::array();
-      for (const auto& b : r.blamed) bl.push_back(caller_text(traces, fr, b));
-      jo.push_back(std::move(x));
-    }
-    auto& js = j["sites"] = nlohmann::json::array();
-    for (const auto& s : rep.sites)
-      js.push_back({{"site", s.text},
-                    {"key", s.key},
-                    {"refs", s.refs},
-                    {"objects", s.objects},
-                    {"by_kind", s.by_kind},
-                    {"example_stack", s.example}});
-    auto& ja = j["allocations"];
-    uint64_t live = 0;
-    for (const auto& al : rep.allocs) live += al.live;
-    ja["outstanding"] = rep.allocs.size();
-    ja["live_in_core"] = live;
-    ja["heap_checked"] = heap != nullptr;
-    // Every block allocated in the trace and never freed there.
-    auto& jb = ja["blocks"] = nlohmann::json::array();
-    for (const auto& al : rep.allocs)
-      jb.push_back({{"ptr", hex(al.ptr)},
-                    {"size", al.size},
-                    {"live", heap ? nlohmann::json(al.live) : nlohmann::json(nullptr)},
-                    {"site", caller_text(traces, fr, al.ev)}});
-    auto& jas = ja["sites"] = nlohmann::json::array();
-    for (size_t i = 0; i < rep.alloc_sites.size() && i < a.top; ++i) {
-      const auto& s = rep.alloc_sites[i];
-      jas.push_back({{"site", s.text},
-                     {"count", s.count},
-                     {"bytes", s.bytes},
-                     {"live_count", s.live_count},
-                     {"live_bytes", s.live_bytes}});
-    }
-    if (ptr) {
-      auto& jh = j["history"] = nlohmann::json::array();
-      for (const auto& h : rep.history) {
-        auto x = event_json(traces, fr, h.ev);
-        x["lifetime"] = h.lifetime;
-        x["count_after"] = h.count_after >= 0 ? nlohmann::json(h.count_after) : nullptr;
-        x["nested"] = h.nested;
-        jh.push_back(std::move(x));
-      }
-    }
-    j["warnings"] = warnings;
-    emit_json(j);
+                    c.core));
+  if (cs.walk_mode) {
+    std::string kind = a.kind;
+    LR_ASSIGN(auto spec, correlate_walk(p, a, &kind));
+    LR_ASSIGN(cs.objects, walk_objects(p, spec, kind, &cs.heap_walk, &cs.have_heap));
+  } else if (cs.gluster) {
+    LR_ASSIGN(cs.objects, gluster_objects(p, a, &cs.gluster_report));
+    cs.warnings.insert(cs.warnings.end(), cs.gluster_report.warnings.begin(),
+                       cs.gluster_report.warnings.end());
   } else {
-    print_warnings_text(warnings);
-    fmt::print("leakref correlate: {}\n", c.core);
-    for (const auto& t : traces)
-      fmt::print("trace: {} ({}, {} events, {} function(s), {} lost{}{})\n", t.source,
-                 lr::trace_format_name(t.format), t.events.size(), t.functions.size(), t.lost(),
-                 t.truncated ? ", truncated" : "",
-                 t.has_trailer || t.format != lr::TraceFormat::kLeakref ? "" : ", no trailer");
-    if (heap_mode) {
-      print_heap_mode(rep, heap, a.top);
-      if (ptr) print_history(rep, traces, fr, ptr);
-    } else {
-      print_objects_text(rep, traces, fr, a.top, ptr);
+    cs.have_heap = core_heap(p, &cs.heap_walk, &cs.warnings);
+  }
+  return {};
+}
+
+size_t verdict_count(const lr::CorrelateReport& rep, lr::Verdict v) {
+  auto it = rep.counts.find(v);
+  return it == rep.counts.end() ? 0 : it->second;
+}
+
+nlohmann::json trace_json(const lr::Trace& t) {
+  nlohmann::json x{{"file", t.source},
+                   {"format", lr::trace_format_name(t.format)},
+                   {"events", t.events.size()},
+                   {"lost", t.lost()},
+                   {"truncated", t.truncated},
+                   {"bad_lines", t.bad_lines},
+                   {"mappings", t.mappings.size()},
+                   {"complete", t.has_trailer}};
+  auto& fns = x["functions"] = nlohmann::json::array();
+  for (const auto& f : t.functions)
+    fns.push_back({{"name", f.name}, {"kind", f.kind}, {"op", lr::trace_op_name(f.op)}});
+  return x;
+}
+
+nlohmann::json object_verdict_json(const lr::ObjectResult& r, const std::vector<lr::Trace>& traces,
+                                   const lr::FrameResolver& fr) {
+  auto opt = [](int64_t v) { return v >= 0 ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  nlohmann::json x{{"addr", hex(r.obj.addr)},
+                   {"kind", r.obj.kind},
+                   {"label", r.obj.label},
+                   {"refcount", r.obj.refcount},
+                   {"explained", opt(r.obj.explained)},
+                   {"explained_by", r.obj.explained_by},
+                   {"holders", r.obj.holders},
+                   {"verdict", lr::verdict_name(r.verdict)},
+                   {"reason", r.reason},
+                   {"lifetimes", r.lifetimes},
+                   {"events", r.events},
+                   {"start_count", opt(r.start_count)},
+                   {"refs", r.refs},
+                   {"unrefs", r.unrefs},
+                   {"predicted", opt(r.predicted)},
+                   {"excess", r.excess},
+                   {"alloc_site", r.alloc_site}};
+  auto& um = x["unmatched"] = nlohmann::json::array();
+  for (const auto& u : r.unmatched) um.push_back(event_json(traces, fr, u));
+  auto& bl = x["blamed"] = nlohmann::json::array();
+  for (const auto& b : r.blamed) bl.push_back(caller_text(traces, fr, b));
+  return x;
+}
+
+// Every block allocated in the trace and never freed there, and the sites.
+nlohmann::json allocations_json(const lr::CorrelateReport& rep,
+                                const std::vector<lr::Trace>& traces, const lr::FrameResolver& fr,
+                                const lr::HeapWalk* heap, size_t top) {
+  nlohmann::json ja;
+  uint64_t live = 0;
+  for (const auto& al : rep.allocs) live += al.live;
+  ja["outstanding"] = rep.allocs.size();
+  ja["live_in_core"] = live;
+  ja["heap_checked"] = heap != nullptr;
+  auto& jb = ja["blocks"] = nlohmann::json::array();
+  for (const auto& al : rep.allocs)
+    jb.push_back({{"ptr", hex(al.ptr)},
+                  {"size", al.size},
+                  {"live", heap ? nlohmann::json(al.live) : nlohmann::json(nullptr)},
+                  {"site", caller_text(traces, fr, al.ev)}});
+  auto& jas = ja["sites"] = nlohmann::json::array();
+  for (size_t i = 0; i < rep.alloc_sites.size() && i < top; ++i) {
+    const auto& s = rep.alloc_sites[i];
+    jas.push_back({{"site", s.text},
+                   {"count", s.count},
+                   {"bytes", s.bytes},
+                   {"live_count", s.live_count},
+                   {"live_bytes", s.live_bytes}});
+  }
+  return ja;
+}
+
+nlohmann::json correlate_json(const Common& c, const CorrelateArgs& a, const CoreSide& cs,
+                              const std::vector<lr::Trace>& traces, const lr::FrameResolver& fr,
+                              const lr::CorrelateReport& rep, uint64_t ptr) {
+  nlohmann::json j;
+  j["schema"] = "leakref.correlate/1";
+  j["core"] = c.core;
+  j["source"] = cs.walk_mode ? "walk" : cs.gluster ? "gluster" : "heap";
+  auto& jt = j["traces"] = nlohmann::json::array();
+  for (const auto& t : traces) jt.push_back(trace_json(t));
+  j["events"] = rep.events;
+  j["events_counted"] = rep.counted;
+  j["events_nested"] = rep.nested;
+  j["pointers"] = rep.pointers;
+  j["objects_total"] = rep.objects.size();
+  auto& jc = j["counts"] = nlohmann::json::object();
+  for (auto v : {lr::Verdict::kFlagged, lr::Verdict::kExplained, lr::Verdict::kBalanced,
+                 lr::Verdict::kBeforeWindow, lr::Verdict::kUnreliable, lr::Verdict::kDisagree,
+                 lr::Verdict::kNotInTrace})
+    jc[lr::verdict_name(v)] = verdict_count(rep, v);
+  auto& jo = j["objects"] = nlohmann::json::array();
+  for (const auto& r : rep.objects)
+    if (r.verdict != lr::Verdict::kNotInTrace) jo.push_back(object_verdict_json(r, traces, fr));
+  auto& js = j["sites"] = nlohmann::json::array();
+  for (const auto& s : rep.sites)
+    js.push_back({{"site", s.text},
+                  {"key", s.key},
+                  {"refs", s.refs},
+                  {"objects", s.objects},
+                  {"by_kind", s.by_kind},
+                  {"example_stack", s.example}});
+  j["allocations"] = allocations_json(rep, traces, fr, cs.heap(), a.top);
+  if (ptr) {
+    auto& jh = j["history"] = nlohmann::json::array();
+    for (const auto& h : rep.history) {
+      auto x = event_json(traces, fr, h.ev);
+      x["lifetime"] = h.lifetime;
+      x["count_after"] = h.count_after >= 0 ? nlohmann::json(h.count_after) : nullptr;
+      x["nested"] = h.nested;
+      jh.push_back(std::move(x));
     }
   }
-  // leaked: blocks the trace never saw freed that are still in use in the
-  // core (every never-freed block when the heap could not be read).
+  j["warnings"] = cs.warnings;
+  return j;
+}
+
+// Whether any --fail-on verdict holds. leaked: blocks the trace never saw
+// freed that are still in use in the core (every never-freed block when
+// the heap could not be read).
+bool has_findings(const CorrelateArgs& a, const lr::CorrelateReport& rep,
+                  const lr::HeapWalk* heap) {
   uint64_t leaked = 0;
   for (const auto& al : rep.allocs) leaked += heap ? al.live : 1;
-  bool findings = false;
+  auto n = [&](lr::Verdict v) { return verdict_count(rep, v) != 0; };
   for (const auto& f : a.fail_on) {
-    if ((f == "flagged" || f == "any") && n(lr::Verdict::kFlagged)) findings = true;
-    if ((f == "disagree" || f == "any") && n(lr::Verdict::kDisagree)) findings = true;
-    if ((f == "unreliable" || f == "any") && n(lr::Verdict::kUnreliable)) findings = true;
-    if ((f == "leaked" || f == "any") && leaked) findings = true;
+    bool any = f == "any";
+    if ((any || f == "flagged") && n(lr::Verdict::kFlagged)) return true;
+    if ((any || f == "disagree") && n(lr::Verdict::kDisagree)) return true;
+    if ((any || f == "unreliable") && n(lr::Verdict::kUnreliable)) return true;
+    if ((any || f == "leaked") && leaked) return true;
   }
-  return findings ? kFindings : kOk;
+  return false;
+}
+
+}  // namespace
+
+static void print_objects_text(const lr::CorrelateReport& rep, const std::vector<lr::Trace>& traces,
+                               const lr::FrameResolver& fr, size_t top, uint64_t ptr);
+
+static void print_correlate_text(const Common& c, const CoreSide& cs,
+                                 const std::vector<lr::Trace>& traces, const lr::FrameResolver& fr,
+                                 const lr::CorrelateReport& rep, size_t top, uint64_t ptr) {
+  print_warnings_text(cs.warnings);
+  fmt::print("leakref correlate: {}\n", c.core);
+  for (const auto& t : traces)
+    fmt::print("trace: {} ({}, {} events, {} function(s), {} lost{}{})\n", t.source,
+               lr::trace_format_name(t.format), t.events.size(), t.functions.size(), t.lost(),
+               t.truncated ? ", truncated" : "",
+               t.has_trailer || t.format != lr::TraceFormat::kLeakref ? "" : ", no trailer");
+  if (cs.heap_mode) {
+    print_heap_mode(rep, cs.heap(), top);
+    if (ptr) print_history(rep, traces, fr, ptr);
+  } else {
+    print_objects_text(rep, traces, fr, top, ptr);
+  }
+}
+
+int cmd_correlate(const Common& c, const CorrelateArgs& a) {
+  if (std::string why = correlate_usage(a); !why.empty()) return fail_usage(why);
+  uint64_t ptr = 0;
+  if (!a.ptr.empty()) lr::parse_u64(a.ptr, &ptr);
+  auto traces = load_traces(a);
+  if (!traces.ok()) return fail(traces.error());
+  if (traces->empty()) return fail_usage("no trace among the inputs (only maps files)");
+  auto prog = open_program(c);
+  if (!prog.ok()) return fail(prog.error());
+  lr::Program& p = *prog.value();
+  CoreSide cs;
+  if (auto r = gather_core_side(c, a, p, *traces, cs); !r.ok()) {
+    print_warnings_text(cs.warnings);
+    return fail(r.error());
+  }
+  lr::FrameResolver fr(&p.modules(), p.core());
+  lr::CorrelateOptions o;
+  o.kind = cs.walk_mode ? "any" : a.kind;
+  o.top = a.top;
+  o.history_ptr = ptr;
+  lr::CorrelateReport rep = lr::correlate(*traces, cs.objects, fr, o, cs.heap());
+  cs.warnings.insert(cs.warnings.end(), rep.warnings.begin(), rep.warnings.end());
+  if (c.json)
+    emit_json(correlate_json(c, a, cs, *traces, fr, rep, ptr));
+  else
+    print_correlate_text(c, cs, *traces, fr, rep, a.top, ptr);
+  return has_findings(a, rep, cs.heap()) ? kFindings : kOk;
 }
 
 // The object verdicts (GlusterFS, a walk or a profile set), after the header.

@@ -238,7 +238,7 @@ int cmd_sym(const Common& c, const std::string& what) {
   std::string type = var.ok() && var.value().type ? var.value().type->display() : "";
   if (c.json) {
     emit_json({{"schema", "leakref.sym/1"},
-               {"name", sym->name},
+               {"symbol", sym->name},
                {"addr", hex(sym->addr)},
                {"size", sym->size},
                {"module", mod->path},

@@ -6,10 +6,10 @@ _leakref_words() {  # _leakref_words HELP-ARGS...: the long options and subcomma
     /^Subcommands:/ { subs = 1; next }
     subs && /^  [a-z]/ { print $1; next }
     /^[^ ]/ { subs = 0 }
-    { for (i = 1; i <= NF; i++) {
-        sub(/^-[A-Za-z],/, "", $i)  # "-I,--include-dir"
-        if ($i ~ /^--[a-z]/) { sub(/[,{].*/, "", $i); print $i }
-      } }' |
+    /^ +-/ {  # an option line: its names, not the words of its description
+        o = $1; sub(/^-[A-Za-z],/, "", o)  # "-I,--include-dir"
+        if (o ~ /^--[a-z]/) { sub(/[,{].*/, "", o); print o }
+      }' |
     sort -u | tr '\n' ' '
 }
 

@@ -134,10 +134,28 @@ RunResult run(const std::vector<std::string>& argv, int timeout_s) {
   return r;
 }
 
+std::string json_spool_dir() {
+  return build_dir() + "/json-spool";
+}
+
+namespace {
+// Keeps every --json/--jsonl output the suite sees (answers and errors
+// alike) for the check against schemas/ when the run ends (tests/main.cpp).
+void spool_json(const std::vector<std::string>& args, const RunResult& r) {
+  bool json = false;
+  for (const auto& a : args) json = json || a == "--json" || a == "--jsonl";
+  if (!json || r.out.empty() || r.timed_out) return;
+  static unsigned n = 0;
+  write_file(json_spool_dir() + "/" + std::to_string(++n) + ".json", r.out);
+}
+}  // namespace
+
 RunResult leakref(const std::vector<std::string>& args, int timeout_s) {
   std::vector<std::string> av{build_dir() + "/leakref"};
   av.insert(av.end(), args.begin(), args.end());
-  return run(av, timeout_s);
+  RunResult r = run(av, timeout_s);
+  spool_json(args, r);
+  return r;
 }
 
 bool have_gcore() {

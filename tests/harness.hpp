@@ -47,7 +47,8 @@ struct FixtureCore {
 const FixtureCore& fixture_core(const std::string& key, const std::string& exe,
                                 const std::vector<std::string>& extra_args = {});
 
-std::string build_dir();                            // absolute build directory
+std::string build_dir();       // absolute build directory
+std::string json_spool_dir();  // where leakref()'s JSON outputs are kept for the schema check
 std::string fixture_path(const std::string& name);  // build/fixtures/NAME
 std::string tmp_dir();                              // per-run scratch directory (removed at exit)
 bool have_gcore();

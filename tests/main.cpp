@@ -29,7 +29,18 @@ int main(int argc, char** argv) {
            1);
 #endif
   Catch::Session session;
+  std::string spool = lrtest::json_spool_dir();
+  std::system(("rm -rf '" + spool + "' && mkdir -p '" + spool + "'").c_str());
   int rc = session.run(argc, argv);
+  // Every JSON document the tests saw must match its schema under schemas/;
+  // a whole run (no test names given) must also have seen every schema.
+  std::string check = "/usr/bin/python3 '" + std::string(LR_SOURCE_DIR) +
+                      "/tests/check_json_schemas.py' '" + spool + "' '" + LR_SOURCE_DIR +
+                      "/schemas'" + (argc > 1 ? "" : " --require-all");
+  if (std::system(check.c_str()) != 0) {
+    std::printf("JSON schema check failed (%s)\n", check.c_str());
+    if (rc == 0) rc = 1;
+  }
   int skipped = lrtest::skipped_count();
   std::printf("tests: %zu passed, %zu failed, %d skipped\n",
               g_totals.testCases.passed - std::min<size_t>(g_totals.testCases.passed, skipped),

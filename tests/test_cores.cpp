@@ -137,8 +137,13 @@ TEST_CASE("show and sym agree with the manifest", "[core]") {
   REQUIRE(r.status == 0);
   std::string addr = r.json()["addr"];
   CHECK(r.json()["type"] == "struct list_head");
+  CHECK(r.json()["symbol"] == "obj_list");
   r = leakref({"sym", fc->core, addr});
   CHECK(r.out.find("obj_list [fx_structs]") != std::string::npos);
+  // Both ways round, the symbol's name is under one key.
+  r = leakref({"sym", fc->core, addr, "--json"});
+  CHECK(r.json()["symbol"] == "obj_list");
+  CHECK(r.json()["offset"] == 0);
   r = leakref({"sym", fc->core, "no_such_symbol_xyz"});
   CHECK(r.status == 4);
   CHECK(r.err.find("no_such_symbol_xyz") != std::string::npos);

@@ -178,6 +178,33 @@ TEST_CASE("the gdb macro snapshots the inferior and runs leakref", "[scripts]") 
 // make install gives a library users can build on: libleakref.a, its
 // headers and leakref.pc; a program compiled against them from pkg-config
 // alone walks a real core.
+// The JSON Schemas ship with the program, one per leakref.* schema the CLI
+// emits (each output the suite sees is checked against them at the end of
+// the run, tests/main.cpp).
+TEST_CASE("make install: the JSON schemas", "[scripts][install]") {
+  std::string prefix = installed();
+  auto ls = lrtest::run({"sh", "-c", "cd '" + prefix + "/share/leakref/schemas' && ls"});
+  REQUIRE(ls.status == 0);
+  auto src = lrtest::run({"sh", "-c", "cd '" + repo_dir() + "/schemas' && ls"});
+  CHECK(ls.out == src.out);
+  std::set<std::string> emitted;  // every "leakref.X/N" the front ends write
+  auto g = lrtest::run(
+      {"sh", "-c",
+       "cd '" + repo_dir() + "' && grep -rhoE '\"leakref\\.[a-z.-]+/[0-9]+\"' cli extension"});
+  std::istringstream in(g.out);
+  for (std::string w; in >> w;) {
+    std::string name = w.substr(1, w.size() - 2);
+    emitted.insert(name.replace(name.find('/'), 1, "-") + ".schema.json");
+  }
+  CHECK(emitted.size() >= 14);
+  for (const auto& f : emitted) {
+    INFO(f);
+    CHECK(ls.out.find(f + "\n") != std::string::npos);
+    json sch = json::parse(lrtest::read_file(prefix + "/share/leakref/schemas/" + f));
+    CHECK(sch["$schema"] == "https://json-schema.org/draft/2020-12/schema");
+  }
+}
+
 TEST_CASE("make install: the engine as a library through pkg-config", "[scripts][install]") {
   if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed");
   std::string prefix = installed();
@@ -316,6 +343,52 @@ TEST_CASE("man pages: one per front end, complete against --help", "[scripts][ma
       CHECK(text[std::string(script) + ".1"].find(o) != std::string::npos);
     }
   }
+}
+
+// zsh completion: compinit picks the file up for leakref, and its function
+// offers what the typed words allow (compadd and _files stand in for the
+// line editor, printing what they are given).
+TEST_CASE("zsh completion completes subcommands and each one's options", "[scripts]") {
+  if (std::system("command -v zsh >/dev/null 2>&1") != 0) LR_SKIP("zsh is not installed");
+  std::string dir = lrtest::tmp_dir() + "/zfunc";
+  mkdir(dir.c_str(), 0755);
+  lrtest::write_file(dir + "/_leakref", lrtest::read_file(repo_dir() + "/scripts/_leakref"));
+  auto reg = lrtest::run({"zsh", "-fc",
+                          "fpath=(" + dir +
+                              " $fpath); autoload -Uz compinit; compinit -D -u; "
+                              "print -r -- $_comps[leakref]"});
+  CHECK(reg.out == "_leakref\n");
+  std::string script = "export LEAKREF=" + lrtest::build_dir() + "/leakref\n" + "source " + dir +
+                       "/_leakref\n" +
+                       "compadd() { print -r -- ${(j: :)${(P)2}} }\n"
+                       "_files() { print -r -- FILES }\n"
+                       "t() { words=(\"$@\"); CURRENT=$#words; _leakref }\n"
+                       "t leakref wa\n"
+                       "t leakref walk core --li\n"
+                       "t leakref kernel --vmcore x in\n"
+                       "t leakref kernel --vmcore x inodes --fl\n"
+                       "t leakref types build --inc\n"
+                       "t leakref heap cor\n";
+  auto r = lrtest::run({"zsh", "-fc", script});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  std::istringstream in(r.out);
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  REQUIRE(lines.size() == 6);
+  auto has = [](const std::string& line, const std::string& w) {
+    return (" " + line + " ").find(" " + w + " ") != std::string::npos;
+  };
+  CHECK(has(lines[0], "walk"));
+  CHECK(has(lines[0], "kernel"));
+  CHECK(has(lines[1], "--list-member"));
+  CHECK(has(lines[1], "--limit"));
+  CHECK(!has(lines[1], "--head)"));  // words of a description are not options
+  CHECK(has(lines[2], "inodes"));
+  CHECK(!has(lines[2], "--vmcore"));
+  CHECK(has(lines[3], "--flagged"));
+  CHECK(has(lines[4], "--include-dir"));
+  CHECK(lines[5] == "FILES");  // a core goes there
 }
 
 // bash completion reads subcommands and options from leakref's own help.

@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "harness.hpp"
 #include "leakref/correlate.hpp"
@@ -165,6 +166,37 @@ TEST_CASE("trace: mmleak records and its maps snapshot", "[trace]") {
   lr::Trace c = parse(std::string(kMmleak).substr(0, 63), lr::TraceFormat::kMmleak);
   CHECK(c.truncated);
   CHECK(c.events.size() == 1);
+}
+
+// trace-info --json: per-function counts against the capture's own E lines
+// (counted here with a plain scan), and the mmleak sample's free.
+TEST_CASE("trace-info: counts per function and per kind", "[trace]") {
+  std::string real = std::string(LR_SOURCE_DIR) + "/tests/data/bpftrace-capture-fuse-10.3.txt";
+  std::string text = lrtest::read_file(real);
+  std::map<std::string, uint64_t> per_fn;
+  for (size_t p = text.find("\nE "); p != std::string::npos; p = text.find("\nE ", p + 1)) {
+    std::istringstream line(text.substr(p + 3, text.find('\n', p + 1) - p - 3));
+    std::string ts, tid, comm, fn;
+    line >> ts >> tid >> comm >> fn;
+    ++per_fn[fn];
+  }
+  REQUIRE(per_fn.size() == 6);
+  std::string dir = lrtest::tmp_dir();
+  lrtest::write_file(dir + "/mmleak-host.42.0.out", kMmleak);
+  auto r = lrtest::leakref({"trace-info", real, dir + "/mmleak-host.42.0.out", "--json"});
+  REQUIRE(r.status == 0);
+  json j = r.json();
+  CHECK(j["schema"] == "leakref.trace-info/1");
+  REQUIRE(j["traces"].size() == 2);
+  const json& b = j["traces"][0];
+  CHECK(b["format"] == "bpftrace");
+  CHECK(b["functions"].get<std::map<std::string, uint64_t>>() == per_fn);
+  CHECK(b["kinds"]["inode"] == per_fn["inode_ref"] + per_fn["inode_unref"]);
+  CHECK(b["mappings"] == 30);
+  CHECK(b["bad_lines"] == 0);
+  const json& m = j["traces"][1];
+  CHECK(m["format"] == "mmleak");
+  CHECK(m["events"] == 4);  // the (nil) allocation is not an event
 }
 
 TEST_CASE("trace: bcc memleak (Python tool and libbpf-tools)", "[trace]") {

@@ -9,15 +9,15 @@ namespace lr {
 const char* errc_name(Errc c) {
   switch (c) {
     case Errc::kInvalidArgument:
-      return "invalid argument";
+      return "invalid-argument";
     case Errc::kIo:
-      return "I/O error";
+      return "io";
     case Errc::kBadFormat:
-      return "bad format";
+      return "bad-format";
     case Errc::kFault:
-      return "memory not readable";
+      return "fault";
     case Errc::kNotFound:
-      return "not found";
+      return "not-found";
     case Errc::kUnsupported:
       return "unsupported";
     case Errc::kInterrupted:

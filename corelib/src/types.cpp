@@ -485,6 +485,175 @@ const Type* TypeRegistry::resolve_declaration(const Type* t) {
   return t->definition;
 }
 
+namespace {
+
+// The DIE offset of d's DW_AT_type; false when it has none.
+bool type_ref(Dwarf_Die* d, uint64_t* to) {
+  Dwarf_Attribute a;
+  Dwarf_Die td;
+  if (!dwarf_attr_integrate(d, DW_AT_type, &a) || !dwarf_formref_die(&a, &td)) return false;
+  *to = dwarf_dieoffset(&td);
+  return true;
+}
+
+void fill_base(Dwarf_Die* die, Type* t) {
+  uint64_t enc = 0;
+  attr_udata(die, DW_AT_encoding, &enc);
+  t->kind = TypeKind::kInt;
+  if (enc == DW_ATE_boolean) t->kind = TypeKind::kBool;
+  if (enc == DW_ATE_float || enc == DW_ATE_complex_float) t->kind = TypeKind::kFloat;
+  t->is_signed = enc == DW_ATE_signed || enc == DW_ATE_signed_char;
+  t->is_char = enc == DW_ATE_signed_char || enc == DW_ATE_unsigned_char;
+}
+
+void read_enumerators(Dwarf_Die* die, Type* t) {
+  Dwarf_Die c;
+  if (dwarf_child(die, &c) != 0) return;
+  do {
+    if (dwarf_tag(&c) != DW_TAG_enumerator) continue;
+    Enumerator e;
+    e.name = dwarf_diename(&c) ? dwarf_diename(&c) : "";
+    Dwarf_Attribute a;
+    if (dwarf_attr(&c, DW_AT_const_value, &a)) {
+      Dwarf_Sword sv;
+      Dwarf_Word uv;
+      if (dwarf_whatform(&a) == DW_FORM_sdata && dwarf_formsdata(&a, &sv) == 0)
+        e.value = sv;
+      else if (dwarf_formudata(&a, &uv) == 0)
+        e.value = static_cast<int64_t>(uv);
+    }
+    t->enumerators.push_back(std::move(e));
+  } while (dwarf_siblingof(&c, &c) == 0 && t->enumerators.size() < 100000);
+}
+
+// A bit-field member's byte and bit offset, from DWARF 5's data_bit_offset
+// or DWARF 2-4's bit offset counted from the MSB of the storage unit.
+void place_bitfield(Dwarf_Die* c, Member& mem) {
+  int bits = dwarf_bitsize(c);
+  if (bits <= 0 || bits > 64) return;
+  mem.bit_size = static_cast<uint16_t>(bits);
+  uint64_t dbo = 0;
+  if (attr_udata(c, DW_AT_data_bit_offset, &dbo)) {
+    mem.offset = dbo / 8;
+    mem.bit_offset = dbo % 8;
+    return;
+  }
+  int bo = dwarf_bitoffset(c);
+  int64_t unit = dwarf_bytesize(c);
+  if (unit <= 0 && mem.type) unit = static_cast<int64_t>(mem.type->strip()->size);
+  if (bo >= 0 && unit > 0) {
+    int64_t lsb = unit * 8 - bo - bits;
+    if (lsb < 0) lsb = 0;
+    mem.offset += static_cast<uint64_t>(lsb) / 8;
+    mem.bit_offset = static_cast<uint16_t>(lsb % 8);
+  }
+}
+
+// An array's dimensions, outermost first: (count, flexible).
+std::vector<std::pair<uint64_t, bool>> array_dims(Dwarf_Die* die) {
+  std::vector<std::pair<uint64_t, bool>> dims;
+  Dwarf_Die c;
+  if (dwarf_child(die, &c) == 0) {
+    do {
+      if (dwarf_tag(&c) != DW_TAG_subrange_type) continue;
+      uint64_t ub = 0, cnt = 0;
+      Dwarf_Attribute a;
+      Dwarf_Sword sv;
+      if (attr_udata(&c, DW_AT_count, &cnt))
+        dims.emplace_back(cnt, false);
+      else if (!dwarf_attr(&c, DW_AT_upper_bound, &a))
+        dims.emplace_back(0, true);
+      else if (dwarf_formsdata(&a, &sv) == 0 && sv >= 0)
+        dims.emplace_back(static_cast<uint64_t>(sv) + 1, false);
+      else if (attr_udata(&c, DW_AT_upper_bound, &ub) && ub != UINT64_MAX)
+        dims.emplace_back(ub + 1, false);
+      else
+        dims.emplace_back(0, true);
+    } while (dwarf_siblingof(&c, &c) == 0 && dims.size() < 64);
+  }
+  if (dims.empty()) dims.emplace_back(0, true);
+  return dims;
+}
+
+void set_array_shape(Type* t, const Type* elem, std::pair<uint64_t, bool> dim) {
+  t->kind = TypeKind::kArray;
+  t->target = elem;
+  t->count = dim.first;
+  t->flexible = dim.second;
+  uint64_t es = elem && elem->strip() ? elem->strip()->size : 0;
+  t->size = t->count && es <= UINT64_MAX / t->count ? es * t->count : 0;
+}
+
+}  // namespace
+
+// convert_one's steps for one module's DWARF, with the registry's private
+// cache, type storage and pending pointer targets.
+struct DieReader {
+  TypeRegistry& reg;
+  Module* m;
+  Dwarf* dw;
+
+  const Type* target_of(Dwarf_Die* d) {
+    uint64_t to;
+    return type_ref(d, &to) ? reg.convert_one(m, dw, to) : nullptr;
+  }
+
+  // Qualifiers are transparent: the layout is the target's.
+  const Type* qualifier(Dwarf_Die* die, uint64_t off) {
+    auto key = std::make_pair(m, off);
+    reg.cache_[key] = nullptr;  // breaks qualifier cycles in corrupt DWARF
+    const Type* t = target_of(die);
+    if (!t) {
+      Type* v = reg.fresh();
+      v->kind = TypeKind::kVoid;
+      t = v;
+    }
+    reg.cache_[key] = t;
+    return t;
+  }
+
+  // A declaration's definition is looked up on first use.
+  void mark_declaration(Type* t, uint64_t off) {
+    t->complete = false;
+    t->registry = &reg;
+    t->decl_module = m;
+    t->decl_off = off;
+  }
+
+  void pointer(Dwarf_Die* die, Type* t) {
+    t->kind = TypeKind::kPointer;
+    if (!t->size) t->size = 8;
+    // The target is converted later (drain_pending): pointers make cycles.
+    if (uint64_t to; type_ref(die, &to)) reg.pending_.push_back({t, m, dw, to});
+  }
+
+  void members(Dwarf_Die* die, Type* t) {
+    Dwarf_Die c;
+    if (dwarf_child(die, &c) != 0) return;
+    do {
+      if (dwarf_tag(&c) != DW_TAG_member) continue;
+      Member mem;
+      mem.name = dwarf_diename(&c) ? dwarf_diename(&c) : "";
+      if (!member_location(&c, &mem.offset)) continue;
+      mem.type = target_of(&c);
+      place_bitfield(&c, mem);
+      t->members.push_back(std::move(mem));
+    } while (dwarf_siblingof(&c, &c) == 0 && t->members.size() < 100000);
+  }
+
+  // int a[2][3]: an outer array of 2 elements, each an array of 3.
+  void array(Dwarf_Die* die, Type* t) {
+    const Type* inner = target_of(die);
+    auto dims = array_dims(die);
+    for (size_t i = dims.size(); i-- > 1;) {
+      Type* sub = reg.fresh();
+      set_array_shape(sub, inner, dims[i]);
+      inner = sub;
+    }
+    set_array_shape(t, inner, dims[0]);
+  }
+};
+
 const Type* TypeRegistry::convert_one(Module* m, Dwarf* dw, uint64_t off) {
   auto key = std::make_pair(m, off);
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
@@ -497,185 +666,53 @@ const Type* TypeRegistry::convert_one(Module* m, Dwarf* dw, uint64_t off) {
     ~DepthGuard() { --depth; }
   } dg;
 
-  // The DIE offset of d's DW_AT_type; false when it has none.
-  auto type_ref = [](Dwarf_Die* d, uint64_t* to) {
-    Dwarf_Attribute a;
-    Dwarf_Die td;
-    if (!dwarf_attr_integrate(d, DW_AT_type, &a) || !dwarf_formref_die(&a, &td)) return false;
-    *to = dwarf_dieoffset(&td);
-    return true;
-  };
-  auto target_of = [&](Dwarf_Die* d) -> const Type* {
-    uint64_t to;
-    return type_ref(d, &to) ? convert_one(m, dw, to) : nullptr;
-  };
-
+  DieReader rd{*this, m, dw};
   int tag = dwarf_tag(&die);
-  const char* nm = dwarf_diename(&die);
-  // Qualifiers are transparent: the layout is the target's.
   if (tag == DW_TAG_const_type || tag == DW_TAG_volatile_type || tag == DW_TAG_restrict_type ||
-      tag == DW_TAG_atomic_type) {
-    cache_[key] = nullptr;  // breaks qualifier cycles in corrupt DWARF
-    const Type* t = target_of(&die);
-    if (!t) {
-      Type* v = fresh();
-      v->kind = TypeKind::kVoid;
-      t = v;
-    }
-    cache_[key] = t;
-    return t;
-  }
+      tag == DW_TAG_atomic_type)
+    return rd.qualifier(&die, off);
 
   Type* t = fresh();
-  cache_[key] = t;
+  cache_[key] = t;  // before the members, which may point back at t
+  const char* nm = dwarf_diename(&die);
   t->name = nm ? nm : "";
   int64_t bs = dwarf_bytesize(&die);
   t->size = bs > 0 ? static_cast<uint64_t>(bs) : 0;
   switch (tag) {
-    case DW_TAG_base_type: {
-      uint64_t enc = 0;
-      attr_udata(&die, DW_AT_encoding, &enc);
-      t->kind = TypeKind::kInt;
-      if (enc == DW_ATE_boolean) t->kind = TypeKind::kBool;
-      if (enc == DW_ATE_float || enc == DW_ATE_complex_float) t->kind = TypeKind::kFloat;
-      t->is_signed = enc == DW_ATE_signed || enc == DW_ATE_signed_char;
-      t->is_char = enc == DW_ATE_signed_char || enc == DW_ATE_unsigned_char;
+    case DW_TAG_base_type:
+      fill_base(&die, t);
       break;
-    }
     case DW_TAG_pointer_type:
     case DW_TAG_reference_type:
     case DW_TAG_rvalue_reference_type:
     case DW_TAG_ptr_to_member_type:
-      t->kind = TypeKind::kPointer;
-      if (!t->size) t->size = 8;
-      if (uint64_t to; type_ref(&die, &to)) pending_.push_back({t, m, dw, to});
+      rd.pointer(&die, t);
       break;
     case DW_TAG_typedef: {
       t->kind = TypeKind::kTypedef;
-      t->target = target_of(&die);
+      t->target = rd.target_of(&die);
       const Type* s = t->strip();
       t->size = s && s != t ? s->size : 0;
       break;
     }
-    case DW_TAG_enumeration_type: {
+    case DW_TAG_enumeration_type:
       t->kind = TypeKind::kEnum;
-      if (const Type* u = target_of(&die)) t->is_signed = u->strip() && u->strip()->is_signed;
-      Dwarf_Die c;
-      if (dwarf_child(&die, &c) == 0) {
-        do {
-          if (dwarf_tag(&c) != DW_TAG_enumerator) continue;
-          Enumerator e;
-          e.name = dwarf_diename(&c) ? dwarf_diename(&c) : "";
-          Dwarf_Attribute a;
-          if (dwarf_attr(&c, DW_AT_const_value, &a)) {
-            Dwarf_Sword sv;
-            Dwarf_Word uv;
-            if (dwarf_whatform(&a) == DW_FORM_sdata && dwarf_formsdata(&a, &sv) == 0)
-              e.value = sv;
-            else if (dwarf_formudata(&a, &uv) == 0)
-              e.value = static_cast<int64_t>(uv);
-          }
-          t->enumerators.push_back(std::move(e));
-        } while (dwarf_siblingof(&c, &c) == 0 && t->enumerators.size() < 100000);
-      }
-      if (is_decl(&die)) {
-        t->complete = false;
-        t->registry = this;  // the definition is looked up on first use
-        t->decl_module = m;
-        t->decl_off = off;
-        return t;
-      }
+      if (const Type* u = rd.target_of(&die)) t->is_signed = u->strip() && u->strip()->is_signed;
+      read_enumerators(&die, t);
+      if (is_decl(&die)) rd.mark_declaration(t, off);
       break;
-    }
     case DW_TAG_structure_type:
     case DW_TAG_class_type:
-    case DW_TAG_union_type: {
+    case DW_TAG_union_type:
       t->kind = tag == DW_TAG_union_type ? TypeKind::kUnion : TypeKind::kStruct;
-      if (is_decl(&die)) {
-        t->complete = false;
-        t->registry = this;  // the definition is looked up on first use
-        t->decl_module = m;
-        t->decl_off = off;
-        return t;
-      }
-      Dwarf_Die c;
-      if (dwarf_child(&die, &c) == 0) {
-        do {
-          if (dwarf_tag(&c) != DW_TAG_member) continue;
-          Member mem;
-          mem.name = dwarf_diename(&c) ? dwarf_diename(&c) : "";
-          if (!member_location(&c, &mem.offset)) continue;
-          mem.type = target_of(&c);
-          int bits = dwarf_bitsize(&c);
-          if (bits > 0 && bits <= 64) {
-            mem.bit_size = static_cast<uint16_t>(bits);
-            uint64_t dbo = 0;
-            if (attr_udata(&c, DW_AT_data_bit_offset, &dbo)) {
-              mem.offset = dbo / 8;
-              mem.bit_offset = dbo % 8;
-            } else {
-              // DWARF 2-4: bit offset counted from the MSB of the storage unit.
-              int bo = dwarf_bitoffset(&c);
-              int64_t unit = dwarf_bytesize(&c);
-              if (unit <= 0 && mem.type) unit = static_cast<int64_t>(mem.type->strip()->size);
-              if (bo >= 0 && unit > 0) {
-                int64_t lsb = unit * 8 - bo - bits;
-                if (lsb < 0) lsb = 0;
-                mem.offset += static_cast<uint64_t>(lsb) / 8;
-                mem.bit_offset = static_cast<uint16_t>(lsb % 8);
-              }
-            }
-          }
-          t->members.push_back(std::move(mem));
-        } while (dwarf_siblingof(&c, &c) == 0 && t->members.size() < 100000);
-      }
+      if (is_decl(&die))
+        rd.mark_declaration(t, off);
+      else
+        rd.members(&die, t);
       break;
-    }
-    case DW_TAG_array_type: {
-      t->kind = TypeKind::kArray;
-      const Type* elem = target_of(&die);
-      std::vector<std::pair<uint64_t, bool>> dims;  // count, flexible
-      Dwarf_Die c;
-      if (dwarf_child(&die, &c) == 0) {
-        do {
-          if (dwarf_tag(&c) != DW_TAG_subrange_type) continue;
-          uint64_t ub = 0, cnt = 0;
-          Dwarf_Attribute a;
-          if (attr_udata(&c, DW_AT_count, &cnt)) {
-            dims.emplace_back(cnt, false);
-          } else if (dwarf_attr(&c, DW_AT_upper_bound, &a)) {
-            Dwarf_Sword sv;
-            if (dwarf_formsdata(&a, &sv) == 0 && sv >= 0)
-              dims.emplace_back(static_cast<uint64_t>(sv) + 1, false);
-            else if (attr_udata(&c, DW_AT_upper_bound, &ub) && ub != UINT64_MAX)
-              dims.emplace_back(ub + 1, false);
-            else
-              dims.emplace_back(0, true);
-          } else {
-            dims.emplace_back(0, true);
-          }
-        } while (dwarf_siblingof(&c, &c) == 0 && dims.size() < 64);
-      }
-      if (dims.empty()) dims.emplace_back(0, true);
-      // int a[2][3]: outer array of 2 elements, each an array of 3.
-      const Type* inner = elem;
-      for (size_t i = dims.size(); i-- > 1;) {
-        Type* sub = fresh();
-        sub->kind = TypeKind::kArray;
-        sub->target = inner;
-        sub->count = dims[i].first;
-        sub->flexible = dims[i].second;
-        uint64_t es = inner && inner->strip() ? inner->strip()->size : 0;
-        sub->size = sub->count && es <= UINT64_MAX / sub->count ? es * sub->count : 0;
-        inner = sub;
-      }
-      t->target = inner;
-      t->count = dims[0].first;
-      t->flexible = dims[0].second;
-      uint64_t es = inner && inner->strip() ? inner->strip()->size : 0;
-      t->size = t->count && es <= UINT64_MAX / t->count ? es * t->count : 0;
+    case DW_TAG_array_type:
+      rd.array(&die, t);
       break;
-    }
     case DW_TAG_subroutine_type:
       t->kind = TypeKind::kFunction;
       t->size = 1;

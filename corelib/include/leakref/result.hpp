@@ -20,6 +20,7 @@ enum class Errc {
   kInterrupted,          // the host asked us to stop
 };
 
+// A stable identifier ("bad-format", "not-found", ...), as JSON errors carry it.
 const char* errc_name(Errc c);
 
 struct Error {

@@ -156,7 +156,10 @@ class TypeRegistry {
   std::string not_found_hint_;
   Index* index_for(Module* m);
   const Type* convert(Module* m, Dwarf* dw, uint64_t die_off);
+  // One DIE to a Type (cached by module and offset); nullptr when the
+  // offset is not a DIE or nesting is too deep.
   const Type* convert_one(Module* m, Dwarf* dw, uint64_t die_off);
+  friend struct DieReader;  // convert_one's per-tag steps (types.cpp)
   void drain_pending();
   const Type* complete_struct(const Type* t, Module* m, uint64_t die_off, TypeKind kind);
   Type* fresh();
