@@ -305,6 +305,38 @@ std::string readme_section(const std::string& name) {
   return readme.substr(b, e - b);
 }
 
+std::vector<std::string> man_examples(const std::string& page) {
+  std::string text = read_file(std::string(LR_SOURCE_DIR) + "/man/" + page);
+  size_t b = text.find("\n.SH EXAMPLES\n");
+  if (b == std::string::npos) return {};
+  size_t e = text.find("\n.SH ", b + 1);
+  std::istringstream in(text.substr(b, e == std::string::npos ? std::string::npos : e - b));
+  std::vector<std::string> out;
+  bool cont = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '.') continue;  // requests (.nf, .fi)
+    std::string plain;                             // roff escapes: \- is '-', \e a backslash
+    for (size_t i = 0; i < line.size(); ++i) {
+      if (line[i] == '\\' && i + 1 < line.size() && (line[i + 1] == '-' || line[i + 1] == 'e')) {
+        plain += line[i + 1] == '-' ? '-' : '\\';
+        ++i;
+      } else {
+        plain += line[i];
+      }
+    }
+    size_t first = plain.find_first_not_of(' ');
+    plain = first == std::string::npos ? "" : plain.substr(first);
+    bool more = !plain.empty() && plain.back() == '\\';
+    if (more) plain.pop_back();
+    if (cont)
+      out.back() += " " + plain;
+    else if (!plain.empty())
+      out.push_back(plain);
+    cont = more;
+  }
+  return out;
+}
+
 std::vector<ReadmeCommand> readme_commands(const std::string& part) {
   std::vector<ReadmeCommand> out;
   for (size_t at = 0; (at = part.find("```\n$ ", at)) != std::string::npos;) {

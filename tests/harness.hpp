@@ -65,6 +65,9 @@ struct ReadmeCommand {
   std::string cmd, want;
 };
 std::vector<ReadmeCommand> readme_commands(const std::string& section);
+// The command lines of man/PAGE's EXAMPLES section, roff escapes undone and
+// continued lines joined; empty when the page has none.
+std::vector<std::string> man_examples(const std::string& page);
 void note_skip(const std::string& reason);
 int skipped_count();
 

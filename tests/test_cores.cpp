@@ -1,5 +1,7 @@
 // Integration tests on real cores: fixtures run, gcore snapshots them, and
 // leakref's JSON must equal each fixture's manifest exactly.
+#include <fmt/format.h>
+
 #include <catch2/catch.hpp>
 #include <functional>
 #include <map>
@@ -689,4 +691,32 @@ TEST_CASE("did you mean: types, symbols, members, options", "[core][cli]") {
     CHECK(r.status == c.status);
     CHECK(r.err.find(c.says) != std::string::npos);
   }
+}
+
+// `man leakref`'s EXAMPLES run as written on a core of the program they
+// name (core.7084 is the fx_structs core); each walk's numbers are the
+// manifest's. (The profile and kernel examples run in their own tests.)
+TEST_CASE("man leakref: the walk examples run as written", "[core][docs]") {
+  const auto* fc = structs_core(false);
+  if (!fc) LR_SKIP("gcore (gdb) is not installed: core tests need it");
+  const json& s = fc->manifest["structures"];
+  uint64_t hash_shared = 0;  // objects in obj_hash with refcount > 1
+  for (const auto& o : s["hash"]["objects"]) hash_shared += o["refcount"].get<long>() > 1;
+  int walks = 0;
+  for (std::string cmd : lrtest::man_examples("leakref.1")) {
+    if (cmd.rfind("leakref walk core.7084 ", 0) != 0) continue;
+    ++walks;
+    cmd.replace(cmd.find("core.7084"), 9, "'" + fc->core + "'");
+    auto r = lrtest::run({"sh", "-c", "PATH='" + lrtest::build_dir() + "':$PATH " + cmd});
+    INFO(cmd << "\n" << r.err);
+    REQUIRE(r.status == 0);
+    std::string visited = fmt::format(
+        ": {} visited",
+        (cmd.find("obj_hash") != std::string::npos ? s["hash"] : s["list"])["objects"].size());
+    CHECK(r.out.find(visited) != std::string::npos);
+    if (cmd.find("--where 'refcount > 1'") != std::string::npos)
+      CHECK(r.out.find(fmt::format(", {} matched 'refcount > 1'", hash_shared)) !=
+            std::string::npos);
+  }
+  CHECK(walks == 2);
 }

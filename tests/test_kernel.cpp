@@ -863,6 +863,11 @@ TEST_CASE("kernel: the examples in crash's help leakref run as written", "[kerne
       examples.back() += " " + part;
   }
   REQUIRE(examples.size() >= 3);
+  // man leakref-crash's EXAMPLES too, as written.
+  size_t from_help = examples.size();
+  for (const auto& m : man_examples("leakref-crash.7"))
+    if (m.rfind("crash> ", 0) == 0) examples.push_back(m.substr(7));
+  CHECK(examples.size() == from_help + 3);
   std::vector<std::string> cmds = {"extend " + build_dir() + "/leakref.so"};
   for (size_t i = 0; i < examples.size(); ++i) {
     cmds.push_back("!echo MARK ex" + std::to_string(i));
@@ -880,4 +885,26 @@ TEST_CASE("kernel: the examples in crash's help leakref run as written", "[kerne
     CHECK(out.size() > 40);  // each prints a report, not nothing
   }
   CHECK(r.err.find("leakref: error") == std::string::npos);
+}
+
+// `man leakref`'s kernel example as written, on the dump and its vmlinux;
+// it lists what `inodes --flagged --json` counts.
+TEST_CASE("man leakref: the kernel example runs as written", "[kernel][docs]") {
+  NEED_DUMP();
+  int examples = 0;
+  for (std::string cmd : man_examples("leakref.1")) {
+    if (cmd.rfind("leakref kernel ", 0) != 0) continue;
+    ++examples;
+    REQUIRE(cmd.find("--vmcore vmcore --vmlinux vmlinux ") != std::string::npos);
+    cmd.replace(cmd.find("--vmcore vmcore"), 15, "--vmcore '" + dump().kdump + "'");
+    cmd.replace(cmd.find("--vmlinux vmlinux"), 17, "--vmlinux '" + dump().vmlinux + "'");
+    RunResult r = run({"sh", "-c", "PATH='" + build_dir() + "':$PATH " + cmd}, 300);
+    INFO(cmd << "\n" << r.err);
+    REQUIRE(r.status == 0);
+    json j = kernel_json(dump().kdump, {"inodes", "--flagged", "--json"});
+    uint64_t flagged = j["summary"]["flagged"];
+    REQUIRE(flagged > 0);  // the guest leaks file references on purpose
+    CHECK(r.out.find(fmt::format("{} flagged", flagged)) != std::string::npos);
+  }
+  CHECK(examples == 1);
 }

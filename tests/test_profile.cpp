@@ -107,6 +107,21 @@ TEST_CASE("profile file: sets, holders, verdicts and invariants equal the manife
   // --fail-on, --set (dependencies run quietly), JSON lines.
   r = leakref({"profile", fc->core, "--profile", profile_path(), "--fail-on", "flagged"});
   CHECK(r.status == 1);
+  // man leakref's example, as written, from the profile's directory.
+  int examples = 0;
+  for (std::string cmd : lrtest::man_examples("leakref.1")) {
+    if (cmd.rfind("leakref profile core.fx_locks ", 0) != 0) continue;
+    ++examples;
+    cmd.replace(cmd.find("core.fx_locks"), 13, "'" + fc->core + "'");
+    auto m = lrtest::run({"sh", "-c",
+                          "cd '" + std::string(LR_SOURCE_DIR) + "/tests/profiles' && PATH='" +
+                              lrtest::build_dir() + "':$PATH " + cmd});
+    INFO(cmd << "\n" << m.err);
+    CHECK(m.status == 1);  // flagged objects: the fixture leaks on purpose
+    // The same report as by the profile's full path (its first line names it).
+    CHECK(m.out.substr(m.out.find('\n')) == r.out.substr(r.out.find('\n')));
+  }
+  CHECK(examples == 1);
   r = leakref({"profile", fc->core, "--profile", profile_path(), "--set", "resources", "--json"});
   REQUIRE(r.status == 0);
   REQUIRE(r.json()["sets"].size() == 1);

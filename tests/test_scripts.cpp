@@ -4,6 +4,8 @@
 
 #include <sys/stat.h>
 
+#include <fmt/format.h>
+
 #include <catch2/catch.hpp>
 #include <map>
 #include <regex>
@@ -106,6 +108,24 @@ TEST_CASE("leakref-snap snapshots a live process and removes the core", "[script
   CHECK(!lrtest::read_file(kept).empty());
   r = lrtest::run({repo_dir() + "/scripts/leakref-snap", "999999999"});
   CHECK(r.status != 0);
+  // man leakref-snap's EXAMPLES that name this program's structures, as
+  // written, on this process (the GlusterFS one runs in the gluster tests'
+  // manner only with a GlusterFS process, so it is not run here).
+  int examples = 0;
+  for (std::string ex : lrtest::man_examples("leakref-snap.1")) {
+    if (ex.find("struct obj") == std::string::npos) continue;
+    ++examples;
+    size_t pid_at = ex.find_first_of("0123456789");
+    ex.replace(pid_at, ex.find(' ', pid_at) - pid_at, std::to_string(live.pid));
+    auto e = lrtest::run({"sh", "-c", "PATH='" + repo_dir() + "/scripts':$PATH " + ex}, 120);
+    INFO(ex << "\n" << e.err);
+    CHECK(e.status == 0);
+    size_t n = live.manifest["structures"]
+                            [ex.find("obj_hash") != std::string::npos ? "hash" : "list"]["objects"]
+                                .size();
+    CHECK(e.out.find(fmt::format(": {} visited", n)) != std::string::npos);
+  }
+  CHECK(examples == 2);
   // --help is the usage text, not the script's first lines of code.
   r = lrtest::run({repo_dir() + "/scripts/leakref-snap", "--help"});
   CHECK(r.status == 0);
@@ -173,11 +193,29 @@ TEST_CASE("the gdb macro snapshots the inferior and runs leakref", "[scripts]") 
   INFO(r.out << r.err);
   REQUIRE(r.status == 0);
   check_list(extract_json(r.out), a.manifest);
+
+  // man leakref-gdb's EXAMPLES, as written, through the installed macro.
+  int examples = 0;
+  for (const auto& ex : lrtest::man_examples("leakref-gdb.7")) {
+    if (ex.rfind("(gdb) ", 0) != 0) continue;
+    ++examples;
+    auto e = lrtest::run(
+        {"env", "PATH=/usr/bin:/bin", "gdb", "-nx", "-batch", "-p", std::to_string(a.pid), "-x",
+         prefix + "/share/leakref/leakref.gdb", "-ex", ex.substr(6)},
+        120);
+    INFO(ex << "\n" << e.out << e.err);
+    CHECK(e.status == 0);
+    CHECK(e.out.find("leakref: error") == std::string::npos);
+    if (ex.find(" walk ") != std::string::npos)
+      CHECK(e.out.find(
+                fmt::format(": {} visited", a.manifest["structures"]["list"]["objects"].size())) !=
+            std::string::npos);
+    else
+      CHECK(e.out.find("main_arena 0x") != std::string::npos);
+  }
+  CHECK(examples == 2);
 }
 
-// make install gives a library users can build on: libleakref.a, its
-// headers and leakref.pc; a program compiled against them from pkg-config
-// alone walks a real core.
 // The JSON Schemas ship with the program, one per leakref.* schema the CLI
 // emits (each output the suite sees is checked against them at the end of
 // the run, tests/main.cpp).
@@ -205,6 +243,9 @@ TEST_CASE("make install: the JSON schemas", "[scripts][install]") {
   }
 }
 
+// make install gives a library users can build on: libleakref.a, its
+// headers and leakref.pc; a program compiled against them from pkg-config
+// alone walks a real core.
 TEST_CASE("make install: the engine as a library through pkg-config", "[scripts][install]") {
   if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed");
   std::string prefix = installed();
