@@ -9,6 +9,7 @@
 #include "leakref/heap.hpp"
 #include "leakref/profile.hpp"
 #include "leakref/trace.hpp"
+#include "progress.hpp"
 
 namespace lrcli {
 
@@ -18,6 +19,16 @@ const lr::Gfid kRootGfid = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
 
 std::string plural(uint64_t n, const char* one, const char* many) {
   return fmt::format("{} {}", n, n == 1 ? one : many);
+}
+
+// Pointers to each target in live memory, with a progress line (MiB
+// scanned) on a terminal.
+std::map<uint64_t, uint32_t> scan_pointers(
+    lr::Program& prog, const lr::HeapWalk& heap,
+    const std::vector<std::pair<uint64_t, uint64_t>>& targets, const std::vector<uint64_t>& skip) {
+  std::atomic<uint64_t> bytes{0};
+  Progress shown("scanning for references", &bytes, false, "MiB", 1 << 20);
+  return lr::count_pointers(prog.mem(), heap, *prog.core(), prog.modules(), targets, skip, &bytes);
 }
 
 // GlusterFS objects: every inode of every table (refs explained by its fds
@@ -78,8 +89,7 @@ lr::Result<std::vector<lr::CoreObject>> gluster_objects(lr::Program& prog, const
     out.push_back(o);
     scan.emplace_back(d.addr, dict_size);
   }
-  auto counts = lr::count_pointers(prog.mem(), r.heap_walk, *prog.core(), prog.modules(), scan,
-                                   r.dead_pooled);
+  auto counts = scan_pointers(prog, r.heap_walk, scan, r.dead_pooled);
   for (auto& o : out) {
     if (o.kind == "inode") continue;
     auto it = counts.find(o.addr);
@@ -111,11 +121,11 @@ lr::Result<std::vector<lr::CoreObject>> walk_objects(lr::Program& prog, const lr
     out.push_back(o);
     scan.emplace_back(w.addr, wr.type_size);
   }
-  auto hw = lr::walk_glibc_heap(prog.mem(), lr::heap_input_from_core(*prog.core(), prog.modules()));
+  auto hw = read_heap(prog);
   if (hw.ok()) {
     *heap = std::move(hw.value());
     *have_heap = true;
-    auto counts = lr::count_pointers(prog.mem(), *heap, *prog.core(), prog.modules(), scan, {});
+    auto counts = scan_pointers(prog, *heap, scan, {});
     for (auto& o : out) {
       o.explained = counts[o.addr];
       o.explained_by = plural(static_cast<uint64_t>(o.explained), "pointer in live memory",
@@ -216,7 +226,7 @@ bool has_alloc_records(const std::vector<lr::Trace>& traces) {
 
 // The core's glibc heap, to tell which never-freed blocks are still in use.
 bool core_heap(lr::Program& p, lr::HeapWalk* heap, std::vector<std::string>* warnings) {
-  auto hw = lr::walk_glibc_heap(p.mem(), lr::heap_input_from_core(*p.core(), p.modules()));
+  auto hw = read_heap(p);
   if (!hw.ok()) {
     warnings->push_back("the core's heap: " + hw.error().message +
                         "; blocks are not checked against it");

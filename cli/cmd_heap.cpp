@@ -5,16 +5,25 @@
 
 #include "common.hpp"
 #include "leakref/heap.hpp"
+#include "progress.hpp"
 
 namespace lrcli {
+
+lr::Result<lr::HeapWalk> read_heap(lr::Program& prog) {
+  std::atomic<uint64_t> chunks{0};
+  lr::HeapLimits lim;
+  lim.progress = &chunks;
+  Progress shown("reading the heap", &chunks, false, "chunks");
+  return lr::walk_glibc_heap(prog.mem(), lr::heap_input_from_core(*prog.core(), prog.modules()),
+                             lim);
+}
 
 int cmd_heap(const Common& c, bool list, bool stats) {
   auto prog_r = open_program(c);
   if (!prog_r.ok()) return fail(prog_r.error());
   lr::Program& prog = *prog_r.value();
   auto t0 = std::chrono::steady_clock::now();
-  auto in = lr::heap_input_from_core(*prog.core(), prog.modules());
-  auto hw = lr::walk_glibc_heap(prog.mem(), in);
+  auto hw = read_heap(prog);
   if (!hw.ok())
     return fail(lr::make_error(hw.error().code, prog.core()->path() + ": " + hw.error().message));
   double ms =

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "leakref/heap.hpp"
 #include "leakref/objects.hpp"
 #include "leakref/program.hpp"
 #include "leakref/walkspec.hpp"
@@ -93,6 +94,9 @@ struct WalkArgs;
 int cmd_walk(const Common& c, const WalkArgs& a);
 int cmd_show(const Common& c, const std::string& addr, const std::string& type, int depth);
 int cmd_sym(const Common& c, const std::string& what);
+// The core's glibc heap, with a progress line while it is read (on a
+// terminal); the engine's error when no arena is found.
+lr::Result<lr::HeapWalk> read_heap(lr::Program& prog);
 int cmd_heap(const Common& c, bool list, bool stats);
 
 struct GlusterArgs {

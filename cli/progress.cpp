@@ -9,8 +9,12 @@
 
 namespace lrcli {
 
-Progress::Progress(std::string what, const std::atomic<uint64_t>* count, bool streams)
-    : what_(std::move(what)), count_(count) {
+Progress::Progress(std::string what, const std::atomic<uint64_t>* count, bool streams,
+                   std::string unit, uint64_t per_unit)
+    : what_(std::move(what)),
+      unit_(std::move(unit)),
+      count_(count),
+      per_unit_(per_unit ? per_unit : 1) {
   const char* env = std::getenv("LEAKREF_PROGRESS");
   bool always = env && std::strcmp(env, "always") == 0;
   bool never = env && std::strcmp(env, "never") == 0;
@@ -31,10 +35,13 @@ Progress::~Progress() {
 
 void Progress::run() {
   std::unique_lock<std::mutex> lk(mu_);
-  if (cv_.wait_for(lk, std::chrono::milliseconds(delay_ms_), [this] { return done_; })) return;
+  // Forced on (no delay), the line is drawn at least once however short the work.
+  if (delay_ms_ > 0 &&
+      cv_.wait_for(lk, std::chrono::milliseconds(delay_ms_), [this] { return done_; }))
+    return;
   while (true) {
-    std::string line = fmt::format("\rleakref: {}: {} objects\x1b[K", what_,
-                                   count_->load(std::memory_order_relaxed));
+    std::string line = fmt::format("\rleakref: {}: {} {}\x1b[K", what_,
+                                   count_->load(std::memory_order_relaxed) / per_unit_, unit_);
     if (::write(STDERR_FILENO, line.data(), line.size()) < 0) break;
     shown_ = true;
     if (cv_.wait_for(lk, std::chrono::milliseconds(200), [this] { return done_; })) break;

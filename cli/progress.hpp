@@ -15,19 +15,21 @@ namespace lrcli {
 
 class Progress {
  public:
-  // Shows "leakref: WHAT: N objects" from `count` (borrowed; must outlive
-  // this). Does nothing when stderr is not a terminal, or when the work
-  // streams its output (`streams`) to the same terminal, where the line
-  // would break into it.
-  Progress(std::string what, const std::atomic<uint64_t>* count, bool streams);
+  // Shows "leakref: WHAT: N UNIT" from `count` / `per_unit` (`count`
+  // borrowed; must outlive this). Does nothing when stderr is not a
+  // terminal, or when the work streams its output (`streams`) to the same
+  // terminal, where the line would break into it.
+  Progress(std::string what, const std::atomic<uint64_t>* count, bool streams,
+           std::string unit = "objects", uint64_t per_unit = 1);
   ~Progress();  // stops and erases the line
   Progress(const Progress&) = delete;
   Progress& operator=(const Progress&) = delete;
 
  private:
   void run();
-  std::string what_;
+  std::string what_, unit_;
   const std::atomic<uint64_t>* count_;
+  uint64_t per_unit_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool done_ = false, shown_ = false;

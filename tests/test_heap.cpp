@@ -59,3 +59,21 @@ TEST_CASE("glibc heap walk: in-use chunks equal the fixture's live blocks", "[co
                                s["mmapped"].get<uint64_t>(), s["in_use"].get<uint64_t>())) !=
         std::string::npos);
 }
+
+// Reading the heap shows a progress line on a terminal (forced here, as the
+// walk's is in test_cores), erased at the end; the output is unchanged.
+TEST_CASE("heap: a progress line on a terminal, never in the output", "[core][heap]") {
+  if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed: core tests need it");
+  const auto& fc = lrtest::fixture_core("heap", lrtest::fixture_path("fx_heap"));
+  auto quiet = lrtest::leakref({"heap", fc.core});
+  REQUIRE(quiet.status == 0);
+  CHECK(quiet.err.empty());
+  auto shown = lrtest::run(
+      {"env", "LEAKREF_PROGRESS=always", lrtest::build_dir() + "/leakref", "heap", fc.core});
+  REQUIRE(shown.status == 0);
+  CHECK(shown.err.rfind("\rleakref: reading the heap: ", 0) == 0);
+  CHECK(shown.err.find(" chunks\x1b[K") != std::string::npos);
+  REQUIRE(shown.err.size() >= 4);
+  CHECK(shown.err.substr(shown.err.size() - 4) == "\r\x1b[K");
+  CHECK(shown.out == quiet.out);
+}

@@ -587,6 +587,18 @@ TEST_CASE("trace: a profile's probes and set drive capture and correlation", "[t
   // --profile needs the set whose objects to join.
   r = lrtest::leakref({"correlate", core, trace, "--profile", profile});
   CHECK(r.status == 2);
+  // On a terminal (forced here) the heap read and the reference scan show
+  // progress lines on stderr, erased after; stdout is the same.
+  auto quiet =
+      lrtest::leakref({"correlate", core, trace, "--profile", profile, "--set", "objects"});
+  auto shown = lrtest::run({"env", "LEAKREF_PROGRESS=always", lrtest::build_dir() + "/leakref",
+                            "correlate", core, trace, "--profile", profile, "--set", "objects"},
+                           120);
+  CHECK(shown.status == quiet.status);
+  CHECK(shown.out == quiet.out);
+  CHECK(shown.err.find("\rleakref: reading the heap: ") != std::string::npos);
+  CHECK(shown.err.find("\rleakref: scanning for references: ") != std::string::npos);
+  CHECK(shown.err.find(" MiB\x1b[K") != std::string::npos);
 }
 
 // Any program, no walk and no profile: a real `leakref-trace --malloc`

@@ -161,7 +161,7 @@ ResolvedFrame FrameResolver::resolve_uncached(const Trace& t, const TraceFrame& 
 std::map<uint64_t, uint32_t> count_pointers(
     const Memory& mem, const HeapWalk& heap, const CoreFile& core, const ModuleSet& mods,
     const std::vector<std::pair<uint64_t, uint64_t>>& targets,
-    const std::vector<uint64_t>& skip_chunks) {
+    const std::vector<uint64_t>& skip_chunks, std::atomic<uint64_t>* progress) {
   std::map<uint64_t, uint32_t> out;
   if (targets.empty()) return out;
   std::unordered_map<uint64_t, uint64_t> size_of;  // target -> size
@@ -175,6 +175,7 @@ std::map<uint64_t, uint32_t> count_pointers(
   }
   std::unordered_set<uint64_t> skip(skip_chunks.begin(), skip_chunks.end());
   auto scan = [&](uint64_t start, uint64_t end) {
+    if (progress && end > start) progress->fetch_add(end - start, std::memory_order_relaxed);
     start = (start + 7) & ~uint64_t(7);
     Memory::Window w;
     for (uint64_t a = start; a + 8 <= end;) {

@@ -68,7 +68,9 @@ struct Walker {
     uint64_t c = first, n = 0;
     while (c < end && end - c >= 16) {
       if (c == top) return true;
-      if (++n > lim.max_chunks) {
+      if ((++n & 4095) == 0 && lim.progress)
+        lim.progress->fetch_add(4096, std::memory_order_relaxed);
+      if (n > lim.max_chunks) {
         out.warnings.push_back(
             fmt::format("heap at {:#x}: more than {} chunks, walk stopped", first, lim.max_chunks));
         return false;

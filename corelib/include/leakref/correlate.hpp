@@ -5,6 +5,7 @@
 // and the trace shows them taken and never dropped — which calls took them.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -150,9 +151,10 @@ CorrelateReport correlate(const std::vector<Trace>& traces, const std::vector<Co
 // holders for a refcount: a stale pointer left in live memory over-counts,
 // so a reference never found is strong evidence, a found one weak.
 // `skip` lists in-use chunks whose contents are not live (pool free lists).
+// `progress` (may be null) counts the bytes scanned, for a front end.
 std::map<uint64_t, uint32_t> count_pointers(
     const Memory& mem, const HeapWalk& heap, const CoreFile& core, const ModuleSet& mods,
     const std::vector<std::pair<uint64_t, uint64_t>>& targets,
-    const std::vector<uint64_t>& skip_chunks);
+    const std::vector<uint64_t>& skip_chunks, std::atomic<uint64_t>* progress = nullptr);
 
 }  // namespace lr

@@ -5,6 +5,7 @@
 // a raw scan over-counts because free() leaves most of a block untouched.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -63,6 +64,9 @@ struct HeapWalk {
 struct HeapLimits {
   uint64_t max_chunks = 1ull << 32;  // per heap
   uint64_t max_list = 1u << 20;      // per fastbin / tcache list
+  // Chunks read so far, in steps of 4096, for a front end's progress
+  // display (relaxed; may be null).
+  std::atomic<uint64_t>* progress = nullptr;
 };
 
 // kNotFound when no glibc arena can be identified (not glibc, static malloc
