@@ -17,6 +17,10 @@ CLI_OBJ    := $(CLI_SRC:%.cpp=$(BUILD)/%.o)
 TEST_SRC   := $(wildcard tests/*.cpp)
 TEST_OBJ   := $(TEST_SRC:%.cpp=$(BUILD)/%.o)
 LIB        := $(BUILD)/libleakref.a
+# The front-end library: every cli/ object but main's, linked by the CLI and
+# by the crash extension alike (each takes the commands it uses).
+FE_OBJ     := $(filter-out $(BUILD)/cli/main.o,$(CLI_OBJ))
+FE_LIB     := $(BUILD)/libleakref-frontend.a
 BIN        := $(BUILD)/leakref
 # The crash extension (its rules are below; `all` needs the name here).
 EXT        := $(BUILD)/leakref.so
@@ -66,8 +70,12 @@ $(LIB): $(CORE_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BIN): $(CLI_OBJ) $(LIB)
-	$(CXX) $(CXXFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS)
+$(FE_LIB): $(FE_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BIN): $(BUILD)/cli/main.o $(FE_LIB) $(LIB)
+	$(CXX) $(CXXFLAGS) -o $@ $(BUILD)/cli/main.o $(FE_LIB) $(LIB) $(LDLIBS)
 
 # make bench's repeated-walk helper (bench/walk_repeat.cpp)
 $(BUILD)/walk_repeat: $(BUILD)/bench/walk_repeat.o $(LIB)
@@ -80,15 +88,11 @@ $(BUILD)/walk_repeat: $(BUILD)/bench/walk_repeat.o $(LIB)
 
 # ---- crash extension -------------------------------------------------------
 # The shim is C and alone includes crash's defs.h (Debian's crash package);
-# the rest is the engine and the kernel subcommands shared with the CLI. All
-# symbols are local (leakref.map), so nothing clashes with crash, its gdb or
-# other extensions; crash's own symbols resolve when crash dlopens it.
+# the rest is the engine and the front-end library the CLI links too (the
+# kernel subcommands and what they use). All symbols are local
+# (leakref.map), so nothing clashes with crash, its gdb or other extensions;
+# crash's own symbols resolve when crash dlopens it.
 CRASH_DEFS ?= /usr/include/crash
-EXT_CLI    := $(BUILD)/cli/kernel_cmds.o $(BUILD)/cli/cmd_walk.o $(BUILD)/cli/walk_render.o \
-              $(BUILD)/cli/progress.o \
-              $(BUILD)/cli/cmd_profile.o \
-              $(BUILD)/cli/cmd_types.o \
-              $(BUILD)/cli/common.o
 
 $(BUILD)/extension/leakref_crash.o: extension/leakref_crash.c extension/leakref_host.h
 	@mkdir -p $(dir $@)
@@ -99,9 +103,9 @@ $(BUILD)/extension/crash_glue.o: extension/crash_glue.cpp extension/leakref_host
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -MMD -MP -c $< -o $@
 
-$(EXT): $(BUILD)/extension/leakref_crash.o $(BUILD)/extension/crash_glue.o $(EXT_CLI) $(LIB) extension/leakref.map
+$(EXT): $(BUILD)/extension/leakref_crash.o $(BUILD)/extension/crash_glue.o $(FE_LIB) $(LIB) extension/leakref.map
 	$(CXX) $(CXXFLAGS) -shared -Wl,--version-script=extension/leakref.map -o $@ \
-	  $(BUILD)/extension/leakref_crash.o $(BUILD)/extension/crash_glue.o $(EXT_CLI) $(LIB) $(LDLIBS)
+	  $(BUILD)/extension/leakref_crash.o $(BUILD)/extension/crash_glue.o $(FE_LIB) $(LIB) $(LDLIBS)
 
 extension: $(EXT)
 

@@ -3,6 +3,7 @@
 
 #include <set>
 
+#include "commands.hpp"
 #include "common.hpp"
 #include "leakref/correlate.hpp"
 #include "leakref/gluster.hpp"
@@ -12,6 +13,18 @@
 #include "progress.hpp"
 
 namespace lrcli {
+
+struct CorrelateArgs {
+  std::vector<std::string> traces;
+  std::string format = "auto";
+  std::string kind = "any";
+  std::string types;
+  std::string ptr;
+  size_t top = 10;
+  std::vector<std::string> fail_on;
+  WalkArgs walk;
+  std::string profile, profile_set;  // objects from a profile's set instead of a walk
+};
 
 namespace {
 
@@ -602,6 +615,30 @@ static void print_objects_text(const lr::CorrelateReport& rep, const std::vector
     }
     if (ptr) print_history(rep, traces, fr, ptr);
   }
+}
+
+Command register_correlate(CLI::App& app, Common& c) {
+  auto a = std::make_shared<CorrelateArgs>();
+  auto* sub = app.add_subcommand("correlate",
+                                 "join ref/unref or malloc traces with the objects live in a core");
+  add_common(sub, c);
+  sub->add_option("trace", a->traces,
+                  "trace files: leakref-trace, bpftrace, SystemTap ref-leak, mmleak (+ .maps), "
+                  "bcc memleak, /proc/PID/maps")
+      ->required();
+  sub->add_option("--format", a->format, "trace format (default: detected per file)");
+  sub->add_option("--kind", a->kind,
+                  "GlusterFS objects: dict, inode, fd or any; with a walk: "
+                  "the trace kind its objects are (default any)");
+  sub->add_option("--ptr", a->ptr, "print the full ref/unref history of this object");
+  sub->add_option("--top", a->top, "call sites to list (default 10)");
+  sub->add_option("--fail-on", a->fail_on,
+                  "exit 1 if: flagged, disagree, unreliable, leaked (allocation traces), any")
+      ->delimiter(',');
+  add_walk_options(sub, a->walk, false);
+  sub->add_option("--profile", a->profile, "profile file (or NAME) whose --set gives the objects");
+  sub->add_option("--set", a->profile_set, "the profile set to join (walked from a symbol)");
+  return {sub, [&c, a] { return cmd_correlate(c, *a); }, [&c] { return c.json; }};
 }
 
 }  // namespace lrcli

@@ -6,11 +6,25 @@
 #include <filesystem>
 #include <map>
 
+#include "commands.hpp"
 #include "common.hpp"
 #include "leakref/gluster.hpp"
 #include "leakref/gluster_types.hpp"
 
 namespace lrcli {
+
+struct GlusterArgs {
+  std::string types;  // --types FILE
+  std::string format = "text";
+  std::vector<std::string> sections;
+  bool stats = false;  // timing figures
+};
+struct TypesArgs {
+  std::string out;
+  std::string library = "/usr/lib/x86_64-linux-gnu/libglusterfs.so.0";
+  std::vector<std::string> omit_defines;
+  bool verbose = false;
+};
 
 namespace {
 
@@ -367,6 +381,36 @@ int cmd_types_gluster(const Common& c, const TypesArgs& a) {
   fmt::print("{}\n", out);
   if (a.verbose) fmt::print(stderr, "{}\n", cmd);
   return kOk;
+}
+
+Command register_gluster(CLI::App& app, Common& c) {
+  auto a = std::make_shared<GlusterArgs>();
+  auto* sub = app.add_subcommand(
+      "gluster", "GlusterFS mem-pools, accounting, inode tables, fds, dicts, clients");
+  add_common(sub, c);
+  sub->add_option("--format", a->format, "text, json or statedump")
+      ->check(CLI::IsMember({"text", "json", "statedump"}));
+  sub->add_option("--section", a->sections, "mempool,itable,memusage,dicts,clients,fds")
+      ->delimiter(',');
+  sub->add_flag("--stats", a->stats, "timing (JSON: heap.walk_ns, total_ns)");
+  return {sub, [&c, a] { return cmd_gluster(c, *a); },
+          [&c, a] { return c.json || a->format == "json"; }};
+}
+
+Command register_types_gluster(CLI::App& types) {
+  auto a = std::make_shared<TypesArgs>();
+  auto c = std::make_shared<Common>();
+  auto* sub = types.add_subcommand(
+      "gluster", "GlusterFS 10.x types from the installed libglusterfs-dev headers");
+  sub->add_option("core", c->core, "core whose libglusterfs build-id names the cache file");
+  sub->add_option("-o,--output", a->out, "write here instead of the cache");
+  sub->add_option("--library", a->library,
+                  "libglusterfs whose build-id names the cache file (no core)");
+  sub->add_option("--omit-define", a->omit_defines, "leave out a define (to see what it changes)");
+  sub->add_flag("-v,--verbose", a->verbose, "print the compiler command");
+  sub->add_option("--exe", c->exe, "executable (default: from the core)");
+  sub->add_option("--sysroot", c->sysroot, "prefix for paths in the core");
+  return {sub, [c, a] { return cmd_types_gluster(*c, *a); }, [] { return false; }};
 }
 
 }  // namespace lrcli

@@ -3,6 +3,7 @@
 
 #include <chrono>
 
+#include "commands.hpp"
 #include "common.hpp"
 #include "leakref/heap.hpp"
 #include "progress.hpp"
@@ -91,6 +92,19 @@ int cmd_heap(const Common& c, bool list, bool stats) {
   if (stats)
     fmt::print(stderr, "leakref: heap walked in {:.3f} ms ({} in-use chunks)\n", ms, s.in_use);
   return kOk;
+}
+
+Command register_heap(CLI::App& app, Common& c) {
+  struct Args {
+    bool list = false, stats = false;
+  };
+  auto a = std::make_shared<Args>();
+  auto* sub =
+      app.add_subcommand("heap", "glibc malloc arenas and in-use chunks (chunk-state aware)");
+  add_common(sub, c);
+  sub->add_flag("--list", a->list, "list every in-use chunk (address, usable size)");
+  sub->add_flag("--stats", a->stats, "timing (JSON: walk_ns; text: on stderr)");
+  return {sub, [&c, a] { return cmd_heap(c, a->list, a->stats); }, [&c] { return c.json; }};
 }
 
 }  // namespace lrcli

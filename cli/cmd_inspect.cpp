@@ -2,6 +2,7 @@
 #include <elf.h>
 #include <fmt/format.h>
 
+#include "commands.hpp"
 #include "common.hpp"
 
 namespace lrcli {
@@ -251,6 +252,35 @@ int cmd_sym(const Common& c, const std::string& what) {
                type.empty() ? "" : ", type " + type);
   }
   return kOk;
+}
+
+Command register_info(CLI::App& app, Common& c) {
+  auto* sub = app.add_subcommand("info", "executable, threads, modules, debuginfo, segments");
+  add_common(sub, c);
+  return {sub, [&c] { return cmd_info(c); }, [&c] { return c.json; }};
+}
+
+Command register_show(CLI::App& app, Common& c) {
+  struct Args {
+    std::string addr, type;
+    int depth = 8;
+  };
+  auto a = std::make_shared<Args>();
+  auto* sub = app.add_subcommand("show", "all fields of one object, like crash's struct");
+  add_common(sub, c);
+  sub->add_option("addr", a->addr, "ADDR or SYMBOL")->required();
+  sub->add_option("--type", a->type, "type of the object (default: the symbol's type)");
+  sub->add_option("--depth", a->depth, "nesting depth to expand (default 8)");
+  return {sub, [&c, a] { return cmd_show(c, a->addr, a->type, a->depth); },
+          [&c] { return c.json; }};
+}
+
+Command register_sym(CLI::App& app, Common& c) {
+  auto what = std::make_shared<std::string>();
+  auto* sub = app.add_subcommand("sym", "symbol to address, or address to sym+off [module]");
+  add_common(sub, c);
+  sub->add_option("what", *what, "NAME, NAME@module or ADDR")->required();
+  return {sub, [&c, what] { return cmd_sym(c, *what); }, [&c] { return c.json; }};
 }
 
 }  // namespace lrcli

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "commands.hpp"
 #include "common.hpp"
 #include "leakref/profile.hpp"
 
@@ -359,6 +360,15 @@ int cmd_profile(const Common& c, const ProfileArgs& a) {
   std::fflush(stdout);
   return run_and_render_profile(*prog.value(), prof.value(), a, c.json, false, c.core,
                                 prog.value()->warnings(), out_stdout(), out_stderr());
+}
+
+Command register_profile(CLI::App& app, Common& c) {
+  auto a = std::make_shared<ProfileArgs>();
+  auto* sub = app.add_subcommand("profile",
+                                 "object sets, holders and invariants declared in a profile file");
+  add_common(sub, c);
+  add_profile_options(sub, *a);
+  return {sub, [&c, a] { return cmd_profile(c, *a); }, [&c, a] { return c.json || a->jsonl; }};
 }
 
 }  // namespace lrcli

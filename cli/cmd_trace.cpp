@@ -6,12 +6,24 @@
 #include <map>
 #include <set>
 
+#include "commands.hpp"
 #include "common.hpp"
 #include "leakref/profile.hpp"
 #include "leakref/trace.hpp"
 #include "leakref/traceplan.hpp"
 
 namespace lrcli {
+
+struct TracePlanArgs {
+  int pid = 0;
+  std::string profile;  // functions and refcount offsets from its [[probe]]s
+  std::vector<std::string> functions;
+  std::vector<std::string> refoffs;  // KIND=OFF:WIDTH
+  std::string bpftrace_out;
+  std::string ready_file;
+  std::string source = "bpftrace";
+  bool json = false;
+};
 
 namespace {
 
@@ -173,6 +185,41 @@ int cmd_trace_info(const std::vector<std::string>& files, const std::string& for
   }
   if (json) emit_json(nlohmann::json{{"schema", "leakref.trace-info/1"}, {"traces", all}});
   return kOk;
+}
+
+Command register_trace_plan(CLI::App& app) {
+  auto a = std::make_shared<TracePlanArgs>();
+  auto* sub = app.add_subcommand("trace-plan",
+                                 "probes for leakref-trace: resolve functions in a live process");
+  sub->add_option("-p,--pid", a->pid, "process to trace")->required();
+  sub->add_option("--functions", a->functions,
+                  "NAME[@MODULE][:ref|unref|new|free|alloc[:KIND]],... (default: GlusterFS dict, "
+                  "inode, fd)")
+      ->delimiter(',');
+  sub->add_option("--refoff", a->refoffs, "KIND=OFFSET[:4|8]: read the refcount at entry");
+  sub->add_option("--bpftrace", a->bpftrace_out, "write the bpftrace program here");
+  sub->add_option("--ready-file", a->ready_file, "the program creates this file once attached");
+  sub->add_flag("--json", a->json, "the plan as JSON (schema leakref.trace-plan/1)");
+  sub->add_option("--source", a->source, "H source= value (the tracer and its version)");
+  sub->add_option("--profile", a->profile,
+                  "functions and refcount offsets from a profile's [[probe]]s (offsets from "
+                  "the process's DWARF)");
+  return {sub, [a] { return cmd_trace_plan(*a); }, [a] { return a->json; }};
+}
+
+Command register_trace_info(CLI::App& app) {
+  struct Args {
+    std::vector<std::string> files;
+    std::string format = "auto";
+    bool json = false;
+  };
+  auto a = std::make_shared<Args>();
+  auto* sub = app.add_subcommand("trace-info", "what leakref reads in trace files");
+  sub->add_option("trace", a->files, "trace files")->required();
+  sub->add_option("--format", a->format, "trace format (default: detected)");
+  sub->add_flag("--json", a->json, "machine-readable output");
+  return {sub, [a] { return cmd_trace_info(a->files, a->format, a->json); },
+          [a] { return a->json; }};
 }
 
 }  // namespace lrcli

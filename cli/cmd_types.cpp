@@ -4,12 +4,19 @@
 
 #include <filesystem>
 
+#include "commands.hpp"
 #include "common.hpp"
 #include "leakref/elfcore.hpp"
 #include "leakref/profile.hpp"
 #include "leakref/types_build.hpp"
 
 namespace lrcli {
+
+struct TypesBuildArgs {
+  std::vector<std::string> headers, include_dirs, defines;
+  std::string out, profile;
+  bool verbose = false;
+};
 
 namespace {
 
@@ -104,6 +111,27 @@ int cmd_types_build(const Common& c, const TypesBuildArgs& a) {
                     : lr::make_error(r.error().code, r.error().message + " (" + note + ")"));
   fmt::print("{}\n", out);
   return kOk;
+}
+
+Command register_types(CLI::App& app) {
+  auto* types =
+      app.add_subcommand("types", "synthesize DWARF types for a program without debuginfo");
+  Command gluster = register_types_gluster(*types);
+  types->require_subcommand(1);
+  auto a = std::make_shared<TypesBuildArgs>();
+  auto c = std::make_shared<Common>();
+  auto* tb = types->add_subcommand(
+      "build", "types from C headers, stamped with and cached by the executable's build-id");
+  tb->add_option("core", c->core, "core whose executable the types are for");
+  tb->add_option("--exe", c->exe, "the executable (no core; or overriding the core's)");
+  tb->add_option("--header", a->headers, "header to include (repeatable, in order)");
+  tb->add_option("--profile", a->profile, "take headers, includes and defines from its [build]");
+  tb->add_option("-I,--include-dir", a->include_dirs, "include directory (repeatable)");
+  tb->add_option("-D,--define", a->defines, "NAME or NAME=VALUE, as the program was built");
+  tb->add_option("-o,--output", a->out, "write here instead of the cache");
+  tb->add_flag("-v,--verbose", a->verbose, "print the compiler command");
+  return {types, [tb, c, a, gluster] { return *tb ? cmd_types_build(*c, *a) : gluster.run(); },
+          [] { return false; }};
 }
 
 }  // namespace lrcli

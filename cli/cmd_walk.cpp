@@ -5,6 +5,7 @@
 #include <optional>
 #include <set>
 
+#include "commands.hpp"
 #include "common.hpp"
 #include "leakref/profile.hpp"
 #include "leakref/walkspec.hpp"
@@ -261,6 +262,15 @@ int cmd_walk(const Common& c, const WalkArgs& a) {
   std::fflush(stdout);
   return run_and_render_walk(*prog.value(), a, c.json, false, c.core, prog.value()->warnings(),
                              out_stdout(), out_stderr());
+}
+
+Command register_walk(CLI::App& app, Common& c) {
+  auto w = std::make_shared<WalkArgs>();
+  auto* sub = app.add_subcommand("walk", "walk a list, hash table, chain or array of objects");
+  add_common(sub, c);
+  add_walk_options(sub, *w, false);  // or --profile/--set: check_walk_args
+  add_walk_run_options(sub, *w);
+  return {sub, [&c, w] { return cmd_walk(c, *w); }, [&c, w] { return c.json || w->jsonl; }};
 }
 
 }  // namespace lrcli

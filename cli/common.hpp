@@ -99,26 +99,6 @@ int cmd_sym(const Common& c, const std::string& what);
 lr::Result<lr::HeapWalk> read_heap(lr::Program& prog);
 int cmd_heap(const Common& c, bool list, bool stats);
 
-struct GlusterArgs {
-  std::string types;  // --types FILE
-  std::string format = "text";
-  std::vector<std::string> sections;
-  bool stats = false;  // timing figures
-};
-struct TypesArgs {
-  std::string out;
-  std::string library = "/usr/lib/x86_64-linux-gnu/libglusterfs.so.0";
-  std::vector<std::string> omit_defines;
-  bool verbose = false;
-};
-int cmd_gluster(const Common& c, const GlusterArgs& a);
-int cmd_types_gluster(const Common& c, const TypesArgs& a);
-struct TypesBuildArgs {
-  std::vector<std::string> headers, include_dirs, defines;
-  std::string out, profile;
-  bool verbose = false;
-};
-int cmd_types_build(const Common& c, const TypesBuildArgs& a);
 }  // namespace lrcli
 namespace lr {
 struct Profile;
@@ -168,19 +148,6 @@ int run_and_render_walk(lr::Program& prog, const WalkArgs& a, bool json, bool is
 // synthesized cache (built on first use). Returns where they came from.
 lr::Result<std::string> ensure_gluster_types(lr::Program& prog, const std::string& types_file);
 
-struct CorrelateArgs {
-  std::vector<std::string> traces;
-  std::string format = "auto";
-  std::string kind = "any";
-  std::string types;
-  std::string ptr;
-  size_t top = 10;
-  std::vector<std::string> fail_on;
-  WalkArgs walk;
-  std::string profile, profile_set;  // objects from a profile's set instead of a walk
-};
-int cmd_correlate(const Common& c, const CorrelateArgs& a);
-
 struct ProfileArgs {
   std::string profile;            // file or installed name
   std::vector<std::string> sets;  // --set
@@ -200,22 +167,10 @@ int cmd_profile(const Common& c, const ProfileArgs& a);
 // Where `--profile NAME` looks (README "Profiles").
 std::vector<std::string> profile_dirs();
 
-struct TracePlanArgs {
-  int pid = 0;
-  std::string profile;  // functions and refcount offsets from its [[probe]]s
-  std::vector<std::string> functions;
-  std::vector<std::string> refoffs;  // KIND=OFF:WIDTH
-  std::string bpftrace_out;
-  std::string ready_file;
-  std::string source = "bpftrace";
-  bool json = false;
-};
-int cmd_trace_plan(const TracePlanArgs& a);
 // `leakref kernel [--vmcore F --vmlinux F] SUB ...`; `help`: SUB's usage
 // (no dump needed).
 int cmd_kernel(const std::string& vmcore, const std::string& vmlinux,
                const std::vector<std::string>& args, bool help);
-int cmd_trace_info(const std::vector<std::string>& files, const std::string& format, bool json);
 
 }  // namespace lrcli
 

@@ -2,6 +2,7 @@
 // rendering shared by `leakref kernel` and the crash extension, which differ
 // only in where memory comes from and where text goes.
 #include "kernel_cmds.hpp"
+#include "commands.hpp"
 
 #include <fmt/format.h>
 
@@ -430,6 +431,31 @@ int cmd_kernel(const std::string& vmcore, const std::string& vmlinux,
   };
   std::fflush(stdout);
   return run_kernel_command(open, a, vmcore, out_stdout(), out_stderr(), nullptr, "leakref kernel");
+}
+
+Command register_kernel(CLI::App& app) {
+  struct Args {
+    std::string vmcore, vmlinux;
+  };
+  auto a = std::make_shared<Args>();
+  auto* sub = app.add_subcommand(
+      "kernel", "a kernel vmcore: walk, inodes, modules, check, profile (as crash> leakref ...)");
+  // Required for analyses, not for a subcommand's --help (cmd_kernel checks).
+  sub->add_option("--vmcore", a->vmcore, "ELF or kdump-compressed vmcore");
+  sub->add_option("--vmlinux", a->vmlinux,
+                  "vmlinux with DWARF (default: /usr/lib/debug/boot/vmlinux-RELEASE, ...)");
+  sub->prefix_command();  // the rest is the kernel subcommand and its options
+  sub->footer(
+      "Subcommands:\n"
+      "  walk                        walk any list, hlist, chain, tree, xarray, array or table\n"
+      "  inodes                      inodes with their dentries, open files and mappings\n"
+      "  modules                     module refcounts and their holders\n"
+      "  check                       kernel invariants: list integrity, counts vs holders\n"
+      "  profile                     a profile file's object sets, holders and invariants\n"
+      "'leakref help kernel SUBCOMMAND' for each one's options.");
+  // Its JSON flag is among the remaining words; cmd_kernel sets JSON errors.
+  return {sub, [sub, a] { return cmd_kernel(a->vmcore, a->vmlinux, sub->remaining(), false); },
+          [] { return false; }};
 }
 
 }  // namespace lrcli

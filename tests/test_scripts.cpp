@@ -297,6 +297,14 @@ TEST_CASE("make: header dependencies reach leakref.so and the bench helper", "[s
   CHECK(ext.find("crash_glue.cpp") != std::string::npos);
   CHECK(what_if("cli/walk_render.hpp", "leakref.so").find("-o " + build + "/leakref.so") !=
         std::string::npos);
+  // Both front ends link the one front-end library built from cli/.
+  for (const char* target : {"leakref.so", "leakref"}) {
+    INFO(target);
+    std::string plan = what_if("cli/common.hpp", target);
+    CHECK(plan.find("ar rcs " + build + "/libleakref-frontend.a") != std::string::npos);
+    CHECK(plan.find(build + "/libleakref-frontend.a " + build + "/libleakref.a") !=
+          std::string::npos);
+  }
   if (access((lrtest::build_dir() + "/bench/walk_repeat.o").c_str(), F_OK) == 0)
     CHECK(what_if("corelib/include/leakref/walkspec.hpp", "walk_repeat").find("walk_repeat.cpp") !=
           std::string::npos);

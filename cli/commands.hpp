@@ -1,0 +1,35 @@
+// The subcommands as main() runs them: each register_* function adds its
+// subcommand, with the options it owns, to the app; main runs the one the
+// command line chose. The arguments live with their command, not here.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+#include "common.hpp"
+
+namespace lrcli {
+
+struct Command {
+  CLI::App* sub = nullptr;     // the subcommand (owned by the app)
+  std::function<int()> run;    // runs it, once the command line is parsed
+  std::function<bool()> json;  // whether it writes JSON (errors then too, on stdout)
+};
+
+// `c` (owned by main) holds the options every core-reading subcommand takes.
+Command register_info(CLI::App& app, Common& c);
+Command register_walk(CLI::App& app, Common& c);
+Command register_show(CLI::App& app, Common& c);
+Command register_sym(CLI::App& app, Common& c);
+Command register_heap(CLI::App& app, Common& c);
+Command register_gluster(CLI::App& app, Common& c);
+Command register_profile(CLI::App& app, Common& c);
+Command register_correlate(CLI::App& app, Common& c);
+Command register_trace_plan(CLI::App& app);
+Command register_trace_info(CLI::App& app);
+Command register_types(CLI::App& app);  // types build, types gluster
+Command register_kernel(CLI::App& app);
+// `types gluster`, under `types` (register_types adds it).
+Command register_types_gluster(CLI::App& types);
+
+}  // namespace lrcli
