@@ -48,7 +48,7 @@ Result<void> check_pagesize(const std::string& text, const std::string& path) {
 // with no digits), so each VMCOREINFO descriptor is checked as it is cut.
 Result<void> check_note_pagesizes(const std::string& notes, const std::string& path) {
   size_t at = 0;
-  while (notes.size() - at >= 12) {
+  while (at <= notes.size() && notes.size() - at >= 12) {  // at passes the end after padding
     uint32_t namesz, descsz;
     std::memcpy(&namesz, notes.data() + at, 4);
     std::memcpy(&descsz, notes.data() + at + 4, 4);
