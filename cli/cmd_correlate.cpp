@@ -3,6 +3,10 @@
 
 #include <set>
 
+#include "cmd_gluster.hpp"
+#include "cmd_heap.hpp"
+#include "cmd_profile.hpp"
+#include "cmd_walk.hpp"
 #include "commands.hpp"
 #include "common.hpp"
 #include "leakref/correlate.hpp"
@@ -270,8 +274,9 @@ void print_heap_mode(const lr::CorrelateReport& rep, const lr::HeapWalk* heap, s
                rep.alloc_sites.size() - top);
 }
 
-// The flags' combination; "" when they fit, else the usage error.
-std::string correlate_usage(const CorrelateArgs& a) {
+// The flags' combination; "" when they fit, else the usage error. `*ptr`:
+// --ptr's address (0 without it).
+std::string correlate_usage(const CorrelateArgs& a, uint64_t* ptr) {
   static const std::set<std::string> kFail = {"flagged", "disagree", "unreliable", "leaked", "any"};
   for (const auto& f : a.fail_on)
     if (!kFail.count(f)) return "--fail-on: unknown verdict '" + f + "'";
@@ -285,8 +290,8 @@ std::string correlate_usage(const CorrelateArgs& a) {
     return "a walk needs both --type and --head";
   if (!walk_mode && !std::set<std::string>{"any", "dict", "inode", "fd"}.count(a.kind))
     return "--kind: dict, inode, fd or any (other kinds need a walk: --type/--head)";
-  uint64_t ptr = 0;
-  if (!a.ptr.empty() && !lr::parse_u64(a.ptr, &ptr)) return "--ptr: not an address: " + a.ptr;
+  *ptr = 0;
+  if (!a.ptr.empty() && !lr::parse_u64(a.ptr, ptr)) return "--ptr: not an address: " + a.ptr;
   return "";
 }
 
@@ -525,10 +530,9 @@ static void print_correlate_text(const Common& c, const CoreSide& cs,
   }
 }
 
-int cmd_correlate(const Common& c, const CorrelateArgs& a) {
-  if (std::string why = correlate_usage(a); !why.empty()) return fail_usage(why);
+static int cmd_correlate(const Common& c, const CorrelateArgs& a) {
   uint64_t ptr = 0;
-  if (!a.ptr.empty()) lr::parse_u64(a.ptr, &ptr);
+  if (std::string why = correlate_usage(a, &ptr); !why.empty()) return fail_usage(why);
   auto traces = load_traces(a);
   if (!traces.ok()) return fail(traces.error());
   if (traces->empty()) return fail_usage("no trace among the inputs (only maps files)");

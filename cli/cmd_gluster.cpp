@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 
+#include "cmd_gluster.hpp"
 #include "commands.hpp"
 #include "common.hpp"
 #include "leakref/gluster.hpp"
@@ -312,7 +313,7 @@ void print_text(const lr::GlusterReport& r, const std::string& types_from) {
 
 }  // namespace
 
-int cmd_gluster(const Common& c, const GlusterArgs& a) {
+static int cmd_gluster(const Common& c, const GlusterArgs& a) {
   lr::GlusterSections sec;
   if (!a.sections.empty()) {
     sec = {false, false, false, false, false, false};
@@ -351,7 +352,7 @@ int cmd_gluster(const Common& c, const GlusterArgs& a) {
   return kOk;
 }
 
-int cmd_types_gluster(const Common& c, const TypesArgs& a) {
+static int cmd_types_gluster(const Common& c, const TypesArgs& a) {
   std::string out = a.out;
   if (out.empty()) {
     std::string bid;

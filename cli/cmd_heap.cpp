@@ -3,6 +3,7 @@
 
 #include <chrono>
 
+#include "cmd_heap.hpp"
 #include "commands.hpp"
 #include "common.hpp"
 #include "leakref/heap.hpp"
@@ -19,7 +20,7 @@ lr::Result<lr::HeapWalk> read_heap(lr::Program& prog) {
                              lim);
 }
 
-int cmd_heap(const Common& c, bool list, bool stats) {
+static int cmd_heap(const Common& c, bool list, bool stats) {
   auto prog_r = open_program(c);
   if (!prog_r.ok()) return fail(prog_r.error());
   lr::Program& prog = *prog_r.value();

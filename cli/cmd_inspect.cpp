@@ -54,7 +54,7 @@ nlohmann::ordered_json tree_json(const lr::ValueNode& n) {
 
 }  // namespace
 
-int cmd_info(const Common& c) {
+static int cmd_info(const Common& c) {
   auto prog_r = open_program(c);
   if (!prog_r.ok()) return fail(prog_r.error());
   lr::Program& prog = *prog_r.value();
@@ -166,7 +166,8 @@ int cmd_info(const Common& c) {
   return kOk;
 }
 
-int cmd_show(const Common& c, const std::string& addr_s, const std::string& type_s, int depth) {
+static int cmd_show(const Common& c, const std::string& addr_s, const std::string& type_s,
+                    int depth) {
   auto prog_r = open_program(c);
   if (!prog_r.ok()) return fail(prog_r.error());
   lr::Program& prog = *prog_r.value();
@@ -211,7 +212,7 @@ int cmd_show(const Common& c, const std::string& addr_s, const std::string& type
   return kOk;
 }
 
-int cmd_sym(const Common& c, const std::string& what) {
+static int cmd_sym(const Common& c, const std::string& what) {
   auto prog_r = open_program(c);
   if (!prog_r.ok()) return fail(prog_r.error());
   lr::Program& prog = *prog_r.value();

@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "cmd_profile.hpp"
+#include "cmd_types.hpp"
 #include "commands.hpp"
 #include "common.hpp"
 #include "leakref/profile.hpp"
@@ -348,7 +350,7 @@ int run_and_render_profile(lr::Program& prog, const lr::Profile& prof, const Pro
   return findings ? kFindings : kOk;
 }
 
-int cmd_profile(const Common& c, const ProfileArgs& a) {
+static int cmd_profile(const Common& c, const ProfileArgs& a) {
   if (auto u = check_profile_args(a); !u.ok()) return fail(u.error());
   auto prog = open_program(c);
   if (!prog.ok()) return fail(prog.error());

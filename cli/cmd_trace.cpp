@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "cmd_profile.hpp"
 #include "commands.hpp"
 #include "common.hpp"
 #include "leakref/profile.hpp"
@@ -52,7 +53,7 @@ lr::Result<std::map<std::string, std::pair<int64_t, int>>> probe_refoffs(const l
 
 }  // namespace
 
-int cmd_trace_plan(const TracePlanArgs& a) {
+static int cmd_trace_plan(const TracePlanArgs& a) {
   std::map<std::string, std::pair<int64_t, int>> refoffs;
   for (const auto& r : a.refoffs) {
     // KIND=OFF[:WIDTH]
@@ -134,7 +135,8 @@ int cmd_trace_plan(const TracePlanArgs& a) {
   return kOk;
 }
 
-int cmd_trace_info(const std::vector<std::string>& files, const std::string& format, bool json) {
+static int cmd_trace_info(const std::vector<std::string>& files, const std::string& format,
+                          bool json) {
   auto f = lr::trace_format_from_name(format);
   if (!f.ok()) return fail(f.error());
   nlohmann::json all = nlohmann::json::array();

@@ -4,6 +4,8 @@
 
 #include <filesystem>
 
+#include "cmd_profile.hpp"
+#include "cmd_types.hpp"
 #include "commands.hpp"
 #include "common.hpp"
 #include "leakref/elfcore.hpp"
@@ -62,7 +64,7 @@ lr::Result<void> ensure_profile_types(lr::Program& prog, const lr::Profile& p, O
   return add_types_file(prog, out);
 }
 
-int cmd_types_build(const Common& c, const TypesBuildArgs& a) {
+static int cmd_types_build(const Common& c, const TypesBuildArgs& a) {
   lr::TypesBuild b;
   std::string note;
   if (!a.profile.empty()) {

@@ -1,10 +1,13 @@
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
 
+#include "cmd_profile.hpp"
+#include "cmd_walk.hpp"
 #include "commands.hpp"
 #include "common.hpp"
 #include "leakref/profile.hpp"
@@ -95,6 +98,11 @@ void add_walk_run_options(CLI::App* sub, WalkArgs& w) {
   sub->add_option("--fail-on", w.fail_on, "exit 1 if: match, cycle, fault, corrupt, issue, any")
       ->delimiter(',');
   sub->add_flag("--summary", w.summary_only, "print only the summary");
+  auto* first = sub->add_flag("--summary-first", w.summary_first,
+                              "text: the summary before the rows when there are more than 256 "
+                              "(walks twice; the default on a terminal)");
+  sub->add_flag("--summary-last", w.summary_last, "text: the summary after the rows, streamed")
+      ->excludes(first);
   sub->add_flag("--stats", w.stats, "print walk timing to stderr");
   sub->add_option("--group-by", w.group_by,
                   "count matched objects by this field's value (repeat: by several)");
@@ -182,37 +190,87 @@ void sort_objects(std::vector<lr::WalkedObject>& objs, const std::string& sort, 
 
 }  // namespace
 
-int run_and_render_walk(lr::Program& prog, const WalkArgs& a, bool json, bool is_kernel,
-                        const std::string& source, const std::vector<std::string>& pre_warnings,
-                        Out& out, Out& err) {
-  lr::WalkSpec spec = walk_spec_from(a);
+namespace {
+
+// The walk as run_and_render_walk runs it: the --sort key and the
+// --group-by fields are evaluated like shown ones, after them.
+struct PreparedWalk {
+  lr::WalkSpec spec;
+  size_t sort_idx = SIZE_MAX, group_idx = SIZE_MAX;
+};
+
+lr::Result<PreparedWalk> prepare_walk(lr::Program& prog, const WalkArgs& a, bool is_kernel) {
+  PreparedWalk p;
   if (!a.profile.empty()) {
-    auto ps = profile_walk_spec(prog, a, is_kernel);
-    if (!ps.ok()) return fail(ps.error(), err);
-    spec = std::move(ps.value());
+    LR_ASSIGN(p.spec, profile_walk_spec(prog, a, is_kernel));
+  } else {
+    p.spec = walk_spec_from(a);
   }
-  // Fields evaluated like shown ones but not printed: the sort key, then
-  // the group-by fields (the renderer groups over the last ones).
+  lr::WalkSpec& spec = p.spec;
   std::string sort_key = a.sort.empty() || a.sort[0] != '-' ? a.sort : a.sort.substr(1);
-  size_t sort_idx = SIZE_MAX;
   if (!sort_key.empty() && sort_key != "addr" && sort_key != "refcount") {
-    sort_idx = spec.show.size();  // its own key, even when also shown (structs differ)
+    p.sort_idx = spec.show.size();  // its own key, even when also shown (structs differ)
     spec.show.push_back(sort_key);
   }
   const size_t nshown = a.show.size();
   if (sort_key == "refcount" && spec.refcount.empty())
-    return fail(lr::make_error(lr::Errc::kInvalidArgument, "--sort refcount needs --refcount"),
-                err);
-  size_t group_idx = SIZE_MAX;
+    return lr::make_error(lr::Errc::kInvalidArgument, "--sort refcount needs --refcount");
   if (!a.group_by.empty()) {
-    group_idx = spec.show.size();
+    p.group_idx = spec.show.size();
     for (const auto& g : a.group_by) spec.show.push_back(g);
     spec.keep_values = true;
   }
   // The keys added here are values to compare or group by.
   if (spec.show.size() > nshown) spec.scalar_from = nshown;
+  return p;
+}
+
+bool summary_first(const WalkArgs& a, WalkFormat f, Out& out) {
+  if (f != WalkFormat::kText || a.summary_only || a.summary_last) return false;
+  return a.summary_first || (&out == &out_stdout() && isatty(STDOUT_FILENO));
+}
+
+// The rows after the held ones, for a summary-first rendering that was long:
+// the sorted objects, or a second walk of the same memory.
+void render_rest(lr::Program& prog, lr::WalkSpec spec, const lr::WalkReport& rep, WalkRenderer& r,
+                 Out& err) {
+  bool same = true;
+  if (!rep.objects.empty() || spec.on_object == nullptr) {  // --sort: all held
+    for (const auto& o : rep.objects) WalkRenderer::on_rest_object(&r, o);
+  } else {
+    spec.on_object_ctx = &r;
+    spec.on_object = &WalkRenderer::on_rest_object;
+    spec.limits.progress = nullptr;
+    auto again = lr::run_walk(prog, spec);
+    same = again.ok() && again.value().visited == rep.visited;
+  }
+  if (!r.finish_rows() || !same)
+    err.print(
+        "leakref: warning: the second walk (for the rows after the summary) met other "
+        "objects than the first: memory changed between them; use --summary-last\n");
+}
+
+bool walk_findings(const WalkArgs& a, const lr::WalkReport& rep) {
+  const lr::WalkResult& wr = rep.walk;
+  return (fail_on_wants(a.fail_on, "match") && rep.matched > 0) ||
+         (fail_on_wants(a.fail_on, "cycle") && wr.stop == lr::WalkStop::kCycle) ||
+         (fail_on_wants(a.fail_on, "fault") &&
+          (wr.stop == lr::WalkStop::kFault || rep.unreadable_objects)) ||
+         (fail_on_wants(a.fail_on, "corrupt") && wr.stop == lr::WalkStop::kCorrupt) ||
+         (fail_on_wants(a.fail_on, "issue") && wr.issue_count > 0);
+}
+
+}  // namespace
+
+int run_and_render_walk(lr::Program& prog, const WalkArgs& a, bool json, bool is_kernel,
+                        const std::string& source, const std::vector<std::string>& pre_warnings,
+                        Out& out, Out& err) {
+  auto prep = prepare_walk(prog, a, is_kernel);
+  if (!prep.ok()) return fail(prep.error(), err);
+  lr::WalkSpec& spec = prep.value().spec;
   WalkFormat f = a.jsonl ? WalkFormat::kJsonl : json ? WalkFormat::kJson : WalkFormat::kText;
-  WalkRenderer r(a, spec, f, group_idx, source, out);
+  WalkRenderer r(a, spec, f, prep.value().group_idx, source, out);
+  if (summary_first(a, f, out)) r.set_summary_first();
   if (a.sort.empty()) {  // streamed; with --sort every object is held, then sorted
     spec.on_object = &WalkRenderer::on_object;
     spec.on_object_ctx = &r;
@@ -234,27 +292,20 @@ int run_and_render_walk(lr::Program& prog, const WalkArgs& a, bool json, bool is
   r.begin();
   lr::WalkReport& rep = rep_r.value();
   if (!a.sort.empty()) {
-    sort_objects(rep.objects, a.sort, sort_idx);
+    sort_objects(rep.objects, a.sort, prep.value().sort_idx);
     for (const auto& o : rep.objects) r.object(o);
   }
   std::vector<std::string> warnings = pre_warnings;
   for (const auto& w : rep.warnings) warnings.push_back(w);
   r.finish(rep, warnings, err);
-  const lr::WalkResult& wr = rep.walk;
+  if (r.rows_pass()) render_rest(prog, spec, rep, r, err);
   if (a.stats)
     err.print("leakref: walked and evaluated {} objects in {:.3f} ms ({:.1f} M objects/s)\n",
               rep.visited, rep.walk_ns / 1e6, rep.walk_ns ? rep.visited * 1e3 / rep.walk_ns : 0.0);
-
-  bool findings = (fail_on_wants(a.fail_on, "match") && rep.matched > 0) ||
-                  (fail_on_wants(a.fail_on, "cycle") && wr.stop == lr::WalkStop::kCycle) ||
-                  (fail_on_wants(a.fail_on, "fault") &&
-                   (wr.stop == lr::WalkStop::kFault || rep.unreadable_objects)) ||
-                  (fail_on_wants(a.fail_on, "corrupt") && wr.stop == lr::WalkStop::kCorrupt) ||
-                  (fail_on_wants(a.fail_on, "issue") && wr.issue_count > 0);
-  return findings ? kFindings : kOk;
+  return walk_findings(a, rep) ? kFindings : kOk;
 }
 
-int cmd_walk(const Common& c, const WalkArgs& a) {
+static int cmd_walk(const Common& c, const WalkArgs& a) {
   // Usage errors are reported before the core is opened.
   if (auto u = check_walk_args(a); !u.ok()) return fail(u.error());
   auto prog = open_program(c);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <ctime>
 
+#include "cmd_gluster.hpp"
 #include "common.hpp"
 #include "leakref/gluster.hpp"
 

@@ -1,6 +1,7 @@
 // leakref — post-mortem refcount-leak analysis of cores.
 #include <fmt/format.h>
 
+#include "cmd_kernel.hpp"
 #include "commands.hpp"
 #include "leakref/names.hpp"
 

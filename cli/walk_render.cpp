@@ -144,7 +144,7 @@ void WalkRenderer::object(const lr::WalkedObject& o) {
     ++g.count;
     if (o.has_refcount) g.refs += o.refcount;
   }
-  if (a_.summary_only || out_.failed()) return;
+  if (a_.summary_only || long_ || out_.failed()) return;
   begin();
   if (f_ == WalkFormat::kText)
     text_row(o);
@@ -234,7 +234,27 @@ void WalkRenderer::text_row(const lr::WalkedObject& o) {
   if (rc) r.push_back(o.has_refcount ? std::to_string(o.refcount) : "?");
   for (size_t i = 0; i < nshow; ++i) r.push_back(o.fields[i].to_string());
   block_.push_back(std::move(r));
-  if (block_.size() == kBlockRows) flush_block();
+  if (summary_first_) held_addrs_.push_back(o.addr);
+  if (block_.size() < kBlockRows) return;
+  if (summary_first_)
+    long_ = true;  // the rest waits for the summary and the second walk
+  else
+    flush_block();
+}
+
+void WalkRenderer::rest_object(const lr::WalkedObject& o) {
+  if (out_.failed()) return;
+  if (rest_seen_ < held_addrs_.size()) {
+    if (held_addrs_[rest_seen_++] != o.addr) rest_same_ = false;
+    return;
+  }
+  text_row(o);
+  flush(false);
+}
+
+bool WalkRenderer::finish_rows() {
+  flush(true);
+  return rest_same_ && rest_seen_ == held_addrs_.size();
 }
 
 // One row in the columns' widths: the refcount right-aligned, the last
@@ -329,8 +349,8 @@ nlohmann::json WalkRenderer::summary_json(const lr::WalkReport& rep) const {
 
 void WalkRenderer::text_summary(const lr::WalkReport& rep) {
   const lr::WalkResult& wr = rep.walk;
-  out_.print("\n{} walked as {} from {} ({}): {} visited", rep.type_name, rep.mode, spec_.head,
-             hex(rep.head_addr), rep.visited);
+  out_.print("{}{} walked as {} from {} ({}): {} visited", long_ ? "" : "\n", rep.type_name,
+             rep.mode, spec_.head, hex(rep.head_addr), rep.visited);
   if (!a_.where.empty()) out_.print(", {} matched '{}'", rep.matched, a_.where);
   out_.print("\nstopped: {}{}\n", lr::walk_stop_name(wr.stop),
              wr.stop_detail.empty() ? "" : " — " + wr.stop_detail);
@@ -363,6 +383,14 @@ void WalkRenderer::text_summary(const lr::WalkReport& rep) {
 void WalkRenderer::finish(const lr::WalkReport& rep, const std::vector<std::string>& warnings,
                           Out& err) {
   if (f_ == WalkFormat::kText) {
+    if (long_) {  // summary first, then the header and the held rows
+      print_warnings_text(warnings, err);
+      text_summary(rep);
+      out_.put("\n");
+      flush_block();
+      flush(true);
+      return;
+    }
     if (!a_.summary_only && !header_done_) flush_block();
     flush(true);
     print_warnings_text(warnings, err);

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "common.hpp"
+#include "cmd_walk.hpp"
 
 namespace lrcli {
 
@@ -32,6 +32,21 @@ class WalkRenderer {
   // (JSON carries them; text prints them to `err`).
   void finish(const lr::WalkReport& rep, const std::vector<std::string>& warnings, Out& err);
 
+  // Text with the summary first (--summary-first, or a terminal): the first
+  // kBlockRows rows are held; when the walk has more (long output), the
+  // rest are not rendered and finish() writes the summary, the header and
+  // the held rows. Then rows_pass() is true: the caller walks again with
+  // on_rest_object, which skips the held rows (checking they are the same
+  // objects) and writes the others. Short output is rows, then summary.
+  void set_summary_first() { summary_first_ = true; }
+  bool rows_pass() const { return long_; }
+  static void on_rest_object(void* self, const lr::WalkedObject& o) {
+    static_cast<WalkRenderer*>(self)->rest_object(o);
+  }
+  // After the second walk: the rows written. False when its first objects
+  // were not the held ones (memory changed between the walks: a live system).
+  bool finish_rows();
+
  private:
   struct Group {
     uint64_t count = 0;
@@ -44,6 +59,7 @@ class WalkRenderer {
   void flush(bool force);
   nlohmann::json summary_json(const lr::WalkReport& rep) const;
   void text_summary(const lr::WalkReport& rep);
+  void rest_object(const lr::WalkedObject& o);
 
   const WalkArgs& a_;
   const lr::WalkSpec& spec_;
@@ -59,6 +75,10 @@ class WalkRenderer {
   bool header_done_ = false;
   bool begun_ = false;
   std::map<std::string, Group> groups_;
+  bool summary_first_ = false, long_ = false;
+  std::vector<uint64_t> held_addrs_;  // the held rows' objects, for the second walk
+  uint64_t rest_seen_ = 0;
+  bool rest_same_ = true;
 };
 
 }  // namespace lrcli

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "../cli/kernel_cmds.hpp"
+#include "../cli/cmd_kernel.hpp"
 #include "leakref/kernel.hpp"
 #include "leakref/pagecache.hpp"
 #include "leakref/physdump.hpp"

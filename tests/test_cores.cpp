@@ -2,9 +2,11 @@
 // leakref's JSON must equal each fixture's manifest exactly.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <functional>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include <unistd.h>
@@ -420,6 +422,92 @@ TEST_CASE("walk output streams: JSON, JSON lines and text carry the same objects
   long full = peak_kib(with({"--json"}));
   INFO("peak RSS: --summary " << summary << " KiB, every object " << full << " KiB");
   CHECK(full - summary < 24 * 1024);
+}
+
+// Issue 16: "the summary first when output is long". Long text output (more
+// rows than the 256 that size the columns) puts the summary first on a
+// terminal or with --summary-first; the rows are then those of a second walk.
+TEST_CASE("walk text: the summary first when the output is long", "[core][stream]") {
+  if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed");
+  const auto& fc = lrtest::fixture_core("big300k", lrtest::fixture_path("fx_big"), {"300000"});
+  std::vector<std::string> walk = {"walk",       fc.core,    "--type",        "struct bnode",
+                                   "--head",     "big_list", "--list-member", "link",
+                                   "--refcount", "refcount"};
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> a = walk;
+    a.insert(a.end(), more.begin(), more.end());
+    return leakref(a);
+  };
+  // Splits text output into its rows (header included) and the rest.
+  auto split = [](const std::string& out, std::string* rows, std::string* rest) {
+    std::istringstream in(out);
+    std::string line;
+    while (std::getline(in, line))
+      (line.rfind("0x", 0) == 0 || line.rfind("ADDR", 0) == 0 ? *rows : *rest) += line + "\n";
+  };
+  auto last = with({});  // into a pipe: streamed, the summary last
+  REQUIRE(last.status == 0);
+  CHECK(last.out.rfind("ADDR", 0) == 0);
+  auto first = with({"--summary-first"});
+  REQUIRE(first.status == 0);
+  CHECK(first.err.empty());
+  CHECK(first.out.rfind("struct bnode walked as list from big_list (", 0) == 0);
+  CHECK(first.out.find(": 300000 visited\nstopped: end\nrefcount histogram (refcount):\n") !=
+        std::string::npos);
+  size_t hdr = first.out.find("\n\nADDR ");
+  REQUIRE(hdr != std::string::npos);
+  CHECK(first.out.find("visited") < hdr);
+  CHECK(first.out.find("visited", hdr) == std::string::npos);  // said once
+  std::string rows_l, rest_l, rows_f, rest_f;
+  split(last.out, &rows_l, &rest_l);
+  split(first.out, &rows_f, &rest_f);
+  CHECK(rows_f == rows_l);  // every row once, in walk order, same columns
+  CHECK(std::count(rows_f.begin(), rows_f.end(), '\n') == 300001);
+  // The same summary lines, blank lines aside.
+  auto lines = [](const std::string& s) {
+    std::multiset<std::string> m;
+    std::istringstream in(s);
+    std::string l;
+    while (std::getline(in, l))
+      if (!l.empty()) m.insert(l);
+    return m;
+  };
+  CHECK(lines(rest_f) == lines(rest_l));
+
+  // Short output stays rows first: nothing is walked twice.
+  CHECK(with({"--limit", "200", "--summary-first"}).out == with({"--limit", "200"}).out);
+  // With --sort every object is held: the rest comes from them, sorted.
+  auto sorted_l = with({"--sort", "-refcount"});
+  auto sorted_f = with({"--sort", "-refcount", "--summary-first"});
+  REQUIRE(sorted_f.status == 0);
+  CHECK(sorted_f.out.rfind("struct bnode walked", 0) == 0);
+  std::string srows_l, srest_l, srows_f, srest_f;
+  split(sorted_l.out, &srows_l, &srest_l);
+  split(sorted_f.out, &srows_f, &srest_f);
+  CHECK(srows_f == srows_l);
+  // Groups are counted in the first walk only.
+  auto grouped = [&](bool f) {
+    auto r = with({"--group-by", "refcount", f ? "--summary-first" : "--summary-last"});
+    std::string rows, rest;
+    split(r.out, &rows, &rest);
+    rest = rest.substr(rest.find("grouped by"));
+    return rest.substr(0, rest.find_last_not_of('\n') + 1);
+  };
+  CHECK(grouped(true) == grouped(false));
+  CHECK(with({"--summary-first", "--summary-last"}).status == 2);
+
+  // On a terminal (script(1)) the summary comes first without being asked.
+  if (lrtest::have_program("script")) {
+    std::string log = lrtest::tmp_dir() + "/summary-first.log", cmd;
+    for (const auto& a : walk) cmd += "'" + a + "' ";
+    auto t = lrtest::run(
+        {"script", "-qec", "'" + lrtest::build_dir() + "/leakref' " + cmd + "--limit 1000", log});
+    CHECK(t.status == 0);
+    std::string tty = lrtest::read_file(log);
+    size_t s = tty.find("struct bnode walked"), h = tty.find("ADDR");
+    CHECK(s != std::string::npos);
+    CHECK(s < h);
+  }
 }
 
 TEST_CASE("walk --sort and several --group-by", "[core][stream]") {

@@ -174,8 +174,15 @@ std::map<uint64_t, uint32_t> count_pointers(
     hi = std::max(hi, a);
   }
   std::unordered_set<uint64_t> skip(skip_chunks.begin(), skip_chunks.end());
+  // Bytes scanned, published to `progress` a MiB at a time: an atomic add
+  // per heap chunk would cost about as much as scanning the chunk.
+  uint64_t unpublished = 0;
   auto scan = [&](uint64_t start, uint64_t end) {
-    if (progress && end > start) progress->fetch_add(end - start, std::memory_order_relaxed);
+    unpublished += end > start ? end - start : 0;
+    if (progress && unpublished >= (1u << 20)) {
+      progress->fetch_add(unpublished, std::memory_order_relaxed);
+      unpublished = 0;
+    }
     start = (start + 7) & ~uint64_t(7);
     Memory::Window w;
     for (uint64_t a = start; a + 8 <= end;) {

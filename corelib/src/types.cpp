@@ -506,15 +506,25 @@ void fill_base(Dwarf_Die* die, Type* t) {
   t->is_char = enc == DW_ATE_signed_char || enc == DW_ATE_unsigned_char;
 }
 
-void read_enumerators(Dwarf_Die* die, Type* t) {
+// Calls f(child) on each child of `die` tagged `tag` until f returns false.
+// Bounded: DW_AT_sibling in corrupt DWARF may lead back into the list.
+template <class F>
+void for_each_child(Dwarf_Die* die, int tag, F f) {
+  constexpr int kMaxChildren = 1 << 20;
   Dwarf_Die c;
   if (dwarf_child(die, &c) != 0) return;
+  int steps = 0;
   do {
-    if (dwarf_tag(&c) != DW_TAG_enumerator) continue;
+    if (dwarf_tag(&c) == tag && !f(&c)) return;
+  } while (++steps < kMaxChildren && dwarf_siblingof(&c, &c) == 0);
+}
+
+void read_enumerators(Dwarf_Die* die, Type* t) {
+  for_each_child(die, DW_TAG_enumerator, [t](Dwarf_Die* c) {
     Enumerator e;
-    e.name = dwarf_diename(&c) ? dwarf_diename(&c) : "";
+    e.name = dwarf_diename(c) ? dwarf_diename(c) : "";
     Dwarf_Attribute a;
-    if (dwarf_attr(&c, DW_AT_const_value, &a)) {
+    if (dwarf_attr(c, DW_AT_const_value, &a)) {
       Dwarf_Sword sv;
       Dwarf_Word uv;
       if (dwarf_whatform(&a) == DW_FORM_sdata && dwarf_formsdata(&a, &sv) == 0)
@@ -523,7 +533,8 @@ void read_enumerators(Dwarf_Die* die, Type* t) {
         e.value = static_cast<int64_t>(uv);
     }
     t->enumerators.push_back(std::move(e));
-  } while (dwarf_siblingof(&c, &c) == 0 && t->enumerators.size() < 100000);
+    return t->enumerators.size() < 100000;
+  });
 }
 
 // A bit-field member's byte and bit offset, from DWARF 5's data_bit_offset
@@ -552,25 +563,22 @@ void place_bitfield(Dwarf_Die* c, Member& mem) {
 // An array's dimensions, outermost first: (count, flexible).
 std::vector<std::pair<uint64_t, bool>> array_dims(Dwarf_Die* die) {
   std::vector<std::pair<uint64_t, bool>> dims;
-  Dwarf_Die c;
-  if (dwarf_child(die, &c) == 0) {
-    do {
-      if (dwarf_tag(&c) != DW_TAG_subrange_type) continue;
-      uint64_t ub = 0, cnt = 0;
-      Dwarf_Attribute a;
-      Dwarf_Sword sv;
-      if (attr_udata(&c, DW_AT_count, &cnt))
-        dims.emplace_back(cnt, false);
-      else if (!dwarf_attr(&c, DW_AT_upper_bound, &a))
-        dims.emplace_back(0, true);
-      else if (dwarf_formsdata(&a, &sv) == 0 && sv >= 0)
-        dims.emplace_back(static_cast<uint64_t>(sv) + 1, false);
-      else if (attr_udata(&c, DW_AT_upper_bound, &ub) && ub != UINT64_MAX)
-        dims.emplace_back(ub + 1, false);
-      else
-        dims.emplace_back(0, true);
-    } while (dwarf_siblingof(&c, &c) == 0 && dims.size() < 64);
-  }
+  for_each_child(die, DW_TAG_subrange_type, [&dims](Dwarf_Die* c) {
+    uint64_t ub = 0, cnt = 0;
+    Dwarf_Attribute a;
+    Dwarf_Sword sv;
+    if (attr_udata(c, DW_AT_count, &cnt))
+      dims.emplace_back(cnt, false);
+    else if (!dwarf_attr(c, DW_AT_upper_bound, &a))
+      dims.emplace_back(0, true);
+    else if (dwarf_formsdata(&a, &sv) == 0 && sv >= 0)
+      dims.emplace_back(static_cast<uint64_t>(sv) + 1, false);
+    else if (attr_udata(c, DW_AT_upper_bound, &ub) && ub != UINT64_MAX)
+      dims.emplace_back(ub + 1, false);
+    else
+      dims.emplace_back(0, true);
+    return dims.size() < 64;
+  });
   if (dims.empty()) dims.emplace_back(0, true);
   return dims;
 }
@@ -628,17 +636,16 @@ struct DieReader {
   }
 
   void members(Dwarf_Die* die, Type* t) {
-    Dwarf_Die c;
-    if (dwarf_child(die, &c) != 0) return;
-    do {
-      if (dwarf_tag(&c) != DW_TAG_member) continue;
+    for_each_child(die, DW_TAG_member, [this, t](Dwarf_Die* c) {
       Member mem;
-      mem.name = dwarf_diename(&c) ? dwarf_diename(&c) : "";
-      if (!member_location(&c, &mem.offset)) continue;
-      mem.type = target_of(&c);
-      place_bitfield(&c, mem);
-      t->members.push_back(std::move(mem));
-    } while (dwarf_siblingof(&c, &c) == 0 && t->members.size() < 100000);
+      mem.name = dwarf_diename(c) ? dwarf_diename(c) : "";
+      if (member_location(c, &mem.offset)) {
+        mem.type = target_of(c);
+        place_bitfield(c, mem);
+        t->members.push_back(std::move(mem));
+      }
+      return t->members.size() < 100000;
+    });
   }
 
   // int a[2][3]: an outer array of 2 elements, each an array of 3.

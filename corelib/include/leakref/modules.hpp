@@ -76,12 +76,13 @@ class Module {
   friend class ModuleSet;
   void load_symbols_from(Elf* e);
   Dwarf* open_relocated_dwarf();
+  Elf* open_debug_elf();  // nullptr: no debug file, or not ELF
   int main_fd_ = -1, debug_fd_ = -1;
   Elf* main_elf_ = nullptr;
   Elf* debug_elf_ = nullptr;
   Dwarf* dwarf_ = nullptr;
   Dwfl* dwfl_ = nullptr;  // owns dwarf_ when set (relocatable debug file)
-  bool dwarf_tried_ = false;
+  bool dwarf_tried_ = false, debug_elf_tried_ = false;
   bool syms_loaded_ = false;
   std::vector<Symbol> syms_;
   std::unordered_map<std::string, size_t> by_name_;  // name -> index in syms_, built on first use

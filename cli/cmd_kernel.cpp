@@ -1,13 +1,15 @@
 // The kernel subcommands (walk, inodes, modules, check): argument parsing and
 // rendering shared by `leakref kernel` and the crash extension, which differ
 // only in where memory comes from and where text goes.
-#include "kernel_cmds.hpp"
+#include "cmd_kernel.hpp"
 #include "commands.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <map>
+#include "cmd_profile.hpp"
+#include "cmd_walk.hpp"
 #include "leakref/profile.hpp"
 
 namespace lrcli {
