@@ -383,6 +383,10 @@ bool TypeRegistry::Index::scan_next() {
   }
   Dwarf_Die child;
   if (dwarf_child(&cudie, &child) != 0) return true;
+  // Bounded like every child loop (corrupt DW_AT_sibling may loop); a real
+  // unit has far fewer top-level DIEs.
+  constexpr int kMaxTopLevel = 1 << 24;
+  int steps = 0;
   do {
     int tag = dwarf_tag(&child);
     const char* name = dwarf_diename(&child);
@@ -410,7 +414,7 @@ bool TypeRegistry::Index::scan_next() {
         continue;
     }
     types[std::string(prefix) + name].add(dwarf_dieoffset(&child), is_decl(&child));
-  } while (dwarf_siblingof(&child, &child) == 0);
+  } while (++steps < kMaxTopLevel && dwarf_siblingof(&child, &child) == 0);
   return true;
 }
 
