@@ -16,7 +16,10 @@ namespace lrcli {
 // GlusterFS types for `prog`: real debuginfo, else `types_file`, else the
 // synthesized cache (built on first use). Returns where they came from.
 lr::Result<std::string> ensure_gluster_types(lr::Program& prog, const std::string& types_file);
-// Writes `r` to stdout in the section format of GlusterFS's own statedump.
+// `r` in the section format of GlusterFS's own statedump (`core`'s mtime as
+// the dump time); write_statedump writes it to stdout.
+std::string statedump_text(const lr::GlusterReport& r, const lr::GlusterSections& sec,
+                           const std::string& core);
 void write_statedump(const lr::GlusterReport& r, const lr::GlusterSections& sec,
                      const std::string& core);
 

@@ -25,6 +25,7 @@ Command register_heap(CLI::App& app, Common& c);
 Command register_gluster(CLI::App& app, Common& c);
 Command register_profile(CLI::App& app, Common& c);
 Command register_correlate(CLI::App& app, Common& c);
+Command register_diff(CLI::App& app, Common& c);
 Command register_trace_plan(CLI::App& app);
 Command register_trace_info(CLI::App& app);
 Command register_types(CLI::App& app);  // types build, types gluster

@@ -1,0 +1,88 @@
+// Two moments of one program, compared: what grew. A snapshot is a set of
+// counted classes (a GlusterFS mem-pool, a GF_MALLOC (xlator, type), an inode
+// table's list, glibc heap chunks of one size) and of objects with an
+// identity that survives between dumps (an inode's gfid; an address plus a
+// kind otherwise), each with its refcount and holders. Snapshots come from
+// GlusterFS statedump text (GlusterFS's own, or leakref's rendering of a
+// core) and from a core's heap; diff_snapshots compares two.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "leakref/heap.hpp"
+#include "leakref/result.hpp"
+
+namespace lr {
+
+struct SnapClass {
+  std::string kind;    // "mempool", "memusage", "itable", "heap"
+  std::string name;    // "inode_t@fuse", "fuse gf_common_mt_char", "fuse active", "48"
+  int64_t count = 0;   // objects (active-count, num_allocs, list size, chunks)
+  int64_t bytes = -1;  // -1 when the source does not say (non-DEBUG memusage)
+};
+
+struct SnapObject {
+  std::string key;  // identity: "gfid:8-4-4-4-12" or "inode@0x..." / "dict@0x..."
+  std::string cls;  // where it is: "itable fuse active"
+  int64_t refcount = 0;
+  std::string held;  // holders as the source names them ("fuse=2, gv0-client-0=-1")
+};
+
+struct Snapshot {
+  std::string source;  // the file it was read from
+  std::string kind;    // "statedump" or "core"
+  std::vector<SnapClass> classes;
+  std::vector<SnapObject> objects;
+  std::vector<std::string> warnings;
+};
+
+// A GlusterFS statedump (statedump.c's text, 10.x): its [mempool] entries,
+// "- usage-type T memusage" sections and inode tables with their inodes.
+// kBadFormat (naming `source` and the line) when `text` is not one.
+Result<Snapshot> snapshot_from_statedump(std::string_view text, const std::string& source);
+// Whether `head` (a file's first bytes) starts like a statedump.
+bool looks_like_statedump(std::string_view head);
+// Adds the in-use chunks of `heap` as "heap" classes: one per usable size up
+// to 1024 bytes, then one per power-of-two range ("1025-2048"), and mmapped
+// chunks as "mmapped".
+void add_heap_classes(Snapshot& s, const HeapWalk& heap);
+
+struct GlusterReport;
+// Adds what a GlusterFS core has beyond its statedump rendering: dicts and
+// fds, known by address (an address is their identity between two cores
+// of one process; a freed and reused one shows as dropped or climbed).
+void add_gluster_objects(Snapshot& s, const GlusterReport& r);
+
+struct ClassDelta {
+  std::string kind, name;
+  int64_t before = 0, after = 0;                // counts; 0 when absent on that side
+  int64_t before_bytes = -1, after_bytes = -1;  // -1 unknown
+  bool in_old = false, in_new = false;
+  int64_t delta() const { return after - before; }
+};
+
+struct ObjectDelta {
+  enum class Change { kNew, kGone, kClimbed, kDropped };
+  Change change = Change::kNew;
+  std::string key, cls;
+  int64_t before = 0, after = 0;  // refcounts (0 on the side it is absent from)
+  std::string held;               // holders in the newer snapshot (older when gone)
+};
+const char* change_name(ObjectDelta::Change c);  // "new", "gone", "climbed", "dropped"
+
+struct SnapDiff {
+  // Every class of either side, most grown first (by count delta, then
+  // ratio), unchanged ones last.
+  std::vector<ClassDelta> classes;
+  // Objects that appeared, went or changed refcount; objects whose refcount
+  // is the same on both sides are not listed.
+  std::vector<ObjectDelta> objects;
+  uint64_t objects_same = 0;
+};
+
+SnapDiff diff_snapshots(const Snapshot& older, const Snapshot& newer);
+
+}  // namespace lr

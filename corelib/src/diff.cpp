@@ -1,0 +1,308 @@
+#include "leakref/diff.hpp"
+
+#include "leakref/gluster.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <unordered_map>
+
+namespace lr {
+
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.back() == '\r' || s.back() == ' ')) s.remove_suffix(1);
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  return s;
+}
+
+bool ends_with(std::string_view s, std::string_view suf) {
+  return s.size() >= suf.size() && s.substr(s.size() - suf.size()) == suf;
+}
+
+// The statedump's inode-table lists, as inode.c names them.
+constexpr std::string_view kLists[] = {"active", "lru", "purge", "invalidate"};
+
+// Reads a statedump line by line. Sections are "[name]" lines, values
+// "key=value" lines; [mempool] separates its pools with "-----=-----".
+class StatedumpReader {
+ public:
+  StatedumpReader(std::string_view text, const std::string& source) : text_(text), source_(source) {
+    snap_.source = source;
+    snap_.kind = "statedump";
+  }
+
+  Result<Snapshot> read() {
+    size_t pos = 0;
+    bool started = false, ended = false;
+    while (pos < text_.size()) {
+      size_t nl = text_.find('\n', pos);
+      std::string_view line = trim(text_.substr(pos, nl == std::string_view::npos ? nl : nl - pos));
+      pos = nl == std::string_view::npos ? text_.size() : nl + 1;
+      ++lineno_;
+      if (line.empty()) continue;
+      if (!started) {
+        if (line.rfind("DUMP-START-TIME:", 0) != 0)
+          return make_error(Errc::kBadFormat,
+                            source_ + ": not a GlusterFS statedump (no DUMP-START-TIME line)");
+        started = true;
+        continue;
+      }
+      if (line.rfind("DUMP-END-TIME:", 0) == 0) {
+        ended = true;
+        break;
+      }
+      if (line.front() == '[' && line.back() == ']') {
+        LR_TRY(end_section());
+        section_ = std::string(line.substr(1, line.size() - 2));
+        continue;
+      }
+      size_t eq = line.find('=');
+      if (eq == std::string_view::npos) continue;  // free text some xlators print
+      LR_TRY(value(line.substr(0, eq), line.substr(eq + 1)));
+    }
+    if (!started)
+      return make_error(Errc::kBadFormat, source_ + ": empty, not a GlusterFS statedump");
+    LR_TRY(end_section());
+    if (!ended)
+      snap_.warnings.push_back(source_ +
+                               ": no DUMP-END-TIME line: the statedump is cut short; the classes "
+                               "after line " +
+                               std::to_string(lineno_) + " are missing");
+    return std::move(snap_);
+  }
+
+ private:
+  Result<int64_t> number(std::string_view key, std::string_view v) const {
+    int64_t n = 0;
+    auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (ec != std::errc() || p != v.data() + v.size())
+      return make_error(Errc::kBadFormat,
+                        fmt::format("{}:{}: {} is '{}', not a number", source_, lineno_, key, v));
+    return n;
+  }
+
+  Result<void> value(std::string_view key, std::string_view v) {
+    if (section_ == "mempool") return pool_value(key, v);
+    if (ends_with(section_, " memusage")) {
+      if (key == "num_allocs") {
+        LR_ASSIGN(memusage_.count, number(key, v));
+        have_memusage_ = true;
+      } else if (key == "size") {
+        LR_ASSIGN(memusage_.bytes, number(key, v));
+      }
+      return {};
+    }
+    // An inode table: "<prefix>.active_size=N" in section "<prefix>".
+    for (auto list : kLists) {
+      std::string want = section_ + "." + std::string(list) + "_size";
+      if (key == want) {
+        LR_ASSIGN(int64_t n, number(key, v));
+        snap_.classes.push_back({"itable", section_ + " " + std::string(list), n, -1});
+        return {};
+      }
+    }
+    if (key == "gfid") inode_.key = "gfid:" + std::string(v), in_inode_ = true;
+    if (key == "ref") {
+      LR_ASSIGN(inode_.refcount, number(key, v));
+    }
+    if (key.rfind("ref_by_xl:.", 0) == 0)
+      inode_.held +=
+          (inode_.held.empty() ? "" : ", ") + std::string(key.substr(11)) + "=" + std::string(v);
+    return {};
+  }
+
+  Result<void> pool_value(std::string_view key, std::string_view v) {
+    if (key == "-----") return end_pool();
+    if (key == "pool-name") pool_name_ = v;
+    if (key == "xlator-name") pool_xl_ = v;
+    if (key == "active-count") {
+      LR_ASSIGN(pool_.count, number(key, v));
+    }
+    if (key == "size") {
+      LR_ASSIGN(pool_.bytes, number(key, v));
+    }
+    return {};
+  }
+
+  Result<void> end_pool() {
+    if (!pool_name_.empty()) {
+      pool_.kind = "mempool";
+      pool_.name = pool_name_ + "@" + pool_xl_;
+      snap_.classes.push_back(pool_);
+    }
+    pool_ = {};
+    pool_name_.clear();
+    pool_xl_.clear();
+    return {};
+  }
+
+  // "<table>.<list>.<n>": an inode of that list, as inode_table_dump names it.
+  std::string inode_list_of(const std::string& sec) const {
+    size_t d2 = sec.rfind('.');
+    if (d2 == std::string::npos || d2 + 1 == sec.size() ||
+        sec.find_first_not_of("0123456789", d2 + 1) != std::string::npos)
+      return "";
+    size_t d1 = sec.rfind('.', d2 - 1);
+    if (d1 == std::string::npos) return "";
+    std::string_view list(sec.data() + d1 + 1, d2 - d1 - 1);
+    for (auto l : kLists)
+      if (list == l) return sec.substr(0, d1) + " " + std::string(list);
+    return "";
+  }
+
+  Result<void> end_section() {
+    if (section_ == "mempool") LR_TRY(end_pool());
+    if (have_memusage_) {
+      // "<xlator key> - usage-type <type> memusage"
+      std::string name = section_.substr(0, section_.size() - 9);
+      size_t ut = name.find(" - usage-type ");
+      if (ut != std::string::npos) name = name.substr(0, ut) + " " + name.substr(ut + 14);
+      memusage_.kind = "memusage";
+      memusage_.name = name;
+      snap_.classes.push_back(memusage_);
+    }
+    if (in_inode_) {
+      std::string cls = inode_list_of(section_);
+      if (!cls.empty()) {
+        inode_.cls = "itable " + cls;
+        snap_.objects.push_back(std::move(inode_));
+      }
+    }
+    memusage_ = {};
+    have_memusage_ = false;
+    inode_ = {};
+    in_inode_ = false;
+    return {};
+  }
+
+  std::string_view text_;
+  std::string source_;
+  Snapshot snap_;
+  size_t lineno_ = 0;
+  std::string section_;
+  SnapClass pool_, memusage_;
+  std::string pool_name_, pool_xl_;
+  bool have_memusage_ = false;
+  SnapObject inode_;
+  bool in_inode_ = false;
+};
+
+// Identities are unique within a snapshot: a gfid in two tables (a brick's
+// connections) is told apart by its table.
+void unique_keys(Snapshot& s) {
+  std::unordered_map<std::string, int> seen;
+  for (auto& o : s.objects)
+    if (int n = seen[o.key]++; n > 0) o.key += " in " + o.cls;
+}
+
+std::string size_class(uint64_t usable) {
+  if (usable <= 1024) return fmt::format("{} B", usable);
+  uint64_t lo = 1024;
+  while (lo * 2 < usable && lo < (1ull << 62)) lo *= 2;
+  return fmt::format("{}-{} B", lo + 1, lo * 2);
+}
+
+}  // namespace
+
+bool looks_like_statedump(std::string_view head) {
+  return head.rfind("DUMP-START-TIME:", 0) == 0;
+}
+
+Result<Snapshot> snapshot_from_statedump(std::string_view text, const std::string& source) {
+  LR_ASSIGN(Snapshot s, StatedumpReader(text, source).read());
+  unique_keys(s);
+  return s;
+}
+
+void add_heap_classes(Snapshot& s, const HeapWalk& heap) {
+  std::map<std::string, std::pair<int64_t, int64_t>> by;  // class -> (chunks, bytes)
+  for (const auto& c : heap.in_use) {
+    auto& [n, b] = by[c.mmapped() ? "mmapped" : size_class(c.usable())];
+    ++n;
+    b += static_cast<int64_t>(c.usable());
+  }
+  for (const auto& [name, nb] : by) s.classes.push_back({"heap", name, nb.first, nb.second});
+}
+
+void add_gluster_objects(Snapshot& s, const GlusterReport& r) {
+  for (const auto& d : r.dicts)
+    s.objects.push_back({fmt::format("dict@{:#x}", d.addr), "dict", d.refcount, ""});
+  for (const auto& t : r.itables)
+    for (const auto& list : t.lists)
+      for (const auto& in : list)
+        for (const auto& fd : in.fds)
+          s.objects.push_back({fmt::format("fd@{:#x}", fd.addr),
+                               "fd of gfid:" + format_gfid(in.gfid), fd.refcount,
+                               fmt::format("pid={}", fd.pid)});
+  unique_keys(s);
+}
+
+const char* change_name(ObjectDelta::Change c) {
+  switch (c) {
+    case ObjectDelta::Change::kNew:
+      return "new";
+    case ObjectDelta::Change::kGone:
+      return "gone";
+    case ObjectDelta::Change::kClimbed:
+      return "climbed";
+    case ObjectDelta::Change::kDropped:
+      return "dropped";
+  }
+  return "?";
+}
+
+SnapDiff diff_snapshots(const Snapshot& older, const Snapshot& newer) {
+  SnapDiff d;
+  std::map<std::pair<std::string, std::string>, ClassDelta> classes;
+  // A class named twice on one side (two pools of one name) adds up; bytes
+  // stay unknown (-1) if any part's are.
+  auto add = [](bool first, const SnapClass& c, int64_t& count, int64_t& bytes) {
+    count += c.count;
+    bytes = first ? c.bytes : (bytes < 0 || c.bytes < 0 ? -1 : bytes + c.bytes);
+  };
+  for (const auto& c : older.classes) {
+    ClassDelta& x = classes[{c.kind, c.name}];
+    x.kind = c.kind, x.name = c.name;
+    add(!x.in_old, c, x.before, x.before_bytes);
+    x.in_old = true;
+  }
+  for (const auto& c : newer.classes) {
+    ClassDelta& x = classes[{c.kind, c.name}];
+    x.kind = c.kind, x.name = c.name;
+    add(!x.in_new, c, x.after, x.after_bytes);
+    x.in_new = true;
+  }
+  for (auto& [k, v] : classes) d.classes.push_back(std::move(v));
+  std::stable_sort(d.classes.begin(), d.classes.end(), [](const auto& a, const auto& b) {
+    return a.delta() > b.delta();  // most grown first, most shrunk last
+  });
+
+  std::unordered_map<std::string, const SnapObject*> old_by_key;
+  for (const auto& o : older.objects) old_by_key.emplace(o.key, &o);
+  using C = ObjectDelta::Change;
+  for (const auto& o : newer.objects) {
+    auto it = old_by_key.find(o.key);
+    if (it == old_by_key.end()) {
+      d.objects.push_back({C::kNew, o.key, o.cls, 0, o.refcount, o.held});
+      continue;
+    }
+    const SnapObject& was = *it->second;
+    old_by_key.erase(it);
+    if (was.refcount == o.refcount) {
+      ++d.objects_same;
+      continue;
+    }
+    d.objects.push_back({o.refcount > was.refcount ? C::kClimbed : C::kDropped, o.key, o.cls,
+                         was.refcount, o.refcount, o.held});
+  }
+  for (const auto& o : older.objects)
+    if (old_by_key.count(o.key))
+      d.objects.push_back({C::kGone, o.key, o.cls, o.refcount, 0, o.held});
+  return d;
+}
+
+}  // namespace lr
