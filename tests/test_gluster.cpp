@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "harness.hpp"
@@ -378,11 +379,13 @@ TEST_CASE("gluster: injected inode and dict leaks are named by trace x core corr
   REQUIRE(lrtest::run({"gcore", "-o", pre, pid}, 300).status == 0);
   pre += "." + pid;
   json gj = gluster_json(pre);
-  std::string inode, dict;
+  std::string inode, dict, inode_gfid;
   for (const auto& t : gj["itables"])
     for (const auto& in : t["lru"])
-      if (inode.empty() && in["ref"] == 0 && in["gfid"] != "00000000-0000-0000-0000-000000000001")
+      if (inode.empty() && in["ref"] == 0 && in["gfid"] != "00000000-0000-0000-0000-000000000001") {
         inode = in["addr"];
+        inode_gfid = in["gfid"];
+      }
   for (const auto& dj : gj["dicts"])
     if (dict.empty() && dj["refcount"] == 1) dict = dj["addr"];
   REQUIRE(!inode.empty());
@@ -443,4 +446,88 @@ TEST_CASE("gluster: injected inode and dict leaks are named by trace x core corr
   CHECK(h.out.find("HISTORY of " + inode) != std::string::npos);
   // --fail-on turns the finding into exit code 1.
   CHECK(lrtest::leakref({"correlate", post, trace, "--fail-on", "flagged"}, 300).status == 1);
+
+  // Without any trace, the two cores compared: the inode (by gfid) and the
+  // dict (by address) climbed by exactly the references injected.
+  auto df = lrtest::leakref({"diff", pre, post, "--json"}, 300);
+  INFO(df.err);
+  REQUIRE(df.status == 0);
+  std::map<std::string, json> climbed;
+  json dj = df.json();  // not a temporary in the range-for
+  for (const auto& o : dj["objects"])
+    if (o["change"] == "climbed") climbed[o["key"]] = o;
+  INFO("climbed: " << json(climbed).dump(1));
+  REQUIRE(climbed.count("gfid:" + inode_gfid));
+  CHECK(climbed["gfid:" + inode_gfid]["before"] == 0);
+  CHECK(climbed["gfid:" + inode_gfid]["after"] == 3);
+  CHECK(climbed["gfid:" + inode_gfid]["class"].get<std::string>().find(" active") !=
+        std::string::npos);
+  REQUIRE(climbed.count("dict@" + dict));
+  CHECK(climbed["dict@" + dict]["before"] == 1);
+  CHECK(climbed["dict@" + dict]["after"] == 3);
+  CHECK(climbed.size() == 2);
+  CHECK(lrtest::leakref({"diff", pre, post, "--fail-on", "climbed"}, 300).status == 1);
+}
+
+// Two moments of a FUSE client, with five more files held open at the
+// second: GlusterFS's own statedumps and the cores taken between them give
+// the same classes and inodes, and fd_t grew by exactly five.
+TEST_CASE("gluster: diff of two moments, from statedumps and from cores", "[gluster][root][diff]") {
+  Volume& v = volume();
+  NEED_VOLUME(v);
+  Dump real_a, real_b;
+  std::string a = v.snapshot("fuse", &real_a);
+  std::string held = v.dir + "/mnt/diff-held";
+  auto holder = lrtest::spawn(
+      {"/bin/bash", "-c",
+       "mkdir -p '" + held + "' && cd '" + held +
+           "' && for i in 1 2 3 4 5; do echo x > h$i || exit 1; done && exec 3<h1 4<h2 5<h3 "
+           "6<h4 7<h5 && echo HELD && exec sleep 100000"});
+  REQUIRE(lrtest::wait_for_text(holder.out_path, "HELD", 60));
+  sleep(3);  // let open-behind and the brick settle
+  std::string b = v.snapshot("fuse", &real_b);
+  lrtest::finish(holder, SIGKILL);
+  auto from_dumps = lrtest::leakref({"diff", a + "/dump1", b + "/dump1", "--json"}, 300);
+  auto from_cores = lrtest::leakref({"diff", a + "/core", b + "/core", "--json"}, 300);
+  INFO(from_dumps.err << from_cores.err);
+  REQUIRE(from_dumps.status == 0);
+  REQUIRE(from_cores.status == 0);
+  json jd = from_dumps.json(), jc = from_cores.json();
+  CHECK(jd["old"]["kind"] == "statedump");
+  CHECK(jc["old"]["kind"] == "core");
+  // GlusterFS's classes: the same names, counts and moves either way.
+  auto gluster_classes = [](const json& j) {
+    std::map<std::string, std::pair<long, long>> m;
+    for (const auto& c : j["classes"])
+      if (c["kind"] != "heap")
+        m[c["kind"].get<std::string>() + " " + c["name"].get<std::string>()] = {c["before"],
+                                                                                c["after"]};
+    return m;
+  };
+  auto cd = gluster_classes(jd), cc = gluster_classes(jc);
+  CHECK(cd.size() > 50);
+  CHECK(cd == cc);
+  auto gfid_moves = [](const json& j) {
+    std::set<std::string> m;
+    for (const auto& o : j["objects"])
+      if (o["key"].get<std::string>().rfind("gfid:", 0) == 0)
+        m.insert(o["change"].get<std::string>() + " " + o["key"].get<std::string>() + " " +
+                 o["before"].dump() + "->" + o["after"].dump());
+    return m;
+  };
+  CHECK(gfid_moves(jd) == gfid_moves(jc));
+  REQUIRE(cd.count("mempool fd_t@fuse"));
+  CHECK(cd["mempool fd_t@fuse"].second - cd["mempool fd_t@fuse"].first == 5);
+  size_t fresh = 0;
+  for (const auto& o : jd["objects"])
+    fresh +=
+        o["change"] == "new" && o["class"].get<std::string>().find(" active") != std::string::npos;
+  CHECK(fresh >= 6);  // the directory and its five held files
+  // The cores add heap classes and the dicts/fds statedumps do not list.
+  size_t heap = 0, fds = 0;
+  for (const auto& c : jc["classes"]) heap += c["kind"] == "heap";
+  for (const auto& o : jc["objects"])
+    fds += o["change"] == "new" && o["key"].get<std::string>().rfind("fd@", 0) == 0;
+  CHECK(heap > 10);
+  CHECK(fds >= 5);
 }
