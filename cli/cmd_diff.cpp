@@ -6,14 +6,18 @@
 #include <algorithm>
 #include <memory>
 #include <set>
+#include <unordered_map>
 
 #include "cmd_gluster.hpp"
 #include "cmd_heap.hpp"
+#include "cmd_profile.hpp"
+#include "cmd_types.hpp"
 #include "commands.hpp"
 #include "common.hpp"
 #include "leakref/diff.hpp"
 #include "leakref/fileio.hpp"
 #include "leakref/gluster.hpp"
+#include "leakref/profile.hpp"
 
 namespace lrcli {
 
@@ -21,6 +25,7 @@ namespace {
 
 struct DiffArgs {
   std::string older, newer;
+  std::string profile;  // its object sets too, objects matched by the set's key
   size_t top = 10;
   std::vector<std::string> fail_on;
 };
@@ -62,7 +67,48 @@ lr::Result<void> add_gluster(lr::Program& prog, const std::string& path, lr::Sna
   return {};
 }
 
-lr::Result<Side> load_core(const Common& c, const std::string& path) {
+// A profile's sets as classes ("profile SET": objects found) and its objects,
+// known by the set's key when it declares one (a client id, a resource
+// name), else by address.
+class SnapshotSink : public lr::ProfileSink {
+ public:
+  explicit SnapshotSink(lr::Snapshot& s) : s_(s) {}
+  void object(const lr::ProfileObject& o) override {
+    const std::string& set = o.set->name;
+    lr::SnapObject x;
+    x.key = set + (o.set->key.empty() ? fmt::format("@{:#x}", o.addr) : ":" + o.key.to_string());
+    x.cls = "profile " + set;
+    x.refcount = o.has_refcount ? o.refcount : 0;
+    if (!o.verdict.empty())
+      x.held = fmt::format("{} held by holders, verdict {}", o.held, o.verdict);
+    s_.objects.push_back(std::move(x));
+  }
+  void set_end(const lr::ProfileSetSummary& sum) override {
+    s_.classes.push_back({"profile", sum.set->name, static_cast<int64_t>(sum.objects), -1});
+    for (const auto& w : sum.warnings) s_.warnings.push_back(sum.set->name + ": " + w);
+  }
+
+ private:
+  lr::Snapshot& s_;
+};
+
+lr::Result<void> add_profile(lr::Program& prog, const std::string& what, lr::Snapshot& s) {
+  LR_ASSIGN(lr::Profile prof, lr::find_profile(what, profile_dirs()));
+  if (std::string why = lr::profile_mismatch(prog, prof, false); !why.empty())
+    return lr::make_error(lr::Errc::kUnsupported, s.source + ": " + why);
+  LR_TRY(ensure_profile_types(prog, prof, out_stderr()));
+  SnapshotSink sink(s);
+  size_t first = s.objects.size();
+  LR_TRY(lr::run_profile(prog, prof, {}, sink));
+  // Keys are unique: two objects of one key (a key that is not one) are told
+  // apart by address, in both snapshots alike.
+  std::unordered_map<std::string, size_t> seen;
+  for (size_t i = first; i < s.objects.size(); ++i)
+    if (seen[s.objects[i].key]++) s.objects[i].key += " #" + std::to_string(seen[s.objects[i].key]);
+  return {};
+}
+
+lr::Result<Side> load_core(const Common& c, const DiffArgs& a, const std::string& path) {
   Common cc = c;
   cc.core = path;
   LR_ASSIGN(auto prog, open_program(cc));
@@ -80,10 +126,11 @@ lr::Result<Side> load_core(const Common& c, const std::string& path) {
   for (const auto& m : prog->modules().modules())
     gluster = gluster || m->basename().rfind("libglusterfs.so", 0) == 0;
   if (gluster) LR_TRY(add_gluster(*prog, path, side.snap));
+  if (!a.profile.empty()) LR_TRY(add_profile(*prog, a.profile, side.snap));
   return side;
 }
 
-lr::Result<Side> load(const Common& c, const std::string& path) {
+lr::Result<Side> load(const Common& c, const DiffArgs& a, const std::string& path) {
   LR_ASSIGN(int fd, lr::open_input(path, "input"));
   char head[32] = {};
   ssize_t n = ::pread(fd, head, sizeof head, 0);
@@ -91,11 +138,14 @@ lr::Result<Side> load(const Common& c, const std::string& path) {
     auto text = read_text(path, fd);
     ::close(fd);
     if (!text.ok()) return text.error();
+    if (!a.profile.empty())
+      return lr::make_error(lr::Errc::kInvalidArgument,
+                            path + " is a statedump: --profile runs on cores");
     LR_ASSIGN(lr::Snapshot s, lr::snapshot_from_statedump(text.value(), path));
     return Side{std::move(s), ""};
   }
   ::close(fd);
-  return load_core(c, path);
+  return load_core(c, a, path);
 }
 
 std::string ratio(const lr::ClassDelta& d) {
@@ -218,9 +268,9 @@ int cmd_diff(const Common& c, const DiffArgs& a) {
   static const std::set<std::string> kFail = {"grew", "climbed", "new", "any"};
   for (const auto& f : a.fail_on)
     if (!kFail.count(f)) return fail_usage("--fail-on: unknown finding '" + f + "'");
-  auto older = load(c, a.older);
+  auto older = load(c, a, a.older);
   if (!older.ok()) return fail(older.error());
-  auto newer = load(c, a.newer);
+  auto newer = load(c, a, a.newer);
   if (!newer.ok()) return fail(newer.error());
   const Side &x = older.value(), &y = newer.value();
   if (x.snap.kind != y.snap.kind)
@@ -259,6 +309,8 @@ Command register_diff(CLI::App& app, Common& c) {
   sub->add_option("old", a->older, "the earlier core or statedump")->required();
   sub->add_option("new", a->newer, "the later core or statedump")->required();
   add_common(sub, c, false);
+  sub->add_option("--profile", a->profile,
+                  "also a profile's object sets (file or installed name), objects by its keys");
   sub->add_option("--top", a->top, "classes and objects listed per section in text (default 10)");
   sub->add_option("--fail-on", a->fail_on, "exit 1 if: grew, climbed, new, any")->delimiter(',');
   return {sub, [&c, a] { return cmd_diff(c, *a); }, [&c] { return c.json; }};

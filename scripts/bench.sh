@@ -104,6 +104,19 @@ for i in 1 2 3 4 5; do
   r=$(python3 -c "import json;j=json.load(open('$work/heap.json'));s=j['stats'];print(j['walk_ns']/s['in_use'], s['index_bytes']/s['in_use'], s['in_use'])")
   if [ -z "$heap_best" ] || python3 -c "import sys;sys.exit(0 if float('${r%% *}')<float('${heap_best%% *}') else 1)"; then heap_best=$r; fi
 done
+# leakref diff of the two fx_big cores (1M and HN nodes: every node and hash
+# entry is one 40-byte allocation), whole process, checked against the counts.
+read df_wall df_rss < <(timed "$work/diff.json" "$B/leakref" diff "$core" "$heapcore" --json)
+python3 - "$work/diff.json" "$N" "$HN" "$df_wall" "$df_rss" <<'PY'
+import json, sys
+j, n, hn = json.load(open(sys.argv[1])), int(sys.argv[2]), int(sys.argv[3])
+c = next(c for c in j["classes"] if c["kind"] == "heap" and c["name"] == "40 B")
+ok = c["delta"] == 2 * (hn - n)
+print(f"diff of two fx_big cores ({c['before']} and {c['after']} allocations of 40 B):"
+      f" {float(sys.argv[4]):.2f} s whole process, peak {int(sys.argv[5])/1024:.0f} MiB;"
+      f" {'delta exact' if ok else 'delta MISMATCH'}")
+sys.exit(0 if ok else 1)
+PY
 rm -f "$heapcore"
 read heap_ns heap_bytes heap_n <<< "$heap_best"
 printf 'heap walk: %d in-use chunks, %.1f ns and %.1f B per allocation (best of 5; target <= 100 ns, <= 32 B; chap ~1000 ns, ~210 B)\n' \

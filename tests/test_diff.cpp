@@ -194,3 +194,43 @@ TEST_CASE("README: the diff example runs as written", "[diff][docs]") {
   }
   CHECK(commands == 1);
 }
+
+// --profile: a profile's sets become classes and its objects are matched by
+// the set's key. The same core twice: every object unchanged; a profile for
+// another program is refused.
+TEST_CASE("diff --profile: object sets by their keys", "[diff][profile]") {
+  const auto& t = two_moments();
+  if (!t.why_not.empty()) {
+    if (t.why_not.rfind("gcore (gdb)", 0) == 0) LR_SKIP(t.why_not);
+    FAIL(t.why_not);
+  }
+  const auto& fc = lrtest::fixture_core("locks", lrtest::fixture_path("fx_locks"));
+  std::string prof = std::string(LR_SOURCE_DIR) + "/tests/profiles/fx_locks.toml";
+  auto r = lrtest::leakref({"diff", fc.core, fc.core, "--profile", prof, "--json"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  json j = r.json();
+  auto p = lrtest::leakref({"profile", fc.core, "--profile", prof, "--json"});
+  REQUIRE(p.status == 0);
+  json pj = p.json();
+  size_t objects = 0, sets = 0;
+  for (const auto& s : pj["sets"]) {
+    objects += s["objects"].size();
+    ++sets;
+    bool found = false;
+    for (const auto& c : j["classes"])
+      if (c["kind"] == "profile" && c["name"] == s["name"]) {
+        found = true;
+        CHECK(c["before"] == s["objects"].size());
+        CHECK(c["delta"] == 0);
+      }
+    CHECK(found);
+  }
+  CHECK(sets >= 3);
+  CHECK(j["summary"]["same"] == objects);
+  CHECK(j["objects"].empty());
+  r = lrtest::leakref({"diff", t.core1, t.core2, "--profile", prof});
+  CHECK(r.status == 3);
+  CHECK(r.err.find("grow1") != std::string::npos);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+}

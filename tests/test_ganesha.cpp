@@ -267,6 +267,9 @@ TEST_CASE("nfs-ganesha: clients, open owners and states equal gdb's reading", "[
   INFO(g.err);
   REQUIRE(g.status == 0);
   std::string before = core;
+  // Kept for diff: gcore names the next core by pid too.
+  std::string first = dir + "/first.core";
+  REQUIRE(::rename(core.c_str(), first.c_str()) == 0);
   auto snap2 = env({"snapshot", dir}, 180);
   REQUIRE(snap2.status == 0);
   std::string core2 = snap2.out.substr(0, snap2.out.find('\n'));
@@ -284,6 +287,26 @@ TEST_CASE("nfs-ganesha: clients, open owners and states equal gdb's reading", "[
       CHECK(o["verdict"] == "ok");
     }
   }
+
+  // The two cores compared through the profile: exactly the victim's
+  // reference climbed, matched by its client id (the set's key).
+  auto df = lr({"diff", first, core2, "--profile", "nfs-ganesha", "--json"});
+  INFO(df.err);
+  REQUIRE(df.status == 0);
+  json dj = df.json();
+  std::string victim_id;
+  for (const auto& o : set_of(j2, "clients")["objects"])
+    if (o["addr"] == victim) victim_id = o["key"].dump();
+  std::vector<json> moved;
+  for (const auto& o : dj["objects"]) moved.push_back(o);
+  INFO("moved: " << json(moved).dump(1) << " victim key " << victim_id);
+  REQUIRE(moved.size() == 1);
+  CHECK(moved[0]["change"] == "climbed");
+  CHECK(moved[0]["key"] == "clients:" + victim_id);
+  CHECK(moved[0]["before"] == 1);
+  CHECK(moved[0]["after"] == 2);
+  CHECK(dj["summary"]["same"].get<long>() >= 9);  // 3 clients, 2 owners, 5 states less the victim
+  ::unlink(first.c_str());
 
   // The README's example, executed as written, on this core (addresses and
   // client ids, which ganesha makes from its start time, aside).

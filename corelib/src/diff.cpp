@@ -219,11 +219,16 @@ Result<Snapshot> snapshot_from_statedump(std::string_view text, const std::strin
 }
 
 void add_heap_classes(Snapshot& s, const HeapWalk& heap) {
+  // Counted by chunk bits (usable size and mmapped flag) first: a heap has
+  // millions of chunks and few distinct sizes, so names are made per size.
+  std::unordered_map<uint64_t, int64_t> by_bits;
+  for (const auto& c : heap.in_use) ++by_bits[c.bits];
   std::map<std::string, std::pair<int64_t, int64_t>> by;  // class -> (chunks, bytes)
-  for (const auto& c : heap.in_use) {
-    auto& [n, b] = by[c.mmapped() ? "mmapped" : size_class(c.usable())];
-    ++n;
-    b += static_cast<int64_t>(c.usable());
+  for (const auto& [bits, n] : by_bits) {
+    HeapChunk c{0, bits};
+    auto& [count, bytes] = by[c.mmapped() ? "mmapped" : size_class(c.usable())];
+    count += n;
+    bytes += n * static_cast<int64_t>(c.usable());
   }
   for (const auto& [name, nb] : by) s.classes.push_back({"heap", name, nb.first, nb.second});
 }
