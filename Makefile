@@ -216,7 +216,8 @@ DEB_DEPS := g++ make pkg-config libdw-dev libelf-dev libfmt-dev libcli11-dev \
             fuse3 procps util-linux bpftrace bc time \
             libkdumpfile-dev crash qemu-system-x86 busybox-static cpio makedumpfile python3 \
             libtomlplusplus-dev linux-headers-amd64 clang-format man-db python3-jsonschema zsh \
-            nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils libnfs-dev libntirpc-dev libkrb5-dev
+            nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils libnfs-dev libntirpc-dev libkrb5-dev \
+            chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # Installs the Debian 12 packages leakref needs; does nothing when present.

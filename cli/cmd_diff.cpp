@@ -8,16 +8,10 @@
 #include <set>
 #include <unordered_map>
 
-#include "cmd_gluster.hpp"
-#include "cmd_heap.hpp"
-#include "cmd_profile.hpp"
-#include "cmd_types.hpp"
 #include "commands.hpp"
 #include "common.hpp"
 #include "leakref/diff.hpp"
-#include "leakref/fileio.hpp"
-#include "leakref/gluster.hpp"
-#include "leakref/profile.hpp"
+#include "snapshot_load.hpp"
 
 namespace lrcli {
 
@@ -29,124 +23,6 @@ struct DiffArgs {
   size_t top = 10;
   std::vector<std::string> fail_on;
 };
-
-struct Side {
-  lr::Snapshot snap;
-  std::string build_id;  // the executable's, for cores
-};
-
-// A statedump is text; 1 GiB is far beyond any (a FUSE client with 200,000
-// inodes writes ~60 MB).
-constexpr size_t kMaxStatedump = 1ull << 30;
-
-lr::Result<std::string> read_text(const std::string& path, int fd) {
-  std::string text;
-  char buf[1 << 16];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0) return lr::make_error(lr::Errc::kIo, path + ": read failed");
-    if (n == 0) break;
-    text.append(buf, static_cast<size_t>(n));
-    if (text.size() > kMaxStatedump)
-      return lr::make_error(lr::Errc::kBadFormat, path + ": over 1 GiB: not a statedump");
-  }
-  return text;
-}
-
-// The GlusterFS classes and objects of a core: its statedump rendering,
-// read back like GlusterFS's own, plus dicts and fds.
-lr::Result<void> add_gluster(lr::Program& prog, const std::string& path, lr::Snapshot& s) {
-  LR_TRY(ensure_gluster_types(prog, ""));
-  lr::GlusterSections sec;
-  LR_ASSIGN(lr::GlusterReport rep, lr::analyze_gluster(prog, sec));
-  LR_ASSIGN(lr::Snapshot g, lr::snapshot_from_statedump(statedump_text(rep, sec, path), path));
-  s.classes.insert(s.classes.end(), g.classes.begin(), g.classes.end());
-  s.objects = std::move(g.objects);
-  for (auto& w : g.warnings) s.warnings.push_back(std::move(w));
-  lr::add_gluster_objects(s, rep);
-  return {};
-}
-
-// A profile's sets as classes ("profile SET": objects found) and its objects,
-// known by the set's key when it declares one (a client id, a resource
-// name), else by address.
-class SnapshotSink : public lr::ProfileSink {
- public:
-  explicit SnapshotSink(lr::Snapshot& s) : s_(s) {}
-  void object(const lr::ProfileObject& o) override {
-    const std::string& set = o.set->name;
-    lr::SnapObject x;
-    x.key = set + (o.set->key.empty() ? fmt::format("@{:#x}", o.addr) : ":" + o.key.to_string());
-    x.cls = "profile " + set;
-    x.refcount = o.has_refcount ? o.refcount : 0;
-    if (!o.verdict.empty())
-      x.held = fmt::format("{} held by holders, verdict {}", o.held, o.verdict);
-    s_.objects.push_back(std::move(x));
-  }
-  void set_end(const lr::ProfileSetSummary& sum) override {
-    s_.classes.push_back({"profile", sum.set->name, static_cast<int64_t>(sum.objects), -1});
-    for (const auto& w : sum.warnings) s_.warnings.push_back(sum.set->name + ": " + w);
-  }
-
- private:
-  lr::Snapshot& s_;
-};
-
-lr::Result<void> add_profile(lr::Program& prog, const std::string& what, lr::Snapshot& s) {
-  LR_ASSIGN(lr::Profile prof, lr::find_profile(what, profile_dirs()));
-  if (std::string why = lr::profile_mismatch(prog, prof, false); !why.empty())
-    return lr::make_error(lr::Errc::kUnsupported, s.source + ": " + why);
-  LR_TRY(ensure_profile_types(prog, prof, out_stderr()));
-  SnapshotSink sink(s);
-  size_t first = s.objects.size();
-  LR_TRY(lr::run_profile(prog, prof, {}, sink));
-  // Keys are unique: two objects of one key (a key that is not one) are told
-  // apart by address, in both snapshots alike.
-  std::unordered_map<std::string, size_t> seen;
-  for (size_t i = first; i < s.objects.size(); ++i)
-    if (seen[s.objects[i].key]++) s.objects[i].key += " #" + std::to_string(seen[s.objects[i].key]);
-  return {};
-}
-
-lr::Result<Side> load_core(const Common& c, const DiffArgs& a, const std::string& path) {
-  Common cc = c;
-  cc.core = path;
-  LR_ASSIGN(auto prog, open_program(cc));
-  Side side;
-  side.snap.source = path;
-  side.snap.kind = "core";
-  side.snap.warnings = prog->warnings();
-  if (auto* exe = prog->modules().exe()) side.build_id = exe->build_id;
-  auto heap = read_heap(*prog);
-  if (heap.ok())
-    lr::add_heap_classes(side.snap, heap.value());
-  else
-    side.snap.warnings.push_back(path + ": no heap classes: " + heap.error().message);
-  bool gluster = false;
-  for (const auto& m : prog->modules().modules())
-    gluster = gluster || m->basename().rfind("libglusterfs.so", 0) == 0;
-  if (gluster) LR_TRY(add_gluster(*prog, path, side.snap));
-  if (!a.profile.empty()) LR_TRY(add_profile(*prog, a.profile, side.snap));
-  return side;
-}
-
-lr::Result<Side> load(const Common& c, const DiffArgs& a, const std::string& path) {
-  LR_ASSIGN(int fd, lr::open_input(path, "input"));
-  char head[32] = {};
-  ssize_t n = ::pread(fd, head, sizeof head, 0);
-  if (n > 0 && lr::looks_like_statedump(std::string_view(head, static_cast<size_t>(n)))) {
-    auto text = read_text(path, fd);
-    ::close(fd);
-    if (!text.ok()) return text.error();
-    if (!a.profile.empty())
-      return lr::make_error(lr::Errc::kInvalidArgument,
-                            path + " is a statedump: --profile runs on cores");
-    LR_ASSIGN(lr::Snapshot s, lr::snapshot_from_statedump(text.value(), path));
-    return Side{std::move(s), ""};
-  }
-  ::close(fd);
-  return load_core(c, a, path);
-}
 
 std::string ratio(const lr::ClassDelta& d) {
   if (!d.in_old || d.before == 0) return d.after ? "new" : "-";
@@ -169,7 +45,7 @@ Counts count(const lr::SnapDiff& d) {
   return n;
 }
 
-nlohmann::json diff_json(const Side& a, const Side& b, const lr::SnapDiff& d) {
+nlohmann::json diff_json(const lr::Snapshot& a, const lr::Snapshot& b, const lr::SnapDiff& d) {
   nlohmann::json classes = nlohmann::json::array(), objects = nlohmann::json::array();
   for (const auto& c : d.classes)
     classes.push_back({{"kind", c.kind},
@@ -191,11 +67,11 @@ nlohmann::json diff_json(const Side& a, const Side& b, const lr::SnapDiff& d) {
                        {"after", o.after},
                        {"held", o.held}});
   Counts n = count(d);
-  std::vector<std::string> warnings = a.snap.warnings;
-  warnings.insert(warnings.end(), b.snap.warnings.begin(), b.snap.warnings.end());
+  std::vector<std::string> warnings = a.warnings;
+  warnings.insert(warnings.end(), b.warnings.begin(), b.warnings.end());
   return {{"schema", "leakref.diff/1"},
-          {"old", {{"source", a.snap.source}, {"kind", a.snap.kind}}},
-          {"new", {{"source", b.snap.source}, {"kind", b.snap.kind}}},
+          {"old", {{"source", a.source}, {"kind", a.kind}}},
+          {"new", {{"source", b.source}, {"kind", b.kind}}},
           {"summary",
            {{"classes", d.classes.size()},
             {"grew", n.grew},
@@ -241,9 +117,9 @@ void print_classes(const std::vector<const lr::ClassDelta*>& rows, size_t total,
                c->after, c->delta(), ratio(*c));
 }
 
-void print_text(const Side& a, const Side& b, const lr::SnapDiff& d, size_t top) {
+void print_text(const lr::Snapshot& a, const lr::Snapshot& b, const lr::SnapDiff& d, size_t top) {
   Counts n = count(d);
-  fmt::print("{} ({}) -> {} ({})\n", a.snap.source, a.snap.kind, b.snap.source, b.snap.kind);
+  fmt::print("{} ({}) -> {} ({})\n", a.source, a.kind, b.source, b.kind);
   fmt::print("classes: {} ({} grew, {} shrank, {} unchanged)", d.classes.size(), n.grew, n.shrank,
              n.same);
   if (!d.objects.empty() || d.objects_same)
@@ -268,16 +144,16 @@ int cmd_diff(const Common& c, const DiffArgs& a) {
   static const std::set<std::string> kFail = {"grew", "climbed", "new", "any"};
   for (const auto& f : a.fail_on)
     if (!kFail.count(f)) return fail_usage("--fail-on: unknown finding '" + f + "'");
-  auto older = load(c, a, a.older);
+  auto older = load_snapshot(c, a.older, a.profile);
   if (!older.ok()) return fail(older.error());
-  auto newer = load(c, a, a.newer);
+  auto newer = load_snapshot(c, a.newer, a.profile);
   if (!newer.ok()) return fail(newer.error());
-  const Side &x = older.value(), &y = newer.value();
-  if (x.snap.kind != y.snap.kind)
+  const lr::Snapshot &x = older.value(), &y = newer.value();
+  if (x.kind != y.kind)
     return fail(lr::make_error(
         lr::Errc::kInvalidArgument,
         fmt::format("{} is a {} and {} a {}: diff compares two cores or two statedumps", a.older,
-                    x.snap.kind, a.newer, y.snap.kind)));
+                    x.kind, a.newer, y.kind)));
   if (x.build_id != y.build_id)
     return fail(lr::make_error(
         lr::Errc::kInvalidArgument,
@@ -285,13 +161,13 @@ int cmd_diff(const Common& c, const DiffArgs& a) {
                     "diff compares two moments of one program",
                     a.older, a.newer, x.build_id.empty() ? "none" : x.build_id,
                     y.build_id.empty() ? "none" : y.build_id)));
-  lr::SnapDiff d = lr::diff_snapshots(x.snap, y.snap);
+  lr::SnapDiff d = lr::diff_snapshots(x, y);
   if (c.json) {
     emit_json(diff_json(x, y, d));
   } else {
     print_text(x, y, d, a.top);
-    print_warnings_text(x.snap.warnings);
-    print_warnings_text(y.snap.warnings);
+    print_warnings_text(x.warnings);
+    print_warnings_text(y.warnings);
   }
   Counts n = count(d);
   bool findings = (fail_on_wants(a.fail_on, "grew") && n.grew) ||

@@ -26,6 +26,8 @@ Command register_gluster(CLI::App& app, Common& c);
 Command register_profile(CLI::App& app, Common& c);
 Command register_correlate(CLI::App& app, Common& c);
 Command register_diff(CLI::App& app, Common& c);
+Command register_snapshot(CLI::App& app, Common& c);
+Command register_trend(CLI::App& app, Common& c);
 Command register_trace_plan(CLI::App& app);
 Command register_trace_info(CLI::App& app);
 Command register_types(CLI::App& app);  // types build, types gluster

@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
       register_sym(app, c),     register_heap(app, c),      register_gluster(app, c),
       register_profile(app, c), register_correlate(app, c), register_trace_plan(app),
       register_trace_info(app), register_types(app),        register_kernel(app),
-      register_diff(app, c)};
+      register_diff(app, c),    register_snapshot(app, c),  register_trend(app, c)};
 
   one_value_per_option(&app);
   // `leakref help [SUBCOMMAND...]`, and typos named as such.

@@ -412,7 +412,9 @@ TEST_CASE("man pages: one per front end, complete against --help", "[scripts][ma
                                                 {"kernel", "modules"},
                                                 {"kernel", "check"},
                                                 {"kernel", "profile"},
-                                                {"diff"}};
+                                                {"diff"},
+                                                {"snapshot"},
+                                                {"trend"}};
   // Every subcommand --help lists is among them.
   std::string top = lrtest::leakref({"--help"}).out;
   std::regex sub_line(R"(\n  ([a-z][a-z-]*) {2,})");

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
+#include <ctime>
 #include <map>
 #include <unordered_map>
 
@@ -25,6 +27,21 @@ bool ends_with(std::string_view s, std::string_view suf) {
 
 // The statedump's inode-table lists, as inode.c names them.
 constexpr std::string_view kLists[] = {"active", "lru", "purge", "invalidate"};
+
+// "2026-11-22 00:27:55.082394 +0000" (statedump.c writes UTC): seconds
+// since 1970; 0 when it does not read so.
+double dump_time(std::string_view v) {
+  std::string t(trim(v));
+  std::tm tm{};
+  int usec = 0;
+  if (std::sscanf(t.c_str(), "%d-%d-%d %d:%d:%d.%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+                  &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &usec) < 6)
+    return 0;
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  time_t secs = timegm(&tm);
+  return secs < 0 ? 0 : static_cast<double>(secs) + usec / 1e6;
+}
 
 // Reads a statedump line by line. Sections are "[name]" lines, values
 // "key=value" lines; [mempool] separates its pools with "-----=-----".
@@ -49,6 +66,7 @@ class StatedumpReader {
           return make_error(Errc::kBadFormat,
                             source_ + ": not a GlusterFS statedump (no DUMP-START-TIME line)");
         started = true;
+        snap_.time = dump_time(line.substr(16));
         continue;
       }
       if (line.rfind("DUMP-END-TIME:", 0) == 0) {
@@ -308,6 +326,56 @@ SnapDiff diff_snapshots(const Snapshot& older, const Snapshot& newer) {
     if (old_by_key.count(o.key))
       d.objects.push_back({C::kGone, o.key, o.cls, o.refcount, 0, o.held});
   return d;
+}
+
+namespace {
+
+// Least-squares slope of y over x.
+double slope_of(const std::vector<double>& x, const std::vector<int64_t>& y) {
+  const size_t n = x.size();
+  if (n < 2) return 0;
+  double mx = 0, my = 0;
+  for (size_t i = 0; i < n; ++i) mx += x[i], my += static_cast<double>(y[i]);
+  mx /= n, my /= n;
+  double sxy = 0, sxx = 0;
+  for (size_t i = 0; i < n; ++i) {
+    sxy += (x[i] - mx) * (static_cast<double>(y[i]) - my);
+    sxx += (x[i] - mx) * (x[i] - mx);
+  }
+  return sxx > 0 ? sxy / sxx : 0;
+}
+
+}  // namespace
+
+TrendReport trend_of(const std::vector<Snapshot>& snaps) {
+  TrendReport t;
+  const size_t n = snaps.size();
+  std::vector<double> x(n);
+  t.per_hour = n > 0;
+  for (size_t i = 0; i < n; ++i) {
+    t.times.push_back(snaps[i].time);
+    t.per_hour = t.per_hour && snaps[i].time > 0 && (i == 0 || snaps[i].time > snaps[i - 1].time);
+  }
+  for (size_t i = 0; i < n; ++i) x[i] = t.per_hour ? (snaps[i].time - snaps[0].time) / 3600 : i;
+  std::map<std::pair<std::string, std::string>, ClassSeries> by;
+  for (size_t i = 0; i < n; ++i)
+    for (const auto& c : snaps[i].classes) {
+      ClassSeries& cs = by[{c.kind, c.name}];
+      if (cs.counts.empty()) {
+        cs.kind = c.kind, cs.name = c.name;
+        cs.counts.assign(n, 0);
+      }
+      cs.counts[i] += c.count;
+    }
+  for (auto& [k, cs] : by) {
+    cs.slope = slope_of(x, cs.counts);
+    bool never_fell = std::is_sorted(cs.counts.begin(), cs.counts.end());
+    cs.only_grows = n >= 3 && never_fell && cs.counts.back() > cs.counts.front();
+    t.classes.push_back(std::move(cs));
+  }
+  std::stable_sort(t.classes.begin(), t.classes.end(),
+                   [](const auto& a, const auto& b) { return a.slope > b.slope; });
+  return t;
 }
 
 }  // namespace lr

@@ -32,8 +32,10 @@ struct SnapObject {
 };
 
 struct Snapshot {
-  std::string source;  // the file it was read from
-  std::string kind;    // "statedump" or "core"
+  std::string source;    // the file it was read from
+  std::string kind;      // "statedump" or "core"
+  std::string build_id;  // a core's executable's ("" for statedumps, or none)
+  double time = 0;       // when it was taken (seconds since 1970, UTC); 0 unknown
   std::vector<SnapClass> classes;
   std::vector<SnapObject> objects;
   std::vector<std::string> warnings;
@@ -84,5 +86,23 @@ struct SnapDiff {
 };
 
 SnapDiff diff_snapshots(const Snapshot& older, const Snapshot& newer);
+
+// One class over a series of snapshots.
+struct ClassSeries {
+  std::string kind, name;
+  std::vector<int64_t> counts;  // per snapshot; 0 where the class is absent
+  double slope = 0;             // least-squares growth per hour (per snapshot without times)
+  bool only_grows = false;      // never fell, rose overall, over at least 3 snapshots
+};
+
+struct TrendReport {
+  bool per_hour = false;      // slopes per hour (every snapshot has a distinct time)
+  std::vector<double> times;  // as given, 0 unknown
+  // Every class of any snapshot, steepest growth first.
+  std::vector<ClassSeries> classes;
+};
+
+// `snaps` in the order they were taken (the caller sorts them by time).
+TrendReport trend_of(const std::vector<Snapshot>& snaps);
 
 }  // namespace lr

@@ -1,0 +1,169 @@
+// leakref trend INPUT...: a series of snapshots of one program (cores,
+// statedumps or saved snapshots), per-class growth slopes, the classes that
+// only grow, and an HTML report with plots (trend_html.cpp).
+#include "cmd_trend.hpp"
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <memory>
+#include <set>
+
+#include "commands.hpp"
+#include "common.hpp"
+#include "snapshot_load.hpp"
+
+namespace lrcli {
+
+namespace {
+
+struct TrendArgs {
+  std::vector<std::string> inputs;
+  std::string profile, html;
+  size_t top = 10;
+  std::vector<std::string> fail_on;
+};
+
+std::string when(double t) {
+  if (t <= 0) return "time unknown";
+  std::time_t s = static_cast<std::time_t>(t);
+  std::tm tm{};
+  gmtime_r(&s, &tm);
+  return fmt::format("{:%Y-%m-%d %H:%M:%S} UTC", tm);
+}
+
+// Loads every input, keeping classes and (of the last) refcounts only: a
+// long series of large cores must not hold every object.
+lr::Result<Series> load_series(const Common& c, const TrendArgs& a) {
+  Series s;
+  for (const auto& in : a.inputs) {
+    LR_ASSIGN(lr::Snapshot snap, load_snapshot(c, in, a.profile));
+    if (!s.snaps.empty()) {
+      const lr::Snapshot& first = s.snaps.front();
+      if (snap.kind != first.kind || snap.build_id != first.build_id)
+        return lr::make_error(
+            lr::Errc::kInvalidArgument,
+            fmt::format("{} ({}{}) and {} ({}{}) are not snapshots of one program", first.source,
+                        first.kind, first.build_id.empty() ? "" : ", build-id " + first.build_id,
+                        in, snap.kind, snap.build_id.empty() ? "" : ", build-id " + snap.build_id));
+    }
+    for (auto& w : snap.warnings) s.warnings.push_back(std::move(w));
+    snap.warnings.clear();
+    s.snaps.push_back(std::move(snap));
+  }
+  // In the order they were taken when every one says when; else as given.
+  bool timed = std::all_of(s.snaps.begin(), s.snaps.end(), [](auto& x) { return x.time > 0; });
+  if (timed)
+    std::stable_sort(s.snaps.begin(), s.snaps.end(),
+                     [](const auto& x, const auto& y) { return x.time < y.time; });
+  for (const auto& o : s.snaps.back().objects) s.last_refcounts[o.refcount]++;
+  for (auto& snap : s.snaps) snap.objects.clear();
+  s.trend = lr::trend_of(s.snaps);
+  return s;
+}
+
+nlohmann::json trend_json(const Series& s) {
+  nlohmann::json snaps = nlohmann::json::array(), classes = nlohmann::json::array();
+  for (const auto& x : s.snaps)
+    snaps.push_back({{"source", x.source},
+                     {"kind", x.kind},
+                     {"time", x.time > 0 ? nlohmann::json(x.time) : nlohmann::json(nullptr)}});
+  size_t only = 0;
+  for (const auto& c : s.trend.classes) {
+    only += c.only_grows;
+    classes.push_back({{"kind", c.kind},
+                       {"name", c.name},
+                       {"counts", c.counts},
+                       {"slope", c.slope},
+                       {"only_grows", c.only_grows}});
+  }
+  return {{"schema", "leakref.trend/1"},
+          {"snapshots", snaps},
+          {"slope_unit", s.trend.per_hour ? "per hour" : "per snapshot"},
+          {"classes", classes},
+          {"summary",
+           {{"snapshots", s.snaps.size()}, {"classes", classes.size()}, {"only_grow", only}}},
+          {"warnings", s.warnings}};
+}
+
+void print_rows(const std::vector<const lr::ClassSeries*>& rows, const char* unit) {
+  size_t w = 5;
+  for (const auto* c : rows) w = std::max(w, c->name.size());
+  fmt::print("{:<9} {:<{}} {:>10} {:>10} {:>14}\n", "KIND", "CLASS", w, "FIRST", "LAST",
+             fmt::format("SLOPE/{}", unit));
+  for (const auto* c : rows)
+    fmt::print("{:<9} {:<{}} {:>10} {:>10} {:>+14.1f}\n", c->kind, c->name, w, c->counts.front(),
+               c->counts.back(), c->slope);
+}
+
+void print_trend(const Series& s, size_t top) {
+  const auto& f = s.snaps.front();
+  const auto& l = s.snaps.back();
+  const char* unit = s.trend.per_hour ? "h" : "snap";
+  fmt::print("{} snapshots, {} ({}) to {} ({}); slopes per {}\n", s.snaps.size(), f.source,
+             when(f.time), l.source, when(l.time), s.trend.per_hour ? "hour" : "snapshot");
+  std::vector<const lr::ClassSeries*> only, steep;
+  for (const auto& c : s.trend.classes) {
+    if (c.only_grows) only.push_back(&c);
+    if (c.slope > 0 && steep.size() < top) steep.push_back(&c);
+  }
+  size_t only_total = only.size();
+  if (only.size() > top) only.resize(top);
+  if (!only.empty()) {
+    fmt::print("\nonly grow ({}{}):\n", only_total,
+               only_total > top ? fmt::format(", first {}", top) : "");
+    print_rows(only, unit);
+  } else {
+    fmt::print("\nno class only grows\n");
+  }
+  if (!steep.empty()) {
+    fmt::print("\nsteepest growth:\n");
+    print_rows(steep, unit);
+  }
+}
+
+int cmd_trend(const Common& c, const TrendArgs& a) {
+  static const std::set<std::string> kFail = {"grows", "any"};
+  for (const auto& f : a.fail_on)
+    if (!kFail.count(f)) return fail_usage("--fail-on: unknown finding '" + f + "'");
+  if (a.inputs.size() < 2) return fail_usage("trend needs at least two snapshots");
+  auto s = load_series(c, a);
+  if (!s.ok()) return fail(s.error());
+  if (!a.html.empty()) {
+    std::ofstream out(a.html, std::ios::trunc);
+    out << trend_html(s.value(), a.top);
+    out.close();
+    if (!out)
+      return fail(lr::make_error(lr::Errc::kIo, "--html " + a.html + ": could not be written"));
+  }
+  if (c.json) {
+    emit_json(trend_json(s.value()));
+  } else {
+    print_trend(s.value(), a.top);
+    print_warnings_text(s.value().warnings);
+  }
+  bool grows = std::any_of(s.value().trend.classes.begin(), s.value().trend.classes.end(),
+                           [](const auto& x) { return x.only_grows; });
+  return fail_on_wants(a.fail_on, "grows") && grows ? kFindings : kOk;
+}
+
+}  // namespace
+
+Command register_trend(CLI::App& app, Common& c) {
+  auto a = std::make_shared<TrendArgs>();
+  auto* sub = app.add_subcommand(
+      "trend", "a series of snapshots of one program: growth per class, classes that only grow");
+  sub->add_option("inputs", a->inputs, "cores, statedumps or saved snapshots (leakref snapshot)")
+      ->required();
+  add_common(sub, c, false);
+  sub->add_option("--profile", a->profile, "also a profile's object sets, on cores");
+  sub->add_option("--top", a->top, "classes listed and plotted (default 10)");
+  sub->add_option("--html", a->html, "also write a self-contained HTML report with SVG plots");
+  sub->add_option("--fail-on", a->fail_on, "exit 1 if: grows (a class only grows), any")
+      ->delimiter(',');
+  return {sub, [&c, a] { return cmd_trend(c, *a); }, [&c] { return c.json; }};
+}
+
+}  // namespace lrcli

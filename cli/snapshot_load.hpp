@@ -1,0 +1,26 @@
+// Snapshots for `diff`, `snapshot` and `trend`: read from a core (heap size
+// classes; GlusterFS's classes and inodes when it maps libglusterfs; a
+// profile's sets on request), a GlusterFS statedump, or a snapshot that
+// `leakref snapshot --json` wrote (leakref.snapshot/1), so a series can be
+// kept without its cores.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "common.hpp"
+#include "leakref/diff.hpp"
+
+namespace lrcli {
+
+// `profile` (file or installed name, "" for none) runs on cores only; a
+// statedump or a saved snapshot with it is refused. `c` gives --exe,
+// --sysroot, --debug-dir and --types for cores.
+lr::Result<lr::Snapshot> load_snapshot(const Common& c, const std::string& path,
+                                       const std::string& profile);
+// leakref.snapshot/1, and back (kBadFormat, naming `path`, when the JSON
+// is not one).
+nlohmann::json snapshot_json(const lr::Snapshot& s);
+lr::Result<lr::Snapshot> snapshot_from_json(const nlohmann::json& j, const std::string& path);
+
+}  // namespace lrcli
