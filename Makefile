@@ -143,7 +143,7 @@ COMMA        := ,
 FUZZ_FLAGS   := -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Icorelib/include
 TRACE_PARSERS := leakref bpftrace stap mmleak bcc
 FUZZERS      := $(FUZZ_DIR)/fuzz_core $(FUZZ_DIR)/fuzz_path $(FUZZ_DIR)/fuzz_expr $(FUZZ_DIR)/fuzz_profile \
-                $(FUZZ_DIR)/fuzz_kdump \
+                $(FUZZ_DIR)/fuzz_kdump $(FUZZ_DIR)/fuzz_statedump \
                 $(TRACE_PARSERS:%=$(FUZZ_DIR)/fuzz_trace_%)
 
 # corelib is compiled once (instrumented, not linked with the fuzzer main)

@@ -164,6 +164,15 @@ TEST_CASE("diff: inputs that do not fit are refused in one line", "[diff][hostil
   r = lrtest::leakref({"diff", d + "/a.dump", d + "/fifo"}, 20);
   CHECK(!r.timed_out);
   CHECK(r.status == 3);
+  // Odd section names (a list name with nothing before it, empty ones, a
+  // memusage section with no type) are read without harm.
+  lrtest::write_file(d + "/odd.dump", head +
+                                          "\n[.1]\ngfid=x\nref=1\n[.active.1]\ngfid=y\nref=2\n[]\n"
+                                          "[ memusage]\nnum_allocs=1\n[a.b.active_size]\n"
+                                          "a.b.active_size.active_size=3\n" +
+                                          tail);
+  r = lrtest::leakref({"diff", d + "/odd.dump", d + "/odd.dump", "--json"});
+  CHECK(r.status == 0);
   // Same statedump twice: nothing moved.
   r = lrtest::leakref({"diff", d + "/a.dump", d + "/a.dump", "--json"});
   REQUIRE(r.status == 0);

@@ -161,7 +161,7 @@ class StatedumpReader {
   // "<table>.<list>.<n>": an inode of that list, as inode_table_dump names it.
   std::string inode_list_of(const std::string& sec) const {
     size_t d2 = sec.rfind('.');
-    if (d2 == std::string::npos || d2 + 1 == sec.size() ||
+    if (d2 == std::string::npos || d2 == 0 || d2 + 1 == sec.size() ||
         sec.find_first_not_of("0123456789", d2 + 1) != std::string::npos)
       return "";
     size_t d1 = sec.rfind('.', d2 - 1);
