@@ -30,11 +30,21 @@ bool read_at(int fd, void* buf, size_t n, uint64_t off) {
   return ::pread(fd, buf, n, static_cast<off_t>(off)) == static_cast<ssize_t>(n);
 }
 
-// Every "PAGESIZE=N" in a VMCOREINFO text must be a page size x86_64 has.
+// Every PAGESIZE line in a VMCOREINFO text must be "PAGESIZE=N" with N a
+// page size x86_64 has. A line is cut by '\n' or by NUL (libkdumpfile reads
+// the text as a C string, so "PAGESIZE" then NUL is a key with no value, read
+// as page size 0: a 2^63-byte malloc, found by fuzz_kdump).
 Result<void> check_pagesize(const std::string& text, const std::string& path) {
-  for (size_t at = text.find("PAGESIZE="); at != std::string::npos;
-       at = text.find("PAGESIZE=", at + 1)) {
+  for (size_t at = text.find("PAGESIZE"); at != std::string::npos;
+       at = text.find("PAGESIZE", at + 1)) {
     if (at && text[at - 1] != '\n' && text[at - 1] != '\0') continue;  // e.g. "HUGEPAGESIZE="
+    if (at + 8 >= text.size() || text[at + 8] != '=') {
+      char next = at + 8 < text.size() ? text[at + 8] : '\0';
+      if (next == '\n' || next == '\0')
+        return make_error(Errc::kBadFormat,
+                          fmt::format("{}: VMCOREINFO has a PAGESIZE line with no value", path));
+      continue;  // another key that starts so ("PAGESIZE_X=")
+    }
     uint64_t v = std::strtoull(text.c_str() + at + 9, nullptr, 10);
     if (v < 4096 || v > (1u << 21) || !std::has_single_bit(v))
       return make_error(Errc::kBadFormat,
