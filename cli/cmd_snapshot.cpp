@@ -22,13 +22,7 @@ struct SnapshotArgs {
 };
 
 void print_snapshot(const lr::Snapshot& s, size_t top) {
-  std::string when = "time unknown";
-  if (s.time > 0) {
-    std::time_t t = static_cast<std::time_t>(s.time);
-    std::tm tm{};
-    gmtime_r(&t, &tm);
-    when = fmt::format("taken {:%Y-%m-%d %H:%M:%S} UTC", tm);
-  }
+  std::string when = s.time > 0 ? "taken " + snapshot_time(s.time, "") : "time unknown";
   fmt::print("{} ({}, {}): {} classes, {} objects\n", s.source, s.kind, when, s.classes.size(),
              s.objects.size());
   std::vector<const lr::SnapClass*> by(s.classes.size());

@@ -26,18 +26,12 @@ struct TrendArgs {
   std::vector<std::string> fail_on;
 };
 
-std::string when(double t) {
-  if (t <= 0) return "time unknown";
-  std::time_t s = static_cast<std::time_t>(t);
-  std::tm tm{};
-  gmtime_r(&s, &tm);
-  return fmt::format("{:%Y-%m-%d %H:%M:%S} UTC", tm);
-}
-
-// Loads every input, keeping classes and (of the last) refcounts only: a
-// long series of large cores must not hold every object.
+// Loads every input, keeping its classes and, of the last, the refcount
+// histogram only: a long series of large cores must not hold every object.
 lr::Result<Series> load_series(const Common& c, const TrendArgs& a) {
   Series s;
+  double newest_time = 0;
+  std::map<int64_t, uint64_t> newest_hist, last_given_hist;
   for (const auto& in : a.inputs) {
     LR_ASSIGN(lr::Snapshot snap, load_snapshot(c, in, a.profile));
     if (!s.snaps.empty()) {
@@ -51,6 +45,13 @@ lr::Result<Series> load_series(const Common& c, const TrendArgs& a) {
     }
     for (auto& w : snap.warnings) s.warnings.push_back(std::move(w));
     snap.warnings.clear();
+    // The objects go at once; the refcounts are kept of the newest one taken
+    // and of the last one given (which of them is last is known at the end).
+    std::map<int64_t, uint64_t> hist;
+    for (const auto& o : snap.objects) hist[o.refcount]++;
+    snap.objects = {};
+    if (snap.time > newest_time) newest_time = snap.time, newest_hist = hist;
+    last_given_hist = std::move(hist);
     s.snaps.push_back(std::move(snap));
   }
   // In the order they were taken when every one says when; else as given.
@@ -58,8 +59,7 @@ lr::Result<Series> load_series(const Common& c, const TrendArgs& a) {
   if (timed)
     std::stable_sort(s.snaps.begin(), s.snaps.end(),
                      [](const auto& x, const auto& y) { return x.time < y.time; });
-  for (const auto& o : s.snaps.back().objects) s.last_refcounts[o.refcount]++;
-  for (auto& snap : s.snaps) snap.objects.clear();
+  s.last_refcounts = timed ? std::move(newest_hist) : std::move(last_given_hist);
   s.trend = lr::trend_of(s.snaps);
   return s;
 }
@@ -103,7 +103,8 @@ void print_trend(const Series& s, size_t top) {
   const auto& l = s.snaps.back();
   const char* unit = s.trend.per_hour ? "h" : "snap";
   fmt::print("{} snapshots, {} ({}) to {} ({}); slopes per {}\n", s.snaps.size(), f.source,
-             when(f.time), l.source, when(l.time), s.trend.per_hour ? "hour" : "snapshot");
+             snapshot_time(f.time, "time unknown"), l.source, snapshot_time(l.time, "time unknown"),
+             s.trend.per_hour ? "hour" : "snapshot");
   std::vector<const lr::ClassSeries*> only, steep;
   for (const auto& c : s.trend.classes) {
     if (c.only_grows) only.push_back(&c);

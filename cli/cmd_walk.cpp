@@ -232,10 +232,10 @@ bool summary_first(const WalkArgs& a, WalkFormat f, Out& out) {
 
 // The rows after the held ones, for a summary-first rendering that was long:
 // the sorted objects, or a second walk of the same memory.
-void render_rest(lr::Program& prog, lr::WalkSpec spec, const lr::WalkReport& rep, WalkRenderer& r,
-                 Out& err) {
+void render_rest(lr::Program& prog, lr::WalkSpec spec, const lr::WalkReport& rep, bool held,
+                 WalkRenderer& r, Out& err) {
   bool same = true;
-  if (!rep.objects.empty() || spec.on_object == nullptr) {  // --sort: all held
+  if (held) {  // --sort: every object is in the report already
     for (const auto& o : rep.objects) WalkRenderer::on_rest_object(&r, o);
   } else {
     spec.on_object_ctx = &r;
@@ -298,7 +298,7 @@ int run_and_render_walk(lr::Program& prog, const WalkArgs& a, bool json, bool is
   std::vector<std::string> warnings = pre_warnings;
   for (const auto& w : rep.warnings) warnings.push_back(w);
   r.finish(rep, warnings, err);
-  if (r.rows_pass()) render_rest(prog, spec, rep, r, err);
+  if (r.rows_pass()) render_rest(prog, spec, rep, !a.sort.empty(), r, err);
   if (a.stats)
     err.print("leakref: walked and evaluated {} objects in {:.3f} ms ({:.1f} M objects/s)\n",
               rep.visited, rep.walk_ns / 1e6, rep.walk_ns ? rep.visited * 1e3 / rep.walk_ns : 0.0);

@@ -1,9 +1,11 @@
 #include "snapshot_load.hpp"
 
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <ctime>
 #include <unordered_map>
 
 #include "cmd_gluster.hpp"
@@ -147,6 +149,14 @@ lr::Result<lr::Snapshot> load_snapshot(const Common& c, const std::string& path,
   if (j.is_discarded())
     return lr::make_error(lr::Errc::kBadFormat, path + ": a leakref.snapshot/1 that is not JSON");
   return snapshot_from_json(j, path);
+}
+
+std::string snapshot_time(double t, const std::string& unknown) {
+  if (t <= 0) return unknown;
+  std::time_t s = static_cast<std::time_t>(t);
+  std::tm tm{};
+  gmtime_r(&s, &tm);
+  return fmt::format("{:%Y-%m-%d %H:%M:%S} UTC", tm);
 }
 
 nlohmann::json snapshot_json(const lr::Snapshot& s) {

@@ -22,5 +22,7 @@ lr::Result<lr::Snapshot> load_snapshot(const Common& c, const std::string& path,
 // is not one).
 nlohmann::json snapshot_json(const lr::Snapshot& s);
 lr::Result<lr::Snapshot> snapshot_from_json(const nlohmann::json& j, const std::string& path);
+// A snapshot's time as "2026-11-25 07:19:17 UTC"; `unknown` when it has none.
+std::string snapshot_time(double t, const std::string& unknown);
 
 }  // namespace lrcli

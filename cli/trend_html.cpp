@@ -8,6 +8,7 @@
 #include <iterator>
 
 #include "cmd_trend.hpp"
+#include "snapshot_load.hpp"
 
 namespace lrcli {
 
@@ -34,14 +35,6 @@ std::string esc(const std::string& s) {
     }
   }
   return o;
-}
-
-std::string stamp(double t) {
-  if (t <= 0) return "?";
-  std::time_t s = static_cast<std::time_t>(t);
-  std::tm tm{};
-  gmtime_r(&s, &tm);
-  return fmt::format("{:%Y-%m-%d %H:%M:%S} UTC", tm);
 }
 
 constexpr int kW = 360, kH = 180, kL = 56, kR = 12, kT = 12, kB = 28;  // plot box and margins
@@ -71,9 +64,10 @@ void line_plot(fmt::memory_buffer& b, const Series& s, const lr::ClassSeries& c)
                  "<text x=\"{0}\" y=\"{3}\" class=\"ax\" text-anchor=\"end\">{4}</text>",
                  kL - 4, kT + 10, static_cast<int64_t>(y1), kH - kB, static_cast<int64_t>(y0));
   fmt::format_to(out, "<text x=\"{}\" y=\"{}\" class=\"ax\">{}</text>", kL, kH - 8,
-                 s.trend.per_hour ? esc(stamp(s.snaps.front().time)) : "snapshot 1");
-  fmt::format_to(out, "<text x=\"{}\" y=\"{}\" class=\"ax\" text-anchor=\"end\">{}</text>", kW - kR,
-                 kH - 8, s.trend.per_hour ? esc(stamp(s.snaps.back().time)) : fmt::format("{}", n));
+                 s.trend.per_hour ? esc(snapshot_time(s.snaps.front().time, "?")) : "snapshot 1");
+  fmt::format_to(
+      out, "<text x=\"{}\" y=\"{}\" class=\"ax\" text-anchor=\"end\">{}</text>", kW - kR, kH - 8,
+      s.trend.per_hour ? esc(snapshot_time(s.snaps.back().time, "?")) : fmt::format("{}", n));
   fmt::format_to(out, "<polyline class=\"{}\" points=\"", c.only_grows ? "line grows" : "line");
   for (size_t i = 0; i < n; ++i)
     fmt::format_to(out, "{}{:.1f},{:.1f}", i ? " " : "", px(i), py(c.counts[i]));
@@ -148,8 +142,8 @@ std::string trend_html(const Series& s, size_t top) {
                  "<title>leakref trend</title><style>{}</style></head><body>\n"
                  "<h1>leakref trend: {} snapshots</h1><p>{} ({}) to {} ({})</p>\n",
                  kStyle, s.snaps.size(), esc(s.snaps.front().source),
-                 esc(stamp(s.snaps.front().time)), esc(s.snaps.back().source),
-                 esc(stamp(s.snaps.back().time)));
+                 esc(snapshot_time(s.snaps.front().time, "?")), esc(s.snaps.back().source),
+                 esc(snapshot_time(s.snaps.back().time, "?")));
   std::vector<const lr::ClassSeries*> only, steep;
   for (const auto& c : s.trend.classes) {
     if (c.only_grows) only.push_back(&c);

@@ -381,6 +381,21 @@ TEST_CASE("front ends: each command's arguments live beside it, not in common.hp
   CHECK(args_defined.count("ProfileArgs") == 1);
 }
 
+// CI runs what the README tells a new user to run: its test command is a
+// line of .ci/run, executed before anything else there.
+TEST_CASE("CI runs the README's test command", "[scripts]") {
+  std::string readme = lrtest::read_file(repo_dir() + "/README.md");
+  std::smatch m;
+  REQUIRE(std::regex_search(readme, m,
+                            std::regex(R"(\n(make [^#\n]*[^ #\n]) +# [^\n]*runs every test)")));
+  std::string cmd = m[1];
+  std::string ci = lrtest::read_file(repo_dir() + "/.ci/run");
+  size_t at = ci.find("\n" + cmd + "\n");
+  INFO("README's test command: " << cmd);
+  REQUIRE(at != std::string::npos);
+  CHECK(ci.find("\nmake ") == at);  // the first make command CI runs
+}
+
 TEST_CASE("man pages: one per front end, complete against --help", "[scripts][man]") {
   if (!lrtest::have_program("man")) LR_SKIP("man is not installed (make deps installs man-db)");
   std::string dir = repo_dir() + "/man";

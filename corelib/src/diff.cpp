@@ -115,13 +115,15 @@ class StatedumpReader {
       return {};
     }
     // An inode table: "<prefix>.active_size=N" in section "<prefix>".
-    for (auto list : kLists) {
-      std::string want = section_ + "." + std::string(list) + "_size";
-      if (key == want) {
-        LR_ASSIGN(int64_t n, number(key, v));
-        snap_.classes.push_back({"itable", section_ + " " + std::string(list), n, -1});
-        return {};
-      }
+    if (key.size() > section_.size() + 1 && key.substr(0, section_.size()) == section_ &&
+        key[section_.size()] == '.' && ends_with(key, "_size")) {
+      std::string_view list = key.substr(section_.size() + 1, key.size() - section_.size() - 6);
+      for (auto l : kLists)
+        if (list == l) {
+          LR_ASSIGN(int64_t n, number(key, v));
+          snap_.classes.push_back({"itable", section_ + " " + std::string(list), n, -1});
+          return {};
+        }
     }
     if (key == "gfid") inode_.key = "gfid:" + std::string(v), in_inode_ = true;
     if (key == "ref") {
