@@ -8,7 +8,7 @@ OPT        ?= -O2
 SAN        ?=
 CXXFLAGS   ?= $(OPT) -g
 CXXFLAGS   += -std=c++20 -Wall -Wextra -Werror -fPIC -Icorelib/include $(SAN)
-LDLIBS     := -ldw -lelf -ldebuginfod -lkdumpfile -lfmt $(SAN)
+LDLIBS     := -ldw -lelf -ldebuginfod -lkdumpfile -lfmt -lsqlite3 -lzstd -llzma -llz4 -lz $(SAN)
 
 CORE_SRC   := $(wildcard corelib/src/*.cpp)
 CORE_OBJ   := $(CORE_SRC:%.cpp=$(BUILD)/%.o)
@@ -162,10 +162,10 @@ $(FUZZ_LIB): $(FUZZ_OBJ)
 -include $(FUZZ_OBJ:.o=.d)
 
 $(FUZZ_DIR)/fuzz_trace_%: tests/fuzz/fuzz_trace.cpp $(FUZZ_LIB)
-	$(FUZZ_CXX) $(FUZZ_FLAGS) -DLR_FUZZ_PARSER=parse_$* -o $@ $< $(FUZZ_LIB) -ldw -lelf -ldebuginfod -lkdumpfile -lfmt
+	$(FUZZ_CXX) $(FUZZ_FLAGS) -DLR_FUZZ_PARSER=parse_$* -o $@ $< $(FUZZ_LIB) -ldw -lelf -ldebuginfod -lkdumpfile -lfmt -lzstd -llzma -llz4 -lz
 
 $(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.cpp $(FUZZ_LIB)
-	$(FUZZ_CXX) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_LIB) -ldw -lelf -ldebuginfod -lkdumpfile -lfmt
+	$(FUZZ_CXX) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_LIB) -ldw -lelf -ldebuginfod -lkdumpfile -lfmt -lzstd -llzma -llz4 -lz
 
 fuzz-build: $(FUZZERS)
 
@@ -217,7 +217,8 @@ DEB_DEPS := g++ make pkg-config libdw-dev libelf-dev libfmt-dev libcli11-dev \
             libkdumpfile-dev crash qemu-system-x86 busybox-static cpio makedumpfile python3 \
             libtomlplusplus-dev linux-headers-amd64 clang-format man-db python3-jsonschema zsh \
             nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils libnfs-dev libntirpc-dev libkrb5-dev \
-            chromium
+            chromium libsqlite3-dev sqlite3 libzstd-dev liblzma-dev liblz4-dev zlib1g-dev \
+            zstd xz-utils lz4 gzip slurm-wlm munge
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # Installs the Debian 12 packages leakref needs; does nothing when present.
@@ -238,7 +239,7 @@ install: $(BIN) $(EXT) $(LIB)
 	  'Name: leakref' 'Description: post-mortem refcount-leak analysis of cores (engine)' \
 	  'Version: 0.1.0' 'Requires.private: libdw libelf libdebuginfod libkdumpfile fmt' \
 	  'Cflags: -I$${includedir} -std=c++20' 'Libs: -L$${libdir} -lleakref' \
-	  'Libs.private: -ldw -lelf -ldebuginfod -lkdumpfile -lfmt' > $(BUILD)/leakref.pc
+	  'Libs.private: -ldw -lelf -ldebuginfod -lkdumpfile -lfmt -lzstd -llzma -llz4 -lz' > $(BUILD)/leakref.pc
 	install -m 644 $(BUILD)/leakref.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/leakref.pc
 	install -d $(DESTDIR)$(PREFIX)/lib/crash/extensions $(DESTDIR)$(PREFIX)/share/leakref/profiles
 	install -m 644 $(PROFILE_SRC) $(DESTDIR)$(PREFIX)/share/leakref/profiles/

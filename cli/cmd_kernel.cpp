@@ -419,7 +419,7 @@ int run_kernel_command(const KernelOpener& open, const std::vector<std::string>&
 
 namespace lrcli {
 
-int cmd_kernel(const std::string& vmcore, const std::string& vmlinux,
+int cmd_kernel(const std::string& vmcore, const std::string& vmlinux, const lr::DebugOptions& dbg,
                const std::vector<std::string>& args, bool help) {
   if (args.empty()) return fail_usage("kernel: give a subcommand: walk, inodes, modules, check");
   std::vector<std::string> a = args;
@@ -428,7 +428,7 @@ int cmd_kernel(const std::string& vmcore, const std::string& vmlinux,
   auto open = [&]() -> lr::Result<lr::KernelTarget*> {
     if (vmcore.empty())
       return lr::make_error(lr::Errc::kInvalidArgument, "kernel: --vmcore is required");
-    LR_ASSIGN(k, lr::KernelTarget::open(vmcore, vmlinux));
+    LR_ASSIGN(k, lr::KernelTarget::open(vmcore, vmlinux, dbg));
     return k.get();
   };
   std::fflush(stdout);
@@ -438,6 +438,7 @@ int cmd_kernel(const std::string& vmcore, const std::string& vmlinux,
 Command register_kernel(CLI::App& app) {
   struct Args {
     std::string vmcore, vmlinux;
+    lr::DebugOptions dbg;
   };
   auto a = std::make_shared<Args>();
   auto* sub = app.add_subcommand(
@@ -446,6 +447,9 @@ Command register_kernel(CLI::App& app) {
   sub->add_option("--vmcore", a->vmcore, "ELF or kdump-compressed vmcore");
   sub->add_option("--vmlinux", a->vmlinux,
                   "vmlinux with DWARF (default: /usr/lib/debug/boot/vmlinux-RELEASE, ...)");
+  sub->add_option("--debug-dir", a->dbg.debug_dirs,
+                  "where to look for vmlinux first: DIR/.build-id/, DIR/usr/lib/debug/boot/ ...");
+  sub->add_option("--sysroot", a->dbg.sysroot, "look for vmlinux under this root too");
   sub->prefix_command();  // the rest is the kernel subcommand and its options
   sub->footer(
       "Subcommands:\n"
@@ -456,7 +460,8 @@ Command register_kernel(CLI::App& app) {
       "  profile                     a profile file's object sets, holders and invariants\n"
       "'leakref help kernel SUBCOMMAND' for each one's options.");
   // Its JSON flag is among the remaining words; cmd_kernel sets JSON errors.
-  return {sub, [sub, a] { return cmd_kernel(a->vmcore, a->vmlinux, sub->remaining(), false); },
+  return {sub,
+          [sub, a] { return cmd_kernel(a->vmcore, a->vmlinux, a->dbg, sub->remaining(), false); },
           [] { return false; }};
 }
 

@@ -27,7 +27,7 @@ int run_kernel_command(const KernelOpener& open, const std::vector<std::string>&
                        const std::string& usage_name = "leakref");
 // `leakref kernel [--vmcore F --vmlinux F] SUB ...`; `help`: SUB's usage
 // (no dump needed).
-int cmd_kernel(const std::string& vmcore, const std::string& vmlinux,
+int cmd_kernel(const std::string& vmcore, const std::string& vmlinux, const lr::DebugOptions& dbg,
                const std::vector<std::string>& args, bool help);
 
 }  // namespace lrcli

@@ -18,6 +18,30 @@
 
 namespace lrcli {
 
+nlohmann::json profile_object_json(const lr::ProfileObject& o,
+                                   const std::vector<std::string>& holders) {
+  nlohmann::json j{{"addr", hex(o.addr)}};
+  if (o.parent) j["parent"] = hex(o.parent);
+  j["refcount"] = o.has_refcount ? nlohmann::json(o.refcount) : nlohmann::json(nullptr);
+  if (!o.set->key.empty()) j["key"] = value_json(o.key);
+  auto& l = j["labels"] = nlohmann::json::object();
+  for (size_t i = 0; i < o.labels.size(); ++i) l[o.set->label[i]] = value_json(o.labels[i]);
+  auto& h = j["holders"] = nlohmann::json::object();
+  for (size_t i = 0; i < o.holders.size() && i < holders.size(); ++i) h[holders[i]] = o.holders[i];
+  j["held"] = o.held;
+  j["unexplained"] = o.has_refcount && !holders.empty() ? nlohmann::json(o.refcount - o.held)
+                                                        : nlohmann::json(nullptr);
+  j["verdict"] = o.verdict.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.verdict);
+  j["violations"] = o.violations;
+  if (!o.error.empty()) j["error"] = o.error;
+  return j;
+}
+
+bool profile_flagged(const lr::ProfileObject& o) {
+  return o.verdict == "extra" || o.verdict == "missing" || o.verdict == "error" ||
+         !o.violations.empty();
+}
+
 namespace {
 
 nlohmann::json summary_json(const lr::ProfileSetSummary& s) {
@@ -35,11 +59,6 @@ nlohmann::json summary_json(const lr::ProfileSetSummary& s) {
   auto& h = j["histogram"] = nlohmann::json::object();
   for (const auto& [k, v] : s.histogram) h[std::to_string(k)] = v;
   return j;
-}
-
-bool interesting(const lr::ProfileObject& o) {
-  return o.verdict == "extra" || o.verdict == "missing" || o.verdict == "error" ||
-         !o.violations.empty();
 }
 
 // "refcount 5 = 1 hash + 3 granted + 1 unexplained"
@@ -74,22 +93,7 @@ class Renderer : public lr::ProfileSink {
     errors += s.errors;
   }
   nlohmann::json object_json(const lr::ProfileObject& o, const std::vector<std::string>& holders) {
-    nlohmann::json j{{"addr", hex(o.addr)}};
-    if (o.parent) j["parent"] = hex(o.parent);
-    j["refcount"] = o.has_refcount ? nlohmann::json(o.refcount) : nlohmann::json(nullptr);
-    if (!o.set->key.empty()) j["key"] = value_json(o.key);
-    auto& l = j["labels"] = nlohmann::json::object();
-    for (size_t i = 0; i < o.labels.size(); ++i) l[o.set->label[i]] = value_json(o.labels[i]);
-    auto& h = j["holders"] = nlohmann::json::object();
-    for (size_t i = 0; i < o.holders.size() && i < holders.size(); ++i)
-      h[holders[i]] = o.holders[i];
-    j["held"] = o.held;
-    j["unexplained"] = o.has_refcount && !holders.empty() ? nlohmann::json(o.refcount - o.held)
-                                                          : nlohmann::json(nullptr);
-    j["verdict"] = o.verdict.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.verdict);
-    j["violations"] = o.violations;
-    if (!o.error.empty()) j["error"] = o.error;
-    return j;
+    return profile_object_json(o, holders);
   }
 };
 
@@ -104,7 +108,7 @@ class TextRenderer final : public Renderer {
     widths_.clear();
   }
   void object(const lr::ProfileObject& o) override {
-    if (!a_.all && !interesting(o)) return;
+    if (!a_.all && !profile_flagged(o)) return;
     if (widths_.empty() && rows_.empty()) {
       std::vector<std::string> h = {"ADDR", "REFCOUNT", "VERDICT"};
       for (const auto& l : o.set->label) h.push_back(l);
@@ -204,7 +208,7 @@ class JsonRenderer final : public Renderer {
     first_set_ = false;
   }
   void object(const lr::ProfileObject& o) override {
-    if (a_.flagged && !interesting(o)) return;
+    if (a_.flagged && !profile_flagged(o)) return;
     nlohmann::json j = object_json(o, holders_);
     if (lines_) {
       j["record"] = "object";

@@ -12,7 +12,8 @@
 
 namespace lr {
 struct Profile;
-}
+struct ProfileObject;
+}  // namespace lr
 
 namespace lrcli {
 
@@ -31,6 +32,12 @@ lr::Result<void> check_profile_args(const ProfileArgs& a);
 int run_and_render_profile(lr::Program& prog, const lr::Profile& prof, const ProfileArgs& a,
                            bool json, bool is_kernel, const std::string& source,
                            const std::vector<std::string>& pre_warnings, Out& out, Out& err);
+// One object as leakref.profile/1 lists it (`holders`: the set's active
+// holder names), and whether --flagged lists it (a verdict other than "ok",
+// or an invariant that does not hold).
+nlohmann::json profile_object_json(const lr::ProfileObject& o,
+                                   const std::vector<std::string>& holders);
+bool profile_flagged(const lr::ProfileObject& o);
 // Where `--profile NAME` looks (README "Profiles").
 std::vector<std::string> profile_dirs();
 

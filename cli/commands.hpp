@@ -32,6 +32,7 @@ Command register_trace_plan(CLI::App& app);
 Command register_trace_info(CLI::App& app);
 Command register_types(CLI::App& app);  // types build, types gluster
 Command register_kernel(CLI::App& app);
+Command register_batch(CLI::App& app);  // batch run, report, query, one, worker
 // `types gluster`, under `types` (register_types adds it).
 Command register_types_gluster(CLI::App& types);
 

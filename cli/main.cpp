@@ -37,7 +37,8 @@ int main(int argc, char** argv) {
       register_sym(app, c),     register_heap(app, c),      register_gluster(app, c),
       register_profile(app, c), register_correlate(app, c), register_trace_plan(app),
       register_trace_info(app), register_types(app),        register_kernel(app),
-      register_diff(app, c),    register_snapshot(app, c),  register_trend(app, c)};
+      register_diff(app, c),    register_snapshot(app, c),  register_trend(app, c),
+      register_batch(app)};
 
   one_value_per_option(&app);
   // `leakref help [SUBCOMMAND...]`, and typos named as such.
@@ -49,7 +50,7 @@ int main(int argc, char** argv) {
     }
     if (std::string u = unknown_subcommand(app, words[1]); !u.empty()) return fail_usage(u);
     if (words[1] == "kernel" && words.size() > 2)
-      return cmd_kernel("", "", {words.begin() + 2, words.begin() + 3}, true);
+      return cmd_kernel("", "", {}, {words.begin() + 2, words.begin() + 3}, true);
     CLI::App* sub = app.get_subcommand(words[1]);
     std::string prefix = "leakref";  // what --help's usage line shows
     if (words.size() > 2 && !sub->get_subcommands({}).empty()) {

@@ -46,7 +46,8 @@ lr::Result<std::string> read_text(const std::string& path, int fd) {
 
 // The GlusterFS classes and objects of a core: its statedump rendering,
 // read back like GlusterFS's own, plus dicts and fds.
-lr::Result<void> add_gluster(lr::Program& prog, const std::string& path, lr::Snapshot& s) {
+lr::Result<void> add_gluster(lr::Program& prog, const std::string& path, lr::Snapshot& s,
+                             CoreExtras* x) {
   LR_TRY(ensure_gluster_types(prog, ""));
   lr::GlusterSections sec;
   LR_ASSIGN(lr::GlusterReport rep, lr::analyze_gluster(prog, sec));
@@ -55,6 +56,7 @@ lr::Result<void> add_gluster(lr::Program& prog, const std::string& path, lr::Sna
   s.objects = std::move(g.objects);
   for (auto& w : g.warnings) s.warnings.push_back(std::move(w));
   lr::add_gluster_objects(s, rep);
+  if (x) x->gluster_findings = rep.findings;
   return {};
 }
 
@@ -100,7 +102,7 @@ lr::Result<void> add_profile(lr::Program& prog, const std::string& what, lr::Sna
 }
 
 lr::Result<lr::Snapshot> load_core(const Common& c, const std::string& path,
-                                   const std::string& profile) {
+                                   const std::string& profile, CoreExtras* x) {
   Common cc = c;
   cc.core = path;
   LR_ASSIGN(auto prog, open_program(cc));
@@ -118,15 +120,19 @@ lr::Result<lr::Snapshot> load_core(const Common& c, const std::string& path,
   bool gluster = false;
   for (const auto& m : prog->modules().modules())
     gluster = gluster || m->basename().rfind("libglusterfs.so", 0) == 0;
-  if (gluster) LR_TRY(add_gluster(*prog, path, s));
+  if (gluster) LR_TRY(add_gluster(*prog, path, s, x));
   if (!profile.empty()) LR_TRY(add_profile(*prog, profile, s));
+  if (x) {
+    x->gluster = gluster;
+    x->prog = std::move(prog);
+  }
   return s;
 }
 
 }  // namespace
 
 lr::Result<lr::Snapshot> load_snapshot(const Common& c, const std::string& path,
-                                       const std::string& profile) {
+                                       const std::string& profile, CoreExtras* extras) {
   LR_ASSIGN(int fd, lr::open_input(path, "input"));
   char head[32] = {};
   ssize_t n = ::pread(fd, head, sizeof head, 0);
@@ -135,7 +141,7 @@ lr::Result<lr::Snapshot> load_snapshot(const Common& c, const std::string& path,
   bool saved = !h.empty() && h.front() == '{';  // JSON: checked as leakref.snapshot/1
   if (!statedump && !saved) {
     ::close(fd);
-    return load_core(c, path, profile);
+    return load_core(c, path, profile, extras);
   }
   auto text = read_text(path, fd);
   ::close(fd);

@@ -5,19 +5,31 @@
 // kept without its cores.
 #pragma once
 
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "common.hpp"
 #include "leakref/diff.hpp"
+#include "leakref/gluster.hpp"
 
 namespace lrcli {
 
+// What a core gives beyond its snapshot, for `batch` (which then runs its
+// profiles on the same opened program).
+struct CoreExtras {
+  std::unique_ptr<lr::Program> prog;  // the opened core (null for text inputs)
+  bool gluster = false;               // it maps libglusterfs
+  std::vector<lr::GfFinding> gluster_findings;
+};
+
 // `profile` (file or installed name, "" for none) runs on cores only; a
 // statedump or a saved snapshot with it is refused. `c` gives --exe,
-// --sysroot, --debug-dir and --types for cores.
+// --sysroot, --debug-dir and --types for cores. `extras` (may be null)
+// receives the program and the GlusterFS findings of a core.
 lr::Result<lr::Snapshot> load_snapshot(const Common& c, const std::string& path,
-                                       const std::string& profile);
+                                       const std::string& profile, CoreExtras* extras = nullptr);
 // leakref.snapshot/1, and back (kBadFormat, naming `path`, when the JSON
 // is not one).
 nlohmann::json snapshot_json(const lr::Snapshot& s);

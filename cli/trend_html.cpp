@@ -12,9 +12,7 @@
 
 namespace lrcli {
 
-namespace {
-
-std::string esc(const std::string& s) {
+std::string html_escape(const std::string& s) {
   std::string o;
   for (char ch : s) {
     switch (ch) {
@@ -37,10 +35,13 @@ std::string esc(const std::string& s) {
   return o;
 }
 
+namespace {
 constexpr int kW = 360, kH = 180, kL = 56, kR = 12, kT = 12, kB = 28;  // plot box and margins
+const auto& esc = html_escape;
+}  // namespace
 
 // Count over time (or snapshot index) as a line with its points.
-void line_plot(fmt::memory_buffer& b, const Series& s, const lr::ClassSeries& c) {
+void svg_line_plot(fmt::memory_buffer& b, const Series& s, const lr::ClassSeries& c) {
   auto out = std::back_inserter(b);
   const size_t n = c.counts.size();
   double x0 = s.trend.per_hour ? s.snaps.front().time : 0;
@@ -77,6 +78,8 @@ void line_plot(fmt::memory_buffer& b, const Series& s, const lr::ClassSeries& c)
                    px(i), py(c.counts[i]), c.counts[i]);
   fmt::format_to(out, "</svg>");
 }
+
+namespace {
 
 // Objects per refcount value in the last snapshot, as bars.
 void histogram(fmt::memory_buffer& b, const std::map<int64_t, uint64_t>& h) {
@@ -121,7 +124,9 @@ void table(fmt::memory_buffer& b, const std::vector<const lr::ClassSeries*>& row
   fmt::format_to(out, "</table>");
 }
 
-constexpr const char* kStyle =
+}  // namespace
+
+const char* const kReportStyle =
     "body{font-family:sans-serif;margin:1.5em;color:#222}"
     "table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #bbb;padding:2px 8px}"
     "td.n{text-align:right;font-family:monospace}"
@@ -131,8 +136,6 @@ constexpr const char* kStyle =
     ".line{fill:none;stroke:#2a6fb0;stroke-width:2}.grows{stroke:#c0392b}"
     "circle{fill:#222}.bar{fill:#2a6fb0}";
 
-}  // namespace
-
 std::string trend_html(const Series& s, size_t top) {
   fmt::memory_buffer b;
   auto out = std::back_inserter(b);
@@ -141,7 +144,7 @@ std::string trend_html(const Series& s, size_t top) {
                  "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
                  "<title>leakref trend</title><style>{}</style></head><body>\n"
                  "<h1>leakref trend: {} snapshots</h1><p>{} ({}) to {} ({})</p>\n",
-                 kStyle, s.snaps.size(), esc(s.snaps.front().source),
+                 kReportStyle, s.snaps.size(), esc(s.snaps.front().source),
                  esc(snapshot_time(s.snaps.front().time, "?")), esc(s.snaps.back().source),
                  esc(snapshot_time(s.snaps.back().time, "?")));
   std::vector<const lr::ClassSeries*> only, steep;
@@ -158,7 +161,7 @@ std::string trend_html(const Series& s, size_t top) {
   fmt::format_to(out, "<h2>Steepest growth</h2>\n<div class=\"plots\">\n");
   for (const auto* c : steep) {
     fmt::format_to(out, "<figure>");
-    line_plot(b, s, *c);
+    svg_line_plot(b, s, *c);
     fmt::format_to(out, "<figcaption>{} {}: {} to {} ({:+.1f} per {}){}</figcaption></figure>\n",
                    esc(c->kind), esc(c->name), c->counts.front(), c->counts.back(), c->slope, unit,
                    c->only_grows ? ", only grows" : "");

@@ -1,11 +1,14 @@
 // Opening a kernel image: the dump (ELF or kdump via libkdumpfile), the
 // KASLR offset from VMCOREINFO, and vmlinux as the single module whose DWARF
 // and symbols the walks use.
+#include <elfutils/debuginfod.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <libkdumpfile/kdumpfile.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -67,10 +70,65 @@ bool has_kernel_vaddrs(const CoreFile& c) {
   return false;
 }
 
+// Where distributions put the DWARF vmlinux for a release (drgn and crash
+// look in the same places), under each --debug-dir (by the dump's build-id
+// first, then an unpacked -dbg package's tree) and the sysroot, then
+// debuginfod by build-id when the user configured it.
+Result<std::string> find_vmlinux(const std::string& vmcore, const std::string& vmcoreinfo,
+                                 const DebugOptions& dbg) {
+  std::string rel = vmcoreinfo_value(vmcoreinfo, "OSRELEASE");
+  std::string bid = vmcoreinfo_value(vmcoreinfo, "BUILD-ID");
+  if (rel.empty() && bid.empty())
+    return make_error(Errc::kNotFound,
+                      fmt::format("{}: no OSRELEASE in VMCOREINFO; give --vmlinux", vmcore));
+  std::vector<std::string> cands;
+  auto tree = [&](const std::string& root) {
+    if (rel.empty()) return;
+    for (const char* d : {"/usr/lib/debug/boot/vmlinux-", "/boot/vmlinux-"})
+      cands.push_back(root + d + rel);
+    cands.push_back(root + "/usr/lib/debug/lib/modules/" + rel + "/vmlinux");
+    cands.push_back(root + "/lib/modules/" + rel + "/build/vmlinux");
+  };
+  for (const auto& d : dbg.debug_dirs) {
+    if (bid.size() > 2)
+      cands.push_back(d + "/.build-id/" + bid.substr(0, 2) + "/" + bid.substr(2) + ".debug");
+    if (!rel.empty()) cands.push_back(d + "/vmlinux-" + rel);
+    tree(d);
+  }
+  if (!dbg.sysroot.empty()) tree(dbg.sysroot);
+  tree("");
+  for (const auto& c : cands)
+    if (::access(c.c_str(), R_OK) == 0) return c;
+  std::string looked;
+  for (const auto& c : cands) looked += (looked.empty() ? "" : ", ") + c;
+  const char* urls = std::getenv("DEBUGINFOD_URLS");
+  if (dbg.use_debuginfod && urls && *urls && bid.size() >= 2) {
+    if (debuginfod_client* c = debuginfod_begin()) {
+      char* path = nullptr;
+      int fd = debuginfod_find_debuginfo(c, reinterpret_cast<const unsigned char*>(bid.c_str()), 0,
+                                         &path);
+      debuginfod_end(c);
+      std::string p = path ? path : "";
+      std::free(path);
+      if (fd >= 0) {
+        ::close(fd);
+        if (!p.empty()) return p;
+      }
+      looked += fmt::format(", debuginfod ({}): {}", urls, std::strerror(fd < 0 ? -fd : ENOENT));
+    }
+  }
+  return make_error(Errc::kNotFound,
+                    fmt::format("{}: no vmlinux with DWARF for release {} build-id {} (looked in "
+                                "{}); install linux-image-{}-dbg or give --vmlinux",
+                                vmcore, rel.empty() ? "?" : rel, bid.empty() ? "?" : bid, looked,
+                                rel.empty() ? "RELEASE" : rel));
+}
+
 }  // namespace
 
 Result<std::unique_ptr<KernelTarget>> KernelTarget::open(const std::string& vmcore,
-                                                         const std::string& vmlinux) {
+                                                         const std::string& vmlinux,
+                                                         const DebugOptions& dbg) {
   std::unique_ptr<KernelTarget> k(new KernelTarget());
   LR_ASSIGN(int fd, open_input(vmcore, "kernel dump"));  // never waits on a FIFO
   char magic[16] = {};
@@ -151,28 +209,7 @@ Result<std::unique_ptr<KernelTarget>> KernelTarget::open(const std::string& vmco
                                   vmcore));
   std::string vml = vmlinux;
   if (vml.empty()) {
-    // Where distributions put the DWARF vmlinux for a release (drgn and
-    // crash look in the same places).
-    std::string rel = vmcoreinfo_value(vmcoreinfo, "OSRELEASE");
-    if (rel.empty())
-      return make_error(Errc::kNotFound,
-                        fmt::format("{}: no OSRELEASE in VMCOREINFO; give --vmlinux", vmcore));
-    std::vector<std::string> cands = {
-        "/usr/lib/debug/boot/vmlinux-" + rel, "/usr/lib/debug/lib/modules/" + rel + "/vmlinux",
-        "/lib/modules/" + rel + "/build/vmlinux", "/boot/vmlinux-" + rel};
-    for (const auto& c : cands)
-      if (::access(c.c_str(), R_OK) == 0) {
-        vml = c;
-        break;
-      }
-    if (vml.empty()) {
-      std::string looked;
-      for (const auto& c : cands) looked += (looked.empty() ? "" : ", ") + c;
-      return make_error(Errc::kNotFound,
-                        fmt::format("{}: no vmlinux with DWARF for release {} (looked in {}); "
-                                    "install linux-image-{}-dbg or give --vmlinux",
-                                    vmcore, rel, looked, rel));
-    }
+    LR_ASSIGN(vml, find_vmlinux(vmcore, vmcoreinfo, dbg));
   }
   {
     LR_ASSIGN(int vfd, open_input(vml, "vmlinux"));  // a FIFO is refused, not waited on
@@ -191,9 +228,14 @@ Result<std::unique_ptr<KernelTarget>> KernelTarget::open(const std::string& vmco
                       fmt::format("{}: build-id {} does not match {} (dump's kernel has {})", vml,
                                   file_bid.value(), vmcore, bid));
   LR_TRY(k->load_vmlinux(k->owned_mem_.get(), vml, off));
+  k->vmcoreinfo_ = std::move(vmcoreinfo);
   // Module globals resolve from the dump's kallsyms (crash has its own).
   k->prog_->set_symbol_fallback(&KernelTarget::module_symbol_fallback, k.get());
   return k;
+}
+
+std::string KernelTarget::vmcoreinfo(const std::string& key) const {
+  return vmcoreinfo_value(vmcoreinfo_, key);
 }
 
 Result<std::unique_ptr<KernelTarget>> KernelTarget::attach(const Memory* mem,

@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "leakref/modules.hpp"
 #include "leakref/program.hpp"
 #include "leakref/result.hpp"
 #include "leakref/walkers.hpp"
@@ -40,11 +41,14 @@ class KernelTarget {
   // Standalone: opens `vmcore` read-only (an ELF dump with virtual addresses
   // through the engine's ELF reader; kdump-compressed and physical-only ELF
   // dumps through libkdumpfile) and `vmlinux` (DWARF; "" = found from the
-  // dump's OSRELEASE under /usr/lib/debug/boot, /usr/lib/debug/lib/modules,
-  // /boot). The KASLR offset comes from the dump's VMCOREINFO. Errors name
-  // the file at fault (kNotFound lists where vmlinux was looked for).
+  // dump's BUILD-ID under each of dbg.debug_dirs' .build-id, then by its
+  // OSRELEASE under those dirs, dbg.sysroot and / in /usr/lib/debug/boot,
+  // /usr/lib/debug/lib/modules, /boot; then debuginfod). The KASLR offset
+  // comes from the dump's VMCOREINFO. Errors name the file at fault
+  // (kNotFound lists where vmlinux was looked for).
   static Result<std::unique_ptr<KernelTarget>> open(const std::string& vmcore,
-                                                    const std::string& vmlinux);
+                                                    const std::string& vmlinux,
+                                                    const DebugOptions& dbg = {});
   // Hosted (crash): `mem` is borrowed and must outlive the target; the
   // runtime address of a vmlinux symbol is its ELF value + `kaslr_offset`.
   static Result<std::unique_ptr<KernelTarget>> attach(const Memory* mem, const std::string& vmlinux,
@@ -55,6 +59,9 @@ class KernelTarget {
   uint64_t kaslr_offset() const { return kaslr_offset_; }
   const std::string& dump_format() const { return format_; }  // "elf", "kdump", "crash"
   const std::string& vmlinux() const { return vmlinux_; }
+  // A VMCOREINFO line's value ("OSRELEASE", "BUILD-ID"); "" when the dump
+  // has none (always "" under crash, which keeps VMCOREINFO itself).
+  std::string vmcoreinfo(const std::string& key) const;
   // Runtime address of a vmlinux symbol; kNotFound names it.
   Result<uint64_t> symbol(const std::string& name) const;
   std::vector<std::string> warnings() const;
@@ -81,7 +88,7 @@ class KernelTarget {
   std::unique_ptr<Kdump> kdump_;
   std::unique_ptr<Program> prog_;
   uint64_t kaslr_offset_ = 0;
-  std::string format_, vmlinux_;
+  std::string format_, vmlinux_, vmcoreinfo_;
   std::vector<std::string> warnings_;
 };
 
