@@ -280,3 +280,4 @@ bench-kernel:
 bench:
 	$(MAKE) -j$(NPROC) $(BIN) $(BUILD)/walk_repeat fixtures
 	BUILD=$(BUILD) scripts/bench.sh
+	BUILD=$(BUILD) scripts/bench-batch.sh

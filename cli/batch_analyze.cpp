@@ -300,11 +300,12 @@ lr::Result<void> analyze_file(const DumpFile& d, const BatchOptions& o, json& re
 // A dump's bucket: what program, which build, how it ended, what kinds of
 // findings and which sets hold its flagged objects.
 std::string signature_text(const json& r) {
-  std::string s = fmt::format("{}|{}|{}|{}", r.value("kind", "?"),
-                              r["program"].is_string() ? r["program"].get<std::string>() : "?",
-                              r["build_id"].is_string() ? r["build_id"].get<std::string>() : "-",
-                              r["status"].get<std::string>());
-  if (r["status"] != "ok") return s + "|" + r.value("error_code", "");
+  auto str = [&](const char* k, const char* none) {
+    return r[k].is_string() ? r[k].get<std::string>() : std::string(none);
+  };
+  std::string s = fmt::format("{}|{}|{}|{}", str("kind", "?"), str("program", "?"),
+                              str("build_id", "-"), str("status", "?"));
+  if (r["status"] != "ok") return s + "|" + str("error_code", "");
   std::set<std::string> kinds;
   for (const auto& f : r["findings"])
     kinds.insert(f["source"].get<std::string>() + ":" + f["kind"].get<std::string>());

@@ -39,7 +39,7 @@ lr::Result<std::vector<Bucket>> load_buckets(BatchDb& db) {
   std::map<std::string, size_t> at;
   LR_TRY(
       db.query("SELECT signature, signature_text, count(*), min(taken), max(taken),"
-               " max(path) FROM dumps GROUP BY signature ORDER BY count(*) DESC, signature",
+               " max(path) FROM dumps GROUP BY signature ORDER BY count(*) DESC, signature_text",
                [&](auto&, auto& v) {
                  Bucket b;
                  b.signature = col(v[0]);
@@ -159,7 +159,7 @@ std::string report_html(const std::vector<Bucket>& bs, const json& totals, size_
 
 }  // namespace
 
-int cmd_report(const ReportArgs& a) {
+int cmd_report(const ReportOptions& a) {
   auto db = BatchDb::open(a.db, false, true);
   if (!db.ok()) return fail(db.error());
   auto bs = load_buckets(*db.value());

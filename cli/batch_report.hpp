@@ -5,7 +5,7 @@
 
 namespace lrcli {
 
-struct ReportArgs {
+struct ReportOptions {
   std::string db, html;
   size_t top = 20;
   bool json = false;
@@ -13,6 +13,6 @@ struct ReportArgs {
 
 // Text (or leakref.batch.report/1 with --json) on stdout; --html writes one
 // self-contained page too. Returns an exit code.
-int cmd_report(const ReportArgs& a);
+int cmd_report(const ReportOptions& a);
 
 }  // namespace lrcli

@@ -213,7 +213,7 @@ Command register_batch(CLI::App& app) {
   worker->add_option("--out", w->out, "results file (JSON lines, appended)")->required();
   add_batch_options(worker, *o);
 
-  auto rep = std::make_shared<ReportArgs>();
+  auto rep = std::make_shared<ReportOptions>();
   auto* report =
       sub->add_subcommand("report", "buckets of like dumps, with first/last seen and trends");
   report->add_option("--db", rep->db, "the batch database")->required();

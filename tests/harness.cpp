@@ -350,4 +350,13 @@ std::vector<ReadmeCommand> readme_commands(const std::string& part) {
   return out;
 }
 
+long screenshot(const std::string& url, const std::string& png) {
+  std::string profile = tmp_dir() + "/chromium-profile";
+  auto r = run({"chromium", "--headless", "--no-sandbox", "--disable-gpu",
+                "--user-data-dir=" + profile, "--window-size=1200,900", "--screenshot=" + png, url},
+               120);
+  if (r.status != 0 || ::access(png.c_str(), F_OK) != 0) return -1;
+  return static_cast<long>(read_file(png).size());
+}
+
 }  // namespace lrtest

@@ -69,6 +69,22 @@ std::vector<ReadmeCommand> readme_commands(const std::string& section);
 // continued lines joined; empty when the page has none.
 std::vector<std::string> man_examples(const std::string& page);
 void note_skip(const std::string& reason);
+// A PNG screenshot of `url` by headless chromium (as root: no sandbox); its
+// size, or -1 when chromium failed.
+long screenshot(const std::string& url, const std::string& png);
+
+// Dumps other test files make, shared with the batch archive test. `why`
+// says why there are none (`broken`: our own set-up failed, a failure).
+struct SharedDumps {
+  std::vector<std::string> paths;
+  std::string debug_dir;  // where their debuginfo (vmlinux) is, when needed
+  std::string why;
+  bool broken = false;
+};
+// test_gluster.cpp: a FUSE client's core and its own statedump, a brick's core.
+SharedDumps gluster_dumps();
+// test_kernel.cpp: the guest's ELF and kdump-compressed vmcores.
+SharedDumps kernel_dumps();
 int skipped_count();
 
 }  // namespace lrtest

@@ -244,22 +244,6 @@ TEST_CASE("diff --profile: object sets by their keys", "[diff][profile]") {
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
 }
 
-namespace {
-
-// A PNG screenshot of `url` by headless chromium (as root: no sandbox);
-// its size, or -1 when chromium failed.
-long screenshot(const std::string& url, const std::string& png) {
-  std::string profile = lrtest::tmp_dir() + "/chromium-profile";
-  auto r = lrtest::run(
-      {"chromium", "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=" + profile,
-       "--window-size=1200,900", "--screenshot=" + png, url},
-      120);
-  if (r.status != 0 || access(png.c_str(), F_OK) != 0) return -1;
-  return static_cast<long>(lrtest::read_file(png).size());
-}
-
-}  // namespace
-
 // A series of a live process (fx_steady keeps 10 more 200-byte blocks every
 // 100 ms; 50 600-byte blocks stay): leakref-snap keeps one summary per core
 // and removes the cores; trend finds the class that only grows and not the
@@ -369,8 +353,8 @@ TEST_CASE("series: leakref-snap --every, leakref trend and its HTML report", "[d
   if (!lrtest::have_program("chromium")) {
     FAIL("chromium is not installed (make deps installs it): the report's rendering is untested");
   }
-  long blank = screenshot("about:blank", d + "/blank.png");
-  long shot = screenshot("file://" + html, d + "/report.png");
+  long blank = lrtest::screenshot("about:blank", d + "/blank.png");
+  long shot = lrtest::screenshot("file://" + html, d + "/report.png");
   INFO("screenshot bytes: report " << shot << ", blank page " << blank);
   REQUIRE(blank > 0);
   REQUIRE(shot > 0);

@@ -228,6 +228,25 @@ void compare_with_statedump(const std::string& who) {
 
 }  // namespace
 
+// For the batch archive: a quiescent FUSE client's core and GlusterFS's own
+// statedump of it, and a brick's core (taken once per run).
+lrtest::SharedDumps lrtest::gluster_dumps() {
+  static SharedDumps d = [] {
+    SharedDumps r;
+    Volume& v = volume();
+    if (!v.up) {
+      r.why = "GlusterFS: " + v.why_not;
+      r.broken = v.broken;
+      return r;
+    }
+    Dump real;
+    std::string fuse = v.snapshot("fuse", &real), brick = v.snapshot("brick", &real);
+    r.paths = {fuse + "/core", fuse + "/dump1", brick + "/core"};
+    return r;
+  }();
+  return d;
+}
+
 TEST_CASE("gluster: FUSE client core equals its own statedump", "[gluster][root]") {
   compare_with_statedump("fuse");
   Volume& v = volume();

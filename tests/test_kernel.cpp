@@ -363,6 +363,23 @@ std::map<std::string, std::string> sections(const std::string& out) {
 
 }  // namespace
 
+// For the batch archive: both forms of the guest's dump, and the directory
+// tree holding its vmlinux (DIR/usr/lib/debug/boot/vmlinux-RELEASE).
+lrtest::SharedDumps lrtest::kernel_dumps() {
+  SharedDumps r;
+  const Dump& d = dump();
+  if (!d.ok) {
+    r.why = "kernel vmcore: " + d.why;
+    r.broken = d.broken;
+    return r;
+  }
+  r.paths = {d.pelf, d.kdump};
+  size_t at = d.vmlinux.find("/usr/lib/debug/");
+  r.debug_dir =
+      at == std::string::npos ? d.vmlinux.substr(0, d.vmlinux.rfind('/')) : d.vmlinux.substr(0, at);
+  return r;
+}
+
 TEST_CASE("kernel: standalone inodes, modules, check and walk on a real Debian 6.1 vmcore",
           "[kernel]") {
   NEED_DUMP();

@@ -429,7 +429,12 @@ TEST_CASE("man pages: one per front end, complete against --help", "[scripts][ma
                                                 {"kernel", "profile"},
                                                 {"diff"},
                                                 {"snapshot"},
-                                                {"trend"}};
+                                                {"trend"},
+                                                {"batch", "run"},
+                                                {"batch", "one"},
+                                                {"batch", "worker"},
+                                                {"batch", "report"},
+                                                {"batch", "query"}};
   // Every subcommand --help lists is among them.
   std::string top = lrtest::leakref({"--help"}).out;
   std::regex sub_line(R"(\n  ([a-z][a-z-]*) {2,})");
