@@ -144,6 +144,8 @@ namespace {
 void spool_json(const std::vector<std::string>& args, const RunResult& r) {
   bool json = false;
   for (const auto& a : args) json = json || a == "--json" || a == "--jsonl";
+  // `batch one` writes JSON only (what batch run stores), with no flag for it.
+  json = json || (args.size() > 1 && args[0] == "batch" && args[1] == "one");
   if (!json || r.out.empty() || r.timed_out) return;
   static unsigned n = 0;
   write_file(json_spool_dir() + "/" + std::to_string(++n) + ".json", r.out);
