@@ -106,6 +106,16 @@ bool drain(int fd, std::string& into, size_t cap) {
   return true;
 }
 
+// What a process says when an allocation fails: C++'s bad_alloc (leakref's
+// own "internal error"), glibc's and the kernel's ENOMEM text, and a
+// sanitizer runtime's (under ASan the limit stops the shadow mapping itself).
+bool out_of_memory(const std::string& err) {
+  for (const char* w :
+       {"bad_alloc", "Cannot allocate memory", "out of memory", "failed to allocate"})
+    if (err.find(w) != std::string::npos) return true;
+  return false;
+}
+
 // The child's result, or one that says how it ended.
 json finish(Child& c, const BatchOptions& o, int status, const struct rusage& ru) {
   double secs = std::chrono::duration<double>(Clock::now() - c.start).count();
@@ -117,8 +127,7 @@ json finish(Child& c, const BatchOptions& o, int status, const struct rusage& ru
     if (c.killed) {
       st = "timeout";
       why = fmt::format("{}: analysis ran over {} s and was killed", c.dump->path, o.timeout);
-    } else if (c.err_text.find("bad_alloc") != std::string::npos ||
-               c.err_text.find("Cannot allocate memory") != std::string::npos) {
+    } else if (o.mem_limit_mib && out_of_memory(c.err_text)) {
       st = "memory";
       why = fmt::format("{}: analysis needed more than the memory limit ({} MiB)", c.dump->path,
                         o.mem_limit_mib);
