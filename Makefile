@@ -10,7 +10,9 @@ CXXFLAGS   ?= $(OPT) -g
 CXXFLAGS   += -std=c++20 -Wall -Wextra -Werror -fPIC -Icorelib/include $(SAN)
 LDLIBS     := -ldw -lelf -ldebuginfod -lkdumpfile -lfmt -lsqlite3 -lzstd -llzma -llz4 -lz $(SAN)
 
-CORE_SRC   := $(wildcard corelib/src/*.cpp)
+# The engine, and under corelib/src/profiles/<target>/ the C++ that knows a
+# target beyond what its profile file declares.
+CORE_SRC   := $(wildcard corelib/src/*.cpp corelib/src/profiles/*/*.cpp)
 CORE_OBJ   := $(CORE_SRC:%.cpp=$(BUILD)/%.o)
 CLI_SRC    := $(wildcard cli/*.cpp)
 CLI_OBJ    := $(CLI_SRC:%.cpp=$(BUILD)/%.o)
@@ -65,6 +67,11 @@ lib: $(LIB)
 $(BUILD)/%.o: %.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -MMD -MP -c $< -o $@
+
+# Profiles the engine's own reports read are built into the library
+# (.incbin in the file that loads them): a changed profile rebuilds it.
+EMBEDDED_PROFILES := corelib/src/profiles/linux/linux-kernel.toml
+$(BUILD)/corelib/src/profiles/linux/kernel_knowledge.o: $(EMBEDDED_PROFILES)
 
 $(LIB): $(CORE_OBJ)
 	@rm -f $@
@@ -160,6 +167,7 @@ $(FUZZ_LIB): $(FUZZ_OBJ)
 	ar rcs $@ $^
 
 -include $(FUZZ_OBJ:.o=.d)
+$(FUZZ_DIR)/obj/corelib/src/profiles/linux/kernel_knowledge.o: $(EMBEDDED_PROFILES)
 
 $(FUZZ_DIR)/fuzz_trace_%: tests/fuzz/fuzz_trace.cpp $(FUZZ_LIB)
 	$(FUZZ_CXX) $(FUZZ_FLAGS) -DLR_FUZZ_PARSER=parse_$* -o $@ $< $(FUZZ_LIB) -ldw -lelf -ldebuginfod -lkdumpfile -lfmt -lzstd -llzma -llz4 -lz
@@ -200,6 +208,7 @@ help:
 # .clang-format governs the C++ and the crash shim (fixtures keep the layout
 # of the programs they imitate; the kernel module is kernel style).
 FORMAT_SRC := $(wildcard corelib/src/*.cpp corelib/src/*.hpp corelib/include/leakref/*.hpp \
+                corelib/src/profiles/*/*.cpp corelib/src/profiles/*/*.hpp \
                 cli/*.cpp cli/*.hpp extension/*.cpp extension/*.h extension/*.c \
                 tests/*.cpp tests/*.hpp tests/fuzz/*.cpp bench/*.cpp)
 format:
@@ -215,7 +224,7 @@ DEB_DEPS := g++ make pkg-config libdw-dev libelf-dev libfmt-dev libcli11-dev \
             glusterfs-server glusterfs-client libglusterfs-dev liburcu-dev libtirpc-dev \
             fuse3 procps util-linux bpftrace bc time \
             libkdumpfile-dev crash qemu-system-x86 busybox-static cpio makedumpfile python3 \
-            libtomlplusplus-dev linux-headers-amd64 clang-format man-db python3-jsonschema zsh \
+            libtomlplusplus-dev linux-headers-amd64 linux-headers-6.12-amd64 clang-format man-db python3-jsonschema zsh \
             nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils libnfs-dev libntirpc-dev libkrb5-dev \
             chromium libsqlite3-dev sqlite3 libzstd-dev liblzma-dev liblz4-dev zlib1g-dev \
             zstd xz-utils lz4 gzip slurm-wlm munge

@@ -229,8 +229,11 @@ TEST_CASE("hostile profiles: one clear error, never a crash or hang", "[profile]
   };
   std::vector<Case> cases = {
       {"not toml", "format = 1\n[[set]\n", "fx_bad.toml:2", 3},
-      {"no format", with("format = 1\n", ""), "'format = 1' is required", 3},
-      {"future format", with("format = 1", "format = 2"), "profile format 2", 3},
+      {"no format", with("format = 1\n", ""), "'format = 2' is required", 3},
+      {"future format", with("format = 1", "format = 3"), "profile format 3", 3},
+      {"format 2 key in a format 1 profile",
+       with("[types.vcache]", "[types.vcache]\nenums = [\"enum afs_lock_state\"]"),
+       "'enums' needs 'format = 2' (this profile says format 1)", 3},
       {"unknown key", with("refcount = \"lr_refcount\"", "refcnt = \"lr_refcount\""),
        "unknown key 'refcnt'; did you mean 'refcount'?", 3},
       {"missing required member",

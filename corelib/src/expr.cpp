@@ -431,7 +431,7 @@ struct Resolver {
       std::string real = sc.alias && sc.type ? sc.alias(sc.type->strip(), t) : "";
       bool member = sc.type && find_member(sc.type, real.empty() ? t : real, &off);
       if (!e && !member && sc.type) e = find_enumerator(sc.type, t, &v);
-      if (e && !member) {
+      if ((e || (!member && sc.constant && sc.constant(t, &v))) && !member) {
         n.op = Op::kInt;
         n.num = v;
         return {};
@@ -470,6 +470,7 @@ struct Resolver {
       sub.alias = sc.alias;
       sub.element = sc.element;
       sub.what = sc.what;
+      sub.constant = sc.constant;
       sub.in_list = true;  // $owner: the object the list belongs to
       // Re-compile the argument's text in the element's scope.
 

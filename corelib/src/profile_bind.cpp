@@ -123,6 +123,12 @@ Result<void> ProfileBinder::require(BoundType& bt) {
     else
       for (const auto& a : split_alternatives(o)) bt.missing.insert(a);
   }
+  for (const auto& e : bt.decl->enums) {
+    auto et = prog_.types().find(e);
+    const Type* es = et.ok() && et.value() ? et.value()->strip() : nullptr;
+    if (!es || es->kind != TypeKind::kEnum) continue;  // this version has no such enum
+    for (const auto& en : es->enumerators) bt.constants.emplace(en.name, en.value);
+  }
   for (const auto& [name, alts] : bt.decl->fields) {
     for (const auto& a : split_alternatives(alts))
       if (!plain_name(a))
@@ -175,7 +181,44 @@ ExprScope ProfileBinder::scope(const BoundType* bt, const std::string& what) con
   sc.alias = alias_;
   sc.element = element_;
   sc.what = what;
+  if (!bt->constants.empty())
+    sc.constant = [bt](std::string_view n, int64_t* v) {
+      auto it = bt->constants.find(std::string(n));
+      if (it == bt->constants.end()) return false;
+      *v = it->second;
+      return true;
+    };
   return sc;
+}
+
+Result<std::unique_ptr<Expr>> ProfileBinder::named_expr(const BoundType* bt,
+                                                        const std::string& name) const {
+  const std::string tn = bt->decl ? bt->decl->name : bt->c;
+  auto it = bt->decl ? bt->decl->exprs.find(name) : decltype(bt->decl->exprs.end()){};
+  if (!bt->decl || it == bt->decl->exprs.end())
+    return fail(Errc::kNotFound, fmt::format("types.{} declares no expression '{}'", tn, name));
+  std::string why;
+  for (const auto& alt : it->second) {
+    auto e = Expr::compile(alt, scope(bt, fmt::format("types.{}.exprs.{}", tn, name)));
+    if (e.ok()) return std::move(e).value();
+    std::string m = e.error().message;
+    why += fmt::format("\n  '{}': {}", alt, m.substr(0, m.find('\n')));
+  }
+  return fail(Errc::kNotFound,
+              fmt::format("types.{}.exprs.{}: no alternative compiles on this target:{}", tn,
+                          name, why));
+}
+
+Result<uint64_t> ProfileBinder::symbol(const std::string& name) const {
+  auto it = p_.symbols.find(name);
+  const std::string alts = it == p_.symbols.end() ? name : it->second;
+  std::string why;
+  for (const auto& a : split_alternatives(alts)) {
+    auto r = prog_.resolve_address(a);
+    if (r.ok()) return r.value();
+    why += (why.empty() ? "" : "; ") + r.error().message;
+  }
+  return fail(Errc::kNotFound, fmt::format("symbols.{}: {}", name, why));
 }
 
 std::string ProfileBinder::uses_missing(const BoundType* bt, const std::string& text) {

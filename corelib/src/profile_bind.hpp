@@ -20,6 +20,7 @@ struct BoundType {
   const Type* type = nullptr;
   std::map<std::string, std::string> alias;  // name -> the member present
   std::set<std::string> missing;             // optional members the target lacks
+  std::map<std::string, int64_t> constants;  // enumerators of the declared `enums` present
 };
 
 class ProfileBinder {
@@ -28,8 +29,17 @@ class ProfileBinder {
   // The bound type of a [types] name or a C type; kNotFound names what the
   // target lacks (a type, or every alternative of a required member).
   Result<BoundType*> bind(const std::string& name);
-  // The scope expressions of `bt` compile in (aliases, list element types).
+  // The scope expressions of `bt` compile in (aliases, list element types,
+  // declared enums' constants).
   ExprScope scope(const BoundType* bt, const std::string& what) const;
+  // Named expression `name` of `bt`'s declaration (its `exprs`): the first
+  // alternative that compiles on the target. kNotFound when the type
+  // declares no such expression or none of its alternatives compiles (each
+  // one's error is named).
+  Result<std::unique_ptr<Expr>> named_expr(const BoundType* bt, const std::string& name) const;
+  // A [symbols] name's address: the first alternative the target has
+  // (a name not in [symbols] is looked up as it is). kNotFound names each.
+  Result<uint64_t> symbol(const std::string& name) const;
   const MemberAlias& alias() const { return alias_; }
   // The optional member of `bt` that `text` names and the target lacks, or
   // "": what uses it is skipped with a note instead of failing. Names

@@ -43,6 +43,15 @@ const std::set<std::string> kLinks = {"list",          "hlist", "next",   "array
 
 struct Loader {
   std::string src;
+  int format = kProfileFormat;
+
+  // A key the profile's stated format does not have: refused, so a file
+  // that says format 1 stays readable by every format-1 reader.
+  Result<void> since(int version, const toml::table& t, const char* key, const std::string& where) {
+    if (format >= version || !t.get(key)) return {};
+    return bad(where, fmt::format("'{}' needs 'format = {}' (this profile says format {})", key,
+                                  version, format));
+  }
 
   Error bad(const std::string& where, const std::string& what) {
     return make_error(Errc::kBadFormat, fmt::format("{}: {}: {}", src, where, what));
@@ -152,7 +161,9 @@ struct Loader {
 
   Result<ProfileType> type(const std::string& name, const toml::table& t) {
     std::string w = "types." + name;
-    LR_TRY(only_keys(t, w, {"c", "require", "optional", "fields", "lists", "allocation"}));
+    LR_TRY(only_keys(t, w,
+                     {"c", "require", "optional", "fields", "lists", "allocation", "enums",
+                      "exprs"}));
     ProfileType pt;
     pt.name = name;
     LR_ASSIGN(pt.c, str(t, "c", w, true));
@@ -161,6 +172,25 @@ struct Loader {
     LR_ASSIGN(pt.fields, str_map(t, "fields", w));
     LR_ASSIGN(pt.lists, str_map(t, "lists", w));
     LR_ASSIGN(pt.allocation, str(t, "allocation", w, false));
+    LR_TRY(since(2, t, "enums", w));
+    LR_TRY(since(2, t, "exprs", w));
+    LR_ASSIGN(pt.enums, strs(t, "enums", w));
+    for (const auto& e : pt.enums)
+      if (e.rfind("enum ", 0) != 0) return bad(w + ".enums", fmt::format("'{}' is not 'enum NAME'", e));
+    if (const toml::node* en = t.get("exprs")) {
+      const toml::table* et = en->as_table();
+      if (!et) return bad(w, "'exprs' must be a table of NAME = [alternatives]");
+      if (et->size() > kMaxPerSet) return bad(w, "'exprs' has too many entries");
+      for (const auto& [k, v] : *et) {
+        std::string ew = w + ".exprs." + std::string(k.str());
+        toml::table one;
+        one.insert("x", v);
+        LR_ASSIGN(auto alts, strs(one, "x", ew));
+        if (alts.empty()) return bad(ew, "lists no expression");
+        for (const auto& a : alts) LR_TRY(expr(a, ew));
+        pt.exprs[std::string(k.str())] = std::move(alts);
+      }
+    }
     if (!pt.allocation.empty() && pt.allocation != "malloc")
       return bad(w + ".allocation", "must be \"malloc\" (each object a whole glibc allocation)");
     for (const auto& [m, el] : pt.lists)
@@ -284,18 +314,25 @@ struct Loader {
 
   Result<Profile> profile(const toml::table& root) {
     LR_TRY(only_keys(root, "profile",
-                     {"format", "name", "description", "match", "build", "types", "set", "probe"}));
+                     {"format", "name", "description", "match", "build", "types", "set", "probe",
+                      "symbols"}));
     Profile p;
     p.source = src;
     const toml::node* f = root.get("format");
     auto fv = f ? f->value<int64_t>() : std::nullopt;
-    if (!fv) return bad("format", "'format = 1' is required (the profile format version)");
+    if (!fv)
+      return bad("format", fmt::format("'format = {}' is required (the profile format version)",
+                                       kProfileFormat));
     if (*fv > kProfileFormat || *fv < 1)
       return make_error(Errc::kUnsupported,
                         fmt::format("{}: profile format {} is not one this leakref reads (it reads "
-                                    "format {})",
+                                    "formats 1 to {})",
                                     src, *fv, kProfileFormat));
-    p.format = static_cast<int>(*fv);
+    p.format = format = static_cast<int>(*fv);
+    LR_TRY(since(2, root, "symbols", "profile"));
+    LR_ASSIGN(p.symbols, str_map(root, "symbols", "profile"));
+    for (const auto& [k, v] : p.symbols)
+      if (v.empty() || v.size() > 512) return bad("symbols." + k, "must name a symbol ('a|b': either)");
     LR_ASSIGN(p.name, str(root, "name", "profile", true));
     LR_ASSIGN(p.description, str(root, "description", "profile", false));
     if (const toml::node* m = root.get("match")) {

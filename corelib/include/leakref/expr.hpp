@@ -3,7 +3,8 @@
 // evaluated per object on its bytes:
 //
 //   literals    42  0x2a  -1  "text"  ENUM_NAME (an enumerator of the type
-//               compared with, or of any enum member of the object type)
+//               compared with, of any enum member of the object type, or of
+//               an enum the caller declares: ExprScope::constant)
 //   fields      a.b  a[3]  a->b  (and '.' through a pointer, as gdb allows);
 //               refcount wrappers (atomic_t, refcount_t, kref, lockref, ...)
 //               read as their integer; other structs are refused
@@ -66,6 +67,10 @@ struct ExprScope {
   // The element type of list member `path` of `owner`; kNotFound when the
   // caller does not know it (count(L) alone still works then).
   std::function<Result<ListElement>(const Type* owner, std::string_view path)> element;
+  // A bare name that is neither a member nor an enumerator reachable in the
+  // object type: a constant the caller knows (a profile's declared enums);
+  // false when it does not know it either.
+  std::function<bool(std::string_view name, int64_t* value)> constant;
   std::string what = "expression";  // names the expression in error messages
 };
 

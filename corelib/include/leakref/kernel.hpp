@@ -21,6 +21,8 @@
 
 namespace lr {
 
+struct KernelKnowledge;  // corelib/src/profiles/linux/kernel_internal.hpp
+
 // What check_kdump_file found in a kdump-compressed file.
 struct KdumpLayout {
   int header_version = 0;
@@ -75,6 +77,9 @@ class KernelTarget {
   Result<void> add_module_debuginfo(const std::string& ko);
   // Loaded modules (name, struct module address), read once.
   Result<std::vector<std::pair<std::string, uint64_t>>> loaded_modules();
+  // Where the kernel reports (corelib/src/profiles/linux) keep what they know
+  // of this kernel once bound to its types; empty until first used.
+  std::shared_ptr<KernelKnowledge>& knowledge_slot() { return knowledge_; }
 
  private:
   KernelTarget() = default;
@@ -90,6 +95,7 @@ class KernelTarget {
   uint64_t kaslr_offset_ = 0;
   std::string format_, vmlinux_, vmcoreinfo_;
   std::vector<std::string> warnings_;
+  std::shared_ptr<KernelKnowledge> knowledge_;
 };
 
 // Bounds shared by the kernel walks.

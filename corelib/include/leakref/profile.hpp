@@ -25,7 +25,10 @@ namespace lr {
 // The profile format this leakref reads (the `format` key). A profile with a
 // higher number is refused, naming both; additions that old readers could
 // ignore still bump it, since unknown keys are errors (typos must not pass).
-constexpr int kProfileFormat = 1;
+// Format 2 added [types.X] `enums` and `exprs`, and [symbols]; a profile that
+// says format 1 and uses them is refused, so it stays readable by format-1
+// readers.
+constexpr int kProfileFormat = 2;
 
 struct ProfileType {
   std::string name;                           // the key in [types]
@@ -38,6 +41,13 @@ struct ProfileType {
   // so its chunk's usable size must fit the type's size (the self-check of
   // types built from headers); "" = not checked.
   std::string allocation;
+  // Enum types ("enum pageflags") whose enumerators the type's expressions
+  // may name bare; one the target lacks is skipped (format 2).
+  std::vector<std::string> enums;
+  // Named expressions on an object of the type, each a list of alternatives:
+  // the first that compiles on the target is the one used, so one profile
+  // spans versions whose fields or constants differ (format 2).
+  std::map<std::string, std::vector<std::string>> exprs;
 };
 
 struct ProfileHolder {
@@ -94,6 +104,9 @@ struct Profile {
   // relative to the profile file's directory), defines NAME[=VALUE].
   std::vector<std::string> build_headers, build_include, build_defines;
   std::string build_note;  // what to do when the build fails (headers to fetch)
+  // [symbols]: name -> "a|b" alternatives (the first the target has is the
+  // one meant), for symbols renamed between versions (format 2).
+  std::map<std::string, std::string> symbols;
 };
 
 // Parses and checks a profile's text (no target needed): syntax, unknown

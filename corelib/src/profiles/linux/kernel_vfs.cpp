@@ -1,6 +1,8 @@
 // Kernel walks: tasks -> fd tables -> files; mounts; super blocks -> inodes
-// -> dentries; modules. Offsets come from vmlinux DWARF once per call; each
-// object is read whole (one span or copy), never a read per field.
+// -> dentries; modules. Members are named as linux-kernel.toml declares them
+// (alternatives there span kernel versions), offsets come from vmlinux DWARF
+// once per call; each object is read whole (one span or copy), never a read
+// per field.
 #include "leakref/kernel.hpp"
 
 #include <fmt/format.h>
@@ -54,37 +56,6 @@ std::string inode_state_names(uint64_t state) {
 }
 
 namespace kint {
-
-Result<Layout> Layout::of(KernelTarget& k, const std::string& type) {
-  Layout l;
-  LR_ASSIGN(l.type, k.prog().types().find(type));
-  const Type* s = l.type->strip();
-  if (!s->complete || s->size == 0)
-    return make_error(Errc::kNotFound,
-                      fmt::format("{} has no complete definition in {}", type, k.vmlinux()));
-  l.size = s->size;
-  return l;
-}
-
-Result<uint64_t> Layout::off(std::string_view path) const {
-  LR_ASSIGN(FieldLoc loc, resolve_path(type, path));
-  return loc.offset;
-}
-
-Result<IntField> Layout::field(std::string_view path, bool refcount) const {
-  FieldLoc loc;
-  if (refcount) {
-    LR_ASSIGN(loc, resolve_refcount(type, path));
-  } else {
-    LR_ASSIGN(loc, resolve_path(type, path));
-  }
-  return IntField::of(loc);
-}
-
-Result<std::pair<uint64_t, uint64_t>> Layout::bytes(std::string_view path) const {
-  LR_ASSIGN(FieldLoc loc, resolve_path(type, path));
-  return std::make_pair(loc.offset, field_bytes(loc));
-}
 
 uint64_t ptr_at(const uint8_t* obj, uint64_t off) {
   return load_uint(obj + off, 8);
@@ -170,30 +141,30 @@ Result<Scan> scan(KernelTarget& k, const KernelLimits& lim, bool want_mounts) {
   Scan s;
   const Memory& mem = k.mem();
   std::vector<uint8_t> scratch, fdbuf;
-  LR_ASSIGN(Layout task, Layout::of(k, "struct task_struct"));
+  LR_ASSIGN(Layout task, Layout::of(k, "task"));
   LR_ASSIGN(uint64_t t_tasks, task.off("tasks"));
   LR_ASSIGN(uint64_t t_files, task.off("files"));
   LR_ASSIGN(uint64_t t_fs, task.off("fs"));
   LR_ASSIGN(auto t_comm, task.bytes("comm"));
   LR_ASSIGN(uint64_t t_mm, task.off("mm"));
-  LR_ASSIGN(Layout mm, Layout::of(k, "struct mm_struct"));
+  LR_ASSIGN(Layout mm, Layout::of(k, "mm"));
   LR_ASSIGN(uint64_t mm_exe, mm.off("exe_file"));
   LR_ASSIGN(IntField t_pid, task.field("pid"));
-  LR_ASSIGN(Layout files, Layout::of(k, "struct files_struct"));
+  LR_ASSIGN(Layout files, Layout::of(k, "files"));
   LR_ASSIGN(uint64_t fs_fdt, files.off("fdt"));
-  LR_ASSIGN(Layout fdt, Layout::of(k, "struct fdtable"));
+  LR_ASSIGN(Layout fdt, Layout::of(k, "fdtable"));
   LR_ASSIGN(IntField fdt_max, fdt.field("max_fds"));
   LR_ASSIGN(uint64_t fdt_fd, fdt.off("fd"));
-  LR_ASSIGN(Layout file, Layout::of(k, "struct file"));
+  LR_ASSIGN(Layout file, Layout::of(k, "file"));
   LR_ASSIGN(IntField f_count, file.field("f_count", true));
   LR_ASSIGN(uint64_t f_inode, file.off("f_inode"));
   LR_ASSIGN(uint64_t f_dentry, file.off("f_path.dentry"));
   LR_ASSIGN(uint64_t f_mnt, file.off("f_path.mnt"));
   LR_ASSIGN(uint64_t f_op, file.off("f_op"));
-  LR_ASSIGN(Layout fss, Layout::of(k, "struct fs_struct"));
+  LR_ASSIGN(Layout fss, Layout::of(k, "fs_struct"));
   LR_ASSIGN(uint64_t fs_root, fss.off("root.dentry"));
   LR_ASSIGN(uint64_t fs_pwd, fss.off("pwd.dentry"));
-  LR_ASSIGN(uint64_t init_task, k.symbol("init_task"));
+  LR_ASSIGN(uint64_t init_task, ksymbol(k, "init_task"));
 
   std::vector<uint64_t> tasks = {init_task};
   LR_ASSIGN(std::vector<uint64_t> listed,
@@ -258,23 +229,23 @@ Result<Scan> scan(KernelTarget& k, const KernelLimits& lim, bool want_mounts) {
 
   // Super blocks, and through each one's s_mounts every mount (internal
   // kern_mounts included), for the dentry references mounts hold.
-  LR_ASSIGN(Layout sb, Layout::of(k, "struct super_block"));
+  LR_ASSIGN(Layout sb, Layout::of(k, "super_block"));
   LR_ASSIGN(uint64_t sb_list, sb.off("s_list"));
-  LR_ASSIGN(uint64_t super_blocks, k.symbol("super_blocks"));
+  LR_ASSIGN(uint64_t super_blocks, ksymbol(k, "super_blocks"));
   LR_ASSIGN(s.super_blocks,
             root_objects(mem, super_blocks, sb_list, lim, "super_blocks", &s.warnings, &s.sb_walk));
   if (want_mounts) {
     LR_ASSIGN(uint64_t sb_mounts, sb.off("s_mounts"));
-    LR_ASSIGN(Layout mnt, Layout::of(k, "struct mount"));
+    LR_ASSIGN(Layout mnt, Layout::of(k, "mount"));
     LR_ASSIGN(uint64_t m_inst, mnt.off("mnt_instance"));
     LR_ASSIGN(uint64_t m_root, mnt.off("mnt.mnt_root"));
     LR_ASSIGN(uint64_t m_mp, mnt.off("mnt_mp"));
-    LR_ASSIGN(Layout mp, Layout::of(k, "struct mountpoint"));
+    LR_ASSIGN(Layout mp, Layout::of(k, "mountpoint"));
     LR_ASSIGN(uint64_t mp_dentry, mp.off("m_dentry"));
     LR_ASSIGN(uint64_t m_mountpoint, mnt.off("mnt_mountpoint"));
     LR_ASSIGN(uint64_t m_parent, mnt.off("mnt_parent"));
     LR_ASSIGN(uint64_t m_ns, mnt.off("mnt_ns"));
-    LR_ASSIGN(Layout den, Layout::of(k, "struct dentry"));
+    LR_ASSIGN(Layout den, Layout::of(k, "dentry"));
     LR_ASSIGN(uint64_t d_name, den.off("d_name.name"));
     LR_ASSIGN(uint64_t d_parent, den.off("d_parent"));
     auto rd = [&](uint64_t a) -> uint64_t {
@@ -388,14 +359,14 @@ Result<KInodeReport> inodes_from(KernelTarget& k, Scan& s, const KInodeFilter& f
   rep.warnings = s.warnings;
   rep.tasks = s.tasks;
   std::vector<uint8_t> scratch, dscratch;
-  LR_ASSIGN(Layout sb, Layout::of(k, "struct super_block"));
+  LR_ASSIGN(Layout sb, Layout::of(k, "super_block"));
   LR_ASSIGN(uint64_t sb_type, sb.off("s_type"));
   LR_ASSIGN(auto sb_id, sb.bytes("s_id"));
   LR_ASSIGN(uint64_t sb_root, sb.off("s_root"));
   LR_ASSIGN(uint64_t sb_inodes, sb.off("s_inodes"));
-  LR_ASSIGN(Layout fst, Layout::of(k, "struct file_system_type"));
+  LR_ASSIGN(Layout fst, Layout::of(k, "file_system_type"));
   LR_ASSIGN(uint64_t fst_name, fst.off("name"));
-  LR_ASSIGN(Layout ino, Layout::of(k, "struct inode"));
+  LR_ASSIGN(Layout ino, Layout::of(k, "inode"));
   LR_ASSIGN(uint64_t i_sb_list, ino.off("i_sb_list"));
   LR_ASSIGN(IntField i_ino, ino.field("i_ino"));
   LR_ASSIGN(IntField i_count, ino.field("i_count", true));
@@ -403,12 +374,14 @@ Result<KInodeReport> inodes_from(KernelTarget& k, Scan& s, const KInodeFilter& f
   LR_ASSIGN(IntField i_state, ino.field("i_state"));
   LR_ASSIGN(IntField i_mode, ino.field("i_mode"));
   LR_ASSIGN(uint64_t i_dentry, ino.off("i_dentry"));
-  LR_ASSIGN(Layout den, Layout::of(k, "struct dentry"));
+  LR_ASSIGN(Layout den, Layout::of(k, "dentry"));
   LR_ASSIGN(uint64_t d_alias, den.off("d_u.d_alias"));
   LR_ASSIGN(IntField d_count, den.field("d_lockref", true));
   LR_ASSIGN(uint64_t d_name, den.off("d_name.name"));
-  LR_ASSIGN(uint64_t d_subdirs, den.off("d_subdirs"));
-  LR_ASSIGN(uint64_t d_child, den.off("d_child"));
+  // Children: a list_head of d_child links, or (6.8+) an hlist of d_sib.
+  LR_ASSIGN(uint64_t d_children, den.off("children"));
+  LR_ASSIGN(uint64_t d_sibling, den.off("sibling"));
+  LR_ASSIGN(bool children_hlist, den.hlist("children"));
   LR_ASSIGN(uint64_t d_parent, den.off("d_parent"));
   // The names from `d` up to its file system's root (bounded; a loop ends
   // it), under the super block's first mount point.
@@ -433,11 +406,11 @@ Result<KInodeReport> inodes_from(KernelTarget& k, Scan& s, const KInodeFilter& f
   // Mappings: vm_area_structs in each inode's i_mmap tree hold their
   // vm_file (files with no fd left, and the executables of every process).
   LR_ASSIGN(uint64_t i_mmap, ino.off("i_data.i_mmap.rb_root.rb_node"));
-  LR_ASSIGN(Layout vma, Layout::of(k, "struct vm_area_struct"));
+  LR_ASSIGN(Layout vma, Layout::of(k, "vma"));
   LR_ASSIGN(uint64_t vma_rb, vma.off("shared.rb"));
   LR_ASSIGN(uint64_t vma_file, vma.off("vm_file"));
   LR_ASSIGN(uint64_t vma_mm, vma.off("vm_mm"));
-  LR_ASSIGN(Layout rbn, Layout::of(k, "struct rb_node"));
+  LR_ASSIGN(Layout rbn, Layout::of(k, "rb_node"));
   LR_ASSIGN(uint64_t rb_left, rbn.off("rb_left"));
   LR_ASSIGN(uint64_t rb_right, rbn.off("rb_right"));
   auto add_mappings = [&](uint64_t inode, uint64_t root) {
@@ -523,11 +496,14 @@ Result<KInodeReport> inodes_from(KernelTarget& k, Scan& s, const KInodeFilter& f
         kd.addr = d;
         kd.count = d_count.load(db);
         name_ptrs.push_back(ptr_at(db, d_name));
-        if (ptr_at(db, d_subdirs) != d + d_subdirs) {
+        const uint64_t first = ptr_at(db, d_children);
+        if (children_hlist ? first != 0 : first != d + d_children) {
           WalkLimits wl;
           wl.max_nodes = lim.max_objects;
           wl.interrupted = lim.interrupted;
-          kd.children = walk_list(mem, d + d_subdirs, d_child, wl).objects.size();
+          kd.children = (children_hlist ? walk_hlist(mem, d + d_children, d_sibling, wl)
+                                        : walk_list(mem, d + d_children, d_sibling, wl))
+                            .objects.size();
         }
         if (auto it = s.files_by_dentry.find(d); it != s.files_by_dentry.end())
           kd.files = it->second.size();
@@ -575,25 +551,25 @@ Result<KModuleReport> modules_from(KernelTarget& k, const Scan& s, const KernelL
   KModuleReport rep;
   rep.warnings = s.warnings;
   std::vector<uint8_t> scratch;
-  LR_ASSIGN(Layout mod, Layout::of(k, "struct module"));
+  LR_ASSIGN(Layout mod, Layout::of(k, "module"));
   LR_ASSIGN(uint64_t m_list, mod.off("list"));
   LR_ASSIGN(auto m_name, mod.bytes("name"));
   LR_ASSIGN(FieldLoc m_state, resolve_path(mod.type, "state"));
   LR_ASSIGN(IntField m_refcnt, mod.field("refcnt", true));
   LR_ASSIGN(uint64_t m_src, mod.off("source_list"));
   LR_ASSIGN(uint64_t m_tgt, mod.off("target_list"));
-  LR_ASSIGN(Layout use, Layout::of(k, "struct module_use"));
+  LR_ASSIGN(Layout use, Layout::of(k, "module_use"));
   LR_ASSIGN(uint64_t u_src_list, use.off("source_list"));
   LR_ASSIGN(uint64_t u_tgt_list, use.off("target_list"));
   LR_ASSIGN(uint64_t u_source, use.off("source"));
   LR_ASSIGN(uint64_t u_target, use.off("target"));
-  LR_ASSIGN(Layout sb, Layout::of(k, "struct super_block"));
+  LR_ASSIGN(Layout sb, Layout::of(k, "super_block"));
   LR_ASSIGN(uint64_t sb_type, sb.off("s_type"));
-  LR_ASSIGN(Layout fst, Layout::of(k, "struct file_system_type"));
+  LR_ASSIGN(Layout fst, Layout::of(k, "file_system_type"));
   LR_ASSIGN(uint64_t fst_owner, fst.off("owner"));
-  LR_ASSIGN(Layout fops, Layout::of(k, "struct file_operations"));
+  LR_ASSIGN(Layout fops, Layout::of(k, "file_operations"));
   LR_ASSIGN(uint64_t fo_owner, fops.off("owner"));
-  LR_ASSIGN(uint64_t modules, k.symbol("modules"));
+  LR_ASSIGN(uint64_t modules, ksymbol(k, "modules"));
 
   std::unordered_map<uint64_t, uint64_t> sbs_by_owner, files_by_owner;
   for (uint64_t b : s.super_blocks) {

@@ -95,10 +95,10 @@ SizeMap ko_sizes(Elf* e) {
 // Every loaded module (name, struct module address), from the `modules` list.
 Result<std::vector<std::pair<std::string, uint64_t>>> KernelTarget::loaded_modules() {
   if (loaded_.has_value()) return *loaded_;
-  LR_ASSIGN(kint::Layout mod, kint::Layout::of(*this, "struct module"));
+  LR_ASSIGN(kint::Layout mod, kint::Layout::of(*this, "module"));
   LR_ASSIGN(uint64_t m_list, mod.off("list"));
   LR_ASSIGN(auto m_name, mod.bytes("name"));
-  LR_ASSIGN(uint64_t head, symbol("modules"));
+  LR_ASSIGN(uint64_t head, kint::ksymbol(*this, "modules"));
   KernelLimits lim;
   lim.max_objects = kMaxModules;
   std::vector<std::pair<std::string, uint64_t>> out;
@@ -114,7 +114,7 @@ Result<std::vector<std::pair<std::string, uint64_t>>> KernelTarget::loaded_modul
 
 // A module's kallsyms: every named, defined symbol with its runtime address.
 Result<std::vector<Symbol>> KernelTarget::module_kallsyms(const std::string& name, uint64_t m) {
-  LR_ASSIGN(kint::Layout mod, kint::Layout::of(*this, "struct module"));
+  LR_ASSIGN(kint::Layout mod, kint::Layout::of(*this, "module"));
   LR_ASSIGN(uint64_t o_symtab, mod.off("core_kallsyms.symtab"));
   LR_ASSIGN(IntField o_num, mod.field("core_kallsyms.num_symtab"));
   LR_ASSIGN(uint64_t o_strtab, mod.off("core_kallsyms.strtab"));

@@ -1,29 +1,66 @@
-// Shared by the kernel walk files: type layouts resolved once, and the scan
-// of tasks, open files, super blocks and mounts that several reports need.
+// Shared by the kernel report files: what they know of Linux (the built-in
+// linux-kernel profile, bound once per target), type layouts resolved
+// through it, and the scan of tasks, open files, super blocks and mounts
+// that several reports need.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
+#include "../../profile_bind.hpp"
+#include "leakref/expr.hpp"
 #include "leakref/kernel.hpp"
 #include "leakref/objects.hpp"
+#include "leakref/profile.hpp"
 #include "leakref/walkers.hpp"
 
-namespace lr::kint {
+namespace lr {
 
+// corelib/src/profiles/linux/linux-kernel.toml bound to one kernel's types.
+struct KernelKnowledge {
+  Profile profile;
+  std::unique_ptr<ProfileBinder> binder;
+};
+
+namespace kint {
+
+// The text of the built-in linux-kernel profile.
+std::string_view linux_kernel_profile_text();
+// It, bound to `k`'s types (once; kept in the target).
+Result<KernelKnowledge*> knowledge(KernelTarget& k);
+
+// A type the linux-kernel profile declares, with its member alternatives.
 struct Layout {
   const Type* type = nullptr;
   uint64_t size = 0;
-  // kNotFound when the type has no complete definition in vmlinux.
-  static Result<Layout> of(KernelTarget& k, const std::string& type);
+  const BoundType* bound = nullptr;
+  ExprScope scope;  // aliases and declared enums, for paths and expressions
+  // `name` is a [types] name of linux-kernel.toml ("dentry"). kNotFound names
+  // what this kernel lacks (the type, or every alternative of a member).
+  static Result<Layout> of(KernelTarget& k, const std::string& name);
+  // A member path's offset inside the object (aliases applied at each step);
+  // kInvalidArgument for a path that crosses a pointer.
   Result<uint64_t> off(std::string_view path) const;
   // An integer field; `refcount` descends atomic_t/refcount_t/lockref/...
   Result<IntField> field(std::string_view path, bool refcount = false) const;
   // A member's offset and byte size (char arrays: comm, s_id, module name).
   Result<std::pair<uint64_t, uint64_t>> bytes(std::string_view path) const;
+  // Whether list member `path` is an hlist_head (else a list_head);
+  // kInvalidArgument when it is neither.
+  Result<bool> hlist(std::string_view path) const;
+  // The profile's named expression `name` on this type (first alternative
+  // that compiles here).
+  Result<std::unique_ptr<Expr>> expr(KernelTarget& k, const std::string& name) const;
+
+ private:
+  Result<FieldLoc> loc(std::string_view path, bool refcount) const;
 };
+
+// A [symbols] name of linux-kernel.toml: the first alternative this kernel has.
+Result<uint64_t> ksymbol(KernelTarget& k, const std::string& name);
 
 uint64_t ptr_at(const uint8_t* obj, uint64_t off);
 std::string cstr_at(const uint8_t* obj, uint64_t off, size_t max);
@@ -77,4 +114,5 @@ Result<KInodeReport> inodes_from(KernelTarget& k, Scan& s, const KInodeFilter& f
 Result<KModuleReport> modules_from(KernelTarget& k, const Scan& s, const KernelLimits& lim,
                                    WalkResult* walk = nullptr);
 
-}  // namespace lr::kint
+}  // namespace kint
+}  // namespace lr
