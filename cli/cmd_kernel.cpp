@@ -2,6 +2,7 @@
 // rendering shared by `leakref kernel` and the crash extension, which differ
 // only in where memory comes from and where text goes.
 #include "cmd_kernel.hpp"
+#include "cmd_kslab.hpp"
 #include "commands.hpp"
 
 #include <fmt/format.h>
@@ -352,6 +353,12 @@ int run_kernel_command(const KernelOpener& open, const std::vector<std::string>&
   add_profile_options(prof, pa);
   prof->add_flag("--json", ka.json, "leakref.profile/1 JSON");
   prof->add_option("--ko", ka.kos, ko_help);
+  SlabArgs sa;
+  WalkArgs sw;
+  auto* slab = app.add_subcommand(
+      "slab", "SLUB caches, every allocated object, who allocated it (slub_debug=U)");
+  add_slab_options(slab, sa, sw);
+  slab->add_flag("--json", ka.json, "leakref.kernel.slab/1 JSON (with --type: leakref.walk/1)");
   auto* chk = app.add_subcommand("check", "kernel invariants: list integrity, counts vs holders");
   chk->add_option("--fail-on", ka.fail_on, "exit 1 if: violation")->delimiter(',');
   chk->add_flag("--json", ka.json, "leakref.kernel.check/1 JSON");
@@ -376,7 +383,7 @@ int run_kernel_command(const KernelOpener& open, const std::vector<std::string>&
     err.print("leakref: error: {}\n", e.what());
     return kUsage;
   }
-  json_errors(ka.json || w.jsonl || pa.jsonl);  // the CLI's errors only (fail() checks)
+  json_errors(ka.json || w.jsonl || pa.jsonl || sw.jsonl);  // the CLI's errors only (fail() checks)
   lr::KernelLimits lim;
   lim.interrupted = interrupted;
   if (w.limit) lim.max_objects = w.limit;
@@ -394,6 +401,18 @@ int run_kernel_command(const KernelOpener& open, const std::vector<std::string>&
   if (walk->parsed()) {
     if (auto u = check_walk_args(w); !u.ok()) return fail(u.error(), err);
   }
+  if (slab->parsed()) {
+    for (const auto& f : sw.fail_on)
+      if (f != "any" && f != "warning" && (sw.type.empty() || f == "warning")) {
+        err.print("leakref: error: --fail-on: unknown finding '{}' (slab: warning{})\n", f,
+                  sw.type.empty() ? "" : "; with --type: match, fault, ...");
+        return kUsage;
+      }
+    if (!sw.where.empty())
+      if (auto u = lr::Filter::check_syntax(sw.where); !u.ok()) return fail(u.error(), err);
+    sw.interrupted = interrupted;
+    if (sw.limit) lim.max_objects = std::max<uint64_t>(lim.max_objects, sw.limit);
+  }
   auto target = open();
   if (!target.ok()) return fail(target.error(), err);
   lr::KernelTarget& k = *target.value();
@@ -410,6 +429,7 @@ int run_kernel_command(const KernelOpener& open, const std::vector<std::string>&
     return run_and_render_profile(k.prog(), p.value(), pa, ka.json, true, source, k.warnings(), out,
                                   err);
   }
+  if (slab->parsed()) return do_slab(k, sa, sw, ka.json, source, lim, out, err);
   if (ino->parsed()) return do_inodes(k, ka, source, lim, out, err);
   if (mods->parsed()) return do_modules(k, ka, source, lim, out, err);
   return do_check(k, ka, source, lim, out, err);
@@ -421,7 +441,8 @@ namespace lrcli {
 
 int cmd_kernel(const std::string& vmcore, const std::string& vmlinux, const lr::DebugOptions& dbg,
                const std::vector<std::string>& args, bool help) {
-  if (args.empty()) return fail_usage("kernel: give a subcommand: walk, inodes, modules, check");
+  if (args.empty())
+    return fail_usage("kernel: give a subcommand: walk, inodes, modules, check, slab, profile");
   std::vector<std::string> a = args;
   if (help) a.push_back("--help");
   std::unique_ptr<lr::KernelTarget> k;
@@ -442,7 +463,7 @@ Command register_kernel(CLI::App& app) {
   };
   auto a = std::make_shared<Args>();
   auto* sub = app.add_subcommand(
-      "kernel", "a kernel vmcore: walk, inodes, modules, check, profile (as crash> leakref ...)");
+      "kernel", "a kernel vmcore: walk, inodes, modules, check, slab, profile (as crash> leakref ...)");
   // Required for analyses, not for a subcommand's --help (cmd_kernel checks).
   sub->add_option("--vmcore", a->vmcore, "ELF or kdump-compressed vmcore");
   sub->add_option("--vmlinux", a->vmlinux,
@@ -457,6 +478,7 @@ Command register_kernel(CLI::App& app) {
       "  inodes                      inodes with their dentries, open files and mappings\n"
       "  modules                     module refcounts and their holders\n"
       "  check                       kernel invariants: list integrity, counts vs holders\n"
+      "  slab                        SLUB caches, their objects and who allocated them\n"
       "  profile                     a profile file's object sets, holders and invariants\n"
       "'leakref help kernel SUBCOMMAND' for each one's options.");
   // Its JSON flag is among the remaining words; cmd_kernel sets JSON errors.

@@ -80,6 +80,11 @@ lr::WalkSpec walk_spec_from(const WalkArgs& a) {
   } else if (!a.hashtable.empty()) {
     spec.link = lr::WalkSpec::Link::kHashTable;
     spec.member = a.hashtable;
+  } else if (a.addresses) {
+    spec.link = lr::WalkSpec::Link::kAddresses;
+    spec.addresses = a.addresses;
+    spec.addresses_mode = a.addresses_mode;
+    spec.addresses_at = a.addresses_at;
   }  // else kNone: run_walk says how to link objects
   spec.count = a.count;
   spec.count_from = a.count_from;

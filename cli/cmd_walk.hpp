@@ -35,6 +35,11 @@ struct WalkArgs {
   // terminal; --summary-first/--summary-last choose).
   bool summary_first = false, summary_last = false;
   const std::atomic<bool>* interrupted = nullptr;  // polled by the walk
+  // Objects another enumeration found (kernel slab --type): walked instead
+  // of a head; mode and address name what found them (borrowed).
+  const std::vector<uint64_t>* addresses = nullptr;
+  std::string addresses_mode;
+  uint64_t addresses_at = 0;
 };
 
 // Registers the walk options (--type, --head, --next, ...) on `sub`.

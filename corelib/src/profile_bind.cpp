@@ -209,16 +209,21 @@ Result<std::unique_ptr<Expr>> ProfileBinder::named_expr(const BoundType* bt,
                           name, why));
 }
 
-Result<uint64_t> ProfileBinder::symbol(const std::string& name) const {
+Result<Variable> ProfileBinder::variable(const std::string& name) const {
   auto it = p_.symbols.find(name);
   const std::string alts = it == p_.symbols.end() ? name : it->second;
   std::string why;
   for (const auto& a : split_alternatives(alts)) {
-    auto r = prog_.resolve_address(a);
+    auto r = prog_.resolve(a);
     if (r.ok()) return r.value();
     why += (why.empty() ? "" : "; ") + r.error().message;
   }
   return fail(Errc::kNotFound, fmt::format("symbols.{}: {}", name, why));
+}
+
+Result<uint64_t> ProfileBinder::symbol(const std::string& name) const {
+  LR_ASSIGN(Variable v, variable(name));
+  return v.addr;
 }
 
 std::string ProfileBinder::uses_missing(const BoundType* bt, const std::string& text) {

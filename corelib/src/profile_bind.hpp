@@ -40,6 +40,8 @@ class ProfileBinder {
   // A [symbols] name's address: the first alternative the target has
   // (a name not in [symbols] is looked up as it is). kNotFound names each.
   Result<uint64_t> symbol(const std::string& name) const;
+  // The same with its DWARF type when known (null type otherwise).
+  Result<Variable> variable(const std::string& name) const;
   const MemberAlias& alias() const { return alias_; }
   // The optional member of `bt` that `text` names and the target lacks, or
   // "": what uses it is skipped with a note instead of failing. Names

@@ -357,6 +357,29 @@ WalkResult walk_array(const Memory& mem, uint64_t base, uint64_t count, uint64_t
   return r;
 }
 
+WalkResult walk_given(const std::vector<uint64_t>& objects, const WalkLimits& lim) {
+  WalkResult r;
+  const uint64_t n = std::min<uint64_t>(objects.size(), lim.max_nodes);
+  r.objects.assign(objects.begin(), objects.begin() + static_cast<ptrdiff_t>(n));
+  if (n < objects.size()) {
+    r.stop = WalkStop::kLimit;
+    r.stop_detail = fmt::format("stopped after {} objects (--limit)", lim.max_nodes);
+  }
+  // In blocks, as the other walkers hand them, so the interrupt flag is seen.
+  constexpr size_t kBlock = 4096;
+  for (size_t i = 0; i < r.objects.size(); i += kBlock) {
+    if (lim.interrupted && lim.interrupted->load()) {
+      r.stop = WalkStop::kInterrupted;
+      r.stop_addr = r.objects[i];
+      r.stop_detail = fmt::format("interrupted at object {}", i);
+      r.objects.resize(i);
+      break;
+    }
+    lim.sink(r.objects.data() + i, std::min(kBlock, r.objects.size() - i));
+  }
+  return r;
+}
+
 WalkResult walk_pointer_array(const Memory& mem, uint64_t base, uint64_t count,
                               const WalkLimits& lim) {
   WalkResult r;

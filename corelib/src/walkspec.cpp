@@ -244,6 +244,13 @@ Result<const Type*> walked_type(Program& prog, const WalkSpec& spec) {
 // The head: the symbol's DWARF type decides how it is read when it can.
 Result<Variable> walk_head(Program& prog, const WalkSpec& spec, WalkReport* rep) {
   Variable hv;
+  if (spec.link == WalkSpec::Link::kAddresses) {
+    if (!spec.addresses)
+      return make_error(Errc::kInvalidArgument, "an addresses walk needs its addresses");
+    hv.name = spec.head;  // the objects were found already; `head` only names them
+    hv.addr = spec.addresses_at;
+    return hv;
+  }
   if (spec.head_var) {
     hv = *spec.head_var;
   } else {
@@ -370,6 +377,10 @@ Result<void> walk_by_link(Program& prog, const WalkSpec& spec, const Variable& h
                                                obj_size, lim));
       return {};
     }
+    case WalkSpec::Link::kAddresses:
+      rep->mode = spec.addresses_mode.empty() ? "given" : spec.addresses_mode;
+      rep->walk = walk_given(*spec.addresses, lim);
+      return {};
     case WalkSpec::Link::kNone:
       break;
   }

@@ -81,6 +81,10 @@ WalkResult walk_array(const Memory& mem, uint64_t base, uint64_t count, uint64_t
 WalkResult walk_pointer_array(const Memory& mem, uint64_t base, uint64_t count,
                               const WalkLimits& lim = {});
 
+// Objects found by something else (every object of a slab cache): walked
+// in order, `lim.max_nodes` at most, each handed to the sink.
+WalkResult walk_given(const std::vector<uint64_t>& objects, const WalkLimits& lim = {});
+
 // Hash table: `nbuckets` buckets of `bucket_size` bytes at `base`.
 enum class BucketKind {
   kHlist,     // each bucket is an hlist_head; member_off = hlist_node in container

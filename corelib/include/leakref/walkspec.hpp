@@ -31,8 +31,15 @@ struct WalkSpec {
     kPointerArray,
     kTree,
     kXarray,
-    kHashTable  // nfs-ganesha hash_table_t; member: "val" (default) or "key"
+    kHashTable,  // nfs-ganesha hash_table_t; member: "val" (default) or "key"
+    kAddresses   // `addresses`: objects another enumeration found (slab objects)
   } link = Link::kNone;
+  // kAddresses: the objects (borrowed, in order), what found them (the
+  // walk's mode: "slab") and where (`head` names it, `addresses_at` is its
+  // address: the kmem_cache).
+  const std::vector<uint64_t>* addresses = nullptr;
+  std::string addresses_mode;
+  uint64_t addresses_at = 0;
   std::string member;      // next field / list_head / hlist_node / tree node member
   uint64_t count = 0;      // arrays: elements (0 = from the head symbol's type)
   std::string count_from;  // arrays: an integer variable holding the count ("tbl.nr")

@@ -59,8 +59,10 @@ struct Layout {
   Result<FieldLoc> loc(std::string_view path, bool refcount) const;
 };
 
-// A [symbols] name of linux-kernel.toml: the first alternative this kernel has.
+// A [symbols] name of linux-kernel.toml: the first alternative this kernel
+// has (its address; kvariable: with its DWARF type when known).
 Result<uint64_t> ksymbol(KernelTarget& k, const std::string& name);
+Result<Variable> kvariable(KernelTarget& k, const std::string& name);
 
 uint64_t ptr_at(const uint8_t* obj, uint64_t off);
 std::string cstr_at(const uint8_t* obj, uint64_t off, size_t max);

@@ -98,5 +98,10 @@ Result<uint64_t> ksymbol(KernelTarget& k, const std::string& name) {
   return kn->binder->symbol(name);
 }
 
+Result<Variable> kvariable(KernelTarget& k, const std::string& name) {
+  LR_ASSIGN(KernelKnowledge * kn, knowledge(k));
+  return kn->binder->variable(name);
+}
+
 }  // namespace kint
 }  // namespace lr
