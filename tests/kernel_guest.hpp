@@ -1,0 +1,100 @@
+// The kernel tests' guests: real Debian kernels (6.1 and 6.12) under QEMU
+// TCG (scripts/kernel-vmcore), what each guest says it set up (its serial
+// log), and helpers shared by the kernel test files: the CLI's JSON, the
+// checks against the guest's manifest, crash sessions on the 6.1 dump (crash
+// 8.0.2 cannot open 6.12 dumps).
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "harness.hpp"
+
+namespace kguest {
+
+using nlohmann::json;
+
+// One kernel's guest dumps (scripts/kernel-vmcore --kernel KERNEL), made once.
+struct Dump {
+  std::string kernel;  // "6.1", "6.12"
+  bool ok = false;
+  bool broken = false;  // our own set-up failed: a failure, not a skip
+  std::string why;
+  std::string vmlinux, pelf, kdump, pelf_b, serial, ko, kver;
+};
+const Dump& dump(const std::string& kernel = "6.1");
+// The kernels the tests run on: "6.1" and "6.12".
+const std::vector<std::string>& kernels();
+
+// What the guest said it set up (fixtures/kernel/lrholder.c and init).
+struct Hold {
+  std::string comm, name;
+  int pid = 0, fd = 0;
+  uint64_t ino = 0;
+};
+struct Guest {
+  std::vector<Hold> holds;
+  std::map<std::string, std::pair<int64_t, std::vector<std::string>>> modules;  // users, used-by
+  int holder_pid = 0;
+  uint64_t files = 0;
+};
+Guest guest(const Dump& d);
+
+// `leakref kernel --vmcore VMCORE --vmlinux ... ARGS` must exit 0: its JSON.
+json kernel_json(const Dump& d, const std::string& vmcore, const std::vector<std::string>& args);
+// The same report from two sources: everything but the dump's path and timings.
+json comparable(json j);
+const json* find_inode(const json& sb, uint64_t ino);
+// The tmpfs holding the guest's files (FILES + its root).
+const json& leak_sb(const json& inodes, uint64_t files);
+// An inodes report / a modules report against the guest's manifest.
+void check_inodes(const json& j, const Guest& g);
+void check_modules(const json& j, const Guest& g);
+
+// What the lrlocks module (fixtures/kernel/lrlocks.c) logged about itself:
+// per object set, addresses in walk order, refcounts, leaked references and
+// the invariants it broke on purpose.
+struct LockObj {
+  std::string addr;
+  int64_t refcount = 0, leaked = 0, granted = 0;
+  std::vector<std::string> violates;
+};
+std::map<std::string, std::vector<LockObj>> lrlocks_truth(const Dump& d);
+// A profile set against the module's truth (objects, order, refcounts,
+// verdicts, violations).
+void check_lock_set(const json& set, const std::vector<LockObj>& want, bool counted);
+const json& named_set(const json& j, const std::string& name);
+
+// /proc/slabinfo as the guest printed it right before dump A (`b`: dump B):
+// cache -> {active_objs, num_objs, objperslab, num_slabs}.
+struct SlabInfo {
+  int64_t active = 0, objs = 0, per_slab = 0, slabs = 0;
+};
+std::map<std::string, SlabInfo> slabinfo(const Dump& d, bool b = false);
+
+// crash 8.0.2 in batch mode on the 6.1 ELF dump, reading `cmdfile`.
+std::vector<std::string> crash_argv(const std::string& cmdfile);
+std::string write_cmds(const std::vector<std::string>& cmds);
+void crash_session(const std::vector<std::string>& cmds, lrtest::RunResult* out);
+// Values crash prints for `struct TYPE.a,b ADDR`: the last "NAME = N" per name.
+std::map<std::string, int64_t> crash_values(const std::string& text);
+// Splits output at "MARK name" lines printed with crash's shell escape.
+std::map<std::string, std::string> sections(const std::string& out);
+
+}  // namespace kguest
+
+// Skips only when a facility is missing (QEMU, crash, ...); a failure of
+// scripts/kernel-vmcore itself fails the test.
+#define NEED_KERNEL(d)                                                    \
+  do {                                                                    \
+    if ((d).broken) FAIL("kernel " << (d).kernel << " vmcore: " << (d).why); \
+    if (!(d).ok) LR_SKIP("kernel " + (d).kernel + " vmcore: " + (d).why);    \
+  } while (0)
+#define NEED_DUMP() NEED_KERNEL(::kguest::dump("6.1"))
+#define NEED_CRASH()                                                                \
+  do {                                                                              \
+    NEED_DUMP();                                                                    \
+    if (!::lrtest::have_program("crash")) LR_SKIP("crash is not installed (make deps installs it)"); \
+  } while (0)
