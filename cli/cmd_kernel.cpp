@@ -95,7 +95,7 @@ std::string holders_text(const lr::KFile& f) {
   return out;
 }
 
-nlohmann::json file_json(const lr::KFile& f) {
+nlohmann::json file_json(lr::KernelTarget& k, const lr::KFile& f) {
   nlohmann::json j{{"addr", hex(f.addr)},     {"f_count", f.f_count}, {"inode", hex(f.inode)},
                    {"dentry", hex(f.dentry)}, {"mnt", hex(f.mnt)},    {"f_op", hex(f.f_op)}};
   auto& h = j["holders"] = nlohmann::json::array();
@@ -105,7 +105,32 @@ nlohmann::json file_json(const lr::KFile& f) {
     jh["kind"] = x.fd >= 0 ? "fd" : x.fd == lr::KFileHolder::kExe ? "exe" : "mmap";
     h.push_back(std::move(jh));
   }
+  if (f.unheld) j["unheld"] = true;
+  if (f.has_alloc) {
+    nlohmann::json a = track_json(k, f.alloc);
+    auto& st = a["stack"] = nlohmann::json::array();
+    for (uint64_t x : f.alloc_stack) st.push_back(ksym(k, x));
+    if (!f.alloc_stack_error.empty()) a["stack_error"] = f.alloc_stack_error;
+    j["alloc"] = std::move(a);
+  }
   return j;
+}
+
+// A file no task holds: what it is, and who allocated it when known.
+void print_unheld(lr::KernelTarget& k, const lr::KFile& f, Out& out) {
+  out.print("    file   {} f_count {}  held by no task, mapping or exe (an SCM_RIGHTS message in "
+            "flight, or leaked)\n",
+            hex(f.addr), f.f_count);
+  if (!f.has_alloc) {
+    out.print("           (who allocated it is known only with slub_debug=U for its cache)\n");
+    return;
+  }
+  out.print("           allocated by pid {} on cpu {} at jiffies {}:\n", f.alloc.pid, f.alloc.cpu,
+            f.alloc.when);
+  for (uint64_t a : f.alloc_stack) out.print("             {}\n", ksym(k, a));
+  if (f.alloc_stack.empty())
+    out.print("             {} ({})\n", ksym(k, f.alloc.addr),
+              f.alloc_stack_error.empty() ? "no stack recorded" : f.alloc_stack_error);
 }
 
 // The dump's own warnings (a cut-off file, missing debuginfo) before a report's.
@@ -138,6 +163,8 @@ int do_inodes(lr::KernelTarget& k, const KArgs& a, const std::string& source,
     return kLookup;
   }
   auto show = [&](const lr::KInode& i) { return !a.flagged_only || i.flagged(); };
+  size_t unheld = 0;  // files found only in the file cache, on flagged dentries
+  for (const auto& f : rep.files) unheld += f.unheld;
   if (a.json) {
     nlohmann::json j;
     j["schema"] = "leakref.kernel.inodes/1";
@@ -160,7 +187,9 @@ int do_inodes(lr::KernelTarget& k, const KArgs& a, const std::string& source,
             {"i_mode", i.i_mode},    {"unexplained", i.unexplained},
             {"flagged", i.flagged()}};
         auto& jd = x["dentries"] = nlohmann::json::array();
-        for (const auto& d : i.dentries)
+        for (const auto& d : i.dentries) {
+          nlohmann::json uf = nlohmann::json::array();
+          for (size_t fi : d.unheld_files) uf.push_back(file_json(k, rep.files[fi]));
           jd.push_back({{"addr", hex(d.addr)},
                         {"name", d.name},
                         {"path", d.path},
@@ -170,15 +199,18 @@ int do_inodes(lr::KernelTarget& k, const KArgs& a, const std::string& source,
                         {"mount_refs", d.mount_refs},
                         {"fs_refs", d.fs_refs},
                         {"pinned", d.pinned},
-                        {"unexplained", d.unexplained}});
+                        {"unexplained", d.unexplained},
+                        {"unheld_files", std::move(uf)}});
+        }
         auto& jf = x["files"] = nlohmann::json::array();
-        for (size_t fi : i.files) jf.push_back(file_json(rep.files[fi]));
+        for (size_t fi : i.files) jf.push_back(file_json(k, rep.files[fi]));
         ji.push_back(std::move(x));
       }
       sbs.push_back(std::move(js));
     }
     j["summary"] = {{"tasks", rep.tasks},
-                    {"open_files", rep.files.size()},
+                    {"open_files", rep.files.size() - unheld},
+                    {"unheld_files", unheld},
                     {"inodes", rep.inodes},
                     {"dentries", rep.dentries},
                     {"flagged", rep.flagged}};
@@ -214,6 +246,7 @@ int do_inodes(lr::KernelTarget& k, const KArgs& a, const std::string& source,
                                         d.children, d.files, d.mount_refs, d.fs_refs, d.pinned);
           out.print("    dentry {} {} d_count {} = {}{}\n", hex(d.addr), d.path, d.count, why,
                     d.unexplained ? fmt::format("  !! {:+} unexplained", d.unexplained) : "");
+          for (size_t fi : d.unheld_files) print_unheld(k, rep.files[fi], out);
         }
         for (size_t fi : i.files) {
           const lr::KFile& f = rep.files[fi];
@@ -222,7 +255,7 @@ int do_inodes(lr::KernelTarget& k, const KArgs& a, const std::string& source,
       }
     }
     out.print("\n{} tasks, {} open files, {} inodes, {} dentries; {} flagged{}\n", rep.tasks,
-              rep.files.size(), rep.inodes, rep.dentries, rep.flagged,
+              rep.files.size() - unheld, rep.inodes, rep.dentries, rep.flagged,
               a.all ? "" : " (inodes without open files or findings not listed; --all lists them)");
   }
   return fail_on_wants(a.fail_on, "flagged") && rep.flagged ? kFindings : kOk;

@@ -15,6 +15,7 @@ namespace lrcli {
 
 void add_slab_options(CLI::App* sub, SlabArgs& s, WalkArgs& w) {
   sub->add_option("--cache", s.caches, "only this cache (repeatable): list its allocated objects");
+  sub->add_flag("--objects", s.objects, "list the allocated objects of every cache (no --cache)");
   sub->add_flag("--stacks", s.stacks,
                 "group allocated objects by allocation stack (caches with slub_debug=U)");
   sub->add_option("--top", s.top, "--stacks: the N most common stacks (default 20)");
@@ -26,16 +27,7 @@ void add_slab_options(CLI::App* sub, SlabArgs& s, WalkArgs& w) {
   add_walk_run_options(sub, w);
 }
 
-namespace {
-
-struct StackGroup {
-  uint64_t count = 0;
-  uint64_t first = 0;  // an object allocated there
-  uint64_t caller = 0;
-};
-
-// "name+0x1f" (module omitted for vmlinux), or the address.
-std::string sym(lr::KernelTarget& k, uint64_t a) {
+std::string ksym(lr::KernelTarget& k, uint64_t a) {
   lr::SymbolHit h = k.prog().modules().symbolize(a);
   if (!h.module || !h.sym) return hex(a);
   std::string mod = h.module->basename();
@@ -44,8 +36,20 @@ std::string sym(lr::KernelTarget& k, uint64_t a) {
 }
 
 nlohmann::json track_json(lr::KernelTarget& k, const lr::KSlabTrack& t) {
-  return {{"caller", sym(k, t.addr)}, {"caller_addr", hex(t.addr)}, {"pid", t.pid},
-          {"cpu", t.cpu},             {"jiffies", t.when},          {"handle", t.handle}};
+  return {{"caller", ksym(k, t.addr)}, {"caller_addr", hex(t.addr)}, {"pid", t.pid},
+          {"cpu", t.cpu},              {"jiffies", t.when},          {"handle", t.handle}};
+}
+
+namespace {
+
+struct StackGroup {
+  uint64_t count = 0;
+  uint64_t first = 0;  // an object allocated there
+  uint64_t caller = 0;
+};
+
+std::string sym(lr::KernelTarget& k, uint64_t a) {
+  return ksym(k, a);
 }
 
 nlohmann::json object_json(lr::KernelTarget& k, const lr::KSlabObject& o) {
@@ -67,6 +71,8 @@ nlohmann::json cache_json(const lr::KSlabCache& c) {
                    {"object_size", c.object_size},
                    {"size", c.size},
                    {"objects_per_slab", c.objects_per_slab},
+                   {"free_pointer_offset", c.offset},
+                   {"red_left_pad", c.red_left_pad},
                    {"order", c.order},
                    {"store_user", c.store_user},
                    {"hardened", c.hardened},
@@ -182,9 +188,9 @@ int do_slab(lr::KernelTarget& k, const SlabArgs& s, const WalkArgs& w, bool json
     return fail(lr::make_error(lr::Errc::kInvalidArgument, "slab takes no --profile/--set"), err);
   lr::KSlabFilter f;
   f.caches = s.caches;
-  f.objects = (!s.caches.empty() && !w.summary_only) || s.stacks || typed;
+  const bool list = (!s.caches.empty() || s.objects) && !w.summary_only && !typed && !s.stacks;
+  f.objects = list || s.stacks || typed;
   f.tracks = !typed;
-  const bool list = !s.caches.empty() && !w.summary_only && !typed && !s.stacks;
   const bool jsonl = w.jsonl && !typed;
   std::vector<uint64_t> objs;
   std::map<uint32_t, StackGroup> groups;

@@ -18,8 +18,14 @@ struct SlabArgs {
   std::vector<std::string> caches;
   bool stacks = false;    // group allocated objects by allocation stack
   uint64_t top = 20;      // --stacks: how many
-  bool summary = false;   // the cache table only
+  bool objects = false;   // list allocated objects without --cache: of every cache
 };
+
+// A kernel text address as "function+0x1f" ("[module]" added outside
+// vmlinux), or the address when no symbol covers it.
+std::string ksym(lr::KernelTarget& k, uint64_t addr);
+// A SLUB allocation track as leakref.kernel.* JSON (caller symbolized).
+nlohmann::json track_json(lr::KernelTarget& k, const lr::KSlabTrack& t);
 
 // Registers slab's own options and the walk's field options (--type,
 // --refcount, --show, --where, and the run options) on `sub`.

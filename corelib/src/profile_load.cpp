@@ -191,8 +191,13 @@ struct Loader {
         pt.exprs[std::string(k.str())] = std::move(alts);
       }
     }
-    if (!pt.allocation.empty() && pt.allocation != "malloc")
-      return bad(w + ".allocation", "must be \"malloc\" (each object a whole glibc allocation)");
+    const bool slab = pt.allocation.rfind("slab:", 0) == 0 && pt.allocation.size() > 5;
+    if (!pt.allocation.empty() && pt.allocation != "malloc" && !slab)
+      return bad(w + ".allocation",
+                 "must be \"malloc\" (each object a whole glibc allocation) or \"slab:CACHE\" "
+                 "(each object one of a kernel slab cache's)");
+    if (slab && format < 2)
+      return bad(w + ".allocation", "'slab:CACHE' needs 'format = 2'");
     for (const auto& [m, el] : pt.lists)
       if (el.find('.') == std::string::npos)
         return bad(w + ".lists." + m, "must be \"TYPE.link_member\" (the entries' type and link)");

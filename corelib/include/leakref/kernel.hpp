@@ -112,11 +112,26 @@ struct KFileHolder {
   int fd = -1;  // kExe: the task's executable (mm->exe_file); kMmap: a mapping
   static constexpr int kExe = -1, kMmap = -2;
 };
+// SLUB's struct track (slub_debug=U): who allocated (or last freed) an object.
+struct KSlabTrack {
+  uint64_t addr = 0;    // the caller of the allocator (return address)
+  uint32_t handle = 0;  // stack depot handle; 0 = none recorded
+  int cpu = 0, pid = 0;
+  uint64_t when = 0;  // jiffies
+};
+
 struct KFile {
   uint64_t addr = 0;
   int64_t f_count = 0;
   uint64_t inode = 0, dentry = 0, mnt = 0, f_op = 0;
   std::vector<KFileHolder> holders;  // every fd slot, executable and mapping using this file
+  // Found only among the file cache's objects (no fd, exe or mapping holds
+  // it: an SCM_RIGHTS message in flight, or a leak), for a flagged dentry.
+  bool unheld = false;
+  bool has_alloc = false;            // its cache stores allocation tracks (slub_debug=U)
+  KSlabTrack alloc;                  // with has_alloc
+  std::vector<uint64_t> alloc_stack;  // the allocation's stack, innermost first
+  std::string alloc_stack_error;      // why alloc_stack is empty (no depot, bad handle)
 };
 
 struct KDentry {
@@ -133,6 +148,9 @@ struct KDentry {
   uint64_t fs_refs = 0;     // task root/pwd (per fs_struct)
   uint64_t pinned = 0;      // filesystems that pin their dentries (tmpfs, ramfs, ...)
   int64_t unexplained = 0;  // count - everything above
+  // Of a flagged dentry: files of the file cache on it that no task holds
+  // (indexes into KInodeReport::files), each with who allocated it.
+  std::vector<size_t> unheld_files;
 };
 
 struct KInode {

@@ -19,14 +19,6 @@
 
 namespace lr {
 
-// SLUB's struct track: who allocated (or last freed) an object.
-struct KSlabTrack {
-  uint64_t addr = 0;    // the caller of the allocator (return address)
-  uint32_t handle = 0;  // stack depot handle; 0 = none recorded
-  int cpu = 0, pid = 0;
-  uint64_t when = 0;  // jiffies
-};
-
 struct KSlabCache {
   uint64_t addr = 0;
   std::string name;

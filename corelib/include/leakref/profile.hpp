@@ -39,7 +39,9 @@ struct ProfileType {
   std::map<std::string, std::string> lists;   // list member -> "TYPE.link_member"
   // "malloc": every object of the type is a whole glibc malloc allocation,
   // so its chunk's usable size must fit the type's size (the self-check of
-  // types built from headers); "" = not checked.
+  // types built from headers); "slab:CACHE" (format 2): every object is one
+  // of a kernel slab cache's (the kernel reports find unheld objects there);
+  // "" = not said.
   std::string allocation;
   // Enum types ("enum pageflags") whose enumerators the type's expressions
   // may name bare; one the target lacks is skipped (format 2).

@@ -13,6 +13,7 @@
 #include <unordered_set>
 
 #include "kernel_internal.hpp"
+#include "leakref/kernel_slab.hpp"
 #include "leakref/objects.hpp"
 #include "leakref/walkers.hpp"
 
@@ -333,6 +334,77 @@ FsPin fs_pin(const std::string& fstype) {
 
 }  // namespace
 
+// A flagged dentry's references that no task holds may be struct files in
+// the file cache that no fd, exe or mapping holds (an SCM_RIGHTS message in
+// flight, or a leaked file): found there and attached to the dentry with
+// who allocated them (slub_debug=U), so the finding names its origin.
+// Anything that fails here is a warning: the report stands without it.
+static void attach_unheld_files(KernelTarget& k, Scan& s, KInodeReport& rep,
+                                const KernelLimits& lim) {
+  std::unordered_map<uint64_t, KDentry*> flagged;
+  for (auto& sb : rep.sbs)
+    for (auto& i : sb.inodes)
+      for (auto& d : i.dentries)
+        if (d.unexplained > 0) flagged.emplace(d.addr, &d);
+  if (flagged.empty()) return;
+  auto file = Layout::of(k, "file");
+  const std::string& alloc = file.ok() && file.value().bound->decl
+                                 ? file.value().bound->decl->allocation
+                                 : std::string();
+  if (alloc.rfind("slab:", 0) != 0) return;  // the profile names no cache for files
+  KSlabFilter f;
+  f.caches = {alloc.substr(5)};
+  f.objects = f.tracks = true;
+  const Memory& mem = k.mem();
+  std::vector<uint8_t> scratch;
+  auto scan = kernel_slab(
+      k, f,
+      [&](const KSlabObject& o) {
+        if (s.file_index.count(o.addr)) return;  // a task holds it
+        const uint8_t* ob = object_bytes(mem, o.addr, s.fl.size, scratch);
+        if (!ob) return;
+        auto d = flagged.find(ptr_at(ob, s.fl.dentry));
+        if (d == flagged.end()) return;
+        KFile kf;
+        kf.addr = o.addr;
+        kf.f_count = s.fl.f_count.load(ob);
+        kf.inode = ptr_at(ob, s.fl.inode);
+        kf.dentry = d->first;
+        kf.mnt = ptr_at(ob, s.fl.mnt);
+        kf.f_op = ptr_at(ob, s.fl.op);
+        kf.unheld = true;
+        kf.has_alloc = o.has_tracks;
+        kf.alloc = o.alloc;
+        d->second->unheld_files.push_back(s.files.size());
+        s.file_index.emplace(o.addr, s.files.size());
+        s.files.push_back(std::move(kf));
+      },
+      lim);
+  if (!scan.ok()) {
+    rep.warnings.push_back(fmt::format("files no task holds were not looked for in cache {}: {}",
+                                       f.caches[0], scan.error().message));
+    return;
+  }
+  for (const auto& w : scan.value().warnings) rep.warnings.push_back(w);
+  std::unique_ptr<StackDepot> depot;
+  for (KFile& kf : s.files) {
+    if (!kf.unheld || !kf.has_alloc || !kf.alloc.handle) continue;
+    if (!depot) {
+      auto d = StackDepot::open(k);
+      if (!d.ok()) {
+        kf.alloc_stack_error = d.error().message;
+        continue;
+      }
+      depot = std::move(d).value();
+    }
+    auto st = depot->stack(kf.alloc.handle);
+    if (st.ok())
+      kf.alloc_stack = std::move(st).value();
+    else
+      kf.alloc_stack_error = st.error().message;
+  }
+}
+
 Result<KInodeReport> kernel_inodes(KernelTarget& k, const KInodeFilter& flt,
                                    const KernelLimits& lim) {
   uint64_t t0 = now_ns();
@@ -540,6 +612,7 @@ Result<KInodeReport> inodes_from(KernelTarget& k, Scan& s, const KInodeFilter& f
     }
     rep.sbs.push_back(std::move(ks));
   }
+  if (rep.flagged) attach_unheld_files(k, s, rep, lim);
   // Files are reported once, in scan order; inodes refer to them by index.
   rep.files = std::move(s.files);
   return rep;
