@@ -16,6 +16,8 @@ namespace lrcli {
 void add_slab_options(CLI::App* sub, SlabArgs& s, WalkArgs& w) {
   sub->add_option("--cache", s.caches, "only this cache (repeatable): list its allocated objects");
   sub->add_flag("--objects", s.objects, "list the allocated objects of every cache (no --cache)");
+  sub->add_flag("--scan-pages", s.scan_pages,
+                "find slabs in the struct page array even when SLUB's lists hold them all");
   sub->add_flag("--stacks", s.stacks,
                 "group allocated objects by allocation stack (caches with slub_debug=U)");
   sub->add_option("--top", s.top, "--stacks: the N most common stacks (default 20)");
@@ -191,6 +193,7 @@ int do_slab(lr::KernelTarget& k, const SlabArgs& s, const WalkArgs& w, bool json
   const bool list = (!s.caches.empty() || s.objects) && !w.summary_only && !typed && !s.stacks;
   f.objects = list || s.stacks || typed;
   f.tracks = !typed;
+  f.scan_pages = s.scan_pages;
   const bool jsonl = w.jsonl && !typed;
   std::vector<uint64_t> objs;
   std::map<uint32_t, StackGroup> groups;
@@ -253,6 +256,7 @@ int do_slab(lr::KernelTarget& k, const SlabArgs& s, const WalkArgs& w, bool json
   for (const auto& c : rep.caches) allocated += c.allocated, slabs += c.slabs;
   nlohmann::json summary{{"caches", rep.caches.size()}, {"slabs", slabs},
                          {"allocated", allocated},     {"pages", rep.pages},
+                         {"scanned", rep.scanned},
                          {"slab_pages", rep.slab_pages}, {"unreadable_pages", rep.unreadable_pages}};
   if (w.stats) summary["walk_ns"] = rep.walk_ns;
   if (json || jsonl) {
@@ -283,11 +287,13 @@ int do_slab(lr::KernelTarget& k, const SlabArgs& s, const WalkArgs& w, bool json
     if (listed) out.print("\n");
     cache_table(rep, out);
     if (s.stacks) stacks_out(k, groups, s.top, false, out, &warnings);
-    out.print("\n{} caches, {} slabs, {} allocated objects ({} struct pages scanned{})\n",
-              rep.caches.size(), slabs, allocated, rep.pages,
-              rep.unreadable_pages
-                  ? fmt::format(", {} in holes or not in the dump", rep.unreadable_pages)
-                  : "");
+    out.print("\n{} caches, {} slabs, {} allocated objects ({})\n", rep.caches.size(), slabs,
+              allocated,
+              !rep.scanned ? std::string("slabs from SLUB's lists, which hold them all")
+              : rep.unreadable_pages
+                  ? fmt::format("{} struct pages scanned, {} in holes or not in the dump",
+                                rep.pages, rep.unreadable_pages)
+                  : fmt::format("{} struct pages scanned", rep.pages));
   }
   return fail_on_wants(w.fail_on, "warning") && !warnings.empty() ? kFindings : kOk;
 }

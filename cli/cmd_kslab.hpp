@@ -19,6 +19,7 @@ struct SlabArgs {
   bool stacks = false;    // group allocated objects by allocation stack
   uint64_t top = 20;      // --stacks: how many
   bool objects = false;   // list allocated objects without --cache: of every cache
+  bool scan_pages = false;  // KSlabFilter::scan_pages
 };
 
 // A kernel text address as "function+0x1f" ("[module]" added outside

@@ -63,10 +63,15 @@ struct KSlabFilter {
   std::vector<std::string> caches;  // names; empty = every cache
   bool objects = false;             // hand allocated objects to the sink
   bool tracks = false;              // read their tracks (caches that store them)
+  // Scan the struct page array even when SLUB's lists hold every slab of
+  // the chosen caches by its own count (they do for caches with
+  // slub_debug=U, whose full slabs are listed; the scan then only confirms).
+  bool scan_pages = false;
 };
 
 struct KSlabReport {
   std::vector<KSlabCache> caches;  // slab_caches order, filtered
+  bool scanned = false;            // the page array was scanned (else: slabs from SLUB's lists)
   uint64_t pages = 0;              // struct pages scanned
   uint64_t slab_pages = 0;         // slab heads among them (all caches)
   uint64_t unreadable_pages = 0;   // struct pages in memmap holes or not in the dump
@@ -76,7 +81,8 @@ struct KSlabReport {
 };
 
 // Every cache on slab_caches (or those `f` names: an unknown name is
-// kNotFound with the nearest), its slabs and objects; allocated objects go to
+// kNotFound with the nearest), its slabs (from SLUB's lists when they hold
+// all of them by SLUB's count, else from the page array) and objects; allocated objects go to
 // `on_object` (may be null) in page order when f.objects is set. Bounded:
 // freelists stop at the slab's object count, lists at lim.max_objects; a
 // corrupt or looping freelist, a list that loops or disagrees with SLUB's

@@ -163,6 +163,7 @@ struct SlabPlace {
   KSlabWhere where = KSlabWhere::kOther;
   int cpu = -1;
   uint64_t cpu_freelist = 0;  // kCpu: that CPU's lockless freelist
+  const CacheState* cache = nullptr;  // whose list held it
 };
 
 class Scanner {
@@ -185,6 +186,9 @@ class Scanner {
   void read_places(CacheState& c, const std::vector<uint64_t>& pcpu, uint64_t nr_nodes);
   void node_list(CacheState& c, uint64_t head, KSlabWhere where, uint64_t expect,
                  const char* what);
+  Result<void> read_bases();
+  bool lists_hold_all() const;
+  void from_lists();
   Result<void> scan_pages();
   void one_slab(CacheState& c, uint64_t page, uint64_t pfn, const uint8_t* sb);
   uint64_t walk_freelist(const CacheState& c, uint64_t base, uint64_t objects, uint64_t first,
@@ -201,7 +205,7 @@ class Scanner {
   std::vector<CacheState> caches_;
   std::unordered_map<uint64_t, size_t> by_addr_;  // kmem_cache -> index in caches_
   std::unordered_map<uint64_t, SlabPlace> places_;
-  uint64_t page_offset_ = 0;
+  uint64_t page_offset_ = 0, vmemmap_ = 0, max_pfn_ = 0;
   std::vector<uint8_t> scratch_, is_free_;
 };
 
@@ -278,7 +282,7 @@ void Scanner::node_list(CacheState& c, uint64_t head, KSlabWhere where, uint64_t
   if (where == KSlabWhere::kNodePartial && r.ok() && r.objects.size() != expect)
     warn(fmt::format("{}: node partial list holds {} slabs, nr_partial says {}", c.info.name,
                      r.objects.size(), expect));
-  for (uint64_t s : r.objects) places_.emplace(s, SlabPlace{where, -1, 0});
+  for (uint64_t s : r.objects) places_.emplace(s, SlabPlace{where, -1, 0, &c});
 }
 
 void Scanner::read_places(CacheState& c, const std::vector<uint64_t>& pcpu, uint64_t nr_nodes) {
@@ -295,14 +299,14 @@ void Scanner::read_places(CacheState& c, const std::vector<uint64_t>& pcpu, uint
     uint64_t s = kint::ptr_at(cc.data(), L_.cpu_slab);
     if (s)
       places_[s] = SlabPlace{KSlabWhere::kCpu, static_cast<int>(cpu),
-                             kint::ptr_at(cc.data(), L_.cpu_freelist)};
+                             kint::ptr_at(cc.data(), L_.cpu_freelist), &c};
     std::unordered_set<uint64_t> seen;
     for (uint64_t p = L_.cpu_partial ? kint::ptr_at(cc.data(), *L_.cpu_partial) : 0; p;) {
       if (!seen.insert(p).second || seen.size() > kMaxPartialChain) {
         warn(fmt::format("{}: cpu {} partial list loops at {:#x}", c.info.name, cpu, p));
         break;
       }
-      places_.emplace(p, SlabPlace{KSlabWhere::kCpuPartial, static_cast<int>(cpu), 0});
+      places_.emplace(p, SlabPlace{KSlabWhere::kCpuPartial, static_cast<int>(cpu), 0, &c});
       if (!mem_.read(p + L_.s_next, &p, 8).ok()) {
         warn(fmt::format("{}: cpu {} partial slab {:#x} not readable", c.info.name, cpu, p));
         break;
@@ -442,16 +446,59 @@ void Scanner::one_slab(CacheState& c, uint64_t page, uint64_t pfn, const uint8_t
     if (!is_free_[x]) emit(c, base + i.red_left_pad + x * i.size, page, place);
 }
 
-Result<void> Scanner::scan_pages() {
-  LR_ASSIGN(uint64_t vmemmap, read_uint_var(k_, "vmemmap_base"));
+Result<void> Scanner::read_bases() {
+  LR_ASSIGN(vmemmap_, read_uint_var(k_, "vmemmap_base"));
   LR_ASSIGN(page_offset_, read_uint_var(k_, "page_offset_base"));
-  LR_ASSIGN(uint64_t max_pfn, read_uint_var(k_, "max_pfn"));
+  LR_ASSIGN(max_pfn_, read_uint_var(k_, "max_pfn"));
   const uint64_t ps = L_.page.size;
-  if (ps == 0 || kPage % ps || max_pfn > (1ull << 40))
+  if (ps == 0 || kPage % ps || max_pfn_ > (1ull << 40))
     return make_error(Errc::kBadFormat,
                       fmt::format("struct page is {} bytes and max_pfn {}: cannot scan the page "
                                   "array",
-                                  ps, max_pfn));
+                                  ps, max_pfn_));
+  return {};
+}
+
+// Whether SLUB's lists (CPU, partial, full) hold every slab of every chosen
+// cache, by its own count: then no full slab is on no list, and the page
+// array need not be scanned to find them.
+bool Scanner::lists_hold_all() const {
+  if (f_.scan_pages || f_.caches.empty()) return false;
+  std::unordered_map<const CacheState*, uint64_t> n;
+  for (const auto& [a, p] : places_) ++n[p.cache];
+  for (const auto& c : caches_)
+    if (c.selected &&
+        (c.info.nr_slabs < 0 || n[&c] != static_cast<uint64_t>(c.info.nr_slabs) || !c.usable))
+      return false;
+  return true;
+}
+
+// Each listed slab, in address (page) order as the scan would meet them.
+void Scanner::from_lists() {
+  std::vector<std::pair<uint64_t, const CacheState*>> slabs;
+  for (const auto& [a, p] : places_) slabs.emplace_back(a, p.cache);
+  std::sort(slabs.begin(), slabs.end());
+  const uint64_t ps = L_.page.size;
+  std::vector<uint8_t> sb(ps);
+  for (const auto& [a, c] : slabs) {
+    if (a < vmemmap_ || (a - vmemmap_) % ps || (a - vmemmap_) / ps >= max_pfn_ ||
+        !mem_.read(a, sb.data(), ps).ok()) {
+      warn(fmt::format("{}: listed slab {:#x} is not a readable struct page", c->info.name, a));
+      continue;
+    }
+    if (kint::ptr_at(sb.data(), L_.s_cache) != c->info.addr) {
+      warn(fmt::format("{}: listed slab {:#x} belongs to cache {:#x}", c->info.name, a,
+                       kint::ptr_at(sb.data(), L_.s_cache)));
+      continue;
+    }
+    ++rep_.slab_pages;
+    one_slab(caches_[by_addr_.at(c->info.addr)], a, (a - vmemmap_) / ps, sb.data());
+  }
+}
+
+Result<void> Scanner::scan_pages() {
+  const uint64_t vmemmap = vmemmap_, max_pfn = max_pfn_, ps = L_.page.size;
+  rep_.scanned = true;
   const uint64_t per = kPage / ps;
   std::vector<uint8_t> buf(kPage);
   for (uint64_t pfn = 0; pfn < max_pfn; pfn += per) {
@@ -497,8 +544,12 @@ Result<void> Scanner::run() {
                                   mem_.why_unreadable(pco)));
   for (auto& c : caches_)
     if (c.selected) read_places(c, pcpu, nnodes);
-  LR_TRY(scan_pages());
-  if (rep_.slab_pages == 0 && !caches_.empty())
+  LR_TRY(read_bases());
+  if (lists_hold_all())
+    from_lists();
+  else
+    LR_TRY(scan_pages());
+  if (rep_.scanned && rep_.slab_pages == 0 && !caches_.empty())
     return make_error(Errc::kBadFormat,
                       "no struct page is a slab head, yet slab_caches lists caches: this "
                       "kernel marks slab pages in a way linux-kernel.toml's page.slab_head "
