@@ -14,8 +14,8 @@ static void cmd_leakref(void);
 
 static char* help_leakref[] = {
     "leakref",
-    "refcounts and their holders: walks, inodes, modules, invariants",
-    "walk|inodes|modules|check|profile [options] [--json]",
+    "refcounts and their holders: walks, inodes, modules, slabs, invariants",
+    "walk|inodes|modules|check|slab|profile [options] [--json]",
     "  Walks the kernel's own refcounted structures through the vmlinux DWARF,",
     "  with the same engine as the standalone leakref tool (leakref kernel).",
     "  Every walk is bounded and cycle-safe; Ctrl-C and '| head' stop it.",
@@ -45,6 +45,15 @@ static char* help_leakref[] = {
     "  check  Runs the invariants (list integrity of tasks, modules, super_blocks",
     "       and s_inodes; f_count, i_count, d_lockref and module refcnt against",
     "       the holders found in memory) and reports violations.",
+    "  slab [--cache NAME].. [--objects] [--stacks [--top N]] [--scan-pages]",
+    "       [--type TYPE [--where EXPR] [--show F,..] [--refcount F] [--group-by F]]",
+    "       SLUB: every cache's slabs and allocated objects (full slabs on no list",
+    "       included: found in the struct page array), free objects decoded from",
+    "       the freelists. With --cache each allocated object, and with",
+    "       slub_debug=U who allocated it; --stacks groups them by allocation",
+    "       stack (the stack depot). --type walks the objects like 'walk'.",
+    "       Flagged dentries in 'inodes' show the files no task holds and their",
+    "       allocation stacks from the same data.",
     "  profile --profile FILE|NAME [--set S] [--all] [--flagged] [--fail-on ...]",
     "       The object sets, holders and invariants a profile file declares.",
     " ",
@@ -59,6 +68,11 @@ static char* help_leakref[] = {
     " ",
     "  Module references and their holders:\n",
     "    %s> leakref modules",
+    " ",
+    "  Every slab cache, then every dentry object with a count above one:\n",
+    "    %s> leakref slab",
+    "    %s> leakref slab --cache dentry --type dentry --refcount d_lockref \\",
+    "          --where 'd_lockref.count > 1' --show d_name.name --summary",
     NULL};
 
 static struct command_table_entry command_table[] = {

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <catch2/catch.hpp>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -345,4 +346,227 @@ TEST_CASE("README: the 6.12 slab and inodes example runs as written", "[kernel][
     ++commands;
   }
   CHECK(commands == 3);
+}
+
+namespace {
+
+// An ELF vmcore's PT_LOAD segments: virtual address -> file offset.
+struct ElfSegs {
+  struct Seg {
+    uint64_t vaddr, off, size;
+  };
+  std::vector<Seg> segs;
+  explicit ElfSegs(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    char eh[64];
+    f.read(eh, 64);
+    uint64_t phoff;
+    uint16_t phentsize, phnum;
+    std::memcpy(&phoff, eh + 32, 8);
+    std::memcpy(&phentsize, eh + 54, 2);
+    std::memcpy(&phnum, eh + 56, 2);
+    uint32_t count = phnum;
+    if (phnum == 0xffff) {  // PN_XNUM: the count is section 0's sh_info
+      uint64_t shoff;
+      std::memcpy(&shoff, eh + 40, 8);
+      f.seekg(static_cast<std::streamoff>(shoff + 44));
+      f.read(reinterpret_cast<char*>(&count), 4);
+    }
+    for (uint32_t i = 0; i < count; ++i) {
+      char ph[56];
+      f.seekg(static_cast<std::streamoff>(phoff + uint64_t{i} * phentsize));
+      f.read(ph, 56);
+      uint32_t type;
+      Seg s;
+      std::memcpy(&type, ph, 4);
+      std::memcpy(&s.off, ph + 8, 8);
+      std::memcpy(&s.vaddr, ph + 16, 8);
+      std::memcpy(&s.size, ph + 32, 8);
+      if (type == 1) segs.push_back(s);
+    }
+  }
+  uint64_t offset(uint64_t va) const {
+    for (const auto& s : segs)
+      if (va >= s.vaddr && va - s.vaddr < s.size) return s.off + (va - s.vaddr);
+    FAIL("virtual address " << std::hex << va << " is not in the dump");
+    return 0;
+  }
+};
+
+// A copy of a dump, read and patched at virtual addresses.
+struct Patched {
+  std::string path;
+  ElfSegs segs;
+  std::fstream f;
+  Patched(const std::string& from, const std::string& to)
+      : path((run({"cp", from, to}, 300), to)), segs(to), f(to, std::ios::in | std::ios::out |
+                                                                  std::ios::binary) {}
+  uint64_t get(uint64_t va, int width = 8) {
+    uint64_t v = 0;
+    f.seekg(static_cast<std::streamoff>(segs.offset(va)));
+    f.read(reinterpret_cast<char*>(&v), width);
+    return v;
+  }
+  void put(uint64_t va, uint64_t v, int width = 8) {
+    f.seekp(static_cast<std::streamoff>(segs.offset(va)));
+    f.write(reinterpret_cast<const char*>(&v), width);
+    f.flush();
+  }
+};
+
+// Member offsets from gdb's reading of the same vmlinux (an outside oracle).
+std::map<std::string, uint64_t> gdb_offsets(const std::string& vmlinux,
+                                            const std::vector<std::string>& members) {
+  std::string cmds;
+  for (const auto& m : members) {
+    auto dot = m.find('.');
+    cmds += "print (long)&((struct " + m.substr(0, dot) + " *)0)->" + m.substr(dot + 1) + "\n";
+  }
+  std::string f = tmp_dir() + "/offsets.gdb";
+  write_file(f, cmds);
+  RunResult r = run({"gdb", "-q", "-batch", "-x", f, vmlinux}, 300);
+  std::map<std::string, uint64_t> out;
+  std::regex v(R"(\$(\d+) = (\d+))");
+  for (auto it = std::sregex_iterator(r.out.begin(), r.out.end(), v); it != std::sregex_iterator();
+       ++it)
+    out[members.at(std::stoul((*it)[1]) - 1)] = std::stoull((*it)[2]);
+  REQUIRE(out.size() == members.size());
+  return out;
+}
+
+bool has_warning(const json& j, const std::string& a, const std::string& b = "") {
+  for (const auto& w : j["warnings"]) {
+    std::string s = w;
+    if (s.find(a) != std::string::npos && s.find(b) != std::string::npos) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+// A dump whose slab data is damaged where the new paths read it: a freelist
+// pointer to nowhere, a freelist that loops, a node partial list that loops,
+// a slab page claiming a cache that does not exist, a cache of impossible
+// size, and an allocation track with a stack depot handle to nowhere. Each is
+// a warning naming what is wrong (or, for the handle, the stack's error), the
+// rest of the report stands, and nothing hangs.
+TEST_CASE("kernel slab: hostile dumps give bounded results with warnings", "[kernel][slab]") {
+  const Dump& d = dump("6.1");
+  NEED_KERNEL(d);
+  json all = kernel_json(d, d.pelf, {"slab", "--objects", "--json"});
+  auto caches = caches_of(all);
+  // cache -> slab on a node (or CPU) partial list -> its allocated objects
+  std::map<std::string, std::map<uint64_t, std::set<uint64_t>>> partial, cpu_partial;
+  std::map<std::string, uint64_t> other_slab;
+  for (const auto& o : all["objects"]) {
+    uint64_t slab = hexval(o["slab"]), a = hexval(o["addr"]);
+    if (o["where"] == "node-partial") partial[o["cache"]][slab].insert(a);
+    if (o["where"] == "cpu-partial") cpu_partial[o["cache"]][slab].insert(a);
+    if (o["where"] == "other") other_slab[o["cache"]] = slab;
+  }
+  auto off = gdb_offsets(d.vmlinux, {"slab.slab_list", "slab.next", "slab.freelist", "slab.slab_cache",
+                                     "kmem_cache.size", "kmem_cache.random"});
+  Patched p(d.pelf, tmp_dir() + "/hostile-slab.pelf");
+  std::set<std::string> used;
+  // A cache with a slab on `lists` holding free objects (and not used yet).
+  auto pick = [&](const std::map<std::string, std::map<uint64_t, std::set<uint64_t>>>& lists,
+                  size_t min_slabs, size_t min_free) -> std::pair<std::string, uint64_t> {
+    for (const auto& [n, slabs] : lists)
+      if (!used.count(n) && slabs.size() >= min_slabs && n != "filp")
+        for (const auto& [s, objs] : slabs)
+          if (caches[n]["objects_per_slab"].get<size_t>() - objs.size() >= min_free) {
+            used.insert(n);
+            return {n, s};
+          }
+    FAIL("no cache with a partial slab to damage");
+    return {};
+  };
+  // 3. A node partial list whose slab links to itself, and a CPU partial
+  // list whose slab is its own next.
+  auto [c3, s3] = pick(partial, 1, 0);
+  p.put(s3 + off["slab.slab_list"], s3 + off["slab.slab_list"]);
+  auto [c3c, s3c] = pick(cpu_partial, 1, 0);
+  p.put(s3c + off["slab.next"], s3c);
+  // 1. A free pointer to nowhere.
+  auto [c1, s1] = pick(cpu_partial, 1, 2);
+  uint64_t head1 = p.get(s1 + off["slab.freelist"]);
+  REQUIRE(head1);
+  p.put(head1 + caches[c1]["free_pointer_offset"].get<uint64_t>(), 0x4141414141414141ull);
+  // 2. A free object whose (hardened) pointer names itself.
+  auto [c2, s2] = pick(cpu_partial, 1, 1);
+  uint64_t head2 = p.get(s2 + off["slab.freelist"]);
+  uint64_t fpo2 = caches[c2]["free_pointer_offset"];
+  uint64_t random2 = p.get(hexval(caches[c2]["addr"]) + off["kmem_cache.random"]);
+  p.put(head2 + fpo2, head2 ^ random2 ^ __builtin_bswap64(head2 + fpo2));
+  // 4. A slab page naming a cache that is not on slab_caches.
+  std::string c4;
+  for (const auto& [n, s] : other_slab)
+    if (!used.count(n)) c4 = n;
+  REQUIRE(!c4.empty());
+  used.insert(c4);
+  p.put(other_slab[c4] + off["slab.slab_cache"], hexval(caches[c4]["addr"]) + 0x40);
+  // 5. A cache of size 0.
+  std::string c5;
+  for (const auto& [n, c] : caches)
+    if (!used.count(n) && c["slabs"].get<uint64_t>() > 0 && n.rfind("kmalloc-", 0) == 0) c5 = n;
+  REQUIRE(!c5.empty());
+  p.put(hexval(caches[c5]["addr"]) + off["kmem_cache.size"], 0, 4);
+  // 6. The SCM_RIGHTS file's allocation track: a handle to no pool.
+  json ino = kernel_json(d, d.pelf, {"inodes", "--flagged", "--json"});
+  const json& file = (*find_inode(leak_sb(ino, guest(d).files), 62))["dentries"][0]["unheld_files"][0];
+  uint64_t faddr = hexval(file["addr"]);
+  uint32_t handle = file["alloc"]["handle"];
+  bool patched = false;
+  for (uint64_t a = faddr; a < faddr + caches["filp"]["size"].get<uint64_t>() && !patched; a += 4)
+    if (p.get(a, 4) == handle) {
+      p.put(a, 0x7ffffff0u, 4);
+      patched = true;
+    }
+  REQUIRE(patched);
+
+  RunResult r = leakref({"kernel", "--vmcore", p.path, "--vmlinux", d.vmlinux, "slab", "--json"}, 120);
+  INFO(r.err);
+  REQUIRE(!r.timed_out);
+  REQUIRE(r.status == 0);
+  json j = r.json();
+  INFO(j["warnings"].dump(1));
+  // (the damaged pointer is named as decoded: XORed with the cache's secret)
+  CHECK(has_warning(j, c1 + ": slab " + fmt::format("{:#x}", s1) + ": slab freelist reaches 0x",
+                    "not an object of the slab"));
+  CHECK(has_warning(j, c2 + ": slab " + fmt::format("{:#x}", s2),
+                    fmt::format("freelist loops back to {:#x}", head2)));
+  CHECK(has_warning(j, c3 + ": node partial list walk stopped"));
+  CHECK(has_warning(j, c3c + ": cpu 0 partial list loops at " + fmt::format("{:#x}", s3c)));
+  CHECK(has_warning(j, fmt::format("slab page {:#x}", other_slab[c4]), "no cache on slab_caches"));
+  CHECK(has_warning(j, c5 + "): size 0", "not a cache SLUB could make"));
+  // The damaged freelists' objects after the damage count as allocated: never fewer.
+  auto after = caches_of(j);
+  CHECK(after[c1]["allocated"].get<uint64_t>() > caches[c1]["allocated"].get<uint64_t>());
+  CHECK(after[c1]["allocated"].get<uint64_t>() + after[c1]["free"].get<uint64_t>() ==
+        caches[c1]["objects"].get<uint64_t>());
+  // Caches nobody damaged are reported exactly as before.
+  CHECK(after["kmem_cache"] == caches["kmem_cache"]);
+  // --fail-on warning makes it a finding.
+  RunResult fw = leakref({"kernel", "--vmcore", p.path, "--vmlinux", d.vmlinux, "slab", "--fail-on",
+                          "warning"},
+                         120);
+  CHECK(fw.status == 1);
+  // The bad handle: the file is still found and flagged, its stack says why it is missing.
+  json hi = json::parse(leakref({"kernel", "--vmcore", p.path, "--vmlinux", d.vmlinux, "inodes",
+                                 "--flagged", "--json"},
+                                120)
+                            .out);
+  const json& hf = (*find_inode(leak_sb(hi, guest(d).files), 62))["dentries"][0]["unheld_files"][0];
+  CHECK(hf["addr"] == file["addr"]);
+  CHECK(hf["alloc"]["stack"].empty());
+  CHECK(hf["alloc"]["stack_error"].get<std::string>().find("stack depot handle 0x7ffffff0") !=
+        std::string::npos);
+  json st = json::parse(leakref({"kernel", "--vmcore", p.path, "--vmlinux", d.vmlinux, "slab",
+                                 "--cache", "filp", "--stacks", "--top", "100", "--json"},
+                                120)
+                            .out);
+  bool said = false;
+  for (const auto& s : st["stacks"])
+    said |= s["handle"] == 0x7ffffff0u && s.contains("error") && s["frames"].empty();
+  CHECK(said);
 }
