@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
+#include <iterator>
 #include <map>
 
 #include "leakref/kernel_slab.hpp"
@@ -199,6 +201,11 @@ int do_slab(lr::KernelTarget& k, const SlabArgs& s, const WalkArgs& w, bool json
   std::map<uint32_t, StackGroup> groups;
   uint64_t listed = 0;
   bool head = false;
+  fmt::memory_buffer rows;
+  auto flush_rows = [&] {
+    out.put(std::string_view(rows.data(), rows.size()));
+    rows.clear();
+  };
   auto begin = [&] {
     if (head) return;
     head = true;
@@ -229,19 +236,26 @@ int do_slab(lr::KernelTarget& k, const SlabArgs& s, const WalkArgs& w, bool json
       out.print("{}{}{}", !jsonl && listed > 1 ? "," : "", j.dump(), jsonl ? "\n" : "");
       return;
     }
-    std::string alloc;
+    // Rows are composed in one buffer and written a block at a time: a
+    // cache can hold millions of objects.
+    auto it = std::back_inserter(rows);
+    fmt::format_to(it, "{:<#18x}  {:<#18x}  ", o.addr, o.slab);
+    const char* where = lr::slab_where_name(o.where);
+    if (o.cpu >= 0)
+      fmt::format_to(it, "{} {:<{}}", where, o.cpu, 11 - std::strlen(where));
+    else
+      fmt::format_to(it, "{:<12}", where);
     if (o.has_tracks)
-      alloc = fmt::format("  pid {:<6} jiffies {:<11} {}", o.alloc.pid, o.alloc.when,
-                          sym(k, o.alloc.addr));
-    out.print("{:<18}  {:<18}  {:<12}{}\n", hex(o.addr), hex(o.slab),
-              o.cpu >= 0 ? fmt::format("{} {}", lr::slab_where_name(o.where), o.cpu)
-                         : lr::slab_where_name(o.where),
-              alloc);
+      fmt::format_to(it, "  pid {:<6} jiffies {:<11} {}", o.alloc.pid, o.alloc.when,
+                     sym(k, o.alloc.addr));
+    rows.push_back('\n');
+    if (rows.size() > (64 << 10)) flush_rows();
   };
   if (list && !json && !jsonl)
     out.print("{:<18}  {:<18}  {:<12}{}\n", "OBJECT", "SLAB", "WHERE",
               "  ALLOCATED BY (slub_debug=U)");
   auto r = lr::kernel_slab(k, f, on, lim);
+  flush_rows();
   if (!r.ok()) {
     print_warnings_text(k.warnings(), err);
     return fail(r.error(), err);
