@@ -180,38 +180,6 @@ lr::Result<void> analyze_kernel(const std::string& file, const BatchOptions& o, 
   return {};
 }
 
-// ELF cores of a kernel: kernel virtual addresses in PT_LOAD, or a
-// VMCOREINFO note (a physical-only dump). Bounded by the file's size.
-bool elf_is_kernel(int fd, uint64_t size) {
-  unsigned char eh[64];
-  if (::pread(fd, eh, sizeof eh, 0) != sizeof eh || eh[4] != 2) return false;
-  uint64_t phoff;
-  uint16_t phentsize, phnum;
-  std::memcpy(&phoff, eh + 32, 8);
-  std::memcpy(&phentsize, eh + 54, 2);
-  std::memcpy(&phnum, eh + 56, 2);
-  if (phentsize != 56 || phoff > size) return false;
-  for (uint16_t i = 0; i < phnum; ++i) {
-    unsigned char ph[56];
-    if (::pread(fd, ph, sizeof ph, static_cast<off_t>(phoff + 56ull * i)) != sizeof ph) break;
-    uint32_t type;
-    uint64_t off, vaddr, filesz;
-    std::memcpy(&type, ph, 4);
-    std::memcpy(&off, ph + 8, 8);
-    std::memcpy(&vaddr, ph + 16, 8);
-    std::memcpy(&filesz, ph + 32, 8);
-    // Kernel space, but not the vsyscall page every x86-64 user core maps.
-    if (type == 1 && vaddr >= 0xffff800000000000ull && vaddr < 0xffffffffff600000ull) return true;
-    if (type == 4 && off < size && filesz <= (1u << 20)) {
-      std::string note(std::min<uint64_t>(filesz, size - off), '\0');
-      if (::pread(fd, note.data(), note.size(), static_cast<off_t>(off)) > 0 &&
-          note.find("VMCOREINFO") != std::string::npos)
-        return true;
-    }
-  }
-  return false;
-}
-
 // What the file holds, by its first bytes.
 struct Sniffed {
   std::string kind;  // "core", "vmcore", "statedump", "" (none leakref reads)
@@ -228,7 +196,7 @@ lr::Result<Sniffed> sniff(const std::string& file) {
   Sniffed s;
   s.comp = lr::sniff_compression(h);
   if (h.substr(0, 4) == "\177ELF" && h.size() >= 18 && head[16] == 4 && head[17] == 0)
-    s.kind = elf_is_kernel(fd, static_cast<uint64_t>(st.st_size)) ? "vmcore" : "core";
+    s.kind = lr::is_kernel_dump(fd, static_cast<uint64_t>(st.st_size)) ? "vmcore" : "core";
   else if (h.substr(0, 8) == "KDUMP   " || h.substr(0, 12) == "makedumpfile")
     s.kind = "vmcore";
   else if (lr::looks_like_statedump(h))

@@ -152,14 +152,16 @@ int cmd_diff(const Common& c, const DiffArgs& a) {
   if (x.kind != y.kind)
     return fail(lr::make_error(
         lr::Errc::kInvalidArgument,
-        fmt::format("{} is a {} and {} a {}: diff compares two cores or two statedumps", a.older,
-                    x.kind, a.newer, y.kind)));
+        fmt::format("{} is a {} and {} a {}: diff compares two cores, two kernel dumps or two "
+                    "statedumps",
+                    a.older, x.kind, a.newer, y.kind)));
   if (x.build_id != y.build_id)
     return fail(lr::make_error(
         lr::Errc::kInvalidArgument,
-        fmt::format("{} and {} are cores of different builds (executable build-id {} and {}): "
-                    "diff compares two moments of one program",
-                    a.older, a.newer, x.build_id.empty() ? "none" : x.build_id,
+        fmt::format("{} and {} are dumps of different builds ({} build-id {} and {}): diff "
+                    "compares two moments of one program",
+                    a.older, a.newer, x.kind == "vmcore" ? "kernel" : "executable",
+                    x.build_id.empty() ? "none" : x.build_id,
                     y.build_id.empty() ? "none" : y.build_id)));
   lr::SnapDiff d = lr::diff_snapshots(x, y);
   if (c.json) {
@@ -181,10 +183,12 @@ int cmd_diff(const Common& c, const DiffArgs& a) {
 Command register_diff(CLI::App& app, Common& c) {
   auto a = std::make_shared<DiffArgs>();
   auto* sub = app.add_subcommand(
-      "diff", "two cores of one program, or two GlusterFS statedumps: what grew, class by class");
-  sub->add_option("old", a->older, "the earlier core or statedump")->required();
-  sub->add_option("new", a->newer, "the later core or statedump")->required();
+      "diff",
+      "two cores of one program, two kernel dumps, or two GlusterFS statedumps: what grew");
+  sub->add_option("old", a->older, "the earlier core, kernel dump or statedump")->required();
+  sub->add_option("new", a->newer, "the later core, kernel dump or statedump")->required();
   add_common(sub, c, false);
+  add_vmlinux_option(sub, c);
   sub->add_option("--profile", a->profile,
                   "also a profile's object sets (file or installed name), objects by its keys");
   sub->add_option("--top", a->top, "classes and objects listed per section in text (default 10)");

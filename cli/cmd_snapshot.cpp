@@ -61,6 +61,7 @@ Command register_snapshot(CLI::App& app, Common& c) {
   sub->add_option("input", a->input, "a core, a GlusterFS statedump or a saved snapshot")
       ->required();
   add_common(sub, c, false);
+  add_vmlinux_option(sub, c);
   sub->add_option("--profile", a->profile, "also a profile's object sets (file or installed name)");
   sub->add_option("--top", a->top, "classes listed in text (default 20)");
   return {sub, [&c, a] { return cmd_snapshot(c, *a); }, [&c] { return c.json; }};

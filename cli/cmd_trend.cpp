@@ -159,6 +159,7 @@ Command register_trend(CLI::App& app, Common& c) {
   sub->add_option("inputs", a->inputs, "cores, statedumps or saved snapshots (leakref snapshot)")
       ->required();
   add_common(sub, c, false);
+  add_vmlinux_option(sub, c);
   sub->add_option("--profile", a->profile, "also a profile's object sets, on cores");
   sub->add_option("--top", a->top, "classes listed and plotted (default 10)");
   sub->add_option("--html", a->html, "also write a self-contained HTML report with SVG plots");

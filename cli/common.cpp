@@ -28,6 +28,12 @@ void add_common(CLI::App* sub, Common& c, bool needs_core) {
   sub->add_flag("--json", c.json, "machine-readable output (see README: JSON schema)");
 }
 
+void add_vmlinux_option(CLI::App* sub, Common& c) {
+  sub->add_option("--vmlinux", c.vmlinux,
+                  "kernel dumps: vmlinux with DWARF (default: found by the dump's build-id or "
+                  "release, as for leakref kernel)");
+}
+
 int exit_for(const lr::Error& e) {
   switch (e.code) {
     case lr::Errc::kInvalidArgument:

@@ -31,10 +31,13 @@ struct Common {
   std::string exe, sysroot;
   std::vector<std::string> debug_dirs;
   std::vector<std::string> types;  // --types: DWARF for a program without debuginfo
+  std::string vmlinux;             // --vmlinux: kernel dumps (diff, snapshot, trend)
   bool json = false;
 };
 
 void add_common(CLI::App* sub, Common& c, bool needs_core = true);
+// --vmlinux, for the commands that also read kernel dumps.
+void add_vmlinux_option(CLI::App* sub, Common& c);
 int exit_for(const lr::Error& e);
 // Prints "leakref: error: MSG" to stderr and returns the exit code for it.
 int fail(const lr::Error& e);

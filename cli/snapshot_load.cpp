@@ -13,7 +13,9 @@
 #include "cmd_profile.hpp"
 #include "cmd_types.hpp"
 #include "leakref/fileio.hpp"
+#include "leakref/elfcore.hpp"
 #include "leakref/gluster.hpp"
+#include "leakref/kernel.hpp"
 #include "leakref/profile.hpp"
 
 namespace lrcli {
@@ -85,9 +87,10 @@ class SnapshotSink : public lr::ProfileSink {
   lr::Snapshot& s_;
 };
 
-lr::Result<void> add_profile(lr::Program& prog, const std::string& what, lr::Snapshot& s) {
+lr::Result<void> add_profile(lr::Program& prog, const std::string& what, lr::Snapshot& s,
+                             bool kernel = false) {
   LR_ASSIGN(lr::Profile prof, lr::find_profile(what, profile_dirs()));
-  if (std::string why = lr::profile_mismatch(prog, prof, false); !why.empty())
+  if (std::string why = lr::profile_mismatch(prog, prof, kernel); !why.empty())
     return lr::make_error(lr::Errc::kUnsupported, s.source + ": " + why);
   LR_TRY(ensure_profile_types(prog, prof, out_stderr()));
   SnapshotSink sink(s);
@@ -129,6 +132,20 @@ lr::Result<lr::Snapshot> load_core(const Common& c, const std::string& path,
   return s;
 }
 
+// A kernel dump: its slab caches, super blocks, fds per command, dentries,
+// files and modules (kernel_snapshot), and a profile's sets on request.
+lr::Result<lr::Snapshot> load_kernel(const Common& c, const std::string& path,
+                                     const std::string& profile) {
+  lr::DebugOptions dbg;
+  dbg.sysroot = c.sysroot;
+  dbg.debug_dirs = c.debug_dirs;
+  LR_ASSIGN(auto k, lr::KernelTarget::open(path, c.vmlinux, dbg));
+  LR_ASSIGN(lr::Snapshot s, lr::kernel_snapshot(*k, path));
+  s.time = file_time(path);
+  if (!profile.empty()) LR_TRY(add_profile(k->prog(), profile, s, true));
+  return s;
+}
+
 }  // namespace
 
 lr::Result<lr::Snapshot> load_snapshot(const Common& c, const std::string& path,
@@ -139,8 +156,12 @@ lr::Result<lr::Snapshot> load_snapshot(const Common& c, const std::string& path,
   std::string_view h(head, n > 0 ? static_cast<size_t>(n) : 0);
   bool statedump = lr::looks_like_statedump(h);
   bool saved = !h.empty() && h.front() == '{';  // JSON: checked as leakref.snapshot/1
+  struct stat st {};
+  bool kernel = !statedump && !saved && ::fstat(fd, &st) == 0 &&
+                lr::is_kernel_dump(fd, static_cast<uint64_t>(st.st_size));
   if (!statedump && !saved) {
     ::close(fd);
+    if (kernel) return load_kernel(c, path, profile);
     return load_core(c, path, profile, extras);
   }
   auto text = read_text(path, fd);
@@ -196,7 +217,8 @@ lr::Result<lr::Snapshot> snapshot_from_json(const nlohmann::json& j, const std::
     lr::Snapshot s;
     s.source = j.at("source").get<std::string>();
     s.kind = j.at("kind").get<std::string>();
-    if (s.kind != "core" && s.kind != "statedump") return bad("kind '" + s.kind + "'");
+    if (s.kind != "core" && s.kind != "statedump" && s.kind != "vmcore")
+      return bad("kind '" + s.kind + "'");
     if (j.at("build_id").is_string()) s.build_id = j["build_id"].get<std::string>();
     if (j.at("time").is_number()) s.time = j["time"].get<double>();
     for (const auto& c : j.at("classes"))

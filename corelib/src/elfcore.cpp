@@ -111,6 +111,44 @@ bool is_kdump_file(const std::string& path) {
   return got && std::memcmp(magic, "KDUMP   ", 8) == 0;
 }
 
+bool is_kernel_dump(int fd, uint64_t size) {
+  unsigned char eh[64];
+  if (::pread(fd, eh, sizeof eh, 0) != sizeof eh) return false;
+  if (std::memcmp(eh, "KDUMP   ", 8) == 0 || std::memcmp(eh, "makedumpfile", 12) == 0) return true;
+  if (std::memcmp(eh, ELFMAG, SELFMAG) != 0 || eh[EI_CLASS] != ELFCLASS64) return false;
+  uint64_t phoff, shoff;
+  uint16_t phentsize, phnum;
+  std::memcpy(&phoff, eh + 32, 8);
+  std::memcpy(&shoff, eh + 40, 8);
+  std::memcpy(&phentsize, eh + 54, 2);
+  std::memcpy(&phnum, eh + 56, 2);
+  if (phentsize != sizeof(Elf64_Phdr) || phoff > size) return false;
+  uint64_t count = phnum;
+  if (phnum == PN_XNUM) {  // the count is section 0's sh_info
+    Elf64_Shdr sh;
+    if (shoff > size || ::pread(fd, &sh, sizeof sh, static_cast<off_t>(shoff)) != sizeof sh)
+      return false;
+    count = sh.sh_info;
+  }
+  count = std::min<uint64_t>(count, (size - phoff) / sizeof(Elf64_Phdr));
+  for (uint64_t i = 0; i < count; ++i) {
+    Elf64_Phdr ph;
+    if (::pread(fd, &ph, sizeof ph, static_cast<off_t>(phoff + sizeof ph * i)) != sizeof ph)
+      break;
+    // Kernel space, but not the vsyscall page every x86-64 user core maps.
+    if (ph.p_type == PT_LOAD && ph.p_vaddr >= 0xffff800000000000ull &&
+        ph.p_vaddr < 0xffffffffff600000ull)
+      return true;
+    if (ph.p_type == PT_NOTE && ph.p_offset < size && ph.p_filesz <= (1u << 20)) {
+      std::string note(std::min<uint64_t>(ph.p_filesz, size - ph.p_offset), '\0');
+      if (::pread(fd, note.data(), note.size(), static_cast<off_t>(ph.p_offset)) > 0 &&
+          note.find("VMCOREINFO") != std::string::npos)
+        return true;
+    }
+  }
+  return false;
+}
+
 Result<void> CoreFile::parse(const CoreOptions* opts) {
   if (size_ < sizeof(Elf64_Ehdr))
     return make_error(Errc::kBadFormat,

@@ -18,6 +18,11 @@ namespace lr {
 // an ELF vmcore opens as a CoreFile and says so with is_kernel(). Never
 // blocks on a FIFO (not a regular file: false).
 bool is_kdump_file(const std::string& path);
+// Whether the file open at `fd` (`size` bytes) is a kernel dump: kdump-
+// compressed (or makedumpfile's flattened form), or an ELF core with kernel
+// virtual addresses in a PT_LOAD or a VMCOREINFO note (a physical-only
+// dump). Reads at most the program headers and one note; bounded by `size`.
+bool is_kernel_dump(int fd, uint64_t size);
 
 struct CoreOptions {
   std::string sysroot;   // prefix for NT_FILE paths when reading files on disk ("" = /)

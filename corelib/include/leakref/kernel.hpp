@@ -227,6 +227,14 @@ struct KCheckResult {
 
 Result<std::vector<KCheckResult>> kernel_check(KernelTarget& k, const KernelLimits& lim = {});
 
+struct Snapshot;  // leakref/diff.hpp
+// The dump as a snapshot for diff and trend (kind "vmcore"): classes per
+// slab cache (allocated objects and bytes), per super block (inodes) and per
+// command (fds held); objects dentries by path, struct files by address and
+// modules by name, with their counts. What cannot be read is a warning.
+Result<Snapshot> kernel_snapshot(KernelTarget& k, const std::string& source,
+                                 const KernelLimits& lim = {});
+
 // "I_DIRTY_SYNC|I_REFERENCED" for an inode i_state (Linux 6.1 values).
 std::string inode_state_names(uint64_t state);
 
