@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -503,6 +504,25 @@ TEST_CASE("gluster: diff of two moments, from statedumps and from cores", "[glus
            "' && for i in 1 2 3 4 5; do echo x > h$i || exit 1; done && exec 3<h1 4<h2 5<h3 "
            "6<h4 7<h5 && echo HELD && exec sleep 100000"});
   REQUIRE(lrtest::wait_for_text(holder.out_path, "HELD", 60));
+  // ... and four dicts that nothing will ever unref: dict_new() called
+  // inside the client, as gdb's `call` would (their addresses come back).
+  auto pg =
+      lrtest::run({"pgrep", "-f", "glusterfs.*--volfile-id=" + v.volume + " " + v.dir + "/mnt"});
+  REQUIRE(pg.status == 0);
+  std::string pid = pg.out.substr(0, pg.out.find('\n'));
+  std::string f_new = field3(lrtest::leakref({"sym", a + "/core", "dict_new"}).out);
+  REQUIRE(f_new.rfind("0x", 0) == 0);
+  auto inj = lrtest::run(
+      {"env", "INJECT=" + pick_injector(), env_sh(), "inject", v.dir, pid, f_new, "0", "4"}, 180);
+  INFO(inj.err);
+  REQUIRE(inj.status == 0);
+  std::set<std::string> left;  // gdb: "$1 = (void *) 0x...", lr_inject: "call 1: ... = 0x..."
+  std::regex ret(R"((?:\$\d+ = \(void \*\) |\) = )(0x[0-9a-f]+))");
+  std::string log = lrtest::read_file(v.dir + "/inject.log");
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), ret); it != std::sregex_iterator();
+       ++it)
+    left.insert((*it)[1]);
+  REQUIRE(left.size() == 4);
   sleep(3);  // let open-behind and the brick settle
   std::string b = v.snapshot("fuse", &real_b);
   lrtest::finish(holder, SIGKILL);
@@ -549,4 +569,16 @@ TEST_CASE("gluster: diff of two moments, from statedumps and from cores", "[glus
     fds += o["change"] == "new" && o["key"].get<std::string>().rfind("fd@", 0) == 0;
   CHECK(heap > 10);
   CHECK(fds >= 5);
+  // The four dicts left behind: new, refcount 1, by address (cores); the
+  // dict pool grew by at least as much, equally in GlusterFS's statedumps.
+  std::set<std::string> new_dicts;
+  for (const auto& o : jc["objects"])
+    if (o["change"] == "new" && o["key"].get<std::string>().rfind("dict@", 0) == 0 &&
+        o["after"] == 1)
+      new_dicts.insert(o["key"].get<std::string>().substr(5));
+  for (const auto& d : left) CHECK(new_dicts.count(d));
+  int64_t dict_growth = 0;
+  for (const auto& [k, ba] : cd)
+    if (k.rfind("mempool dict_t@", 0) == 0) dict_growth += ba.second - ba.first;
+  CHECK(dict_growth >= 4);
 }
