@@ -20,6 +20,7 @@ namespace {
 struct DiffArgs {
   std::string older, newer;
   std::string profile;  // its object sets too, objects matched by the set's key
+  std::vector<std::string> traces;  // allocation traces: heap blocks per site too
   size_t top = 10;
   std::vector<std::string> fail_on;
 };
@@ -144,9 +145,9 @@ int cmd_diff(const Common& c, const DiffArgs& a) {
   static const std::set<std::string> kFail = {"grew", "climbed", "new", "any"};
   for (const auto& f : a.fail_on)
     if (!kFail.count(f)) return fail_usage("--fail-on: unknown finding '" + f + "'");
-  auto older = load_snapshot(c, a.older, a.profile);
+  auto older = load_snapshot(c, a.older, a.profile, nullptr, a.traces);
   if (!older.ok()) return fail(older.error());
-  auto newer = load_snapshot(c, a.newer, a.profile);
+  auto newer = load_snapshot(c, a.newer, a.profile, nullptr, a.traces);
   if (!newer.ok()) return fail(newer.error());
   const lr::Snapshot &x = older.value(), &y = newer.value();
   if (x.kind != y.kind)
@@ -191,6 +192,9 @@ Command register_diff(CLI::App& app, Common& c) {
   add_vmlinux_option(sub, c);
   sub->add_option("--profile", a->profile,
                   "also a profile's object sets (file or installed name), objects by its keys");
+  sub->add_option("--trace", a->traces,
+                  "allocation trace (leakref-trace --malloc, mmleak, bcc memleak; repeatable): "
+                  "heap blocks per allocation site too");
   sub->add_option("--top", a->top, "classes and objects listed per section in text (default 10)");
   sub->add_option("--fail-on", a->fail_on, "exit 1 if: grew, climbed, new, any")->delimiter(',');
   return {sub, [&c, a] { return cmd_diff(c, *a); }, [&c] { return c.json; }};

@@ -2,6 +2,7 @@
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include "cmd_profile.hpp"
 #include "cmd_types.hpp"
 #include "leakref/fileio.hpp"
+#include "leakref/correlate.hpp"
 #include "leakref/elfcore.hpp"
 #include "leakref/gluster.hpp"
 #include "leakref/kernel.hpp"
@@ -104,8 +106,41 @@ lr::Result<void> add_profile(lr::Program& prog, const std::string& what, lr::Sna
   return {};
 }
 
+// Heap blocks by allocation site: the records of `paths` never freed in
+// them whose block is live in this core. A maps file among them lends its
+// mappings to traces that carry none (as for correlate).
+lr::Result<void> add_sites(lr::Program& prog, const lr::HeapWalk& heap,
+                           const std::vector<std::string>& paths, lr::Snapshot& s) {
+  std::vector<lr::Trace> traces;
+  std::vector<lr::TraceMapping> maps;
+  for (const auto& p : paths) {
+    LR_ASSIGN(auto t, lr::load_trace(p));
+    if (t.format == lr::TraceFormat::kMaps)
+      maps.insert(maps.end(), t.mappings.begin(), t.mappings.end());
+    else
+      traces.push_back(std::move(t));
+  }
+  for (auto& t : traces)
+    if (t.mappings.empty()) t.mappings = maps;
+  lr::FrameResolver fr(&prog.modules(), prog.core());
+  lr::CorrelateOptions opts;
+  opts.top = SIZE_MAX;
+  lr::CorrelateReport rep = lr::correlate(traces, {}, fr, opts, &heap);
+  if (rep.alloc_sites.empty())
+    return lr::make_error(lr::Errc::kInvalidArgument,
+                          "--trace: no allocation records (leakref-trace --malloc, mmleak or bcc "
+                          "memleak output) in " +
+                              fmt::format("{}", fmt::join(paths, ", ")));
+  for (const auto& site : rep.alloc_sites)
+    s.classes.push_back({"site", site.text, static_cast<int64_t>(site.live_count),
+                         static_cast<int64_t>(site.live_bytes)});
+  for (const auto& w : rep.warnings) s.warnings.push_back(w);
+  return {};
+}
+
 lr::Result<lr::Snapshot> load_core(const Common& c, const std::string& path,
-                                   const std::string& profile, CoreExtras* x) {
+                                   const std::string& profile, CoreExtras* x,
+                                   const std::vector<std::string>& traces) {
   Common cc = c;
   cc.core = path;
   LR_ASSIGN(auto prog, open_program(cc));
@@ -120,6 +155,12 @@ lr::Result<lr::Snapshot> load_core(const Common& c, const std::string& path,
     lr::add_heap_classes(s, heap.value());
   else
     s.warnings.push_back(path + ": no heap classes: " + heap.error().message);
+  if (!traces.empty()) {
+    if (!heap.ok())
+      return lr::make_error(lr::Errc::kNotFound,
+                            path + ": --trace needs the core's heap: " + heap.error().message);
+    LR_TRY(add_sites(*prog, heap.value(), traces, s));
+  }
   bool gluster = false;
   for (const auto& m : prog->modules().modules())
     gluster = gluster || m->basename().rfind("libglusterfs.so", 0) == 0;
@@ -149,7 +190,8 @@ lr::Result<lr::Snapshot> load_kernel(const Common& c, const std::string& path,
 }  // namespace
 
 lr::Result<lr::Snapshot> load_snapshot(const Common& c, const std::string& path,
-                                       const std::string& profile, CoreExtras* extras) {
+                                       const std::string& profile, CoreExtras* extras,
+                                       const std::vector<std::string>& traces) {
   LR_ASSIGN(int fd, lr::open_input(path, "input"));
   char head[32] = {};
   ssize_t n = ::pread(fd, head, sizeof head, 0);
@@ -161,16 +203,20 @@ lr::Result<lr::Snapshot> load_snapshot(const Common& c, const std::string& path,
                 lr::is_kernel_dump(fd, static_cast<uint64_t>(st.st_size));
   if (!statedump && !saved) {
     ::close(fd);
+    if (kernel && !traces.empty())
+      return lr::make_error(lr::Errc::kInvalidArgument,
+                            path + " is a kernel dump: --trace (allocation traces) is for cores");
     if (kernel) return load_kernel(c, path, profile);
-    return load_core(c, path, profile, extras);
+    return load_core(c, path, profile, extras, traces);
   }
   auto text = read_text(path, fd);
   ::close(fd);
   if (!text.ok()) return text.error();
-  if (!profile.empty())
+  if (!profile.empty() || !traces.empty())
     return lr::make_error(lr::Errc::kInvalidArgument,
-                          fmt::format("{} is a {}: --profile runs on cores", path,
-                                      statedump ? "statedump" : "saved snapshot"));
+                          fmt::format("{} is a {}: --{} runs on cores", path,
+                                      statedump ? "statedump" : "saved snapshot",
+                                      profile.empty() ? "trace" : "profile"));
   if (statedump) return lr::snapshot_from_statedump(text.value(), path);
   nlohmann::json j = nlohmann::json::parse(text.value(), nullptr, false);
   if (j.is_discarded())

@@ -28,8 +28,12 @@ struct CoreExtras {
 // statedump or a saved snapshot with it is refused. `c` gives --exe,
 // --sysroot, --debug-dir and --types for cores. `extras` (may be null)
 // receives the program and the GlusterFS findings of a core.
+// `traces` (allocation traces: leakref-trace --malloc, mmleak, bcc memleak;
+// may be empty) add a core's heap blocks per allocation site ("site"
+// classes: recorded, never freed in the trace, live in the core).
 lr::Result<lr::Snapshot> load_snapshot(const Common& c, const std::string& path,
-                                       const std::string& profile, CoreExtras* extras = nullptr);
+                                       const std::string& profile, CoreExtras* extras = nullptr,
+                                       const std::vector<std::string>& traces = {});
 // leakref.snapshot/1, and back (kBadFormat, naming `path`, when the JSON
 // is not one).
 nlohmann::json snapshot_json(const lr::Snapshot& s);

@@ -698,3 +698,72 @@ TEST_CASE("trace: an allocation capture of any program, by site and pointer", "[
   CHECK(r.err.find("not a GlusterFS process") != std::string::npos);
   CHECK(r.err.find("--type/--head") != std::string::npos);
 }
+
+// diff with an allocation trace: a real `leakref-trace --malloc` capture
+// between fx_grow's two checkpoints (attached after the first core) adds the
+// heap's blocks per allocation site. Exactly the growth the fixture made
+// shows, at the function that made it; nothing else is attributed.
+TEST_CASE("diff --trace: heap blocks by allocation site between two moments",
+          "[trace][root][diff]") {
+  if (geteuid() != 0) LR_SKIP("trace capture: uprobes need root");
+  if (!lrtest::have_program("bpftrace"))
+    LR_SKIP("trace capture: bpftrace is not installed (make deps)");
+  if (!lrtest::have_gcore()) LR_SKIP("trace capture: gcore is not installed");
+  std::string dir = lrtest::tmp_dir() + "/grow-trace";
+  lrtest::run({"/bin/mkdir", "-p", dir});
+  std::string manifest = dir + "/grow.json", go = dir + "/go", trace = dir + "/grow.lrt";
+  auto fx = lrtest::spawn({lrtest::fixture_path("fx_grow"), manifest, go});
+  REQUIRE(lrtest::wait_for_text(fx.out_path, "CP1", 30));
+  std::string pid = std::to_string(fx.pid);
+  REQUIRE(lrtest::run({"gcore", "-o", dir + "/cp1", pid}, 300).status == 0);
+  auto cap = lrtest::spawn({std::string(LR_SOURCE_DIR) + "/scripts/leakref-trace", "-p", pid,
+                            "--malloc", "-o", trace, "--ready", dir + "/ready"});
+  if (!lrtest::wait_for_file(dir + "/ready", 120)) {
+    lrtest::finish(cap, SIGINT);
+    lrtest::finish(fx, SIGKILL);
+    FAIL("leakref-trace did not attach: " << lrtest::read_file(cap.err_path));
+  }
+  lrtest::write_file(go, "go");
+  bool done = lrtest::wait_for_text(fx.out_path, "CP2", 120);
+  auto g2 = lrtest::run({"gcore", "-o", dir + "/cp2", pid}, 300);
+  {
+    INFO(lrtest::read_file(cap.err_path));
+    CHECK(lrtest::finish(cap, SIGINT, 90) == 0);
+  }
+  lrtest::finish(fx, SIGKILL, 10);
+  REQUIRE(done);
+  REQUIRE(g2.status == 0);
+  auto r = lrtest::leakref({"diff", dir + "/cp1." + pid, dir + "/cp2." + pid, "--trace", trace,
+                            "--json"},
+                           300);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  json j = r.json();
+  std::map<std::string, json> sites;
+  for (const auto& c : j["classes"])
+    if (c["kind"] == "site") {
+      std::string n = c["name"];
+      sites[n.substr(0, n.find('+'))] = c;
+    }
+  INFO(json(sites).dump(1));
+  REQUIRE(sites.count("names_new"));
+  REQUIRE(sites.count("tables_new"));
+  CHECK(sites["names_new"]["before"] == 0);
+  CHECK(sites["names_new"]["after"] == 200);
+  CHECK(sites["names_new"]["after_bytes"] == 200 * 200);
+  CHECK(sites["tables_new"]["before"] == 0);
+  CHECK(sites["tables_new"]["after"] == 40);
+  CHECK(sites["tables_new"]["after_bytes"] == 40 * 3000);
+  for (const auto& [n, c] : sites)
+    if (n != "names_new" && n != "tables_new") CHECK(c["after"] == 0);
+  // The text names them among what grew most.
+  auto t = lrtest::leakref({"diff", dir + "/cp1." + pid, dir + "/cp2." + pid, "--trace", trace},
+                           300);
+  CHECK(t.out.find("site      names_new+") != std::string::npos);
+  // A trace with no allocation records is refused in one line.
+  std::string refs = dir + "/refs-only.lrt";
+  lrtest::write_file(refs, "#leakref-trace 1\nP obj_ref obj ref\nE 1 1 obj_ref 0x1000 1 0x2000\n");
+  auto bad = lrtest::leakref({"diff", dir + "/cp1." + pid, dir + "/cp2." + pid, "--trace", refs});
+  CHECK(bad.status == 2);
+  CHECK(bad.err.find("no allocation records") != std::string::npos);
+}

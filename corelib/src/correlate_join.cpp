@@ -427,8 +427,13 @@ class Join {
       OutstandingAlloc& a = rep_.allocs[i];
       alloc_at_[a.ptr] = i;
       if (heap_) {
+        // Live: an in-use chunk starts at the pointer and its usable size
+        // fits the request (glibc rounds n up to at most n + 23 bytes,
+        // mmapped chunks to whole pages), so a chunk that took the address
+        // over after a free is not this block.
         const HeapChunk* c = heap_->chunk_containing(a.ptr);
-        a.live = c && c->user == a.ptr;
+        const uint64_t slack = c && c->mmapped() ? 8192 : 24;
+        a.live = c && c->user == a.ptr && c->usable() >= a.size && c->usable() <= a.size + slack;
       }
       const Trace& t = traces_[a.ev.trace];
       ResolvedFrame f = top_frame(t, t.events[a.ev.event], "(no caller)");

@@ -106,7 +106,7 @@ struct CallSite {
 struct OutstandingAlloc {
   uint64_t ptr = 0, size = 0;
   TraceRef ev;
-  bool live = false;  // an in-use heap chunk starts at ptr in the core
+  bool live = false;  // an in-use heap chunk of a usable size that fits starts at ptr in the core
 };
 struct AllocSite {
   std::string key, text;
