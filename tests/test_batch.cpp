@@ -231,6 +231,7 @@ TEST_CASE("batch: a 40-dump archive; each row equals the single-dump commands' J
     INFO(p);
     REQUIRE(db.count(p));
     const json& r = db[p];
+    INFO("row: " << r["status"] << " " << r["error"] << " (code " << r["error_code"] << ")");
     REQUIRE(r["status"] == "ok");
     auto s = lrtest::leakref({"snapshot", p, "--json"}, 300);
     REQUIRE(s.status == 0);

@@ -431,6 +431,23 @@ TEST_CASE("types from headers: a program without debuginfo, profiled", "[profile
   c = lrtest::run({"env", cache, bin, "profile", fc.core, "--profile", dir + "/p.toml", "--json"});
   REQUIRE(c.status == 0);
   CHECK(json::parse(c.out)["sets"] == j["sets"]);
+  // Several builds of one cached file at once (batch -j N on cores of one
+  // program) all succeed, and the file is whole: each compiles its own
+  // temporary and renames it into place.
+  std::string cache3 = "XDG_CACHE_HOME=" + dir + "/cache3";
+  std::vector<lrtest::Background> many;
+  for (int i = 0; i < 4; ++i)
+    many.push_back(lrtest::spawn(
+        {"env", cache3, bin, "types", "build", fc.core, "--header", "fx_locks.h", "-I", fx}));
+  for (auto& b : many) {
+    INFO(lrtest::read_file(b.err_path));
+    CHECK(lrtest::finish(b, 0, 120) == 0);
+  }
+  c = lrtest::run({"env", cache3, bin, "profile", fc.core, "--profile", dir + "/p.toml", "--json"});
+  REQUIRE(c.status == 0);
+  CHECK(json::parse(c.out)["sets"] == j["sets"]);
+  CHECK(lrtest::run({"/bin/sh", "-c", "ls '" + dir + "/cache3/leakref' | grep -c tmp"}).out ==
+        "0\n");
 
   // A profile that carries its own recipe ([build], includes relative to the
   // profile file): the first command builds and caches the types, and says so.

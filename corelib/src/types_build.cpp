@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -57,6 +58,13 @@ bool plain_hex(const std::string& s) {
 
 }  // namespace
 
+namespace {
+std::atomic<uint64_t>& tmp_counter() {
+  static std::atomic<uint64_t> n{0};
+  return n;
+}
+}  // namespace
+
 Result<void> build_types(const TypesBuild& o, const std::string& out_path, std::string* command) {
   if (o.source.empty() && o.headers.empty())
     return make_error(Errc::kInvalidArgument, "no headers to build types from");
@@ -72,7 +80,11 @@ Result<void> build_types(const TypesBuild& o, const std::string& out_path, std::
   text += fmt::format(
       "__attribute__((used, section(\"{}\"))) static const char leakref_types_for[] = \"{}\";\n",
       kStampSection, o.target_build_id);
-  std::string src = out_path + ".tmp.c", obj = out_path + ".tmp";
+  // Temporaries of this process only: two leakref processes building the
+  // same cached types at once (batch -j 2 on two cores of one program) each
+  // compile their own and rename it into place (a whole file either way).
+  std::string tmp = fmt::format("{}.tmp.{}.{}", out_path, ::getpid(), tmp_counter()++);
+  std::string src = tmp + ".c", obj = tmp;
   {
     std::ofstream f(src);
     f << text;
