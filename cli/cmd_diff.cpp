@@ -19,7 +19,7 @@ namespace {
 
 struct DiffArgs {
   std::string older, newer;
-  std::string profile;  // its object sets too, objects matched by the set's key
+  std::string profile;              // its object sets too, objects matched by the set's key
   std::vector<std::string> traces;  // allocation traces: heap blocks per site too
   size_t top = 10;
   std::vector<std::string> fail_on;
@@ -184,8 +184,7 @@ int cmd_diff(const Common& c, const DiffArgs& a) {
 Command register_diff(CLI::App& app, Common& c) {
   auto a = std::make_shared<DiffArgs>();
   auto* sub = app.add_subcommand(
-      "diff",
-      "two cores of one program, two kernel dumps, or two GlusterFS statedumps: what grew");
+      "diff", "two cores of one program, two kernel dumps, or two GlusterFS statedumps: what grew");
   sub->add_option("old", a->older, "the earlier core, kernel dump or statedump")->required();
   sub->add_option("new", a->newer, "the later core, kernel dump or statedump")->required();
   add_common(sub, c, false);

@@ -118,9 +118,10 @@ nlohmann::json file_json(lr::KernelTarget& k, const lr::KFile& f) {
 
 // A file no task holds: what it is, and who allocated it when known.
 void print_unheld(lr::KernelTarget& k, const lr::KFile& f, Out& out) {
-  out.print("    file   {} f_count {}  held by no task, mapping or exe (an SCM_RIGHTS message in "
-            "flight, or leaked)\n",
-            hex(f.addr), f.f_count);
+  out.print(
+      "    file   {} f_count {}  held by no task, mapping or exe (an SCM_RIGHTS message in "
+      "flight, or leaked)\n",
+      hex(f.addr), f.f_count);
   if (!f.has_alloc) {
     out.print("           (who allocated it is known only with slub_debug=U for its cache)\n");
     return;
@@ -208,12 +209,9 @@ int do_inodes(lr::KernelTarget& k, const KArgs& a, const std::string& source,
       }
       sbs.push_back(std::move(js));
     }
-    j["summary"] = {{"tasks", rep.tasks},
-                    {"open_files", rep.files.size() - unheld},
-                    {"unheld_files", unheld},
-                    {"inodes", rep.inodes},
-                    {"dentries", rep.dentries},
-                    {"flagged", rep.flagged}};
+    j["summary"] = {{"tasks", rep.tasks},       {"open_files", rep.files.size() - unheld},
+                    {"unheld_files", unheld},   {"inodes", rep.inodes},
+                    {"dentries", rep.dentries}, {"flagged", rep.flagged}};
     if (a.stats) j["summary"]["walk_ns"] = rep.walk_ns;
     j["warnings"] = with_target_warnings(k, rep.warnings);
     emit_json(j, out);
@@ -496,7 +494,8 @@ Command register_kernel(CLI::App& app) {
   };
   auto a = std::make_shared<Args>();
   auto* sub = app.add_subcommand(
-      "kernel", "a kernel vmcore: walk, inodes, modules, check, slab, profile (as crash> leakref ...)");
+      "kernel",
+      "a kernel vmcore: walk, inodes, modules, check, slab, profile (as crash> leakref ...)");
   // Required for analyses, not for a subcommand's --help (cmd_kernel checks).
   sub->add_option("--vmcore", a->vmcore, "ELF or kdump-compressed vmcore");
   sub->add_option("--vmlinux", a->vmlinux,

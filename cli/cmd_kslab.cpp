@@ -40,8 +40,8 @@ std::string ksym(lr::KernelTarget& k, uint64_t a) {
 }
 
 nlohmann::json track_json(lr::KernelTarget& k, const lr::KSlabTrack& t) {
-  return {{"caller", ksym(k, t.addr)}, {"caller_addr", hex(t.addr)}, {"pid", t.pid},
-          {"cpu", t.cpu},              {"jiffies", t.when},          {"handle", t.handle}};
+  return {{"caller", ksym(k, t.addr)}, {"caller_addr", hex(t.addr)}, {"pid", t.pid}, {"cpu", t.cpu},
+          {"jiffies", t.when},         {"handle", t.handle}};
 }
 
 namespace {
@@ -136,8 +136,11 @@ nlohmann::json stacks_out(lr::KernelTarget& k, const std::map<uint32_t, StackGro
         err = st.error().message;
     }
     if (json) {
-      nlohmann::json j{{"handle", h},       {"objects", g.count},        {"example", hex(g.first)},
-                       {"caller", sym(k, g.caller)}, {"frames", frames}};
+      nlohmann::json j{{"handle", h},
+                       {"objects", g.count},
+                       {"example", hex(g.first)},
+                       {"caller", sym(k, g.caller)},
+                       {"frames", frames}};
       if (!err.empty()) j["error"] = err;
       arr.push_back(std::move(j));
       continue;
@@ -158,9 +161,10 @@ int slab_walk(lr::KernelTarget& k, const lr::KSlabReport& rep, const std::vector
   if (!t.ok()) return fail(t.error(), err);
   const lr::Type* ts = t.value()->strip();
   if (!ts || ts->size == 0 || ts->size > c.object_size) {
-    err.print("leakref: error: {} is {} bytes but the objects of cache {} are {} bytes: they are "
-              "not of that type\n",
-              t.value()->display(), ts ? ts->size : 0, c.name, c.object_size);
+    err.print(
+        "leakref: error: {} is {} bytes but the objects of cache {} are {} bytes: they are "
+        "not of that type\n",
+        t.value()->display(), ts ? ts->size : 0, c.name, c.object_size);
     return kUsage;
   }
   WalkArgs a = w;
@@ -213,10 +217,10 @@ int do_slab(lr::KernelTarget& k, const SlabArgs& s, const WalkArgs& w, bool json
       out.print("{{\"schema\":\"leakref.kernel.slab/1\",\"dump\":{},\"objects\":[",
                 nlohmann::json(source).dump());
     else if (jsonl)
-      out.print("{}\n", nlohmann::json{{"record", "slab"},
-                                       {"schema", "leakref.kernel.slab/1"},
-                                       {"dump", source}}
-                            .dump());
+      out.print(
+          "{}\n",
+          nlohmann::json{{"record", "slab"}, {"schema", "leakref.kernel.slab/1"}, {"dump", source}}
+              .dump());
   };
   auto on = [&](const lr::KSlabObject& o) {
     if (typed) {
@@ -268,17 +272,20 @@ int do_slab(lr::KernelTarget& k, const SlabArgs& s, const WalkArgs& w, bool json
     warnings.push_back(fmt::format("{} more warnings not shown", rep.warnings_dropped));
   uint64_t allocated = 0, slabs = 0;
   for (const auto& c : rep.caches) allocated += c.allocated, slabs += c.slabs;
-  nlohmann::json summary{{"caches", rep.caches.size()}, {"slabs", slabs},
-                         {"allocated", allocated},     {"pages", rep.pages},
+  nlohmann::json summary{{"caches", rep.caches.size()},
+                         {"slabs", slabs},
+                         {"allocated", allocated},
+                         {"pages", rep.pages},
                          {"scanned", rep.scanned},
-                         {"slab_pages", rep.slab_pages}, {"unreadable_pages", rep.unreadable_pages}};
+                         {"slab_pages", rep.slab_pages},
+                         {"unreadable_pages", rep.unreadable_pages}};
   if (w.stats) summary["walk_ns"] = rep.walk_ns;
   if (json || jsonl) {
     begin();
     nlohmann::json caches = nlohmann::json::array();
     for (const auto& c : rep.caches) caches.push_back(cache_json(c));
-    nlohmann::json stacks = s.stacks ? stacks_out(k, groups, s.top, true, out, &warnings)
-                                     : nlohmann::json::array();
+    nlohmann::json stacks =
+        s.stacks ? stacks_out(k, groups, s.top, true, out, &warnings) : nlohmann::json::array();
     if (jsonl) {
       for (auto& c : caches) {
         c["record"] = "cache";
@@ -288,10 +295,9 @@ int do_slab(lr::KernelTarget& k, const SlabArgs& s, const WalkArgs& w, bool json
         st["record"] = "stack";
         out.print("{}\n", st.dump());
       }
-      out.print("{}\n", nlohmann::json{{"record", "summary"},
-                                       {"summary", summary},
-                                       {"warnings", warnings}}
-                            .dump());
+      out.print("{}\n",
+                nlohmann::json{{"record", "summary"}, {"summary", summary}, {"warnings", warnings}}
+                    .dump());
     } else {
       out.print("],\"caches\":{},\"stacks\":{},\"summary\":{},\"warnings\":{}}}\n", caches.dump(),
                 stacks.dump(), summary.dump(), nlohmann::json(warnings).dump());

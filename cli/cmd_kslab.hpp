@@ -16,9 +16,9 @@ namespace lrcli {
 
 struct SlabArgs {
   std::vector<std::string> caches;
-  bool stacks = false;    // group allocated objects by allocation stack
-  uint64_t top = 20;      // --stacks: how many
-  bool objects = false;   // list allocated objects without --cache: of every cache
+  bool stacks = false;      // group allocated objects by allocation stack
+  uint64_t top = 20;        // --stacks: how many
+  bool objects = false;     // list allocated objects without --cache: of every cache
   bool scan_pages = false;  // KSlabFilter::scan_pages
 };
 

@@ -31,8 +31,8 @@ Dump make_dump(const std::string& kernel) {
       run({std::string(LR_SOURCE_DIR) + "/scripts/kernel-vmcore", "--kernel", kernel}, 1800);
   if (k.status != 0) {
     r.broken = true;
-    r.why = "scripts/kernel-vmcore --kernel " + kernel + " failed: " +
-            k.err.substr(k.err.size() > 2000 ? k.err.size() - 2000 : 0);
+    r.why = "scripts/kernel-vmcore --kernel " + kernel +
+            " failed: " + k.err.substr(k.err.size() > 2000 ? k.err.size() - 2000 : 0);
     return r;
   }
   std::istringstream in(k.out);
@@ -69,8 +69,10 @@ std::map<std::string, SlabInfo> slabinfo(const Dump& d, bool b) {
   std::map<std::string, SlabInfo> m;
   std::istringstream in(read_file(d.serial));
   const std::string tag = b ? "LEAKREF-SLABINFO-B " : "LEAKREF-SLABINFO ";
-  // name active_objs num_objs objsize objperslab pagesperslab : tunables ... : slabdata active_slabs num_slabs shared
-  std::regex row(R"((\S+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+) : tunables .* : slabdata\s+(\d+)\s+(\d+))");
+  // name active_objs num_objs objsize objperslab pagesperslab : tunables ... : slabdata
+  // active_slabs num_slabs shared
+  std::regex row(
+      R"((\S+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+) : tunables .* : slabdata\s+(\d+)\s+(\d+))");
   std::smatch x;
   for (std::string line; std::getline(in, line);) {
     size_t at = line.find(tag);

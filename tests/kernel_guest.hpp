@@ -87,14 +87,15 @@ std::map<std::string, std::string> sections(const std::string& out);
 
 // Skips only when a facility is missing (QEMU, crash, ...); a failure of
 // scripts/kernel-vmcore itself fails the test.
-#define NEED_KERNEL(d)                                                    \
-  do {                                                                    \
+#define NEED_KERNEL(d)                                                       \
+  do {                                                                       \
     if ((d).broken) FAIL("kernel " << (d).kernel << " vmcore: " << (d).why); \
     if (!(d).ok) LR_SKIP("kernel " + (d).kernel + " vmcore: " + (d).why);    \
   } while (0)
 #define NEED_DUMP() NEED_KERNEL(::kguest::dump("6.1"))
-#define NEED_CRASH()                                                                \
-  do {                                                                              \
-    NEED_DUMP();                                                                    \
-    if (!::lrtest::have_program("crash")) LR_SKIP("crash is not installed (make deps installs it)"); \
+#define NEED_CRASH()                                             \
+  do {                                                           \
+    NEED_DUMP();                                                 \
+    if (!::lrtest::have_program("crash"))                        \
+      LR_SKIP("crash is not installed (make deps installs it)"); \
   } while (0)

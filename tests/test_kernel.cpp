@@ -65,9 +65,10 @@ void standalone_reports(const Dump& d) {
   }
   // The big list walks whole, every inode with i_count 1.
   const json& sb = leak_sb(ie, g.files);
-  json w = kernel_json(d, d.kdump, {"walk", "--type", "struct inode", "--head", sb["s_inodes"],
-                                      "--list-member", "i_sb_list", "--refcount", "i_count",
-                                      "--show", "i_ino", "--group-by", "i_state", "--json"});
+  json w = kernel_json(
+      d, d.kdump,
+      {"walk", "--type", "struct inode", "--head", sb["s_inodes"], "--list-member", "i_sb_list",
+       "--refcount", "i_count", "--show", "i_ino", "--group-by", "i_state", "--json"});
   CHECK(w["summary"]["visited"] == g.files + 1);
   CHECK(w["summary"]["stop"] == "end");
   CHECK(w["summary"]["histogram"] == json{{"1", g.files + 1}});
@@ -75,14 +76,13 @@ void standalone_reports(const Dump& d) {
   for (const auto& x : w["summary"]["groups"]) grouped += x["count"].get<uint64_t>();
   CHECK(grouped == g.files + 1);
   // --fail-on flags the in-flight file; usage errors are exit 2.
-  RunResult f = leakref({"kernel", "--vmcore", d.pelf, "--vmlinux", d.vmlinux, "inodes",
-                         "--fail-on", "flagged"},
-                        300);
+  RunResult f = leakref(
+      {"kernel", "--vmcore", d.pelf, "--vmlinux", d.vmlinux, "inodes", "--fail-on", "flagged"},
+      300);
   CHECK(f.status == 1);
   CHECK(f.out.find("f00060") != std::string::npos);
-  RunResult u = leakref({"kernel", "--vmcore", d.pelf, "--vmlinux", d.vmlinux, "inodes",
-                         "--no-such-option"},
-                        300);
+  RunResult u = leakref(
+      {"kernel", "--vmcore", d.pelf, "--vmlinux", d.vmlinux, "inodes", "--no-such-option"}, 300);
   CHECK(u.status == 2);
 }
 
@@ -90,8 +90,7 @@ void standalone_reports(const Dump& d) {
 
 TEST_CASE("kernel: standalone inodes, modules, check and walk on Debian's 6.1 and 6.12 vmcores",
           "[kernel]") {
-  for (const auto& kv : kernels())
-    DYNAMIC_SECTION("Linux " << kv) {
+  for (const auto& kv : kernels()) DYNAMIC_SECTION("Linux " << kv) {
       const Dump& d = dump(kv);
       NEED_KERNEL(d);
       standalone_reports(d);
@@ -264,8 +263,7 @@ void vfs_profile_agrees(const Dump& d) {
 
 TEST_CASE("kernel: the linux-vfs profile agrees with the inode report on 6.1 and 6.12",
           "[kernel]") {
-  for (const auto& kv : kernels())
-    DYNAMIC_SECTION("Linux " << kv) {
+  for (const auto& kv : kernels()) DYNAMIC_SECTION("Linux " << kv) {
       const Dump& d = dump(kv);
       NEED_KERNEL(d);
       vfs_profile_agrees(d);
@@ -347,7 +345,8 @@ TEST_CASE("kernel: crash 8.0.2 with the extension agrees with crash's own output
   CHECK(comparable(json::parse(read_file(dir + "/check.json"))) == comparable(ce));
   // The profile, found by name beside leakref.so, gives what it gives standalone.
   CHECK(comparable(json::parse(read_file(dir + "/profile.json"))) ==
-        comparable(kernel_json(dump(), dump().pelf, {"profile", "--profile", "linux-vfs", "--json"})));
+        comparable(
+            kernel_json(dump(), dump().pelf, {"profile", "--profile", "linux-vfs", "--json"})));
   // leakref walk visits exactly the addresses crash's list prints.
   json xw = json::parse(read_file(dir + "/walk.json"));
   std::set<uint64_t> ours, theirs;
@@ -446,8 +445,8 @@ void lrlocks_standalone(const Dump& d) {
   CHECK(comparable(kernel_json(d, d.kdump, args)) == comparable(j));
 
   // Without the .ko the module's types are unknown: said, with where they are.
-  RunResult r = leakref({"kernel", "--vmcore", d.pelf, "--vmlinux", d.vmlinux, "profile",
-                         "--profile", prof});
+  RunResult r =
+      leakref({"kernel", "--vmcore", d.pelf, "--vmlinux", d.vmlinux, "profile", "--profile", prof});
   CHECK(r.status == 4);
   CHECK(r.err.find("struct ldlm_namespace") != std::string::npos);
   CHECK(r.err.find(".ko") != std::string::npos);
@@ -460,36 +459,35 @@ void lrlocks_standalone(const Dump& d) {
   src.replace(at, 17, "#define VCSIZE 17");
   write_file(dir + "/lrlocks.c", src);
   write_file(dir + "/Kbuild", "obj-m := lrlocks.o\n");
-  RunResult mk = run(
-      {"make", "-s", "-C", "/usr/src/linux-headers-" + d.kver, "M=" + dir, "modules"}, 300);
+  RunResult mk =
+      run({"make", "-s", "-C", "/usr/src/linux-headers-" + d.kver, "M=" + dir, "modules"}, 300);
   INFO(mk.err);
   REQUIRE(mk.status == 0);
-  r = leakref({"kernel", "--vmcore", d.pelf, "--vmlinux", d.vmlinux, "profile",
-               "--profile", prof, "--ko", dir + "/lrlocks.ko"});
+  r = leakref({"kernel", "--vmcore", d.pelf, "--vmlinux", d.vmlinux, "profile", "--profile", prof,
+               "--ko", dir + "/lrlocks.ko"});
   CHECK(r.status == 3);
   CHECK(r.err.find("does not match the loaded module lrlocks: afs_vhashT is 136 bytes in the "
                    "file and 128 in the dump") != std::string::npos);
-  r = leakref({"kernel", "--vmcore", d.pelf, "--vmlinux", d.vmlinux, "walk", "--type",
-               "int", "--head", "afs_vhashT@lrlocks", "--array", "--count", "1", "--ko",
-               d.vmlinux});
+  r = leakref({"kernel", "--vmcore", d.pelf, "--vmlinux", d.vmlinux, "walk", "--type", "int",
+               "--head", "afs_vhashT@lrlocks", "--array", "--count", "1", "--ko", d.vmlinux});
   CHECK(r.status == 3);
   CHECK(r.err.find("not a kernel module") != std::string::npos);
   // A FIFO named as the .ko is refused at once, never waited on.
   REQUIRE(run({"mkfifo", dir + "/fifo.ko"}).status == 0);
-  r = leakref({"kernel", "--vmcore", d.pelf, "--vmlinux", d.vmlinux, "profile",
-               "--profile", prof, "--ko", dir + "/fifo.ko"},
+  r = leakref({"kernel", "--vmcore", d.pelf, "--vmlinux", d.vmlinux, "profile", "--profile", prof,
+               "--ko", dir + "/fifo.ko"},
               60);
   CHECK(r.status == 3);
   CHECK(r.err.find("not a regular file") != std::string::npos);
-
 }
 
 }  // namespace
 
-TEST_CASE("kernel: a profile file finds the lrlocks module's leaks on 6.1 and 6.12, standalone and in crash (6.1)",
-          "[kernel]") {
-  for (const auto& kv : kernels())
-    DYNAMIC_SECTION("Linux " << kv) {
+TEST_CASE(
+    "kernel: a profile file finds the lrlocks module's leaks on 6.1 and 6.12, standalone and in "
+    "crash (6.1)",
+    "[kernel]") {
+  for (const auto& kv : kernels()) DYNAMIC_SECTION("Linux " << kv) {
       const Dump& d = dump(kv);
       NEED_KERNEL(d);
       lrlocks_standalone(d);

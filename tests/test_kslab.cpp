@@ -63,8 +63,7 @@ void check_slabinfo(const json& j, const std::map<std::string, SlabInfo>& si) {
 
 TEST_CASE("kernel slab: every cache against the guest's /proc/slabinfo, on 6.1 and 6.12",
           "[kernel][slab]") {
-  for (const auto& kv : kernels())
-    DYNAMIC_SECTION("Linux " << kv) {
+  for (const auto& kv : kernels()) DYNAMIC_SECTION("Linux " << kv) {
       const Dump& d = dump(kv);
       NEED_KERNEL(d);
       json a = kernel_json(d, d.pelf, {"slab", "--json"});
@@ -95,14 +94,13 @@ TEST_CASE("kernel slab: every cache against the guest's /proc/slabinfo, on 6.1 a
 // blocks is one of the cache's objects.
 TEST_CASE("kernel slab: shmem_inode_cache objects are the inodes `inodes` finds",
           "[kernel][slab]") {
-  for (const auto& kv : kernels())
-    DYNAMIC_SECTION("Linux " << kv) {
+  for (const auto& kv : kernels()) DYNAMIC_SECTION("Linux " << kv) {
       const Dump& d = dump(kv);
       NEED_KERNEL(d);
-      json w = kernel_json(d, d.pelf,
-                           {"slab", "--cache", "shmem_inode_cache", "--type",
-                            "struct shmem_inode_info", "--show", "vfs_inode.i_sb,vfs_inode.i_ino",
-                            "--json"});
+      json w =
+          kernel_json(d, d.pelf,
+                      {"slab", "--cache", "shmem_inode_cache", "--type", "struct shmem_inode_info",
+                       "--show", "vfs_inode.i_sb,vfs_inode.i_ino", "--json"});
       CHECK(w["schema"] == "leakref.walk/1");
       CHECK(w["mode"] == "slab");
       std::set<std::pair<uint64_t, uint64_t>> from_slab;
@@ -130,8 +128,7 @@ TEST_CASE("kernel slab: shmem_inode_cache objects are the inodes `inodes` finds"
 // openat(2) path, in lrholder's process.
 TEST_CASE("kernel slab: the SCM_RIGHTS file's allocation stack names the openat path",
           "[kernel][slab]") {
-  for (const auto& kv : kernels())
-    DYNAMIC_SECTION("Linux " << kv) {
+  for (const auto& kv : kernels()) DYNAMIC_SECTION("Linux " << kv) {
       const Dump& d = dump(kv);
       NEED_KERNEL(d);
       Guest g = guest(d);
@@ -161,17 +158,16 @@ TEST_CASE("kernel slab: the SCM_RIGHTS file's allocation stack names the openat 
       INFO(file.dump());
       // Innermost first: the allocation inside alloc_empty_file, down to the
       // syscall's entry.
-      std::vector<std::string> want = {"alloc_empty_file", "path_openat", "do_filp_open",
-                                       "do_sys_openat2", "__x64_sys_openat", "do_syscall_64"};
+      std::vector<std::string> want = {"alloc_empty_file", "path_openat",      "do_filp_open",
+                                       "do_sys_openat2",   "__x64_sys_openat", "do_syscall_64"};
       size_t at = 0;
       for (const auto& f : frames)
         if (at < want.size() && f == want[at]) ++at;
       CHECK(at == want.size());
       CHECK(frames.back().rfind("entry_SYSCALL_64", 0) == 0);
       // The text report says the same.
-      RunResult t = leakref({"kernel", "--vmcore", d.pelf, "--vmlinux", d.vmlinux, "inodes",
-                             "--flagged"},
-                            300);
+      RunResult t = leakref(
+          {"kernel", "--vmcore", d.pelf, "--vmlinux", d.vmlinux, "inodes", "--flagged"}, 300);
       CHECK(t.out.find("held by no task, mapping or exe") != std::string::npos);
       CHECK(t.out.find(fmt::format("allocated by pid {}", g.holder_pid)) != std::string::npos);
       CHECK(t.out.find("do_sys_openat2") != std::string::npos);
@@ -200,7 +196,7 @@ namespace {
 // One cache's section of crash's `kmem -S NAME`.
 struct KmemS {
   int64_t allocated = -1, total = -1, slabs = -1;
-  std::map<uint64_t, int64_t> slab_allocated;          // every slab line
+  std::map<uint64_t, int64_t> slab_allocated;           // every slab line
   std::map<uint64_t, std::set<uint64_t>> slab_objects;  // slabs whose objects are listed
 };
 
@@ -290,9 +286,8 @@ TEST_CASE("kernel: crash 8.0.2 stops on a 6.12 dump as the README says", "[kerne
   // It exits 1 right after gdb's banner: it does not find the KASLR offset
   // (where KASLR put the kernel decides whether it then says "do not match!"
   // or nothing), and never reaches a prompt ...
-  RunResult r = run({"timeout", "-k", "5", "300", "crash", "--no_crashrc", d.vmlinux, d.pelf, "-i",
-                     cmd},
-                    320);
+  RunResult r = run(
+      {"timeout", "-k", "5", "300", "crash", "--no_crashrc", d.vmlinux, d.pelf, "-i", cmd}, 320);
   std::string all = r.out + r.err;
   INFO(all.substr(all.size() > 3000 ? all.size() - 3000 : 0));
   CHECK(r.status == 1);
@@ -303,8 +298,8 @@ TEST_CASE("kernel: crash 8.0.2 stops on a 6.12 dump as the README says", "[kerne
   CHECK(after.find("SYSTEM MAP") == std::string::npos);
   // ... and given the offset (VMCOREINFO's KERNELOFFSET) it stops at 6.4's
   // new struct module layout.
-  RunResult ko = run({"/bin/sh", "-c",
-                      "grep -a -m1 -o 'KERNELOFFSET=[0-9a-f]*' '" + d.pelf + "' | cut -d= -f2"});
+  RunResult ko = run(
+      {"/bin/sh", "-c", "grep -a -m1 -o 'KERNELOFFSET=[0-9a-f]*' '" + d.pelf + "' | cut -d= -f2"});
   std::string off = ko.out.substr(0, ko.out.find('\n'));
   REQUIRE(!off.empty());
   RunResult k = run({"timeout", "-k", "5", "300", "crash", "--no_crashrc", "--kaslr=0x" + off,
@@ -340,9 +335,8 @@ TEST_CASE("README: the 6.12 slab and inodes example runs as written", "[kernel][
   size_t commands = 0;
   for (const auto& [cmd, want] : readme_commands(part)) {
     INFO(cmd);
-    RunResult r =
-        run({"/bin/bash", "-c", "cd '" + dir + "' && PATH='" + build_dir() + "':$PATH " + cmd},
-            300);
+    RunResult r = run(
+        {"/bin/bash", "-c", "cd '" + dir + "' && PATH='" + build_dir() + "':$PATH " + cmd}, 300);
     CHECK(r.status == 0);
     CHECK(norm(r.out) == norm(want));
     ++commands;
@@ -401,8 +395,9 @@ struct Patched {
   ElfSegs segs;
   std::fstream f;
   Patched(const std::string& from, const std::string& to)
-      : path((run({"cp", from, to}, 300), to)), segs(to), f(to, std::ios::in | std::ios::out |
-                                                                  std::ios::binary) {}
+      : path((run({"cp", from, to}, 300), to)),
+        segs(to),
+        f(to, std::ios::in | std::ios::out | std::ios::binary) {}
   uint64_t get(uint64_t va, int width = 8) {
     uint64_t v = 0;
     f.seekg(static_cast<std::streamoff>(segs.offset(va)));
@@ -466,8 +461,8 @@ TEST_CASE("kernel slab: hostile dumps give bounded results with warnings", "[ker
     if (o["where"] == "cpu-partial") cpu_partial[o["cache"]][slab].insert(a);
     if (o["where"] == "other") other_slab[o["cache"]] = slab;
   }
-  auto off = gdb_offsets(d.vmlinux, {"slab.slab_list", "slab.next", "slab.freelist", "slab.slab_cache",
-                                     "kmem_cache.size", "kmem_cache.random"});
+  auto off = gdb_offsets(d.vmlinux, {"slab.slab_list", "slab.next", "slab.freelist",
+                                     "slab.slab_cache", "kmem_cache.size", "kmem_cache.random"});
   Patched p(d.pelf, tmp_dir() + "/hostile-slab.pelf");
   std::set<std::string> used;
   // A cache with a slab on `lists` holding free objects (and not used yet).
@@ -515,7 +510,8 @@ TEST_CASE("kernel slab: hostile dumps give bounded results with warnings", "[ker
   p.put(hexval(caches[c5]["addr"]) + off["kmem_cache.size"], 0, 4);
   // 6. The SCM_RIGHTS file's allocation track: a handle to no pool.
   json ino = kernel_json(d, d.pelf, {"inodes", "--flagged", "--json"});
-  const json& file = (*find_inode(leak_sb(ino, guest(d).files), 62))["dentries"][0]["unheld_files"][0];
+  const json& file =
+      (*find_inode(leak_sb(ino, guest(d).files), 62))["dentries"][0]["unheld_files"][0];
   uint64_t faddr = hexval(file["addr"]);
   uint32_t handle = file["alloc"]["handle"];
   bool patched = false;
@@ -526,7 +522,8 @@ TEST_CASE("kernel slab: hostile dumps give bounded results with warnings", "[ker
     }
   REQUIRE(patched);
 
-  RunResult r = leakref({"kernel", "--vmcore", p.path, "--vmlinux", d.vmlinux, "slab", "--json"}, 120);
+  RunResult r =
+      leakref({"kernel", "--vmcore", p.path, "--vmlinux", d.vmlinux, "slab", "--json"}, 120);
   INFO(r.err);
   REQUIRE(!r.timed_out);
   REQUIRE(r.status == 0);
@@ -549,9 +546,8 @@ TEST_CASE("kernel slab: hostile dumps give bounded results with warnings", "[ker
   // Caches nobody damaged are reported exactly as before.
   CHECK(after["kmem_cache"] == caches["kmem_cache"]);
   // --fail-on warning makes it a finding.
-  RunResult fw = leakref({"kernel", "--vmcore", p.path, "--vmlinux", d.vmlinux, "slab", "--fail-on",
-                          "warning"},
-                         120);
+  RunResult fw = leakref(
+      {"kernel", "--vmcore", p.path, "--vmlinux", d.vmlinux, "slab", "--fail-on", "warning"}, 120);
   CHECK(fw.status == 1);
   // The bad handle: the file is still found and flagged, its stack says why it is missing.
   json hi = json::parse(leakref({"kernel", "--vmcore", p.path, "--vmlinux", d.vmlinux, "inodes",
@@ -579,8 +575,7 @@ TEST_CASE("kernel slab: hostile dumps give bounded results with warnings", "[ker
 // as new and held by lrholder on those fds, and filp and lrholder's fds as
 // grown by 25.
 TEST_CASE("kernel diff: the guest holds 25 more files between two dumps", "[kernel][diff]") {
-  for (const auto& kv : kernels())
-    DYNAMIC_SECTION("Linux " << kv) {
+  for (const auto& kv : kernels()) DYNAMIC_SECTION("Linux " << kv) {
       const Dump& d = dump(kv);
       NEED_KERNEL(d);
       std::set<std::string> names, holders;
@@ -630,7 +625,8 @@ TEST_CASE("kernel diff: the guest holds 25 more files between two dumps", "[kern
       auto k = leakref({"diff", d.kdump, d.pelf_b, "--vmlinux", d.vmlinux, "--json"}, 600);
       REQUIRE(k.status == 0);
       CHECK(k.json()["objects"] == j["objects"]);
-      std::string sa = tmp_dir() + "/ksnap-a-" + kv + ".json", sb = tmp_dir() + "/ksnap-b-" + kv + ".json";
+      std::string sa = tmp_dir() + "/ksnap-a-" + kv + ".json",
+                  sb = tmp_dir() + "/ksnap-b-" + kv + ".json";
       for (auto [from, to] : {std::pair{d.pelf, sa}, {d.pelf_b, sb}}) {
         auto s = leakref({"snapshot", from, "--vmlinux", d.vmlinux, "--json"}, 600);
         REQUIRE(s.status == 0);

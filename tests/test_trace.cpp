@@ -733,9 +733,8 @@ TEST_CASE("diff --trace: heap blocks by allocation site between two moments",
   lrtest::finish(fx, SIGKILL, 10);
   REQUIRE(done);
   REQUIRE(g2.status == 0);
-  auto r = lrtest::leakref({"diff", dir + "/cp1." + pid, dir + "/cp2." + pid, "--trace", trace,
-                            "--json"},
-                           300);
+  auto r = lrtest::leakref(
+      {"diff", dir + "/cp1." + pid, dir + "/cp2." + pid, "--trace", trace, "--json"}, 300);
   INFO(r.err);
   REQUIRE(r.status == 0);
   json j = r.json();
@@ -757,8 +756,8 @@ TEST_CASE("diff --trace: heap blocks by allocation site between two moments",
   for (const auto& [n, c] : sites)
     if (n != "names_new" && n != "tables_new") CHECK(c["after"] == 0);
   // The text names them among what grew most.
-  auto t = lrtest::leakref({"diff", dir + "/cp1." + pid, dir + "/cp2." + pid, "--trace", trace},
-                           300);
+  auto t =
+      lrtest::leakref({"diff", dir + "/cp1." + pid, dir + "/cp2." + pid, "--trace", trace}, 300);
   CHECK(t.out.find("site      names_new+") != std::string::npos);
   // A trace with no allocation records is refused in one line.
   std::string refs = dir + "/refs-only.lrt";

@@ -133,8 +133,7 @@ bool is_kernel_dump(int fd, uint64_t size) {
   count = std::min<uint64_t>(count, (size - phoff) / sizeof(Elf64_Phdr));
   for (uint64_t i = 0; i < count; ++i) {
     Elf64_Phdr ph;
-    if (::pread(fd, &ph, sizeof ph, static_cast<off_t>(phoff + sizeof ph * i)) != sizeof ph)
-      break;
+    if (::pread(fd, &ph, sizeof ph, static_cast<off_t>(phoff + sizeof ph * i)) != sizeof ph) break;
     // Kernel space, but not the vsyscall page every x86-64 user core maps.
     if (ph.p_type == PT_LOAD && ph.p_vaddr >= 0xffff800000000000ull &&
         ph.p_vaddr < 0xffffffffff600000ull)

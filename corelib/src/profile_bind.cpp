@@ -204,9 +204,9 @@ Result<std::unique_ptr<Expr>> ProfileBinder::named_expr(const BoundType* bt,
     std::string m = e.error().message;
     why += fmt::format("\n  '{}': {}", alt, m.substr(0, m.find('\n')));
   }
-  return fail(Errc::kNotFound,
-              fmt::format("types.{}.exprs.{}: no alternative compiles on this target:{}", tn,
-                          name, why));
+  return fail(
+      Errc::kNotFound,
+      fmt::format("types.{}.exprs.{}: no alternative compiles on this target:{}", tn, name, why));
 }
 
 Result<Variable> ProfileBinder::variable(const std::string& name) const {

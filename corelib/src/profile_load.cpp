@@ -161,9 +161,8 @@ struct Loader {
 
   Result<ProfileType> type(const std::string& name, const toml::table& t) {
     std::string w = "types." + name;
-    LR_TRY(only_keys(t, w,
-                     {"c", "require", "optional", "fields", "lists", "allocation", "enums",
-                      "exprs"}));
+    LR_TRY(only_keys(
+        t, w, {"c", "require", "optional", "fields", "lists", "allocation", "enums", "exprs"}));
     ProfileType pt;
     pt.name = name;
     LR_ASSIGN(pt.c, str(t, "c", w, true));
@@ -176,7 +175,8 @@ struct Loader {
     LR_TRY(since(2, t, "exprs", w));
     LR_ASSIGN(pt.enums, strs(t, "enums", w));
     for (const auto& e : pt.enums)
-      if (e.rfind("enum ", 0) != 0) return bad(w + ".enums", fmt::format("'{}' is not 'enum NAME'", e));
+      if (e.rfind("enum ", 0) != 0)
+        return bad(w + ".enums", fmt::format("'{}' is not 'enum NAME'", e));
     if (const toml::node* en = t.get("exprs")) {
       const toml::table* et = en->as_table();
       if (!et) return bad(w, "'exprs' must be a table of NAME = [alternatives]");
@@ -196,8 +196,7 @@ struct Loader {
       return bad(w + ".allocation",
                  "must be \"malloc\" (each object a whole glibc allocation) or \"slab:CACHE\" "
                  "(each object one of a kernel slab cache's)");
-    if (slab && format < 2)
-      return bad(w + ".allocation", "'slab:CACHE' needs 'format = 2'");
+    if (slab && format < 2) return bad(w + ".allocation", "'slab:CACHE' needs 'format = 2'");
     for (const auto& [m, el] : pt.lists)
       if (el.find('.') == std::string::npos)
         return bad(w + ".lists." + m, "must be \"TYPE.link_member\" (the entries' type and link)");
@@ -318,9 +317,9 @@ struct Loader {
   }
 
   Result<Profile> profile(const toml::table& root) {
-    LR_TRY(only_keys(root, "profile",
-                     {"format", "name", "description", "match", "build", "types", "set", "probe",
-                      "symbols"}));
+    LR_TRY(only_keys(
+        root, "profile",
+        {"format", "name", "description", "match", "build", "types", "set", "probe", "symbols"}));
     Profile p;
     p.source = src;
     const toml::node* f = root.get("format");
@@ -337,7 +336,8 @@ struct Loader {
     LR_TRY(since(2, root, "symbols", "profile"));
     LR_ASSIGN(p.symbols, str_map(root, "symbols", "profile"));
     for (const auto& [k, v] : p.symbols)
-      if (v.empty() || v.size() > 512) return bad("symbols." + k, "must name a symbol ('a|b': either)");
+      if (v.empty() || v.size() > 512)
+        return bad("symbols." + k, "must name a symbol ('a|b': either)");
     LR_ASSIGN(p.name, str(root, "name", "profile", true));
     LR_ASSIGN(p.description, str(root, "description", "profile", false));
     if (const toml::node* m = root.get("match")) {

@@ -128,8 +128,8 @@ struct KFile {
   // Found only among the file cache's objects (no fd, exe or mapping holds
   // it: an SCM_RIGHTS message in flight, or a leak), for a flagged dentry.
   bool unheld = false;
-  bool has_alloc = false;            // its cache stores allocation tracks (slub_debug=U)
-  KSlabTrack alloc;                  // with has_alloc
+  bool has_alloc = false;             // its cache stores allocation tracks (slub_debug=U)
+  KSlabTrack alloc;                   // with has_alloc
   std::vector<uint64_t> alloc_stack;  // the allocation's stack, innermost first
   std::string alloc_stack_error;      // why alloc_stack is empty (no depot, bad handle)
 };

@@ -4,6 +4,7 @@
 // that several reports need.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -23,6 +24,9 @@ namespace lr {
 struct KernelKnowledge {
   Profile profile;
   std::unique_ptr<ProfileBinder> binder;
+  // [symbols] resolved once per target: inside crash every lookup is a gdb
+  // symbol search, and a session runs many commands on one unchanging image.
+  std::map<std::string, Result<Variable>> variables;
 };
 
 namespace kint {

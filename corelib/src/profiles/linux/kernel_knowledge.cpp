@@ -93,14 +93,16 @@ Result<std::unique_ptr<Expr>> Layout::expr(KernelTarget& k, const std::string& n
   return kn->binder->named_expr(bound, name);
 }
 
-Result<uint64_t> ksymbol(KernelTarget& k, const std::string& name) {
-  LR_ASSIGN(KernelKnowledge * kn, knowledge(k));
-  return kn->binder->symbol(name);
-}
-
 Result<Variable> kvariable(KernelTarget& k, const std::string& name) {
   LR_ASSIGN(KernelKnowledge * kn, knowledge(k));
-  return kn->binder->variable(name);
+  auto it = kn->variables.find(name);
+  if (it == kn->variables.end()) it = kn->variables.emplace(name, kn->binder->variable(name)).first;
+  return it->second;
+}
+
+Result<uint64_t> ksymbol(KernelTarget& k, const std::string& name) {
+  LR_ASSIGN(Variable v, kvariable(k, name));
+  return v.addr;
 }
 
 }  // namespace kint

@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -162,7 +163,7 @@ struct CacheState {
 struct SlabPlace {
   KSlabWhere where = KSlabWhere::kOther;
   int cpu = -1;
-  uint64_t cpu_freelist = 0;  // kCpu: that CPU's lockless freelist
+  uint64_t cpu_freelist = 0;          // kCpu: that CPU's lockless freelist
   const CacheState* cache = nullptr;  // whose list held it
 };
 
@@ -184,8 +185,7 @@ class Scanner {
   }
   Result<void> read_caches();
   void read_places(CacheState& c, const std::vector<uint64_t>& pcpu, uint64_t nr_nodes);
-  void node_list(CacheState& c, uint64_t head, KSlabWhere where, uint64_t expect,
-                 const char* what);
+  void node_list(CacheState& c, uint64_t head, KSlabWhere where, uint64_t expect, const char* what);
   Result<void> read_bases();
   bool lists_hold_all() const;
   void from_lists();
@@ -194,6 +194,16 @@ class Scanner {
   uint64_t walk_freelist(const CacheState& c, uint64_t base, uint64_t objects, uint64_t first,
                          std::vector<uint8_t>& is_free, uint64_t slab, const char* which);
   void emit(const CacheState& c, uint64_t obj, uint64_t slab, const SlabPlace& p);
+  // The slab's memory is read once (or mapped) when a slab is decoded; reads
+  // inside it come from there, others from the dump.
+  void slab_memory(uint64_t base, uint64_t size);
+  bool slab_read(uint64_t a, void* out, size_t n) const {
+    if (sm_ && a >= sm_base_ && a - sm_base_ <= sm_size_ && sm_size_ - (a - sm_base_) >= n) {
+      std::memcpy(out, sm_ + (a - sm_base_), n);
+      return true;
+    }
+    return mem_.read(a, out, n).ok();
+  }
 
   KernelTarget& k_;
   const Memory& mem_;
@@ -206,14 +216,16 @@ class Scanner {
   std::unordered_map<uint64_t, size_t> by_addr_;  // kmem_cache -> index in caches_
   std::unordered_map<uint64_t, SlabPlace> places_;
   uint64_t page_offset_ = 0, vmemmap_ = 0, max_pfn_ = 0;
+  const uint8_t* sm_ = nullptr;  // the slab being decoded (slab_memory)
+  uint64_t sm_base_ = 0, sm_size_ = 0;
+  std::vector<uint8_t> sm_copy_;
   std::vector<uint8_t> scratch_, is_free_;
 };
 
 Result<void> Scanner::read_caches() {
   LR_ASSIGN(uint64_t head, kint::ksymbol(k_, "slab_caches"));
-  LR_ASSIGN(std::vector<uint64_t> list,
-            kint::root_objects(mem_, head, L_.c_list, lim_, "slab_caches", &rep_.warnings,
-                               nullptr));
+  LR_ASSIGN(std::vector<uint64_t> list, kint::root_objects(mem_, head, L_.c_list, lim_,
+                                                           "slab_caches", &rep_.warnings, nullptr));
   std::vector<std::string> names;
   for (uint64_t a : list) {
     const uint8_t* cb = object_bytes(mem_, a, L_.cache.size, scratch_);
@@ -244,9 +256,10 @@ Result<void> Scanner::read_caches() {
     if (i.size == 0 || i.size > (kPage << 10) || i.order > 10 || i.offset + 8 > i.size ||
         i.red_left_pad >= i.size) {
       c.usable = false;
-      warn(fmt::format("kmem_cache {:#x} ({}): size {} order {} offset {}: not a cache SLUB "
-                       "could make (corrupt?); its slabs are skipped",
-                       a, i.name, i.size, i.order, i.offset));
+      warn(
+          fmt::format("kmem_cache {:#x} ({}): size {} order {} offset {}: not a cache SLUB "
+                      "could make (corrupt?); its slabs are skipped",
+                      a, i.name, i.size, i.order, i.offset));
     }
     names.push_back(i.name);
     by_addr_[a] = caches_.size();
@@ -348,21 +361,21 @@ uint64_t Scanner::walk_freelist(const CacheState& c, uint64_t base, uint64_t obj
   for (uint64_t q = first; q;) {
     uint64_t rel = q - base - i.red_left_pad;
     if (q < base + i.red_left_pad || rel % i.size || rel / i.size >= objects) {
-      warn(fmt::format("{}: slab {:#x}: {} freelist reaches {:#x}, not an object of the slab "
-                       "(corrupt); the objects after it count as allocated",
-                       i.name, slab, which, q));
+      warn(
+          fmt::format("{}: slab {:#x}: {} freelist reaches {:#x}, not an object of the slab "
+                      "(corrupt); the objects after it count as allocated",
+                      i.name, slab, which, q));
       break;
     }
     uint64_t idx = rel / i.size;
     if (is_free[idx]) {
-      warn(fmt::format("{}: slab {:#x}: {} freelist loops back to {:#x}", i.name, slab, which,
-                       q));
+      warn(fmt::format("{}: slab {:#x}: {} freelist loops back to {:#x}", i.name, slab, which, q));
       break;
     }
     is_free[idx] = 1;
     ++n;
     uint64_t raw = 0;
-    if (!mem_.read(q + i.offset, &raw, 8).ok()) {
+    if (!slab_read(q + i.offset, &raw, 8)) {
       warn(fmt::format("{}: slab {:#x}: free object {:#x} not readable", i.name, slab, q));
       break;
     }
@@ -381,7 +394,7 @@ void Scanner::emit(const CacheState& c, uint64_t obj, uint64_t slab, const SlabP
   if (f_.tracks && c.info.store_user) {
     uint8_t t[128] = {};
     const uint64_t ts = L_.track.size;
-    if (ts * 2 <= sizeof t && mem_.read(obj + c.track_off, t, ts * 2).ok()) {
+    if (ts * 2 <= sizeof t && slab_read(obj + c.track_off, t, ts * 2)) {
       o.has_tracks = true;
       for (int w = 0; w < 2; ++w) {
         const uint8_t* tb = t + w * ts;
@@ -397,6 +410,16 @@ void Scanner::emit(const CacheState& c, uint64_t obj, uint64_t slab, const SlabP
   sink_(o);
 }
 
+void Scanner::slab_memory(uint64_t base, uint64_t size) {
+  sm_base_ = base;
+  sm_size_ = size;
+  sm_ = mem_.span(base, size);
+  if (!sm_) {
+    sm_copy_.resize(size);
+    sm_ = mem_.read(base, sm_copy_.data(), size).ok() ? sm_copy_.data() : nullptr;
+  }
+}
+
 void Scanner::one_slab(CacheState& c, uint64_t page, uint64_t pfn, const uint8_t* sb) {
   KSlabCache& i = c.info;
   const uint64_t objects = static_cast<uint64_t>(L_.s_objects.load(sb));
@@ -409,9 +432,10 @@ void Scanner::one_slab(CacheState& c, uint64_t page, uint64_t pfn, const uint8_t
   }
   SlabPlace place;
   if (auto it = places_.find(page); it != places_.end()) place = it->second;
+  slab_memory(base, kPage << i.order);
   is_free_.assign(objects, 0);
-  uint64_t nfree = walk_freelist(c, base, objects, kint::ptr_at(sb, L_.s_freelist), is_free_,
-                                 page, "slab");
+  uint64_t nfree =
+      walk_freelist(c, base, objects, kint::ptr_at(sb, L_.s_freelist), is_free_, page, "slab");
   if (place.where == KSlabWhere::kCpu) {
     nfree += walk_freelist(c, base, objects, place.cpu_freelist, is_free_, page,
                            fmt::format("cpu {}", place.cpu).c_str());
@@ -533,15 +557,14 @@ Result<void> Scanner::run() {
   LR_ASSIGN(uint64_t ncpu, read_uint_var(k_, "nr_cpu_ids"));
   LR_ASSIGN(uint64_t nnodes, read_uint_var(k_, "nr_node_ids"));
   if (ncpu == 0 || ncpu > kMaxCpus || nnodes == 0 || nnodes > kMaxNodes)
-    return make_error(Errc::kBadFormat,
-                      fmt::format("nr_cpu_ids {} and nr_node_ids {}: not a kernel's (corrupt?)",
-                                  ncpu, nnodes));
+    return make_error(
+        Errc::kBadFormat,
+        fmt::format("nr_cpu_ids {} and nr_node_ids {}: not a kernel's (corrupt?)", ncpu, nnodes));
   LR_ASSIGN(uint64_t pco, kint::ksymbol(k_, "per_cpu_offset"));
   std::vector<uint64_t> pcpu(ncpu);
   if (auto r = mem_.read(pco, pcpu.data(), ncpu * 8); !r.ok())
-    return make_error(Errc::kFault,
-                      fmt::format("__per_cpu_offset at {:#x} is not readable: {}", pco,
-                                  mem_.why_unreadable(pco)));
+    return make_error(Errc::kFault, fmt::format("__per_cpu_offset at {:#x} is not readable: {}",
+                                                pco, mem_.why_unreadable(pco)));
   for (auto& c : caches_)
     if (c.selected) read_places(c, pcpu, nnodes);
   LR_TRY(read_bases());
@@ -575,9 +598,9 @@ Result<KSlabReport> kernel_slab(KernelTarget& k, const KSlabFilter& f,
   KSlabReport rep;
   Scanner s(k, L, f, on_object, lim, rep);
   LR_TRY(s.run());
-  rep.walk_ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                          std::chrono::steady_clock::now() - t0)
-                                          .count());
+  rep.walk_ns = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+          .count());
   return rep;
 }
 

@@ -20,9 +20,9 @@ namespace {
 
 // "lrholder(147) fd 30" / "... exe" / "... map": who holds a file.
 std::string holder_text(const KFileHolder& h) {
-  std::string what = h.fd >= 0                    ? fmt::format("fd {}", h.fd)
+  std::string what = h.fd >= 0                   ? fmt::format("fd {}", h.fd)
                      : h.fd == KFileHolder::kExe ? std::string("exe")
-                                                  : std::string("map");
+                                                 : std::string("map");
   return fmt::format("{}({}) {}", h.comm, h.pid, what);
 }
 

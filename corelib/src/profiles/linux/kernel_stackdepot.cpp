@@ -51,9 +51,9 @@ Result<std::unique_ptr<StackDepot>> StackDepot::open(KernelTarget& k) {
   const Type* pt = pools.type ? pools.type->strip() : nullptr;
   d->npools = pt && pt->kind == TypeKind::kArray && pt->count ? pt->count : 8192;
   if (d->handle.size != 4)
-    return make_error(Errc::kBadFormat,
-                      fmt::format("union handle_parts is {} bytes, not a 32-bit handle",
-                                  d->handle.size));
+    return make_error(
+        Errc::kBadFormat,
+        fmt::format("union handle_parts is {} bytes, not a 32-bit handle", d->handle.size));
   return std::unique_ptr<StackDepot>(new StackDepot(std::move(d)));
 }
 
@@ -78,14 +78,14 @@ Result<std::vector<uint64_t>> StackDepot::stack(uint32_t handle) const {
                                   pool.i, base ? "not readable" : "not allocated", slot));
   const uint64_t rec = base + static_cast<uint64_t>(off.i);
   if (static_cast<uint64_t>(off.i) + d.r_entries > kPoolBytes)
-    return make_error(Errc::kBadFormat,
-                      fmt::format("stack depot handle {:#x}: offset {} is outside its pool",
-                                  handle, off.i));
+    return make_error(
+        Errc::kBadFormat,
+        fmt::format("stack depot handle {:#x}: offset {} is outside its pool", handle, off.i));
   std::vector<uint8_t> rb(d.r_entries);
   if (!d.mem->read(rec, rb.data(), rb.size()).ok())
-    return make_error(Errc::kBadFormat,
-                      fmt::format("stack depot handle {:#x}: record {:#x} is not readable",
-                                  handle, rec));
+    return make_error(
+        Errc::kBadFormat,
+        fmt::format("stack depot handle {:#x}: record {:#x} is not readable", handle, rec));
   // The record names its own handle: one that names another is not this
   // handle's record (compare pool and offset; the extra bits are the user's).
   uint8_t own[4];
@@ -98,9 +98,9 @@ Result<std::vector<uint64_t>> StackDepot::stack(uint32_t handle) const {
                                   handle, rec));
   const uint64_t n = static_cast<uint64_t>(d.r_size_f.load(rb.data())) & 0xffffffff;
   if (n == 0 || n > kMaxFrames || static_cast<uint64_t>(off.i) + d.r_entries + 8 * n > kPoolBytes)
-    return make_error(Errc::kBadFormat,
-                      fmt::format("stack depot handle {:#x}: record {:#x} claims {} frames",
-                                  handle, rec, n));
+    return make_error(
+        Errc::kBadFormat,
+        fmt::format("stack depot handle {:#x}: record {:#x} claims {} frames", handle, rec, n));
   std::vector<uint64_t> frames(n);
   if (!d.mem->read(rec + d.r_entries, frames.data(), 8 * n).ok())
     return make_error(Errc::kBadFormat,

@@ -348,9 +348,8 @@ static void attach_unheld_files(KernelTarget& k, Scan& s, KInodeReport& rep,
         if (d.unexplained > 0) flagged.emplace(d.addr, &d);
   if (flagged.empty()) return;
   auto file = Layout::of(k, "file");
-  const std::string& alloc = file.ok() && file.value().bound->decl
-                                 ? file.value().bound->decl->allocation
-                                 : std::string();
+  const std::string& alloc =
+      file.ok() && file.value().bound->decl ? file.value().bound->decl->allocation : std::string();
   if (alloc.rfind("slab:", 0) != 0) return;  // the profile names no cache for files
   KSlabFilter f;
   f.caches = {alloc.substr(5)};
