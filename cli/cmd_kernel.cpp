@@ -432,6 +432,11 @@ int run_kernel_command(const KernelOpener& open, const std::vector<std::string>&
   if (walk->parsed()) {
     if (auto u = check_walk_args(w); !u.ok()) return fail(u.error(), err);
   }
+  if ((walk->parsed() && w.reconcile) || (slab->parsed() && sw.reconcile))
+    return fail(lr::make_error(lr::Errc::kInvalidArgument,
+                               "--reconcile reads a process core's reference index; kernel "
+                               "dumps have none yet"),
+                err);
   if (slab->parsed()) {
     for (const auto& f : sw.fail_on)
       if (f != "any" && f != "warning" && (sw.type.empty() || f == "warning")) {

@@ -8,6 +8,7 @@
 
 #include "cmd_profile.hpp"
 #include "cmd_walk.hpp"
+#include "cmd_heap.hpp"
 #include "commands.hpp"
 #include "common.hpp"
 #include "leakref/profile.hpp"
@@ -95,6 +96,7 @@ lr::WalkSpec walk_spec_from(const WalkArgs& a) {
   if (a.limit) spec.limits.max_nodes = a.limit;
   spec.limits.interrupted = a.interrupted;
   spec.keep_values = !a.summary_only;
+  spec.reconcile = a.index;
   return spec;
 }
 
@@ -115,6 +117,9 @@ void add_walk_run_options(CLI::App* sub, WalkArgs& w) {
                   "order objects by addr, refcount or a field (-FIELD: descending); holds "
                   "them all in memory");
   sub->add_flag("--jsonl", w.jsonl, "one JSON record per line: the walk, each object, the summary");
+  sub->add_flag("--reconcile", w.reconcile,
+                "each refcount against the references found in memory (a process core's "
+                "reference index): counted references nobody holds are flagged");
   sub->add_option("--profile", w.profile,
                   "walk a profile set (with --set) instead of --type/--head/...");
   sub->add_option("--set", w.profile_set, "the profile set to walk (one walked from a symbol)");
@@ -123,7 +128,8 @@ void add_walk_run_options(CLI::App* sub, WalkArgs& w) {
 namespace {}  // namespace
 
 lr::Result<void> check_walk_args(const WalkArgs& a) {
-  static const std::set<std::string> kFail = {"match", "cycle", "fault", "corrupt", "issue", "any"};
+  static const std::set<std::string> kFail = {"match", "cycle", "fault", "corrupt",
+                                              "issue", "over",  "any"};
   for (const auto& f : a.fail_on)
     if (!kFail.count(f))
       return lr::make_error(lr::Errc::kInvalidArgument, "--fail-on: unknown finding '" + f + "'");
@@ -262,7 +268,8 @@ bool walk_findings(const WalkArgs& a, const lr::WalkReport& rep) {
          (fail_on_wants(a.fail_on, "fault") &&
           (wr.stop == lr::WalkStop::kFault || rep.unreadable_objects)) ||
          (fail_on_wants(a.fail_on, "corrupt") && wr.stop == lr::WalkStop::kCorrupt) ||
-         (fail_on_wants(a.fail_on, "issue") && wr.issue_count > 0);
+         (fail_on_wants(a.fail_on, "issue") && wr.issue_count > 0) ||
+         (fail_on_wants(a.fail_on, "over") && rep.over_referenced > 0);
 }
 
 }  // namespace
@@ -315,9 +322,23 @@ static int cmd_walk(const Common& c, const WalkArgs& a) {
   if (auto u = check_walk_args(a); !u.ok()) return fail(u.error());
   auto prog = open_program(c);
   if (!prog.ok()) return fail(prog.error());
+  WalkArgs w = a;
+  std::unique_ptr<lr::HeapWalk> heap;  // the index borrows it
+  std::unique_ptr<lr::RefIndex> index;
+  if (a.reconcile) {
+    auto h = read_heap(*prog.value());
+    if (!h.ok()) return fail(h.error());
+    heap = std::make_unique<lr::HeapWalk>(std::move(h).value());
+    auto ix = lr::RefIndex::build(*prog.value()->core(), prog.value()->modules(), *heap);
+    if (!ix.ok()) return fail(ix.error());
+    index = std::move(ix).value();
+    w.index = index.get();
+  }
   std::fflush(stdout);
-  return run_and_render_walk(*prog.value(), a, c.json, false, c.core, prog.value()->warnings(),
-                             out_stdout(), out_stderr());
+  std::vector<std::string> pre = prog.value()->warnings();
+  if (index) pre.insert(pre.end(), index->warnings().begin(), index->warnings().end());
+  return run_and_render_walk(*prog.value(), w, c.json, false, c.core, pre, out_stdout(),
+                             out_stderr());
 }
 
 Command register_walk(CLI::App& app, Common& c) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common.hpp"
+#include "leakref/refindex.hpp"
 #include "leakref/walkspec.hpp"
 
 namespace lrcli {
@@ -31,6 +32,7 @@ struct WalkArgs {
   bool jsonl = false;
   std::string profile, profile_set;  // --profile F --set S: the set's walk instead
   bool summary_only = false, stats = false;
+  bool reconcile = false;  // refcounts against the references in memory (process cores)
   // Text: the summary before the rows when they are many (default on a
   // terminal; --summary-first/--summary-last choose).
   bool summary_first = false, summary_last = false;
@@ -40,6 +42,7 @@ struct WalkArgs {
   const std::vector<uint64_t>* addresses = nullptr;
   std::string addresses_mode;
   uint64_t addresses_at = 0;
+  const lr::RefIndex* index = nullptr;  // --reconcile's (borrowed; built by the command)
 };
 
 // Registers the walk options (--type, --head, --next, ...) on `sub`.

@@ -28,6 +28,8 @@ Command register_correlate(CLI::App& app, Common& c);
 Command register_diff(CLI::App& app, Common& c);
 Command register_snapshot(CLI::App& app, Common& c);
 Command register_trend(CLI::App& app, Common& c);
+Command register_refs(CLI::App& app, Common& c);
+Command register_leaks(CLI::App& app, Common& c);
 Command register_trace_plan(CLI::App& app);
 Command register_trace_info(CLI::App& app);
 Command register_types(CLI::App& app);  // types build, types gluster

@@ -171,6 +171,7 @@ void WalkRenderer::json_object(const lr::WalkedObject& o) {
       buf_.append(std::string_view("null"));
     }
   }
+  if (spec_.reconcile) json_reconcile(o);
   const size_t nshow = a_.show.size();
   if (nshow) {
     buf_.append(std::string_view(",\"fields\":{"));
@@ -186,9 +187,49 @@ void WalkRenderer::json_object(const lr::WalkedObject& o) {
   if (f_ == WalkFormat::kJsonl) buf_.push_back('\n');
 }
 
+// --reconcile: the references found, and how many counted ones nobody holds.
+void WalkRenderer::json_reconcile(const lr::WalkedObject& o) {
+  auto it = std::back_inserter(buf_);
+  if (o.inbound < 0) {
+    buf_.append(std::string_view(",\"inbound\":null"));
+    return;
+  }
+  fmt::format_to(it, ",\"inbound\":{}", o.inbound);
+  if (o.has_refcount && o.refcount > o.inbound)
+    fmt::format_to(it, ",\"over\":{}", o.refcount - o.inbound);
+  buf_.append(std::string_view(",\"referrers\":["));
+  for (size_t i = 0; i < o.referrers.size(); ++i) {
+    const lr::Ref& r = o.referrers[i];
+    fmt::format_to(it, "{}{{\"kind\":\"{}\",", i ? "," : "", lr::ref_from_name(r.kind));
+    if (r.kind == lr::RefFrom::kRegister)
+      fmt::format_to(it, "\"register\":{}", r.from);
+    else
+      fmt::format_to(it, "\"from\":\"{:#x}\"", r.from);
+    if (r.tid) fmt::format_to(it, ",\"tid\":{}", r.tid);
+    buf_.push_back('}');
+  }
+  buf_.push_back(']');
+}
+
+std::string WalkRenderer::reconcile_text(const lr::WalkedObject& o) const {
+  if (o.inbound < 0) return "- (not a heap object)";
+  std::string s = std::to_string(o.inbound);
+  if (o.has_refcount && o.refcount > o.inbound)
+    s += fmt::format("  !! {} counted, held by nothing found", o.refcount - o.inbound);
+  return s;
+}
+
 void WalkRenderer::text_row(const lr::WalkedObject& o) {
   const bool rc = !spec_.refcount.empty();
   const size_t nshow = std::min(a_.show.size(), o.fields.size());
+  if (header_done_ && spec_.reconcile) {  // not the hot path: one more column
+    std::vector<std::string> r{fmt::format("{:#x}", o.addr)};
+    if (rc) r.push_back(o.has_refcount ? std::to_string(o.refcount) : "?");
+    for (size_t i = 0; i < nshow; ++i) r.push_back(o.fields[i].to_string());
+    r.push_back(reconcile_text(o));
+    put_row(r);
+    return;
+  }
   if (header_done_) {  // the hot path: straight into the output buffer
     char tmp[20];
     std::string_view addr = hex_addr(o.addr, tmp);
@@ -233,6 +274,7 @@ void WalkRenderer::text_row(const lr::WalkedObject& o) {
   std::vector<std::string> r{fmt::format("{:#x}", o.addr)};
   if (rc) r.push_back(o.has_refcount ? std::to_string(o.refcount) : "?");
   for (size_t i = 0; i < nshow; ++i) r.push_back(o.fields[i].to_string());
+  if (spec_.reconcile) r.push_back(reconcile_text(o));
   block_.push_back(std::move(r));
   if (summary_first_) held_addrs_.push_back(o.addr);
   if (block_.size() < kBlockRows) return;
@@ -281,6 +323,7 @@ void WalkRenderer::flush_block() {
   std::vector<std::string> hdr{"ADDR"};
   if (!spec_.refcount.empty()) hdr.push_back("REFCOUNT");
   for (const auto& f : a_.show) hdr.push_back(f);
+  if (spec_.reconcile) hdr.push_back("REFERENCES");
   widths_.assign(hdr.size(), 0);
   for (size_t i = 0; i < hdr.size(); ++i) widths_[i] = hdr[i].size();
   for (const auto& r : block_)
@@ -342,6 +385,10 @@ nlohmann::json WalkRenderer::summary_json(const lr::WalkReport& rep) const {
     s["longest_chain"] = wr.longest_chain;
   }
   if (rep.mode == "xarray") s["value_entries"] = wr.skipped;
+  if (spec_.reconcile) {
+    s["over_referenced"] = rep.over_referenced;
+    s["not_indexed"] = rep.not_indexed;
+  }
   // Timing only on request: the same core gives the same output.
   if (a_.stats) s["walk_ns"] = rep.walk_ns;
   return s;
@@ -373,6 +420,14 @@ void WalkRenderer::text_summary(const lr::WalkReport& rep) {
       else
         out_.print("  {:>8}  refs {:>8}  {}\n", v.count, v.refs, k);
     }
+  }
+  if (spec_.reconcile) {
+    out_.print("reconciled with the references found in memory: {} object{} with a refcount "
+               "above them (counted references nobody holds)\n",
+               rep.over_referenced, rep.over_referenced == 1 ? "" : "s");
+    if (rep.not_indexed)
+      out_.print("  {} object{} not in a heap block: not reconciled\n", rep.not_indexed,
+                 rep.not_indexed == 1 ? "" : "s");
   }
   if (wr.issue_count) {
     out_.print("issues: {}\n", wr.issue_count);

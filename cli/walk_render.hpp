@@ -56,6 +56,8 @@ class WalkRenderer {
   void flush_block();
   void put_row(const std::vector<std::string>& r);
   void json_object(const lr::WalkedObject& o);
+  void json_reconcile(const lr::WalkedObject& o);
+  std::string reconcile_text(const lr::WalkedObject& o) const;
   void flush(bool force);
   nlohmann::json summary_json(const lr::WalkReport& rep) const;
   void text_summary(const lr::WalkReport& rep);

@@ -240,13 +240,15 @@ Result<void> CoreFile::parse(const CoreOptions* opts) {
     }
     uint64_t avail = 0;
     if (ph.p_offset < size_) avail = std::min<uint64_t>(filesz, size_ - ph.p_offset);
+    const bool w = ph.p_flags & PF_W;
     if (avail < filesz) {
       truncated_ = true;
-      missing.push_back({va + avail, va + filesz, SegmentInfo::Kind::kMissing, nullptr, 1});
+      missing.push_back({va + avail, va + filesz, SegmentInfo::Kind::kMissing, nullptr, 1, w});
     }
-    if (avail) core.push_back({va, va + avail, SegmentInfo::Kind::kCore, base_ + ph.p_offset, -1});
+    if (avail)
+      core.push_back({va, va + avail, SegmentInfo::Kind::kCore, base_ + ph.p_offset, -1, w});
     if (filesz < ph.p_memsz)
-      missing.push_back({va + filesz, va + ph.p_memsz, SegmentInfo::Kind::kMissing, nullptr, 0});
+      missing.push_back({va + filesz, va + ph.p_memsz, SegmentInfo::Kind::kMissing, nullptr, 0, w});
   }
   if (truncated_)
     warnings_.push_back(
@@ -623,6 +625,7 @@ std::vector<SegmentInfo> CoreFile::segments() const {
     si.start = s.start;
     si.end = s.end;
     si.kind = s.kind;
+    si.writable = s.writable;
     if (s.kind == SegmentInfo::Kind::kMissing && s.why >= 0 &&
         static_cast<size_t>(s.why) < whys_.size())
       si.why = whys_[s.why];

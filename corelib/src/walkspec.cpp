@@ -102,6 +102,7 @@ class ObjectEvaluator {
         rep_(rep),
         on_object_(spec.on_object),
         on_object_ctx_(spec.on_object_ctx),
+        reconcile_(spec.reconcile),
         dense_(kDense, 0) {
     // A refcount in the object itself is read with no path to follow.
     if (rc && rc->hops.size() == 1) {
@@ -126,7 +127,7 @@ class ObjectEvaluator {
   static void on_objects(void* ctx, const uint64_t* objs, size_t n) {
     auto* e = static_cast<ObjectEvaluator*>(ctx);
     if (e->progress_) e->progress_->fetch_add(n, std::memory_order_relaxed);
-    if (!e->filter_ && !e->keep_ && e->rc_int_) {
+    if (!e->filter_ && !e->keep_ && e->rc_int_ && !e->reconcile_) {
       // A single list hands over all its objects at once: poll between chunks.
       for (size_t i = 0; i < n; i += 0x10000) {
         if (i && e->interrupted()) return;
@@ -178,6 +179,7 @@ class ObjectEvaluator {
       }
       if (has) tally(rcv);
     }
+    if (reconcile_) reconcile(addr, has, rcv);
     if (!keep_) return;
     cur_.addr = addr;
     cur_.has_refcount = has;
@@ -188,6 +190,22 @@ class ObjectEvaluator {
       on_object_(on_object_ctx_, cur_);
     else
       rep_->objects.push_back(cur_);
+  }
+
+  // The references found in memory against the refcount: more counted than
+  // found means counted references nobody holds.
+  void reconcile(uint64_t addr, bool has, int64_t rcv) {
+    cur_.referrers.clear();
+    cur_.inbound = -1;
+    auto refs = reconcile_->refs_into(addr, size_);
+    if (!refs.ok()) {
+      ++rep_->not_indexed;
+      return;
+    }
+    cur_.inbound = static_cast<int64_t>(refs.value().size());
+    for (size_t i = 0; i < refs.value().size() && i < WalkedObject::kMaxReferrers; ++i)
+      cur_.referrers.push_back(refs.value()[i]);
+    if (has && rcv > cur_.inbound) ++rep_->over_referenced;
   }
 
   // Counting only (no filter, nothing kept, refcount in the object): the
@@ -219,6 +237,7 @@ class ObjectEvaluator {
   WalkReport* rep_;
   void (*on_object_)(void*, const WalkedObject&);
   void* on_object_ctx_;
+  const RefIndex* reconcile_;
   std::vector<uint64_t> dense_;
   std::vector<uint8_t> scratch_;
   Memory::Window w_;

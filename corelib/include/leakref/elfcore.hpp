@@ -72,6 +72,7 @@ struct SegmentInfo {
   uint64_t start = 0, end = 0;
   Kind kind = Kind::kMissing;
   std::string why;  // for kMissing: reason; for kFile: the file
+  bool writable = false;  // the mapping was writable (PT_LOAD PF_W)
 };
 
 class CoreFile final : public Memory {
@@ -124,6 +125,7 @@ class CoreFile final : public Memory {
     SegmentInfo::Kind kind;
     const uint8_t* data;  // at `start`; null for kMissing
     int why;              // index into whys_ (kMissing) or files_ (kFile)
+    bool writable = false;  // its PT_LOAD had PF_W
   };
   struct Mapping {
     void* addr;

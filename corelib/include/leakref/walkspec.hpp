@@ -12,6 +12,7 @@
 #include "leakref/filter.hpp"
 #include "leakref/objects.hpp"
 #include "leakref/program.hpp"
+#include "leakref/refindex.hpp"
 #include "leakref/walkers.hpp"
 
 namespace lr {
@@ -64,6 +65,9 @@ struct WalkSpec {
   // and memory stays flat however many objects there are.
   void (*on_object)(void* ctx, const WalkedObject& o) = nullptr;
   void* on_object_ctx = nullptr;
+  // Reconcile each object's refcount with the references found in memory
+  // (borrowed; null: not reconciled).
+  const RefIndex* reconcile = nullptr;
 };
 
 struct WalkedObject {
@@ -71,6 +75,11 @@ struct WalkedObject {
   bool has_refcount = false;
   int64_t refcount = 0;
   std::vector<FieldValue> fields;  // in WalkSpec::show order
+  // With WalkSpec::reconcile: the words pointing into the object from
+  // outside it (-1: not indexed, not a heap object), and the first few.
+  int64_t inbound = -1;
+  std::vector<Ref> referrers;  // at most kMaxReferrers
+  static constexpr size_t kMaxReferrers = 8;
 };
 
 struct WalkReport {
@@ -87,6 +96,10 @@ struct WalkReport {
   uint64_t unreadable_objects = 0;        // objects whose bytes could not be read
   std::map<int64_t, uint64_t> histogram;  // refcount -> matched objects
   uint64_t walk_ns = 0;                   // walking and evaluating every object (one fused pass)
+  // With WalkSpec::reconcile: matched objects whose refcount exceeds the
+  // references found in memory (counted references nobody holds), and
+  // objects the index does not cover (not in a heap block).
+  uint64_t over_referenced = 0, not_indexed = 0;
   std::vector<std::string> warnings;
 };
 

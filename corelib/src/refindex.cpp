@@ -1,0 +1,433 @@
+// The reference index (refindex.hpp): one pass over a process core's live
+// memory. Chunk lookup is a page table per heap span (the first chunk that
+// ends in each 4 KiB page), so a word costs a range check, and a pointer a
+// table load and a short binary search. References from chunks are kept as
+// two arrays in scan order (referring address, target: 12 bytes) plus a
+// by-target permutation (4 bytes); roots, which are few, are kept whole.
+#include "leakref/refindex.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace lr {
+
+const char* ref_from_name(RefFrom k) {
+  switch (k) {
+    case RefFrom::kChunk:
+      return "chunk";
+    case RefFrom::kGlobal:
+      return "global";
+    case RefFrom::kStack:
+      return "stack";
+    case RefFrom::kTls:
+      return "tls";
+    case RefFrom::kRegister:
+      return "register";
+    case RefFrom::kMapping:
+      return "mapping";
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr uint64_t kPage = 4096;
+constexpr uint64_t kSpanGap = 16ull << 20;  // chunks further apart start a new span
+constexpr size_t kNone = SIZE_MAX;
+// The thread control block and static TLS around a thread pointer (x86_64:
+// TLS blocks below it, struct pthread at and above it), clipped to its mapping.
+constexpr uint64_t kTlsBelow = 8192, kTlsAbove = 2304;
+
+struct Span {
+  uint64_t start = 0, end = 0;     // page-aligned
+  std::vector<uint32_t> first;     // per page: the first chunk ending past its start
+};
+
+}  // namespace
+
+struct RefIndex::Impl {
+  const std::vector<HeapChunk>& ch;
+  std::vector<Span> spans;
+  uint64_t lo = 0, hi = 0;  // [lo, hi): every chunk's user range lies inside
+  // References from chunks, in scan order (by referring address).
+  std::vector<uint64_t> from;
+  std::vector<uint32_t> target;
+  // By target: refs of chunk c are perm[off[c] .. off[c+1]).
+  std::vector<uint32_t> off, perm;
+  std::vector<Ref> roots;  // references from roots, by target then address
+  std::vector<uint32_t> root_off;  // same layout over `roots`
+
+  explicit Impl(const std::vector<HeapChunk>& c) : ch(c) {}
+
+  void build_spans() {
+    if (ch.empty()) return;
+    lo = ch.front().user;
+    for (size_t i = 0; i < ch.size(); ++i) {
+      const uint64_t s = ch[i].user & ~(kPage - 1), e = ch[i].user + ch[i].usable();
+      hi = std::max(hi, e);
+      if (spans.empty() || s > spans.back().end + kSpanGap) spans.push_back({s, s, {}});
+      Span& sp = spans.back();
+      const uint64_t pe = (e + kPage - 1) & ~(kPage - 1);
+      while (sp.end < pe) {
+        sp.first.push_back(static_cast<uint32_t>(i));
+        sp.end += kPage;
+      }
+    }
+  }
+
+  size_t lookup(uint64_t v) const {
+    if (v - lo >= hi - lo) return kNone;
+    auto it = std::upper_bound(spans.begin(), spans.end(), v,
+                               [](uint64_t a, const Span& s) { return a < s.start; });
+    if (it == spans.begin()) return kNone;
+    const Span& sp = *--it;
+    if (v >= sp.end) return kNone;
+    const uint64_t p = (v - sp.start) / kPage;
+    size_t a = sp.first[p];
+    size_t b = p + 1 < sp.first.size() ? sp.first[p + 1] + 1 : ch.size();
+    b = std::min(b, ch.size());
+    // The chunk with the greatest user <= v among [a, b).
+    size_t l = a, r = b;
+    while (l < r) {
+      size_t mid = (l + r) / 2;
+      if (ch[mid].user <= v)
+        l = mid + 1;
+      else
+        r = mid;
+    }
+    if (l == a) return kNone;
+    const HeapChunk& c = ch[l - 1];
+    return v - c.user < c.usable() ? l - 1 : kNone;
+  }
+};
+
+RefIndex::RefIndex(const HeapWalk& heap, const Memory& mem)
+    : heap_(heap), mem_(mem), impl_(std::make_unique<Impl>(heap.in_use)) {}
+RefIndex::~RefIndex() = default;
+
+size_t RefIndex::chunk_at(uint64_t addr) const {
+  return impl_->lookup(addr);
+}
+
+namespace {
+
+// The root ranges of a core: module data, live stacks, TLS, registers'
+// threads, and other writable mappings that are not the heap's.
+std::vector<RootRange> find_root_ranges(const CoreFile& core, const ModuleSet& mods,
+                                   const HeapWalk& heap, std::vector<std::string>* warnings) {
+  std::vector<SegmentInfo> segs;
+  for (auto& s : core.segments())
+    if (s.kind == SegmentInfo::Kind::kCore) segs.push_back(std::move(s));
+  auto seg_at = [&](uint64_t a) -> const SegmentInfo* {
+    for (const auto& s : segs)
+      if (a >= s.start && a < s.end) return &s;
+    return nullptr;
+  };
+  std::vector<RootRange> out;
+  std::vector<std::pair<uint64_t, uint64_t>> taken;  // mappings that are not "other"
+  std::vector<std::pair<const SegmentInfo*, uint64_t>> stacks;  // segment, stack pointer
+  for (const auto& t : core.threads()) {
+    const uint64_t sp = t.sp() & ~uint64_t{7};
+    if (const SegmentInfo* s = seg_at(sp)) {
+      out.push_back({sp, s->end, RefFrom::kStack, t.tid, fmt::format("thread {} stack", t.tid)});
+      taken.emplace_back(s->start, s->end);  // below the stack pointer: dead, never a root
+      stacks.emplace_back(s, sp);
+    } else {
+      warnings->push_back(fmt::format("thread {}: stack pointer {:#x} is not in the core", t.tid,
+                                      t.sp()));
+    }
+  }
+  // TLS: a thread's static TLS and control block around its thread pointer.
+  // Inside a thread's stack mapping (its top, for threads glibc started) it
+  // is clipped to the live part, above that thread's stack pointer; a
+  // mapping of its own (the main thread's, made by the dynamic linker) is
+  // all TLS, control block and DTV.
+  for (const auto& t : core.threads()) {
+    const uint64_t tp = t.fs_base();
+    const SegmentInfo* s = tp ? seg_at(tp) : nullptr;
+    if (!s) continue;
+    uint64_t a = s->start, b = s->end;
+    for (const auto& [ss, sp] : stacks)
+      if (ss == s) {
+        a = std::max(sp, tp > kTlsBelow ? tp - kTlsBelow : 0);
+        b = std::min(s->end, tp + kTlsAbove);
+      }
+    if (a < b) out.push_back({a & ~uint64_t{7}, b, RefFrom::kTls, t.tid, fmt::format("thread {} TLS", t.tid)});
+    taken.emplace_back(s->start, s->end);
+  }
+  for (const auto& r : heap.regions) taken.emplace_back(r.start, r.end);
+  for (const auto& c : heap.in_use)
+    if (c.mmapped()) taken.emplace_back(c.user, c.user + c.usable());
+  for (const auto& m : mods.modules()) {
+    if (!m->end) continue;
+    for (const auto& s : segs) {
+      if (!s.writable) continue;
+      uint64_t a = std::max(s.start, m->base), b = std::min(s.end, m->end);
+      // .bss beyond the file-backed data is its own anonymous mapping,
+      // starting where the module's last mapping ends.
+      if (s.start == m->end) a = s.start, b = s.end;
+      if (a >= b) continue;
+      out.push_back({a, b, RefFrom::kGlobal, 0, m->basename()});
+      taken.emplace_back(a, b);
+    }
+  }
+  // Other writable memory (an mmap the program made itself): conservatively
+  // a root, so nothing it holds is called leaked.
+  for (const auto& s : segs) {
+    if (!s.writable) continue;
+    bool overlaps = false;
+    for (const auto& [a, b] : taken) overlaps |= a < s.end && s.start < b;
+    if (!overlaps) out.push_back({s.start, s.end, RefFrom::kMapping, 0, "writable mapping"});
+  }
+  // Ranges that overlap (a thread's TLS inside its stack) are scanned once.
+  std::sort(out.begin(), out.end(),
+            [](const RootRange& x, const RootRange& y) { return x.start < y.start; });
+  std::vector<RootRange> merged;
+  for (auto& r : out) {
+    if (!merged.empty() && r.start < merged.back().end) {
+      if (r.end <= merged.back().end) continue;
+      r.start = merged.back().end;
+    }
+    if (r.start < r.end) merged.push_back(std::move(r));
+  }
+  return merged;
+}
+
+// Scans [a, b) word by word; `fn(address, value, chunk)` for each word that
+// points into a chunk. Unreadable pages are skipped.
+template <class F>
+uint64_t scan_range(const Memory& mem, const RefIndex::Impl& ix, uint64_t a, uint64_t b, F&& fn) {
+  a = (a + 7) & ~uint64_t{7};
+  uint64_t words = 0;
+  Memory::Window w;
+  while (a + 8 <= b) {
+    const uint8_t* p = mem.direct(w, a, 8);
+    if (!p) {
+      a = (a | (kPage - 1)) + 1;
+      continue;
+    }
+    const uint64_t n = std::min<uint64_t>((b - a) / 8, (w.end - a) / 8);
+    for (uint64_t i = 0; i < n; ++i) {
+      uint64_t v;
+      std::memcpy(&v, p + i * 8, 8);
+      if (v - ix.lo >= ix.hi - ix.lo) continue;  // most words: not a heap address
+      const size_t c = ix.lookup(v & ~uint64_t{7});
+      if (c != kNone) fn(a + i * 8, v, c);
+    }
+    words += n;
+    a += std::max<uint64_t>(n, 1) * 8;
+  }
+  return words;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<RefIndex>> RefIndex::build(const CoreFile& core, const ModuleSet& mods,
+                                                  const HeapWalk& heap,
+                                                  const RefIndexOptions& o) {
+  auto t0 = std::chrono::steady_clock::now();
+  std::unique_ptr<RefIndex> x(new RefIndex(heap, core));
+  Impl& ix = *x->impl_;
+  const auto& ch = heap.in_use;
+  if (ch.size() >= UINT32_MAX)
+    return make_error(Errc::kUnsupported,
+                      fmt::format("{} heap chunks: more than the index numbers", ch.size()));
+  ix.build_spans();
+  x->roots_ = find_root_ranges(core, mods, heap, &x->warnings_);
+  std::unordered_set<uint64_t> skip(o.skip_chunks.begin(), o.skip_chunks.end());
+  uint64_t unpublished = 0;
+  auto publish = [&](uint64_t bytes) {
+    unpublished += bytes;
+    if (o.progress && unpublished >= (1u << 20)) {
+      o.progress->fetch_add(unpublished, std::memory_order_relaxed);
+      unpublished = 0;
+    }
+  };
+  auto stop = [&] { return o.interrupted && o.interrupted->load(std::memory_order_relaxed); };
+  // Heap chunks, in address order: references come out sorted by address.
+  for (size_t c = 0; c < ch.size(); ++c) {
+    if ((c & 0xffff) == 0 && stop()) return make_error(Errc::kInterrupted, "interrupted");
+    if (skip.count(ch[c].user)) continue;
+    const uint64_t a = ch[c].user, b = a + ch[c].usable();
+    x->stats_.words += scan_range(core, ix, a, b, [&](uint64_t at, uint64_t, size_t t) {
+      if (t == c) {
+        ++x->stats_.self_refs;
+        return;
+      }
+      ix.from.push_back(at);
+      ix.target.push_back(static_cast<uint32_t>(t));
+    });
+    x->stats_.bytes_scanned += b - a;
+    publish(b - a);
+  }
+  // Roots: ranges, then every thread's registers.
+  for (const auto& r : x->roots_) {
+    if (stop()) return make_error(Errc::kInterrupted, "interrupted");
+    x->stats_.words += scan_range(core, ix, r.start, r.end, [&](uint64_t at, uint64_t v, size_t t) {
+      ix.roots.push_back({at, v, static_cast<uint32_t>(t), r.kind, r.tid});
+    });
+    x->stats_.bytes_scanned += r.end - r.start;
+    publish(r.end - r.start);
+  }
+  for (const auto& th : core.threads())
+    for (uint64_t i = 0; i < 27; ++i) {
+      const uint64_t v = th.regs[i];
+      const size_t t = v - ix.lo < ix.hi - ix.lo ? ix.lookup(v & ~uint64_t{7}) : kNone;
+      if (t != kNone) ix.roots.push_back({i, v, static_cast<uint32_t>(t), RefFrom::kRegister, th.tid});
+    }
+  if (o.progress) o.progress->fetch_add(unpublished, std::memory_order_relaxed);
+  // By target: a counting sort of the chunk references, and the roots sorted.
+  ix.off.assign(ch.size() + 1, 0);
+  for (uint32_t t : ix.target) ++ix.off[t + 1];
+  for (size_t i = 1; i < ix.off.size(); ++i) ix.off[i] += ix.off[i - 1];
+  ix.perm.resize(ix.target.size());
+  {
+    std::vector<uint32_t> next(ix.off.begin(), ix.off.end() - 1);
+    for (size_t i = 0; i < ix.target.size(); ++i) ix.perm[next[ix.target[i]]++] = static_cast<uint32_t>(i);
+  }
+  std::stable_sort(ix.roots.begin(), ix.roots.end(),
+                   [](const Ref& a, const Ref& b) { return a.target < b.target; });
+  ix.root_off.assign(ch.size() + 1, 0);
+  for (const auto& r : ix.roots) ++ix.root_off[r.target + 1];
+  for (size_t i = 1; i < ix.root_off.size(); ++i) ix.root_off[i] += ix.root_off[i - 1];
+  x->stats_.refs = ix.from.size();
+  x->stats_.roots = ix.roots.size();
+  uint64_t span_bytes = 0;
+  for (const auto& s : ix.spans) span_bytes += s.first.capacity() * 4;
+  x->stats_.index_bytes = ix.from.capacity() * 8 + ix.target.capacity() * 4 +
+                          ix.perm.capacity() * 4 + ix.off.capacity() * 4 +
+                          ix.root_off.capacity() * 4 + ix.roots.capacity() * sizeof(Ref) +
+                          span_bytes;
+  x->stats_.build_ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                 std::chrono::steady_clock::now() - t0)
+                                                 .count());
+  return x;
+}
+
+std::vector<Ref> RefIndex::refs_to(size_t c) const {
+  std::vector<Ref> out;
+  if (c >= chunks()) return out;
+  const Impl& ix = *impl_;
+  for (uint32_t i = ix.root_off[c]; i < ix.root_off[c + 1]; ++i) out.push_back(ix.roots[i]);
+  for (uint32_t i = ix.off[c]; i < ix.off[c + 1]; ++i) {
+    const uint32_t r = ix.perm[i];
+    Ref ref;
+    ref.from = ix.from[r];
+    ref.target = static_cast<uint32_t>(c);
+    ref.kind = RefFrom::kChunk;
+    out.push_back(ref);
+  }
+  return out;
+}
+
+Result<std::vector<Ref>> RefIndex::refs_into(uint64_t addr, uint64_t size) const {
+  const size_t c = chunk_at(addr);
+  if (c == kNone)
+    return make_error(Errc::kNotFound,
+                      fmt::format("{:#x} is not inside an in-use heap block (the reference index "
+                                  "holds references to heap blocks)",
+                                  addr));
+  std::vector<Ref> out;
+  for (Ref r : refs_to(c)) {
+    if (r.kind != RefFrom::kRegister && r.from >= addr && r.from - addr < size) continue;
+    if (r.kind != RefFrom::kRegister && !mem_.read(r.from, &r.value, 8).ok()) continue;
+    const uint64_t v = r.value & ~uint64_t{7};
+    if (v >= addr && v - addr < size) out.push_back(r);
+  }
+  return out;
+}
+
+uint32_t RefIndex::ref_count(size_t c) const {
+  const Impl& ix = *impl_;
+  if (c >= chunks()) return 0;
+  return (ix.off[c + 1] - ix.off[c]) + (ix.root_off[c + 1] - ix.root_off[c]);
+}
+
+std::vector<uint32_t> RefIndex::points_to(size_t c) const {
+  std::vector<uint32_t> out;
+  if (c >= chunks()) return out;
+  const Impl& ix = *impl_;
+  const HeapChunk& h = heap_.in_use[c];
+  auto a = std::lower_bound(ix.from.begin(), ix.from.end(), h.user);
+  auto b = std::lower_bound(a, ix.from.end(), h.user + h.usable());
+  for (auto it = a; it != b; ++it) out.push_back(ix.target[it - ix.from.begin()]);
+  return out;
+}
+
+std::vector<uint8_t> RefIndex::reachable() const {
+  const Impl& ix = *impl_;
+  std::vector<uint8_t> seen(chunks(), 0);
+  std::vector<uint32_t> todo;
+  for (const auto& r : ix.roots)
+    if (!seen[r.target]) {
+      seen[r.target] = 1;
+      todo.push_back(r.target);
+    }
+  while (!todo.empty()) {
+    const uint32_t c = todo.back();
+    todo.pop_back();
+    const HeapChunk& h = heap_.in_use[c];
+    auto a = std::lower_bound(ix.from.begin(), ix.from.end(), h.user);
+    for (auto it = a; it != ix.from.end() && *it < h.user + h.usable(); ++it) {
+      const uint32_t t = ix.target[it - ix.from.begin()];
+      if (!seen[t]) {
+        seen[t] = 1;
+        todo.push_back(t);
+      }
+    }
+  }
+  return seen;
+}
+
+std::vector<Ref> RefIndex::anchor_chain(size_t c, size_t max_depth) const {
+  if (c >= chunks()) return {};
+  const Impl& ix = *impl_;
+  // Backwards from `c`, breadth first: each chunk's parent is the chunk
+  // (and the referring word) it was reached from.
+  struct Step {
+    uint32_t chunk;
+    uint64_t from;  // the word in `chunk` pointing at the child
+    uint32_t child;
+  };
+  std::unordered_map<uint32_t, Step> parent;
+  std::vector<uint32_t> level = {static_cast<uint32_t>(c)};
+  parent.emplace(static_cast<uint32_t>(c), Step{UINT32_MAX, 0, UINT32_MAX});
+  for (size_t depth = 0; depth <= max_depth && !level.empty(); ++depth) {
+    std::vector<uint32_t> next;
+    for (uint32_t cur : level) {
+      if (ix.root_off[cur] < ix.root_off[cur + 1]) {
+        // The root's reference, then each hop from `cur` towards `c`.
+        std::vector<Ref> chain = {ix.roots[ix.root_off[cur]]};
+        for (uint32_t at = cur; at != c;) {
+          const Step& s = parent.at(at);
+          Ref r;
+          r.from = s.from;
+          r.target = s.child;
+          r.kind = RefFrom::kChunk;
+          chain.push_back(r);
+          at = s.child;
+        }
+        return chain;
+      }
+      for (uint32_t i = ix.off[cur]; i < ix.off[cur + 1]; ++i) {
+        const uint64_t from = ix.from[ix.perm[i]];
+        const size_t src = ix.lookup(from);
+        if (src == kNone) continue;
+        const uint32_t s32 = static_cast<uint32_t>(src);
+        if (parent.count(s32)) continue;
+        parent.emplace(s32, Step{s32, from, cur});
+        next.push_back(s32);
+      }
+    }
+    level = std::move(next);
+  }
+  return {};
+}
+
+}  // namespace lr
