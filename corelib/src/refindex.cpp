@@ -185,6 +185,22 @@ std::vector<RootRange> find_root_ranges(const CoreFile& core, const ModuleSet& m
     for (const auto& [a, b] : taken) overlaps |= a < s.end && s.start < b;
     if (!overlaps) out.push_back({s.start, s.end, RefFrom::kMapping, 0, "writable mapping"});
   }
+  // main_arena (in libc's data) points at chunk headers (top, bins), which
+  // lie in the last word of the chunk before: malloc's bookkeeping, never a
+  // program's reference. (Thread arenas live in their heaps, not scanned.)
+  if (heap.main_arena) {
+    const uint64_t a = heap.main_arena, b = a + kMallocStateBytes;
+    std::vector<RootRange> cut;
+    for (auto& r : out) {
+      if (r.kind != RefFrom::kGlobal || b <= r.start || a >= r.end) {
+        cut.push_back(std::move(r));
+        continue;
+      }
+      if (r.start < a) cut.push_back({r.start, a, r.kind, r.tid, r.what});
+      if (b < r.end) cut.push_back({b, r.end, r.kind, r.tid, r.what});
+    }
+    out = std::move(cut);
+  }
   // Ranges that overlap (a thread's TLS inside its stack) are scanned once.
   std::sort(out.begin(), out.end(),
             [](const RootRange& x, const RootRange& y) { return x.start < y.start; });

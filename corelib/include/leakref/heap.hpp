@@ -50,6 +50,11 @@ struct HeapStats {
   uint64_t index_bytes = 0;  // memory the walk's chunk index holds
 };
 
+// Bytes of glibc's struct malloc_state (2.36, x86_64): an arena's own
+// pointers (top, bins) are malloc's bookkeeping, not references a program
+// holds.
+constexpr uint64_t kMallocStateBytes = 2200;
+
 struct HeapWalk {
   std::vector<HeapChunk> in_use;  // sorted by address
   std::vector<HeapRegion> regions;

@@ -1,0 +1,217 @@
+// The reference index against a fixture's own truth (fx_leaks writes every
+// block it leaked or kept, and why, to its manifest): `leaks` names exactly
+// the leaked blocks, and exactly the unreferenced ones among them; `refs`
+// names each kept block's root (a tagged global, TLS, another thread's live
+// stack); `walk --reconcile` flags exactly the objects counted more often
+// than anything points at them.
+#include <signal.h>
+
+#include <catch2/catch.hpp>
+#include <map>
+#include <regex>
+#include <set>
+
+#include "harness.hpp"
+
+using nlohmann::json;
+
+namespace {
+
+struct LeaksCore {
+  std::string core, why_not;
+  json manifest;
+};
+
+const LeaksCore& leaks_core() {
+  static LeaksCore c = [] {
+    LeaksCore l;
+    if (!lrtest::have_gcore()) {
+      l.why_not = "gcore (gdb) is not installed";
+      return l;
+    }
+    std::string dir = lrtest::tmp_dir() + "/leaks";
+    lrtest::run({"/bin/mkdir", "-p", dir});
+    auto fx = lrtest::spawn({lrtest::fixture_path("fx_leaks"), dir + "/manifest.json"});
+    bool ready = lrtest::wait_for_text(fx.out_path, "READY", 30);
+    const std::string pid = std::to_string(fx.pid);
+    auto g = lrtest::run({"gcore", "-o", dir + "/core", pid}, 120);
+    lrtest::finish(fx, SIGKILL);
+    if (!ready || g.status != 0) {
+      l.why_not = "fx_leaks or gcore failed: " + g.err;
+      return l;
+    }
+    l.core = dir + "/core." + pid;
+    l.manifest = json::parse(lrtest::read_file(dir + "/manifest.json"));
+    return l;
+  }();
+  return c;
+}
+
+#define NEED_LEAKS_CORE(c)                                                                  \
+  do {                                                                                      \
+    if (!(c).why_not.empty()) {                                                             \
+      if ((c).why_not.rfind("gcore (gdb)", 0) == 0) LR_SKIP((c).why_not);                   \
+      FAIL((c).why_not);                                                                    \
+    }                                                                                       \
+  } while (0)
+
+std::set<std::string> items(const json& m, std::initializer_list<const char*> kinds) {
+  std::set<std::string> out;
+  for (const auto& i : m["items"])
+    for (const char* k : kinds)
+      if (i["kind"] == k) out.insert(i["ptr"].get<std::string>());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("leaks: exactly the blocks the fixture leaked, and the unreferenced ones", "[refs]") {
+  const auto& c = leaks_core();
+  NEED_LEAKS_CORE(c);
+  auto r = lrtest::leakref({"leaks", c.core, "--json"}, 120);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  json j = r.json();
+  std::set<std::string> leaked, unreferenced;
+  std::map<std::string, json> by_ptr;
+  for (const auto& b : j["blocks"]) {
+    leaked.insert(b["ptr"].get<std::string>());
+    if (b["unreferenced"] == true) unreferenced.insert(b["ptr"].get<std::string>());
+    by_ptr[b["ptr"]] = b;
+  }
+  // Leaked: overwritten pointers, a pointer left only below the stack
+  // pointer (a dead slot is no root), a cycle of two, an object.
+  CHECK(leaked == items(c.manifest, {"leaked", "dead-slot", "cycle", "leaked-widget"}));
+  // Unreferenced: all but the cycle, whose blocks point at each other.
+  CHECK(unreferenced == items(c.manifest, {"leaked", "dead-slot", "leaked-widget"}));
+  CHECK(j["summary"]["leaked"] == 12);
+  CHECK(j["summary"]["unreferenced"] == 10);
+  auto cyc = items(c.manifest, {"cycle"});
+  REQUIRE(cyc.size() == 2);
+  CHECK(by_ptr[*cyc.begin()]["referenced_by"] == json::array({*cyc.rbegin()}));
+  CHECK(by_ptr[*cyc.rbegin()]["referenced_by"] == json::array({*cyc.begin()}));
+  // The object's type comes from its vtable.
+  std::string w = *items(c.manifest, {"leaked-widget"}).begin();
+  CHECK(by_ptr[w]["type"] == "Widget");
+  bool grouped = false;
+  for (const auto& g : j["groups"]) grouped |= g["type"] == "Widget" && g["count"] == 1;
+  CHECK(grouped);
+  // Sizes: glibc's usable sizes for the requests (64 -> 72, 200 -> 200).
+  bool g72 = false, g200 = false;
+  for (const auto& g : j["groups"]) {
+    g72 |= g["size"] == 72 && g["count"] == 5 && g["unreferenced"] == 5;
+    g200 |= g["size"] == 200 && g["count"] == 3;
+  }
+  CHECK(g72);
+  CHECK(g200);
+  // Nothing kept is called leaked.
+  for (const auto& p : items(c.manifest, {"reachable", "object"})) CHECK(!leaked.count(p));
+  CHECK(lrtest::leakref({"leaks", c.core, "--fail-on", "leaked"}, 120).status == 1);
+  // Text: the summary and the groups.
+  auto t = lrtest::leakref({"leaks", c.core}, 120);
+  CHECK(t.out.rfind("12 of ", 0) == 0);
+  CHECK(t.out.find("10 of them unreferenced") != std::string::npos);
+}
+
+TEST_CASE("refs: each kept block's referrers and its chain from a root", "[refs]") {
+  const auto& c = leaks_core();
+  NEED_LEAKS_CORE(c);
+  int pid = c.manifest["pid"];
+  std::map<std::string, std::string> why;  // ptr -> the manifest's reason
+  for (const auto& i : c.manifest["items"])
+    if (i["kind"] == "reachable") why[i["ptr"]] = i["why"];
+  REQUIRE(why.size() == 3);
+  std::vector<std::string> args = {"refs", c.core};
+  for (const auto& [p, w] : why) args.push_back(p);
+  std::string dead = *items(c.manifest, {"dead-slot"}).begin();
+  args.push_back(dead);
+  args.insert(args.end(), {"--depth", "4", "--json"});
+  auto r = lrtest::leakref(args, 120);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  json j = r.json();
+  REQUIRE(j["objects"].size() == 4);
+  for (const auto& o : j["objects"]) {
+    std::string p = o["addr"];
+    INFO(p << ": " << o.dump());
+    if (p == dead) {  // only a dead stack slot pointed at it: nothing does now
+      CHECK(o["referrers"].empty());
+      CHECK(o["anchor_chain"].empty());
+      continue;
+    }
+    REQUIRE(o["referrers"].size() == 1);
+    const json& ref = o["referrers"][0];
+    const std::string& w = why[p];
+    if (w.rfind("global g_tagged", 0) == 0) {
+      // (block + 24) | 1: a tagged pointer into the middle of the block.
+      CHECK(ref["kind"] == "global");
+      CHECK(ref["what"].get<std::string>().find("g_tagged") != std::string::npos);
+      uint64_t v = std::stoull(ref["value"].get<std::string>(), nullptr, 16);
+      CHECK(v == ((std::stoull(p, nullptr, 16) + 24) | 1));
+    } else if (w == "tls tls_block") {
+      CHECK(ref["kind"] == "tls");
+      CHECK(ref["tid"] == pid);
+    } else {
+      CHECK(w == "thread stack");
+      CHECK(ref["kind"] == "stack");
+      CHECK(ref["tid"] != pid);  // the second thread's
+    }
+    REQUIRE(o["anchor_chain"].size() == 1);  // the root's own reference
+    CHECK(o["anchor_chain"][0]["kind"] == ref["kind"]);
+  }
+  // The list's last object: anchored through the global head and five links.
+  std::string last = c.manifest["items"].back()["ptr"];
+  auto chain = lrtest::leakref({"refs", c.core, last, "--depth", "8", "--json"}, 120);
+  REQUIRE(chain.status == 0);
+  const json cj = chain.json();
+  const json& ch = cj["objects"][0]["anchor_chain"];
+  REQUIRE(ch.size() == 6);
+  CHECK(ch[0]["kind"] == "global");
+  CHECK(ch[0]["what"].get<std::string>().find("g_list") != std::string::npos);
+  for (size_t i = 1; i < ch.size(); ++i) CHECK(ch[i]["kind"] == "chunk");
+  auto shallow = lrtest::leakref({"refs", c.core, last, "--depth", "2"}, 120);
+  CHECK(shallow.out.find("no chain of references from a root within 2 steps") !=
+        std::string::npos);
+  // An address in no heap block is one error line, exit 4.
+  auto bad = lrtest::leakref({"refs", c.core, "0x10"}, 120);
+  CHECK(bad.status == 4);
+  CHECK(bad.err.find("0x10 is not inside an in-use heap block") != std::string::npos);
+  CHECK(lrtest::leakref({"refs", c.core, "nothex"}, 120).status == 2);
+}
+
+TEST_CASE("walk --reconcile: refcounts above the references found are flagged", "[refs]") {
+  const auto& c = leaks_core();
+  NEED_LEAKS_CORE(c);
+  auto r = lrtest::leakref({"walk", c.core, "--type", "struct obj", "--head", "g_list", "--next",
+                            "next", "--refcount", "refcount", "--reconcile", "--json"},
+                           120);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  json j = r.json();
+  std::map<std::string, json> want;
+  for (const auto& i : c.manifest["items"])
+    if (i["kind"] == "object") want[i["ptr"]] = i;
+  REQUIRE(j["objects"].size() == want.size());
+  uint64_t over = 0;
+  for (const auto& o : j["objects"]) {
+    const json& w = want[o["addr"]];
+    INFO(o.dump());
+    CHECK(o["refcount"] == w["refcount"]);
+    CHECK(o["inbound"] == w["holders"]);  // the list's one link, nothing else
+    int64_t extra = w["refcount"].get<int64_t>() - w["holders"].get<int64_t>();
+    if (extra > 0) {
+      ++over;
+      CHECK(o["over"] == extra);
+    } else {
+      CHECK(!o.contains("over"));
+    }
+  }
+  CHECK(over == 3);
+  CHECK(j["summary"]["over_referenced"] == 3);
+  auto t = lrtest::leakref({"walk", c.core, "--type", "struct obj", "--head", "g_list", "--next",
+                            "next", "--refcount", "refcount", "--reconcile", "--fail-on", "over"},
+                           120);
+  CHECK(t.status == 1);
+  CHECK(t.out.find("!! 4 counted, held by nothing found") != std::string::npos);
+  CHECK(t.out.find("3 objects with a refcount above them") != std::string::npos);
+}
