@@ -296,6 +296,7 @@ int cmd_leaks(const Common& c, const LeaksArgs& a) {
                  {"refs", st.refs},
                  {"roots", st.roots},
                  {"index_bytes", st.index_bytes},
+                 {"table_bytes", st.table_bytes},
                  {"build_ns", st.build_ns}}},
                {"warnings", ix.warnings()}});
   } else {

@@ -38,6 +38,9 @@ const char* ref_from_name(RefFrom k) {
 namespace {
 
 constexpr uint64_t kPage = 4096;
+// Chunk lookup granularity: a table entry per 256 bytes of heap (1.6% of
+// the heap's size) leaves at most a few chunks to step over per lookup.
+constexpr uint64_t kLine = 256;
 constexpr uint64_t kSpanGap = 16ull << 20;  // chunks further apart start a new span
 constexpr size_t kNone = SIZE_MAX;
 // The thread control block and static TLS around a thread pointer (x86_64:
@@ -45,14 +48,24 @@ constexpr size_t kNone = SIZE_MAX;
 constexpr uint64_t kTlsBelow = 8192, kTlsAbove = 2304;
 
 struct Span {
-  uint64_t start = 0, end = 0;     // page-aligned
-  std::vector<uint32_t> first;     // per page: the first chunk ending past its start
+  uint64_t start = 0, end = 0;  // line-aligned
+  std::vector<uint32_t> first;  // per line: the first chunk ending past its start
+};
+
+// A reference from a root, 16 bytes: where (a register's index for
+// kRegister), the target, and the kind and thread (index into the core's
+// threads) packed.
+struct RootRef {
+  uint64_t from;
+  uint32_t target;
+  uint32_t meta;  // kind | thread index << 3
 };
 
 }  // namespace
 
 struct RefIndex::Impl {
   const std::vector<HeapChunk>& ch;
+  const CoreFile* core = nullptr;
   std::vector<Span> spans;
   uint64_t lo = 0, hi = 0;  // [lo, hi): every chunk's user range lies inside
   // References from chunks, in scan order (by referring address).
@@ -60,8 +73,7 @@ struct RefIndex::Impl {
   std::vector<uint32_t> target;
   // By target: refs of chunk c are perm[off[c] .. off[c+1]).
   std::vector<uint32_t> off, perm;
-  std::vector<Ref> roots;  // references from roots, by target then address
-  std::vector<uint32_t> root_off;  // same layout over `roots`
+  std::vector<RootRef> roots;  // references from roots, by target then address
 
   explicit Impl(const std::vector<HeapChunk>& c) : ch(c) {}
 
@@ -69,41 +81,56 @@ struct RefIndex::Impl {
     if (ch.empty()) return;
     lo = ch.front().user;
     for (size_t i = 0; i < ch.size(); ++i) {
-      const uint64_t s = ch[i].user & ~(kPage - 1), e = ch[i].user + ch[i].usable();
+      const uint64_t s = ch[i].user & ~(kLine - 1), e = ch[i].user + ch[i].usable();
       hi = std::max(hi, e);
       if (spans.empty() || s > spans.back().end + kSpanGap) spans.push_back({s, s, {}});
       Span& sp = spans.back();
-      const uint64_t pe = (e + kPage - 1) & ~(kPage - 1);
-      while (sp.end < pe) {
+      const uint64_t le = (e + kLine - 1) & ~(kLine - 1);
+      while (sp.end < le) {
         sp.first.push_back(static_cast<uint32_t>(i));
-        sp.end += kPage;
+        sp.end += kLine;
       }
     }
   }
 
+  // The chunk whose user range holds `v`; kNone when none. The hot path of
+  // the scan: spans are few, and a line holds few chunks.
   size_t lookup(uint64_t v) const {
     if (v - lo >= hi - lo) return kNone;
-    auto it = std::upper_bound(spans.begin(), spans.end(), v,
-                               [](uint64_t a, const Span& s) { return a < s.start; });
-    if (it == spans.begin()) return kNone;
-    const Span& sp = *--it;
-    if (v >= sp.end) return kNone;
-    const uint64_t p = (v - sp.start) / kPage;
-    size_t a = sp.first[p];
-    size_t b = p + 1 < sp.first.size() ? sp.first[p + 1] + 1 : ch.size();
-    b = std::min(b, ch.size());
-    // The chunk with the greatest user <= v among [a, b).
-    size_t l = a, r = b;
-    while (l < r) {
-      size_t mid = (l + r) / 2;
-      if (ch[mid].user <= v)
-        l = mid + 1;
-      else
-        r = mid;
+    for (const Span& sp : spans) {
+      if (v < sp.start) return kNone;
+      if (v >= sp.end) continue;
+      size_t i = sp.first[(v - sp.start) / kLine];
+      const size_t n = ch.size();
+      while (i < n && ch[i].user + ch[i].usable() <= v) ++i;
+      return i < n && ch[i].user <= v ? i : kNone;
     }
-    if (l == a) return kNone;
-    const HeapChunk& c = ch[l - 1];
-    return v - c.user < c.usable() ? l - 1 : kNone;
+    return kNone;
+  }
+
+  Ref root(const RootRef& r) const {
+    Ref out;
+    out.from = r.from;
+    out.target = r.target;
+    out.kind = static_cast<RefFrom>(r.meta & 7);
+    const size_t ti = r.meta >> 3;
+    const auto& th = core->threads();
+    if (out.kind == RefFrom::kRegister || out.kind == RefFrom::kStack || out.kind == RefFrom::kTls)
+      out.tid = ti < th.size() ? th[ti].tid : 0;
+    if (out.kind == RefFrom::kRegister && ti < th.size() && r.from < 27)
+      out.value = th[ti].regs[r.from];
+    else if (!core->read(r.from, &out.value, 8).ok())
+      out.value = 0;
+    return out;
+  }
+
+  // The roots of chunk `c` (sorted by target).
+  std::pair<const RootRef*, const RootRef*> roots_of(size_t c) const {
+    auto cmp = [](const RootRef& r, uint64_t t) { return r.target < t; };
+    auto a = std::lower_bound(roots.begin(), roots.end(), uint64_t{c}, cmp);
+    auto b = a;
+    while (b != roots.end() && b->target == c) ++b;
+    return {roots.data() + (a - roots.begin()), roots.data() + (b - roots.begin())};
   }
 };
 
@@ -217,8 +244,33 @@ std::vector<RootRange> find_root_ranges(const CoreFile& core, const ModuleSet& m
 
 // Scans [a, b) word by word; `fn(address, value, chunk)` for each word that
 // points into a chunk. Unreadable pages are skipped.
+// Scans [a, b) word by word; `fn(address, value, chunk)` for each word that
+// points into a chunk, in address order. Unreadable pages are skipped.
+// Candidates (words inside the heap's range) are resolved in batches: the
+// table entries a batch needs are prefetched, then its chunks, so the cache
+// misses of a pointer-dense heap overlap instead of queueing.
 template <class F>
 uint64_t scan_range(const Memory& mem, const RefIndex::Impl& ix, uint64_t a, uint64_t b, F&& fn) {
+  constexpr size_t kBatch = 32;
+  uint64_t at[kBatch], val[kBatch];
+  const uint32_t* slot[kBatch];
+  size_t idx[kBatch];
+  size_t nb = 0;
+  const HeapChunk* ch = ix.ch.data();
+  const size_t nch = ix.ch.size();
+  auto resolve = [&] {
+    for (size_t k = 0; k < nb; ++k) {
+      idx[k] = *slot[k];
+      __builtin_prefetch(ch + idx[k]);
+    }
+    for (size_t k = 0; k < nb; ++k) {
+      const uint64_t v = val[k] & ~uint64_t{7};
+      size_t i = idx[k];
+      while (i < nch && ch[i].user + ch[i].usable() <= v) ++i;
+      if (i < nch && ch[i].user <= v) fn(at[k], val[k], i);
+    }
+    nb = 0;
+  };
   a = (a + 7) & ~uint64_t{7};
   uint64_t words = 0;
   Memory::Window w;
@@ -233,12 +285,22 @@ uint64_t scan_range(const Memory& mem, const RefIndex::Impl& ix, uint64_t a, uin
       uint64_t v;
       std::memcpy(&v, p + i * 8, 8);
       if (v - ix.lo >= ix.hi - ix.lo) continue;  // most words: not a heap address
-      const size_t c = ix.lookup(v & ~uint64_t{7});
-      if (c != kNone) fn(a + i * 8, v, c);
+      const uint64_t u = v & ~uint64_t{7};
+      for (const Span& sp : ix.spans) {
+        if (u < sp.start) break;
+        if (u >= sp.end) continue;
+        slot[nb] = &sp.first[(u - sp.start) / kLine];
+        __builtin_prefetch(slot[nb]);
+        at[nb] = a + i * 8;
+        val[nb] = v;
+        if (++nb == kBatch) resolve();
+        break;
+      }
     }
     words += n;
     a += std::max<uint64_t>(n, 1) * 8;
   }
+  resolve();
   return words;
 }
 
@@ -250,6 +312,7 @@ Result<std::unique_ptr<RefIndex>> RefIndex::build(const CoreFile& core, const Mo
   auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<RefIndex> x(new RefIndex(heap, core));
   Impl& ix = *x->impl_;
+  ix.core = &core;
   const auto& ch = heap.in_use;
   if (ch.size() >= UINT32_MAX)
     return make_error(Errc::kUnsupported,
@@ -266,10 +329,17 @@ Result<std::unique_ptr<RefIndex>> RefIndex::build(const CoreFile& core, const Mo
     }
   };
   auto stop = [&] { return o.interrupted && o.interrupted->load(std::memory_order_relaxed); };
+  // A reference per 32 bytes of heap, a first guess; the slack is given back.
+  {
+    uint64_t heap_bytes = 0;
+    for (const auto& h : ch) heap_bytes += h.usable();
+    ix.from.reserve(heap_bytes / 32);
+    ix.target.reserve(heap_bytes / 32);
+  }
   // Heap chunks, in address order: references come out sorted by address.
   for (size_t c = 0; c < ch.size(); ++c) {
     if ((c & 0xffff) == 0 && stop()) return make_error(Errc::kInterrupted, "interrupted");
-    if (skip.count(ch[c].user)) continue;
+    if (!skip.empty() && skip.count(ch[c].user)) continue;
     const uint64_t a = ch[c].user, b = a + ch[c].usable();
     x->stats_.words += scan_range(core, ix, a, b, [&](uint64_t at, uint64_t, size_t t) {
       if (t == c) {
@@ -283,19 +353,28 @@ Result<std::unique_ptr<RefIndex>> RefIndex::build(const CoreFile& core, const Mo
     publish(b - a);
   }
   // Roots: ranges, then every thread's registers.
+  const auto& threads = core.threads();
+  auto thread_index = [&](int tid) -> uint32_t {
+    for (size_t i = 0; i < threads.size(); ++i)
+      if (threads[i].tid == tid) return static_cast<uint32_t>(i);
+    return 0;
+  };
   for (const auto& r : x->roots_) {
     if (stop()) return make_error(Errc::kInterrupted, "interrupted");
-    x->stats_.words += scan_range(core, ix, r.start, r.end, [&](uint64_t at, uint64_t v, size_t t) {
-      ix.roots.push_back({at, v, static_cast<uint32_t>(t), r.kind, r.tid});
+    const uint32_t meta = static_cast<uint32_t>(r.kind) | thread_index(r.tid) << 3;
+    x->stats_.words += scan_range(core, ix, r.start, r.end, [&](uint64_t at, uint64_t, size_t t) {
+      ix.roots.push_back({at, static_cast<uint32_t>(t), meta});
     });
     x->stats_.bytes_scanned += r.end - r.start;
     publish(r.end - r.start);
   }
-  for (const auto& th : core.threads())
+  for (size_t ti = 0; ti < threads.size(); ++ti)
     for (uint64_t i = 0; i < 27; ++i) {
-      const uint64_t v = th.regs[i];
-      const size_t t = v - ix.lo < ix.hi - ix.lo ? ix.lookup(v & ~uint64_t{7}) : kNone;
-      if (t != kNone) ix.roots.push_back({i, v, static_cast<uint32_t>(t), RefFrom::kRegister, th.tid});
+      const uint64_t v = threads[ti].regs[i];
+      const size_t t = ix.lookup(v & ~uint64_t{7});
+      if (t != kNone)
+        ix.roots.push_back({i, static_cast<uint32_t>(t),
+                            static_cast<uint32_t>(RefFrom::kRegister) | static_cast<uint32_t>(ti) << 3});
     }
   if (o.progress) o.progress->fetch_add(unpublished, std::memory_order_relaxed);
   // By target: a counting sort of the chunk references, and the roots sorted.
@@ -308,18 +387,18 @@ Result<std::unique_ptr<RefIndex>> RefIndex::build(const CoreFile& core, const Mo
     for (size_t i = 0; i < ix.target.size(); ++i) ix.perm[next[ix.target[i]]++] = static_cast<uint32_t>(i);
   }
   std::stable_sort(ix.roots.begin(), ix.roots.end(),
-                   [](const Ref& a, const Ref& b) { return a.target < b.target; });
-  ix.root_off.assign(ch.size() + 1, 0);
-  for (const auto& r : ix.roots) ++ix.root_off[r.target + 1];
-  for (size_t i = 1; i < ix.root_off.size(); ++i) ix.root_off[i] += ix.root_off[i - 1];
-  x->stats_.refs = ix.from.size();
+                   [](const RootRef& a, const RootRef& b) { return a.target < b.target; });
+  // The growth slack of the scan's vectors is given back.
+  ix.from.shrink_to_fit();
+  ix.target.shrink_to_fit();
+  ix.roots.shrink_to_fit();
+  x->stats_.refs = ix.from.size() + ix.roots.size();
   x->stats_.roots = ix.roots.size();
   uint64_t span_bytes = 0;
   for (const auto& s : ix.spans) span_bytes += s.first.capacity() * 4;
   x->stats_.index_bytes = ix.from.capacity() * 8 + ix.target.capacity() * 4 +
-                          ix.perm.capacity() * 4 + ix.off.capacity() * 4 +
-                          ix.root_off.capacity() * 4 + ix.roots.capacity() * sizeof(Ref) +
-                          span_bytes;
+                          ix.perm.capacity() * 4 + ix.roots.capacity() * sizeof(RootRef);
+  x->stats_.table_bytes = ix.off.capacity() * 4 + span_bytes;
   x->stats_.build_ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                                  std::chrono::steady_clock::now() - t0)
                                                  .count());
@@ -330,7 +409,8 @@ std::vector<Ref> RefIndex::refs_to(size_t c) const {
   std::vector<Ref> out;
   if (c >= chunks()) return out;
   const Impl& ix = *impl_;
-  for (uint32_t i = ix.root_off[c]; i < ix.root_off[c + 1]; ++i) out.push_back(ix.roots[i]);
+  auto [ra, rb] = ix.roots_of(c);
+  for (const RootRef* r = ra; r != rb; ++r) out.push_back(ix.root(*r));
   for (uint32_t i = ix.off[c]; i < ix.off[c + 1]; ++i) {
     const uint32_t r = ix.perm[i];
     Ref ref;
@@ -362,7 +442,8 @@ Result<std::vector<Ref>> RefIndex::refs_into(uint64_t addr, uint64_t size) const
 uint32_t RefIndex::ref_count(size_t c) const {
   const Impl& ix = *impl_;
   if (c >= chunks()) return 0;
-  return (ix.off[c + 1] - ix.off[c]) + (ix.root_off[c + 1] - ix.root_off[c]);
+  auto [ra, rb] = ix.roots_of(c);
+  return (ix.off[c + 1] - ix.off[c]) + static_cast<uint32_t>(rb - ra);
 }
 
 std::vector<uint32_t> RefIndex::points_to(size_t c) const {
@@ -378,7 +459,15 @@ std::vector<uint32_t> RefIndex::points_to(size_t c) const {
 
 std::vector<uint8_t> RefIndex::reachable() const {
   const Impl& ix = *impl_;
-  std::vector<uint8_t> seen(chunks(), 0);
+  const auto& ch = heap_.in_use;
+  // Each chunk's outgoing references are a run of `from` (scan order): their
+  // starts, found in one merge of the two sorted arrays.
+  std::vector<uint32_t> out(ch.size() + 1, static_cast<uint32_t>(ix.from.size()));
+  for (size_t c = 0, r = 0; c < ch.size(); ++c) {
+    while (r < ix.from.size() && ix.from[r] < ch[c].user) ++r;
+    out[c] = static_cast<uint32_t>(r);
+  }
+  std::vector<uint8_t> seen(ch.size(), 0);
   std::vector<uint32_t> todo;
   for (const auto& r : ix.roots)
     if (!seen[r.target]) {
@@ -388,10 +477,9 @@ std::vector<uint8_t> RefIndex::reachable() const {
   while (!todo.empty()) {
     const uint32_t c = todo.back();
     todo.pop_back();
-    const HeapChunk& h = heap_.in_use[c];
-    auto a = std::lower_bound(ix.from.begin(), ix.from.end(), h.user);
-    for (auto it = a; it != ix.from.end() && *it < h.user + h.usable(); ++it) {
-      const uint32_t t = ix.target[it - ix.from.begin()];
+    const uint64_t end = ch[c].user + ch[c].usable();
+    for (uint32_t r = out[c]; r < ix.from.size() && ix.from[r] < end; ++r) {
+      const uint32_t t = ix.target[r];
       if (!seen[t]) {
         seen[t] = 1;
         todo.push_back(t);
@@ -417,9 +505,9 @@ std::vector<Ref> RefIndex::anchor_chain(size_t c, size_t max_depth) const {
   for (size_t depth = 0; depth <= max_depth && !level.empty(); ++depth) {
     std::vector<uint32_t> next;
     for (uint32_t cur : level) {
-      if (ix.root_off[cur] < ix.root_off[cur + 1]) {
+      if (auto [ra, rb] = ix.roots_of(cur); ra != rb) {
         // The root's reference, then each hop from `cur` towards `c`.
-        std::vector<Ref> chain = {ix.roots[ix.root_off[cur]]};
+        std::vector<Ref> chain = {ix.root(*ra)};
         for (uint32_t at = cur; at != c;) {
           const Step& s = parent.at(at);
           Ref r;

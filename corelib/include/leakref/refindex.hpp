@@ -64,7 +64,8 @@ struct RefIndexStats {
   uint64_t bytes_scanned = 0, words = 0, refs = 0, roots = 0;
   uint64_t self_refs = 0;    // words of a chunk pointing into the same chunk (not recorded)
   uint64_t build_ns = 0;
-  uint64_t index_bytes = 0;  // memory the index holds
+  uint64_t index_bytes = 0;  // the references (16 bytes each)
+  uint64_t table_bytes = 0;  // per chunk and per 256 heap bytes: lookup tables
 };
 
 class RefIndex {
