@@ -1,6 +1,7 @@
 // correlate: a core's live objects joined with ref/unref (and malloc) traces.
 #include <fmt/format.h>
 
+#include <optional>
 #include <set>
 
 #include "cmd_gluster.hpp"
@@ -13,6 +14,7 @@
 #include "leakref/gluster.hpp"
 #include "leakref/heap.hpp"
 #include "leakref/profile.hpp"
+#include "leakref/refindex.hpp"
 #include "leakref/trace.hpp"
 #include "progress.hpp"
 
@@ -38,21 +40,39 @@ std::string plural(uint64_t n, const char* one, const char* many) {
   return fmt::format("{} {}", n, n == 1 ? one : many);
 }
 
-// Pointers to each target in live memory, with a progress line (MiB
-// scanned) on a terminal.
-std::map<uint64_t, uint32_t> scan_pointers(
+// References to each target's start in live memory, from the core's
+// reference index (a progress line on a terminal while it is built); -1 for
+// a target in no heap block. kInterrupted/kBadFormat from the index build.
+lr::Result<std::map<uint64_t, int64_t>> scan_pointers(
     lr::Program& prog, const lr::HeapWalk& heap,
-    const std::vector<std::pair<uint64_t, uint64_t>>& targets, const std::vector<uint64_t>& skip) {
+    const std::vector<std::pair<uint64_t, uint64_t>>& targets, const std::vector<uint64_t>& skip,
+    std::vector<std::string>* warnings) {
+  if (targets.empty()) return std::map<uint64_t, int64_t>{};
   std::atomic<uint64_t> bytes{0};
-  Progress shown("scanning for references", &bytes, false, "MiB", 1 << 20);
-  return lr::count_pointers(prog.mem(), heap, *prog.core(), prog.modules(), targets, skip, &bytes);
+  std::optional<Progress> shown;
+  shown.emplace("indexing references", &bytes, false, "MiB", 1 << 20);
+  lr::RefIndexOptions opts;
+  opts.skip_chunks = skip;
+  opts.progress = &bytes;
+  LR_ASSIGN(auto index, lr::RefIndex::build(*prog.core(), prog.modules(), heap, opts));
+  shown.reset();
+  warnings->insert(warnings->end(), index->warnings().begin(), index->warnings().end());
+  return lr::count_references(*index, targets);
+}
+
+void set_explained(lr::CoreObject& o, const std::map<uint64_t, int64_t>& counts) {
+  auto it = counts.find(o.addr);
+  o.explained = it == counts.end() ? -1 : it->second;
+  o.explained_by = plural(static_cast<uint64_t>(std::max<int64_t>(o.explained, 0)),
+                          "pointer in live memory", "pointers in live memory");
 }
 
 // GlusterFS objects: every inode of every table (refs explained by its fds
 // and child dentries, as libglusterfs itself takes them), every live dict
 // and fd (refs explained by the pointers to them found in live memory).
 lr::Result<std::vector<lr::CoreObject>> gluster_objects(lr::Program& prog, const CorrelateArgs& a,
-                                                        lr::GlusterReport* rep_out) {
+                                                        lr::GlusterReport* rep_out,
+                                                        std::vector<std::string>* warnings) {
   LR_TRY(ensure_gluster_types(prog, a.types));
   lr::GlusterSections sec;
   LR_ASSIGN(*rep_out, lr::analyze_gluster(prog, sec));
@@ -106,21 +126,17 @@ lr::Result<std::vector<lr::CoreObject>> gluster_objects(lr::Program& prog, const
     out.push_back(o);
     scan.emplace_back(d.addr, dict_size);
   }
-  auto counts = scan_pointers(prog, r.heap_walk, scan, r.dead_pooled);
-  for (auto& o : out) {
-    if (o.kind == "inode") continue;
-    auto it = counts.find(o.addr);
-    o.explained = it == counts.end() ? 0 : it->second;
-    o.explained_by = plural(static_cast<uint64_t>(o.explained), "pointer in live memory",
-                            "pointers in live memory");
-  }
+  LR_ASSIGN(auto counts, scan_pointers(prog, r.heap_walk, scan, r.dead_pooled, warnings));
+  for (auto& o : out)
+    if (o.kind != "inode") set_explained(o, counts);
   return out;
 }
 
 // Any walk: the objects it reaches, refs explained by pointers found.
 lr::Result<std::vector<lr::CoreObject>> walk_objects(lr::Program& prog, const lr::WalkSpec& spec,
                                                      const std::string& kind, lr::HeapWalk* heap,
-                                                     bool* have_heap) {
+                                                     bool* have_heap,
+                                                     std::vector<std::string>* warnings) {
   if (spec.refcount.empty())
     return lr::make_error(lr::Errc::kInvalidArgument,
                           "correlate with a walk needs a refcount (--refcount FIELD, or the "
@@ -142,12 +158,8 @@ lr::Result<std::vector<lr::CoreObject>> walk_objects(lr::Program& prog, const lr
   if (hw.ok()) {
     *heap = std::move(hw.value());
     *have_heap = true;
-    auto counts = scan_pointers(prog, *heap, scan, {});
-    for (auto& o : out) {
-      o.explained = counts[o.addr];
-      o.explained_by = plural(static_cast<uint64_t>(o.explained), "pointer in live memory",
-                              "pointers in live memory");
-    }
+    LR_ASSIGN(auto counts, scan_pointers(prog, *heap, scan, {}, warnings));
+    for (auto& o : out) set_explained(o, counts);
   }
   return out;
 }
@@ -358,9 +370,9 @@ lr::Result<void> gather_core_side(const Common& c, const CorrelateArgs& a, lr::P
   if (cs.walk_mode) {
     std::string kind = a.kind;
     LR_ASSIGN(auto spec, correlate_walk(p, a, &kind));
-    LR_ASSIGN(cs.objects, walk_objects(p, spec, kind, &cs.heap_walk, &cs.have_heap));
+    LR_ASSIGN(cs.objects, walk_objects(p, spec, kind, &cs.heap_walk, &cs.have_heap, &cs.warnings));
   } else if (cs.gluster) {
-    LR_ASSIGN(cs.objects, gluster_objects(p, a, &cs.gluster_report));
+    LR_ASSIGN(cs.objects, gluster_objects(p, a, &cs.gluster_report, &cs.warnings));
     cs.warnings.insert(cs.warnings.end(), cs.gluster_report.warnings.begin(),
                        cs.gluster_report.warnings.end());
   } else {

@@ -597,7 +597,7 @@ TEST_CASE("trace: a profile's probes and set drive capture and correlation", "[t
   CHECK(shown.status == quiet.status);
   CHECK(shown.out == quiet.out);
   CHECK(shown.err.find("\rleakref: reading the heap: ") != std::string::npos);
-  CHECK(shown.err.find("\rleakref: scanning for references: ") != std::string::npos);
+  CHECK(shown.err.find("\rleakref: indexing references: ") != std::string::npos);
   CHECK(shown.err.find(" MiB\x1b[K") != std::string::npos);
 }
 

@@ -11,6 +11,7 @@
 
 #include "leakref/elfcore.hpp"
 #include "leakref/modules.hpp"
+#include "leakref/refindex.hpp"
 
 namespace lr {
 
@@ -156,67 +157,23 @@ ResolvedFrame FrameResolver::resolve_uncached(const Trace& t, const TraceFrame& 
   return r;
 }
 
-// ---- holders by pointer scan -------------------------------------------------
+// ---- holders from the reference index --------------------------------------
 
-std::map<uint64_t, uint32_t> count_pointers(
-    const Memory& mem, const HeapWalk& heap, const CoreFile& core, const ModuleSet& mods,
-    const std::vector<std::pair<uint64_t, uint64_t>>& targets,
-    const std::vector<uint64_t>& skip_chunks, std::atomic<uint64_t>* progress) {
-  std::map<uint64_t, uint32_t> out;
-  if (targets.empty()) return out;
-  std::unordered_map<uint64_t, uint64_t> size_of;  // target -> size
-  size_of.reserve(targets.size() * 2);
-  uint64_t lo = UINT64_MAX, hi = 0;  // most heap words are not near any target
-  for (auto [a, s] : targets) {
-    size_of[a] = s;
-    out[a] = 0;
-    lo = std::min(lo, a);
-    hi = std::max(hi, a);
-  }
-  std::unordered_set<uint64_t> skip(skip_chunks.begin(), skip_chunks.end());
-  // Bytes scanned, published to `progress` a MiB at a time: an atomic add
-  // per heap chunk would cost about as much as scanning the chunk.
-  uint64_t unpublished = 0;
-  auto scan = [&](uint64_t start, uint64_t end) {
-    unpublished += end > start ? end - start : 0;
-    if (progress && unpublished >= (1u << 20)) {
-      progress->fetch_add(unpublished, std::memory_order_relaxed);
-      unpublished = 0;
+std::map<uint64_t, int64_t> count_references(
+    const RefIndex& index, const std::vector<std::pair<uint64_t, uint64_t>>& targets) {
+  std::map<uint64_t, int64_t> out;
+  for (auto [addr, size] : targets) {
+    auto refs = index.refs_into(addr, size);
+    if (!refs.ok()) {
+      out[addr] = -1;
+      continue;
     }
-    start = (start + 7) & ~uint64_t(7);
-    Memory::Window w;
-    for (uint64_t a = start; a + 8 <= end;) {
-      const uint8_t* p = mem.direct(w, a, 8);
-      if (!p) {  // unreadable: skip to the next page
-        a = (a | 4095) + 1;
-        continue;
-      }
-      uint64_t n = std::min<uint64_t>((end - a) / 8, (w.end - a) / 8);
-      for (uint64_t i = 0; i < n; ++i) {
-        uint64_t v;
-        std::memcpy(&v, p + i * 8, 8);
-        if (v < lo || v > hi) continue;
-        auto it = size_of.find(v);
-        if (it == size_of.end()) continue;
-        uint64_t at = a + i * 8;
-        if (at >= v && at < v + it->second) continue;  // inside the object itself
-        ++out[v];
-      }
-      a += std::max<uint64_t>(n, 1) * 8;
-    }
-  };
-  for (const HeapChunk& c : heap.in_use)
-    if (!skip.count(c.user)) scan(c.user, c.user + c.usable());
-  for (const auto& s : core.segments()) {
-    if (s.kind != SegmentInfo::Kind::kCore) continue;
-    for (const auto& m : mods.modules()) {
-      if (!m->end) continue;
-      uint64_t a = std::max(s.start, m->base), b = std::min(s.end, m->end);
-      if (a < b) scan(a, b);
-      // .bss beyond the file-backed data is its own anonymous mapping,
-      // starting where the module's last mapping ends.
-      if (s.start == m->end) scan(s.start, s.end);
-    }
+    int64_t n = 0;
+    for (const Ref& r : refs.value())
+      n += (r.kind == RefFrom::kChunk || r.kind == RefFrom::kGlobal ||
+            r.kind == RefFrom::kMapping) &&
+           (r.value & ~uint64_t{7}) == addr;
+    out[addr] = n;
   }
   return out;
 }

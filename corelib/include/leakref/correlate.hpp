@@ -18,6 +18,7 @@ namespace lr {
 
 class ModuleSet;
 class CoreFile;
+class RefIndex;
 
 // An object live in the core, as a profile or walk reports it.
 struct CoreObject {
@@ -145,16 +146,16 @@ CorrelateReport correlate(const std::vector<Trace>& traces, const std::vector<Co
                           const FrameResolver& fr, const CorrelateOptions& opts,
                           const HeapWalk* heap);
 
-// For each target, the 8-byte-aligned words equal to it in the in-use heap
-// chunks and in the writable data of loaded modules, not counting words
-// inside the target object itself ([target, target + size)). Conservative
-// holders for a refcount: a stale pointer left in live memory over-counts,
-// so a reference never found is strong evidence, a found one weak.
-// `skip` lists in-use chunks whose contents are not live (pool free lists).
-// `progress` (may be null) counts the bytes scanned, for a front end.
-std::map<uint64_t, uint32_t> count_pointers(
-    const Memory& mem, const HeapWalk& heap, const CoreFile& core, const ModuleSet& mods,
-    const std::vector<std::pair<uint64_t, uint64_t>>& targets,
-    const std::vector<uint64_t>& skip_chunks, std::atomic<uint64_t>* progress = nullptr);
+// For each target (address, size), the references `index` found to its
+// first byte (low tag bits ignored) from outside [address, address + size)
+// that can hold a reference: words in heap blocks, module data and other
+// writable mappings. Stacks, TLS and registers are left out: a running
+// frame's pointer is most often borrowed (the caller's reference), and
+// counting it would hide the very leak a trace names. Conservative holders
+// for a refcount: a stale pointer left in live memory over-counts, so a
+// reference never found is strong evidence, a found one weak. -1 for a target in no in-use heap block (the index holds
+// references to heap blocks only).
+std::map<uint64_t, int64_t> count_references(
+    const RefIndex& index, const std::vector<std::pair<uint64_t, uint64_t>>& targets);
 
 }  // namespace lr
