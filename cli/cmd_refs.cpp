@@ -273,6 +273,20 @@ int cmd_leaks(const Common& c, const LeaksArgs& a) {
   std::stable_sort(rows.begin(), rows.end(),
                    [](const auto& x, const auto& y) { return x.second.bytes > y.second.bytes; });
   const auto& st = ix.stats();
+  // What was scanned as roots, and the references each kind holds.
+  nlohmann::json roots = nlohmann::json::object();
+  for (const auto& r : ix.root_ranges()) {
+    auto& k = roots[lr::ref_from_name(r.kind)];
+    if (k.is_null()) k = {{"bytes", 0}, {"ranges", 0}, {"refs", 0}};
+    k["bytes"] = k["bytes"].get<uint64_t>() + (r.end - r.start);
+    k["ranges"] = k["ranges"].get<uint64_t>() + 1;
+  }
+  for (int k = 1; k < 6; ++k)
+    if (st.roots_by_kind[k]) {
+      auto& j = roots[lr::ref_from_name(static_cast<lr::RefFrom>(k))];
+      if (j.is_null()) j = {{"bytes", 0}, {"ranges", 0}};  // registers: no range
+      j["refs"] = st.roots_by_kind[k];
+    }
   if (c.json) {
     nlohmann::json gj = nlohmann::json::array();
     for (const auto& [k, g] : rows)
@@ -295,6 +309,7 @@ int cmd_leaks(const Common& c, const LeaksArgs& a) {
                 {{"bytes_scanned", st.bytes_scanned},
                  {"refs", st.refs},
                  {"roots", st.roots},
+                 {"root_kinds", roots},
                  {"index_bytes", st.index_bytes},
                  {"table_bytes", st.table_bytes},
                  {"build_ns", st.build_ns}}},

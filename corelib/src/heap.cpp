@@ -243,6 +243,24 @@ const HeapChunk* HeapWalk::chunk_containing(uint64_t addr) const {
   return addr < it->user + it->usable() ? &*it : nullptr;
 }
 
+// Sorts chunks by address. The walk yields each arena's (and the mmapped
+// list's) chunks in address order, so a few sorted runs are merged (linear
+// per run) instead of sorting millions of records from scratch.
+static void sort_runs(std::vector<HeapChunk>& v) {
+  auto less = [](const HeapChunk& a, const HeapChunk& b) { return a.user < b.user; };
+  std::vector<size_t> starts{0};
+  for (size_t i = 1; i < v.size() && starts.size() <= 64; ++i)
+    if (v[i].user < v[i - 1].user) starts.push_back(i);
+  if (starts.size() > 64) {
+    std::sort(v.begin(), v.end(), less);
+    return;
+  }
+  for (size_t r = 1; r < starts.size(); ++r) {
+    const auto end = r + 1 < starts.size() ? v.begin() + starts[r + 1] : v.end();
+    std::inplace_merge(v.begin(), v.begin() + starts[r], end, less);
+  }
+}
+
 Result<HeapWalk> walk_glibc_heap(const Memory& mem, const HeapInput& in, const HeapLimits& limits) {
   Reader rd(mem);
   HeapWalk out;
@@ -373,8 +391,7 @@ Result<HeapWalk> walk_glibc_heap(const Memory& mem, const HeapInput& in, const H
   });
   for (const auto& c : out.in_use) out.stats.in_use_bytes += c.usable();
   out.stats.index_bytes = out.in_use.capacity() * sizeof(HeapChunk);
-  std::sort(out.in_use.begin(), out.in_use.end(),
-            [](const HeapChunk& a, const HeapChunk& b) { return a.user < b.user; });
+  sort_runs(out.in_use);
   out.stats.in_use = out.in_use.size();
   return out;
 }

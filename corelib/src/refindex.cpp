@@ -1,9 +1,12 @@
 // The reference index (refindex.hpp): one pass over a process core's live
-// memory. Chunk lookup is a page table per heap span (the first chunk that
-// ends in each 4 KiB page), so a word costs a range check, and a pointer a
-// table load and a short binary search. References from chunks are kept as
-// two arrays in scan order (referring address, target: 12 bytes) plus a
-// by-target permutation (4 bytes); roots, which are few, are kept whole.
+// memory. Chunk lookup is a table per heap span (the first chunk ending in
+// each 256 heap bytes), so a word costs a range check, and a pointer a table
+// load and a short step. References from chunks are a graph in compressed
+// rows: per chunk where its run of targets starts (4 bytes a chunk), then
+// each reference's target (4 bytes); the referring word's address is not
+// kept but found again, when a question needs it, by rescanning the one
+// chunk it lies in with the same rule. The reverse rows (who points at a
+// chunk) are made on first use. Roots, which are few, are kept whole.
 #include "leakref/refindex.hpp"
 
 #include <fmt/format.h>
@@ -12,8 +15,11 @@
 #include <chrono>
 #include <cstring>
 #include <deque>
+#include <mutex>
 #include <unordered_map>
 #include <unordered_set>
+
+#include "podarray.hpp"
 
 namespace lr {
 
@@ -38,9 +44,6 @@ const char* ref_from_name(RefFrom k) {
 namespace {
 
 constexpr uint64_t kPage = 4096;
-// Chunk lookup granularity: a table entry per 256 bytes of heap (1.6% of
-// the heap's size) leaves at most a few chunks to step over per lookup.
-constexpr uint64_t kLine = 256;
 constexpr uint64_t kSpanGap = 16ull << 20;  // chunks further apart start a new span
 constexpr size_t kNone = SIZE_MAX;
 // The thread control block and static TLS around a thread pointer (x86_64:
@@ -68,29 +71,71 @@ struct RefIndex::Impl {
   const CoreFile* core = nullptr;
   std::vector<Span> spans;
   uint64_t lo = 0, hi = 0;  // [lo, hi): every chunk's user range lies inside
-  // References from chunks, in scan order (by referring address).
-  std::vector<uint64_t> from;
-  std::vector<uint32_t> target;
-  // By target: refs of chunk c are perm[off[c] .. off[c+1]).
-  std::vector<uint32_t> off, perm;
-  std::vector<RootRef> roots;  // references from roots, by target then address
+  // References from chunks, in scan order: chunk c's targets are
+  // target[out_off[c] .. out_off[c + 1]), one per referring word.
+  std::vector<uint32_t> out_off;
+  PodArray<uint32_t> target;
+  PodArray<RootRef> roots;  // references from roots, by target then address
+  // The reverse rows, made on first use (a random write per reference): the
+  // chunks pointing at c are in_src[in_off[c] .. in_off[c + 1]), one entry
+  // per referring word, in source order.
+  mutable std::vector<uint32_t> in_off_;
+  mutable PodArray<uint32_t> in_src_;
+  mutable std::once_flag counts_once, in_once;
+
+  const std::vector<uint32_t>& in_off() const {
+    std::call_once(counts_once, [this] {
+      in_off_.assign(ch.size() + 1, 0);
+      for (uint32_t t : target) ++in_off_[t + 1];
+      for (size_t i = 1; i < in_off_.size(); ++i) in_off_[i] += in_off_[i - 1];
+    });
+    return in_off_;
+  }
+  const PodArray<uint32_t>& in_src() const {
+    std::call_once(in_once, [this] {
+      const auto& io = in_off();
+      in_src_.resize_uninitialized(target.size());
+      std::vector<uint32_t> next(io.begin(), io.end() - 1);
+      for (size_t c = 0; c + 1 < out_off.size(); ++c)
+        for (uint32_t r = out_off[c]; r < out_off[c + 1]; ++r)
+          in_src_[next[target[r]]++] = static_cast<uint32_t>(c);
+    });
+    return in_src_;
+  }
+  // The words of chunk `src` pointing into chunk `dst` (the scan's rule).
+  std::vector<uint64_t> words_into(const Memory& mem, size_t src, size_t dst) const;
 
   explicit Impl(const std::vector<HeapChunk>& c) : ch(c) {}
 
+  // Chunk lookup granularity: a table entry (4 bytes) per line of heap, a
+  // line being the chunks' mean size rounded to a power of two (64 bytes to
+  // 4 KiB), so a lookup steps over a chunk or two and the table costs about
+  // 4 bytes per chunk whatever the heap's shape.
+  uint64_t line = 256;
+  unsigned line_shift = 8;
+
   void build_spans() {
     if (ch.empty()) return;
+    uint64_t bytes = 0;
+    for (const auto& c : ch)
+      if (!c.mmapped()) bytes += c.usable() + 8;
+    const uint64_t mean = bytes / ch.size();
+    for (line_shift = 6; line_shift < 12 && (uint64_t{2} << line_shift) <= mean; ++line_shift) {
+    }
+    line = uint64_t{1} << line_shift;
     lo = ch.front().user;
     for (size_t i = 0; i < ch.size(); ++i) {
-      const uint64_t s = ch[i].user & ~(kLine - 1), e = ch[i].user + ch[i].usable();
+      const uint64_t s = ch[i].user & ~(line - 1), e = ch[i].user + ch[i].usable();
       hi = std::max(hi, e);
       if (spans.empty() || s > spans.back().end + kSpanGap) spans.push_back({s, s, {}});
       Span& sp = spans.back();
-      const uint64_t le = (e + kLine - 1) & ~(kLine - 1);
+      const uint64_t le = (e + line - 1) & ~(line - 1);
       while (sp.end < le) {
         sp.first.push_back(static_cast<uint32_t>(i));
-        sp.end += kLine;
+        sp.end += line;
       }
     }
+    for (auto& sp : spans) sp.first.shrink_to_fit();
   }
 
   // The chunk whose user range holds `v`; kNone when none. The hot path of
@@ -100,7 +145,7 @@ struct RefIndex::Impl {
     for (const Span& sp : spans) {
       if (v < sp.start) return kNone;
       if (v >= sp.end) continue;
-      size_t i = sp.first[(v - sp.start) / kLine];
+      size_t i = sp.first[(v - sp.start) >> line_shift];
       const size_t n = ch.size();
       while (i < n && ch[i].user + ch[i].usable() <= v) ++i;
       return i < n && ch[i].user <= v ? i : kNone;
@@ -143,6 +188,25 @@ size_t RefIndex::chunk_at(uint64_t addr) const {
 }
 
 namespace {
+
+// `ranges` less the parts inside any of `cut`.
+std::vector<RootRange> subtract_ranges(std::vector<RootRange> ranges,
+                                       std::vector<std::pair<uint64_t, uint64_t>> cut) {
+  std::sort(cut.begin(), cut.end());
+  std::vector<RootRange> out;
+  for (auto& r : ranges) {
+    uint64_t at = r.start;
+    auto it = std::upper_bound(cut.begin(), cut.end(), std::make_pair(r.start, UINT64_MAX));
+    if (it != cut.begin()) --it;
+    for (; it != cut.end() && it->first < r.end; ++it) {
+      if (it->second <= at) continue;
+      if (it->first > at) out.push_back({at, it->first, r.kind, r.tid, r.what});
+      at = std::max(at, it->second);
+    }
+    if (at < r.end) out.push_back({at, r.end, r.kind, r.tid, r.what});
+  }
+  return out;
+}
 
 // The root ranges of a core: module data, live stacks, TLS, registers'
 // threads, and other writable mappings that are not the heap's.
@@ -212,22 +276,18 @@ std::vector<RootRange> find_root_ranges(const CoreFile& core, const ModuleSet& m
     for (const auto& [a, b] : taken) overlaps |= a < s.end && s.start < b;
     if (!overlaps) out.push_back({s.start, s.end, RefFrom::kMapping, 0, "writable mapping"});
   }
-  // main_arena (in libc's data) points at chunk headers (top, bins), which
-  // lie in the last word of the chunk before: malloc's bookkeeping, never a
-  // program's reference. (Thread arenas live in their heaps, not scanned.)
-  if (heap.main_arena) {
-    const uint64_t a = heap.main_arena, b = a + kMallocStateBytes;
-    std::vector<RootRange> cut;
-    for (auto& r : out) {
-      if (r.kind != RefFrom::kGlobal || b <= r.start || a >= r.end) {
-        cut.push_back(std::move(r));
-        continue;
-      }
-      if (r.start < a) cut.push_back({r.start, a, r.kind, r.tid, r.what});
-      if (b < r.end) cut.push_back({b, r.end, r.kind, r.tid, r.what});
-    }
-    out = std::move(cut);
-  }
+  // Cut out of the roots: main_arena (in libc's data), which points at
+  // chunk headers (top, bins) lying in the last word of the chunk before —
+  // malloc's bookkeeping, never a program's reference (thread arenas live in
+  // their heaps, not scanned) — and the heap itself: the kernel merges
+  // neighbouring anonymous mappings, so a mmapped chunk can share one
+  // mapping with the main thread's TLS, and must not become a root.
+  std::vector<std::pair<uint64_t, uint64_t>> cut;
+  if (heap.main_arena) cut.emplace_back(heap.main_arena, heap.main_arena + kMallocStateBytes);
+  for (const auto& r : heap.regions) cut.emplace_back(r.start, r.end);
+  for (const auto& c : heap.in_use)
+    if (c.mmapped()) cut.emplace_back(c.user - 16, c.user + c.usable());
+  out = subtract_ranges(std::move(out), std::move(cut));
   // Ranges that overlap (a thread's TLS inside its stack) are scanned once.
   std::sort(out.begin(), out.end(),
             [](const RootRange& x, const RootRange& y) { return x.start < y.start; });
@@ -242,67 +302,88 @@ std::vector<RootRange> find_root_ranges(const CoreFile& core, const ModuleSet& m
   return merged;
 }
 
-// Scans [a, b) word by word; `fn(address, value, chunk)` for each word that
-// points into a chunk. Unreadable pages are skipped.
-// Scans [a, b) word by word; `fn(address, value, chunk)` for each word that
-// points into a chunk, in address order. Unreadable pages are skipped.
-// Candidates (words inside the heap's range) are resolved in batches: the
-// table entries a batch needs are prefetched, then its chunks, so the cache
-// misses of a pointer-dense heap overlap instead of queueing.
+// The scan's hot loop. Ranges are fed in address order; `fn(address,
+// value, chunk, source)` is called for each word that points into a chunk,
+// in address order (`source` is what the range was fed with). Unreadable
+// pages are skipped. Candidates (words inside the heap's range) are resolved
+// in batches that run across ranges: the table entries a batch needs are
+// prefetched, then its chunks, so the cache misses of a pointer-dense heap
+// overlap instead of queueing; the core window is kept across ranges too
+// (a heap of small chunks is millions of short ranges in a few mappings).
 template <class F>
-uint64_t scan_range(const Memory& mem, const RefIndex::Impl& ix, uint64_t a, uint64_t b, F&& fn) {
-  constexpr size_t kBatch = 32;
-  uint64_t at[kBatch], val[kBatch];
-  const uint32_t* slot[kBatch];
-  size_t idx[kBatch];
-  size_t nb = 0;
-  const HeapChunk* ch = ix.ch.data();
-  const size_t nch = ix.ch.size();
-  auto resolve = [&] {
-    for (size_t k = 0; k < nb; ++k) {
-      idx[k] = *slot[k];
-      __builtin_prefetch(ch + idx[k]);
-    }
-    for (size_t k = 0; k < nb; ++k) {
-      const uint64_t v = val[k] & ~uint64_t{7};
-      size_t i = idx[k];
-      while (i < nch && ch[i].user + ch[i].usable() <= v) ++i;
-      if (i < nch && ch[i].user <= v) fn(at[k], val[k], i);
-    }
-    nb = 0;
-  };
-  a = (a + 7) & ~uint64_t{7};
-  uint64_t words = 0;
-  Memory::Window w;
-  while (a + 8 <= b) {
-    const uint8_t* p = mem.direct(w, a, 8);
-    if (!p) {
-      a = (a | (kPage - 1)) + 1;
-      continue;
-    }
-    const uint64_t n = std::min<uint64_t>((b - a) / 8, (w.end - a) / 8);
-    for (uint64_t i = 0; i < n; ++i) {
-      uint64_t v;
-      std::memcpy(&v, p + i * 8, 8);
-      if (v - ix.lo >= ix.hi - ix.lo) continue;  // most words: not a heap address
-      const uint64_t u = v & ~uint64_t{7};
-      for (const Span& sp : ix.spans) {
-        if (u < sp.start) break;
-        if (u >= sp.end) continue;
-        slot[nb] = &sp.first[(u - sp.start) / kLine];
-        __builtin_prefetch(slot[nb]);
-        at[nb] = a + i * 8;
-        val[nb] = v;
-        if (++nb == kBatch) resolve();
-        break;
+class Scanner {
+ public:
+  Scanner(const Memory& mem, const RefIndex::Impl& ix, F&& fn)
+      : mem_(mem), ix_(ix), fn_(std::move(fn)) {}
+  ~Scanner() { flush(); }
+
+  // Scans [a, b); returns the words read.
+  uint64_t range(uint64_t a, uint64_t b, uint32_t source) {
+    a = (a + 7) & ~uint64_t{7};
+    uint64_t words = 0;
+    while (a + 8 <= b) {
+      const uint8_t* p = w_.at(a, 8);
+      if (!p) p = mem_.direct(w_, a, 8);
+      if (!p) {
+        a = (a | (kPage - 1)) + 1;
+        continue;
       }
+      const uint64_t n = std::min<uint64_t>((b - a) / 8, (w_.end - a) / 8);
+      for (uint64_t i = 0; i < n; ++i) {
+        uint64_t v;
+        std::memcpy(&v, p + i * 8, 8);
+        if (v - ix_.lo >= ix_.hi - ix_.lo) continue;  // most words: not a heap address
+        candidate(a + i * 8, v, source);
+      }
+      words += n;
+      a += std::max<uint64_t>(n, 1) * 8;
     }
-    words += n;
-    a += std::max<uint64_t>(n, 1) * 8;
+    return words;
   }
-  resolve();
-  return words;
-}
+
+  void flush() {
+    const HeapChunk* ch = ix_.ch.data();
+    const size_t nch = ix_.ch.size();
+    for (size_t k = 0; k < nb_; ++k) {
+      idx_[k] = *slot_[k];
+      __builtin_prefetch(ch + idx_[k]);
+    }
+    for (size_t k = 0; k < nb_; ++k) {
+      const uint64_t v = val_[k] & ~uint64_t{7};
+      size_t i = idx_[k];
+      while (i < nch && ch[i].user + ch[i].usable() <= v) ++i;
+      if (i < nch && ch[i].user <= v) fn_(at_[k], val_[k], i, src_[k]);
+    }
+    nb_ = 0;
+  }
+
+ private:
+  void candidate(uint64_t at, uint64_t v, uint32_t source) {
+    const uint64_t u = v & ~uint64_t{7};
+    for (const Span& sp : ix_.spans) {
+      if (u < sp.start) return;
+      if (u >= sp.end) continue;
+      slot_[nb_] = &sp.first[(u - sp.start) >> ix_.line_shift];
+      __builtin_prefetch(slot_[nb_]);
+      at_[nb_] = at;
+      val_[nb_] = v;
+      src_[nb_] = source;
+      if (++nb_ == kBatch) flush();
+      return;
+    }
+  }
+
+  static constexpr size_t kBatch = 32;
+  const Memory& mem_;
+  const RefIndex::Impl& ix_;
+  F fn_;
+  Memory::Window w_;
+  uint64_t at_[kBatch], val_[kBatch];
+  const uint32_t* slot_[kBatch];
+  size_t idx_[kBatch];
+  uint32_t src_[kBatch];
+  size_t nb_ = 0;
+};
 
 }  // namespace
 
@@ -329,28 +410,32 @@ Result<std::unique_ptr<RefIndex>> RefIndex::build(const CoreFile& core, const Mo
     }
   };
   auto stop = [&] { return o.interrupted && o.interrupted->load(std::memory_order_relaxed); };
-  // A reference per 32 bytes of heap, a first guess; the slack is given back.
+  // Heap chunks, in address order. A batch resolves after the chunk that
+  // filled it was left, so a run's start is counted when its first
+  // reference arrives: out_off[c + 1] counts chunk c's references until the
+  // prefix sum below.
   {
-    uint64_t heap_bytes = 0;
-    for (const auto& h : ch) heap_bytes += h.usable();
-    ix.from.reserve(heap_bytes / 32);
-    ix.target.reserve(heap_bytes / 32);
-  }
-  // Heap chunks, in address order: references come out sorted by address.
-  for (size_t c = 0; c < ch.size(); ++c) {
-    if ((c & 0xffff) == 0 && stop()) return make_error(Errc::kInterrupted, "interrupted");
-    if (!skip.empty() && skip.count(ch[c].user)) continue;
-    const uint64_t a = ch[c].user, b = a + ch[c].usable();
-    x->stats_.words += scan_range(core, ix, a, b, [&](uint64_t at, uint64_t, size_t t) {
-      if (t == c) {
-        ++x->stats_.self_refs;
+    uint64_t self = 0;
+    ix.out_off.assign(ch.size() + 1, 0);
+    Scanner sc(core, ix, [&](uint64_t, uint64_t, size_t t, uint32_t src) {
+      if (t == src) {
+        ++self;
         return;
       }
-      ix.from.push_back(at);
+      ++ix.out_off[src + 1];
       ix.target.push_back(static_cast<uint32_t>(t));
     });
-    x->stats_.bytes_scanned += b - a;
-    publish(b - a);
+    for (size_t c = 0; c < ch.size(); ++c) {
+      if ((c & 0xffff) == 0 && stop()) return make_error(Errc::kInterrupted, "interrupted");
+      if (!skip.empty() && skip.count(ch[c].user)) continue;
+      const uint64_t a = ch[c].user, b = a + ch[c].usable();
+      x->stats_.words += sc.range(a, b, static_cast<uint32_t>(c));
+      x->stats_.bytes_scanned += b - a;
+      publish(b - a);
+    }
+    sc.flush();
+    for (size_t i = 1; i < ix.out_off.size(); ++i) ix.out_off[i] += ix.out_off[i - 1];
+    x->stats_.self_refs = self;
   }
   // Roots: ranges, then every thread's registers.
   const auto& threads = core.threads();
@@ -362,9 +447,11 @@ Result<std::unique_ptr<RefIndex>> RefIndex::build(const CoreFile& core, const Mo
   for (const auto& r : x->roots_) {
     if (stop()) return make_error(Errc::kInterrupted, "interrupted");
     const uint32_t meta = static_cast<uint32_t>(r.kind) | thread_index(r.tid) << 3;
-    x->stats_.words += scan_range(core, ix, r.start, r.end, [&](uint64_t at, uint64_t, size_t t) {
-      ix.roots.push_back({at, static_cast<uint32_t>(t), meta});
+    Scanner sc(core, ix, [&](uint64_t at, uint64_t, size_t t, uint32_t m) {
+      ix.roots.push_back({at, static_cast<uint32_t>(t), m});
     });
+    x->stats_.words += sc.range(r.start, r.end, meta);
+    sc.flush();
     x->stats_.bytes_scanned += r.end - r.start;
     publish(r.end - r.start);
   }
@@ -377,32 +464,33 @@ Result<std::unique_ptr<RefIndex>> RefIndex::build(const CoreFile& core, const Mo
                             static_cast<uint32_t>(RefFrom::kRegister) | static_cast<uint32_t>(ti) << 3});
     }
   if (o.progress) o.progress->fetch_add(unpublished, std::memory_order_relaxed);
-  // By target: a counting sort of the chunk references, and the roots sorted.
-  ix.off.assign(ch.size() + 1, 0);
-  for (uint32_t t : ix.target) ++ix.off[t + 1];
-  for (size_t i = 1; i < ix.off.size(); ++i) ix.off[i] += ix.off[i - 1];
-  ix.perm.resize(ix.target.size());
-  {
-    std::vector<uint32_t> next(ix.off.begin(), ix.off.end() - 1);
-    for (size_t i = 0; i < ix.target.size(); ++i) ix.perm[next[ix.target[i]]++] = static_cast<uint32_t>(i);
-  }
+  // Roots by target.
   std::stable_sort(ix.roots.begin(), ix.roots.end(),
                    [](const RootRef& a, const RootRef& b) { return a.target < b.target; });
   // The growth slack of the scan's vectors is given back.
-  ix.from.shrink_to_fit();
   ix.target.shrink_to_fit();
   ix.roots.shrink_to_fit();
-  x->stats_.refs = ix.from.size() + ix.roots.size();
+  x->stats_.refs = ix.target.size() + ix.roots.size();
   x->stats_.roots = ix.roots.size();
+  for (const auto& r : ix.roots) ++x->stats_.roots_by_kind[r.meta & 7];
   uint64_t span_bytes = 0;
   for (const auto& s : ix.spans) span_bytes += s.first.capacity() * 4;
-  x->stats_.index_bytes = ix.from.capacity() * 8 + ix.target.capacity() * 4 +
-                          ix.perm.capacity() * 4 + ix.roots.capacity() * sizeof(RootRef);
-  x->stats_.table_bytes = ix.off.capacity() * 4 + span_bytes;
+  x->stats_.index_bytes = ix.target.capacity() * 4 + ix.roots.capacity() * sizeof(RootRef);
+  x->stats_.table_bytes = ix.out_off.capacity() * 4 + span_bytes;
   x->stats_.build_ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                                  std::chrono::steady_clock::now() - t0)
                                                  .count());
   return x;
+}
+
+std::vector<uint64_t> RefIndex::Impl::words_into(const Memory& mem, size_t src, size_t dst) const {
+  std::vector<uint64_t> out;
+  Scanner sc(mem, *this, [&](uint64_t at, uint64_t, size_t t, uint32_t) {
+    if (t == dst) out.push_back(at);
+  });
+  sc.range(ch[src].user, ch[src].user + ch[src].usable(), 0);
+  sc.flush();
+  return out;
 }
 
 std::vector<Ref> RefIndex::refs_to(size_t c) const {
@@ -411,13 +499,17 @@ std::vector<Ref> RefIndex::refs_to(size_t c) const {
   const Impl& ix = *impl_;
   auto [ra, rb] = ix.roots_of(c);
   for (const RootRef* r = ra; r != rb; ++r) out.push_back(ix.root(*r));
-  for (uint32_t i = ix.off[c]; i < ix.off[c + 1]; ++i) {
-    const uint32_t r = ix.perm[i];
-    Ref ref;
-    ref.from = ix.from[r];
-    ref.target = static_cast<uint32_t>(c);
-    ref.kind = RefFrom::kChunk;
-    out.push_back(ref);
+  const auto& io = ix.in_off();
+  const auto& src = ix.in_src();
+  for (uint32_t i = io[c]; i < io[c + 1]; ++i) {
+    if (i > io[c] && src[i] == src[i - 1]) continue;  // one rescan per source chunk
+    for (uint64_t from : ix.words_into(mem_, src[i], c)) {
+      Ref ref;
+      ref.from = from;
+      ref.target = static_cast<uint32_t>(c);
+      ref.kind = RefFrom::kChunk;
+      out.push_back(ref);
+    }
   }
   return out;
 }
@@ -443,30 +535,21 @@ uint32_t RefIndex::ref_count(size_t c) const {
   const Impl& ix = *impl_;
   if (c >= chunks()) return 0;
   auto [ra, rb] = ix.roots_of(c);
-  return (ix.off[c + 1] - ix.off[c]) + static_cast<uint32_t>(rb - ra);
+  const auto& io = ix.in_off();
+  return (io[c + 1] - io[c]) + static_cast<uint32_t>(rb - ra);
 }
 
 std::vector<uint32_t> RefIndex::points_to(size_t c) const {
   std::vector<uint32_t> out;
   if (c >= chunks()) return out;
   const Impl& ix = *impl_;
-  const HeapChunk& h = heap_.in_use[c];
-  auto a = std::lower_bound(ix.from.begin(), ix.from.end(), h.user);
-  auto b = std::lower_bound(a, ix.from.end(), h.user + h.usable());
-  for (auto it = a; it != b; ++it) out.push_back(ix.target[it - ix.from.begin()]);
+  out.assign(ix.target.begin() + ix.out_off[c], ix.target.begin() + ix.out_off[c + 1]);
   return out;
 }
 
 std::vector<uint8_t> RefIndex::reachable() const {
   const Impl& ix = *impl_;
   const auto& ch = heap_.in_use;
-  // Each chunk's outgoing references are a run of `from` (scan order): their
-  // starts, found in one merge of the two sorted arrays.
-  std::vector<uint32_t> out(ch.size() + 1, static_cast<uint32_t>(ix.from.size()));
-  for (size_t c = 0, r = 0; c < ch.size(); ++c) {
-    while (r < ix.from.size() && ix.from[r] < ch[c].user) ++r;
-    out[c] = static_cast<uint32_t>(r);
-  }
   std::vector<uint8_t> seen(ch.size(), 0);
   std::vector<uint32_t> todo;
   for (const auto& r : ix.roots)
@@ -477,8 +560,7 @@ std::vector<uint8_t> RefIndex::reachable() const {
   while (!todo.empty()) {
     const uint32_t c = todo.back();
     todo.pop_back();
-    const uint64_t end = ch[c].user + ch[c].usable();
-    for (uint32_t r = out[c]; r < ix.from.size() && ix.from[r] < end; ++r) {
+    for (uint32_t r = ix.out_off[c]; r < ix.out_off[c + 1]; ++r) {
       const uint32_t t = ix.target[r];
       if (!seen[t]) {
         seen[t] = 1;
@@ -519,13 +601,14 @@ std::vector<Ref> RefIndex::anchor_chain(size_t c, size_t max_depth) const {
         }
         return chain;
       }
-      for (uint32_t i = ix.off[cur]; i < ix.off[cur + 1]; ++i) {
-        const uint64_t from = ix.from[ix.perm[i]];
-        const size_t src = ix.lookup(from);
-        if (src == kNone) continue;
-        const uint32_t s32 = static_cast<uint32_t>(src);
+      const auto& io = ix.in_off();
+      const auto& srcs = ix.in_src();
+      for (uint32_t i = io[cur]; i < io[cur + 1]; ++i) {
+        const uint32_t s32 = srcs[i];
         if (parent.count(s32)) continue;
-        parent.emplace(s32, Step{s32, from, cur});
+        auto words = ix.words_into(mem_, s32, cur);
+        if (words.empty()) continue;
+        parent.emplace(s32, Step{s32, words.front(), cur});
         next.push_back(s32);
       }
     }

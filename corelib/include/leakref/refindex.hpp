@@ -62,9 +62,10 @@ struct RefIndexOptions {
 
 struct RefIndexStats {
   uint64_t bytes_scanned = 0, words = 0, refs = 0, roots = 0;
+  uint64_t roots_by_kind[6] = {};  // root references by RefFrom (kChunk's slot stays 0)
   uint64_t self_refs = 0;    // words of a chunk pointing into the same chunk (not recorded)
   uint64_t build_ns = 0;
-  uint64_t index_bytes = 0;  // the references (16 bytes each)
+  uint64_t index_bytes = 0;  // the references (4 bytes each from chunks, 16 from roots)
   uint64_t table_bytes = 0;  // per chunk and per 256 heap bytes: lookup tables
 };
 
