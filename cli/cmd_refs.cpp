@@ -6,16 +6,20 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 
+#include "cmd_gluster.hpp"
 #include "cmd_heap.hpp"
 #include "commands.hpp"
 #include "common.hpp"
 #include "leakref/correlate.hpp"
+#include "leakref/gluster.hpp"
 #include "leakref/refindex.hpp"
 #include "leakref/trace.hpp"
+#include "leakref/unwind.hpp"
 #include "progress.hpp"
 
 namespace lrcli {
@@ -41,11 +45,15 @@ struct Opened {
 };
 
 // The core, its heap and the index (a progress line on a terminal).
-lr::Result<Opened> open_indexed(const Common& c) {
+// `before` (may be empty) runs on the opened program before the index is
+// built: arguments that need the core fail fast.
+lr::Result<Opened> open_indexed(const Common& c,
+                                const std::function<lr::Result<void>(lr::Program&)>& before = {}) {
   Opened o;
   LR_ASSIGN(o.prog, open_program(c));
   if (!o.prog->core())
     return lr::make_error(lr::Errc::kUnsupported, "the reference index reads process cores");
+  if (before) LR_TRY(before(*o.prog));
   LR_ASSIGN(lr::HeapWalk heap, read_heap(*o.prog));
   o.heap = std::make_unique<lr::HeapWalk>(std::move(heap));
   std::atomic<uint64_t> done{0};
@@ -71,27 +79,97 @@ std::string vtable_type(const lr::Program& prog, uint64_t chunk) {
   return name;
 }
 
-// Where a referring word is, for a person: a global's name, a chunk and the
-// offset in it, a thread's stack or register.
-std::string describe(const lr::Program& prog, const lr::RefIndex& ix, const lr::Ref& r) {
-  static const char* kRegs[27] = {"r15", "r14", "r13", "r12", "rbp",     "rbx",     "r11",
-                                  "r10", "r9",  "r8",  "rax", "rcx",     "rdx",     "rsi",
-                                  "rdi", "orig_rax", "rip", "cs", "eflags", "rsp", "ss",
-                                  "fs_base", "gs_base", "ds", "es", "fs", "gs"};
+// A C++ symbol as its source spells it ("holder_thread(void*)"); C names
+// unchanged.
+std::string demangle(const std::string& name) {
+  if (name.rfind("_Z", 0) != 0) return name;
+  int st = 0;
+  char* d = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &st);
+  std::string out = st == 0 && d ? d : name;
+  std::free(d);
+  return out;
+}
+
+// Each thread's call frames, unwound on first use.
+class Frames {
+ public:
+  explicit Frames(const lr::Program& prog) : prog_(prog) {}
+  // "frame #2 fn+0x1f [module]" for a stack word of thread `tid`; "" when
+  // the unwind did not reach it.
+  std::string frame_text(int tid, uint64_t addr) {
+    auto it = frames_.find(tid);
+    if (it == frames_.end()) {
+      std::vector<lr::StackFrame> f;
+      for (const auto& t : prog_.core()->threads())
+        if (t.tid == tid) f = lr::unwind_thread(prog_.mem(), prog_.modules(), t);
+      it = frames_.emplace(tid, std::move(f)).first;
+    }
+    const int i = lr::frame_of(it->second, addr);
+    if (i < 0) return "";
+    lr::SymbolHit h = prog_.modules().symbolize(it->second[i].pc);
+    if (!h.sym) return fmt::format("frame #{} {}", i, h.format());
+    return fmt::format("frame #{} {}+{:#x} [{}]", i, demangle(h.sym->name), h.offset,
+                       h.module ? h.module->basename() : "?");
+  }
+
+ private:
+  const lr::Program& prog_;
+  std::map<int, std::vector<lr::StackFrame>> frames_;
+};
+
+// A global's name with the member the word is in, from the variable's
+// DWARF type: "owner[30]", "g_cfg.list.next"; "" without a symbol.
+std::string global_text(const lr::Program& prog, uint64_t addr) {
+  lr::SymbolHit h = prog.modules().symbolize(addr);
+  if (!h.sym || !h.module) return "";
+  auto v = prog.resolve(h.sym->name + "@" + h.module->basename());
+  std::string path = v.ok() && v.value().type && v.value().addr == h.sym->addr
+                         ? lr::member_path_at(v.value().type, addr - h.sym->addr)
+                         : "";
+  if (path.empty())
+    return h.offset
+               ? fmt::format("{}+{:#x} [{}]", demangle(h.sym->name), h.offset, h.module->basename())
+               : fmt::format("{} [{}]", demangle(h.sym->name), h.module->basename());
+  return fmt::format("{}{} [{}]", demangle(h.sym->name), path, h.module->basename());
+}
+
+// Where a referring word is, for a person: a global and its member, a chunk
+// and the offset in it (with the member of a C++ class), a thread's stack
+// frame or register.
+std::string describe(lr::Program& prog, const lr::RefIndex& ix, Frames& frames, const lr::Ref& r) {
+  static const char* kRegs[27] = {"r15",     "r14",      "r13", "r12", "rbp",    "rbx", "r11",
+                                  "r10",     "r9",       "r8",  "rax", "rcx",    "rdx", "rsi",
+                                  "rdi",     "orig_rax", "rip", "cs",  "eflags", "rsp", "ss",
+                                  "fs_base", "gs_base",  "ds",  "es",  "fs",     "gs"};
   switch (r.kind) {
     case lr::RefFrom::kRegister:
       return fmt::format("thread {} register {}", r.tid, r.from < 27 ? kRegs[r.from] : "?");
-    case lr::RefFrom::kStack:
-    case lr::RefFrom::kTls: {
+    case lr::RefFrom::kStack: {
       uint64_t sp = 0;
       for (const auto& t : prog.core()->threads())
         if (t.tid == r.tid) sp = t.sp();
-      return fmt::format("thread {} {} at {:#x} (sp+{:#x})", r.tid, lr::ref_from_name(r.kind),
-                         r.from, r.from - sp);
+      std::string f = frames.frame_text(r.tid, r.from);
+      return fmt::format("thread {} stack at {:#x} (sp+{:#x}){}", r.tid, r.from, r.from - sp,
+                         f.empty() ? "" : ", " + f);
+    }
+    case lr::RefFrom::kTls: {
+      // x86_64: static TLS lies below the thread pointer, the thread's
+      // control block at and above it.
+      uint64_t tp = 0;
+      for (const auto& t : prog.core()->threads())
+        if (t.tid == r.tid) tp = t.fs_base();
+      return r.from < tp
+                 ? fmt::format("thread {} TLS at {:#x} (fs_base-{:#x})", r.tid, r.from, tp - r.from)
+                 : fmt::format("thread {} control block at {:#x} (fs_base+{:#x})", r.tid, r.from,
+                               r.from - tp);
     }
     case lr::RefFrom::kGlobal: {
-      lr::SymbolHit h = prog.modules().symbolize(r.from);
-      return h.sym ? "global " + h.format() : fmt::format("global {:#x} {}", r.from, h.format());
+      std::string g = global_text(prog, r.from);
+      if (!g.empty()) return "global " + g;
+      for (const auto& rr : ix.root_ranges())  // .bss past the last mapping: no symbol
+        if (r.from >= rr.start && r.from < rr.end)
+          return fmt::format("global {:#x} ({} data)", r.from, rr.what);
+      return fmt::format("global {:#x}", r.from);
     }
     case lr::RefFrom::kMapping:
       return fmt::format("writable mapping at {:#x}", r.from);
@@ -101,9 +179,12 @@ std::string describe(const lr::Program& prog, const lr::RefIndex& ix, const lr::
   const size_t c = ix.chunk_at(r.from);
   if (c == SIZE_MAX) return fmt::format("{:#x}", r.from);
   const lr::HeapChunk& h = ix.heap().in_use[c];
-  std::string type = vtable_type(prog, h.user);
-  return fmt::format("chunk {:#x}+{:#x} ({} bytes{})", h.user, r.from - h.user, h.usable(),
-                     type.empty() ? "" : ", " + type);
+  std::string type = vtable_type(prog, h.user), member;
+  if (!type.empty())
+    if (auto t = prog.types().find(type); t.ok())
+      member = lr::member_path_at(t.value(), r.from - h.user);
+  return fmt::format("chunk {:#x}+{:#x} ({} bytes{}{})", h.user, r.from - h.user, h.usable(),
+                     type.empty() ? "" : ", " + type, member.empty() ? "" : " " + type + member);
 }
 
 uint64_t value_at(const lr::Program& prog, const lr::Ref& r) {
@@ -112,9 +193,10 @@ uint64_t value_at(const lr::Program& prog, const lr::Ref& r) {
   return prog.mem().read(r.from, &v, 8).ok() ? v : r.value;
 }
 
-nlohmann::json ref_json(const lr::Program& prog, const lr::RefIndex& ix, const lr::Ref& r) {
+nlohmann::json ref_json(lr::Program& prog, const lr::RefIndex& ix, Frames& frames,
+                        const lr::Ref& r) {
   nlohmann::json j{{"kind", lr::ref_from_name(r.kind)},
-                   {"what", describe(prog, ix, r)},
+                   {"what", describe(prog, ix, frames, r)},
                    {"value", hex(value_at(prog, r))}};
   if (r.kind == lr::RefFrom::kRegister)
     j["register"] = r.from;
@@ -125,24 +207,35 @@ nlohmann::json ref_json(const lr::Program& prog, const lr::RefIndex& ix, const l
 }
 
 int cmd_refs(const Common& c, const RefsArgs& a) {
+  // Addresses, or places as gdb writes them: "*g_list" (what g_list points
+  // to), "owner[3]", "&g_obj".
   std::vector<uint64_t> want;
-  for (const auto& s : a.addrs) {
-    uint64_t v;
-    if (!lr::parse_u64(s, &v)) return fail_usage("refs: '" + s + "' is not an address");
-    want.push_back(v);
-  }
-  auto o = open_indexed(c);
+  auto o = open_indexed(c, [&](lr::Program& p) -> lr::Result<void> {
+    for (const auto& s : a.addrs) {
+      uint64_t v;
+      if (lr::parse_u64(s, &v)) {
+        want.push_back(v);
+        continue;
+      }
+      auto r = p.resolve_address(s);
+      if (!r.ok()) return lr::make_error(r.error().code, "refs: " + s + ": " + r.error().message);
+      want.push_back(r.value());
+    }
+    return {};
+  });
   if (!o.ok()) return fail(o.error());
-  const lr::Program& prog = *o.value().prog;
+  lr::Program& prog = *o.value().prog;
   const lr::RefIndex& ix = *o.value().index;
+  Frames frames(prog);
   nlohmann::json out = nlohmann::json::array();
   int status = kOk;
   for (uint64_t addr : want) {
     const size_t ch = ix.chunk_at(addr);
     if (ch == SIZE_MAX) {
-      std::string e = fmt::format("{:#x} is not inside an in-use heap block (the index holds "
-                                  "references to heap blocks)",
-                                  addr);
+      std::string e = fmt::format(
+          "{:#x} is not inside an in-use heap block (the index holds "
+          "references to heap blocks)",
+          addr);
       if (c.json)
         out.push_back({{"addr", hex(addr)}, {"error", e}});
       else
@@ -160,10 +253,10 @@ int cmd_refs(const Common& c, const RefsArgs& a) {
                        {"size", h.usable()},
                        {"type", type.empty() ? nlohmann::json(nullptr) : nlohmann::json(type)},
                        {"referrers", nlohmann::json::array()}};
-      for (const auto& r : refs) j["referrers"].push_back(ref_json(prog, ix, r));
+      for (const auto& r : refs) j["referrers"].push_back(ref_json(prog, ix, frames, r));
       if (a.depth) {
         j["anchor_chain"] = nlohmann::json::array();
-        for (const auto& r : chain) j["anchor_chain"].push_back(ref_json(prog, ix, r));
+        for (const auto& r : chain) j["anchor_chain"].push_back(ref_json(prog, ix, frames, r));
       }
       out.push_back(std::move(j));
       continue;
@@ -173,7 +266,7 @@ int cmd_refs(const Common& c, const RefsArgs& a) {
                        refs.size() == 1 ? "" : "s");
     for (const auto& r : refs)
       out_stdout().print("  {:<8} {}  -> {:#x}\n", lr::ref_from_name(r.kind),
-                         describe(prog, ix, r), value_at(prog, r));
+                         describe(prog, ix, frames, r), value_at(prog, r));
     if (a.depth) {
       if (chain.empty())
         out_stdout().print("  no chain of references from a root within {} steps: leaked\n",
@@ -181,7 +274,8 @@ int cmd_refs(const Common& c, const RefsArgs& a) {
       else
         out_stdout().print("  anchored: {}\n", [&] {
           std::string s;
-          for (const auto& r : chain) s += (s.empty() ? "" : " -> ") + describe(prog, ix, r);
+          for (const auto& r : chain)
+            s += (s.empty() ? "" : " -> ") + describe(prog, ix, frames, r);
           return s + fmt::format(" -> {:#x}", h.user);
         }());
     }
@@ -199,8 +293,8 @@ int cmd_refs(const Common& c, const RefsArgs& a) {
 
 // Leaked blocks' allocation sites, from allocation traces: ptr -> site.
 lr::Result<std::map<uint64_t, std::string>> sites_of(const lr::Program& prog,
-                                                      const lr::HeapWalk& heap,
-                                                      const std::vector<std::string>& paths) {
+                                                     const lr::HeapWalk& heap,
+                                                     const std::vector<std::string>& paths) {
   std::map<uint64_t, std::string> out;
   if (paths.empty()) return out;
   std::vector<lr::Trace> traces;
@@ -223,16 +317,44 @@ lr::Result<std::map<uint64_t, std::string>> sites_of(const lr::Program& prog,
   return out;
 }
 
+// A GlusterFS process's blocks named by what made them (mem-pool objects,
+// GF_MALLOC's accounted types); no namer for other programs, or when the
+// GlusterFS types cannot be had (a warning says why).
+struct GlusterNames {
+  std::unique_ptr<lr::GlusterReport> report;  // the namer borrows it: a stable address
+  std::unique_ptr<lr::GfBlockNamer> namer;
+};
+GlusterNames gluster_names(lr::Program& prog, std::vector<std::string>* warnings) {
+  GlusterNames g;
+  if (!prog.modules().by_name("libglusterfs.so.0")) return g;
+  if (auto t = ensure_gluster_types(prog, ""); !t.ok()) {
+    warnings->push_back("GlusterFS blocks are not named: " + t.error().message);
+    return g;
+  }
+  lr::GlusterSections sec;
+  sec.itable = sec.dicts = sec.clients = sec.fds = false;
+  auto r = lr::analyze_gluster(prog, sec);
+  if (!r.ok()) {
+    warnings->push_back("GlusterFS blocks are not named: " + r.error().message);
+    return g;
+  }
+  g.report = std::make_unique<lr::GlusterReport>(std::move(r).value());
+  g.namer = std::make_unique<lr::GfBlockNamer>(*g.report, prog.mem());
+  return g;
+}
+
 int cmd_leaks(const Common& c, const LeaksArgs& a) {
   for (const auto& f : a.fail_on)
     if (f != "leaked" && f != "any") return fail_usage("--fail-on: unknown finding '" + f + "'");
   auto o = open_indexed(c);
   if (!o.ok()) return fail(o.error());
-  const lr::Program& prog = *o.value().prog;
+  lr::Program& prog = *o.value().prog;
   const lr::RefIndex& ix = *o.value().index;
   const auto& chunks = o.value().heap->in_use;
   auto sites = sites_of(prog, *o.value().heap, a.traces);
   if (!sites.ok()) return fail(sites.error());
+  std::vector<std::string> warnings = ix.warnings();
+  GlusterNames gf = gluster_names(*o.value().prog, &warnings);
   std::vector<uint8_t> live = ix.reachable();
   struct Group {
     uint64_t count = 0, bytes = 0, unreferenced = 0;
@@ -246,6 +368,7 @@ int cmd_leaks(const Common& c, const LeaksArgs& a) {
     // Unreferenced (chap's word): no other block points at it at all.
     const bool unreferenced = ix.ref_count(i) == 0;
     std::string type = vtable_type(prog, h.user);
+    if (type.empty() && gf.namer) type = gf.namer->name(h);
     ++leaked;
     leaked_bytes += h.usable();
     unref += unreferenced;
@@ -269,7 +392,8 @@ int cmd_leaks(const Common& c, const LeaksArgs& a) {
     b["site"] = s == sites.value().end() ? nlohmann::json(nullptr) : nlohmann::json(s->second);
     blocks.push_back(std::move(b));
   }
-  std::vector<std::pair<std::pair<std::string, uint64_t>, Group>> rows(groups.begin(), groups.end());
+  std::vector<std::pair<std::pair<std::string, uint64_t>, Group>> rows(groups.begin(),
+                                                                       groups.end());
   std::stable_sort(rows.begin(), rows.end(),
                    [](const auto& x, const auto& y) { return x.second.bytes > y.second.bytes; });
   const auto& st = ix.stats();
@@ -313,9 +437,9 @@ int cmd_leaks(const Common& c, const LeaksArgs& a) {
                  {"index_bytes", st.index_bytes},
                  {"table_bytes", st.table_bytes},
                  {"build_ns", st.build_ns}}},
-               {"warnings", ix.warnings()}});
+               {"warnings", warnings}});
   } else {
-    print_warnings_text(ix.warnings());
+    print_warnings_text(warnings);
     out_stdout().print(
         "{} of {} heap blocks leaked ({} bytes): nothing live reaches them (registers, stacks "
         "above the stack pointer, globals, TLS);\n{} of them unreferenced ({} bytes), the rest "

@@ -6,9 +6,9 @@
 #include <optional>
 #include <set>
 
+#include "cmd_heap.hpp"
 #include "cmd_profile.hpp"
 #include "cmd_walk.hpp"
-#include "cmd_heap.hpp"
 #include "commands.hpp"
 #include "common.hpp"
 #include "leakref/profile.hpp"

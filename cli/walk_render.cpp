@@ -422,9 +422,10 @@ void WalkRenderer::text_summary(const lr::WalkReport& rep) {
     }
   }
   if (spec_.reconcile) {
-    out_.print("reconciled with the references found in memory: {} object{} with a refcount "
-               "above them (counted references nobody holds)\n",
-               rep.over_referenced, rep.over_referenced == 1 ? "" : "s");
+    out_.print(
+        "reconciled with the references found in memory: {} object{} with a refcount "
+        "above them (counted references nobody holds)\n",
+        rep.over_referenced, rep.over_referenced == 1 ? "" : "s");
     if (rep.not_indexed)
       out_.print("  {} object{} not in a heap block: not reconciled\n", rep.not_indexed,
                  rep.not_indexed == 1 ? "" : "s");

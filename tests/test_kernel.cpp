@@ -97,7 +97,7 @@ TEST_CASE("kernel: standalone inodes, modules, check and walk on Debian's 6.1 an
     }
 }
 
-TEST_CASE("kernel: hostile dumps and vmlinux give one clear error", "[kernel]") {
+TEST_CASE("kernel: hostile dumps and vmlinux give one clear error", "[kernel][hostile]") {
   NEED_DUMP();
   // A kernel dump given where a process core goes is named as one (it read
   // as a process with pid 1, or "bad magic").

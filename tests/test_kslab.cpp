@@ -447,7 +447,8 @@ bool has_warning(const json& j, const std::string& a, const std::string& b = "")
 // size, and an allocation track with a stack depot handle to nowhere. Each is
 // a warning naming what is wrong (or, for the handle, the stack's error), the
 // rest of the report stands, and nothing hangs.
-TEST_CASE("kernel slab: hostile dumps give bounded results with warnings", "[kernel][slab]") {
+TEST_CASE("kernel slab: hostile dumps give bounded results with warnings",
+          "[kernel][slab][hostile]") {
   const Dump& d = dump("6.1");
   NEED_KERNEL(d);
   json all = kernel_json(d, d.pelf, {"slab", "--objects", "--json"});

@@ -47,12 +47,12 @@ const LeaksCore& leaks_core() {
   return c;
 }
 
-#define NEED_LEAKS_CORE(c)                                                                  \
-  do {                                                                                      \
-    if (!(c).why_not.empty()) {                                                             \
-      if ((c).why_not.rfind("gcore (gdb)", 0) == 0) LR_SKIP((c).why_not);                   \
-      FAIL((c).why_not);                                                                    \
-    }                                                                                       \
+#define NEED_LEAKS_CORE(c)                                                \
+  do {                                                                    \
+    if (!(c).why_not.empty()) {                                           \
+      if ((c).why_not.rfind("gcore (gdb)", 0) == 0) LR_SKIP((c).why_not); \
+      FAIL((c).why_not);                                                  \
+    }                                                                     \
   } while (0)
 
 std::set<std::string> items(const json& m, std::initializer_list<const char*> kinds) {
@@ -151,10 +151,18 @@ TEST_CASE("refs: each kept block's referrers and its chain from a root", "[refs]
     } else if (w == "tls tls_block") {
       CHECK(ref["kind"] == "tls");
       CHECK(ref["tid"] == pid);
+      CHECK(ref["what"].get<std::string>().find("TLS at " + ref["from"].get<std::string>() +
+                                                " (fs_base-0x") != std::string::npos);
     } else {
       CHECK(w == "thread stack");
       CHECK(ref["kind"] == "stack");
       CHECK(ref["tid"] != pid);  // the second thread's
+      // The frame holding the live local, as gdb's own unwinder numbers it.
+      CHECK(ref["what"].get<std::string>().find("frame #1 holder_thread(void*)+0x") !=
+            std::string::npos);
+      auto bt = lrtest::run({"gdb", "-batch", "-ex", "thread apply all bt",
+                             lrtest::fixture_path("fx_leaks"), c.core});
+      CHECK(std::regex_search(bt.out, std::regex(R"(\n#1 +0x[0-9a-f]+ in holder_thread)")));
     }
     REQUIRE(o["anchor_chain"].size() == 1);  // the root's own reference
     CHECK(o["anchor_chain"][0]["kind"] == ref["kind"]);
@@ -170,13 +178,20 @@ TEST_CASE("refs: each kept block's referrers and its chain from a root", "[refs]
   CHECK(ch[0]["what"].get<std::string>().find("g_list") != std::string::npos);
   for (size_t i = 1; i < ch.size(); ++i) CHECK(ch[i]["kind"] == "chunk");
   auto shallow = lrtest::leakref({"refs", c.core, last, "--depth", "2"}, 120);
-  CHECK(shallow.out.find("no chain of references from a root within 2 steps") !=
-        std::string::npos);
+  CHECK(shallow.out.find("no chain of references from a root within 2 steps") != std::string::npos);
   // An address in no heap block is one error line, exit 4.
   auto bad = lrtest::leakref({"refs", c.core, "0x10"}, 120);
   CHECK(bad.status == 4);
   CHECK(bad.err.find("0x10 is not inside an in-use heap block") != std::string::npos);
-  CHECK(lrtest::leakref({"refs", c.core, "nothex"}, 120).status == 2);
+  auto unknown = lrtest::leakref({"refs", c.core, "no_such_symbol"}, 120);
+  CHECK(unknown.status == 4);
+  CHECK(unknown.err.find("no_such_symbol") != std::string::npos);
+  // A place as gdb writes it: what the global list head points to.
+  auto head = lrtest::leakref({"refs", c.core, "*g_list", "--json"}, 120);
+  REQUIRE(head.status == 0);
+  const json hj = head.json();
+  CHECK(hj["objects"][0]["addr"] == ch[0]["value"]);
+  CHECK(hj["objects"][0]["referrers"][0]["what"] == "global g_list [fx_leaks]");
 }
 
 TEST_CASE("walk --reconcile: refcounts above the references found are flagged", "[refs]") {

@@ -551,9 +551,35 @@ Result<GlusterReport> analyze_gluster(Program& prog, const GlusterSections& sec)
   if (sec.clients || sec.fds) read_clients(c, root_priv);
   if (sec.itable) check_invariants(c);
   r.heap_walk = std::move(hw);
+  r.gf_header_size = L.hdr_size;
   r.total_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return r;
+}
+
+GfBlockNamer::GfBlockNamer(const GlusterReport& r, const Memory& mem) : r_(r), mem_(mem) {
+  for (size_t i = 0; i < r.pools.size(); ++i)
+    for (uint64_t o : r.pools[i].live) pooled_[o] = i;
+  for (size_t i = 0; i < r.memacct.size(); ++i) acct_[r.memacct[i].addr] = i;
+}
+
+std::string GfBlockNamer::name(const HeapChunk& c) const {
+  if (auto it = pooled_.find(c.user + gf::kPooledHeader); it != pooled_.end()) {
+    const GfPool& p = r_.pools[it->second];
+    return fmt::format("{} (pool, {})", p.name, p.xl_name);
+  }
+  Memory::Window w;
+  gf::GfHeader gh;
+  if (!r_.gf_header_size || !gf::gf_header(mem_, w, c.user, c.usable(), r_.gf_header_size, &gh))
+    return "";
+  auto it = acct_.find(gh.acct);
+  if (it == acct_.end()) return "";
+  const GfMemAcct& ma = r_.memacct[it->second];
+  // Types with no counter and no live block were dropped from the report.
+  for (const auto& t : ma.types)
+    if (t.type == gh.type && !t.typestr.empty())
+      return fmt::format("{} (GF_MALLOC, {})", t.typestr, r_.xlators[ma.xlator].name);
+  return fmt::format("type {} (GF_MALLOC, {})", gh.type, r_.xlators[ma.xlator].name);
 }
 
 }  // namespace lr

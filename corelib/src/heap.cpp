@@ -20,7 +20,8 @@ namespace {
 
 constexpr uint64_t kPrevInuse = 1, kIsMmapped = 2, kSizeMask = ~uint64_t{7};
 constexpr uint64_t kHeapMax = 64ull << 20;  // HEAP_MAX_SIZE on 64-bit
-constexpr uint64_t kStateSize = kMallocStateBytes, kOffFastbins = 16, kNumFastbins = 10, kOffTop = 96;
+constexpr uint64_t kStateSize = kMallocStateBytes, kOffFastbins = 16, kNumFastbins = 10,
+                   kOffTop = 96;
 constexpr uint64_t kOffNext = 2160, kOffSystemMem = 2184, kHeapInfoSize = 48;
 constexpr uint64_t kFirstChunkWithState = 0x8d0;  // heap_info + malloc_state, 16-aligned
 constexpr uint64_t kMinChunk = 32, kPage = 4096;

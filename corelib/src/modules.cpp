@@ -97,6 +97,7 @@ bool bias_from_phdrs(const std::vector<GElf_Phdr>& ph, uint64_t base, uint64_t* 
 }  // namespace
 
 Module::~Module() {
+  if (cfi_ && cfi_owned_) dwarf_cfi_end(cfi_);
   if (dwfl_)
     dwfl_end(dwfl_);  // frees the Dwarf it made
   else if (dwarf_)
@@ -200,6 +201,22 @@ void Module::load_symbols_from(Elf* e) {
       syms_.push_back(std::move(sym));
     }
   }
+}
+
+Dwarf_CFI* Module::cfi() {
+  if (cfi_tried_) return cfi_;
+  cfi_tried_ = true;
+  if (!host_path.empty() && !main_elf_) {
+    OpenElf o = open_elf(host_path);
+    main_fd_ = o.fd;
+    main_elf_ = o.elf;
+  }
+  if (main_elf_ && (cfi_ = dwarf_getcfi_elf(main_elf_))) {
+    cfi_owned_ = true;
+    return cfi_;
+  }
+  if (Dwarf* d = dwarf()) cfi_ = dwarf_getcfi(d);  // owned by the Dwarf
+  return cfi_;
 }
 
 const std::vector<Symbol>& Module::symbols() {

@@ -211,7 +211,7 @@ std::vector<RootRange> subtract_ranges(std::vector<RootRange> ranges,
 // The root ranges of a core: module data, live stacks, TLS, registers'
 // threads, and other writable mappings that are not the heap's.
 std::vector<RootRange> find_root_ranges(const CoreFile& core, const ModuleSet& mods,
-                                   const HeapWalk& heap, std::vector<std::string>* warnings) {
+                                        const HeapWalk& heap, std::vector<std::string>* warnings) {
   std::vector<SegmentInfo> segs;
   for (auto& s : core.segments())
     if (s.kind == SegmentInfo::Kind::kCore) segs.push_back(std::move(s));
@@ -221,7 +221,7 @@ std::vector<RootRange> find_root_ranges(const CoreFile& core, const ModuleSet& m
     return nullptr;
   };
   std::vector<RootRange> out;
-  std::vector<std::pair<uint64_t, uint64_t>> taken;  // mappings that are not "other"
+  std::vector<std::pair<uint64_t, uint64_t>> taken;             // mappings that are not "other"
   std::vector<std::pair<const SegmentInfo*, uint64_t>> stacks;  // segment, stack pointer
   for (const auto& t : core.threads()) {
     const uint64_t sp = t.sp() & ~uint64_t{7};
@@ -230,8 +230,8 @@ std::vector<RootRange> find_root_ranges(const CoreFile& core, const ModuleSet& m
       taken.emplace_back(s->start, s->end);  // below the stack pointer: dead, never a root
       stacks.emplace_back(s, sp);
     } else {
-      warnings->push_back(fmt::format("thread {}: stack pointer {:#x} is not in the core", t.tid,
-                                      t.sp()));
+      warnings->push_back(
+          fmt::format("thread {}: stack pointer {:#x} is not in the core", t.tid, t.sp()));
     }
   }
   // TLS: a thread's static TLS and control block around its thread pointer.
@@ -249,7 +249,9 @@ std::vector<RootRange> find_root_ranges(const CoreFile& core, const ModuleSet& m
         a = std::max(sp, tp > kTlsBelow ? tp - kTlsBelow : 0);
         b = std::min(s->end, tp + kTlsAbove);
       }
-    if (a < b) out.push_back({a & ~uint64_t{7}, b, RefFrom::kTls, t.tid, fmt::format("thread {} TLS", t.tid)});
+    if (a < b)
+      out.push_back(
+          {a & ~uint64_t{7}, b, RefFrom::kTls, t.tid, fmt::format("thread {} TLS", t.tid)});
     taken.emplace_back(s->start, s->end);
   }
   for (const auto& r : heap.regions) taken.emplace_back(r.start, r.end);
@@ -388,8 +390,7 @@ class Scanner {
 }  // namespace
 
 Result<std::unique_ptr<RefIndex>> RefIndex::build(const CoreFile& core, const ModuleSet& mods,
-                                                  const HeapWalk& heap,
-                                                  const RefIndexOptions& o) {
+                                                  const HeapWalk& heap, const RefIndexOptions& o) {
   auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<RefIndex> x(new RefIndex(heap, core));
   Impl& ix = *x->impl_;
@@ -460,8 +461,9 @@ Result<std::unique_ptr<RefIndex>> RefIndex::build(const CoreFile& core, const Mo
       const uint64_t v = threads[ti].regs[i];
       const size_t t = ix.lookup(v & ~uint64_t{7});
       if (t != kNone)
-        ix.roots.push_back({i, static_cast<uint32_t>(t),
-                            static_cast<uint32_t>(RefFrom::kRegister) | static_cast<uint32_t>(ti) << 3});
+        ix.roots.push_back(
+            {i, static_cast<uint32_t>(t),
+             static_cast<uint32_t>(RefFrom::kRegister) | static_cast<uint32_t>(ti) << 3});
     }
   if (o.progress) o.progress->fetch_add(unpublished, std::memory_order_relaxed);
   // Roots by target.
@@ -477,9 +479,9 @@ Result<std::unique_ptr<RefIndex>> RefIndex::build(const CoreFile& core, const Mo
   for (const auto& s : ix.spans) span_bytes += s.first.capacity() * 4;
   x->stats_.index_bytes = ix.target.capacity() * 4 + ix.roots.capacity() * sizeof(RootRef);
   x->stats_.table_bytes = ix.out_off.capacity() * 4 + span_bytes;
-  x->stats_.build_ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                                 std::chrono::steady_clock::now() - t0)
-                                                 .count());
+  x->stats_.build_ns = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+          .count());
   return x;
 }
 

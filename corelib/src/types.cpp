@@ -243,6 +243,26 @@ const Member* find_member(const Type* t, std::string_view name, uint64_t* offset
   return nullptr;
 }
 
+std::string member_path_at(const Type* t, uint64_t off, int depth) {
+  t = t ? t->strip() : nullptr;
+  if (!t || off >= t->size || depth > 16) return "";
+  if (t->kind == TypeKind::kArray) {
+    const Type* e = t->target ? t->target->strip() : nullptr;
+    if (!e || !e->size || e->is_char) return "";
+    return fmt::format("[{}]{}", off / e->size, member_path_at(e, off % e->size, depth + 1));
+  }
+  if (t->kind != TypeKind::kStruct && t->kind != TypeKind::kUnion) return "";
+  // The member whose bytes hold `off`: in a union the first that does.
+  for (const auto& m : t->members) {
+    const Type* mt = m.type ? m.type->strip() : nullptr;
+    if (m.bit_size || !mt || off < m.offset || off - m.offset >= mt->size) continue;
+    std::string inner = member_path_at(mt, off - m.offset, depth + 1);
+    if (m.name.empty()) return inner;  // anonymous: its members are the parent's
+    return "." + m.name + inner;
+  }
+  return "";
+}
+
 uint64_t field_bytes(const FieldLoc& loc) {
   if (loc.bit_size) return (uint64_t{loc.bit_offset} + loc.bit_size + 7) / 8;
   const Type* t = loc.type ? loc.type->strip() : nullptr;

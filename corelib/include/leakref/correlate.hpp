@@ -153,8 +153,8 @@ CorrelateReport correlate(const std::vector<Trace>& traces, const std::vector<Co
 // frame's pointer is most often borrowed (the caller's reference), and
 // counting it would hide the very leak a trace names. Conservative holders
 // for a refcount: a stale pointer left in live memory over-counts, so a
-// reference never found is strong evidence, a found one weak. -1 for a target in no in-use heap block (the index holds
-// references to heap blocks only).
+// reference never found is strong evidence, a found one weak. -1 for a target in no in-use heap
+// block (the index holds references to heap blocks only).
 std::map<uint64_t, int64_t> count_references(
     const RefIndex& index, const std::vector<std::pair<uint64_t, uint64_t>>& targets);
 

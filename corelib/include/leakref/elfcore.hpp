@@ -71,7 +71,7 @@ struct SegmentInfo {
   enum class Kind { kCore, kFile, kMissing };
   uint64_t start = 0, end = 0;
   Kind kind = Kind::kMissing;
-  std::string why;  // for kMissing: reason; for kFile: the file
+  std::string why;        // for kMissing: reason; for kFile: the file
   bool writable = false;  // the mapping was writable (PT_LOAD PF_W)
 };
 
@@ -123,8 +123,8 @@ class CoreFile final : public Memory {
   struct Seg {
     uint64_t start, end;
     SegmentInfo::Kind kind;
-    const uint8_t* data;  // at `start`; null for kMissing
-    int why;              // index into whys_ (kMissing) or files_ (kFile)
+    const uint8_t* data;    // at `start`; null for kMissing
+    int why;                // index into whys_ (kMissing) or files_ (kFile)
     bool writable = false;  // its PT_LOAD had PF_W
   };
   struct Mapping {

@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "leakref/heap.hpp"
@@ -147,6 +148,24 @@ struct GlusterReport {
   uint64_t pooled_live = 0, gf_blocks = 0;
   std::vector<uint64_t> dead_pooled;  // in-use chunks holding put-back pooled objects
   HeapWalk heap_walk;                 // the walk the report was built from
+  uint64_t gf_header_size = 0;        // sizeof(struct mem_header) in this build
+};
+
+// What GlusterFS made a heap block for, from a report of the same core:
+// "dict_t (pool, fuse)" for a live pooled object, "gf_common_mt_char
+// (GF_MALLOC, gv0-client-0)" for an accounted allocation; "" for a block
+// GlusterFS did not make this way (or whose header is damaged). Borrows
+// `r` and `mem`: keep both alive while the namer is used.
+class GfBlockNamer {
+ public:
+  GfBlockNamer(const GlusterReport& r, const Memory& mem);
+  std::string name(const HeapChunk& c) const;
+
+ private:
+  const GlusterReport& r_;
+  const Memory& mem_;
+  std::unordered_map<uint64_t, size_t> pooled_;  // object (chunk + 40) -> pool
+  std::unordered_map<uint64_t, size_t> acct_;    // mem_acct address -> memacct index
 };
 
 // Reads the GlusterFS state of `prog`. Types must be resolvable through

@@ -14,6 +14,7 @@
 typedef struct Elf Elf;
 typedef struct Dwarf Dwarf;
 typedef struct Dwfl Dwfl;
+typedef struct Dwarf_CFI_s Dwarf_CFI;
 
 namespace lr {
 
@@ -63,6 +64,10 @@ class Module {
   // relocatable debug file (a kernel module's .ko) is opened through libdwfl,
   // which applies its .rela.debug_* sections in private memory.
   Dwarf* dwarf();
+  // The module's call frame information (.eh_frame of the file the process
+  // ran, else the debug file's .debug_frame), opened on first use; nullptr
+  // when there is none. Addresses in it are ELF vaddrs (subtract `bias`).
+  Dwarf_CFI* cfi();
   // Symbols sorted by address (.symtab of debug file and main file, .dynsym).
   const std::vector<Symbol>& symbols();
   // The symbol named `name` (an object preferred over others); nullptr if none.
@@ -81,7 +86,9 @@ class Module {
   Elf* main_elf_ = nullptr;
   Elf* debug_elf_ = nullptr;
   Dwarf* dwarf_ = nullptr;
-  Dwfl* dwfl_ = nullptr;  // owns dwarf_ when set (relocatable debug file)
+  Dwfl* dwfl_ = nullptr;      // owns dwarf_ when set (relocatable debug file)
+  Dwarf_CFI* cfi_ = nullptr;  // from main_elf_ (freed with dwarf_cfi_end) or dwarf_ (not)
+  bool cfi_owned_ = false, cfi_tried_ = false;
   bool dwarf_tried_ = false, debug_elf_tried_ = false;
   bool syms_loaded_ = false;
   std::vector<Symbol> syms_;

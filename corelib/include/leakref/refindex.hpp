@@ -38,8 +38,8 @@ inline bool is_root(RefFrom k) {
 }
 
 struct Ref {
-  uint64_t from = 0;  // the word's address (kRegister: the register's index)
-  uint64_t value = 0;  // the word (a pointer into the target, maybe tagged)
+  uint64_t from = 0;    // the word's address (kRegister: the register's index)
+  uint64_t value = 0;   // the word (a pointer into the target, maybe tagged)
   uint32_t target = 0;  // index into HeapWalk::in_use
   RefFrom kind = RefFrom::kChunk;
   int tid = 0;  // kStack, kTls, kRegister: the thread
@@ -63,7 +63,7 @@ struct RefIndexOptions {
 struct RefIndexStats {
   uint64_t bytes_scanned = 0, words = 0, refs = 0, roots = 0;
   uint64_t roots_by_kind[6] = {};  // root references by RefFrom (kChunk's slot stays 0)
-  uint64_t self_refs = 0;    // words of a chunk pointing into the same chunk (not recorded)
+  uint64_t self_refs = 0;          // words of a chunk pointing into the same chunk (not recorded)
   uint64_t build_ns = 0;
   uint64_t index_bytes = 0;  // the references (4 bytes each from chunks, 16 from roots)
   uint64_t table_bytes = 0;  // per chunk and per 256 heap bytes: lookup tables

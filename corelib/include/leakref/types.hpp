@@ -98,6 +98,12 @@ struct FieldLoc {
   const Type* type = nullptr;
 };
 
+// The member path of the field holding byte `off` of `t`, as C writes it
+// after an object: ".link.next", "[30]", ".slots[2].ptr" (anonymous
+// members transparent; a char array is a leaf). "" when `off` is outside
+// `t` or `t` is not an aggregate or array.
+std::string member_path_at(const Type* t, uint64_t off, int depth = 0);
+
 // Bytes a field occupies from loc.offset (bitfields: the bytes its bits span).
 uint64_t field_bytes(const FieldLoc& loc);
 
