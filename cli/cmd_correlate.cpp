@@ -48,16 +48,9 @@ lr::Result<std::map<uint64_t, int64_t>> scan_pointers(
     const std::vector<std::pair<uint64_t, uint64_t>>& targets, const std::vector<uint64_t>& skip,
     std::vector<std::string>* warnings) {
   if (targets.empty()) return std::map<uint64_t, int64_t>{};
-  std::atomic<uint64_t> bytes{0};
-  std::optional<Progress> shown;
-  shown.emplace("indexing references", &bytes, false, "MiB", 1 << 20);
-  lr::RefIndexOptions opts;
-  opts.skip_chunks = skip;
-  opts.progress = &bytes;
-  LR_ASSIGN(auto index, lr::RefIndex::build(*prog.core(), prog.modules(), heap, opts));
-  shown.reset();
-  warnings->insert(warnings->end(), index->warnings().begin(), index->warnings().end());
-  return lr::count_references(*index, targets);
+  LR_ASSIGN(CoreIndex ci, index_core(prog, &heap, skip));
+  warnings->insert(warnings->end(), ci.index->warnings().begin(), ci.index->warnings().end());
+  return lr::count_references(*ci.index, targets);
 }
 
 void set_explained(lr::CoreObject& o, const std::map<uint64_t, int64_t>& counts) {

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <optional>
 
 #include "cmd_heap.hpp"
 #include "commands.hpp"
@@ -18,6 +19,38 @@ lr::Result<lr::HeapWalk> read_heap(lr::Program& prog) {
   Progress shown("reading the heap", &chunks, false, "chunks");
   return lr::walk_glibc_heap(prog.mem(), lr::heap_input_from_core(*prog.core(), prog.modules()),
                              lim);
+}
+
+lr::Result<CoreIndex> index_core(lr::Program& prog, const lr::HeapWalk* heap,
+                                 const std::vector<uint64_t>& skip) {
+  if (!prog.core())
+    return lr::make_error(lr::Errc::kUnsupported,
+                          "the reference index reads process cores, not kernel dumps");
+  CoreIndex ci;
+  if (!heap) {
+    LR_ASSIGN(lr::HeapWalk h, read_heap(prog));
+    ci.own_heap = std::make_unique<lr::HeapWalk>(std::move(h));
+    heap = ci.own_heap.get();
+  }
+  ci.heap = heap;
+  std::atomic<uint64_t> bytes{0};
+  std::optional<Progress> shown;
+  shown.emplace("indexing references", &bytes, false, "MiB", 1u << 20);
+  lr::RefIndexOptions opts;
+  opts.skip_chunks = skip;
+  opts.progress = &bytes;
+  LR_ASSIGN(ci.index, lr::RefIndex::build(*prog.core(), prog.modules(), *heap, opts));
+  return ci;
+}
+
+nlohmann::json ref_brief_json(const lr::Ref& r) {
+  nlohmann::json j{{"kind", lr::ref_from_name(r.kind)}};
+  if (r.kind == lr::RefFrom::kRegister)
+    j["register"] = r.from;
+  else
+    j["from"] = hex(r.from);
+  if (r.tid) j["tid"] = r.tid;
+  return j;
 }
 
 static int cmd_heap(const Common& c, bool list, bool stats) {

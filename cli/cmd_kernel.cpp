@@ -432,7 +432,8 @@ int run_kernel_command(const KernelOpener& open, const std::vector<std::string>&
   if (walk->parsed()) {
     if (auto u = check_walk_args(w); !u.ok()) return fail(u.error(), err);
   }
-  if ((walk->parsed() && w.reconcile) || (slab->parsed() && sw.reconcile))
+  if ((walk->parsed() && w.reconcile) || (slab->parsed() && sw.reconcile) ||
+      (prof->parsed() && pa.reconcile))
     return fail(lr::make_error(lr::Errc::kInvalidArgument,
                                "--reconcile reads a process core's reference index; kernel "
                                "dumps have none yet"),

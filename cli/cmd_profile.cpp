@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "cmd_heap.hpp"
 #include "cmd_profile.hpp"
 #include "cmd_types.hpp"
 #include "commands.hpp"
@@ -19,7 +20,7 @@
 namespace lrcli {
 
 nlohmann::json profile_object_json(const lr::ProfileObject& o,
-                                   const std::vector<std::string>& holders) {
+                                   const std::vector<std::string>& holders, bool reconciled) {
   nlohmann::json j{{"addr", hex(o.addr)}};
   if (o.parent) j["parent"] = hex(o.parent);
   j["refcount"] = o.has_refcount ? nlohmann::json(o.refcount) : nlohmann::json(nullptr);
@@ -34,17 +35,23 @@ nlohmann::json profile_object_json(const lr::ProfileObject& o,
   j["verdict"] = o.verdict.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.verdict);
   j["violations"] = o.violations;
   if (!o.error.empty()) j["error"] = o.error;
+  if (reconciled) {
+    j["inbound"] = o.inbound < 0 ? nlohmann::json(nullptr) : nlohmann::json(o.inbound);
+    if (o.over) j["over"] = o.over;
+    auto& rs = j["referrers"] = nlohmann::json::array();
+    for (const auto& r : o.referrers) rs.push_back(ref_brief_json(r));
+  }
   return j;
 }
 
 bool profile_flagged(const lr::ProfileObject& o) {
   return o.verdict == "extra" || o.verdict == "missing" || o.verdict == "error" ||
-         !o.violations.empty();
+         !o.violations.empty() || o.over > 0;
 }
 
 namespace {
 
-nlohmann::json summary_json(const lr::ProfileSetSummary& s) {
+nlohmann::json summary_json(const lr::ProfileSetSummary& s, bool reconciled) {
   nlohmann::json j{{"walks", s.walks},
                    {"visited", s.objects},
                    {"matched", s.matched},
@@ -58,6 +65,10 @@ nlohmann::json summary_json(const lr::ProfileSetSummary& s) {
                    {"warnings_dropped", s.warnings_dropped}};
   auto& h = j["histogram"] = nlohmann::json::object();
   for (const auto& [k, v] : s.histogram) h[std::to_string(k)] = v;
+  if (reconciled) {
+    j["over_referenced"] = s.over_referenced;
+    j["not_indexed"] = s.not_indexed;
+  }
   return j;
 }
 
@@ -78,6 +89,14 @@ std::string explain(const lr::ProfileObject& o, const std::vector<std::string>& 
   return s;
 }
 
+// --reconcile, in text: "; 1 reference found !! 2 counted, held by nothing found".
+std::string found(const lr::ProfileObject& o) {
+  if (o.inbound < 0) return "";
+  std::string s = fmt::format("; {} reference{} found", o.inbound, o.inbound == 1 ? "" : "s");
+  if (o.over) s += fmt::format(" !! {} counted, held by nothing found", o.over);
+  return s;
+}
+
 class Renderer : public lr::ProfileSink {
  public:
   Renderer(const ProfileArgs& a, Out& out) : a_(a), out_(out) {}
@@ -88,12 +107,12 @@ class Renderer : public lr::ProfileSink {
   const ProfileArgs& a_;
   Out& out_;
   void count(const lr::ProfileSetSummary& s) {
-    flagged += s.flagged_extra + s.flagged_missing;
+    flagged += s.flagged_extra + s.flagged_missing + s.over_referenced;
     for (const auto& [k, v] : s.violations) violations += v;
     errors += s.errors;
   }
   nlohmann::json object_json(const lr::ProfileObject& o, const std::vector<std::string>& holders) {
-    return profile_object_json(o, holders);
+    return profile_object_json(o, holders, a_.index != nullptr);
   }
 };
 
@@ -123,7 +142,7 @@ class TextRenderer final : public Renderer {
     std::string viol;
     for (const auto& v : o.violations) viol += (viol.empty() ? "" : ",") + v;
     r.push_back(viol.empty() ? "-" : viol);
-    r.push_back(explain(o, holders_) + (o.error.empty() ? "" : " (" + o.error + ")"));
+    r.push_back(explain(o, holders_) + (o.error.empty() ? "" : " (" + o.error + ")") + found(o));
     rows_.push_back(std::move(r));
     if (rows_.size() >= kBlock) flush();
   }
@@ -140,7 +159,11 @@ class TextRenderer final : public Renderer {
     for (const auto& [k, v] : s.violations) nv += v;
     if (!d.invariants.empty()) out_.print(", {} invariant violation{}", nv, nv == 1 ? "" : "s");
     if (s.errors) out_.print(", {} not evaluated", s.errors);
+    if (a_.index) out_.print(", {} with a refcount above the references found", s.over_referenced);
     out_.put("\n");
+    if (a_.index && s.not_indexed)
+      out_.print("  {} object{} in no heap block: not reconciled\n", s.not_indexed,
+                 s.not_indexed == 1 ? "" : "s");
     for (const auto& [k, v] : s.violations)
       out_.print("  invariant {}: {} object{}\n", k, v, v == 1 ? "" : "s");
     if (!d.refcount.empty() && a_.histogram) {
@@ -220,7 +243,7 @@ class JsonRenderer final : public Renderer {
   }
   void set_end(const lr::ProfileSetSummary& s) override {
     count(s);
-    nlohmann::json sum = summary_json(s);
+    nlohmann::json sum = summary_json(s, a_.index != nullptr);
     if (lines_) {
       sum["record"] = "set";
       sum["set"] = s.set->name;
@@ -286,6 +309,9 @@ void add_profile_options(CLI::App* sub, ProfileArgs& a) {
   sub->add_flag("--jsonl", a.jsonl, "one JSON object per line (objects, then each set's summary)");
   sub->add_option("--fail-on", a.fail_on, "exit 1 if: flagged, violation, error, any")
       ->delimiter(',');
+  sub->add_flag("--reconcile", a.reconcile,
+                "each refcount against the references found in memory (a process core's "
+                "reference index): counted references nobody holds are flagged");
 }
 
 lr::Result<void> check_profile_args(const ProfileArgs& a) {
@@ -303,6 +329,7 @@ int run_and_render_profile(lr::Program& prog, const lr::Profile& prof, const Pro
   lr::ProfileRunOptions ro;
   ro.only_sets = a.sets;
   ro.interrupted = a.interrupted;
+  ro.reconcile = a.index;
   std::unique_ptr<Renderer> r;
   if (json || a.jsonl)
     r = std::make_unique<JsonRenderer>(a, out, a.jsonl);
@@ -363,9 +390,19 @@ static int cmd_profile(const Common& c, const ProfileArgs& a) {
   // A build without debuginfo: the types the profile's [build] recipe makes.
   if (auto t = ensure_profile_types(*prog.value(), prof.value(), out_stderr()); !t.ok())
     return fail(t.error());
+  ProfileArgs pa = a;
+  CoreIndex ci;
+  std::vector<std::string> pre = prog.value()->warnings();
+  if (a.reconcile) {
+    auto r = index_core(*prog.value());
+    if (!r.ok()) return fail(r.error());
+    ci = std::move(r).value();
+    pa.index = ci.index.get();
+    pre.insert(pre.end(), ci.index->warnings().begin(), ci.index->warnings().end());
+  }
   std::fflush(stdout);
-  return run_and_render_profile(*prog.value(), prof.value(), a, c.json, false, c.core,
-                                prog.value()->warnings(), out_stdout(), out_stderr());
+  return run_and_render_profile(*prog.value(), prof.value(), pa, c.json, false, c.core, pre,
+                                out_stdout(), out_stderr());
 }
 
 Command register_profile(CLI::App& app, Common& c) {

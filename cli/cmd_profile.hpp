@@ -13,6 +13,7 @@
 namespace lr {
 struct Profile;
 struct ProfileObject;
+class RefIndex;
 }  // namespace lr
 
 namespace lrcli {
@@ -21,10 +22,13 @@ struct ProfileArgs {
   std::string profile;            // file or installed name
   std::vector<std::string> sets;  // --set
   bool all = false, flagged = false, histogram = false, jsonl = false;
+  bool reconcile = false;  // --reconcile (process cores: `index` is then built)
   std::vector<std::string> fail_on;
   const std::atomic<bool>* interrupted = nullptr;
+  const lr::RefIndex* index = nullptr;  // borrowed; the references --reconcile counts
 };
-// Registers --profile, --set, --all, --flagged, --histogram, --jsonl, --fail-on.
+// Registers --profile, --set, --all, --flagged, --histogram, --jsonl,
+// --fail-on, --reconcile.
 void add_profile_options(CLI::App* sub, ProfileArgs& a);
 lr::Result<void> check_profile_args(const ProfileArgs& a);
 // Runs profile `prof` (loaded from a.profile) on `prog` and renders it (text,
@@ -33,10 +37,12 @@ int run_and_render_profile(lr::Program& prog, const lr::Profile& prof, const Pro
                            bool json, bool is_kernel, const std::string& source,
                            const std::vector<std::string>& pre_warnings, Out& out, Out& err);
 // One object as leakref.profile/1 lists it (`holders`: the set's active
-// holder names), and whether --flagged lists it (a verdict other than "ok",
-// or an invariant that does not hold).
+// holder names; `reconciled`: with the references found), and whether
+// --flagged lists it (a verdict other than "ok", an invariant that does not
+// hold, or counted references nobody holds).
 nlohmann::json profile_object_json(const lr::ProfileObject& o,
-                                   const std::vector<std::string>& holders);
+                                   const std::vector<std::string>& holders,
+                                   bool reconciled = false);
 bool profile_flagged(const lr::ProfileObject& o);
 // Where `--profile NAME` looks (README "Profiles").
 std::vector<std::string> profile_dirs();

@@ -1,26 +1,23 @@
-// `leakref refs CORE ADDR...` (who points at these objects, and the chain of
-// references from a root) and `leakref leaks CORE` (heap blocks nothing live
-// reaches), both on one reference index of the core (refindex.hpp).
-#include <cxxabi.h>
+// `leakref refs CORE PLACE...` (who points at these objects, and the chain
+// of references from a root) and `leakref leaks CORE` (heap blocks nothing
+// live reaches), both on one reference index of the core (refindex.hpp).
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
-#include <optional>
 
-#include "cmd_gluster.hpp"
 #include "cmd_heap.hpp"
+#include "cmd_profile.hpp"
+#include "cmd_types.hpp"
 #include "commands.hpp"
 #include "common.hpp"
 #include "leakref/correlate.hpp"
-#include "leakref/gluster.hpp"
+#include "leakref/profile.hpp"
 #include "leakref/refindex.hpp"
 #include "leakref/trace.hpp"
-#include "leakref/unwind.hpp"
-#include "progress.hpp"
+#include "refs_names.hpp"
 
 namespace lrcli {
 
@@ -29,6 +26,8 @@ namespace {
 struct RefsArgs {
   std::vector<std::string> addrs;
   size_t depth = 0;
+  std::string profile;            // objects whose members name referrers
+  std::vector<std::string> sets;  // only these of its sets
 };
 
 struct LeaksArgs {
@@ -40,201 +39,98 @@ struct LeaksArgs {
 
 struct Opened {
   std::unique_ptr<lr::Program> prog;
-  std::unique_ptr<lr::HeapWalk> heap;  // borrowed by the index: a stable address
-  std::unique_ptr<lr::RefIndex> index;
+  GlusterNames gf;  // GlusterFS: the report whose heap walk the index numbers
+  CoreIndex ci;
+  std::vector<std::string> warnings;  // the index's, and why blocks are not named
 };
 
-// The core, its heap and the index (a progress line on a terminal).
-// `before` (may be empty) runs on the opened program before the index is
-// built: arguments that need the core fail fast.
+// The core, its heap and the index (a progress line on a terminal). In a
+// GlusterFS process the objects put back in mem-pools are not scanned: what
+// they still point to is not kept alive by them. `before` (may be empty)
+// runs on the opened program before the index is built: arguments that
+// need the core fail fast.
 lr::Result<Opened> open_indexed(const Common& c,
                                 const std::function<lr::Result<void>(lr::Program&)>& before = {}) {
   Opened o;
   LR_ASSIGN(o.prog, open_program(c));
   if (!o.prog->core())
-    return lr::make_error(lr::Errc::kUnsupported, "the reference index reads process cores");
+    return lr::make_error(lr::Errc::kUnsupported,
+                          "the reference index reads process cores, not kernel dumps");
   if (before) LR_TRY(before(*o.prog));
-  LR_ASSIGN(lr::HeapWalk heap, read_heap(*o.prog));
-  o.heap = std::make_unique<lr::HeapWalk>(std::move(heap));
-  std::atomic<uint64_t> done{0};
-  std::optional<Progress> progress;
-  progress.emplace("indexing references", &done, false, "MiB", 1u << 20);
-  lr::RefIndexOptions opts;
-  opts.progress = &done;
-  LR_ASSIGN(o.index, lr::RefIndex::build(*o.prog->core(), o.prog->modules(), *o.heap, opts));
-  progress.reset();
+  o.gf = gluster_names(*o.prog, &o.warnings);
+  const lr::GlusterReport* gr = o.gf.report.get();
+  LR_ASSIGN(o.ci, index_core(*o.prog, gr ? &gr->heap_walk : nullptr,
+                             gr ? gr->dead_pooled : std::vector<uint64_t>{}));
+  const auto& w = o.ci.index->warnings();
+  o.warnings.insert(o.warnings.begin(), w.begin(), w.end());
   return o;
 }
 
-// A C++ object's class from its vtable pointer (the first word): "Widget".
-std::string vtable_type(const lr::Program& prog, uint64_t chunk) {
-  uint64_t vp = 0;
-  if (!prog.mem().read(chunk, &vp, 8).ok() || !vp) return "";
-  lr::SymbolHit h = prog.modules().symbolize(vp);
-  if (!h.sym || h.sym->name.rfind("_ZTV", 0) != 0) return "";
-  int st = 0;
-  char* d = abi::__cxa_demangle(("_Z" + h.sym->name.substr(4)).c_str(), nullptr, nullptr, &st);
-  std::string name = st == 0 && d ? d : h.sym->name.substr(4);
-  std::free(d);
-  return name;
-}
-
-// A C++ symbol as its source spells it ("holder_thread(void*)"); C names
-// unchanged.
-std::string demangle(const std::string& name) {
-  if (name.rfind("_Z", 0) != 0) return name;
-  int st = 0;
-  char* d = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &st);
-  std::string out = st == 0 && d ? d : name;
-  std::free(d);
-  return out;
-}
-
-// Each thread's call frames, unwound on first use.
-class Frames {
- public:
-  explicit Frames(const lr::Program& prog) : prog_(prog) {}
-  // "frame #2 fn+0x1f [module]" for a stack word of thread `tid`; "" when
-  // the unwind did not reach it.
-  std::string frame_text(int tid, uint64_t addr) {
-    auto it = frames_.find(tid);
-    if (it == frames_.end()) {
-      std::vector<lr::StackFrame> f;
-      for (const auto& t : prog_.core()->threads())
-        if (t.tid == tid) f = lr::unwind_thread(prog_.mem(), prog_.modules(), t);
-      it = frames_.emplace(tid, std::move(f)).first;
+// refs' arguments, once the core is open: each PLACE's address, and the
+// profile's objects (its errors before the index is built).
+lr::Result<void> resolve_refs_args(lr::Program& p, const RefsArgs& a, std::vector<uint64_t>* want,
+                                   KnownObjects* known) {
+  for (const auto& s : a.addrs) {
+    uint64_t v;
+    if (lr::parse_u64(s, &v)) {
+      want->push_back(v);
+      continue;
     }
-    const int i = lr::frame_of(it->second, addr);
-    if (i < 0) return "";
-    lr::SymbolHit h = prog_.modules().symbolize(it->second[i].pc);
-    if (!h.sym) return fmt::format("frame #{} {}", i, h.format());
-    return fmt::format("frame #{} {}+{:#x} [{}]", i, demangle(h.sym->name), h.offset,
-                       h.module ? h.module->basename() : "?");
+    auto r = p.resolve_address(s);
+    if (!r.ok()) return lr::make_error(r.error().code, "refs: " + s + ": " + r.error().message);
+    want->push_back(r.value());
   }
-
- private:
-  const lr::Program& prog_;
-  std::map<int, std::vector<lr::StackFrame>> frames_;
-};
-
-// A global's name with the member the word is in, from the variable's
-// DWARF type: "owner[30]", "g_cfg.list.next"; "" without a symbol.
-std::string global_text(const lr::Program& prog, uint64_t addr) {
-  lr::SymbolHit h = prog.modules().symbolize(addr);
-  if (!h.sym || !h.module) return "";
-  auto v = prog.resolve(h.sym->name + "@" + h.module->basename());
-  std::string path = v.ok() && v.value().type && v.value().addr == h.sym->addr
-                         ? lr::member_path_at(v.value().type, addr - h.sym->addr)
-                         : "";
-  if (path.empty())
-    return h.offset
-               ? fmt::format("{}+{:#x} [{}]", demangle(h.sym->name), h.offset, h.module->basename())
-               : fmt::format("{} [{}]", demangle(h.sym->name), h.module->basename());
-  return fmt::format("{}{} [{}]", demangle(h.sym->name), path, h.module->basename());
+  if (a.profile.empty()) return {};
+  LR_ASSIGN(lr::Profile prof, lr::find_profile(a.profile, profile_dirs()));
+  if (std::string why = lr::profile_mismatch(p, prof, false); !why.empty())
+    return lr::make_error(lr::Errc::kUnsupported, why);
+  LR_TRY(ensure_profile_types(p, prof, out_stderr()));
+  return known->add_profile(p, prof, a.sets);
 }
 
-// Where a referring word is, for a person: a global and its member, a chunk
-// and the offset in it (with the member of a C++ class), a thread's stack
-// frame or register.
-std::string describe(lr::Program& prog, const lr::RefIndex& ix, Frames& frames, const lr::Ref& r) {
-  static const char* kRegs[27] = {"r15",     "r14",      "r13", "r12", "rbp",    "rbx", "r11",
-                                  "r10",     "r9",       "r8",  "rax", "rcx",    "rdx", "rsi",
-                                  "rdi",     "orig_rax", "rip", "cs",  "eflags", "rsp", "ss",
-                                  "fs_base", "gs_base",  "ds",  "es",  "fs",     "gs"};
-  switch (r.kind) {
-    case lr::RefFrom::kRegister:
-      return fmt::format("thread {} register {}", r.tid, r.from < 27 ? kRegs[r.from] : "?");
-    case lr::RefFrom::kStack: {
-      uint64_t sp = 0;
-      for (const auto& t : prog.core()->threads())
-        if (t.tid == r.tid) sp = t.sp();
-      std::string f = frames.frame_text(r.tid, r.from);
-      return fmt::format("thread {} stack at {:#x} (sp+{:#x}){}", r.tid, r.from, r.from - sp,
-                         f.empty() ? "" : ", " + f);
-    }
-    case lr::RefFrom::kTls: {
-      // x86_64: static TLS lies below the thread pointer, the thread's
-      // control block at and above it.
-      uint64_t tp = 0;
-      for (const auto& t : prog.core()->threads())
-        if (t.tid == r.tid) tp = t.fs_base();
-      return r.from < tp
-                 ? fmt::format("thread {} TLS at {:#x} (fs_base-{:#x})", r.tid, r.from, tp - r.from)
-                 : fmt::format("thread {} control block at {:#x} (fs_base+{:#x})", r.tid, r.from,
-                               r.from - tp);
-    }
-    case lr::RefFrom::kGlobal: {
-      std::string g = global_text(prog, r.from);
-      if (!g.empty()) return "global " + g;
-      for (const auto& rr : ix.root_ranges())  // .bss past the last mapping: no symbol
-        if (r.from >= rr.start && r.from < rr.end)
-          return fmt::format("global {:#x} ({} data)", r.from, rr.what);
-      return fmt::format("global {:#x}", r.from);
-    }
-    case lr::RefFrom::kMapping:
-      return fmt::format("writable mapping at {:#x}", r.from);
-    case lr::RefFrom::kChunk:
-      break;
+void print_refs_text(RefNamer& names, const lr::HeapChunk& h, size_t ch, uint64_t addr,
+                     const std::vector<lr::Ref>& refs, const std::vector<lr::Ref>* chain,
+                     size_t depth, bool live, const lr::Program& prog) {
+  std::string type = names.block_type(ch);
+  out_stdout().print("{:#x}: in the {}-byte block at {:#x}{}; {} reference{}:\n", addr, h.usable(),
+                     h.user, type.empty() ? "" : " (" + type + ")", refs.size(),
+                     refs.size() == 1 ? "" : "s");
+  for (const auto& r : refs)
+    out_stdout().print("  {:<8} {}  -> {:#x}\n", lr::ref_from_name(r.kind), names.describe(r),
+                       ref_value(prog, r));
+  if (!chain) return;
+  if (!chain->empty()) {
+    std::string s;
+    for (const auto& r : *chain) s += (s.empty() ? "" : " -> ") + names.describe(r);
+    out_stdout().print("  anchored: {} -> {:#x}\n", s, h.user);
+  } else if (live) {
+    out_stdout().print(
+        "  reachable from a root, but by no chain within {} steps (a larger --depth finds it)\n",
+        depth);
+  } else {
+    out_stdout().print("  no chain of references from any root: leaked\n");
   }
-  const size_t c = ix.chunk_at(r.from);
-  if (c == SIZE_MAX) return fmt::format("{:#x}", r.from);
-  const lr::HeapChunk& h = ix.heap().in_use[c];
-  std::string type = vtable_type(prog, h.user), member;
-  if (!type.empty())
-    if (auto t = prog.types().find(type); t.ok())
-      member = lr::member_path_at(t.value(), r.from - h.user);
-  return fmt::format("chunk {:#x}+{:#x} ({} bytes{}{})", h.user, r.from - h.user, h.usable(),
-                     type.empty() ? "" : ", " + type, member.empty() ? "" : " " + type + member);
-}
-
-uint64_t value_at(const lr::Program& prog, const lr::Ref& r) {
-  if (r.kind == lr::RefFrom::kRegister) return r.value;
-  uint64_t v = 0;
-  return prog.mem().read(r.from, &v, 8).ok() ? v : r.value;
-}
-
-nlohmann::json ref_json(lr::Program& prog, const lr::RefIndex& ix, Frames& frames,
-                        const lr::Ref& r) {
-  nlohmann::json j{{"kind", lr::ref_from_name(r.kind)},
-                   {"what", describe(prog, ix, frames, r)},
-                   {"value", hex(value_at(prog, r))}};
-  if (r.kind == lr::RefFrom::kRegister)
-    j["register"] = r.from;
-  else
-    j["from"] = hex(r.from);
-  if (r.tid) j["tid"] = r.tid;
-  return j;
 }
 
 int cmd_refs(const Common& c, const RefsArgs& a) {
   // Addresses, or places as gdb writes them: "*g_list" (what g_list points
   // to), "owner[3]", "&g_obj".
   std::vector<uint64_t> want;
-  auto o = open_indexed(c, [&](lr::Program& p) -> lr::Result<void> {
-    for (const auto& s : a.addrs) {
-      uint64_t v;
-      if (lr::parse_u64(s, &v)) {
-        want.push_back(v);
-        continue;
-      }
-      auto r = p.resolve_address(s);
-      if (!r.ok()) return lr::make_error(r.error().code, "refs: " + s + ": " + r.error().message);
-      want.push_back(r.value());
-    }
-    return {};
-  });
+  KnownObjects known;
+  auto o = open_indexed(c, [&](lr::Program& p) { return resolve_refs_args(p, a, &want, &known); });
   if (!o.ok()) return fail(o.error());
   lr::Program& prog = *o.value().prog;
-  const lr::RefIndex& ix = *o.value().index;
-  Frames frames(prog);
+  const lr::RefIndex& ix = *o.value().ci.index;
+  RefNamer names(prog, ix, known, o.value().gf);
+  std::vector<uint8_t> live;
+  if (a.depth) live = ix.reachable();
   nlohmann::json out = nlohmann::json::array();
   int status = kOk;
   for (uint64_t addr : want) {
     const size_t ch = ix.chunk_at(addr);
     if (ch == SIZE_MAX) {
       std::string e = fmt::format(
-          "{:#x} is not inside an in-use heap block (the index holds "
-          "references to heap blocks)",
+          "{:#x} is not inside an in-use heap block (the index holds references to heap blocks)",
           addr);
       if (c.json)
         out.push_back({{"addr", hex(addr)}, {"error", e}});
@@ -243,51 +139,37 @@ int cmd_refs(const Common& c, const RefsArgs& a) {
       status = kLookup;
       continue;
     }
-    const lr::HeapChunk& h = o.value().heap->in_use[ch];
+    const lr::HeapChunk& h = o.value().ci.heap->in_use[ch];
     std::vector<lr::Ref> refs = ix.refs_to(ch);
     std::vector<lr::Ref> chain = a.depth ? ix.anchor_chain(ch, a.depth) : std::vector<lr::Ref>{};
-    std::string type = vtable_type(prog, h.user);
-    if (c.json) {
-      nlohmann::json j{{"addr", hex(addr)},
-                       {"chunk", hex(h.user)},
-                       {"size", h.usable()},
-                       {"type", type.empty() ? nlohmann::json(nullptr) : nlohmann::json(type)},
-                       {"referrers", nlohmann::json::array()}};
-      for (const auto& r : refs) j["referrers"].push_back(ref_json(prog, ix, frames, r));
-      if (a.depth) {
-        j["anchor_chain"] = nlohmann::json::array();
-        for (const auto& r : chain) j["anchor_chain"].push_back(ref_json(prog, ix, frames, r));
-      }
-      out.push_back(std::move(j));
+    if (!c.json) {
+      print_refs_text(names, h, ch, addr, refs, a.depth ? &chain : nullptr, a.depth,
+                      a.depth && live[ch], prog);
       continue;
     }
-    out_stdout().print("{:#x}: in the {}-byte block at {:#x}{}; {} reference{}:\n", addr,
-                       h.usable(), h.user, type.empty() ? "" : " (" + type + ")", refs.size(),
-                       refs.size() == 1 ? "" : "s");
-    for (const auto& r : refs)
-      out_stdout().print("  {:<8} {}  -> {:#x}\n", lr::ref_from_name(r.kind),
-                         describe(prog, ix, frames, r), value_at(prog, r));
+    std::string type = names.block_type(ch);
+    nlohmann::json j{{"addr", hex(addr)},
+                     {"chunk", hex(h.user)},
+                     {"size", h.usable()},
+                     {"type", type.empty() ? nlohmann::json(nullptr) : nlohmann::json(type)},
+                     {"referrers", nlohmann::json::array()}};
+    for (const auto& r : refs) j["referrers"].push_back(names.ref_json(r));
     if (a.depth) {
-      if (chain.empty())
-        out_stdout().print("  no chain of references from a root within {} steps: leaked\n",
-                           a.depth);
-      else
-        out_stdout().print("  anchored: {}\n", [&] {
-          std::string s;
-          for (const auto& r : chain)
-            s += (s.empty() ? "" : " -> ") + describe(prog, ix, frames, r);
-          return s + fmt::format(" -> {:#x}", h.user);
-        }());
+      j["reachable"] = static_cast<bool>(live[ch]);
+      j["anchor_chain"] = nlohmann::json::array();
+      for (const auto& r : chain) j["anchor_chain"].push_back(names.ref_json(r));
     }
+    out.push_back(std::move(j));
   }
   if (c.json)
     emit_json({{"schema", "leakref.refs/1"},
                {"core", c.core},
                {"objects", out},
+               {"known_objects", known.size()},
                {"index", {{"refs", ix.stats().refs}, {"roots", ix.stats().roots}}},
-               {"warnings", ix.warnings()}});
+               {"warnings", o.value().warnings}});
   else
-    print_warnings_text(ix.warnings());
+    print_warnings_text(o.value().warnings);
   return status;
 }
 
@@ -317,87 +199,41 @@ lr::Result<std::map<uint64_t, std::string>> sites_of(const lr::Program& prog,
   return out;
 }
 
-// A GlusterFS process's blocks named by what made them (mem-pool objects,
-// GF_MALLOC's accounted types); no namer for other programs, or when the
-// GlusterFS types cannot be had (a warning says why).
-struct GlusterNames {
-  std::unique_ptr<lr::GlusterReport> report;  // the namer borrows it: a stable address
-  std::unique_ptr<lr::GfBlockNamer> namer;
+// Which blocks are leaked (1) or free in a GlusterFS mem-pool (2: not live,
+// not leaked), and each leaked block's type: by its vtable or GlusterFS's
+// pool/header first, then through typed pointers between leaked blocks.
+struct LeakSet {
+  std::vector<uint8_t> state;
+  uint64_t pool_free = 0;
 };
-GlusterNames gluster_names(lr::Program& prog, std::vector<std::string>* warnings) {
-  GlusterNames g;
-  if (!prog.modules().by_name("libglusterfs.so.0")) return g;
-  if (auto t = ensure_gluster_types(prog, ""); !t.ok()) {
-    warnings->push_back("GlusterFS blocks are not named: " + t.error().message);
-    return g;
-  }
-  lr::GlusterSections sec;
-  sec.itable = sec.dicts = sec.clients = sec.fds = false;
-  auto r = lr::analyze_gluster(prog, sec);
-  if (!r.ok()) {
-    warnings->push_back("GlusterFS blocks are not named: " + r.error().message);
-    return g;
-  }
-  g.report = std::make_unique<lr::GlusterReport>(std::move(r).value());
-  g.namer = std::make_unique<lr::GfBlockNamer>(*g.report, prog.mem());
-  return g;
-}
-
-int cmd_leaks(const Common& c, const LeaksArgs& a) {
-  for (const auto& f : a.fail_on)
-    if (f != "leaked" && f != "any") return fail_usage("--fail-on: unknown finding '" + f + "'");
-  auto o = open_indexed(c);
-  if (!o.ok()) return fail(o.error());
-  lr::Program& prog = *o.value().prog;
-  const lr::RefIndex& ix = *o.value().index;
-  const auto& chunks = o.value().heap->in_use;
-  auto sites = sites_of(prog, *o.value().heap, a.traces);
-  if (!sites.ok()) return fail(sites.error());
-  std::vector<std::string> warnings = ix.warnings();
-  GlusterNames gf = gluster_names(*o.value().prog, &warnings);
+LeakSet find_leaked(const lr::RefIndex& ix, const GlusterNames& gf, RefNamer& names) {
+  LeakSet ls;
+  const auto& chunks = ix.heap().in_use;
   std::vector<uint8_t> live = ix.reachable();
-  struct Group {
-    uint64_t count = 0, bytes = 0, unreferenced = 0;
-  };
-  std::map<std::pair<std::string, uint64_t>, Group> groups;  // (type, size)
-  nlohmann::json blocks = nlohmann::json::array();
-  uint64_t leaked = 0, leaked_bytes = 0, unref = 0, unref_bytes = 0;
+  std::vector<uint64_t> pooled = gf.report ? gf.report->dead_pooled : std::vector<uint64_t>{};
+  std::sort(pooled.begin(), pooled.end());
+  ls.state.assign(chunks.size(), 0);
   for (size_t i = 0; i < chunks.size(); ++i) {
     if (live[i]) continue;
-    const lr::HeapChunk& h = chunks[i];
-    // Unreferenced (chap's word): no other block points at it at all.
-    const bool unreferenced = ix.ref_count(i) == 0;
-    std::string type = vtable_type(prog, h.user);
-    if (type.empty() && gf.namer) type = gf.namer->name(h);
-    ++leaked;
-    leaked_bytes += h.usable();
-    unref += unreferenced;
-    unref_bytes += unreferenced ? h.usable() : 0;
-    Group& g = groups[{type, h.usable()}];
-    ++g.count;
-    g.bytes += h.usable();
-    g.unreferenced += unreferenced;
-    if (!a.list && !c.json) continue;
-    nlohmann::json b{{"ptr", hex(h.user)},
-                     {"size", h.usable()},
-                     {"type", type.empty() ? nlohmann::json(nullptr) : nlohmann::json(type)},
-                     {"unreferenced", unreferenced}};
-    nlohmann::json by = nlohmann::json::array();
-    for (const auto& r : ix.refs_to(i)) {
-      size_t from = ix.chunk_at(r.from);
-      by.push_back(from == SIZE_MAX ? hex(r.from) : hex(chunks[from].user));
+    if (std::binary_search(pooled.begin(), pooled.end(), chunks[i].user)) {
+      ls.state[i] = 2;
+      ++ls.pool_free;
+      continue;
     }
-    b["referenced_by"] = std::move(by);
-    auto s = sites.value().find(h.user);
-    b["site"] = s == sites.value().end() ? nlohmann::json(nullptr) : nlohmann::json(s->second);
-    blocks.push_back(std::move(b));
+    ls.state[i] = 1;
+    if (names.types().from_vtable(i) || !gf.namer) continue;
+    std::string n = gf.namer->name(chunks[i]);
+    if (!n.empty()) names.types().set(i, lr::BlockType{nullptr, n, "GlusterFS"});
   }
-  std::vector<std::pair<std::pair<std::string, uint64_t>, Group>> rows(groups.begin(),
-                                                                       groups.end());
-  std::stable_sort(rows.begin(), rows.end(),
-                   [](const auto& x, const auto& y) { return x.second.bytes > y.second.bytes; });
+  std::vector<uint8_t> leaked(ls.state.size());
+  for (size_t i = 0; i < leaked.size(); ++i) leaked[i] = ls.state[i] == 1;
+  names.types().propagate(leaked);
+  return ls;
+}
+
+// What was scanned as roots, and the references each kind holds.
+nlohmann::json root_kinds(const lr::RefIndex& ix) {
   const auto& st = ix.stats();
-  // What was scanned as roots, and the references each kind holds.
   nlohmann::json roots = nlohmann::json::object();
   for (const auto& r : ix.root_ranges()) {
     auto& k = roots[lr::ref_from_name(r.kind)];
@@ -411,58 +247,133 @@ int cmd_leaks(const Common& c, const LeaksArgs& a) {
       if (j.is_null()) j = {{"bytes", 0}, {"ranges", 0}};  // registers: no range
       j["refs"] = st.roots_by_kind[k];
     }
+  return roots;
+}
+
+struct LeakGroup {
+  uint64_t count = 0, bytes = 0, unreferenced = 0;
+};
+using LeakGroups = std::map<std::pair<std::string, uint64_t>, LeakGroup>;  // (type, size)
+
+void print_leaks_text(const LeaksArgs& a, const LeakGroups& groups, const lr::RefIndex& ix,
+                      uint64_t leaked, uint64_t leaked_bytes, uint64_t unref, uint64_t unref_bytes,
+                      uint64_t pool_free) {
+  std::vector<std::pair<std::pair<std::string, uint64_t>, LeakGroup>> rows(groups.begin(),
+                                                                           groups.end());
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const auto& x, const auto& y) { return x.second.bytes > y.second.bytes; });
+  out_stdout().print(
+      "{} of {} heap blocks leaked ({} bytes): nothing live reaches them (registers, stacks "
+      "above the stack pointer, globals, TLS);\n{} of them unreferenced ({} bytes), the rest "
+      "referenced only by leaked blocks\n",
+      leaked, ix.chunks(), leaked_bytes, unref, unref_bytes);
+  if (pool_free)
+    out_stdout().print("{} more blocks are objects free in GlusterFS mem-pools (not counted)\n",
+                       pool_free);
+  if (!rows.empty())
+    out_stdout().print("\n{:>8} {:>7} {:>10} {:>12}  {}\n", "SIZE", "COUNT", "BYTES",
+                       "UNREFERENCED", "TYPE");
+  for (size_t i = 0; i < rows.size() && i < a.top; ++i)
+    out_stdout().print("{:>8} {:>7} {:>10} {:>12}  {}\n", rows[i].first.second,
+                       rows[i].second.count, rows[i].second.bytes, rows[i].second.unreferenced,
+                       rows[i].first.first.empty() ? "-" : rows[i].first.first);
+  if (rows.size() > a.top)
+    out_stdout().print("... {} more sizes (--top N, --json: all)\n", rows.size() - a.top);
+}
+
+int cmd_leaks(const Common& c, const LeaksArgs& a) {
+  for (const auto& f : a.fail_on)
+    if (f != "leaked" && f != "any") return fail_usage("--fail-on: unknown finding '" + f + "'");
+  auto o = open_indexed(c);
+  if (!o.ok()) return fail(o.error());
+  lr::Program& prog = *o.value().prog;
+  const lr::RefIndex& ix = *o.value().ci.index;
+  const auto& chunks = o.value().ci.heap->in_use;
+  auto sites = sites_of(prog, *o.value().ci.heap, a.traces);
+  if (!sites.ok()) return fail(sites.error());
+  KnownObjects none;
+  RefNamer names(prog, ix, none, o.value().gf);
+  const LeakSet ls = find_leaked(ix, o.value().gf, names);
+  LeakGroups groups;
+  uint64_t leaked = 0, leaked_bytes = 0, unref = 0, unref_bytes = 0;
+  // JSON: the blocks stream as they are found; the totals follow them.
+  if (c.json)
+    out_stdout().print("{{\"schema\":\"leakref.leaks/1\",\"core\":{},\"blocks\":[",
+                       nlohmann::json(c.core).dump());
+  else if (a.list)
+    out_stdout().print("{:<18} {:>8}  {:<12}  {}\n", "BLOCK", "SIZE", "", "SITE / TYPE");
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    if (ls.state[i] != 1) continue;
+    const lr::HeapChunk& h = chunks[i];
+    // Unreferenced (chap's word): no other block points at it at all.
+    const bool unreferenced = ix.ref_count(i) == 0;
+    const lr::BlockType* bt = names.types().get(i);
+    const std::string type = bt ? bt->name : "";
+    unref += unreferenced;
+    unref_bytes += unreferenced ? h.usable() : 0;
+    LeakGroup& g = groups[{type, h.usable()}];
+    ++g.count;
+    g.bytes += h.usable();
+    g.unreferenced += unreferenced;
+    auto s = sites.value().find(h.user);
+    const std::string site = s == sites.value().end() ? "" : s->second;
+    if (c.json) {
+      nlohmann::json b{{"ptr", hex(h.user)},
+                       {"size", h.usable()},
+                       {"type", type.empty() ? nlohmann::json(nullptr) : nlohmann::json(type)},
+                       {"type_from", bt ? nlohmann::json(bt->via) : nlohmann::json(nullptr)},
+                       {"unreferenced", unreferenced}};
+      nlohmann::json by = nlohmann::json::array();
+      for (const auto& r : ix.refs_to(i)) {
+        size_t from = ix.chunk_at(r.from);
+        by.push_back(from == SIZE_MAX ? hex(r.from) : hex(chunks[from].user));
+      }
+      b["referenced_by"] = std::move(by);
+      b["site"] = site.empty() ? nlohmann::json(nullptr) : nlohmann::json(site);
+      out_stdout().print("{}{}", leaked ? ",\n" : "\n", b.dump());
+    } else if (a.list) {
+      std::string t = type.empty() ? "" : type;
+      if (bt && bt->via != "vtable" && bt->via != "GlusterFS") t += " (from " + bt->via + ")";
+      out_stdout().print("{:<18} {:>8}  {:<12}  {}{}\n", hex(h.user), h.usable(),
+                         unreferenced ? "unreferenced" : "referenced",
+                         site.empty() ? "" : site + " ", t);
+    }
+    ++leaked;
+    leaked_bytes += h.usable();
+  }
+  const std::vector<std::string>& warnings = o.value().warnings;
   if (c.json) {
     nlohmann::json gj = nlohmann::json::array();
-    for (const auto& [k, g] : rows)
+    for (const auto& [k, g] : groups)
       gj.push_back({{"type", k.first.empty() ? nlohmann::json(nullptr) : nlohmann::json(k.first)},
                     {"size", k.second},
                     {"count", g.count},
                     {"bytes", g.bytes},
                     {"unreferenced", g.unreferenced}});
-    emit_json({{"schema", "leakref.leaks/1"},
-               {"core", c.core},
-               {"summary",
-                {{"blocks", chunks.size()},
-                 {"leaked", leaked},
-                 {"leaked_bytes", leaked_bytes},
-                 {"unreferenced", unref},
-                 {"unreferenced_bytes", unref_bytes}}},
-               {"groups", gj},
-               {"blocks", blocks},
-               {"index",
-                {{"bytes_scanned", st.bytes_scanned},
-                 {"refs", st.refs},
-                 {"roots", st.roots},
-                 {"root_kinds", roots},
-                 {"index_bytes", st.index_bytes},
-                 {"table_bytes", st.table_bytes},
-                 {"build_ns", st.build_ns}}},
-               {"warnings", warnings}});
+    const auto& st = ix.stats();
+    nlohmann::json rest{{"summary",
+                         {{"blocks", chunks.size()},
+                          {"leaked", leaked},
+                          {"leaked_bytes", leaked_bytes},
+                          {"unreferenced", unref},
+                          {"unreferenced_bytes", unref_bytes},
+                          {"pool_free", ls.pool_free}}},
+                        {"groups", gj},
+                        {"index",
+                         {{"bytes_scanned", st.bytes_scanned},
+                          {"refs", st.refs},
+                          {"roots", st.roots},
+                          {"root_kinds", root_kinds(ix)},
+                          {"index_bytes", st.index_bytes},
+                          {"table_bytes", st.table_bytes},
+                          {"build_ns", st.build_ns}}},
+                        {"warnings", warnings}};
+    std::string t = rest.dump();
+    out_stdout().print("\n],{}\n", t.substr(1));  // `rest` continues the open object
   } else {
     print_warnings_text(warnings);
-    out_stdout().print(
-        "{} of {} heap blocks leaked ({} bytes): nothing live reaches them (registers, stacks "
-        "above the stack pointer, globals, TLS);\n{} of them unreferenced ({} bytes), the rest "
-        "referenced only by leaked blocks\n",
-        leaked, chunks.size(), leaked_bytes, unref, unref_bytes);
-    if (!rows.empty())
-      out_stdout().print("\n{:>8} {:>7} {:>10} {:>12}  {}\n", "SIZE", "COUNT", "BYTES",
-                         "UNREFERENCED", "TYPE");
-    for (size_t i = 0; i < rows.size() && i < a.top; ++i)
-      out_stdout().print("{:>8} {:>7} {:>10} {:>12}  {}\n", rows[i].first.second,
-                         rows[i].second.count, rows[i].second.bytes, rows[i].second.unreferenced,
-                         rows[i].first.first.empty() ? "-" : rows[i].first.first);
-    if (rows.size() > a.top)
-      out_stdout().print("... {} more sizes (--top N, --json: all)\n", rows.size() - a.top);
-    if (a.list) {
-      out_stdout().print("\n{:<18} {:>8}  {:<12}  {}\n", "BLOCK", "SIZE", "", "SITE / TYPE");
-      for (const auto& b : blocks)
-        out_stdout().print("{:<18} {:>8}  {:<12}  {}{}\n", b["ptr"].get<std::string>(),
-                           b["size"].get<uint64_t>(),
-                           b["unreferenced"].get<bool>() ? "unreferenced" : "referenced",
-                           b["site"].is_null() ? "" : b["site"].get<std::string>() + " ",
-                           b["type"].is_null() ? "" : b["type"].get<std::string>());
-    }
+    if (a.list) out_stdout().put("\n");
+    print_leaks_text(a, groups, ix, leaked, leaked_bytes, unref, unref_bytes, ls.pool_free);
   }
   return fail_on_wants(a.fail_on, "leaked") && leaked ? kFindings : kOk;
 }
@@ -475,6 +386,10 @@ Command register_refs(CLI::App& app, Common& c) {
   add_common(sub, c);
   sub->add_option("addr", a->addrs, "addresses of objects (inside heap blocks)")->required();
   sub->add_option("--depth", a->depth, "a chain of references from a root, up to N steps");
+  sub->add_option("-p,--profile", a->profile,
+                  "profile file (or NAME): a referring word in one of its objects is named by "
+                  "the set and member");
+  sub->add_option("--set", a->sets, "only these sets of the profile")->delimiter(',');
   return {sub, [&c, a] { return cmd_refs(c, *a); }, [&c] { return c.json; }};
 }
 

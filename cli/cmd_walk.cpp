@@ -323,20 +323,16 @@ static int cmd_walk(const Common& c, const WalkArgs& a) {
   auto prog = open_program(c);
   if (!prog.ok()) return fail(prog.error());
   WalkArgs w = a;
-  std::unique_ptr<lr::HeapWalk> heap;  // the index borrows it
-  std::unique_ptr<lr::RefIndex> index;
+  CoreIndex ci;
   if (a.reconcile) {
-    auto h = read_heap(*prog.value());
-    if (!h.ok()) return fail(h.error());
-    heap = std::make_unique<lr::HeapWalk>(std::move(h).value());
-    auto ix = lr::RefIndex::build(*prog.value()->core(), prog.value()->modules(), *heap);
-    if (!ix.ok()) return fail(ix.error());
-    index = std::move(ix).value();
-    w.index = index.get();
+    auto r = index_core(*prog.value());
+    if (!r.ok()) return fail(r.error());
+    ci = std::move(r).value();
+    w.index = ci.index.get();
   }
   std::fflush(stdout);
   std::vector<std::string> pre = prog.value()->warnings();
-  if (index) pre.insert(pre.end(), index->warnings().begin(), index->warnings().end());
+  if (ci.index) pre.insert(pre.end(), ci.index->warnings().begin(), ci.index->warnings().end());
   return run_and_render_walk(*prog.value(), w, c.json, false, c.core, pre, out_stdout(),
                              out_stderr());
 }

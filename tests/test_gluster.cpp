@@ -590,7 +590,8 @@ TEST_CASE("gluster: diff of two moments, from statedumps and from cores", "[glus
   INFO(lk.err);
   REQUIRE(lk.status == 0);
   std::set<std::string> leaked_dicts;
-  for (const auto& blk : lk.json()["blocks"]) {
+  const json lkj = lk.json();  // (a range-for over lk.json()[...] would dangle)
+  for (const auto& blk : lkj["blocks"]) {
     // A pooled dict_t's block starts 40 bytes (pooled_obj_hdr_t) before it.
     uint64_t p = std::stoull(blk["ptr"].get<std::string>(), nullptr, 16) + 40;
     char obj_s[32];

@@ -80,11 +80,14 @@ TEST_CASE("leaks: exactly the blocks the fixture leaked, and the unreferenced on
     by_ptr[b["ptr"]] = b;
   }
   // Leaked: overwritten pointers, a pointer left only below the stack
-  // pointer (a dead slot is no root), a cycle of two, an object.
-  CHECK(leaked == items(c.manifest, {"leaked", "dead-slot", "cycle", "leaked-widget"}));
-  // Unreferenced: all but the cycle, whose blocks point at each other.
+  // pointer (a dead slot is no root), a cycle of two, an object and the
+  // two blocks it points to.
+  CHECK(leaked ==
+        items(c.manifest, {"leaked", "dead-slot", "cycle", "leaked-widget", "leaked-part"}));
+  // Unreferenced: all but the cycle, whose blocks point at each other, and
+  // the object's parts.
   CHECK(unreferenced == items(c.manifest, {"leaked", "dead-slot", "leaked-widget"}));
-  CHECK(j["summary"]["leaked"] == 12);
+  CHECK(j["summary"]["leaked"] == 14);
   CHECK(j["summary"]["unreferenced"] == 10);
   auto cyc = items(c.manifest, {"cycle"});
   REQUIRE(cyc.size() == 2);
@@ -93,9 +96,22 @@ TEST_CASE("leaks: exactly the blocks the fixture leaked, and the unreferenced on
   // The object's type comes from its vtable.
   std::string w = *items(c.manifest, {"leaked-widget"}).begin();
   CHECK(by_ptr[w]["type"] == "Widget");
-  bool grouped = false;
-  for (const auto& g : j["groups"]) grouped |= g["type"] == "Widget" && g["count"] == 1;
+  CHECK(by_ptr[w]["type_from"] == "vtable");
+  bool grouped = false, parts = false;
+  for (const auto& g : j["groups"]) {
+    grouped |= g["type"] == "Widget" && g["count"] == 1;
+    parts |= g["type"] == "struct part" && g["count"] == 2;
+  }
   CHECK(grouped);
+  CHECK(parts);
+  // The parts' type comes from the typed pointers to them: the Widget's
+  // member, then the first part's `next`, as the manifest says.
+  for (const auto& i : c.manifest["items"])
+    if (i["kind"] == "leaked-part") {
+      INFO(by_ptr[i["ptr"]].dump());
+      CHECK(by_ptr[i["ptr"]]["type"] == "struct part");
+      CHECK(by_ptr[i["ptr"]]["type_from"] == i["why"]);
+    }
   // Sizes: glibc's usable sizes for the requests (64 -> 72, 200 -> 200).
   bool g72 = false, g200 = false;
   for (const auto& g : j["groups"]) {
@@ -109,7 +125,7 @@ TEST_CASE("leaks: exactly the blocks the fixture leaked, and the unreferenced on
   CHECK(lrtest::leakref({"leaks", c.core, "--fail-on", "leaked"}, 120).status == 1);
   // Text: the summary and the groups.
   auto t = lrtest::leakref({"leaks", c.core}, 120);
-  CHECK(t.out.rfind("12 of ", 0) == 0);
+  CHECK(t.out.rfind("14 of ", 0) == 0);
   CHECK(t.out.find("10 of them unreferenced") != std::string::npos);
 }
 
@@ -177,8 +193,13 @@ TEST_CASE("refs: each kept block's referrers and its chain from a root", "[refs]
   CHECK(ch[0]["kind"] == "global");
   CHECK(ch[0]["what"].get<std::string>().find("g_list") != std::string::npos);
   for (size_t i = 1; i < ch.size(); ++i) CHECK(ch[i]["kind"] == "chunk");
+  // Too few steps for the chain is not "leaked": the block is reachable.
   auto shallow = lrtest::leakref({"refs", c.core, last, "--depth", "2"}, 120);
-  CHECK(shallow.out.find("no chain of references from a root within 2 steps") != std::string::npos);
+  CHECK(shallow.out.find("reachable from a root, but by no chain within 2 steps") !=
+        std::string::npos);
+  CHECK(shallow.out.find("leaked") == std::string::npos);
+  auto dead_t = lrtest::leakref({"refs", c.core, dead, "--depth", "2"}, 120);
+  CHECK(dead_t.out.find("no chain of references from any root: leaked") != std::string::npos);
   // An address in no heap block is one error line, exit 4.
   auto bad = lrtest::leakref({"refs", c.core, "0x10"}, 120);
   CHECK(bad.status == 4);
@@ -229,4 +250,70 @@ TEST_CASE("walk --reconcile: refcounts above the references found are flagged", 
   CHECK(t.status == 1);
   CHECK(t.out.find("!! 4 counted, held by nothing found") != std::string::npos);
   CHECK(t.out.find("3 objects with a refcount above them") != std::string::npos);
+}
+
+// A profile names the objects it walks: a referring word inside one of them
+// is that set's object and member, and profile --reconcile flags the
+// objects counted more often than anything points at them, as walk does.
+TEST_CASE("refs --profile and profile --reconcile on a profile's objects", "[refs][profile]") {
+  const auto& c = leaks_core();
+  NEED_LEAKS_CORE(c);
+  const std::string prof = std::string(LR_SOURCE_DIR) + "/tests/profiles/fx_leaks.toml";
+  std::vector<json> objs;
+  for (const auto& i : c.manifest["items"])
+    if (i["kind"] == "object") objs.push_back(i);
+  REQUIRE(objs.size() == 6);
+  std::vector<std::string> args = {"refs", c.core};
+  for (size_t i = 1; i < objs.size(); ++i) args.push_back(objs[i]["ptr"]);
+  args.insert(args.end(), {"--profile", prof, "--depth", "8", "--json"});
+  auto r = lrtest::leakref(args, 120);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  json j = r.json();
+  CHECK(j["known_objects"] == 6);
+  REQUIRE(j["objects"].size() == 5);
+  for (size_t i = 0; i < 5; ++i) {
+    const json& o = j["objects"][i];
+    INFO(o.dump());
+    CHECK(o["type"] == "struct obj (set objs)");
+    REQUIRE(o["referrers"].size() == 1);
+    CHECK(o["referrers"][0]["what"] ==
+          "struct obj.next of " + objs[i]["ptr"].get<std::string>() + " (set objs)");
+    CHECK(o["reachable"] == true);
+    CHECK(o["anchor_chain"].size() == i + 2);  // g_list, then i + 1 links
+  }
+  // A profile for another program is refused in one line.
+  auto other = lrtest::leakref({"refs", c.core, objs[1]["ptr"], "--profile",
+                                std::string(LR_SOURCE_DIR) + "/tests/profiles/fx_locks.toml"},
+                               120);
+  CHECK(other.status != 0);
+  CHECK(other.err.find("fx_locks") != std::string::npos);
+
+  auto p = lrtest::leakref(
+      {"profile", c.core, "--profile", prof, "--reconcile", "--flagged", "--json"}, 120);
+  INFO(p.err);
+  REQUIRE(p.status == 0);
+  json pj = p.json();
+  REQUIRE(pj["sets"].size() == 1);
+  const json& set = pj["sets"][0];
+  std::map<std::string, json> want;
+  for (const auto& o : objs) want[o["ptr"]] = o;
+  uint64_t over = 0;
+  for (const auto& o : set["objects"]) {  // the flagged ones only
+    const json& w = want[o["addr"]];
+    INFO(o.dump());
+    CHECK(o["inbound"] == w["holders"]);
+    REQUIRE(o.contains("over"));
+    CHECK(o["over"] == w["refcount"].get<int64_t>() - w["holders"].get<int64_t>());
+    CHECK(o["referrers"].size() == 1);
+    ++over;
+  }
+  CHECK(over == 3);
+  CHECK(set["summary"]["over_referenced"] == 3);
+  CHECK(set["summary"]["not_indexed"] == 0);
+  auto pt = lrtest::leakref(
+      {"profile", c.core, "--profile", prof, "--reconcile", "--fail-on", "flagged"}, 120);
+  CHECK(pt.status == 1);
+  CHECK(pt.out.find("1 reference found !! 4 counted, held by nothing found") != std::string::npos);
+  CHECK(pt.out.find("3 with a refcount above the references found") != std::string::npos);
 }

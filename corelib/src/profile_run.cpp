@@ -179,6 +179,7 @@ class Runner {
     s.type = bt.value();
     s.sum.set = &d;
     s.sum.type_name = s.type->type->display();
+    s.sum.type = s.type->type;
     s.alloc_check = s.type->decl && s.type->decl->allocation == "malloc";
     if (s.alloc_check && !prog_.core())
       return fail(Errc::kUnsupported, d,
@@ -488,6 +489,7 @@ class Runner {
       vars[i] = n;
     }
     vars.back() = o.held;
+    if (opts_.reconcile) reconcile(s, a, o);
     if (o.verdict.empty() && o.has_refcount && !s.holders.empty())
       o.verdict = o.refcount == o.held ? "ok" : o.refcount > o.held ? "extra" : "missing";
     if (o.verdict == "extra") ++s.sum.flagged_extra;
@@ -502,6 +504,26 @@ class Runner {
         o.violations.push_back(name);
         ++s.sum.violations[name];
       }
+    }
+  }
+
+  // The references found in memory against the refcount: more counted
+  // than found means counted references nobody holds (no trace needed).
+  void reconcile(CompiledSet& s, uint64_t a, ProfileObject& o) {
+    o.inbound = -1;
+    o.over = 0;
+    o.referrers.clear();
+    auto refs = opts_.reconcile->refs_into(a, s.type->type->strip()->size);
+    if (!refs.ok()) {
+      ++s.sum.not_indexed;
+      return;
+    }
+    o.inbound = static_cast<int64_t>(refs.value().size());
+    for (size_t i = 0; i < refs.value().size() && i < ProfileObject::kMaxReferrers; ++i)
+      o.referrers.push_back(refs.value()[i]);
+    if (o.has_refcount && o.refcount > o.inbound) {
+      o.over = o.refcount - o.inbound;
+      ++s.sum.over_referenced;
     }
   }
 

@@ -16,6 +16,7 @@
 
 #include "leakref/objects.hpp"
 #include "leakref/program.hpp"
+#include "leakref/refindex.hpp"
 #include "leakref/result.hpp"
 #include "leakref/walkers.hpp"
 #include "leakref/walkspec.hpp"
@@ -138,14 +139,26 @@ struct ProfileObject {
   std::string verdict;
   std::vector<std::string> violations;  // invariant names that do not hold
   std::string error;                    // with verdict "error"
+  // With ProfileRunOptions::reconcile: the words in live memory pointing
+  // into the object from outside it (-1: the object is in no heap block,
+  // not reconciled), the first kMaxReferrers of them, and how many counted
+  // references nobody holds (refcount above the references found; else 0).
+  int64_t inbound = -1;
+  std::vector<Ref> referrers;
+  int64_t over = 0;
+  static constexpr size_t kMaxReferrers = 16;
 };
 
 struct ProfileSetSummary {
   const ProfileSet* set = nullptr;
-  std::string type_name;  // resolved C type
-  std::string mode;       // the walk kind ("list", "hash:hlist", ...)
+  std::string type_name;       // resolved C type
+  const Type* type = nullptr;  // the same, owned by the program's type registry
+  std::string mode;            // the walk kind ("list", "hash:hlist", ...)
   uint64_t walks = 0, objects = 0, matched = 0;
   uint64_t flagged_extra = 0, flagged_missing = 0, errors = 0;
+  // With ProfileRunOptions::reconcile: objects whose refcount is above the
+  // references found, and objects in no heap block (not reconciled).
+  uint64_t over_referenced = 0, not_indexed = 0;
   std::map<std::string, uint64_t> violations;  // invariant -> objects violating it
   std::map<int64_t, uint64_t> histogram;
   std::vector<std::string> active_holders;  // names, in ProfileObject::holders order
@@ -169,6 +182,9 @@ struct ProfileRunOptions {
   // depend on (parents, holder sources) run without reaching it.
   std::vector<std::string> only_sets;
   const std::atomic<bool>* interrupted = nullptr;
+  // Reconcile each object's refcount with the references to it found in
+  // memory (borrowed; null: not reconciled).
+  const RefIndex* reconcile = nullptr;
 };
 
 // Binds `p` to `prog` (types, members, expressions) and runs every set,
