@@ -317,3 +317,34 @@ TEST_CASE("refs --profile and profile --reconcile on a profile's objects", "[ref
   CHECK(pt.out.find("1 reference found !! 4 counted, held by nothing found") != std::string::npos);
   CHECK(pt.out.find("3 with a refcount above the references found") != std::string::npos);
 }
+
+// The README's leaks/refs/reconcile example, executed as written on a fresh
+// fx_leaks core (addresses aside: they differ from run to run).
+TEST_CASE("README: the leaks example runs as written", "[refs][docs]") {
+  const auto& c = leaks_core();
+  NEED_LEAKS_CORE(c);
+  std::string part = lrtest::readme_section("leaks");
+  REQUIRE(!part.empty());
+  std::string dir = lrtest::tmp_dir() + "/readme-leaks";
+  REQUIRE(lrtest::run({"/bin/mkdir", "-p", dir}).status == 0);
+  REQUIRE(lrtest::run({"/bin/ln", "-sf", c.core, dir + "/core"}).status == 0);
+  REQUIRE(
+      lrtest::run({"/bin/ln", "-sf", std::string(LR_SOURCE_DIR) + "/tests/profiles/fx_leaks.toml",
+                   dir + "/fx_leaks.toml"})
+          .status == 0);
+  auto norm = [](const std::string& s) {
+    return std::regex_replace(s, std::regex("0x[0-9a-f]{6,}"), "0xADDR");
+  };
+  size_t commands = 0;
+  for (const auto& [cmd, want] : lrtest::readme_commands(part)) {
+    INFO(cmd);
+    auto r = lrtest::run(
+        {"/bin/bash", "-c", "cd '" + dir + "' && PATH='" + lrtest::build_dir() + "':$PATH " + cmd},
+        120);
+    INFO(r.err);
+    CHECK(r.status == 0);
+    CHECK(norm(r.out) == norm(want));
+    ++commands;
+  }
+  CHECK(commands == 3);
+}
