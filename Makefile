@@ -70,8 +70,10 @@ $(BUILD)/%.o: %.cpp
 
 # Profiles the engine's own reports read are built into the library
 # (.incbin in the file that loads them): a changed profile rebuilds it.
-EMBEDDED_PROFILES := corelib/src/profiles/linux/linux-kernel.toml
-$(BUILD)/corelib/src/profiles/linux/kernel_knowledge.o: $(EMBEDDED_PROFILES)
+EMBEDDED_PROFILES := corelib/src/profiles/linux/linux-kernel.toml \
+                     corelib/src/profiles/glusterfs/glusterfs.toml
+$(BUILD)/corelib/src/profiles/linux/kernel_knowledge.o: corelib/src/profiles/linux/linux-kernel.toml
+$(BUILD)/corelib/src/profiles/glusterfs/gluster_knowledge.o: corelib/src/profiles/glusterfs/glusterfs.toml
 
 $(LIB): $(CORE_OBJ)
 	@rm -f $@
@@ -172,7 +174,8 @@ $(FUZZ_LIB): $(FUZZ_OBJ)
 	ar rcs $@ $^
 
 -include $(FUZZ_OBJ:.o=.d)
-$(FUZZ_DIR)/obj/corelib/src/profiles/linux/kernel_knowledge.o: $(EMBEDDED_PROFILES)
+$(FUZZ_DIR)/obj/corelib/src/profiles/linux/kernel_knowledge.o: corelib/src/profiles/linux/linux-kernel.toml
+$(FUZZ_DIR)/obj/corelib/src/profiles/glusterfs/gluster_knowledge.o: corelib/src/profiles/glusterfs/glusterfs.toml
 
 $(FUZZ_DIR)/fuzz_trace_%: tests/fuzz/fuzz_trace.cpp $(FUZZ_LIB)
 	$(FUZZ_CXX) $(FUZZ_FLAGS) -DLR_FUZZ_PARSER=parse_$* -o $@ $< $(FUZZ_LIB) -ldw -lelf -ldebuginfod -lkdumpfile -lfmt -lzstd -llzma -llz4 -lz

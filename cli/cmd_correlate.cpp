@@ -93,9 +93,19 @@ lr::Result<std::vector<lr::CoreObject>> gluster_objects(lr::Program& prog, const
         o.addr = in.addr;
         o.kind = "inode";
         o.refcount = in.ref;
-        o.explained = static_cast<int64_t>(in.fds.size() + in.child_dentries);
+        // Every fd, every child dentry and every operation in flight that
+        // points at the inode holds one reference (never flagged).
+        o.explained = static_cast<int64_t>(in.fds.size() + in.child_dentries + in.in_flight.size());
         o.explained_by = fmt::format("{} and {}", plural(in.fds.size(), "fd", "fds"),
                                      plural(in.child_dentries, "child dentry", "child dentries"));
+        if (!in.in_flight.empty()) {
+          o.explained_by += fmt::format(" and {} in flight (", in.in_flight.size());
+          for (size_t i = 0; i < in.in_flight.size(); ++i) {
+            const lr::GfStack& st = r.stacks[in.in_flight[i].stack];
+            o.explained_by += fmt::format("{}{} unique {}", i ? ", " : "", st.op_name, st.unique);
+          }
+          o.explained_by += ")";
+        }
         o.label =
             fmt::format("{} {} gfid {}", t.name, lr::itable_list_name(l), lr::format_gfid(in.gfid));
         for (auto [x, n] : in.ref_by_xl)

@@ -170,6 +170,13 @@ nlohmann::json report_json(const lr::GlusterReport& r, const std::string& types_
           dents.push_back({{"name", d.name}, {"parent", hex(d.parent)}});
         json fds = json::array();
         for (const auto& f : in.fds) fds.push_back(fd_json(f));
+        json flight = json::array();
+        for (const auto& f : in.in_flight)
+          flight.push_back({{"stack", hex(r.stacks[f.stack].addr)},
+                            {"unique", r.stacks[f.stack].unique},
+                            {"op", r.stacks[f.stack].op_name},
+                            {"block", hex(f.block)},
+                            {"what", f.what}});
         inodes.push_back({{"addr", hex(in.addr)},
                           {"gfid", lr::format_gfid(in.gfid)},
                           {"ref", in.ref},
@@ -181,13 +188,27 @@ nlohmann::json report_json(const lr::GlusterReport& r, const std::string& types_
                           {"ref_by_xl", rbx},
                           {"child_dentries", in.child_dentries},
                           {"dentries", dents},
-                          {"fds", fds}});
+                          {"fds", fds},
+                          {"in_flight", flight}});
       }
       it[ln] = inodes;
     }
     its.push_back(it);
   }
   j["itables"] = its;
+  json stacks = json::array();
+  for (const auto& st : r.stacks) {
+    json frames = json::array();
+    for (size_t i = 0; i < st.frames.size(); ++i)
+      frames.push_back({{"addr", hex(st.frames[i])}, {"xlator", st.frame_xlators[i]}});
+    stacks.push_back({{"addr", hex(st.addr)},
+                      {"unique", st.unique},
+                      {"op", st.op_name},
+                      {"pid", st.pid},
+                      {"state", hex(st.state)},
+                      {"frames", frames}});
+  }
+  j["stacks"] = stacks;
   json dicts = json::array();
   for (const auto& d : r.dicts) {
     json pairs = json::array();

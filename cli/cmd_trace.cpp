@@ -6,9 +6,11 @@
 #include <map>
 #include <set>
 
+#include "cmd_gluster.hpp"
 #include "cmd_profile.hpp"
 #include "commands.hpp"
 #include "common.hpp"
+#include "leakref/gluster.hpp"
 #include "leakref/profile.hpp"
 #include "leakref/trace.hpp"
 #include "leakref/traceplan.hpp"
@@ -37,10 +39,13 @@ struct NoMemory final : lr::Memory {
   }
 };
 
-// The refcount offsets of the profile's probed sets, from the DWARF of the
-// modules the process maps (the same files its probes attach to).
+// The refcount offsets of the profile's probed kinds, from the DWARF of the
+// modules the process maps (the same files its probes attach to); for the
+// built-in glusterfs profile, from GlusterFS's types (synthesized and cached
+// when libglusterfs has no debuginfo).
 lr::Result<std::map<std::string, std::pair<int64_t, int>>> probe_refoffs(const lr::TracePlan& plan,
-                                                                         const lr::Profile& p) {
+                                                                         const lr::Profile& p,
+                                                                         bool gluster) {
   auto mods = lr::ModuleSet::empty({});
   std::set<std::string> seen;
   for (const auto& m : plan.mappings)
@@ -48,6 +53,7 @@ lr::Result<std::map<std::string, std::pair<int64_t, int>>> probe_refoffs(const l
       mods->add(m.path, m.path, m.start, m.end, 0, m.build_id, m.path == plan.exe);
   static NoMemory none;
   lr::Program prog(&none, std::move(mods));
+  if (gluster) LR_TRY(ensure_gluster_types(prog, ""));
   return lr::profile_probe_refoffs(prog, p);
 }
 
@@ -70,7 +76,15 @@ static int cmd_trace_plan(const TracePlanArgs& a) {
   }
   std::vector<std::string> fns = a.functions;
   lr::Result<lr::Profile> prof = lr::make_error(lr::Errc::kNotFound, "");
-  if (!a.profile.empty()) {
+  // No functions and no profile: GlusterFS's, from the built-in glusterfs
+  // profile's [[probe]]s (refcount offsets from its types, built from the
+  // headers when libglusterfs has no debuginfo).
+  const bool builtin = a.functions.empty() && a.profile.empty();
+  if (builtin) {
+    prof = lr::parse_profile(lr::glusterfs_profile_text(), "glusterfs (built in)");
+    if (!prof.ok()) return fail(prof.error());
+    fns = lr::profile_probe_functions(prof.value());
+  } else if (!a.profile.empty()) {
     if (!fns.empty()) return fail_usage("give --functions or --profile, not both");
     prof = lr::find_profile(a.profile, profile_dirs());
     if (!prof.ok()) return fail(prof.error());
@@ -79,19 +93,23 @@ static int cmd_trace_plan(const TracePlanArgs& a) {
       return fail(lr::make_error(lr::Errc::kInvalidArgument,
                                  prof->source + ": declares no [[probe]] to trace"));
   }
-  if (fns.empty()) fns = lr::gluster_default_functions();
   auto plan = lr::plan_trace(a.pid, fns, refoffs);
   if (!plan.ok()) return fail(plan.error());
   if (prof.ok()) {
-    auto offs = probe_refoffs(*plan, prof.value());
-    if (!offs.ok()) return fail(offs.error());
-    for (auto& p : plan->probes) {
-      auto it = offs->find(p.kind);
-      if (it != offs->end() && !refoffs.count(p.kind)) {  // --refoff still wins
-        p.refoff = it->second.first;
-        p.refwidth = it->second.second;
+    auto offs = probe_refoffs(*plan, prof.value(), builtin);
+    if (!offs.ok() && !builtin) return fail(offs.error());
+    // GlusterFS without its types (no headers to build them from): the
+    // capture still names every call, without the refcount at entry.
+    if (!offs.ok())
+      plan->warnings.push_back("refcounts at entry are not read: " + offs.error().message);
+    else
+      for (auto& p : plan->probes) {
+        auto it = offs->find(p.kind);
+        if (it != offs->end() && !refoffs.count(p.kind)) {  // --refoff still wins
+          p.refoff = it->second.first;
+          p.refwidth = it->second.second;
+        }
       }
-    }
   }
   print_warnings_text(plan->warnings);
   if (!a.ready_file.empty() && !lr::shell_safe_path(a.ready_file))

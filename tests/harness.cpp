@@ -1,5 +1,6 @@
 #include "harness.hpp"
 
+#include <elf.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -7,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -359,6 +361,28 @@ long screenshot(const std::string& url, const std::string& png) {
                120);
   if (r.status != 0 || ::access(png.c_str(), F_OK) != 0) return -1;
   return static_cast<long>(read_file(png).size());
+}
+
+// (patched: see harness.hpp)
+std::string patched(const std::string& core, const std::string& out,
+                    const std::vector<std::pair<uint64_t, uint64_t>>& writes, int width) {
+  REQUIRE(run({"/bin/cp", core, out}, 120).status == 0);
+  int fd = ::open(out.c_str(), O_RDWR);
+  REQUIRE(fd >= 0);
+  Elf64_Ehdr eh;
+  REQUIRE(::pread(fd, &eh, sizeof eh, 0) == sizeof eh);
+  for (auto [va, v] : writes) {
+    bool done = false;
+    for (int i = 0; i < eh.e_phnum && !done; ++i) {
+      Elf64_Phdr ph;
+      REQUIRE(::pread(fd, &ph, sizeof ph, eh.e_phoff + i * sizeof ph) == sizeof ph);
+      if (ph.p_type == PT_LOAD && va >= ph.p_vaddr && va + width <= ph.p_vaddr + ph.p_filesz)
+        done = ::pwrite(fd, &v, width, ph.p_offset + (va - ph.p_vaddr)) == width;
+    }
+    CHECK(done);
+  }
+  ::close(fd);
+  return out;
 }
 
 }  // namespace lrtest

@@ -55,6 +55,12 @@ bool have_gcore();
 std::string read_file(const std::string& path);
 void write_file(const std::string& path, const std::string& data);
 std::string sha256_file(const std::string& path);
+// A copy of ELF core `core` at `out` with values of `width` bytes (little
+// endian: 1 to 8) written at virtual addresses (the PT_LOAD that holds
+// each); the original is never modified. Fails the test when a copy or a
+// write fails.
+std::string patched(const std::string& core, const std::string& out,
+                    const std::vector<std::pair<uint64_t, uint64_t>>& writes, int width = 8);
 
 // Skipping is loud: the reason is printed and counted in the closing line.
 // The README between <!-- test:NAME-begin --> and <!-- test:NAME-end -->;

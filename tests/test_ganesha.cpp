@@ -104,29 +104,6 @@ const json& set_of(const json& j, const std::string& name) {
   return none;
 }
 
-// A copy of `core` with 8-byte values written at virtual addresses (the
-// PT_LOAD that holds each); the file is copied, never modified.
-std::string patched(const std::string& core, const std::string& out,
-                    const std::vector<std::pair<uint64_t, uint64_t>>& writes) {
-  REQUIRE(lrtest::run({"/bin/cp", core, out}, 120).status == 0);
-  int fd = ::open(out.c_str(), O_RDWR);
-  REQUIRE(fd >= 0);
-  Elf64_Ehdr eh;
-  REQUIRE(::pread(fd, &eh, sizeof eh, 0) == sizeof eh);
-  for (auto [va, v] : writes) {
-    bool done = false;
-    for (int i = 0; i < eh.e_phnum && !done; ++i) {
-      Elf64_Phdr ph;
-      REQUIRE(::pread(fd, &ph, sizeof ph, eh.e_phoff + i * sizeof ph) == sizeof ph);
-      if (ph.p_type == PT_LOAD && va >= ph.p_vaddr && va + 8 <= ph.p_vaddr + ph.p_filesz)
-        done = ::pwrite(fd, &v, 8, ph.p_offset + (va - ph.p_vaddr)) == 8;
-    }
-    CHECK(done);
-  }
-  ::close(fd);
-  return out;
-}
-
 }  // namespace
 
 TEST_CASE("nfs-ganesha: clients, open owners and states equal gdb's reading", "[ganesha][root]") {
@@ -236,14 +213,14 @@ TEST_CASE("nfs-ganesha: clients, open owners and states equal gdb's reading", "[
     std::istringstream in(g.out.substr(at + 5));
     uint64_t node, left, idx;
     in >> std::hex >> node >> left >> idx;
-    std::string cyc = patched(core, dir + "/cyclic.core", {{left, node}});
+    std::string cyc = lrtest::patched(core, dir + "/cyclic.core", {{left, node}});
     auto c = lr({"walk", cyc, "--type", "nfs_client_id_t", "--head", "ht_confirmed_client_id",
                  "--hashtable", "--json", "--fail-on", "cycle"});
     INFO(c.err);
     CHECK(c.status == 1);
     CHECK(c.json()["summary"]["stop"] == "cycle");
     ::unlink(cyc.c_str());
-    std::string huge = patched(core, dir + "/huge.core", {{idx, 0xffffffffull}});
+    std::string huge = lrtest::patched(core, dir + "/huge.core", {{idx, 0xffffffffull}});
     auto hz = lr({"walk", huge, "--type", "nfs_client_id_t", "--head", "ht_confirmed_client_id",
                   "--hashtable"});
     CHECK(hz.status != 0);

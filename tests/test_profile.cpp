@@ -223,14 +223,36 @@ TEST_CASE("hostile profiles: one clear error, never a crash or hang", "[profile]
     REQUIRE(at != std::string::npos);
     return s.replace(at, from.size(), to);
   };
+  // A format-3 profile with `probe` before its first [types] table.
+  auto probe3 = [&](const std::string& probe) {
+    std::string s = with("[types.vcache]", probe + "\n[types.vcache]");
+    s.replace(s.find("format = 1"), 10, "format = 3");
+    return s;
+  };
   struct Case {
     std::string name, text, says;
     int status;
   };
   std::vector<Case> cases = {
       {"not toml", "format = 1\n[[set]\n", "fx_bad.toml:2", 3},
-      {"no format", with("format = 1\n", ""), "'format = 2' is required", 3},
-      {"future format", with("format = 1", "format = 3"), "profile format 3", 3},
+      {"no format", with("format = 1\n", ""), "'format = 3' is required", 3},
+      {"future format", with("format = 1", "format = 4"), "profile format 4", 3},
+      {"format 3 probe in a format 1 profile",
+       with("[types.vcache]",
+            "[[probe]]\nfunction = \"x_ref\"\nop = \"ref\"\ntype = \"vcache\"\n"
+            "refcount = \"refs\"\n\n[types.vcache]"),
+       "'type' needs 'format = 3' (this profile says format 1)", 3},
+      {"probe with a set and a type",
+       probe3("[[probe]]\nfunction = \"x_ref\"\nop = \"ref\"\nset = \"vcaches\"\n"
+              "type = \"vcache\"\nrefcount = \"refs\"\n"),
+       "give 'set', or 'type' and 'refcount'", 3},
+      {"probe on a type without a refcount",
+       probe3("[[probe]]\nfunction = \"x_ref\"\nop = \"ref\"\ntype = \"vcache\"\n"),
+       "'type' needs 'refcount'", 3},
+      {"probe on an undeclared type",
+       probe3("[[probe]]\nfunction = \"x_ref\"\nop = \"ref\"\ntype = \"nosuch\"\n"
+              "refcount = \"refs\"\n"),
+       "type 'nosuch' is not in [types]", 3},
       {"format 2 key in a format 1 profile",
        with("[types.vcache]", "[types.vcache]\nenums = [\"enum afs_lock_state\"]"),
        "'enums' needs 'format = 2' (this profile says format 1)", 3},

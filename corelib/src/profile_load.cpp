@@ -383,17 +383,32 @@ struct Loader {
     LR_ASSIGN(auto probes, tables(root, "probe", "profile"));
     for (const toml::table* t : probes) {
       std::string w = "probe";
-      LR_TRY(only_keys(*t, w, {"function", "op", "set"}));
+      LR_TRY(only_keys(*t, w, {"function", "op", "set", "type", "refcount"}));
       ProfileProbe pr;
       LR_ASSIGN(pr.function, str(*t, "function", w, true));
       w = "probe '" + pr.function + "'";
+      LR_TRY(since(3, *t, "type", w));
+      LR_TRY(since(3, *t, "refcount", w));
       LR_ASSIGN(pr.op, str(*t, "op", w, true));
-      LR_ASSIGN(pr.set, str(*t, "set", w, true));
+      LR_ASSIGN(pr.set, str(*t, "set", w, false));
+      LR_ASSIGN(pr.type, str(*t, "type", w, false));
+      LR_ASSIGN(pr.refcount, str(*t, "refcount", w, false));
       if (pr.op != "ref" && pr.op != "unref" && pr.op != "new" && pr.op != "free")
         return bad(w, fmt::format("op '{}' is not one of ref, unref, new, free", pr.op));
-      bool known = false;
+      if (pr.set.empty() == pr.type.empty())
+        return bad(w, "give 'set', or 'type' and 'refcount' (format 3)");
+      if (!pr.type.empty() && pr.refcount.empty())
+        return bad(w, "'type' needs 'refcount': the path read at entry");
+      if (!pr.set.empty() && !pr.refcount.empty())
+        return bad(w, "'refcount' goes with 'type'; a set has its own");
+      bool known = !pr.type.empty();
       for (const auto& s : p.sets) known |= s.name == pr.set;
       if (!known) return bad(w, fmt::format("set '{}' is not a set", pr.set));
+      if (!pr.type.empty() && pr.type.find(' ') == std::string::npos) {
+        bool declared = false;  // a bare name must be a [types] name (a C type has a space)
+        for (const auto& ty : p.types) declared |= ty.name == pr.type;
+        if (!declared) return bad(w, fmt::format("type '{}' is not in [types]", pr.type));
+      }
       if (pr.function.find_first_of(": ") != std::string::npos)
         return bad(w, "'function' is NAME or NAME@MODULE");
       p.probes.push_back(std::move(pr));

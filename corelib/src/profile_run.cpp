@@ -561,7 +561,7 @@ Result<void> run_profile(Program& prog, const Profile& p, const ProfileRunOption
 
 std::vector<std::string> profile_probe_functions(const Profile& p) {
   std::vector<std::string> out;
-  for (const auto& pr : p.probes) out.push_back(pr.function + ":" + pr.op + ":" + pr.set);
+  for (const auto& pr : p.probes) out.push_back(pr.function + ":" + pr.op + ":" + pr.kind());
   return out;
 }
 
@@ -588,16 +588,19 @@ Result<std::map<std::string, std::pair<int64_t, int>>> profile_probe_refoffs(Pro
   ProfileBinder bind(prog, p);
   std::map<std::string, std::pair<int64_t, int>> out;
   for (const auto& pr : p.probes) {
-    if (out.count(pr.set)) continue;
-    const ProfileSet* s = find_set(p, pr.set);
+    if (out.count(pr.kind())) continue;
     auto where = [&](const std::string& what) {
       return fmt::format("profile {} ({}): probe '{}': {}", p.name, p.source, pr.function, what);
     };
-    if (s->refcount.empty())
+    const ProfileSet* s = pr.set.empty() ? nullptr : find_set(p, pr.set);
+    const std::string& type = s ? s->type : pr.type;
+    const std::string& refcount = s ? s->refcount : pr.refcount;
+    if (refcount.empty())
       return make_error(Errc::kInvalidArgument,
-                        where(fmt::format("set '{}' has no refcount to read", s->name)));
-    LR_ASSIGN(BoundType * bt, bind.bind(s->type));
-    auto rc = make_field_spec(bt->type, s->refcount, true, &bind.alias());
+                        where(fmt::format("set '{}' has no refcount to read", pr.set)));
+    auto bt = bind.bind(type);
+    if (!bt.ok()) return make_error(bt.error().code, where(bt.error().message));
+    auto rc = make_field_spec(bt.value()->type, refcount, true, &bind.alias());
     if (!rc.ok()) return make_error(rc.error().code, where(rc.error().message));
     const FieldLoc& loc = rc->hops.back();
     const Type* t = loc.type ? loc.type->strip() : nullptr;
@@ -605,8 +608,8 @@ Result<std::map<std::string, std::pair<int64_t, int>>> profile_probe_refoffs(Pro
       return make_error(Errc::kInvalidArgument,
                         where(fmt::format("refcount {} must be a whole 4- or 8-byte integer inside "
                                           "the object to be read at entry",
-                                          s->refcount)));
-    out[pr.set] = {static_cast<int64_t>(loc.offset), static_cast<int>(t->size)};
+                                          refcount)));
+    out[pr.kind()] = {static_cast<int64_t>(loc.offset), static_cast<int>(t->size)};
   }
   return out;
 }

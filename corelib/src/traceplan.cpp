@@ -27,18 +27,7 @@ bool shell_safe_path(const std::string& path) {
              std::string::npos;
 }
 
-std::vector<std::string> gluster_default_functions() {
-  return {"dict_ref",      "dict_unref", "inode_ref", "inode_unref", "__inode_ref",
-          "__inode_unref", "fd_ref",     "__fd_ref",  "fd_unref",    "fd_create_uint64:new:fd"};
-}
-
 namespace {
-
-// GlusterFS 10.x: dict_t.refcount and fd_t.refcount are gf_atomic_t at +16;
-// inode_t.ref is a uint32 at +80 (checked against the 10.3 headers and the
-// Debian binary's disassembly).
-const std::map<std::string, std::pair<int64_t, int>> kGlusterRefoffs = {
-    {"dict", {16, 8}}, {"fd", {16, 8}}, {"inode", {80, 4}}};
 
 struct ElfFile {
   int fd = -1;
@@ -275,9 +264,6 @@ Result<TracePlan> plan_trace(int pid, const std::vector<std::string>& functions,
     if (ro != refoffs.end()) {
       p.refoff = ro->second.first;
       p.refwidth = ro->second.second;
-    } else if (module_key(mod->path) == "libglusterfs.so" && kGlusterRefoffs.count(p.kind)) {
-      p.refoff = kGlusterRefoffs.at(p.kind).first;
-      p.refwidth = kGlusterRefoffs.at(p.kind).second;
     }
     plan.probes.push_back(std::move(p));
   }

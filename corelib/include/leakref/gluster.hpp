@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -16,6 +17,11 @@
 #include "leakref/result.hpp"
 
 namespace lr {
+
+// The built-in glusterfs profile's text (corelib/src/profiles/glusterfs/
+// glusterfs.toml, also installed): the types, members and roots these
+// reports read, the types' build recipe, sets and trace probes.
+std::string_view glusterfs_profile_text();
 
 using Gfid = std::array<uint8_t, 16>;
 std::string format_gfid(const Gfid& g);  // 8-4-4-4-12 lower-case hex
@@ -72,6 +78,25 @@ struct GfDentry {
   std::string name;
 };
 
+// An operation in flight: a call stack in the ctx's call pool, with its
+// frames (innermost last, as myframes lists them).
+struct GfStack {
+  uint64_t addr = 0, unique = 0, state = 0;
+  int32_t op = 0, pid = 0;
+  std::string op_name;  // "OPEN" (from glusterfs_fop_t), else the number
+  std::vector<uint64_t> frames;
+  std::vector<std::string> frame_xlators;  // each frame's xlator ("?" unknown)
+};
+
+// A reference an operation in flight holds: a heap block that belongs to
+// the stack (its request state, a frame's local, or a block that points at
+// one of its frames, like a call stub) and points at the object.
+struct GfInflightRef {
+  size_t stack = 0;    // index into GlusterReport::stacks
+  uint64_t block = 0;  // the heap block's address
+  std::string what;    // "call stub (a block of lrtest-open-behind)", "frame local of ..."
+};
+
 struct GfInode {
   uint64_t addr = 0;
   Gfid gfid{};
@@ -84,6 +109,9 @@ struct GfInode {
   std::vector<GfDentry> dentries;
   std::vector<GfFd> fds;
   uint32_t child_dentries = 0;  // dentries anywhere in the table whose parent is this inode
+  // Blocks of operations in flight that point at this inode: each holds one
+  // reference (found when its refs are not explained otherwise).
+  std::vector<GfInflightRef> in_flight;
 };
 
 struct GfItable {
@@ -140,6 +168,7 @@ struct GlusterReport {
   std::vector<GfDict> dicts;
   std::vector<GfClient> clients;
   std::vector<std::pair<int32_t, GfFd>> fuse_fds;  // FUSE fdtable slots
+  std::vector<GfStack> stacks;                     // operations in flight (ctx->pool)
   std::vector<GfFinding> findings;
   std::vector<std::string> warnings;
   std::vector<std::string> validated;  // "dict_t 152 == 152", what self-validation checked

@@ -26,10 +26,12 @@ namespace lr {
 // The profile format this leakref reads (the `format` key). A profile with a
 // higher number is refused, naming both; additions that old readers could
 // ignore still bump it, since unknown keys are errors (typos must not pass).
-// Format 2 added [types.X] `enums` and `exprs`, and [symbols]; a profile that
-// says format 1 and uses them is refused, so it stays readable by format-1
-// readers.
-constexpr int kProfileFormat = 2;
+// Format 2 added [types.X] `enums` and `exprs`, and [symbols]; format 3,
+// [[probe]]s on a type (`type` and `refcount` instead of a set: objects no
+// set can walk to, like GlusterFS's dicts). A profile that says an older
+// format and uses what a later one added is refused, so it stays readable
+// by the readers of the format it says.
+constexpr int kProfileFormat = 3;
 
 struct ProfileType {
   std::string name;                           // the key in [types]
@@ -90,7 +92,12 @@ struct ProfileSet {
 struct ProfileProbe {
   std::string function;  // NAME or NAME@MODULE
   std::string op;        // ref, unref, new, free
-  std::string set;
+  std::string set;       // the objects' set, or (format 3) ...
+  std::string type;      // ... a [types] name or C type, and
+  std::string refcount;  // ... its refcount path
+  // What the trace calls the objects (matched against a core's objects by
+  // correlate): the set's name, or the type's.
+  const std::string& kind() const { return set.empty() ? type : set; }
 };
 
 struct Profile {
@@ -194,12 +201,13 @@ struct ProfileRunOptions {
 Result<void> run_profile(Program& prog, const Profile& p, const ProfileRunOptions& opts,
                          ProfileSink& sink);
 
-// The probes as trace-plan function specs ("NAME[@MODULE]:OP:SET").
+// The probes as trace-plan function specs ("NAME[@MODULE]:OP:KIND").
 std::vector<std::string> profile_probe_functions(const Profile& p);
-// For each set the probes name: the refcount's offset and width (4 or 8)
-// inside the object, from `prog`'s DWARF (aliases applied). kInvalidArgument
-// when a probed set has no refcount or it is not a whole 4/8-byte integer
-// inside the object; kNotFound when the type or member is missing.
+// For each kind the probes name (ProfileProbe::kind): the refcount's offset
+// and width (4 or 8) inside the object, from `prog`'s DWARF (aliases
+// applied). kInvalidArgument when a probed set has no refcount or it is not
+// a whole 4/8-byte integer inside the object; kNotFound when the type or
+// member is missing.
 Result<std::map<std::string, std::pair<int64_t, int>>> profile_probe_refoffs(Program& prog,
                                                                              const Profile& p);
 // The walk of top-level set `set` as a WalkSpec (type, head, link, member,

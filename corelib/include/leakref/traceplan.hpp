@@ -39,10 +39,6 @@ struct TracePlan {
 // True when `path` is only letters, digits and /._-+ (safe inside a command).
 bool shell_safe_path(const std::string& path);
 
-// The GlusterFS 10.x defaults: dict, inode (the exported calls and the
-// static __inode_ref/__inode_unref they wrap) and fd, with fd creation.
-std::vector<std::string> gluster_default_functions();
-
 // Resolves `functions` in process `pid`. Each entry is "NAME", "NAME@MODULE"
 // or either followed by ":OP[:KIND]" (OP: ref, unref, new, free); without an
 // OP the role is guessed from the name. A NAME in no symbol table that starts

@@ -98,50 +98,62 @@ std::vector<uint64_t> Ctx::chain(uint64_t first, uint64_t next_off, uint64_t lim
 
 namespace {
 
+// Types and members by the names glusterfs.toml declares, bound to the
+// target's types through the profile (member alternatives, required
+// members checked once); the first thing missing is kept as the error.
 struct Resolver {
-  TypeRegistry& types;
+  ProfileBinder& bind;
   std::string error;
-  const Type* type(const char* name) {
-    if (!error.empty()) return nullptr;
-    auto t = types.find(name);
-    if (!t.ok()) {
-      error = t.error().message;
-      return nullptr;
+  struct T {
+    const Type* type = nullptr;
+    const BoundType* bound = nullptr;
+  };
+  T type(const char* name) {
+    if (!error.empty()) return {};
+    auto b = bind.bind(name);
+    if (!b.ok()) {
+      error = b.error().message;
+      return {};
     }
-    return t.value();
+    return {b.value()->type, b.value()};
   }
-  uint64_t size(const Type* t) { return t ? t->strip()->size : 0; }
-  uint64_t off(const Type* t, const char* path) {
-    if (!t || !error.empty()) return 0;
-    auto f = resolve_path(t, path);
+  uint64_t size(const T& t) { return t.type ? t.type->strip()->size : 0; }
+  uint64_t off(const T& t, const char* path) {
+    if (!t.type || !error.empty()) return 0;
+    ExprScope scope = bind.scope(t.bound, "glusterfs");
+    auto f = resolve_field(t.type, path, false, &scope);
     if (!f.ok()) {
       error = f.error().message;
       return 0;
     }
-    return f.value().offset;
+    if (f.value().hops.size() != 1) {
+      error = fmt::format("{}.{} crosses a pointer", t.bound->c, path);
+      return 0;
+    }
+    return f.value().hops[0].offset;
   }
 };
 
 }  // namespace
 
-Result<Layout> resolve_layout(TypeRegistry& types) {
-  Resolver R{types, {}};
+Result<Layout> resolve_layout(ProfileBinder& bind) {
+  Resolver R{bind, {}};
   Layout L{};
-  const Type* t = R.type("glusterfs_ctx_t");
+  Resolver::T t = R.type("ctx");
   L.ctx_size = R.size(t);
   L.ctx_graphs = R.off(t, "graphs");
   L.ctx_active = R.off(t, "active");
   L.ctx_root = R.off(t, "root");
   L.ctx_mempool_list = R.off(t, "mempool_list");
   L.ctx_clienttable = R.off(t, "clienttable");
-  t = R.type("glusterfs_graph_t");
+  t = R.type("graph");
   L.graph_size = R.size(t);
   L.graph_list = R.off(t, "list");
   L.graph_first = R.off(t, "first");
   L.graph_top = R.off(t, "top");
   L.graph_xl_count = R.off(t, "xl_count");
   L.graph_id = R.off(t, "id");
-  t = R.type("xlator_t");
+  t = R.type("xlator");
   L.xl_size = R.size(t);
   L.xl_name = R.off(t, "name");
   L.xl_type = R.off(t, "type");
@@ -153,11 +165,11 @@ Result<Layout> resolve_layout(TypeRegistry& types) {
   L.xl_private = R.off(t, "private");
   L.xl_mem_acct = R.off(t, "mem_acct");
   L.xl_xl_id = R.off(t, "xl_id");
-  t = R.type("xlator_list_t");
+  t = R.type("xlator_list");
   L.xll_size = R.size(t);
   L.xll_xlator = R.off(t, "xlator");
   L.xll_next = R.off(t, "next");
-  t = R.type("struct mem_pool");
+  t = R.type("mem_pool");
   L.pool_size = R.size(t);
   L.pool_sizeof_type = R.off(t, "sizeof_type");
   L.pool_name = R.off(t, "name");
@@ -166,17 +178,17 @@ Result<Layout> resolve_layout(TypeRegistry& types) {
   L.pool_owner = R.off(t, "owner");
   L.pool_ctx = R.off(t, "ctx");
   L.pool_pool = R.off(t, "pool");
-  L.shared_p2 = R.off(R.type("struct mem_pool_shared"), "power_of_two");
-  t = R.type("struct mem_acct");
+  L.shared_p2 = R.off(R.type("mem_pool_shared"), "power_of_two");
+  t = R.type("mem_acct");
   L.acct_num_types = R.off(t, "num_types");
   L.acct_refcnt = R.off(t, "refcnt");
   L.acct_rec = R.off(t, "rec");
-  t = R.type("struct mem_acct_rec");
+  t = R.type("mem_acct_rec");
   L.rec_size = R.size(t);
   L.rec_typestr = R.off(t, "typestr");
   L.rec_num_allocs = R.off(t, "num_allocs");
-  L.hdr_size = R.size(R.type("struct mem_header"));
-  t = R.type("inode_table_t");
+  L.hdr_size = R.size(R.type("mem_header"));
+  t = R.type("itable");
   L.it_size = R.size(t);
   L.it_dentry_hashsize = R.off(t, "dentry_hashsize");
   L.it_inode_hashsize = R.off(t, "inode_hashsize");
@@ -188,7 +200,7 @@ Result<Layout> resolve_layout(TypeRegistry& types) {
     L.it_list[i] = R.off(t, lists[i]);
     L.it_list_size[i] = R.off(t, (std::string(lists[i]) + "_size").c_str());
   }
-  t = R.type("inode_t");
+  t = R.type("inode");
   L.in_size = R.size(t);
   L.in_gfid = R.off(t, "gfid");
   L.in_nlookup = R.off(t, "nlookup");
@@ -203,16 +215,16 @@ Result<Layout> resolve_layout(TypeRegistry& types) {
   L.in_in_invalidate = R.off(t, "in_invalidate_list");
   L.in_invalidate_sent = R.off(t, "invalidate_sent");
   L.in_in_lru = R.off(t, "in_lru_list");
-  t = R.type("struct _inode_ctx");
+  t = R.type("inode_ctx");
   L.ictx_size = R.size(t);
   L.ictx_key = R.off(t, "xl_key");
   L.ictx_ref = R.off(t, "ref");
-  t = R.type("dentry_t");
+  t = R.type("dentry");
   L.de_size = R.size(t);
   L.de_inode_list = R.off(t, "inode_list");
   L.de_name = R.off(t, "name");
   L.de_parent = R.off(t, "parent");
-  t = R.type("fd_t");
+  t = R.type("fd");
   L.fd_size = R.size(t);
   L.fd_pid = R.off(t, "pid");
   L.fd_flags = R.off(t, "flags");
@@ -220,31 +232,31 @@ Result<Layout> resolve_layout(TypeRegistry& types) {
   L.fd_inode_list = R.off(t, "inode_list");
   L.fd_inode = R.off(t, "inode");
   L.fd_anonymous = R.off(t, "anonymous");
-  t = R.type("dict_t");
+  t = R.type("dict");
   L.dict_size = R.size(t);
   L.dict_count = R.off(t, "count");
   L.dict_refcount = R.off(t, "refcount");
   L.dict_members_list = R.off(t, "members_list");
-  t = R.type("data_pair_t");
+  t = R.type("data_pair");
   L.pair_size = R.size(t);
   L.pair_next = R.off(t, "next");
   L.pair_value = R.off(t, "value");
   L.pair_key = R.off(t, "key");
-  t = R.type("data_t");
+  t = R.type("data");
   L.data_size = R.size(t);
   L.data_data = R.off(t, "data");
   L.data_refcount = R.off(t, "refcount");
   L.data_type = R.off(t, "data_type");
   L.data_len = R.off(t, "len");
-  t = R.type("clienttable_t");
+  t = R.type("clienttable");
   L.ct_size = R.size(t);
   L.ct_max_clients = R.off(t, "max_clients");
   L.ct_entries = R.off(t, "cliententries");
-  t = R.type("cliententry_t");
+  t = R.type("cliententry");
   L.ce_size = R.size(t);
   L.ce_client = R.off(t, "client");
   L.ce_next_free = R.off(t, "next_free");
-  t = R.type("client_t");
+  t = R.type("client");
   L.cl_size = R.size(t);
   L.cl_scratch_count = R.off(t, "scratch_ctx.count");
   L.cl_scratch_ctx = R.off(t, "scratch_ctx.ctx");
@@ -253,19 +265,34 @@ Result<Layout> resolve_layout(TypeRegistry& types) {
   L.cl_bound_xl = R.off(t, "bound_xl");
   L.cl_this = R.off(t, "this");
   L.cl_client_uid = R.off(t, "client_uid");
-  t = R.type("struct client_ctx");
+  t = R.type("client_ctx");
   L.cctx_size = R.size(t);
   L.cctx_key = R.off(t, "ctx_key");
   L.cctx_value = R.off(t, "ctx_value");
-  L.sctx_fdtable = R.off(R.type("server_ctx_t"), "fdtable");
-  t = R.type("fdtable_t");
+  L.sctx_fdtable = R.off(R.type("server_ctx"), "fdtable");
+  t = R.type("fdtable");
   L.ft_size = R.size(t);
   L.ft_max_fds = R.off(t, "max_fds");
   L.ft_entries = R.off(t, "fdentries");
-  t = R.type("fdentry_t");
+  t = R.type("fdentry");
   L.fe_size = R.size(t);
   L.fe_fd = R.off(t, "fd");
   L.fe_next_free = R.off(t, "next_free");
+  L.ctx_pool = R.off(R.type("ctx"), "pool");
+  L.cp_all_frames = R.off(R.type("call_pool"), "all_frames");
+  t = R.type("call_stack");
+  L.cs_size = R.size(t);
+  L.cs_all_frames = R.off(t, "all_frames");
+  L.cs_state = R.off(t, "state");
+  L.cs_myframes = R.off(t, "myframes");
+  L.cs_unique = R.off(t, "unique");
+  L.cs_op = R.off(t, "op");
+  L.cs_pid = R.off(t, "pid");
+  t = R.type("call_frame");
+  L.cf_size = R.size(t);
+  L.cf_frames = R.off(t, "frames");
+  L.cf_local = R.off(t, "local");
+  L.cf_this = R.off(t, "this");
   if (!R.error.empty())
     return make_error(
         Errc::kNotFound,
@@ -416,20 +443,23 @@ Result<GlusterReport> analyze_gluster(Program& prog, const GlusterSections& sec)
   Module* lib = prog.modules().by_name("libglusterfs.so.0");
   if (!lib)
     return make_error(Errc::kNotFound, "libglusterfs.so.0 is not mapped: not a GlusterFS process");
-  auto gctx = prog.modules().lookup("global_ctx@" + lib->basename());
-  auto gxl = prog.modules().lookup("global_xlator@" + lib->basename());
+  LR_ASSIGN(const Profile* prof, builtin_profile());
+  ProfileBinder bind(prog, *prof);
+  auto gctx = bind.symbol("global_ctx");
+  auto gxl = bind.symbol("global_xlator");
   if (!gctx.ok() && !gxl.ok())
     return make_error(Errc::kNotFound, "libglusterfs exports neither global_ctx nor global_xlator");
-  LR_ASSIGN(Layout L, resolve_layout(prog.types()));
+  LR_ASSIGN(Layout L, resolve_layout(bind));
   Ctx c{mem, prog, L, r, {}};
+  c.bind = &bind;
 
   auto add_ctx = [&](uint64_t a) {
     if (a && std::find(r.ctxs.begin(), r.ctxs.end(), a) == r.ctxs.end()) r.ctxs.push_back(a);
   };
   if (gctx.ok())
-    if (auto v = mem.read_u64(gctx.value().second->addr); v.ok()) add_ctx(v.value());
+    if (auto v = mem.read_u64(gctx.value()); v.ok()) add_ctx(v.value());
   if (gxl.ok()) {
-    uint64_t a = gxl.value().second->addr;
+    uint64_t a = gxl.value();
     size_t gi = add_xlator(c, a, 0);
     r.xlators[gi].is_global = true;
     add_ctx(r.xlators[gi].ctx);
@@ -549,9 +579,11 @@ Result<GlusterReport> analyze_gluster(Program& prog, const GlusterSections& sec)
   for (const auto& x : r.xlators)
     if (x.is_root) root_priv = x.priv;
   if (sec.clients || sec.fds) read_clients(c, root_priv);
-  if (sec.itable) check_invariants(c);
   r.heap_walk = std::move(hw);
   r.gf_header_size = L.hdr_size;
+  read_stacks(c);
+  if (sec.itable) attribute_in_flight(c);
+  if (sec.itable) check_invariants(c);
   r.total_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return r;

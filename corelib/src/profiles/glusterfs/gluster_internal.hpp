@@ -7,8 +7,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "../../profile_bind.hpp"
 #include "leakref/gluster.hpp"
 #include "leakref/objects.hpp"
+#include "leakref/profile.hpp"
 #include "leakref/types.hpp"
 #include "leakref/walkers.hpp"
 
@@ -70,9 +72,15 @@ struct Layout {
   uint64_t cctx_size, cctx_key, cctx_value;
   uint64_t sctx_fdtable;
   uint64_t ft_size, ft_max_fds, ft_entries, fe_size, fe_fd, fe_next_free;
+  uint64_t ctx_pool, cp_all_frames, cs_size, cs_all_frames, cs_state, cs_myframes, cs_unique, cs_op,
+      cs_pid, cf_size, cf_frames, cf_local, cf_this;
 };
-// kNotFound naming the first type or member the loaded DWARF lacks.
-Result<Layout> resolve_layout(TypeRegistry& types);
+// The built-in glusterfs profile (glusterfs.toml beside this file), parsed
+// once; an error only if the built-in text is broken (the tests parse it).
+Result<const Profile*> builtin_profile();
+// Offsets through `bind` (the built-in profile bound to a program's types):
+// kNotFound naming the first type or member the types lack.
+Result<Layout> resolve_layout(ProfileBinder& bind);
 
 std::string cstr(const Memory& m, uint64_t addr, size_t max = 256);
 
@@ -103,6 +111,7 @@ struct Ctx {
   // Nodes all list walks of one analysis may visit together: a hostile core
   // can point every inode's fd_list into one long chain.
   uint64_t budget = uint64_t{1} << 26;
+  ProfileBinder* bind = nullptr;  // the built-in profile on this program (invariants)
 
   // Containers on the list_head ring at `head` / on the NULL-terminated
   // chain from `first`, through the engine's walkers (cycle cut, prev links
@@ -116,5 +125,11 @@ void read_itables(Ctx& c);
 void read_dicts(Ctx& c);
 void read_clients(Ctx& c, uint64_t root_private);
 void check_invariants(Ctx& c);
+// The call pool's stacks (every ctx), then, for inodes whose references
+// fds and child dentries do not explain, the blocks of those operations
+// that point at them (through a reference index of the core, built only
+// then).
+void read_stacks(Ctx& c);
+void attribute_in_flight(Ctx& c);
 
 }  // namespace lr::gf
