@@ -77,7 +77,9 @@ lr::Result<std::string> ensure_gluster_types(lr::Program& prog, const std::strin
         "leakref: no GlusterFS debuginfo; synthesized types from the installed headers: {}\n",
         path);
   }
-  prog.modules().add("<types " + path + ">", path, 0, 0, 0, "", false);
+  // As a types file: its declarations give libglusterfs's globals their
+  // types (the profile's sets start from global_ctx).
+  LR_TRY(add_types_file(prog, path));
   return path;
 }
 

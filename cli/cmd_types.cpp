@@ -2,8 +2,10 @@
 // without debuginfo, stamped with (and cached by) its executable's build-id.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 
+#include "cmd_gluster.hpp"
 #include "cmd_profile.hpp"
 #include "cmd_types.hpp"
 #include "commands.hpp"
@@ -38,6 +40,16 @@ void add_profile_recipe(const lr::Profile& p, lr::TypesBuild* b) {
 }  // namespace
 
 lr::Result<void> ensure_profile_types(lr::Program& prog, const lr::Profile& p, Out& err) {
+  // The glusterfs profile describes libglusterfs, whichever program maps it
+  // (a FUSE client, a brick, a gfapi program with debuginfo of its own): its
+  // types are built per libglusterfs build-id, as `leakref gluster` does.
+  if (std::find(p.match_modules.begin(), p.match_modules.end(), "libglusterfs.so.0") !=
+          p.match_modules.end() &&
+      prog.modules().by_name("libglusterfs.so.0")) {
+    auto r = ensure_gluster_types(prog, "");
+    if (!r.ok()) return std::move(r).error();
+    return {};
+  }
   const lr::Module* exe = prog.modules().exe();
   if (p.build_headers.empty() || !exe || exe->has_dwarf() || exe->build_id.empty()) return {};
   for (const auto& m : prog.modules().modules())
