@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <unordered_map>
 
 #include "cmd_heap.hpp"
 #include "cmd_profile.hpp"
@@ -144,7 +145,7 @@ int cmd_refs(const Common& c, const RefsArgs& a) {
     std::vector<lr::Ref> chain = a.depth ? ix.anchor_chain(ch, a.depth) : std::vector<lr::Ref>{};
     if (!c.json) {
       print_refs_text(names, h, ch, addr, refs, a.depth ? &chain : nullptr, a.depth,
-                      a.depth && live[ch], prog);
+                      a.depth && (live[ch] & lr::RefIndex::kReached), prog);
       continue;
     }
     std::string type = names.block_type(ch);
@@ -155,7 +156,7 @@ int cmd_refs(const Common& c, const RefsArgs& a) {
                      {"referrers", nlohmann::json::array()}};
     for (const auto& r : refs) j["referrers"].push_back(names.ref_json(r));
     if (a.depth) {
-      j["reachable"] = static_cast<bool>(live[ch]);
+      j["reachable"] = (live[ch] & lr::RefIndex::kReached) != 0;
       j["anchor_chain"] = nlohmann::json::array();
       for (const auto& r : chain) j["anchor_chain"].push_back(names.ref_json(r));
     }
@@ -199,9 +200,11 @@ lr::Result<std::map<uint64_t, std::string>> sites_of(const lr::Program& prog,
   return out;
 }
 
-// Which blocks are leaked (1) or free in a GlusterFS mem-pool (2: not live,
-// not leaked), and each leaked block's type: by its vtable or GlusterFS's
-// pool/header first, then through typed pointers between leaked blocks.
+// Per block: leaked (bit 0), referenced by something (bit 1), or free in a
+// GlusterFS mem-pool (4: neither live nor leaked); 0 for a live block. And
+// each leaked block's type: by its vtable or GlusterFS's pool/header first,
+// then through typed pointers between leaked blocks. One byte per block.
+constexpr uint8_t kLeaked = 1, kRefd = 2, kPoolFree = 4;
 struct LeakSet {
   std::vector<uint8_t> state;
   uint64_t pool_free = 0;
@@ -209,25 +212,25 @@ struct LeakSet {
 LeakSet find_leaked(const lr::RefIndex& ix, const GlusterNames& gf, RefNamer& names) {
   LeakSet ls;
   const auto& chunks = ix.heap().in_use;
-  std::vector<uint8_t> live = ix.reachable();
+  ls.state = ix.reachable();  // rewritten in place
   std::vector<uint64_t> pooled = gf.report ? gf.report->dead_pooled : std::vector<uint64_t>{};
   std::sort(pooled.begin(), pooled.end());
-  ls.state.assign(chunks.size(), 0);
   for (size_t i = 0; i < chunks.size(); ++i) {
-    if (live[i]) continue;
-    if (std::binary_search(pooled.begin(), pooled.end(), chunks[i].user)) {
-      ls.state[i] = 2;
+    uint8_t& st = ls.state[i];
+    if (st & lr::RefIndex::kReached) {
+      st = 0;
+    } else if (std::binary_search(pooled.begin(), pooled.end(), chunks[i].user)) {
+      st = kPoolFree;
       ++ls.pool_free;
-      continue;
+    } else {
+      // Unreferenced (chap's word): nothing at all points into it.
+      st = kLeaked | (st & lr::RefIndex::kReferenced ? kRefd : 0);
+      if (names.types().from_vtable(i) || !gf.namer) continue;
+      std::string n = gf.namer->name(chunks[i]);
+      if (!n.empty()) names.types().set(i, lr::BlockType{nullptr, n, "GlusterFS"});
     }
-    ls.state[i] = 1;
-    if (names.types().from_vtable(i) || !gf.namer) continue;
-    std::string n = gf.namer->name(chunks[i]);
-    if (!n.empty()) names.types().set(i, lr::BlockType{nullptr, n, "GlusterFS"});
   }
-  std::vector<uint8_t> leaked(ls.state.size());
-  for (size_t i = 0; i < leaked.size(); ++i) leaked[i] = ls.state[i] == 1;
-  names.types().propagate(leaked);
+  names.types().propagate(ls.state);  // within the leaked blocks (bit 0)
   return ls;
 }
 
@@ -296,6 +299,16 @@ int cmd_leaks(const Common& c, const LeaksArgs& a) {
   const LeakSet ls = find_leaked(ix, o.value().gf, names);
   LeakGroups groups;
   uint64_t leaked = 0, leaked_bytes = 0, unref = 0, unref_bytes = 0;
+  // Who points at each leaked block: only other leaked blocks can (a live
+  // one would make it live), so their own rows say it, one entry per
+  // referring word, and the index's reverse rows (8 bytes a reference and
+  // one table a chunk) are never made.
+  std::unordered_map<uint32_t, std::vector<uint32_t>> leaked_refs;
+  if (c.json)
+    for (size_t i = 0; i < chunks.size(); ++i)
+      if (ls.state[i] & kLeaked)
+        for (uint32_t t : ix.points_to(i))
+          if (ls.state[t] & kLeaked) leaked_refs[t].push_back(static_cast<uint32_t>(i));
   // JSON: the blocks stream as they are found; the totals follow them.
   if (c.json)
     out_stdout().print("{{\"schema\":\"leakref.leaks/1\",\"core\":{},\"blocks\":[",
@@ -303,10 +316,9 @@ int cmd_leaks(const Common& c, const LeaksArgs& a) {
   else if (a.list)
     out_stdout().print("{:<18} {:>8}  {:<12}  {}\n", "BLOCK", "SIZE", "", "SITE / TYPE");
   for (size_t i = 0; i < chunks.size(); ++i) {
-    if (ls.state[i] != 1) continue;
+    if (!(ls.state[i] & kLeaked)) continue;
     const lr::HeapChunk& h = chunks[i];
-    // Unreferenced (chap's word): no other block points at it at all.
-    const bool unreferenced = ix.ref_count(i) == 0;
+    const bool unreferenced = !(ls.state[i] & kRefd);
     const lr::BlockType* bt = names.types().get(i);
     const std::string type = bt ? bt->name : "";
     unref += unreferenced;
@@ -324,10 +336,8 @@ int cmd_leaks(const Common& c, const LeaksArgs& a) {
                        {"type_from", bt ? nlohmann::json(bt->via) : nlohmann::json(nullptr)},
                        {"unreferenced", unreferenced}};
       nlohmann::json by = nlohmann::json::array();
-      for (const auto& r : ix.refs_to(i)) {
-        size_t from = ix.chunk_at(r.from);
-        by.push_back(from == SIZE_MAX ? hex(r.from) : hex(chunks[from].user));
-      }
+      if (auto it = leaked_refs.find(static_cast<uint32_t>(i)); it != leaked_refs.end())
+        for (uint32_t from : it->second) by.push_back(hex(chunks[from].user));
       b["referenced_by"] = std::move(by);
       b["site"] = site.empty() ? nlohmann::json(nullptr) : nlohmann::json(site);
       out_stdout().print("{}{}", leaked ? ",\n" : "\n", b.dump());

@@ -115,7 +115,9 @@ gbs = ix["bytes_scanned"] / ix["build_ns"]
 print(f"index build: {ix['build_ns']/1e9:.2f} s over {ix['bytes_scanned']/2**30:.2f} GiB scanned = "
       f"{gbs:.2f} GB/s (target >= 1); {ix['refs']} references, "
       f"{(ix['index_bytes'] + ix['table_bytes'])/2**20:.0f} MiB of index and tables")
+blocks = json.load(open(sys.argv[1]))["summary"]["blocks"]
 print(f"leakref leaks whole process: {wall:.2f} s; peak RSS {hwm/2**30:.2f} GiB, of which "
       f"anonymous (beyond the mapped core pages) {anon/2**20:.0f} MiB = "
-      f"{100*anon/size:.2f} % of the core (target <= 5 %)")
+      f"{100*anon/size:.2f} % of the core (target <= 5 %), {anon/blocks:.1f} bytes per "
+      f"allocation ({blocks} allocations, mean block {size/blocks:.0f} bytes)")
 EOF

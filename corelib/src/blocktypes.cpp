@@ -92,7 +92,7 @@ const std::vector<BlockTypes::PtrSlot>& BlockTypes::slots(const Type* t) {
 
 size_t BlockTypes::propagate(const std::vector<uint8_t>& within, size_t max_blocks) {
   const auto& chunks = ix_.heap().in_use;
-  auto in = [&](size_t c) { return c < within.size() && within[c]; };
+  auto in = [&](size_t c) { return c < within.size() && (within[c] & 1); };
   std::deque<uint32_t> queue;
   for (const auto& [c, t] : types_)
     if (t.type && in(c)) queue.push_back(c);

@@ -239,13 +239,14 @@ Result<Snapshot> snapshot_from_statedump(std::string_view text, const std::strin
 }
 
 void add_heap_classes(Snapshot& s, const HeapWalk& heap) {
-  // Counted by chunk bits (usable size and mmapped flag) first: a heap has
+  // Counted by chunk units (usable size and mmapped flag) first: a heap has
   // millions of chunks and few distinct sizes, so names are made per size.
-  std::unordered_map<uint64_t, int64_t> by_bits;
-  for (const auto& c : heap.in_use) ++by_bits[c.bits];
+  std::unordered_map<uint32_t, int64_t> by_units;
+  for (const auto& c : heap.in_use) ++by_units[c.units];
   std::map<std::string, std::pair<int64_t, int64_t>> by;  // class -> (chunks, bytes)
-  for (const auto& [bits, n] : by_bits) {
-    HeapChunk c{0, bits};
+  for (const auto& [units, n] : by_units) {
+    HeapChunk c;
+    c.units = units;
     auto& [count, bytes] = by[c.mmapped() ? "mmapped" : size_class(c.usable())];
     count += n;
     bytes += n * static_cast<int64_t>(c.usable());

@@ -59,9 +59,22 @@ struct Walker {
   const Reader& rd;
   const HeapLimits& lim;
   HeapWalk& out;
-  std::vector<HeapChunk> cand;               // in-use by the PREV_INUSE test
+  PodArray<HeapChunk> cand;                  // in-use by the PREV_INUSE test
   std::unordered_set<uint64_t> free_chunks;  // fastbin and tcache chunk addresses
   uint64_t tcache_steps = 0;                 // entries all tcache candidates have followed
+
+  // A candidate in-use chunk; one larger than leakref indexes is a warning
+  // (left out, never recorded with a wrong size).
+  void add(uint64_t user, uint64_t usable, bool mmapped) {
+    if (usable > kMaxChunkUsable) {
+      out.warnings.push_back(
+          fmt::format("chunk at {:#x}: {} usable bytes, more than leakref "
+                      "indexes ({}); left out",
+                      user, usable, kMaxChunkUsable));
+      return;
+    }
+    cand.push_back(HeapChunk::make(user, usable, mmapped));
+  }
 
   // Walks chunks in [first, end) up to `top` (excluded). Returns false when
   // the chain broke before reaching top/end.
@@ -89,7 +102,7 @@ struct Walker {
       else
         in_use = next >= end;  // nothing follows: the chunk ends the heap
       if (in_use)
-        cand.push_back({c + 16, (size - 8) << 1});
+        add(c + 16, size - 8, false);
       else
         ++out.stats.bin_free;
       c = next;
@@ -172,7 +185,7 @@ struct Walker {
       if (rd.u64(p, &prev) && prev == 0 && rd.u64(p + 8, &head) && (head & 7) == kIsMmapped) {
         uint64_t size = head & kSizeMask;
         if (size >= kPage && size % kPage == 0 && size <= end - p) {
-          cand.push_back({p + 16, ((size - 16) << 1) | 1});
+          add(p + 16, size - 16, true);
           out.regions.push_back({HeapRegion::Kind::kMmapped, p, p + size, 0, true});
           ++out.stats.mmapped;
           p += size;
@@ -247,7 +260,7 @@ const HeapChunk* HeapWalk::chunk_containing(uint64_t addr) const {
 // Sorts chunks by address. The walk yields each arena's (and the mmapped
 // list's) chunks in address order, so a few sorted runs are merged (linear
 // per run) instead of sorting millions of records from scratch.
-static void sort_runs(std::vector<HeapChunk>& v) {
+static void sort_runs(PodArray<HeapChunk>& v) {
   auto less = [](const HeapChunk& a, const HeapChunk& b) { return a.user < b.user; };
   std::vector<size_t> starts{0};
   for (size_t i = 1; i < v.size() && starts.size() <= 64; ++i)
@@ -387,9 +400,13 @@ Result<HeapWalk> walk_glibc_heap(const Memory& mem, const HeapInput& in, const H
   // Filter in place: the walk's memory stays at one 16-byte record per
   // chunk (plus vector slack) instead of two copies.
   out.in_use = std::move(w.cand);
-  std::erase_if(out.in_use, [&](const HeapChunk& c) {
-    return !c.mmapped() && !w.free_chunks.empty() && w.free_chunks.count(c.user - 16);
-  });
+  if (!w.free_chunks.empty()) {
+    size_t kept = 0;
+    for (const HeapChunk& c : out.in_use)
+      if (c.mmapped() || !w.free_chunks.count(c.user - 16)) out.in_use[kept++] = c;
+    out.in_use.truncate(kept);
+  }
+  out.in_use.shrink_to_fit();  // in place (mremap): the tail was never touched
   for (const auto& c : out.in_use) out.stats.in_use_bytes += c.usable();
   out.stats.index_bytes = out.in_use.capacity() * sizeof(HeapChunk);
   sort_runs(out.in_use);

@@ -396,8 +396,8 @@ class Runner {
     } else if (c->user != a) {
       why = fmt::format("is {} bytes into a malloc allocation, not at its start", a - c->user);
     } else {
-      uint64_t usable = c->bits >> 1;
-      size_wrong = usable < size || (!(c->bits & 1) && usable >= size + 24);
+      uint64_t usable = c->usable();
+      size_wrong = usable < size || (!c->mmapped() && usable >= size + 24);
       if (size_wrong) why = fmt::format("is a malloc allocation of {} usable bytes", usable);
     }
     if (why.empty()) return {};

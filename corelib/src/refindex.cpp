@@ -19,7 +19,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "podarray.hpp"
+#include "leakref/podarray.hpp"
 
 namespace lr {
 
@@ -67,7 +67,7 @@ struct RootRef {
 }  // namespace
 
 struct RefIndex::Impl {
-  const std::vector<HeapChunk>& ch;
+  const PodArray<HeapChunk>& ch;
   const CoreFile* core = nullptr;
   std::vector<Span> spans;
   uint64_t lo = 0, hi = 0;  // [lo, hi): every chunk's user range lies inside
@@ -105,7 +105,7 @@ struct RefIndex::Impl {
   // The words of chunk `src` pointing into chunk `dst` (the scan's rule).
   std::vector<uint64_t> words_into(const Memory& mem, size_t src, size_t dst) const;
 
-  explicit Impl(const std::vector<HeapChunk>& c) : ch(c) {}
+  explicit Impl(const PodArray<HeapChunk>& c) : ch(c) {}
 
   // Chunk lookup granularity: a table entry (4 bytes) per line of heap, a
   // line being the chunks' mean size rounded to a power of two (64 bytes to
@@ -120,7 +120,7 @@ struct RefIndex::Impl {
     for (const auto& c : ch)
       if (!c.mmapped()) bytes += c.usable() + 8;
     const uint64_t mean = bytes / ch.size();
-    for (line_shift = 6; line_shift < 12 && (uint64_t{2} << line_shift) <= mean; ++line_shift) {
+    for (line_shift = 6; line_shift < 14 && (uint64_t{2} << line_shift) <= 4 * mean; ++line_shift) {
     }
     line = uint64_t{1} << line_shift;
     lo = ch.front().user;
@@ -553,10 +553,11 @@ std::vector<uint8_t> RefIndex::reachable() const {
   const Impl& ix = *impl_;
   const auto& ch = heap_.in_use;
   std::vector<uint8_t> seen(ch.size(), 0);
+  for (uint32_t t : ix.target) seen[t] = kReferenced;
   std::vector<uint32_t> todo;
   for (const auto& r : ix.roots)
-    if (!seen[r.target]) {
-      seen[r.target] = 1;
+    if (!(seen[r.target] & kReached)) {
+      seen[r.target] |= kReached | kReferenced;
       todo.push_back(r.target);
     }
   while (!todo.empty()) {
@@ -564,8 +565,8 @@ std::vector<uint8_t> RefIndex::reachable() const {
     todo.pop_back();
     for (uint32_t r = ix.out_off[c]; r < ix.out_off[c + 1]; ++r) {
       const uint32_t t = ix.target[r];
-      if (!seen[t]) {
-        seen[t] = 1;
+      if (!(seen[t] & kReached)) {
+        seen[t] |= kReached;
         todo.push_back(t);
       }
     }

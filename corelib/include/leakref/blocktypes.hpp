@@ -35,8 +35,8 @@ class BlockTypes {
   // into a `_ZTV` symbol; the class's DWARF type when the modules have it.
   // False when the block is not a C++ object with a vtable leakref can name.
   bool from_vtable(size_t c);
-  // From each typed chunk whose flag in `within` is set, types the chunks
-  // (also flagged, untyped) that its pointer members point at the start of,
+  // From each typed chunk whose flag in `within` has bit 0 set, types the
+  // chunks (also flagged, untyped) that its pointer members point at the start of,
   // then theirs, breadth first, at most `max_blocks` new types. Pointers to
   // void, char or incomplete types say nothing and are not followed.
   // Returns how many chunks it typed.

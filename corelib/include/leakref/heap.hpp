@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "leakref/memory.hpp"
+#include "leakref/podarray.hpp"
 #include "leakref/result.hpp"
 
 namespace lr {
@@ -20,12 +21,26 @@ class ModuleSet;
 
 // One chunk handed out by malloc and not yet freed: 16 bytes per chunk so a
 // walk over millions of allocations stays small.
-struct HeapChunk {
-  uint64_t user = 0;  // the pointer malloc returned
-  uint64_t bits = 0;  // usable size << 1 | mmapped
-  uint64_t usable() const { return bits >> 1; }
-  bool mmapped() const { return bits & 1; }
+// One in-use chunk, in 12 bytes (packed: a big core's heap has tens of
+// millions of them, and the walk holds them all). A usable size is always a
+// multiple of 8 (glibc chunks are 16-aligned with an 8-byte header; mmapped
+// ones page-sized with 16), so it is kept in units of 8 bytes, up to
+// kMaxChunkUsable.
+constexpr uint64_t kMaxChunkUsable = (uint64_t{1} << 34) - 8;  // 16 GiB
+struct __attribute__((packed)) HeapChunk {
+  uint64_t user = 0;   // the pointer malloc returned
+  uint32_t units = 0;  // usable size / 8 (bits 0..30) | mmapped (bit 31)
+  // `usable` must be a multiple of 8 and at most kMaxChunkUsable.
+  static HeapChunk make(uint64_t user, uint64_t usable, bool mmapped) {
+    HeapChunk c;
+    c.user = user;
+    c.units = static_cast<uint32_t>(usable >> 3) | (mmapped ? 0x80000000u : 0u);
+    return c;
+  }
+  uint64_t usable() const { return uint64_t{units & 0x7fffffffu} << 3; }
+  bool mmapped() const { return units >> 31; }
 };
+static_assert(sizeof(HeapChunk) == 12);
 
 struct HeapRegion {
   enum class Kind { kMain, kThread, kMmapped };
@@ -56,7 +71,7 @@ struct HeapStats {
 constexpr uint64_t kMallocStateBytes = 2200;
 
 struct HeapWalk {
-  std::vector<HeapChunk> in_use;  // sorted by address
+  PodArray<HeapChunk> in_use;  // sorted by address
   std::vector<HeapRegion> regions;
   uint64_t main_arena = 0;  // 0 when it could not be found
   uint64_t tcache_key = 0;  // 0 when no tcache entry was seen

@@ -96,7 +96,9 @@ class RefIndex {
   // The chunks chunk `c` points into (its outgoing references), in order.
   std::vector<uint32_t> points_to(size_t c) const;
 
-  // Every chunk reachable from a root, as a flag per chunk.
+  // Per chunk: kReached when a chain of references from a root reaches it,
+  // kReferenced when anything (a root or a chunk) points into it.
+  static constexpr uint8_t kReached = 1, kReferenced = 2;
   std::vector<uint8_t> reachable() const;
   // One shortest chain of references from a root to chunk `c` (the root's
   // reference first, the one into `c` last); empty when unreachable or when

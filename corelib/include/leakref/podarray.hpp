@@ -1,9 +1,10 @@
 // A growable array of trivially copyable values in one malloc'd block, for
-// arrays of tens of millions of entries built by appending. Growth is
-// realloc: glibc moves a large block with mremap, so growing neither copies
-// the entries nor touches every page a second time, as std::vector's
-// allocate-copy-free growth does (a third of a pointer-dense index build
-// went to that copying and its page faults). Internal to corelib.
+// arrays of tens of millions of entries built by appending (the heap walk's
+// chunk index, the reference index). Growth is realloc: glibc moves a large
+// block with mremap, so growing neither copies the entries nor holds the old
+// and the new block at once, as std::vector's allocate-copy-free growth
+// does (on an 8 GB core that was half of the walk's peak memory), nor
+// touches every page a second time. Move-only.
 #pragma once
 
 #include <cstddef>
@@ -45,6 +46,16 @@ class PodArray {
   void shrink_to_fit() {
     if (n_ < cap_) reallocate(n_ ? n_ : 1);
   }
+
+  // Drops the entries from `n` on.
+  void truncate(size_t n) {
+    if (n < n_) n_ = n;
+  }
+  void clear() { n_ = 0; }
+  T& front() { return p_[0]; }
+  const T& front() const { return p_[0]; }
+  T& back() { return p_[n_ - 1]; }
+  const T& back() const { return p_[n_ - 1]; }
 
   size_t size() const { return n_; }
   size_t capacity() const { return cap_; }
