@@ -293,8 +293,11 @@ bench-kernel:
 	$(MAKE) -j$(NPROC) $(BIN) $(EXT)
 	BUILD=$(BUILD) scripts/bench-kernel.sh
 
-# leakref vs drgn on a 1,000,000-node list and hash table in one core.
+# leakref vs drgn on a 1,000,000-node list and hash table in one core; batch
+# throughput; the reference index on 5.9 M allocations (and chap beside it
+# with CHAP=/path/to/chap) and on an 8 GB core (BENCH_REFS_GB).
 bench:
 	$(MAKE) -j$(NPROC) $(BIN) $(BUILD)/walk_repeat fixtures
 	BUILD=$(BUILD) scripts/bench.sh
 	BUILD=$(BUILD) scripts/bench-batch.sh
+	BUILD=$(BUILD) scripts/bench-refs.sh
