@@ -431,7 +431,7 @@ class Join {
         // fits the request (glibc rounds n up to at most n + 23 bytes,
         // mmapped chunks to whole pages), so a chunk that took the address
         // over after a free is not this block.
-        const HeapChunk* c = heap_->chunk_containing(a.ptr);
+        const std::optional<HeapChunk> c = heap_->chunk_containing(a.ptr);
         const uint64_t slack = c && c->mmapped() ? 8192 : 24;
         a.live = c && c->user == a.ptr && c->usable() >= a.size && c->usable() <= a.size + slack;
       }
@@ -486,7 +486,7 @@ class Join {
   void link_objects_to_allocations() {
     if (!heap_ || alloc_at_.empty()) return;
     for (auto& r : rep_.objects) {
-      const HeapChunk* c = heap_->chunk_containing(r.obj.addr);
+      const std::optional<HeapChunk> c = heap_->chunk_containing(r.obj.addr);
       auto it = c ? alloc_at_.find(c->user) : alloc_at_.end();
       if (it == alloc_at_.end()) continue;
       const OutstandingAlloc& a = rep_.allocs[it->second];

@@ -59,13 +59,18 @@ struct Walker {
   const Reader& rd;
   const HeapLimits& lim;
   HeapWalk& out;
-  PodArray<HeapChunk> cand;                  // in-use by the PREV_INUSE test
+  ChunkIndex cand;                           // in-use by the PREV_INUSE test
   std::unordered_set<uint64_t> free_chunks;  // fastbin and tcache chunk addresses
   uint64_t tcache_steps = 0;                 // entries all tcache candidates have followed
 
   // A candidate in-use chunk; one larger than leakref indexes is a warning
   // (left out, never recorded with a wrong size).
   void add(uint64_t user, uint64_t usable, bool mmapped) {
+    if (user >> 48) {
+      out.warnings.push_back(fmt::format(
+          "chunk at {:#x}: above the 48-bit user space leakref indexes; left out", user));
+      return;
+    }
     if (usable > kMaxChunkUsable) {
       out.warnings.push_back(
           fmt::format("chunk at {:#x}: {} usable bytes, more than leakref "
@@ -249,30 +254,52 @@ HeapInput heap_input_from_core(const CoreFile& core, const ModuleSet& mods) {
   return in;
 }
 
-const HeapChunk* HeapWalk::chunk_containing(uint64_t addr) const {
+std::optional<HeapChunk> HeapWalk::chunk_containing(uint64_t addr) const {
   auto it = std::upper_bound(in_use.begin(), in_use.end(), addr,
                              [](uint64_t a, const HeapChunk& c) { return a < c.user; });
-  if (it == in_use.begin()) return nullptr;
-  --it;
-  return addr < it->user + it->usable() ? &*it : nullptr;
+  if (it == in_use.begin()) return std::nullopt;
+  const HeapChunk c = *--it;
+  if (addr < c.user + c.usable()) return c;
+  return std::nullopt;
 }
 
-// Sorts chunks by address. The walk yields each arena's (and the mmapped
-// list's) chunks in address order, so a few sorted runs are merged (linear
-// per run) instead of sorting millions of records from scratch.
-static void sort_runs(PodArray<HeapChunk>& v) {
-  auto less = [](const HeapChunk& a, const HeapChunk& b) { return a.user < b.user; };
+void ChunkIndex::push_back(const HeapChunk& c) {
+  const uint64_t u = c.usable();
+  uint64_t code = kSizeMask;  // no code fits: the side table
+  if (c.user % 16 == 0) {
+    if (c.mmapped() && (u + 16) % 4096 == 0 && ((u + 16) >> 12) < kSizeMask)
+      code = kMmappedBit | ((u + 16) >> 12);
+    else if (!c.mmapped() && u % 16 == 8 && ((u - 8) >> 4) < kSizeMask)
+      code = (u - 8) >> 4;
+  }
+  if (code == kSizeMask) side_.push_back(c);
+  words_.push_back(((c.user >> 4) << kCodeBits) | code);
+}
+
+HeapChunk ChunkIndex::side(uint64_t user) const {
+  // Keyed by the pointer as the word keeps it (16-aligned).
+  auto it = std::lower_bound(side_.begin(), side_.end(), user,
+                             [](const HeapChunk& c, uint64_t u) { return (c.user & ~15ull) < u; });
+  return it != side_.end() && (it->user & ~15ull) == user ? *it : HeapChunk{user, 0};
+}
+
+// The walk yields each arena's (and the mmapped list's) chunks in address
+// order, so a few sorted runs are merged (linear per run) instead of
+// sorting millions of words from scratch. A word sorts as its pointer.
+void ChunkIndex::sort() {
+  uint64_t* v = words_.data();
+  const size_t n = words_.size();
   std::vector<size_t> starts{0};
-  for (size_t i = 1; i < v.size() && starts.size() <= 64; ++i)
-    if (v[i].user < v[i - 1].user) starts.push_back(i);
+  for (size_t i = 1; i < n && starts.size() <= 64; ++i)
+    if (v[i] < v[i - 1]) starts.push_back(i);
   if (starts.size() > 64) {
-    std::sort(v.begin(), v.end(), less);
-    return;
+    std::sort(v, v + n);
+  } else {
+    for (size_t r = 1; r < starts.size(); ++r)
+      std::inplace_merge(v, v + starts[r], r + 1 < starts.size() ? v + starts[r + 1] : v + n);
   }
-  for (size_t r = 1; r < starts.size(); ++r) {
-    const auto end = r + 1 < starts.size() ? v.begin() + starts[r + 1] : v.end();
-    std::inplace_merge(v.begin(), v.begin() + starts[r], end, less);
-  }
+  std::sort(side_.begin(), side_.end(),
+            [](const HeapChunk& a, const HeapChunk& b) { return a.user < b.user; });
 }
 
 Result<HeapWalk> walk_glibc_heap(const Memory& mem, const HeapInput& in, const HeapLimits& limits) {
@@ -400,16 +427,13 @@ Result<HeapWalk> walk_glibc_heap(const Memory& mem, const HeapInput& in, const H
   // Filter in place: the walk's memory stays at one 16-byte record per
   // chunk (plus vector slack) instead of two copies.
   out.in_use = std::move(w.cand);
-  if (!w.free_chunks.empty()) {
-    size_t kept = 0;
-    for (const HeapChunk& c : out.in_use)
-      if (c.mmapped() || !w.free_chunks.count(c.user - 16)) out.in_use[kept++] = c;
-    out.in_use.truncate(kept);
-  }
+  if (!w.free_chunks.empty())
+    out.in_use.filter(
+        [&](const HeapChunk& c) { return c.mmapped() || !w.free_chunks.count(c.user - 16); });
   out.in_use.shrink_to_fit();  // in place (mremap): the tail was never touched
   for (const auto& c : out.in_use) out.stats.in_use_bytes += c.usable();
-  out.stats.index_bytes = out.in_use.capacity() * sizeof(HeapChunk);
-  sort_runs(out.in_use);
+  out.stats.index_bytes = out.in_use.bytes();
+  out.in_use.sort();
   out.stats.in_use = out.in_use.size();
   return out;
 }

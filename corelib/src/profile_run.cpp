@@ -387,7 +387,7 @@ class Runner {
   Result<void> check_alloc(CompiledSet& s, uint64_t a) {
     LR_ASSIGN(const HeapWalk* hw, heap());
     const uint64_t size = s.type->type->strip()->size;
-    const HeapChunk* c = hw->chunk_containing(a);
+    const std::optional<HeapChunk> c = hw->chunk_containing(a);
     const bool first = s.alloc_checked++ == 0;
     std::string why;
     bool size_wrong = false;

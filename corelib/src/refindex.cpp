@@ -66,14 +66,63 @@ struct RootRef {
 
 }  // namespace
 
+// Where each chunk's row of references starts in `target`, in about 2
+// bytes a chunk: a 32-bit start per group of 256 chunks and each chunk's
+// 16-bit offset from it; a group whose rows hold 64 Ki references or more
+// (a block full of pointers) keeps 32-bit starts for its chunks instead.
+// Filled in chunk order (set_begin with c = 0, 1, ..., n), read at will.
+class RowIndex {
+ public:
+  void reset(size_t n) {
+    n_ = n;
+    base_.assign((n >> kShift) + 1, 0);
+    wide_of_.assign(base_.size(), kNarrow);
+    rel_.resize_uninitialized(n + 1);
+    wide_.clear();
+  }
+  void set_begin(size_t c, uint32_t pos) {
+    const size_t g = c >> kShift;
+    if ((c & kMask) == 0) base_[g] = pos;
+    if (wide_of_[g] == kNarrow && pos - base_[g] > 0xffff) {
+      // Widen the group: the starts set so far, then 32-bit ones.
+      wide_of_[g] = static_cast<uint32_t>(wide_.size() >> kShift);
+      wide_.resize(wide_.size() + kMask + 1, 0);
+      for (size_t k = g << kShift; k < c; ++k)
+        wide_[(wide_of_[g] << kShift) + (k & kMask)] = base_[g] + rel_[k];
+    }
+    if (wide_of_[g] != kNarrow)
+      wide_[(size_t{wide_of_[g]} << kShift) + (c & kMask)] = pos;
+    else
+      rel_[c] = static_cast<uint16_t>(pos - base_[g]);
+  }
+  uint32_t begin(size_t c) const {
+    const size_t g = c >> kShift;
+    return wide_of_[g] == kNarrow ? base_[g] + rel_[c]
+                                  : wide_[(size_t{wide_of_[g]} << kShift) + (c & kMask)];
+  }
+  size_t rows() const { return n_; }
+  uint64_t bytes() const {
+    return base_.capacity() * 4 + wide_of_.capacity() * 4 + rel_.capacity() * 2 +
+           wide_.capacity() * 4;
+  }
+
+ private:
+  static constexpr unsigned kShift = 8;
+  static constexpr size_t kMask = (size_t{1} << kShift) - 1;
+  static constexpr uint32_t kNarrow = UINT32_MAX;
+  size_t n_ = 0;
+  std::vector<uint32_t> base_, wide_of_, wide_;
+  PodArray<uint16_t> rel_;
+};
+
 struct RefIndex::Impl {
-  const PodArray<HeapChunk>& ch;
+  const ChunkIndex& ch;
   const CoreFile* core = nullptr;
   std::vector<Span> spans;
   uint64_t lo = 0, hi = 0;  // [lo, hi): every chunk's user range lies inside
   // References from chunks, in scan order: chunk c's targets are
-  // target[out_off[c] .. out_off[c + 1]), one per referring word.
-  std::vector<uint32_t> out_off;
+  // target[rows.begin(c) .. rows.begin(c + 1)), one per referring word.
+  RowIndex rows;
   PodArray<uint32_t> target;
   PodArray<RootRef> roots;  // references from roots, by target then address
   // The reverse rows, made on first use (a random write per reference): the
@@ -96,8 +145,8 @@ struct RefIndex::Impl {
       const auto& io = in_off();
       in_src_.resize_uninitialized(target.size());
       std::vector<uint32_t> next(io.begin(), io.end() - 1);
-      for (size_t c = 0; c + 1 < out_off.size(); ++c)
-        for (uint32_t r = out_off[c]; r < out_off[c + 1]; ++r)
+      for (size_t c = 0; c < rows.rows(); ++c)
+        for (uint32_t r = rows.begin(c), e = rows.begin(c + 1); r < e; ++r)
           in_src_[next[target[r]]++] = static_cast<uint32_t>(c);
     });
     return in_src_;
@@ -105,12 +154,12 @@ struct RefIndex::Impl {
   // The words of chunk `src` pointing into chunk `dst` (the scan's rule).
   std::vector<uint64_t> words_into(const Memory& mem, size_t src, size_t dst) const;
 
-  explicit Impl(const PodArray<HeapChunk>& c) : ch(c) {}
+  explicit Impl(const ChunkIndex& c) : ch(c) {}
 
   // Chunk lookup granularity: a table entry (4 bytes) per line of heap, a
-  // line being the chunks' mean size rounded to a power of two (64 bytes to
-  // 4 KiB), so a lookup steps over a chunk or two and the table costs about
-  // 4 bytes per chunk whatever the heap's shape.
+  // line being about eight mean chunks (a power of two, 64 bytes to 16 KiB),
+  // so a lookup steps over a few chunks (consecutive 8-byte words) and the
+  // table costs about half a byte per chunk whatever the heap's shape.
   uint64_t line = 256;
   unsigned line_shift = 8;
 
@@ -120,12 +169,13 @@ struct RefIndex::Impl {
     for (const auto& c : ch)
       if (!c.mmapped()) bytes += c.usable() + 8;
     const uint64_t mean = bytes / ch.size();
-    for (line_shift = 6; line_shift < 14 && (uint64_t{2} << line_shift) <= 4 * mean; ++line_shift) {
+    for (line_shift = 6; line_shift < 14 && (uint64_t{2} << line_shift) <= 8 * mean; ++line_shift) {
     }
     line = uint64_t{1} << line_shift;
     lo = ch.front().user;
     for (size_t i = 0; i < ch.size(); ++i) {
-      const uint64_t s = ch[i].user & ~(line - 1), e = ch[i].user + ch[i].usable();
+      const HeapChunk c = ch[i];
+      const uint64_t s = c.user & ~(line - 1), e = c.user + c.usable();
       hi = std::max(hi, e);
       if (spans.empty() || s > spans.back().end + kSpanGap) spans.push_back({s, s, {}});
       Span& sp = spans.back();
@@ -147,8 +197,9 @@ struct RefIndex::Impl {
       if (v >= sp.end) continue;
       size_t i = sp.first[(v - sp.start) >> line_shift];
       const size_t n = ch.size();
-      while (i < n && ch[i].user + ch[i].usable() <= v) ++i;
-      return i < n && ch[i].user <= v ? i : kNone;
+      HeapChunk c;
+      while (i < n && (c = ch[i]).user + c.usable() <= v) ++i;
+      return i < n && c.user <= v ? i : kNone;
     }
     return kNone;
   }
@@ -344,17 +395,19 @@ class Scanner {
   }
 
   void flush() {
-    const HeapChunk* ch = ix_.ch.data();
-    const size_t nch = ix_.ch.size();
+    const ChunkIndex& ch = ix_.ch;
+    const uint64_t* words = ch.word_data();
+    const size_t nch = ch.size();
     for (size_t k = 0; k < nb_; ++k) {
       idx_[k] = *slot_[k];
-      __builtin_prefetch(ch + idx_[k]);
+      __builtin_prefetch(words + idx_[k]);
     }
     for (size_t k = 0; k < nb_; ++k) {
       const uint64_t v = val_[k] & ~uint64_t{7};
       size_t i = idx_[k];
-      while (i < nch && ch[i].user + ch[i].usable() <= v) ++i;
-      if (i < nch && ch[i].user <= v) fn_(at_[k], val_[k], i, src_[k]);
+      HeapChunk c;
+      while (i < nch && (c = ch[i]).user + c.usable() <= v) ++i;
+      if (i < nch && c.user <= v) fn_(at_[k], val_[k], i, src_[k]);
     }
     nb_ = 0;
   }
@@ -411,31 +464,34 @@ Result<std::unique_ptr<RefIndex>> RefIndex::build(const CoreFile& core, const Mo
     }
   };
   auto stop = [&] { return o.interrupted && o.interrupted->load(std::memory_order_relaxed); };
-  // Heap chunks, in address order. A batch resolves after the chunk that
-  // filled it was left, so a run's start is counted when its first
-  // reference arrives: out_off[c + 1] counts chunk c's references until the
-  // prefix sum below.
+  // Heap chunks, in address order. References arrive in the order of their
+  // source chunk (a batch resolves after the chunk that filled it was left),
+  // so each row's start is set when the first reference past it arrives.
   {
     uint64_t self = 0;
-    ix.out_off.assign(ch.size() + 1, 0);
+    size_t next_row = 0;  // the first chunk whose row start is not set yet
+    ix.rows.reset(ch.size());
     Scanner sc(core, ix, [&](uint64_t, uint64_t, size_t t, uint32_t src) {
       if (t == src) {
         ++self;
         return;
       }
-      ++ix.out_off[src + 1];
+      while (next_row <= src)
+        ix.rows.set_begin(next_row++, static_cast<uint32_t>(ix.target.size()));
       ix.target.push_back(static_cast<uint32_t>(t));
     });
     for (size_t c = 0; c < ch.size(); ++c) {
       if ((c & 0xffff) == 0 && stop()) return make_error(Errc::kInterrupted, "interrupted");
       if (!skip.empty() && skip.count(ch[c].user)) continue;
-      const uint64_t a = ch[c].user, b = a + ch[c].usable();
+      const HeapChunk hc = ch[c];
+      const uint64_t a = hc.user, b = a + hc.usable();
       x->stats_.words += sc.range(a, b, static_cast<uint32_t>(c));
       x->stats_.bytes_scanned += b - a;
       publish(b - a);
     }
     sc.flush();
-    for (size_t i = 1; i < ix.out_off.size(); ++i) ix.out_off[i] += ix.out_off[i - 1];
+    while (next_row <= ch.size())
+      ix.rows.set_begin(next_row++, static_cast<uint32_t>(ix.target.size()));
     x->stats_.self_refs = self;
   }
   // Roots: ranges, then every thread's registers.
@@ -478,7 +534,7 @@ Result<std::unique_ptr<RefIndex>> RefIndex::build(const CoreFile& core, const Mo
   uint64_t span_bytes = 0;
   for (const auto& s : ix.spans) span_bytes += s.first.capacity() * 4;
   x->stats_.index_bytes = ix.target.capacity() * 4 + ix.roots.capacity() * sizeof(RootRef);
-  x->stats_.table_bytes = ix.out_off.capacity() * 4 + span_bytes;
+  x->stats_.table_bytes = ix.rows.bytes() + span_bytes;
   x->stats_.build_ns = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
           .count());
@@ -545,7 +601,7 @@ std::vector<uint32_t> RefIndex::points_to(size_t c) const {
   std::vector<uint32_t> out;
   if (c >= chunks()) return out;
   const Impl& ix = *impl_;
-  out.assign(ix.target.begin() + ix.out_off[c], ix.target.begin() + ix.out_off[c + 1]);
+  out.assign(ix.target.begin() + ix.rows.begin(c), ix.target.begin() + ix.rows.begin(c + 1));
   return out;
 }
 
@@ -563,7 +619,7 @@ std::vector<uint8_t> RefIndex::reachable() const {
   while (!todo.empty()) {
     const uint32_t c = todo.back();
     todo.pop_back();
-    for (uint32_t r = ix.out_off[c]; r < ix.out_off[c + 1]; ++r) {
+    for (uint32_t r = ix.rows.begin(c), e = ix.rows.begin(c + 1); r < e; ++r) {
       const uint32_t t = ix.target[r];
       if (!(seen[t] & kReached)) {
         seen[t] |= kReached;

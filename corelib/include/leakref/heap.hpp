@@ -6,7 +6,11 @@
 #pragma once
 
 #include <atomic>
+#include <compare>
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,15 +23,11 @@ namespace lr {
 class CoreFile;
 class ModuleSet;
 
-// One chunk handed out by malloc and not yet freed: 16 bytes per chunk so a
-// walk over millions of allocations stays small.
-// One in-use chunk, in 12 bytes (packed: a big core's heap has tens of
-// millions of them, and the walk holds them all). A usable size is always a
+// One chunk handed out by malloc and not yet freed (a value: the walk
+// keeps them in a ChunkIndex, 8 bytes each). A usable size is always a
 // multiple of 8 (glibc chunks are 16-aligned with an 8-byte header; mmapped
-// ones page-sized with 16), so it is kept in units of 8 bytes, up to
-// kMaxChunkUsable.
-constexpr uint64_t kMaxChunkUsable = (uint64_t{1} << 34) - 8;  // 16 GiB
-struct __attribute__((packed)) HeapChunk {
+// ones page-sized with 16).
+struct HeapChunk {
   uint64_t user = 0;   // the pointer malloc returned
   uint32_t units = 0;  // usable size / 8 (bits 0..30) | mmapped (bit 31)
   // `usable` must be a multiple of 8 and at most kMaxChunkUsable.
@@ -40,7 +40,92 @@ struct __attribute__((packed)) HeapChunk {
   uint64_t usable() const { return uint64_t{units & 0x7fffffffu} << 3; }
   bool mmapped() const { return units >> 31; }
 };
-static_assert(sizeof(HeapChunk) == 12);
+constexpr uint64_t kMaxChunkUsable = (uint64_t{1} << 34) - 8;  // 16 GiB
+
+// The in-use chunks of a heap, in 8 bytes each: a big core's heap has tens
+// of millions, and every command holds them all. A word is the user
+// pointer / 16 (44 bits; glibc's user pointers are 16-aligned below 2^48)
+// and a 20-bit size code: a heap chunk's usable size as (usable - 8) / 16
+// (up to 8 MiB), a mmapped one's in pages (up to 2 GiB); a chunk that fits
+// neither (or an odd pointer) keeps its exact record in a small side table.
+// Words sort as their user pointers do. Read-only access yields values.
+class ChunkIndex {
+ public:
+  class iterator {
+   public:
+    using iterator_category = std::random_access_iterator_tag;
+    using value_type = HeapChunk;
+    using difference_type = std::ptrdiff_t;
+    using pointer = void;
+    using reference = HeapChunk;
+    iterator() = default;
+    iterator(const ChunkIndex* ix, size_t i) : ix_(ix), i_(i) {}
+    HeapChunk operator*() const { return (*ix_)[i_]; }
+    HeapChunk operator[](difference_type d) const { return (*ix_)[i_ + d]; }
+    iterator& operator++() { return ++i_, *this; }
+    iterator& operator--() { return --i_, *this; }
+    iterator operator++(int) { return iterator(ix_, i_++); }
+    iterator operator--(int) { return iterator(ix_, i_--); }
+    iterator& operator+=(difference_type d) { return i_ += d, *this; }
+    iterator& operator-=(difference_type d) { return i_ -= d, *this; }
+    iterator operator+(difference_type d) const { return iterator(ix_, i_ + d); }
+    iterator operator-(difference_type d) const { return iterator(ix_, i_ - d); }
+    difference_type operator-(const iterator& o) const {
+      return static_cast<difference_type>(i_) - static_cast<difference_type>(o.i_);
+    }
+    auto operator<=>(const iterator& o) const { return i_ <=> o.i_; }
+    bool operator==(const iterator& o) const { return i_ == o.i_; }
+    size_t index() const { return i_; }
+
+   private:
+    const ChunkIndex* ix_ = nullptr;
+    size_t i_ = 0;
+  };
+
+  void push_back(const HeapChunk& c);
+  HeapChunk operator[](size_t i) const {
+    const uint64_t w = words_[i];
+    const uint32_t code = w & kCodeMask;
+    HeapChunk c;
+    c.user = (w >> kCodeBits) << 4;
+    if ((code & kSizeMask) == kSizeMask) return side(c.user);
+    const uint64_t n = code & kSizeMask;
+    if (code & kMmappedBit)
+      c.units = static_cast<uint32_t>(((n << 12) - 16) >> 3) | 0x80000000u;
+    else
+      c.units = static_cast<uint32_t>(((n << 4) + 8) >> 3);
+    return c;
+  }
+  size_t size() const { return words_.size(); }
+  bool empty() const { return words_.empty(); }
+  HeapChunk front() const { return (*this)[0]; }
+  HeapChunk back() const { return (*this)[size() - 1]; }
+  iterator begin() const { return iterator(this, 0); }
+  iterator end() const { return iterator(this, size()); }
+  // Keeps the chunks `keep` says yes to, in order.
+  template <class Pred>
+  void filter(Pred keep) {
+    size_t n = 0;
+    for (size_t i = 0; i < words_.size(); ++i)
+      if (keep((*this)[i])) words_[n++] = words_[i];
+    words_.truncate(n);
+  }
+  // Orders by address; the walk appends a few runs each in order, so runs
+  // are merged rather than everything sorted.
+  void sort();
+  void shrink_to_fit() { words_.shrink_to_fit(); }
+  uint64_t bytes() const { return words_.capacity() * 8 + side_.capacity() * sizeof(HeapChunk); }
+  // The words themselves, for a hot loop to prefetch.
+  const uint64_t* word_data() const { return words_.data(); }
+
+ private:
+  static constexpr unsigned kCodeBits = 20;
+  static constexpr uint64_t kCodeMask = (uint64_t{1} << kCodeBits) - 1;
+  static constexpr uint32_t kMmappedBit = 1u << 19, kSizeMask = kMmappedBit - 1;
+  HeapChunk side(uint64_t user) const;
+  PodArray<uint64_t> words_;
+  std::vector<HeapChunk> side_;  // the chunks no code fits, by address
+};
 
 struct HeapRegion {
   enum class Kind { kMain, kThread, kMmapped };
@@ -71,14 +156,15 @@ struct HeapStats {
 constexpr uint64_t kMallocStateBytes = 2200;
 
 struct HeapWalk {
-  PodArray<HeapChunk> in_use;  // sorted by address
+  ChunkIndex in_use;  // sorted by address
   std::vector<HeapRegion> regions;
   uint64_t main_arena = 0;  // 0 when it could not be found
   uint64_t tcache_key = 0;  // 0 when no tcache entry was seen
   HeapStats stats;
   std::vector<std::string> warnings;  // damaged chains, lists cut short
-  // The in-use chunk whose user range [user, user+usable) holds addr; null if none.
-  const HeapChunk* chunk_containing(uint64_t addr) const;
+  // The in-use chunk whose user range [user, user+usable) holds addr; none
+  // if none does.
+  std::optional<HeapChunk> chunk_containing(uint64_t addr) const;
 };
 
 struct HeapLimits {
