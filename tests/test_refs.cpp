@@ -348,3 +348,30 @@ TEST_CASE("README: the leaks example runs as written", "[refs][docs]") {
   }
   CHECK(commands == 3);
 }
+
+// A block with more than 64 Ki pointers (fx_big's bucket array) makes its
+// group of rows wide; everything behind it stays reachable: fx_big keeps
+// all it allocated.
+TEST_CASE("leaks: nothing leaked behind a pointer-dense block", "[refs]") {
+  if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed");
+  const auto& big = lrtest::fixture_core("big300k", lrtest::fixture_path("fx_big"), {"300000"});
+  auto r = lrtest::leakref({"leaks", big.core, "--json"}, 300);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  json j = r.json();
+  CHECK(j["summary"]["blocks"].get<uint64_t>() > 600000);
+  CHECK(j["summary"]["leaked"] == 0);
+  // The bucket array is held by the global, and pointed into by each
+  // bucket's first node (its pprev).
+  auto b = lrtest::leakref({"refs", big.core, "*big_hash", "--json"}, 300);
+  REQUIRE(b.status == 0);
+  json bj = b.json();
+  size_t globals = 0, chunks = 0;
+  for (const auto& r : bj["objects"][0]["referrers"]) {
+    globals += r["what"] == "global big_hash [fx_big]";
+    chunks += r["kind"] == "chunk";
+  }
+  CHECK(globals == 1);
+  CHECK(chunks + 1 == bj["objects"][0]["referrers"].size());
+  CHECK(chunks > 65536);
+}

@@ -7,6 +7,7 @@
 
 #include "leakref/containers.hpp"
 #include "leakref/filter.hpp"
+#include "leakref/heap.hpp"
 #include "leakref/objects.hpp"
 #include "leakref/types.hpp"
 #include "leakref/walkers.hpp"
@@ -451,4 +452,39 @@ TEST_CASE("xarray walk: entries in index order, values skipped, corrupt nodes re
   lr::XaShape bad = sh;
   bad.node_size = 16;
   CHECK(lr::walk_xarray(m, 0x1000 | 2, bad).stop == lr::WalkStop::kCorrupt);
+}
+
+// The walk's chunk index keeps a chunk in 8 bytes: every size it can code
+// comes back exactly, the ones it cannot (a heap chunk over 8 MiB, a mmapped
+// one over 2 GiB, an odd pointer) through its side table, and the words
+// sort as their pointers do.
+TEST_CASE("chunk index: sizes and pointers come back exactly, in address order", "[unit]") {
+  std::vector<lr::HeapChunk> in = {
+      lr::HeapChunk::make(0x55550000a010, 24, false),
+      lr::HeapChunk::make(0x55550000a030, 8 * 1024 * 1024 - 8, false),  // the largest coded
+      lr::HeapChunk::make(0x555500c0a040, 8 * 1024 * 1024 + 8, false),  // side table
+      lr::HeapChunk::make(0x7f0000000010, 4096 - 16, true),
+      lr::HeapChunk::make(0x7f0100000010, (uint64_t{3} << 30) - 16, true),  // side table
+      lr::HeapChunk::make(0x7f0200000010, (uint64_t{2} << 30) - 4096 - 16, true),
+      lr::HeapChunk::make(0x55550000a108, 40, false),  // 8-aligned: side table
+      lr::HeapChunk::make(0x7ffffffff010, lr::kMaxChunkUsable, true),
+  };
+  lr::ChunkIndex ix;
+  // Appended in two runs, as a walk appends heaps and then mmapped chunks.
+  for (size_t i : {3, 4, 5, 7, 0, 1, 6, 2}) ix.push_back(in[i]);
+  ix.sort();
+  std::vector<lr::HeapChunk> want = in;
+  std::sort(want.begin(), want.end(),
+            [](const lr::HeapChunk& a, const lr::HeapChunk& b) { return a.user < b.user; });
+  REQUIRE(ix.size() == want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    INFO(i);
+    CHECK(ix[i].user == want[i].user);
+    CHECK(ix[i].usable() == want[i].usable());
+    CHECK(ix[i].mmapped() == want[i].mmapped());
+  }
+  ix.filter([](const lr::HeapChunk& c) { return !c.mmapped(); });
+  CHECK(ix.size() == 4);
+  for (const auto& c : ix) CHECK(!c.mmapped());
+  CHECK(ix[3].usable() == 8 * 1024 * 1024 + 8);
 }
