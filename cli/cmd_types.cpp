@@ -1,6 +1,7 @@
 // leakref types build: C headers into a DWARF types file for a program
 // without debuginfo, stamped with (and cached by) its executable's build-id.
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -37,6 +38,16 @@ void add_profile_recipe(const lr::Profile& p, lr::TypesBuild* b) {
   b->defines.insert(b->defines.end(), p.build_defines.begin(), p.build_defines.end());
 }
 
+// A short hash of the profile's [build] recipe (headers, include
+// directories, defines), for the cache file's name.
+std::string recipe_hash(const lr::Profile& p) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (const auto* v : {&p.build_headers, &p.build_include, &p.build_defines})
+    for (const auto& x : *v)
+      for (unsigned char ch : x + '\n') h = (h ^ ch) * 1099511628211ull;
+  return fmt::format("{:08x}", h & 0xffffffffu);
+}
+
 }  // namespace
 
 lr::Result<void> ensure_profile_types(lr::Program& prog, const lr::Profile& p, Out& err) {
@@ -52,13 +63,19 @@ lr::Result<void> ensure_profile_types(lr::Program& prog, const lr::Profile& p, O
   }
   const lr::Module* exe = prog.modules().exe();
   if (p.build_headers.empty() || !exe || exe->has_dwarf() || exe->build_id.empty()) return {};
-  for (const auto& m : prog.modules().modules())
-    if (m->debug_how == "--types") return {};  // given, or found in the cache
-  std::string out = lr::types_cache_path("types", exe->build_id);
+  // Types given (--types) or found in the cache that declare every type the
+  // profile names are enough; others (made by another recipe) are not.
+  bool loaded = false;
+  for (const auto& m : prog.modules().modules()) loaded |= m->debug_how == "--types";
+  if (loaded && lr::profile_types_bind(prog, p).ok()) return {};
+  // Cached per build-id and recipe: a changed recipe makes its own file.
+  std::string out = lr::types_cache_path("types", exe->build_id + "-" + recipe_hash(p));
   if (out.empty())
     return lr::make_error(lr::Errc::kNotFound,
                           "no cache directory (HOME unset) for the profile's [build] types: "
                           "give --types FILE");
+  struct stat st;
+  if (::stat(out.c_str(), &st) == 0) return add_types_file(prog, out);
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(out).parent_path(), ec);
   lr::TypesBuild b;

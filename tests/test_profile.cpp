@@ -249,6 +249,37 @@ TEST_CASE("hostile profiles: one clear error, never a crash or hang", "[profile]
       {"probe on a type without a refcount",
        probe3("[[probe]]\nfunction = \"x_ref\"\nop = \"ref\"\ntype = \"vcache\"\n"),
        "'type' needs 'refcount'", 3},
+      {"find in a format 1 profile",
+       with("head = \"ldlm_namespace_list\"", "find = { module = \"fx_locks\", where = \"1\" }"),
+       "'find' needs 'format = 3'", 3},
+      {"find and head",
+       probe3("").replace(probe3("").find("head = \"ldlm_namespace_list\""), 0,
+                          "find = { module = \"fx_locks\", where = \"1\" }\n"),
+       "give 'head' or 'find', not both", 3},
+      {"find that matches everywhere",
+       [&] {
+         std::string t = probe3("");
+         t.replace(t.find("head = \"ldlm_namespace_list\""), 28,
+                   "find = { module = \"fx_locks\", where = \"1\" }");
+         return t;
+       }(),
+       "places satisfy '1'", 3},
+      {"find that matches nothing",
+       [&] {
+         std::string t = probe3("");
+         t.replace(t.find("head = \"ldlm_namespace_list\""), 28,
+                   "find = { module = \"fx_locks\", where = \"0\", count = 65536 }");
+         return t;
+       }(),
+       "nothing in its writable data", 4},
+      {"find with a count of 0",
+       [&] {
+         std::string t = probe3("");
+         t.replace(t.find("head = \"ldlm_namespace_list\""), 28,
+                   "find = { module = \"fx_locks\", where = \"1\", count = 0 }");
+         return t;
+       }(),
+       "'count' must be 1..65536", 3},
       {"probe on an undeclared type",
        probe3("[[probe]]\nfunction = \"x_ref\"\nop = \"ref\"\ntype = \"nosuch\"\n"
               "refcount = \"refs\"\n"),

@@ -471,6 +471,7 @@ struct Resolver {
       sub.element = sc.element;
       sub.what = sc.what;
       sub.constant = sc.constant;
+      sub.vars = sc.vars;  // the enclosing expression's $NAMEs, bound to the same values
       sub.in_list = true;  // $owner: the object the list belongs to
       // Re-compile the argument's text in the element's scope.
 
@@ -685,7 +686,7 @@ struct Evaluator {
     for (uint64_t e : w.objects) {
       const uint8_t* eb = object_bytes(mem, e, et->size, scratch);
       if (!eb) return error_value(fmt::format("entry {:#x}: {}", e, mem.why_unreadable(e)));
-      ExprValue v = n.sub->eval(mem, eb, e, nullptr, addr);
+      ExprValue v = n.sub->eval(mem, eb, e, vars, addr);
       if (v.kind == ExprValue::Kind::kError)
         return error_value(fmt::format("entry {:#x}: {}", e, v.s));
       if (v.kind != ExprValue::Kind::kInt) return error_value("not a number");

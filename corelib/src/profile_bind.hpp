@@ -62,4 +62,12 @@ class ProfileBinder {
   std::function<Result<ListElement>(const Type*, std::string_view)> element_;
 };
 
+// A root found by content (ProfileSet::find_*): the one object of `bt`'s
+// type in the module's writable data that the set's find rule picks.
+// kNotFound when nothing (or no such module), kBadFormat when several
+// places satisfy it (named), kUnsupported without a process core. Messages
+// name the set.
+Result<Variable> find_object(Program& prog, const ProfileBinder& bind, const BoundType* bt,
+                             const ProfileSet& s);
+
 }  // namespace lr

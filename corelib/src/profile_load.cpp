@@ -203,17 +203,50 @@ struct Loader {
     return pt;
   }
 
+  // [[set]] find = { module = "libx.so", type = "T", where = "EXPR", count = N, pointer = B }
+  Result<void> find(const toml::node& n, const std::string& w, ProfileSet* s) {
+    const toml::table* ft = n.as_table();
+    const std::string fw = w + ".find";
+    if (!ft) return bad(fw, "must be a table: { module = \"...\", where = \"...\" }");
+    LR_TRY(only_keys(*ft, fw, {"module", "type", "where", "count", "pointer"}));
+    if (!s->head.empty()) return bad(w, "give 'head' or 'find', not both");
+    LR_ASSIGN(s->find_module, str(*ft, "module", fw, true));
+    LR_ASSIGN(s->find_where, str(*ft, "where", fw, true));
+    LR_ASSIGN(s->find_type, str(*ft, "type", fw, false));
+    LR_TRY(expr(s->find_where, fw + ".where"));
+    if (const toml::node* c = ft->get("count")) {
+      auto v = c->value<int64_t>();
+      if (!v || *v < 1 || *v > 65536) return bad(fw, "'count' must be 1..65536");
+      s->find_count = static_cast<uint64_t>(*v);
+    }
+    if (const toml::node* p = ft->get("pointer")) {
+      auto v = p->value<bool>();
+      if (!v) return bad(fw, "'pointer' must be true or false");
+      s->find_pointer = *v;
+    }
+    if (s->find_pointer && s->find_count != 1)
+      return bad(fw, "'count' is for objects in place; a pointer finds one object");
+    return {};
+  }
+
   Result<ProfileSet> set(const toml::table& t, size_t idx) {
     std::string w = fmt::format("set[{}]", idx);
-    LR_TRY(only_keys(t, w,
-                     {"name", "type", "parent", "head", "link", "member", "buckets", "count",
-                      "refcount", "where", "key", "label", "holder", "invariant", "limit"}));
+    LR_TRY(
+        only_keys(t, w,
+                  {"name", "type", "parent", "head", "find", "link", "member", "buckets", "count",
+                   "refcount", "where", "key", "label", "holder", "invariant", "limit"}));
     ProfileSet s;
     LR_ASSIGN(s.name, str(t, "name", w, true));
     w = "set '" + s.name + "'";
     LR_ASSIGN(s.type, str(t, "type", w, true));
     LR_ASSIGN(s.parent, str(t, "parent", w, false));
-    LR_ASSIGN(s.head, str(t, "head", w, true));
+    LR_TRY(since(3, t, "find", w));
+    LR_ASSIGN(s.head, str(t, "head", w, !t.get("find")));
+    if (const toml::node* fn = t.get("find")) {
+      if (!s.parent.empty())
+        return bad(w, "'find' is for a set walked from a root, not under a parent");
+      LR_TRY(find(*fn, w, &s));
+    }
     LR_ASSIGN(s.link, str(t, "link", w, true));
     LR_ASSIGN(s.member, str(t, "member", w, false));
     LR_ASSIGN(s.buckets, str(t, "buckets", w, false, true));

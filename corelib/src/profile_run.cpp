@@ -3,6 +3,7 @@
 // dependency order; each object is judged as it is found and streamed.
 #include <fmt/format.h>
 
+#include <optional>
 #include <unordered_map>
 
 #include "leakref/filter.hpp"
@@ -42,7 +43,8 @@ struct CompiledSet {
   const ProfileSet* decl = nullptr;
   BoundType* type = nullptr;
   CompiledSet* parent = nullptr;
-  FieldSpec head_field;  // nested: the head inside the parent object
+  std::optional<Variable> found;  // a root found by content (ProfileSet::find_*)
+  FieldSpec head_field;           // nested: the head inside the parent object
   bool head_deref = false;
   Amount buckets, count;
   WalkSpec::Link link = WalkSpec::Link::kNone;
@@ -152,6 +154,13 @@ class Runner {
 
   Result<void> compile_head(CompiledSet& s) {
     const ProfileSet& d = *s.decl;
+    if (!d.find_module.empty()) {
+      auto ft = d.find_type.empty() ? Result<BoundType*>(s.type) : bind_.bind(d.find_type);
+      if (!ft.ok()) return fail(ft.error().code, d, "find: " + ft.error().message);
+      auto v = find_object(prog_, bind_, ft.value(), d);
+      if (!v.ok()) return fail(v.error().code, d, v.error().message);
+      s.found = std::move(v).value();
+    }
     if (!s.parent) return {};
     auto hf = make_field_spec(s.parent->type->type, d.head, false, &bind_.alias());
     if (!hf.ok()) return fail(hf.error().code, d, "head: " + hf.error().message);
@@ -280,7 +289,7 @@ class Runner {
 
   // The walk's head for one parent object (or the set's symbol).
   Result<Variable> head_for(const CompiledSet& s, uint64_t parent, const uint8_t* pbytes) {
-    if (!s.parent) return prog_.resolve(s.decl->head);
+    if (!s.parent) return s.found ? Result<Variable>(*s.found) : prog_.resolve(s.decl->head);
     Variable v;
     v.name = fmt::format("{:#x}->{}", parent, s.decl->head);
     LR_ASSIGN(v.addr, field_address(prog_.mem(), pbytes, parent, s.head_field));
@@ -559,6 +568,12 @@ Result<void> run_profile(Program& prog, const Profile& p, const ProfileRunOption
   return r.run();
 }
 
+Result<void> profile_types_bind(Program& prog, const Profile& p) {
+  ProfileBinder bind(prog, p);
+  for (const auto& t : p.types) LR_TRY(bind.bind(t.name));
+  return {};
+}
+
 std::vector<std::string> profile_probe_functions(const Profile& p) {
   std::vector<std::string> out;
   for (const auto& pr : p.probes) out.push_back(pr.function + ":" + pr.op + ":" + pr.kind());
@@ -628,6 +643,14 @@ Result<WalkSpec> profile_set_walk(Program& prog, const Profile& p, const std::st
   WalkSpec w;
   w.type = bt->c;
   w.head = s->head;
+  if (!s->find_module.empty()) {  // the found object, by address
+    BoundType* ft = bt;
+    if (!s->find_type.empty()) {
+      LR_ASSIGN(ft, bind.bind(s->find_type));
+    }
+    LR_ASSIGN(Variable v, find_object(prog, bind, ft, *s));
+    w.head = fmt::format("{:#x}", v.addr);
+  }
   w.link = link_of(s->link);
   w.member = plain_alias(bind, bt, s->member);
   w.refcount = plain_alias(bind, bt, s->refcount);

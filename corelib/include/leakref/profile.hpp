@@ -79,6 +79,15 @@ struct ProfileSet {
   std::string refcount;
   std::string where;
   std::string key;  // identity across snapshots (a member path)
+  // Format 3, instead of `head`: a root no symbol names (a stripped
+  // static), found by content — the one place in module `find_module`'s
+  // writable data where `find_where` holds for type `find_type` (the set's
+  // type when empty; a hash table's for link hashtable): `find_count`
+  // objects of it in a row there (an array), or with `find_pointer` the
+  // object a pointer word there points at.
+  std::string find_module, find_where, find_type;
+  bool find_pointer = false;
+  uint64_t find_count = 1;
   std::vector<std::string> label;
   std::vector<ProfileHolder> holders;
   std::vector<ProfileInvariant> invariants;
@@ -200,6 +209,10 @@ struct ProfileRunOptions {
 // type-check) come before any output.
 Result<void> run_profile(Program& prog, const Profile& p, const ProfileRunOptions& opts,
                          ProfileSink& sink);
+
+// Whether every type `p` declares binds on `prog` (its C type and required
+// members are there); kNotFound names the first that does not.
+Result<void> profile_types_bind(Program& prog, const Profile& p);
 
 // The probes as trace-plan function specs ("NAME[@MODULE]:OP:KIND").
 std::vector<std::string> profile_probe_functions(const Profile& p);
