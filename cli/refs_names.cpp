@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "cmd_gluster.hpp"
+#include "cmd_heap.hpp"
 #include "leakref/profile.hpp"
 
 namespace lrcli {
@@ -198,14 +199,9 @@ std::string RefNamer::describe(const lr::Ref& r) {
 }
 
 nlohmann::json RefNamer::ref_json(const lr::Ref& r) {
-  nlohmann::json j{{"kind", lr::ref_from_name(r.kind)},
-                   {"what", describe(r)},
-                   {"value", hex(ref_value(prog_, r))}};
-  if (r.kind == lr::RefFrom::kRegister)
-    j["register"] = r.from;
-  else
-    j["from"] = hex(r.from);
-  if (r.tid) j["tid"] = r.tid;
+  nlohmann::json j = ref_brief_json(r);
+  j["what"] = describe(r);
+  j["value"] = hex(ref_value(prog_, r));
   return j;
 }
 
