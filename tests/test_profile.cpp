@@ -223,6 +223,13 @@ TEST_CASE("hostile profiles: one clear error, never a crash or hang", "[profile]
     REQUIRE(at != std::string::npos);
     return s.replace(at, from.size(), to);
   };
+  // The same at format 3 with its first set's head replaced by `find`.
+  auto find3 = [&](const std::string& find) {
+    std::string t = with("[types.vcache]", "[types.vcache]");
+    t.replace(t.find("format = 1"), 10, "format = 3");
+    t.replace(t.find("head = \"ldlm_namespace_list\""), 28, "find = " + find);
+    return t;
+  };
   // A format-3 profile with `probe` before its first [types] table.
   auto probe3 = [&](const std::string& probe) {
     std::string s = with("[types.vcache]", probe + "\n[types.vcache]");
@@ -256,29 +263,12 @@ TEST_CASE("hostile profiles: one clear error, never a crash or hang", "[profile]
        probe3("").replace(probe3("").find("head = \"ldlm_namespace_list\""), 0,
                           "find = { module = \"fx_locks\", where = \"1\" }\n"),
        "give 'head' or 'find', not both", 3},
-      {"find that matches everywhere",
-       [&] {
-         std::string t = probe3("");
-         t.replace(t.find("head = \"ldlm_namespace_list\""), 28,
-                   "find = { module = \"fx_locks\", where = \"1\" }");
-         return t;
-       }(),
+      {"find that matches everywhere", find3("{ module = \"fx_locks\", where = \"1\" }"),
        "places satisfy '1'", 3},
       {"find that matches nothing",
-       [&] {
-         std::string t = probe3("");
-         t.replace(t.find("head = \"ldlm_namespace_list\""), 28,
-                   "find = { module = \"fx_locks\", where = \"0\", count = 65536 }");
-         return t;
-       }(),
+       find3("{ module = \"fx_locks\", where = \"0\", count = 65536 }"),
        "nothing in its writable data", 4},
-      {"find with a count of 0",
-       [&] {
-         std::string t = probe3("");
-         t.replace(t.find("head = \"ldlm_namespace_list\""), 28,
-                   "find = { module = \"fx_locks\", where = \"1\", count = 0 }");
-         return t;
-       }(),
+      {"find with a count of 0", find3("{ module = \"fx_locks\", where = \"1\", count = 0 }"),
        "'count' must be 1..65536", 3},
       {"probe on an undeclared type",
        probe3("[[probe]]\nfunction = \"x_ref\"\nop = \"ref\"\ntype = \"nosuch\"\n"
