@@ -158,6 +158,14 @@ struct GlusterSections {
   bool mempool = true, memusage = true, itable = true, dicts = true, clients = true, fds = true;
 };
 
+// Where this build keeps the fields of the headers GlusterFS puts before its
+// blocks: GF_MALLOC's struct mem_header and a mem-pool object's
+// pooled_obj_hdr_t. Offsets from the types; sizes 0 until resolved.
+struct GfHeaderLayout {
+  uint64_t size = 0, acct = 0, bytes = 0, type = 0, magic = 0;                 // struct mem_header
+  uint64_t pooled_size = 0, pooled_magic = 0, pooled_p2 = 0, pooled_pool = 0;  // pooled_obj_hdr_t
+};
+
 struct GlusterReport {
   std::vector<uint64_t> ctxs;
   std::vector<GfGraph> graphs;
@@ -177,7 +185,7 @@ struct GlusterReport {
   uint64_t pooled_live = 0, gf_blocks = 0;
   std::vector<uint64_t> dead_pooled;  // in-use chunks holding put-back pooled objects
   HeapWalk heap_walk;                 // the walk the report was built from
-  uint64_t gf_header_size = 0;        // sizeof(struct mem_header) in this build
+  GfHeaderLayout headers;             // this build's block headers (from its types)
 };
 
 // What GlusterFS made a heap block for, from a report of the same core:

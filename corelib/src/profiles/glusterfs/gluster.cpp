@@ -39,20 +39,21 @@ std::string cstr(const Memory& m, uint64_t addr, size_t max) {
   return s.ok() ? s.value() : fmt::format("<unreadable {:#x}>", addr);
 }
 
-bool gf_header(const Memory& m, Memory::Window& w, uint64_t chunk, uint64_t room, uint64_t hdr_size,
-               GfHeader* out) {
+bool gf_header(const Memory& m, Memory::Window& w, uint64_t chunk, uint64_t room,
+               const GfHeaderLayout& L, GfHeader* out) {
   constexpr uint64_t kTrailer = 4;
-  if (hdr_size < 24 || room < hdr_size + kTrailer) return false;
-  const uint8_t* h = m.direct(w, chunk, 24);
+  // resolve_layout checked every field lies inside L.size bytes.
+  if (L.size == 0 || room < L.size + kTrailer) return false;
+  const uint8_t* h = m.direct(w, chunk, L.size);
   if (!h) return false;
   uint32_t magic;
-  std::memcpy(&magic, h + 20, 4);
+  std::memcpy(&magic, h + L.magic, 4);
   if (magic != kHeaderMagic) return false;
-  std::memcpy(&out->acct, h, 8);
-  std::memcpy(&out->size, h + 8, 8);
-  std::memcpy(&out->type, h + 16, 4);
-  if (out->size > room - hdr_size - kTrailer) return false;
-  uint64_t at = chunk + hdr_size + out->size;
+  std::memcpy(&out->acct, h + L.acct, 8);
+  std::memcpy(&out->size, h + L.bytes, 8);
+  std::memcpy(&out->type, h + L.type, 4);
+  if (out->size > room - L.size - kTrailer) return false;
+  uint64_t at = chunk + L.size + out->size;
   const uint8_t* t = m.direct(w, at, kTrailer);
   uint8_t copy[kTrailer];
   if (!t && m.read(at, copy, kTrailer).ok()) t = copy;
@@ -132,6 +133,42 @@ struct Resolver {
     }
     return f.value().hops[0].offset;
   }
+  // A member the code reads as a `width`-byte integer or pointer: anything
+  // else in a (hostile) types file is an error, not a misread.
+  uint64_t off(const T& t, const char* path, uint64_t width) {
+    uint64_t o = off(t, path);
+    if (!error.empty()) return 0;
+    ExprScope scope = bind.scope(t.bound, "glusterfs");
+    auto f = resolve_field(t.type, path, false, &scope);
+    const Type* ft = f.ok() && f.value().type ? f.value().type->strip() : nullptr;
+    if (!ft || ft->size != width || o + width > size(t))
+      error =
+          fmt::format("{}.{} is not a {}-byte field inside the struct", t.bound->c, path, width);
+    return o;
+  }
+  // A named expression of the type that is a constant (an enumerator the
+  // types declare), evaluated on no object: its zeroed bytes.
+  uint32_t constant(const T& t, const char* name) {
+    if (!t.type || !error.empty()) return 0;
+    auto e = bind.named_expr(t.bound, name);
+    if (!e.ok()) {
+      error = e.error().message;
+      return 0;
+    }
+    // A constant reads nothing; should the expression try, it reads no memory.
+    struct NoMemory final : Memory {
+      const uint8_t* span(uint64_t, size_t) const override { return nullptr; }
+      Result<void> read(uint64_t a, void*, size_t) const override {
+        return make_error(Errc::kInvalidArgument, fmt::format("{:#x}: no memory here", a));
+      }
+    };
+    static const NoMemory kNoMemory;
+    std::vector<uint8_t> zero(std::max<uint64_t>(size(t), 1));
+    ExprValue v = e.value()->eval(kNoMemory, zero.data(), 0);
+    if (v.kind != ExprValue::Kind::kInt || v.i < 0 || v.i > UINT32_MAX)
+      error = fmt::format("types.{} expression '{}' is not a 32-bit constant", t.bound->c, name);
+    return static_cast<uint32_t>(v.i);
+  }
 };
 
 }  // namespace
@@ -187,7 +224,19 @@ Result<Layout> resolve_layout(ProfileBinder& bind) {
   L.rec_size = R.size(t);
   L.rec_typestr = R.off(t, "typestr");
   L.rec_num_allocs = R.off(t, "num_allocs");
-  L.hdr_size = R.size(R.type("mem_header"));
+  t = R.type("mem_header");
+  L.hdr.size = R.size(t);
+  L.hdr.acct = R.off(t, "mem_acct", 8);
+  L.hdr.bytes = R.off(t, "size", 8);
+  L.hdr.type = R.off(t, "type", 4);
+  L.hdr.magic = R.off(t, "magic", 4);
+  L.mt_mem_pool = R.constant(t, "mt_mem_pool");
+  L.mt_fdtable = R.constant(t, "mt_fdtable");
+  t = R.type("pooled");
+  L.hdr.pooled_size = R.size(t);
+  L.hdr.pooled_magic = R.off(t, "magic", 8);
+  L.hdr.pooled_p2 = R.off(t, "power_of_two", 4);
+  L.hdr.pooled_pool = R.off(t, "pool", 8);
   t = R.type("itable");
   L.it_size = R.size(t);
   L.it_dentry_hashsize = R.off(t, "dentry_hashsize");
@@ -478,11 +527,11 @@ Result<GlusterReport> analyze_gluster(Program& prog, const GlusterSections& sec)
   Memory::Window win;
   GfHeader gh;
   for (const auto& ch : hw.in_use) {
-    if (!gf_header(mem, win, ch.user, ch.usable(), L.hdr_size, &gh) || gh.type != kMtMemPool)
+    if (!gf_header(mem, win, ch.user, ch.usable(), L.hdr, &gh) || gh.type != L.mt_mem_pool)
       continue;
     mem_pool_sizes[gh.size]++;
     if (gh.size == L.pool_size)
-      if (auto ctx = mem.read_u64(ch.user + L.hdr_size + L.pool_ctx); ctx.ok())
+      if (auto ctx = mem.read_u64(ch.user + L.hdr.size + L.pool_ctx); ctx.ok())
         add_ctx(ctx.value());
   }
   if (r.ctxs.empty()) return make_error(Errc::kNotFound, "no glusterfs_ctx_t: global_ctx is NULL");
@@ -521,31 +570,32 @@ Result<GlusterReport> analyze_gluster(Program& prog, const GlusterSections& sec)
     acct_at[a] = r.memacct.size();
     r.memacct.push_back(std::move(ma));
   }
+  const GfHeaderLayout& H = L.hdr;
   for (const auto& ch : hw.in_use) {
-    const uint8_t* h = mem.direct(win, ch.user, 40);
+    const uint8_t* h = mem.direct(win, ch.user, H.pooled_size);
     if (!h) continue;
-    uint64_t w0, w4;
-    std::memcpy(&w0, h, 8);
-    if (w0 == kPoolMagic && ch.usable() >= kPooledHeader) {
-      std::memcpy(&w4, h + 32, 8);
-      auto it = pool_at.find(w4);
+    uint64_t magic, pool;
+    std::memcpy(&magic, h + H.pooled_magic, 8);
+    if (magic == kPoolMagic && ch.usable() >= H.pooled_size) {
+      std::memcpy(&pool, h + H.pooled_pool, 8);
+      auto it = pool_at.find(pool);
       uint32_t p2;
-      std::memcpy(&p2, h + 24, 4);
+      std::memcpy(&p2, h + H.pooled_p2, 4);
       if (it != pool_at.end() && p2 == pool_p2[it->second]) {
-        r.pools[it->second].live.push_back(ch.user + kPooledHeader);
+        r.pools[it->second].live.push_back(ch.user + H.pooled_size);
         ++r.pooled_live;
         continue;
       }
     }
-    if (w0 == kPoolInvalidMagic && ch.usable() >= kPooledHeader) {
+    if (magic == kPoolInvalidMagic && ch.usable() >= H.pooled_size) {
       // mem_put() marks the header; the chunk waits on a pool free list.
-      std::memcpy(&w4, h + 32, 8);
-      if (pool_at.count(w4)) {
+      std::memcpy(&pool, h + H.pooled_pool, 8);
+      if (pool_at.count(pool)) {
         r.dead_pooled.push_back(ch.user);
         continue;
       }
     }
-    if (!gf_header(mem, win, ch.user, ch.usable(), L.hdr_size, &gh)) continue;
+    if (!gf_header(mem, win, ch.user, ch.usable(), L.hdr, &gh)) continue;
     auto it = acct_at.find(gh.acct);
     if (it == acct_at.end()) continue;
     GfMemAcct& ma = r.memacct[it->second];
@@ -580,7 +630,7 @@ Result<GlusterReport> analyze_gluster(Program& prog, const GlusterSections& sec)
     if (x.is_root) root_priv = x.priv;
   if (sec.clients || sec.fds) read_clients(c, root_priv);
   r.heap_walk = std::move(hw);
-  r.gf_header_size = L.hdr_size;
+  r.headers = L.hdr;
   read_stacks(c);
   if (sec.itable) attribute_in_flight(c);
   if (sec.itable) check_invariants(c);
@@ -596,14 +646,13 @@ GfBlockNamer::GfBlockNamer(const GlusterReport& r, const Memory& mem) : r_(r), m
 }
 
 std::string GfBlockNamer::name(const HeapChunk& c) const {
-  if (auto it = pooled_.find(c.user + gf::kPooledHeader); it != pooled_.end()) {
+  if (auto it = pooled_.find(c.user + r_.headers.pooled_size); it != pooled_.end()) {
     const GfPool& p = r_.pools[it->second];
     return fmt::format("{} (pool, {})", p.name, p.xl_name);
   }
   Memory::Window w;
   gf::GfHeader gh;
-  if (!r_.gf_header_size || !gf::gf_header(mem_, w, c.user, c.usable(), r_.gf_header_size, &gh))
-    return "";
+  if (!gf::gf_header(mem_, w, c.user, c.usable(), r_.headers, &gh)) return "";
   auto it = acct_.find(gh.acct);
   if (it == acct_.end()) return "";
   const GfMemAcct& ma = r_.memacct[it->second];

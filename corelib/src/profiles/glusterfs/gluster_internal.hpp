@@ -55,7 +55,9 @@ struct Layout {
       pool_pool;
   uint64_t shared_p2;
   uint64_t acct_num_types, acct_refcnt, acct_rec, rec_size, rec_typestr, rec_num_allocs;
-  uint64_t hdr_size;  // sizeof(struct mem_header): user data follows it
+  GfHeaderLayout hdr;  // struct mem_header (user data follows it), pooled_obj_hdr_t
+  // mem_header.type of a mem-pool and of an fdtable (gf_common_mem_types_).
+  uint32_t mt_mem_pool, mt_fdtable;
   uint64_t it_size, it_dentry_hashsize, it_inode_hashsize, it_name, it_lru_limit, it_ctxcount;
   uint64_t it_list[4], it_list_size[4];
   uint64_t in_size, in_gfid, in_nlookup, in_fd_count, in_active_fd_count, in_ref, in_ia_type,
@@ -84,22 +86,21 @@ Result<Layout> resolve_layout(ProfileBinder& bind);
 
 std::string cstr(const Memory& m, uint64_t addr, size_t max = 256);
 
+// Macros in mem-pool.h, so not in any DWARF: constants here.
 constexpr uint64_t kPoolMagic = 0xCAFEBABE, kHeaderMagic = 0xCAFEBABE;
 constexpr uint64_t kPoolInvalidMagic = 0xDEADC0DE;  // GF_MEM_INVALID_MAGIC, set by mem_put()
 
-// A GF_MALLOC block: struct mem_header (10.x: mem_acct @0, size @8, type @16,
-// magic @20) at `chunk`, the payload after `hdr_size` bytes, then the trailer
-// bytes BA AD F0 0D. True only when the magic matches, the recorded size fits
-// in the chunk's `room` bytes together with header and trailer, and the
-// trailer is there; `w` caches the mapping between calls.
+// A GF_MALLOC block: struct mem_header (laid out as `h` says) at `chunk`, the
+// payload after it, then the trailer bytes BA AD F0 0D. True only when the
+// magic matches, the recorded size fits in the chunk's `room` bytes together
+// with header and trailer, and the trailer is there; `w` caches the mapping
+// between calls.
 struct GfHeader {
   uint64_t acct = 0, size = 0;
   uint32_t type = 0;
 };
-bool gf_header(const Memory& m, Memory::Window& w, uint64_t chunk, uint64_t room, uint64_t hdr_size,
-               GfHeader* out);
-constexpr uint64_t kPooledHeader = 40;               // sizeof(pooled_obj_hdr_t) in 10.x
-constexpr uint32_t kMtMemPool = 30, kMtFdtable = 5;  // gf_common_mem_types_ in 10.3
+bool gf_header(const Memory& m, Memory::Window& w, uint64_t chunk, uint64_t room,
+               const GfHeaderLayout& h, GfHeader* out);
 
 // The model built so far, shared by the passes.
 struct Ctx {

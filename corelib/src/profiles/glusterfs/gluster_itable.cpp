@@ -165,6 +165,36 @@ std::vector<std::pair<int32_t, GfFd>> read_fdtable(Ctx& c, uint64_t ft) {
 
 }  // namespace
 
+namespace {
+
+// fuse_private_t is not in the installed headers, so its fdtable member has no
+// declared offset (312 in 10.3). Find it by content instead: fuse's private
+// block is GF_CALLOC'd, and exactly one of its words must point at a GF_MALLOC'd
+// gf_common_mt_fdtable_t block big enough for an fdtable_t. 0 when none or
+// several do.
+uint64_t fuse_fdtable(Ctx& c, uint64_t priv) {
+  Memory::Window w;
+  GfHeader ph;
+  if (priv <= c.L.hdr.size || !gf_header(c.mem, w, priv - c.L.hdr.size, ~uint64_t{0}, c.L.hdr, &ph))
+    return 0;
+  constexpr uint64_t kMaxPrivate = 64 * 1024;  // 10.3's is ~1 KiB; bound the scan
+  View pv = view(c.mem, priv, std::min(ph.size, kMaxPrivate) & ~uint64_t{7});
+  uint64_t found = 0;
+  for (uint64_t off = 0; pv && off + 8 <= pv.size; off += 8) {
+    uint64_t p = pv.u64(off);
+    GfHeader gh;
+    if (p <= c.L.hdr.size || p % 8 ||
+        !gf_header(c.mem, w, p - c.L.hdr.size, ~uint64_t{0}, c.L.hdr, &gh) ||
+        gh.type != c.L.mt_fdtable || gh.size < c.L.ft_size)
+      continue;
+    if (found && found != p) return 0;
+    found = p;
+  }
+  return found;
+}
+
+}  // namespace
+
 void read_clients(Ctx& c, uint64_t root_private) {
   for (uint64_t ctx : c.r.ctxs) {
     auto ct = c.mem.read_u64(ctx + c.L.ctx_clienttable);
@@ -199,21 +229,14 @@ void read_clients(Ctx& c, uint64_t root_private) {
       c.r.clients.push_back(std::move(cl));
     }
   }
-  // FUSE: fuse_private_t is not in the installed headers; its fdtable
-  // pointer sits at offset 312 in 10.3. Use it only if the pointee really is
-  // a GF_MALLOC'd fdtable (gf_common_mt_fdtable_t).
-  constexpr uint64_t kFusePrivFdtable = 312;
   if (root_private) {
-    auto ft = c.mem.read_u64(root_private + kFusePrivFdtable);
-    Memory::Window w;
-    GfHeader gh;
-    if (ft.ok() && ft.value() > c.L.hdr_size &&
-        gf_header(c.mem, w, ft.value() - c.L.hdr_size, ~uint64_t{0}, c.L.hdr_size, &gh) &&
-        gh.type == kMtFdtable && gh.size >= c.L.ft_size)
-      c.r.fuse_fds = read_fdtable(c, ft.value());
+    if (uint64_t ft = fuse_fdtable(c, root_private))
+      c.r.fuse_fds = read_fdtable(c, ft);
     else
       c.r.warnings.push_back(
-          "fuse fdtable not found at fuse_private_t+312 (not GlusterFS 10.3 FUSE?)");
+          fmt::format("fuse fdtable not found: no single GF_MALLOC'd fdtable pointer in the root "
+                      "xlator's private block at {:#x} (not a FUSE client?)",
+                      root_private));
   }
 }
 
