@@ -76,21 +76,32 @@ done
 # `kmem -S C` (which lists objects one by one only for CPU slabs and CPU
 # partial slabs, and counts the others per slab), side by side in one crash
 # session; and the table of every cache against `kmem -s`. Per object: each
-# command's time over the objects it lists.
+# command's time over the objects it lists. Both are timed warm (each ran
+# once before); `!date` itself costs milliseconds (crash forks a shell), so
+# the median of five empty intervals is subtracted, and leakref, much faster
+# than that, runs $REP times between its two dates.
+REP=10
 cat > "$W/slab.cmds" <<CMDS
 extend $PWD/$B/leakref.so
 leakref slab --cache kmem_cache > /dev/null
 CMDS
+for i in 0 1 2 3 4 5; do echo "!date +E${i}=%s.%N" >> "$W/slab.cmds"; done
 for c in filp dentry kmalloc-8; do
   cat >> "$W/slab.cmds" <<CMDS
+leakref slab --cache $c > /dev/null
+kmem -S $c > /dev/null
 !date +L0_$c=%s.%N
-leakref slab --cache $c > $W/lr.$c
+CMDS
+  for i in $(seq $REP); do echo "leakref slab --cache $c > $W/lr.$c" >> "$W/slab.cmds"; done
+  cat >> "$W/slab.cmds" <<CMDS
 !date +L1_$c=%s.%N
 kmem -S $c > $W/km.$c
 !date +L2_$c=%s.%N
 CMDS
 done
 cat >> "$W/slab.cmds" <<CMDS
+leakref slab > /dev/null
+kmem -s > /dev/null
 !date +A0=%s.%N
 leakref slab > $W/lr.all
 !date +A1=%s.%N
@@ -100,33 +111,37 @@ exit
 CMDS
 timeout -k 5 1200 crash -s --no_crashrc "$VMLINUX" "$PELF" -i "$W/slab.cmds" > "$W/slab.out" 2> "$W/slab.err" || true
 grep -q '^A2=' "$W/slab.out" || { echo "bench-kernel: the slab session did not finish"; tail -n 20 "$W/slab.out" "$W/slab.err"; exit 1; }
-eval "$(grep -E '^(L[0-2]_[a-z0-9_-]+|A[0-2])=' "$W/slab.out" | sed 's/-/_/g')"
-echo "  slab caches, one crash session (leakref slab --cache C vs kmem -S C; per listed object):"
+eval "$(grep -E '^(L[0-2]_[a-z0-9_-]+|A[0-2]|E[0-5])=' "$W/slab.out" | sed 's/-/_/g')"
+TICK=$(python3 -c 'import sys, statistics; e = list(map(float, sys.argv[1:])); print(statistics.median(b - a for a, b in zip(e, e[1:])))' $E0 $E1 $E2 $E3 $E4 $E5)
+echo "  slab caches, one crash session, warm (leakref slab --cache C vs kmem -S C; per listed object;"
+python3 -c "import sys; print(f'  a !date costs {float(sys.argv[1])*1e3:.2f} ms, subtracted from each interval):')" "$TICK"
 for c in filp dentry kmalloc-8; do
   v=${c//-/_}
   lr_n=$(grep -c '^0x' "$W/lr.$c" || true)
   km_n=$(grep -cE '^\s+\[[0-9a-f]+\]' "$W/km.$c" || true)
   km_alloc=$(awk '/^CACHE/{getline; print $3; exit}' "$W/km.$c")
   eval "l0=\$L0_$v l1=\$L1_$v l2=\$L2_$v"
-  python3 - "$c" "$l0" "$l1" "$l2" "$lr_n" "$km_n" "$km_alloc" <<'PY'
+  python3 - "$c" "$l0" "$l1" "$l2" "$lr_n" "$km_n" "$km_alloc" "$TICK" "$REP" <<'PY'
 import sys
 c = sys.argv[1]
 l0, l1, l2 = map(float, sys.argv[2:5])
 lr_n, km_n, km_alloc = map(int, sys.argv[5:8])
-lr, km = l1 - l0, l2 - l1
+tick, rep = float(sys.argv[8]), int(sys.argv[9])
+lr = max(l1 - l0 - tick, 1e-6) / rep
+km = max(l2 - l1 - tick, 1e-6)
 lpo = lr / max(lr_n, 1)
 kpo = km / km_n if km_n else float("nan")
-ratio = f"{kpo / lpo:,.1f}x cheaper per listed object" if km_n else "kmem -S listed no object"
-print(f"    {c:<10} leakref {lr*1e3:8.2f} ms, {lr_n:>6} objects listed ({lpo*1e6:8.2f} us/object); "
+ratio = f"{kpo / lpo:,.0f}x cheaper per listed object" if km_n else "kmem -S listed no object"
+print(f"    {c:<10} leakref {lr*1e3:8.3f} ms, {lr_n:>6} objects listed ({lpo*1e6:7.3f} us/object); "
       f"kmem -S {km*1e3:8.2f} ms, {km_n:>6} of its {km_alloc} allocated listed "
       f"({kpo*1e6:8.2f} us/object): {ratio}")
 PY
 done
-python3 - "$A0" "$A1" "$A2" "$(grep -c . "$W/lr.all")" <<'PY'
+python3 - "$A0" "$A1" "$A2" "$TICK" <<'PY'
 import sys
-a0, a1, a2 = map(float, sys.argv[1:4])
-print(f"    every cache: leakref slab {1e3*(a1-a0):.1f} ms (struct page array scanned), "
-      f"kmem -s {1e3*(a2-a1):.1f} ms")
+a0, a1, a2, tick = map(float, sys.argv[1:5])
+print(f"    every cache: leakref slab {1e3*(a1-a0-tick):.1f} ms (struct page array scanned), "
+      f"kmem -s {1e3*(a2-a1-tick):.1f} ms")
 PY
 for f in "$PELF" "$KDUMP"; do
   /usr/bin/time -f "  standalone slab --cache filp on $(basename "$f"): %e s wall, %M KB max RSS (whole process)" \
