@@ -38,16 +38,6 @@ void add_profile_recipe(const lr::Profile& p, lr::TypesBuild* b) {
   b->defines.insert(b->defines.end(), p.build_defines.begin(), p.build_defines.end());
 }
 
-// A short hash of the profile's [build] recipe (headers, include
-// directories, defines), for the cache file's name.
-std::string recipe_hash(const lr::Profile& p) {
-  uint64_t h = 1469598103934665603ull;  // FNV-1a
-  for (const auto* v : {&p.build_headers, &p.build_include, &p.build_defines})
-    for (const auto& x : *v)
-      for (unsigned char ch : x + '\n') h = (h ^ ch) * 1099511628211ull;
-  return fmt::format("{:08x}", h & 0xffffffffu);
-}
-
 }  // namespace
 
 lr::Result<void> ensure_profile_types(lr::Program& prog, const lr::Profile& p, Out& err) {
@@ -69,7 +59,7 @@ lr::Result<void> ensure_profile_types(lr::Program& prog, const lr::Profile& p, O
   for (const auto& m : prog.modules().modules()) loaded |= m->debug_how == "--types";
   if (loaded && lr::profile_types_bind(prog, p).ok()) return {};
   // Cached per build-id and recipe: a changed recipe makes its own file.
-  std::string out = lr::types_cache_path("types", exe->build_id + "-" + recipe_hash(p));
+  std::string out = lr::types_cache_path("types", exe->build_id + "-" + lr::profile_recipe_hash(p));
   if (out.empty())
     return lr::make_error(lr::Errc::kNotFound,
                           "no cache directory (HOME unset) for the profile's [build] types: "

@@ -52,9 +52,16 @@ Result<Variable> find_object(Program& prog, const ProfileBinder& bind, const Bou
   };
   if (!prog.core())
     return make_error(Errc::kUnsupported, where("'find' reads a process core's module data"));
+  // The module by its name or a prefix of it ("libganesha_nfsd.so" for
+  // libganesha_nfsd.so.4.3); a prefix two modules share picks neither.
   const Module* mod = nullptr;
-  for (const auto& m : prog.modules().modules())
-    if (m->end && m->basename().rfind(s.find_module, 0) == 0) mod = m.get();
+  for (const auto& m : prog.modules().modules()) {
+    if (!m->end || m->basename().rfind(s.find_module, 0) != 0) continue;
+    if (mod)
+      return make_error(Errc::kBadFormat, where(fmt::format("both {} and {} match: name one",
+                                                            mod->basename(), m->basename())));
+    mod = m.get();
+  }
   if (!mod) return make_error(Errc::kNotFound, where("no such module is mapped"));
   ExprScope scope = bind.scope(bt, "find.where");
   scope.vars = {"index"};
@@ -66,9 +73,13 @@ Result<Variable> find_object(Program& prog, const ProfileBinder& bind, const Bou
   std::vector<uint8_t> scratch;
   std::vector<uint64_t> found;  // object addresses
   uint64_t scanned = 0;
+  bool cut = false;  // the scan stopped at kMaxScan: a single match proves nothing
   for (const auto& [a0, b] : data_ranges(*prog.core(), *mod)) {
     for (uint64_t a = (a0 + 7) & ~uint64_t{7}; a + 8 <= b && found.size() < kMaxMatches; a += 8) {
-      if (++scanned > kMaxScan / 8) break;
+      if (++scanned > kMaxScan / 8) {
+        cut = true;
+        break;
+      }
       uint64_t obj = a;
       if (s.find_pointer) {
         auto p = mem.read_u64(a);
@@ -81,6 +92,11 @@ Result<Variable> find_object(Program& prog, const ProfileBinder& bind, const Bou
       if (std::find(found.begin(), found.end(), obj) == found.end()) found.push_back(obj);
     }
   }
+  if (cut && found.size() < 2)
+    return make_error(Errc::kUnsupported,
+                      where(fmt::format("its writable data exceeds the {} MiB a find scans, so "
+                                        "'{}' cannot be shown to hold in one place only",
+                                        kMaxScan >> 20, s.find_where)));
   if (found.empty())
     return make_error(
         Errc::kNotFound,

@@ -538,6 +538,18 @@ Result<Profile> load_profile(const std::string& path) {
   return parse_profile(text, path);
 }
 
+std::string profile_recipe_hash(const Profile& p, std::string_view salt) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a, each item ended by '\n'
+  auto mix = [&](std::string_view x) {
+    for (unsigned char ch : x) h = (h ^ ch) * 1099511628211ull;
+    h = (h ^ '\n') * 1099511628211ull;
+  };
+  for (const auto* v : {&p.build_headers, &p.build_include, &p.build_defines})
+    for (const auto& x : *v) mix(x);
+  if (!salt.empty()) mix(salt);
+  return fmt::format("{:08x}", h & 0xffffffffu);
+}
+
 Result<Profile> find_profile(const std::string& what, const std::vector<std::string>& dirs) {
   if (what.find('/') != std::string::npos || (what.size() > 5 && what.ends_with(".toml")))
     return load_profile(what);

@@ -214,6 +214,11 @@ Result<void> run_profile(Program& prog, const Profile& p, const ProfileRunOption
 // members are there); kNotFound names the first that does not.
 Result<void> profile_types_bind(Program& prog, const Profile& p);
 
+// 8 hex digits hashing the profile's [build] recipe (headers, include
+// directories, defines) and `salt`: part of a cached types file's name, so
+// a file another recipe built is not taken for this one's.
+std::string profile_recipe_hash(const Profile& p, std::string_view salt = {});
+
 // The probes as trace-plan function specs ("NAME[@MODULE]:OP:KIND").
 std::vector<std::string> profile_probe_functions(const Profile& p);
 // For each kind the probes name (ProfileProbe::kind): the refcount's offset

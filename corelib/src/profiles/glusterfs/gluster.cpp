@@ -119,32 +119,39 @@ struct Resolver {
     return {b.value()->type, b.value()};
   }
   uint64_t size(const T& t) { return t.type ? t.type->strip()->size : 0; }
-  uint64_t off(const T& t, const char* path) {
-    if (!t.type || !error.empty()) return 0;
+  // The member at `path` directly inside `t` (crossing no pointer); null
+  // with `error` set otherwise.
+  const FieldLoc* field(const T& t, const char* path, FieldSpec* f) {
+    if (!t.type || !error.empty()) return nullptr;
     ExprScope scope = bind.scope(t.bound, "glusterfs");
-    auto f = resolve_field(t.type, path, false, &scope);
-    if (!f.ok()) {
-      error = f.error().message;
-      return 0;
+    auto r = resolve_field(t.type, path, false, &scope);
+    if (!r.ok()) {
+      error = r.error().message;
+      return nullptr;
     }
-    if (f.value().hops.size() != 1) {
+    *f = std::move(r).value();
+    if (f->hops.size() != 1) {
       error = fmt::format("{}.{} crosses a pointer", t.bound->c, path);
-      return 0;
+      return nullptr;
     }
-    return f.value().hops[0].offset;
+    return &f->hops[0];
+  }
+  uint64_t off(const T& t, const char* path) {
+    FieldSpec f;
+    const FieldLoc* l = field(t, path, &f);
+    return l ? l->offset : 0;
   }
   // A member the code reads as a `width`-byte integer or pointer: anything
   // else in a (hostile) types file is an error, not a misread.
   uint64_t off(const T& t, const char* path, uint64_t width) {
-    uint64_t o = off(t, path);
-    if (!error.empty()) return 0;
-    ExprScope scope = bind.scope(t.bound, "glusterfs");
-    auto f = resolve_field(t.type, path, false, &scope);
-    const Type* ft = f.ok() && f.value().type ? f.value().type->strip() : nullptr;
-    if (!ft || ft->size != width || o + width > size(t))
+    FieldSpec f;
+    const FieldLoc* l = field(t, path, &f);
+    if (!l) return 0;
+    const Type* ft = f.type ? f.type->strip() : nullptr;
+    if (!ft || ft->size != width || l->offset + width > size(t))
       error =
           fmt::format("{}.{} is not a {}-byte field inside the struct", t.bound->c, path, width);
-    return o;
+    return l->offset;
   }
   // A named expression of the type that is a constant (an enumerator the
   // types declare), evaluated on no object: its zeroed bytes.
@@ -163,9 +170,13 @@ struct Resolver {
       }
     };
     static const NoMemory kNoMemory;
-    std::vector<uint8_t> zero(std::max<uint64_t>(size(t), 1));
-    ExprValue v = e.value()->eval(kNoMemory, zero.data(), 0);
-    if (v.kind != ExprValue::Kind::kInt || v.i < 0 || v.i > UINT32_MAX)
+    // Evaluated on all-zero and all-one bytes: an expression that reads the
+    // object gives two answers (or none) and is refused, not taken as 0.
+    std::vector<uint8_t> zeros(std::max<uint64_t>(size(t), 1), 0), ones(zeros.size(), 0xff);
+    ExprValue v = e.value()->eval(kNoMemory, zeros.data(), 0);
+    ExprValue w = e.value()->eval(kNoMemory, ones.data(), 0);
+    if (v.kind != ExprValue::Kind::kInt || w.kind != v.kind || w.i != v.i || v.i < 0 ||
+        v.i > UINT32_MAX)
       error = fmt::format("types.{} expression '{}' is not a 32-bit constant", t.bound->c, name);
     return static_cast<uint32_t>(v.i);
   }

@@ -90,7 +90,7 @@ std::string cstr(const Memory& m, uint64_t addr, size_t max = 256);
 constexpr uint64_t kPoolMagic = 0xCAFEBABE, kHeaderMagic = 0xCAFEBABE;
 constexpr uint64_t kPoolInvalidMagic = 0xDEADC0DE;  // GF_MEM_INVALID_MAGIC, set by mem_put()
 
-// A GF_MALLOC block: struct mem_header (laid out as `h` says) at `chunk`, the
+// A GF_MALLOC block: struct mem_header (laid out as `L` says) at `chunk`, the
 // payload after it, then the trailer bytes BA AD F0 0D. True only when the
 // magic matches, the recorded size fits in the chunk's `room` bytes together
 // with header and trailer, and the trailer is there; `w` caches the mapping
@@ -100,7 +100,7 @@ struct GfHeader {
   uint32_t type = 0;
 };
 bool gf_header(const Memory& m, Memory::Window& w, uint64_t chunk, uint64_t room,
-               const GfHeaderLayout& h, GfHeader* out);
+               const GfHeaderLayout& L, GfHeader* out);
 
 // The model built so far, shared by the passes.
 struct Ctx {

@@ -73,15 +73,9 @@ Result<void> build_gluster_types(const std::string& out_path, const GlusterTypes
 std::string gluster_types_cache_path(const std::string& build_id) {
   // The recipe is part of the name: a types file built by another recipe
   // (an older leakref's) is not taken for this one's.
-  const Profile& p = profile();
-  uint64_t h = 1469598103934665603ull;  // FNV-1a over the recipe
-  auto mix = [&](const std::string& x) {
-    for (unsigned char ch : x + '\n') h = (h ^ ch) * 1099511628211ull;
-  };
-  for (const auto* v : {&p.build_headers, &p.build_include, &p.build_defines})
-    for (const auto& x : *v) mix(x);
-  mix("variables");
-  return types_cache_path("gluster-types", fmt::format("{}-{:08x}", build_id, h & 0xffffffffu));
+  // "variables": these files also declare the roots' variables.
+  return types_cache_path("gluster-types",
+                          build_id + "-" + profile_recipe_hash(profile(), "variables"));
 }
 
 }  // namespace lr
