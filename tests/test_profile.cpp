@@ -226,7 +226,7 @@ TEST_CASE("hostile profiles: one clear error, never a crash or hang", "[profile]
   // The same at format 3 with its first set's head replaced by `find`.
   auto find3 = [&](const std::string& find) {
     std::string t = with("[types.vcache]", "[types.vcache]");
-    t.replace(t.find("format = 1"), 10, "format = 3");
+    t.replace(t.find("format = 1"), 10, "format = 4");
     t.replace(t.find("head = \"ldlm_namespace_list\""), 28, "find = " + find);
     return t;
   };
@@ -242,8 +242,8 @@ TEST_CASE("hostile profiles: one clear error, never a crash or hang", "[profile]
   };
   std::vector<Case> cases = {
       {"not toml", "format = 1\n[[set]\n", "fx_bad.toml:2", 3},
-      {"no format", with("format = 1\n", ""), "'format = 3' is required", 3},
-      {"future format", with("format = 1", "format = 4"), "profile format 4", 3},
+      {"no format", with("format = 1\n", ""), "'format = 4' is required", 3},
+      {"future format", with("format = 1", "format = 5"), "profile format 5", 3},
       {"format 3 probe in a format 1 profile",
        with("[types.vcache]",
             "[[probe]]\nfunction = \"x_ref\"\nop = \"ref\"\ntype = \"vcache\"\n"
@@ -270,6 +270,21 @@ TEST_CASE("hostile profiles: one clear error, never a crash or hang", "[profile]
        "nothing in its writable data", 4},
       {"find with a count of 0", find3("{ module = \"fx_locks\", where = \"1\", count = 0 }"),
        "'count' must be 1..65536", 3},
+      // `any` is evaluated: a run every object of which satisfies `where`
+      // is still refused when none satisfies `any`.
+      {"find whose 'any' holds nowhere",
+       find3("{ module = \"fx_locks\", where = \"1\", any = \"$index > 2\", count = 2 }"),
+       "satisfies '1' with '$index > 2' for one", 4},
+      {"find with 'any' for one object",
+       find3("{ module = \"fx_locks\", where = \"1\", any = \"1\" }"),
+       "'any' is for a run of objects", 3},
+      {"find with a bad 'any'",
+       find3("{ module = \"fx_locks\", where = \"1\", any = \"ns_nosuch > 0\", count = 2 }"),
+       "ns_nosuch", 4},
+      {"find 'any' in a format 3 profile",
+       probe3("").replace(probe3("").find("head = \"ldlm_namespace_list\""), 28,
+                          "find = { module = \"fx_locks\", where = \"1\", any = \"1\", count = 2 }"),
+       "'any' needs 'format = 4' (this profile says format 3)", 3},
       {"probe on an undeclared type",
        probe3("[[probe]]\nfunction = \"x_ref\"\nop = \"ref\"\ntype = \"nosuch\"\n"
               "refcount = \"refs\"\n"),

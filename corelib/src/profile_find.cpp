@@ -3,6 +3,7 @@
 // and its state-id hash table.
 #include <fmt/format.h>
 
+#include <memory>
 #include <vector>
 
 #include "leakref/elfcore.hpp"
@@ -29,18 +30,29 @@ std::vector<std::pair<uint64_t, uint64_t>> data_ranges(const CoreFile& core, con
   return out;
 }
 
-// Whether `n` objects of `size` bytes at `a` all satisfy `e` ($index: the
-// object's place in the run).
-bool holds(const Memory& mem, const Expr& e, uint64_t a, uint64_t size, uint64_t n,
-           std::vector<uint8_t>& scratch) {
+// Whether `n` objects of `size` bytes at `a` all satisfy `all` and, when
+// given, at least one satisfies `any` ($index: the object's place in the run).
+bool holds(const Memory& mem, const Expr& all, const Expr* any, uint64_t a, uint64_t size,
+           uint64_t n, std::vector<uint8_t>& scratch) {
+  bool some = !any;
   for (uint64_t k = 0; k < n; ++k) {
     const uint8_t* b = object_bytes(mem, a + k * size, size, scratch);
     if (!b) return false;
     const int64_t index = static_cast<int64_t>(k);
-    ExprValue v = e.eval(mem, b, a + k * size, &index);
+    ExprValue v = all.eval(mem, b, a + k * size, &index);
     if (v.kind == ExprValue::Kind::kError || !v.truthy()) return false;
+    if (!some) {
+      ExprValue w = any->eval(mem, b, a + k * size, &index);
+      some = w.kind != ExprValue::Kind::kError && w.truthy();
+    }
   }
-  return true;
+  return some;
+}
+
+// The rule as the errors quote it.
+std::string rule(const ProfileSet& s) {
+  return s.find_any.empty() ? fmt::format("'{}'", s.find_where)
+                            : fmt::format("'{}' with '{}' for one", s.find_where, s.find_any);
 }
 
 }  // namespace
@@ -66,6 +78,10 @@ Result<Variable> find_object(Program& prog, const ProfileBinder& bind, const Bou
   ExprScope scope = bind.scope(bt, "find.where");
   scope.vars = {"index"};
   LR_ASSIGN(auto e, Expr::compile(s.find_where, scope));
+  std::unique_ptr<Expr> any;  // null: no whole-run condition
+  if (!s.find_any.empty()) {
+    LR_ASSIGN(any, Expr::compile(s.find_any, scope));
+  }
   const uint64_t size = bt->type->strip()->size;
   if (size == 0 || size > kMaxObjectSize)
     return make_error(Errc::kBadFormat, where(fmt::format("{} is {} bytes", bt->c, size)));
@@ -88,30 +104,30 @@ Result<Variable> find_object(Program& prog, const ProfileBinder& bind, const Bou
       } else if (b - a < size * s.find_count) {
         break;
       }
-      if (!holds(mem, *e, obj, size, s.find_count, scratch)) continue;
+      if (!holds(mem, *e, any.get(), obj, size, s.find_count, scratch)) continue;
       if (std::find(found.begin(), found.end(), obj) == found.end()) found.push_back(obj);
     }
   }
   if (cut && found.size() < 2)
     return make_error(Errc::kUnsupported,
                       where(fmt::format("its writable data exceeds the {} MiB a find scans, so "
-                                        "'{}' cannot be shown to hold in one place only",
-                                        kMaxScan >> 20, s.find_where)));
+                                        "{} cannot be shown to hold in one place only",
+                                        kMaxScan >> 20, rule(s))));
   if (found.empty())
     return make_error(
         Errc::kNotFound,
         where(fmt::format(
-            "nothing in its writable data ({} words) satisfies '{}' as "
+            "nothing in its writable data ({} words) satisfies {} as "
             "{}{}",
-            scanned, s.find_where, bt->c,
+            scanned, rule(s), bt->c,
             s.find_count > 1 ? fmt::format(" ({} in a row)", s.find_count) : std::string())));
   if (found.size() > 1) {
     std::string at;
     for (uint64_t f : found) at += fmt::format("{}{:#x}", at.empty() ? "" : ", ", f);
     return make_error(Errc::kBadFormat,
-                      where(fmt::format("{}{} places satisfy '{}' ({}): the rule must pick one",
+                      where(fmt::format("{}{} places satisfy {} ({}): the rule must pick one",
                                         found.size() >= kMaxMatches ? "at least " : "",
-                                        found.size(), s.find_where, at)));
+                                        found.size(), rule(s), at)));
   }
   Variable v;
   v.name = fmt::format("{} found at {:#x} ({})", bt->c, found[0], mod->basename());

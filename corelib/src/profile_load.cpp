@@ -203,17 +203,21 @@ struct Loader {
     return pt;
   }
 
-  // [[set]] find = { module = "libx.so", type = "T", where = "EXPR", count = N, pointer = B }
+  // [[set]] find = { module = "libx.so", type = "T", where = "EXPR", any = "EXPR", count = N,
+  //                  pointer = B }
   Result<void> find(const toml::node& n, const std::string& w, ProfileSet* s) {
     const toml::table* ft = n.as_table();
     const std::string fw = w + ".find";
     if (!ft) return bad(fw, "must be a table: { module = \"...\", where = \"...\" }");
-    LR_TRY(only_keys(*ft, fw, {"module", "type", "where", "count", "pointer"}));
+    LR_TRY(only_keys(*ft, fw, {"module", "type", "where", "any", "count", "pointer"}));
     if (!s->head.empty()) return bad(w, "give 'head' or 'find', not both");
     LR_ASSIGN(s->find_module, str(*ft, "module", fw, true));
     LR_ASSIGN(s->find_where, str(*ft, "where", fw, true));
     LR_ASSIGN(s->find_type, str(*ft, "type", fw, false));
     LR_TRY(expr(s->find_where, fw + ".where"));
+    LR_TRY(since(4, *ft, "any", fw));
+    LR_ASSIGN(s->find_any, str(*ft, "any", fw, false));
+    if (!s->find_any.empty()) LR_TRY(expr(s->find_any, fw + ".any"));
     if (const toml::node* c = ft->get("count")) {
       auto v = c->value<int64_t>();
       if (!v || *v < 1 || *v > 65536) return bad(fw, "'count' must be 1..65536");
@@ -226,6 +230,8 @@ struct Loader {
     }
     if (s->find_pointer && s->find_count != 1)
       return bad(fw, "'count' is for objects in place; a pointer finds one object");
+    if (!s->find_any.empty() && s->find_count == 1)
+      return bad(fw, "'any' is for a run of objects ('count' > 1); for one object put it in 'where'");
     return {};
   }
 

@@ -31,7 +31,7 @@ namespace lr {
 // set can walk to, like GlusterFS's dicts). A profile that says an older
 // format and uses what a later one added is refused, so it stays readable
 // by the readers of the format it says.
-constexpr int kProfileFormat = 3;
+constexpr int kProfileFormat = 4;
 
 struct ProfileType {
   std::string name;                           // the key in [types]
@@ -84,8 +84,11 @@ struct ProfileSet {
   // writable data where `find_where` holds for type `find_type` (the set's
   // type when empty; a hash table's for link hashtable): `find_count`
   // objects of it in a row there (an array), or with `find_pointer` the
-  // object a pointer word there points at.
-  std::string find_module, find_where, find_type;
+  // object a pointer word there points at. `find_any`, when given, must
+  // hold for at least one object of the run: a whole-array condition
+  // ("some lane is not empty") that tells a populated array from an empty
+  // one laid out the same beside it.
+  std::string find_module, find_where, find_type, find_any;
   bool find_pointer = false;
   uint64_t find_count = 1;
   std::vector<std::string> label;
