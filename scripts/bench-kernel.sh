@@ -79,13 +79,24 @@ done
 # command's time over the objects it lists. Both are timed warm (each ran
 # once before); `!date` itself costs milliseconds (crash forks a shell), so
 # the median of five empty intervals is subtracted, and leakref, much faster
-# than that, runs $REP times between its two dates.
-REP=10
+# than that, runs $REP times between its two dates, kmem -S $KREP times.
+REP=50
+KREP=5
+# The session's first slab command scans the struct page array and keeps
+# its slab heads for the session (the dump does not change); it is timed
+# alone (C0-C1), cold. crash's own cost of running any command is timed too
+# (F0-F1: $REP x `eval 1`): both tools pay it once per command.
 cat > "$W/slab.cmds" <<CMDS
 extend $PWD/$B/leakref.so
-leakref slab --cache kmem_cache > /dev/null
+leakref slab --cache filp > /dev/null
+!date +C0=%s.%N
+leakref slab --cache kmem_cache --scan-pages > /dev/null
+!date +C1=%s.%N
 CMDS
 for i in 0 1 2 3 4 5; do echo "!date +E${i}=%s.%N" >> "$W/slab.cmds"; done
+echo "!date +F0=%s.%N" >> "$W/slab.cmds"
+for i in $(seq $REP); do echo "eval 1 > /dev/null" >> "$W/slab.cmds"; done
+echo "!date +F1=%s.%N" >> "$W/slab.cmds"
 for c in filp dentry kmalloc-8; do
   cat >> "$W/slab.cmds" <<CMDS
 leakref slab --cache $c > /dev/null
@@ -95,7 +106,9 @@ CMDS
   for i in $(seq $REP); do echo "leakref slab --cache $c > $W/lr.$c" >> "$W/slab.cmds"; done
   cat >> "$W/slab.cmds" <<CMDS
 !date +L1_$c=%s.%N
-kmem -S $c > $W/km.$c
+CMDS
+  for i in $(seq $KREP); do echo "kmem -S $c > $W/km.$c" >> "$W/slab.cmds"; done
+  cat >> "$W/slab.cmds" <<CMDS
 !date +L2_$c=%s.%N
 CMDS
 done
@@ -111,36 +124,48 @@ exit
 CMDS
 timeout -k 5 1200 crash -s --no_crashrc "$VMLINUX" "$PELF" -i "$W/slab.cmds" > "$W/slab.out" 2> "$W/slab.err" || true
 grep -q '^A2=' "$W/slab.out" || { echo "bench-kernel: the slab session did not finish"; tail -n 20 "$W/slab.out" "$W/slab.err"; exit 1; }
-eval "$(grep -E '^(L[0-2]_[a-z0-9_-]+|A[0-2]|E[0-5])=' "$W/slab.out" | sed 's/-/_/g')"
+eval "$(grep -E '^(L[0-2]_[a-z0-9_-]+|A[0-2]|E[0-5]|C[01]|F[01])=' "$W/slab.out" | sed 's/-/_/g')"
 TICK=$(python3 -c 'import sys, statistics; e = list(map(float, sys.argv[1:])); print(statistics.median(b - a for a, b in zip(e, e[1:])))' $E0 $E1 $E2 $E3 $E4 $E5)
+FLOOR=$(python3 -c 'import sys; f0, f1, t, r = map(float, sys.argv[1:]); print(max(f1 - f0 - t, 0) / r)' "$F0" "$F1" "$TICK" "$REP")
 echo "  slab caches, one crash session, warm (leakref slab --cache C vs kmem -S C; per listed object;"
-python3 -c "import sys; print(f'  a !date costs {float(sys.argv[1])*1e3:.2f} ms, subtracted from each interval):')" "$TICK"
+python3 - "$TICK" "$C0" "$C1" "$F0" "$F1" "$REP" <<'PY'
+import sys
+tick, c0, c1, f0, f1, rep = map(float, sys.argv[1:7])
+print(f"  a !date costs {tick*1e3:.2f} ms, subtracted from each interval;")
+print(f"  crash's own cost of any command (eval 1): {(f1-f0-tick)/rep*1e3:.3f} ms, in both tools' figures;")
+print(f"  the session's first scan of the struct page array (kept for the session): {(c1-c0-tick)*1e3:.1f} ms):")
+PY
 for c in filp dentry kmalloc-8; do
   v=${c//-/_}
   lr_n=$(grep -c '^0x' "$W/lr.$c" || true)
   km_n=$(grep -cE '^\s+\[[0-9a-f]+\]' "$W/km.$c" || true)
   km_alloc=$(awk '/^CACHE/{getline; print $3; exit}' "$W/km.$c")
   eval "l0=\$L0_$v l1=\$L1_$v l2=\$L2_$v"
-  python3 - "$c" "$l0" "$l1" "$l2" "$lr_n" "$km_n" "$km_alloc" "$TICK" "$REP" <<'PY'
+  python3 - "$c" "$l0" "$l1" "$l2" "$lr_n" "$km_n" "$km_alloc" "$TICK" "$REP" "$FLOOR" "$KREP" <<'PY'
 import sys
 c = sys.argv[1]
 l0, l1, l2 = map(float, sys.argv[2:5])
 lr_n, km_n, km_alloc = map(int, sys.argv[5:8])
-tick, rep = float(sys.argv[8]), int(sys.argv[9])
+tick, rep, floor, krep = float(sys.argv[8]), int(sys.argv[9]), float(sys.argv[10]), int(sys.argv[11])
 lr = max(l1 - l0 - tick, 1e-6) / rep
-km = max(l2 - l1 - tick, 1e-6)
+km = max(l2 - l1 - tick, 1e-6) / krep
 lpo = lr / max(lr_n, 1)
 kpo = km / km_n if km_n else float("nan")
-ratio = f"{kpo / lpo:,.0f}x cheaper per listed object" if km_n else "kmem -S listed no object"
+ratio = (f"{kpo / lpo:,.0f}x cheaper per listed object" if km_n else
+         f"kmem -S listed no object; per allocated object {km / max(km_alloc, 1) * 1e6:.2f} us, "
+         f"{km / max(km_alloc, 1) / lpo:,.1f}x")
 print(f"    {c:<10} leakref {lr*1e3:8.3f} ms, {lr_n:>6} objects listed ({lpo*1e6:7.3f} us/object); "
       f"kmem -S {km*1e3:8.2f} ms, {km_n:>6} of its {km_alloc} allocated listed "
       f"({kpo*1e6:8.2f} us/object): {ratio}")
+if km_n:
+    net = ((km - floor) / km_n) / (max(lr - floor, 1e-9) / max(lr_n, 1))
+    print(f"{'':15}without crash's own cost of a command in either: {net:,.0f}x")
 PY
 done
 python3 - "$A0" "$A1" "$A2" "$TICK" <<'PY'
 import sys
 a0, a1, a2, tick = map(float, sys.argv[1:5])
-print(f"    every cache: leakref slab {1e3*(a1-a0-tick):.1f} ms (struct page array scanned), "
+print(f"    every cache: leakref slab {1e3*(a1-a0-tick):.1f} ms (the session's slab pages), "
       f"kmem -s {1e3*(a2-a1-tick):.1f} ms")
 PY
 for f in "$PELF" "$KDUMP"; do

@@ -242,7 +242,10 @@ TEST_CASE("kernel slab on 6.1: every cache's objects as crash's kmem -S lists th
   std::string dir = tmp_dir() + "/kslab";
   REQUIRE(run({"mkdir", "-p", dir}).status == 0);
   std::vector<std::string> cmds = {"extend " + build_dir() + "/leakref.so",
-                                   "leakref slab --objects --json > " + dir + "/slab.json"};
+                                   "leakref slab --objects --json > " + dir + "/slab.json",
+                                   // the session's slab heads, kept from the first scan
+                                   "leakref slab --objects --json > " + dir + "/slab2.json",
+                                   "leakref slab --cache dentry --json > " + dir + "/dentry.json"};
   for (const auto& [n, c] : caches) {
     cmds.push_back("!echo MARK " + n);
     cmds.push_back("kmem -S " + n);
@@ -252,6 +255,19 @@ TEST_CASE("kernel slab on 6.1: every cache's objects as crash's kmem -S lists th
   INFO(r.err.substr(0, 4000));
   REQUIRE(r.status == 0);
   CHECK(comparable(json::parse(read_file(dir + "/slab.json"))) == comparable(a));
+  // Later commands of the session read only the slab heads the first scan
+  // found: the same report, and one cache's objects as the whole report has.
+  CHECK(comparable(json::parse(read_file(dir + "/slab2.json"))) == comparable(a));
+  {
+    json dj = json::parse(read_file(dir + "/dentry.json"));
+    CHECK(dj["summary"]["pages"] == a["summary"]["pages"]);
+    std::set<uint64_t> got, want;
+    for (const auto& o : dj["objects"]) got.insert(hexval(o["addr"]));
+    for (const auto& o : a["objects"])
+      if (o["cache"] == "dentry") want.insert(hexval(o["addr"]));
+    CHECK(want.size() > 1000);
+    CHECK(got == want);
+  }
   auto sec = sections(r.out);
   size_t listed = 0, counted = 0;
   for (const auto& [n, c] : caches) {

@@ -282,8 +282,9 @@ TEST_CASE("hostile profiles: one clear error, never a crash or hang", "[profile]
        find3("{ module = \"fx_locks\", where = \"1\", any = \"ns_nosuch > 0\", count = 2 }"),
        "ns_nosuch", 4},
       {"find 'any' in a format 3 profile",
-       probe3("").replace(probe3("").find("head = \"ldlm_namespace_list\""), 28,
-                          "find = { module = \"fx_locks\", where = \"1\", any = \"1\", count = 2 }"),
+       probe3("").replace(
+           probe3("").find("head = \"ldlm_namespace_list\""), 28,
+           "find = { module = \"fx_locks\", where = \"1\", any = \"1\", count = 2 }"),
        "'any' needs 'format = 4' (this profile says format 3)", 3},
       {"probe on an undeclared type",
        probe3("[[probe]]\nfunction = \"x_ref\"\nop = \"ref\"\ntype = \"nosuch\"\n"

@@ -231,7 +231,8 @@ struct Loader {
     if (s->find_pointer && s->find_count != 1)
       return bad(fw, "'count' is for objects in place; a pointer finds one object");
     if (!s->find_any.empty() && s->find_count == 1)
-      return bad(fw, "'any' is for a run of objects ('count' > 1); for one object put it in 'where'");
+      return bad(fw,
+                 "'any' is for a run of objects ('count' > 1); for one object put it in 'where'");
     return {};
   }
 

@@ -6,6 +6,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -27,6 +28,17 @@ struct KernelKnowledge {
   // [symbols] resolved once per target: inside crash every lookup is a gdb
   // symbol search, and a session runs many commands on one unchanging image.
   std::map<std::string, Result<Variable>> variables;
+  // The slab heads of the struct page array, from the first whole scan on
+  // this target (kernel_slab.cpp). A target's image never changes (crash
+  // makes a new target for each command on a live system), so later scans
+  // read only these pages instead of all of them.
+  struct SlabPages {
+    uint64_t pages = 0, unreadable = 0;  // what the whole scan saw
+    // Each head's struct page address and the kmem_cache it names, in page
+    // order: a later scan reads only the pages of the caches it lists.
+    std::vector<std::pair<uint64_t, uint64_t>> heads;
+  };
+  std::optional<SlabPages> slab_pages;
 };
 
 namespace kint {

@@ -171,8 +171,8 @@ class Scanner {
  public:
   Scanner(KernelTarget& k, const SlubLayout& L, const KSlabFilter& f,
           const std::function<void(const KSlabObject&)>& sink, const KernelLimits& lim,
-          KSlabReport& rep)
-      : k_(k), mem_(k.mem()), L_(L), f_(f), sink_(sink), lim_(lim), rep_(rep) {}
+          KSlabReport& rep, std::optional<KernelKnowledge::SlabPages>* index)
+      : k_(k), mem_(k.mem()), L_(L), f_(f), sink_(sink), lim_(lim), rep_(rep), index_(index) {}
 
   Result<void> run();
 
@@ -190,6 +190,7 @@ class Scanner {
   bool lists_hold_all() const;
   void from_lists();
   Result<void> scan_pages();
+  void slab_head(const uint8_t* pb, uint64_t page, uint64_t pfn);
   void one_slab(CacheState& c, uint64_t page, uint64_t pfn, const uint8_t* sb);
   uint64_t walk_freelist(const CacheState& c, uint64_t base, uint64_t objects, uint64_t first,
                          std::vector<uint8_t>& is_free, uint64_t slab, const char* which);
@@ -212,6 +213,7 @@ class Scanner {
   const std::function<void(const KSlabObject&)>& sink_;
   const KernelLimits& lim_;
   KSlabReport& rep_;
+  std::optional<KernelKnowledge::SlabPages>* index_;  // null: no session to keep it in
   std::vector<CacheState> caches_;
   std::unordered_map<uint64_t, size_t> by_addr_;  // kmem_cache -> index in caches_
   std::unordered_map<uint64_t, SlabPlace> places_;
@@ -520,9 +522,40 @@ void Scanner::from_lists() {
   }
 }
 
+// A struct page the scan found to be a slab head: its cache's slab.
+void Scanner::slab_head(const uint8_t* pb, uint64_t page, uint64_t pfn) {
+  ++rep_.slab_pages;
+  auto it = by_addr_.find(kint::ptr_at(pb, L_.s_cache));
+  if (it == by_addr_.end()) {
+    warn(fmt::format("slab page {:#x} (pfn {:#x}) belongs to {:#x}, no cache on slab_caches", page,
+                     pfn, kint::ptr_at(pb, L_.s_cache)));
+    return;
+  }
+  CacheState& c = caches_[it->second];
+  if (c.selected && c.usable) one_slab(c, page, pfn, pb);
+}
+
 Result<void> Scanner::scan_pages() {
   const uint64_t vmemmap = vmemmap_, max_pfn = max_pfn_, ps = L_.page.size;
   rep_.scanned = true;
+  if (index_ && index_->has_value()) {
+    // An earlier scan of this image: only its slab heads, read again.
+    const auto& ix = **index_;
+    rep_.pages = ix.pages;
+    rep_.unreadable_pages = ix.unreadable;
+    std::vector<uint8_t> pb(ps);
+    for (const auto& [page, cache] : ix.heads) {
+      if (kint::interrupted(lim_)) return make_error(Errc::kInterrupted, "interrupted");
+      auto it = by_addr_.find(cache);
+      if (it != by_addr_.end() && !caches_[it->second].selected) {
+        ++rep_.slab_pages;  // another cache's slab: counted, not read again
+        continue;
+      }
+      if (mem_.read(page, pb.data(), ps).ok()) slab_head(pb.data(), page, (page - vmemmap) / ps);
+    }
+    return {};
+  }
+  KernelKnowledge::SlabPages found;
   const uint64_t per = kPage / ps;
   std::vector<uint8_t> buf(kPage);
   for (uint64_t pfn = 0; pfn < max_pfn; pfn += per) {
@@ -536,19 +569,14 @@ Result<void> Scanner::scan_pages() {
     }
     for (uint64_t j = 0; j < n; ++j) {
       const uint8_t* pb = buf.data() + j * ps;
-      const uint64_t page = at + j * ps;
-      if (!L_.slab_head->eval(mem_, pb, page).truthy()) continue;
-      ++rep_.slab_pages;
-      auto it = by_addr_.find(kint::ptr_at(pb, L_.s_cache));
-      if (it == by_addr_.end()) {
-        warn(fmt::format("slab page {:#x} (pfn {:#x}) belongs to {:#x}, no cache on slab_caches",
-                         page, pfn + j, kint::ptr_at(pb, L_.s_cache)));
-        continue;
-      }
-      CacheState& c = caches_[it->second];
-      if (c.selected && c.usable) one_slab(c, page, pfn + j, pb);
+      if (!L_.slab_head->eval(mem_, pb, at + j * ps).truthy()) continue;
+      found.heads.emplace_back(at + j * ps, kint::ptr_at(pb, L_.s_cache));
+      slab_head(pb, at + j * ps, pfn + j);
     }
   }
+  found.pages = rep_.pages;
+  found.unreadable = rep_.unreadable_pages;
+  if (index_) *index_ = std::move(found);
   return {};
 }
 
@@ -596,7 +624,8 @@ Result<KSlabReport> kernel_slab(KernelTarget& k, const KSlabFilter& f,
   auto t0 = std::chrono::steady_clock::now();
   LR_ASSIGN(SlubLayout L, slub_layout(k));
   KSlabReport rep;
-  Scanner s(k, L, f, on_object, lim, rep);
+  LR_ASSIGN(KernelKnowledge * kn, kint::knowledge(k));
+  Scanner s(k, L, f, on_object, lim, rep, &kn->slab_pages);
   LR_TRY(s.run());
   rep.walk_ns = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
