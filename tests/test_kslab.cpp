@@ -545,6 +545,20 @@ TEST_CASE("kernel slab: hostile dumps give bounded results with warnings",
       patched = true;
     }
   REQUIRE(patched);
+  // 7. max_pfn at the largest value leakref takes (2^40): the struct page
+  // scan stops at the first 2^28 unreadable struct pages in a row, with a
+  // warning, instead of making 2^34 failed reads.
+  {
+    RunResult ko = run({"/bin/sh", "-c",
+                        "grep -a -m1 -o 'KERNELOFFSET=[0-9a-f]*' '" + d.pelf + "' | cut -d= -f2"});
+    RunResult sym = run({"gdb", "-q", "-batch", "-ex", "print/x (long)&max_pfn", d.vmlinux}, 300);
+    std::smatch m;
+    REQUIRE(std::regex_search(sym.out, m, std::regex(R"(= (0x[0-9a-f]+))")));
+    uint64_t at = std::stoull(m[1].str(), nullptr, 16) +
+                  std::stoull(ko.out.substr(0, ko.out.find('\n')), nullptr, 16);
+    REQUIRE(p.get(at) < (uint64_t{1} << 28));  // this guest's real max_pfn
+    p.put(at, uint64_t{1} << 40);
+  }
 
   RunResult r =
       leakref({"kernel", "--vmcore", p.path, "--vmlinux", d.vmlinux, "slab", "--json"}, 120);
@@ -562,6 +576,8 @@ TEST_CASE("kernel slab: hostile dumps give bounded results with warnings",
   CHECK(has_warning(j, c3c + ": cpu 0 partial list loops at " + fmt::format("{:#x}", s3c)));
   CHECK(has_warning(j, fmt::format("slab page {:#x}", other_slab[c4]), "no cache on slab_caches"));
   CHECK(has_warning(j, c5 + "): size 0", "not a cache SLUB could make"));
+  CHECK(has_warning(j, "struct page array: the 268435456 struct pages from pfn",
+                    "before max_pfn 0x10000000000 (corrupt?)"));
   // The damaged freelists' objects after the damage count as allocated: never fewer.
   auto after = caches_of(j);
   CHECK(after[c1]["allocated"].get<uint64_t>() > caches[c1]["allocated"].get<uint64_t>());

@@ -52,6 +52,11 @@ constexpr uint64_t kPage = 4096;
 constexpr uint64_t kMaxCpus = 8192, kMaxNodes = 1024;
 constexpr uint64_t kMaxPartialChain = 1u << 20;
 constexpr size_t kMaxWarnings = 1000;
+// Struct pages in a row the scan may find unreadable before it stops: the
+// struct pages of 1 TiB of RAM, more than any hole between a real machine's
+// memory ranges, while a corrupt max_pfn (up to 2^40) would otherwise mean
+// billions of failed reads.
+constexpr uint64_t kMaxHolePages = uint64_t{1} << 28;
 
 // Offsets and expressions, resolved once per call.
 struct SlubLayout {
@@ -558,6 +563,7 @@ Result<void> Scanner::scan_pages() {
   KernelKnowledge::SlabPages found;
   const uint64_t per = kPage / ps;
   std::vector<uint8_t> buf(kPage);
+  uint64_t hole = 0;  // unreadable struct pages in a row
   for (uint64_t pfn = 0; pfn < max_pfn; pfn += per) {
     if (kint::interrupted(lim_)) return make_error(Errc::kInterrupted, "interrupted");
     const uint64_t at = vmemmap + pfn * ps;
@@ -565,8 +571,17 @@ Result<void> Scanner::scan_pages() {
     rep_.pages += n;
     if (!mem_.read(at, buf.data(), n * ps).ok()) {
       rep_.unreadable_pages += n;
+      if ((hole += n) >= kMaxHolePages && pfn + n < max_pfn) {
+        // Not kept for the session: each command says this again.
+        warn(
+            fmt::format("struct page array: the {} struct pages from pfn {:#x} are not in the "
+                        "dump; the scan stopped there, {} pages before max_pfn {:#x} (corrupt?)",
+                        hole, pfn + n - hole, max_pfn - pfn - n, max_pfn));
+        return {};
+      }
       continue;
     }
+    hole = 0;
     for (uint64_t j = 0; j < n; ++j) {
       const uint8_t* pb = buf.data() + j * ps;
       if (!L_.slab_head->eval(mem_, pb, at + j * ps).truthy()) continue;
