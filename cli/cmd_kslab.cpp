@@ -177,10 +177,6 @@ int slab_walk(lr::KernelTarget& k, const lr::KSlabReport& rep, const std::vector
   return run_and_render_walk(k.prog(), a, json, true, source, pre, out, err);
 }
 
-}  // namespace
-
-namespace {
-
 // `v` as fmt's "{:<#18x}  " writes it: 0x and its hex digits, no leading
 // zeros, padded with spaces to 18 columns, then two spaces.
 void hex_column(fmt::memory_buffer& b, uint64_t v) {

@@ -280,7 +280,7 @@ TEST_CASE("hostile profiles: one clear error, never a crash or hang", "[profile]
        "'any' is for a run of objects", 3},
       {"find with a bad 'any'",
        find3("{ module = \"fx_locks\", where = \"1\", any = \"ns_nosuch > 0\", count = 2 }"),
-       "ns_nosuch", 4},
+       "bad find.any: struct ldlm_namespace has no member 'ns_nosuch'", 4},
       {"find 'any' in a format 3 profile",
        probe3("").replace(
            probe3("").find("head = \"ldlm_namespace_list\""), 28,

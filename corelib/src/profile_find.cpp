@@ -80,6 +80,7 @@ Result<Variable> find_object(Program& prog, const ProfileBinder& bind, const Bou
   LR_ASSIGN(auto e, Expr::compile(s.find_where, scope));
   std::unique_ptr<Expr> any;  // null: no whole-run condition
   if (!s.find_any.empty()) {
+    scope.what = "find.any";  // its errors name it
     LR_ASSIGN(any, Expr::compile(s.find_any, scope));
   }
   const uint64_t size = bt->type->strip()->size;

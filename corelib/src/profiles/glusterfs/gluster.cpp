@@ -154,7 +154,7 @@ struct Resolver {
     return l->offset;
   }
   // A named expression of the type that is a constant (an enumerator the
-  // types declare), evaluated on no object: its zeroed bytes.
+  // types declare), evaluated on no object's memory.
   uint32_t constant(const T& t, const char* name) {
     if (!t.type || !error.empty()) return 0;
     auto e = bind.named_expr(t.bound, name);
