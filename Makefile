@@ -7,22 +7,38 @@ CC         ?= gcc
 OPT        ?= -O2
 SAN        ?=
 CXXFLAGS   ?= $(OPT) -g
-CXXFLAGS   += -std=c++20 -Wall -Wextra -Werror -fPIC -Icorelib/include $(SAN)
+CXXFLAGS   += -std=c++20 -Wall -Wextra -Werror -fPIC -I. $(SAN)
 LDLIBS     := -ldw -lelf -ldebuginfod -lkdumpfile -lfmt -lsqlite3 -lzstd -llzma -llz4 -lz $(SAN)
 
-# The engine, and under corelib/src/profiles/<target>/ the C++ that knows a
-# target beyond what its profile file declares.
-CORE_SRC   := $(wildcard corelib/src/*.cpp corelib/src/profiles/*/*.cpp)
-CORE_OBJ   := $(CORE_SRC:%.cpp=$(BUILD)/%.o)
+# The engine is corelib/<layer>/, one static library per layer, bottom up
+# (a layer includes only its own headers and those of the layers below it:
+# `make check-layers`). targets/<name>/ holds what one program, kernel or
+# allocator needs (its profile TOML and the C++ it takes beyond it), each a
+# library over the engine; frontend/ holds the commands the CLI (cli/) and
+# the crash extension (extension/) share. Includes are written from the top
+# of the tree ("corelib/dump/memory.hpp"), so every include names its layer.
+LAYERS     := base dump debuginfo objects blocks walks profiles analyses
+TARGETS    := glibc linux glusterfs nfs-ganesha
+layer_src   = $(wildcard corelib/$(1)/*.cpp)
+target_src  = $(wildcard targets/$(1)/*.cpp)
+CORE_SRC   := $(foreach l,$(LAYERS),$(call layer_src,$(l)))
+TGT_SRC    := $(foreach t,$(TARGETS),$(call target_src,$(t))) $(wildcard targets/*.cpp)
+ENGINE_SRC := $(CORE_SRC) $(TGT_SRC)
+CORE_OBJ   := $(ENGINE_SRC:%.cpp=$(BUILD)/%.o)
+LAYER_LIBS := $(foreach l,$(LAYERS),$(BUILD)/lib/libleakref-$(l).a)
+TGT_LIBS   := $(BUILD)/lib/libleakref-targets.a $(foreach t,$(TARGETS),$(BUILD)/lib/libleakref-target-$(t).a)
+# Linked top first: targets over the layers, each layer over those below.
+ENGINE_LIBS := $(TGT_LIBS) $(foreach l,$(shell echo $(LAYERS) | tr ' ' '\n' | tac),$(BUILD)/lib/libleakref-$(l).a)
+FE_SRC     := $(wildcard frontend/*.cpp)
+FE_OBJ     := $(FE_SRC:%.cpp=$(BUILD)/%.o)
+FE_LIB     := $(BUILD)/lib/libleakref-frontend.a
 CLI_SRC    := $(wildcard cli/*.cpp)
 CLI_OBJ    := $(CLI_SRC:%.cpp=$(BUILD)/%.o)
 TEST_SRC   := $(wildcard tests/*.cpp)
 TEST_OBJ   := $(TEST_SRC:%.cpp=$(BUILD)/%.o)
+# What `make install` ships for programs built on the engine: every library
+# above in one archive.
 LIB        := $(BUILD)/libleakref.a
-# The front-end library: every cli/ object but main's, linked by the CLI and
-# by the crash extension alike (each takes the commands it uses).
-FE_OBJ     := $(filter-out $(BUILD)/cli/main.o,$(CLI_OBJ))
-FE_LIB     := $(BUILD)/libleakref-frontend.a
 BIN        := $(BUILD)/leakref
 # The crash extension (its rules are below; `all` needs the name here).
 EXT        := $(BUILD)/leakref.so
@@ -30,25 +46,25 @@ TESTBIN    := $(BUILD)/leakref-tests
 
 NPROC      ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all lib extension bench-kernel test test-sanitize fuzz fuzz-build bench bench-trace demo install clean deps fixtures format format-check help
+.PHONY: all lib extension bench-kernel test test-deps check-layers test-sanitize fuzz fuzz-build bench bench-trace demo install clean deps fixtures format format-check help
 
-# Bundled profiles (data): corelib/src/profiles/<target>/*.toml, copied flat
+# Bundled profiles (data): targets/<target>/*.toml, copied flat
 # beside the binaries, where `--profile NAME` finds them in a build tree; the
-# files their [build] includes (corelib/src/profiles/<target>/<dir>/*) keep
+# files their [build] includes (targets/<target>/<dir>/*) keep
 # their <dir>.
-PROFILE_SRC := $(wildcard corelib/src/profiles/*/*.toml)
+PROFILE_SRC := $(wildcard targets/*/*.toml)
 PROFILES    := $(addprefix $(BUILD)/profiles/,$(notdir $(PROFILE_SRC)))
-PROFILE_AUX_SRC := $(wildcard corelib/src/profiles/*/*/*)
-PROFILE_AUX := $(foreach f,$(PROFILE_AUX_SRC),$(BUILD)/profiles/$(word 5,$(subst /, ,$(f)))/$(notdir $(f)))
+PROFILE_AUX_SRC := $(wildcard targets/*/*/*)
+PROFILE_AUX := $(foreach f,$(PROFILE_AUX_SRC),$(BUILD)/profiles/$(word 3,$(subst /, ,$(f)))/$(notdir $(f)))
 PROFILES    += $(PROFILE_AUX)
 
 all: $(BIN) fixtures $(EXT) $(PROFILES) $(BUILD)/compile_commands.json
 
 # For clangd and other tools: one entry per C++ source, with the flags make uses.
-$(BUILD)/compile_commands.json: Makefile $(CORE_SRC) $(CLI_SRC) $(TEST_SRC)
+$(BUILD)/compile_commands.json: Makefile $(ENGINE_SRC) $(FE_SRC) $(CLI_SRC) $(TEST_SRC)
 	@mkdir -p $(dir $@)
 	@{ echo '['; sep=''; \
-	  for f in $(CORE_SRC) $(CLI_SRC) extension/crash_glue.cpp bench/walk_repeat.cpp; do \
+	  for f in $(ENGINE_SRC) $(FE_SRC) $(CLI_SRC) extension/crash_glue.cpp bench/walk_repeat.cpp; do \
 	    printf '%s{"directory":"%s","file":"%s","command":"%s %s -c %s"}\n' "$$sep" "$(CURDIR)" "$$f" "$(CXX)" "$(CXXFLAGS)" "$$f"; sep=','; done; \
 	  for f in $(TEST_SRC); do \
 	    printf ',{"directory":"%s","file":"%s","command":"%s %s -Itests -c %s"}\n' "$(CURDIR)" "$$f" "$(CXX)" "$(CXXFLAGS)" "$$f"; done; \
@@ -70,29 +86,41 @@ $(BUILD)/%.o: %.cpp
 
 # Profiles the engine's own reports read are built into the library
 # (.incbin in the file that loads them): a changed profile rebuilds it.
-EMBEDDED_PROFILES := corelib/src/profiles/linux/linux-kernel.toml \
-                     corelib/src/profiles/glusterfs/glusterfs.toml
-$(BUILD)/corelib/src/profiles/linux/kernel_knowledge.o: corelib/src/profiles/linux/linux-kernel.toml
-$(BUILD)/corelib/src/profiles/glusterfs/gluster_knowledge.o: corelib/src/profiles/glusterfs/glusterfs.toml
+EMBEDDED_PROFILES := targets/linux/linux-kernel.toml targets/glusterfs/glusterfs.toml
+$(BUILD)/targets/linux/kernel_knowledge.o: targets/linux/linux-kernel.toml
+$(BUILD)/targets/glusterfs/gluster_knowledge.o: targets/glusterfs/glusterfs.toml
+
+# One archive per layer and per target, of its folder's objects.
+define archive
+$(1): $(2)
+	@mkdir -p $$(dir $$@)
+	@rm -f $$@
+	ar rcs $$@ $$^
+endef
+$(foreach l,$(LAYERS),$(eval $(call archive,$(BUILD)/lib/libleakref-$(l).a,$(patsubst %.cpp,$(BUILD)/%.o,$(call layer_src,$(l))))))
+$(foreach t,$(TARGETS),$(eval $(call archive,$(BUILD)/lib/libleakref-target-$(t).a,$(patsubst %.cpp,$(BUILD)/%.o,$(call target_src,$(t))))))
+# targets/*.cpp: the one place that lists the targets (registers them).
+$(eval $(call archive,$(BUILD)/lib/libleakref-targets.a,$(patsubst %.cpp,$(BUILD)/%.o,$(wildcard targets/*.cpp))))
 
 $(LIB): $(CORE_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
 $(FE_LIB): $(FE_OBJ)
+	@mkdir -p $(dir $@)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BIN): $(BUILD)/cli/main.o $(FE_LIB) $(LIB)
-	$(CXX) $(CXXFLAGS) -o $@ $(BUILD)/cli/main.o $(FE_LIB) $(LIB) $(LDLIBS)
+$(BIN): $(BUILD)/cli/main.o $(FE_LIB) $(ENGINE_LIBS)
+	$(CXX) $(CXXFLAGS) -o $@ $(BUILD)/cli/main.o $(FE_LIB) $(ENGINE_LIBS) $(LDLIBS)
 
 # make bench's repeated-walk helper (bench/walk_repeat.cpp)
-$(BUILD)/walk_repeat: $(BUILD)/bench/walk_repeat.o $(LIB)
-	$(CXX) $(CXXFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+$(BUILD)/walk_repeat: $(BUILD)/bench/walk_repeat.o $(ENGINE_LIBS)
+	$(CXX) $(CXXFLAGS) -o $@ $< $(ENGINE_LIBS) $(LDLIBS)
 
 # Every object's header dependencies, the crash extension's and make
 # bench's included (a changed header left a stale leakref.so).
--include $(CORE_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/extension/crash_glue.d \
+-include $(CORE_OBJ:.o=.d) $(FE_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/extension/crash_glue.d \
          $(BUILD)/extension/leakref_crash.d $(BUILD)/bench/walk_repeat.d
 
 # ---- crash extension -------------------------------------------------------
@@ -112,9 +140,9 @@ $(BUILD)/extension/crash_glue.o: extension/crash_glue.cpp extension/leakref_host
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -MMD -MP -c $< -o $@
 
-$(EXT): $(BUILD)/extension/leakref_crash.o $(BUILD)/extension/crash_glue.o $(FE_LIB) $(LIB) extension/leakref.map
+$(EXT): $(BUILD)/extension/leakref_crash.o $(BUILD)/extension/crash_glue.o $(FE_LIB) $(ENGINE_LIBS) extension/leakref.map
 	$(CXX) $(CXXFLAGS) -shared -Wl,--version-script=extension/leakref.map -o $@ \
-	  $(BUILD)/extension/leakref_crash.o $(BUILD)/extension/crash_glue.o $(FE_LIB) $(LIB) $(LDLIBS)
+	  $(BUILD)/extension/leakref_crash.o $(BUILD)/extension/crash_glue.o $(FE_LIB) $(ENGINE_LIBS) $(LDLIBS)
 
 extension: $(EXT)
 
@@ -131,11 +159,11 @@ $(BUILD)/tests/%.o: tests/%.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) $(TEST_CXXFLAGS) -MMD -MP -c $< -o $@
 
-$(TESTBIN): $(TEST_OBJ) $(LIB)
-	$(CXX) $(CXXFLAGS) -o $@ $(TEST_OBJ) $(LIB) $(LDLIBS)
+$(TESTBIN): $(TEST_OBJ) $(ENGINE_LIBS)
+	$(CXX) $(CXXFLAGS) -o $@ $(TEST_OBJ) $(ENGINE_LIBS) $(LDLIBS)
 
 # Builds in parallel, then runs every test (unit, real cores, scripts).
-test:
+test: test-deps check-layers
 	$(MAKE) -j$(NPROC) $(BIN) $(EXT) fixtures $(TESTBIN) $(PROFILES)
 	$(TESTBIN) $(if $(TEST_ARGS),'$(TEST_ARGS)')
 
@@ -154,7 +182,7 @@ FUZZ_SECONDS ?= 20
 FUZZ_DIR     := build-fuzz
 FUZZ_CXX     := clang++
 COMMA        := ,
-FUZZ_FLAGS   := -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Icorelib/include
+FUZZ_FLAGS   := -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -I.
 TRACE_PARSERS := leakref bpftrace stap mmleak bcc
 FUZZERS      := $(FUZZ_DIR)/fuzz_core $(FUZZ_DIR)/fuzz_path $(FUZZ_DIR)/fuzz_expr $(FUZZ_DIR)/fuzz_profile \
                 $(FUZZ_DIR)/fuzz_kdump $(FUZZ_DIR)/fuzz_statedump \
@@ -162,7 +190,7 @@ FUZZERS      := $(FUZZ_DIR)/fuzz_core $(FUZZ_DIR)/fuzz_path $(FUZZ_DIR)/fuzz_exp
 
 # corelib is compiled once (instrumented, not linked with the fuzzer main)
 # and shared by every target.
-FUZZ_OBJ     := $(CORE_SRC:%.cpp=$(FUZZ_DIR)/obj/%.o)
+FUZZ_OBJ     := $(ENGINE_SRC:%.cpp=$(FUZZ_DIR)/obj/%.o)
 FUZZ_LIB     := $(FUZZ_DIR)/libleakref-fuzz.a
 
 $(FUZZ_DIR)/obj/%.o: %.cpp
@@ -174,8 +202,8 @@ $(FUZZ_LIB): $(FUZZ_OBJ)
 	ar rcs $@ $^
 
 -include $(FUZZ_OBJ:.o=.d)
-$(FUZZ_DIR)/obj/corelib/src/profiles/linux/kernel_knowledge.o: corelib/src/profiles/linux/linux-kernel.toml
-$(FUZZ_DIR)/obj/corelib/src/profiles/glusterfs/gluster_knowledge.o: corelib/src/profiles/glusterfs/glusterfs.toml
+$(FUZZ_DIR)/obj/targets/linux/kernel_knowledge.o: targets/linux/linux-kernel.toml
+$(FUZZ_DIR)/obj/targets/glusterfs/gluster_knowledge.o: targets/glusterfs/glusterfs.toml
 
 $(FUZZ_DIR)/fuzz_trace_%: tests/fuzz/fuzz_trace.cpp $(FUZZ_LIB)
 	$(FUZZ_CXX) $(FUZZ_FLAGS) -DLR_FUZZ_PARSER=parse_$* -o $@ $< $(FUZZ_LIB) -ldw -lelf -ldebuginfod -lkdumpfile -lfmt -lzstd -llzma -llz4 -lz
@@ -197,11 +225,18 @@ fuzz:
 	  grep -E '^#[0-9]+.*DONE|Done [0-9]+ runs' $(FUZZ_DIR)/$$n.log | tail -n 1; \
 	done
 
+# ---- layers ----------------------------------------------------------------
+# Every include goes down the layers (corelib/<layer>, targets/, frontend/,
+# cli/ and extension/), and the engine names no target (scripts/check-layers).
+check-layers:
+	@python3 scripts/check-layers
+
 # ---- help ------------------------------------------------------------------
 help:
 	@echo "make            build leakref, leakref.so (crash), fixtures, profiles, compile_commands.json"
-	@echo "make deps       install the Debian 12 packages the build and tests need"
-	@echo "make test       build and run every test (README: the test command)"
+	@echo "make deps       install the Debian 12 packages building and running leakref needs"
+	@echo "make test       install what the tests need (test-deps), check the layers, run every test"
+	@echo "make check-layers   every include goes down the layers; the engine names no target"
 	@echo "make test-sanitize  the same suite under ASan+UBSan (build-san/)"
 	@echo "make fuzz       each libFuzzer target for FUZZ_SECONDS (build-fuzz/)"
 	@echo "make demo       run a fixture, take its core with gcore, walk it"
@@ -215,9 +250,8 @@ help:
 # ---- style -----------------------------------------------------------------
 # .clang-format governs the C++ and the crash shim (fixtures keep the layout
 # of the programs they imitate; the kernel module is kernel style).
-FORMAT_SRC := $(wildcard corelib/src/*.cpp corelib/src/*.hpp corelib/include/leakref/*.hpp \
-                corelib/src/profiles/*/*.cpp corelib/src/profiles/*/*.hpp \
-                cli/*.cpp cli/*.hpp extension/*.cpp extension/*.h extension/*.c \
+FORMAT_SRC := $(wildcard corelib/*/*.cpp corelib/*/*.hpp targets/*.cpp targets/*/*.cpp targets/*/*.hpp \
+                frontend/*.cpp frontend/*.hpp cli/*.cpp extension/*.cpp extension/*.h extension/*.c \
                 tests/*.cpp tests/*.hpp tests/fuzz/*.cpp bench/*.cpp)
 format:
 	clang-format -i $(FORMAT_SRC)
@@ -226,36 +260,52 @@ format-check:
 	@clang-format --dry-run --Werror $(FORMAT_SRC) && echo "format-check: $(words $(FORMAT_SRC)) files conform to .clang-format"
 
 # ---- packages, install, demo, bench ----------------------------------------
+# What building and running leakref needs, and nothing else: the libraries,
+# gdb (gcore) and crash (its defs.h, for the extension; and crash itself).
 DEB_DEPS := g++ make pkg-config libdw-dev libelf-dev libfmt-dev libcli11-dev \
-            nlohmann-json3-dev catch2 libdebuginfod-dev gdb elfutils binutils \
-            clang libclang-rt-14-dev python3-drgn \
-            glusterfs-server glusterfs-client libglusterfs-dev liburcu-dev libtirpc-dev \
-            fuse3 procps util-linux bpftrace bc time \
-            libkdumpfile-dev crash qemu-system-x86 busybox-static cpio makedumpfile python3 \
-            libtomlplusplus-dev linux-headers-amd64 linux-headers-6.12-amd64 clang-format man-db python3-jsonschema zsh \
-            nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils libnfs-dev libntirpc-dev libkrb5-dev \
-            chromium libsqlite3-dev sqlite3 libzstd-dev liblzma-dev liblz4-dev zlib1g-dev \
-            zstd xz-utils lz4 gzip slurm-wlm munge
+            nlohmann-json3-dev libdebuginfod-dev libkdumpfile-dev libtomlplusplus-dev \
+            libsqlite3-dev libzstd-dev liblzma-dev liblz4-dev zlib1g-dev \
+            gdb crash elfutils binutils
+# What the tests need besides (make test installs them itself): the programs
+# they run (GlusterFS, nfs-ganesha, Slurm, bpftrace, QEMU and what a guest
+# needs, chromium for the HTML pages), the fuzzers' and formatter's clang,
+# and the tools the tests read with. Kernels and their headers are not
+# here: scripts/kernel-vmcore downloads them into its cache.
+TEST_DEPS := catch2 python3 python3-jsonschema python3-drgn clang libclang-rt-14-dev clang-format \
+             glusterfs-server glusterfs-client libglusterfs-dev liburcu-dev libtirpc-dev fuse3 \
+             procps util-linux bpftrace bc time strace \
+             qemu-system-x86 busybox-static cpio makedumpfile pahole \
+             man-db zsh nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils libnfs-dev \
+             libntirpc-dev libkrb5-dev chromium sqlite3 zstd xz-utils lz4 gzip slurm-wlm munge
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-
-# Installs the Debian 12 packages leakref needs; does nothing when present.
-deps:
-	@missing=$$(for p in $(DEB_DEPS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+# apt-get install of the packages of $(1) that are not installed yet.
+define apt_install
+	@missing=$$(for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
-	  echo "deps: installing $$missing"; \
+	  echo "$(2): installing" $$missing; \
 	  $(SUDO) apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
-	else echo "deps: all installed"; fi
+	else echo "$(2): all installed"; fi
+endef
+
+# Installs the Debian 12 packages leakref needs to build and run.
+deps:
+	$(call apt_install,$(DEB_DEPS),deps)
+
+# Installs what the tests need besides (make test runs it first).
+test-deps: deps
+	$(call apt_install,$(TEST_DEPS),test-deps)
 
 install: $(BIN) $(EXT) $(LIB)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/leakref
 	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/leakref
 	install -m 644 $(LIB) $(DESTDIR)$(PREFIX)/lib/libleakref.a
-	install -m 644 corelib/include/leakref/*.hpp $(DESTDIR)$(PREFIX)/include/leakref/
+	for h in corelib/*/*.hpp targets/*/*.hpp; do \
+	  install -D -m 644 $$h $(DESTDIR)$(PREFIX)/include/leakref/$$h; done
 	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$${prefix}/lib' 'includedir=$${prefix}/include' '' \
 	  'Name: leakref' 'Description: post-mortem refcount-leak analysis of cores (engine)' \
 	  'Version: 0.1.0' 'Requires.private: libdw libelf libdebuginfod libkdumpfile fmt' \
-	  'Cflags: -I$${includedir} -std=c++20' 'Libs: -L$${libdir} -lleakref' \
+	  'Cflags: -I$${includedir}/leakref -std=c++20' 'Libs: -L$${libdir} -lleakref' \
 	  'Libs.private: -ldw -lelf -ldebuginfod -lkdumpfile -lfmt -lzstd -llzma -llz4 -lz' > $(BUILD)/leakref.pc
 	install -m 644 $(BUILD)/leakref.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/leakref.pc
 	install -d $(DESTDIR)$(PREFIX)/lib/crash/extensions $(DESTDIR)$(PREFIX)/share/leakref/profiles
@@ -267,9 +317,13 @@ install: $(BIN) $(EXT) $(LIB)
 	install -m 755 scripts/leakref-debsrc $(DESTDIR)$(PREFIX)/bin/leakref-debsrc
 	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/leakref
 	install -m 644 $(EXT) $(DESTDIR)$(PREFIX)/lib/crash/extensions/leakref.so
-	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man7
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 \
+	  $(DESTDIR)$(PREFIX)/share/man/man7 $(DESTDIR)$(PREFIX)/share/doc/leakref/docs
 	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 644 man/*.5 $(DESTDIR)$(PREFIX)/share/man/man5/
 	install -m 644 man/*.7 $(DESTDIR)$(PREFIX)/share/man/man7/
+	install -m 644 README.md $(DESTDIR)$(PREFIX)/share/doc/leakref/
+	install -m 644 docs/*.md $(DESTDIR)$(PREFIX)/share/doc/leakref/docs/
 	install -D -m 644 scripts/leakref-completion.bash \
 	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions/leakref
 	install -D -m 644 scripts/_leakref $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_leakref

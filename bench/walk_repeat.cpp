@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "leakref/walkspec.hpp"
+#include "corelib/walks/walkspec.hpp"
 
 int main(int argc, char** argv) {
   if (argc != 3) {

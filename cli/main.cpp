@@ -1,9 +1,10 @@
 // leakref — post-mortem refcount-leak analysis of cores.
 #include <fmt/format.h>
 
-#include "cmd_kernel.hpp"
-#include "commands.hpp"
-#include "leakref/names.hpp"
+#include "corelib/base/names.hpp"
+#include "frontend/cmd_kernel.hpp"
+#include "frontend/commands.hpp"
+#include "targets/targets.hpp"
 
 using namespace lrcli;
 
@@ -28,6 +29,7 @@ std::string option_hint(const CLI::App& app, const std::string& what) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  lr::register_targets();
   CLI::App app{"leakref: walk refcounted structures in cores through DWARF", "leakref"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "leakref 0.1.0");

@@ -10,11 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "../cli/cmd_kernel.hpp"
-#include "leakref/kernel.hpp"
-#include "leakref/pagecache.hpp"
-#include "leakref/physdump.hpp"
+#include "corelib/dump/pagecache.hpp"
+#include "corelib/dump/physdump.hpp"
+#include "frontend/cmd_kernel.hpp"
 #include "leakref_host.h"
+#include "targets/linux/kernel.hpp"
+#include "targets/targets.hpp"
 
 namespace {
 
@@ -136,6 +137,7 @@ int run(const lr_host* host, int argc, char** argv) {
 }  // namespace
 
 extern "C" int leakref_crash_run(const lr_host* host, int argc, char** argv) {
+  lr::register_targets();
   try {
     return run(host, argc, argv);
   } catch (const std::exception& e) {

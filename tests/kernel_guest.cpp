@@ -24,7 +24,7 @@ Dump make_dump(const std::string& kernel) {
   r.kernel = kernel;
   for (const char* p : {"qemu-system-x86_64", "makedumpfile", "busybox"})
     if (!have_program(p)) {
-      r.why = fmt::format("{} is not installed (make deps installs it)", p);
+      r.why = fmt::format("{} is not installed (make test installs it)", p);
       return r;
     }
   RunResult k =
@@ -48,6 +48,7 @@ Dump make_dump(const std::string& kernel) {
   r.serial = kv["SERIAL"];
   r.ko = kv["KO"];
   r.kver = kv["KVER"];
+  r.hdrs = kv["HDRS"];
   r.ok = !r.vmlinux.empty() && !r.pelf.empty() && !r.pelf_b.empty();
   if (!r.ok) {
     r.broken = true;

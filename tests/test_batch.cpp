@@ -363,7 +363,7 @@ TEST_CASE("batch: report buckets like dumps and finds the class the series grows
   auto h = lrtest::leakref({"batch", "report", "--db", local_db(), "--html", html});
   REQUIRE(h.status == 0);
   CHECK(h.out.find("fx_steady") != std::string::npos);
-  if (!lrtest::have_program("chromium")) FAIL("chromium is not installed (make deps installs it)");
+  if (!lrtest::have_program("chromium")) FAIL("chromium is not installed (make test installs it)");
   long blank = lrtest::screenshot("about:blank", lrtest::tmp_dir() + "/b-blank.png");
   long shot = lrtest::screenshot("file://" + html, lrtest::tmp_dir() + "/b-report.png");
   REQUIRE(blank > 0);
@@ -413,7 +413,7 @@ TEST_CASE("batch: through a real single-node Slurm equals a local -j 2 run",
   if (geteuid() != 0) LR_SKIP("not root: slurmd runs jobs as root here");
   for (const char* p : {"slurmctld", "slurmd", "munged", "sbatch"})
     if (!lrtest::have_program(p) && access((std::string("/usr/sbin/") + p).c_str(), X_OK) != 0)
-      LR_SKIP(std::string(p) + " is not installed (make deps installs slurm-wlm and munge)");
+      LR_SKIP(std::string(p) + " is not installed (make test installs slurm-wlm and munge)");
   std::string env = std::string(LR_SOURCE_DIR) + "/tests/slurm/slurm-env.sh";
   std::string dir = lrtest::tmp_dir() + "/slurm";
   auto up = lrtest::run({env, "start", dir}, 180);

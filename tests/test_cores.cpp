@@ -348,7 +348,7 @@ TEST_CASE("walk output streams: JSON, JSON lines and text carry the same objects
           "[core][stream]") {
   if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed");
   if (!lrtest::have_program("time") && access("/usr/bin/time", X_OK) != 0)
-    LR_SKIP("/usr/bin/time is not installed (make deps installs it)");
+    LR_SKIP("/usr/bin/time is not installed (make test installs it)");
   const auto& fc = lrtest::fixture_core("big300k", lrtest::fixture_path("fx_big"), {"300000"});
   std::vector<std::string> walk = {"walk",       fc.core,    "--type",        "struct bnode",
                                    "--head",     "big_list", "--list-member", "link",

@@ -351,7 +351,7 @@ TEST_CASE("series: leakref-snap --every, leakref trend and its HTML report", "[d
   REQUIRE(xml.status == 0);
   CHECK(std::stoi(xml.out) >= 1);
   if (!lrtest::have_program("chromium")) {
-    FAIL("chromium is not installed (make deps installs it): the report's rendering is untested");
+    FAIL("chromium is not installed (make test installs it): the report's rendering is untested");
   }
   long blank = lrtest::screenshot("about:blank", d + "/blank.png");
   long shot = lrtest::screenshot("file://" + html, d + "/report.png");

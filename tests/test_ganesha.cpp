@@ -50,10 +50,12 @@ lrtest::RunResult env(std::vector<std::string> args, int timeout_s = 120) {
 std::string why_not_here() {
   if (geteuid() != 0) return "not root: the nfs-ganesha test starts rpcbind and ganesha";
   struct stat st;
-  if (::stat("/usr/bin/ganesha.nfsd", &st) != 0) return "nfs-ganesha is not installed (make deps)";
+  if (::stat("/usr/bin/ganesha.nfsd", &st) != 0)
+    return "nfs-ganesha is not installed (make test installs it)";
   if (::stat(lrtest::fixture_path("nfs_hold").c_str(), &st) != 0)
-    return "nfs_hold was not built: libnfs-dev is missing (make deps)";
-  if (!lrtest::have_program("nfs-ls")) return "libnfs-utils is not installed (make deps)";
+    return "nfs_hold was not built: libnfs-dev is missing (make test installs it)";
+  if (!lrtest::have_program("nfs-ls"))
+    return "libnfs-utils is not installed (make test installs it)";
   if (!lrtest::have_gcore()) return "gcore (gdb) is not installed";
   return "";
 }

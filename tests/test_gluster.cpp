@@ -114,7 +114,7 @@ struct Volume {
     }
     struct stat st;
     if (::stat("/usr/sbin/glusterd", &st) != 0) {
-      why_not = "glusterfs-server is not installed (make deps)";
+      why_not = "glusterfs-server is not installed (make test installs it)";
       return;
     }
     if (::stat("/dev/fuse", &st) != 0) {
@@ -376,7 +376,8 @@ TEST_CASE("gluster: injected inode and dict leaks are named by trace x core corr
           "[gluster][root][trace]") {
   Volume& v = volume();
   NEED_VOLUME(v);
-  if (!lrtest::have_program("bpftrace")) LR_SKIP("bpftrace is not installed (make deps)");
+  if (!lrtest::have_program("bpftrace"))
+    LR_SKIP("bpftrace is not installed (make test installs it)");
   auto pg =
       lrtest::run({"pgrep", "-f", "glusterfs.*--volfile-id=" + v.volume + " " + v.dir + "/mnt"});
   REQUIRE(pg.status == 0);
@@ -634,7 +635,7 @@ uint64_t gdb_offset(const std::string& types, const std::string& type, const std
 
 }  // namespace
 
-// The built-in glusterfs profile (data: corelib/src/profiles/glusterfs/
+// The built-in glusterfs profile (data: targets/glusterfs/
 // glusterfs.toml) walks the same inodes, fds and dentries as the C++ report
 // on a real FUSE client core; its invariants are the ones the report checks
 // (a patched core breaks one, and both say so); the report attributes

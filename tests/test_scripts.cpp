@@ -228,9 +228,10 @@ TEST_CASE("make install: the JSON schemas", "[scripts][install]") {
   auto src = lrtest::run({"sh", "-c", "cd '" + repo_dir() + "/schemas' && ls"});
   CHECK(ls.out == src.out);
   std::set<std::string> emitted;  // every "leakref.X/N" the front ends write
-  auto g = lrtest::run(
-      {"sh", "-c",
-       "cd '" + repo_dir() + "' && grep -rhoE '\"leakref\\.[a-z.-]+/[0-9]+\"' cli extension"});
+  auto g =
+      lrtest::run({"sh", "-c",
+                   "cd '" + repo_dir() +
+                       "' && grep -rhoE '\"leakref\\.[a-z.-]+/[0-9]+\"' frontend cli extension"});
   std::istringstream in(g.out);
   for (std::string w; in >> w;) {
     std::string name = w.substr(1, w.size() - 2);
@@ -253,7 +254,7 @@ TEST_CASE("make install: the engine as a library through pkg-config", "[scripts]
   std::string prefix = installed();
   std::string src = lrtest::tmp_dir() + "/use_lib.cpp";
   lrtest::write_file(src, R"(#include <cstdio>
-#include "leakref/walkspec.hpp"
+#include "corelib/walks/walkspec.hpp"
 int main(int argc, char** argv) {
   auto prog = lr::Program::open_core(argv[1], {});
   if (!prog.ok()) return 3;
@@ -297,18 +298,25 @@ TEST_CASE("make: header dependencies reach leakref.so and the bench helper", "[s
   std::string ext = what_if("extension/leakref_host.h", "leakref.so");
   CHECK(ext.find("leakref_crash.c") != std::string::npos);
   CHECK(ext.find("crash_glue.cpp") != std::string::npos);
-  CHECK(what_if("cli/walk_render.hpp", "leakref.so").find("-o " + build + "/leakref.so") !=
+  CHECK(what_if("frontend/walk_render.hpp", "leakref.so").find("-o " + build + "/leakref.so") !=
         std::string::npos);
-  // Both front ends link the one front-end library built from cli/.
+  // Both front ends link the one front-end library built from frontend/,
+  // over the targets and the engine's layers, top layer first.
+  const std::string lib = build + "/lib/libleakref-";
+  std::string layers = lib + "targets.a";
+  for (const char* t : {"glibc", "linux", "glusterfs", "nfs-ganesha"})
+    layers += " " + lib + "target-" + t + ".a";
+  for (const char* l :
+       {"analyses", "profiles", "walks", "blocks", "objects", "debuginfo", "dump", "base"})
+    layers += " " + lib + l + ".a";
   for (const char* target : {"leakref.so", "leakref"}) {
     INFO(target);
-    std::string plan = what_if("cli/common.hpp", target);
-    CHECK(plan.find("ar rcs " + build + "/libleakref-frontend.a") != std::string::npos);
-    CHECK(plan.find(build + "/libleakref-frontend.a " + build + "/libleakref.a") !=
-          std::string::npos);
+    std::string plan = what_if("frontend/common.hpp", target);
+    CHECK(plan.find("ar rcs " + lib + "frontend.a") != std::string::npos);
+    CHECK(plan.find(lib + "frontend.a " + layers) != std::string::npos);
   }
   if (access((lrtest::build_dir() + "/bench/walk_repeat.o").c_str(), F_OK) == 0)
-    CHECK(what_if("corelib/include/leakref/walkspec.hpp", "walk_repeat").find("walk_repeat.cpp") !=
+    CHECK(what_if("corelib/walks/walkspec.hpp", "walk_repeat").find("walk_repeat.cpp") !=
           std::string::npos);
 }
 
@@ -338,25 +346,25 @@ std::string render_man(const std::string& page, std::string* warnings) {
 // One man page per front end; each renders without a warning and names
 // every option its front end's --help lists.
 // Issue 16: "one header and one registration function per command instead of
-// cli/common.hpp holding every command's arguments". common.hpp keeps what
-// every command shares; what one command offers others is in cli/cmd_NAME.hpp.
+// frontend/common.hpp holding every command's arguments". common.hpp keeps what
+// every command shares; what one command offers others is in frontend/cmd_NAME.hpp.
 TEST_CASE("front ends: each command's arguments live beside it, not in common.hpp", "[scripts]") {
   namespace fs = std::filesystem;
-  std::string common = lrtest::read_file(repo_dir() + "/cli/common.hpp");
+  std::string common = lrtest::read_file(repo_dir() + "/frontend/common.hpp");
   std::smatch m;
   CHECK_FALSE(std::regex_search(common, m, std::regex(R"(struct \w*Args\b)")));
   CHECK_FALSE(std::regex_search(common, m, std::regex(R"(\bint cmd_\w+\()")));
   std::regex reg(R"(\nCommand (register_\w+)\()");
-  std::string commands = lrtest::read_file(repo_dir() + "/cli/commands.hpp");
+  std::string commands = lrtest::read_file(repo_dir() + "/frontend/commands.hpp");
   std::set<std::string> registered;
   for (auto it = std::sregex_iterator(commands.begin(), commands.end(), reg);
        it != std::sregex_iterator(); ++it)
     registered.insert((*it)[1]);
   CHECK(registered.size() >= 12);
-  // Each registration function is defined in exactly one cli/ file, and an
+  // Each registration function is defined in exactly one frontend/ file, and an
   // argument struct is defined once, in the command's .cpp or its header.
   std::map<std::string, int> defined, args_defined;
-  for (const auto& e : fs::directory_iterator(repo_dir() + "/cli")) {
+  for (const auto& e : fs::directory_iterator(repo_dir() + "/frontend")) {
     std::string text = lrtest::read_file(e.path().string());
     for (const auto& r : registered)
       if (text.find("\nCommand " + r + "(") != std::string::npos && e.path().extension() == ".cpp")
@@ -397,7 +405,7 @@ TEST_CASE("CI runs the README's test command", "[scripts]") {
 }
 
 TEST_CASE("man pages: one per front end, complete against --help", "[scripts][man]") {
-  if (!lrtest::have_program("man")) LR_SKIP("man is not installed (make deps installs man-db)");
+  if (!lrtest::have_program("man")) LR_SKIP("man is not installed (make test installs man-db)");
   std::string dir = repo_dir() + "/man";
   std::map<std::string, std::string> text;
   for (const char* p : {"leakref.1", "leakref-snap.1", "leakref-trace.1", "leakref-debsrc.1",

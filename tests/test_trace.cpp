@@ -13,9 +13,9 @@
 #include <set>
 #include <sstream>
 
+#include "corelib/analyses/correlate.hpp"
+#include "corelib/analyses/trace.hpp"
 #include "harness.hpp"
-#include "leakref/correlate.hpp"
-#include "leakref/trace.hpp"
 
 using json = nlohmann::json;
 
@@ -391,7 +391,7 @@ std::string snapshot_and_stop(lrtest::Background& fx, const std::string& prefix,
 TEST_CASE("trace: live bpftrace capture of a fixture, correlated through a walk", "[trace][root]") {
   if (geteuid() != 0) LR_SKIP("trace capture: uprobes need root");
   if (!lrtest::have_program("bpftrace"))
-    LR_SKIP("trace capture: bpftrace is not installed (make deps)");
+    LR_SKIP("trace capture: bpftrace is not installed (make test installs it)");
   if (!lrtest::have_gcore()) LR_SKIP("trace capture: gcore is not installed");
   std::string dir = lrtest::tmp_dir(), exe = lrtest::fixture_path("fx_refs");
   std::string manifest = dir + "/refs.json", go = dir + "/refs.go", trace = dir + "/refs.lrt";
@@ -521,7 +521,7 @@ TEST_CASE("trace: live bpftrace capture of a fixture, correlated through a walk"
 TEST_CASE("trace: a profile's probes and set drive capture and correlation", "[trace][root]") {
   if (geteuid() != 0) LR_SKIP("trace capture: uprobes need root");
   if (!lrtest::have_program("bpftrace"))
-    LR_SKIP("trace capture: bpftrace is not installed (make deps)");
+    LR_SKIP("trace capture: bpftrace is not installed (make test installs it)");
   if (!lrtest::have_gcore()) LR_SKIP("trace capture: gcore is not installed");
   std::string dir = lrtest::tmp_dir() + "/prof", exe = lrtest::fixture_path("fx_refs");
   REQUIRE(lrtest::run({"/bin/mkdir", "-p", dir}).status == 0);
@@ -609,7 +609,7 @@ TEST_CASE("trace: a profile's probes and set drive capture and correlation", "[t
 TEST_CASE("trace: an allocation capture of any program, by site and pointer", "[trace][root]") {
   if (geteuid() != 0) LR_SKIP("trace capture: uprobes need root");
   if (!lrtest::have_program("bpftrace"))
-    LR_SKIP("trace capture: bpftrace is not installed (make deps)");
+    LR_SKIP("trace capture: bpftrace is not installed (make test installs it)");
   if (!lrtest::have_gcore()) LR_SKIP("trace capture: gcore is not installed");
   std::string dir = lrtest::tmp_dir(), exe = lrtest::fixture_path("fx_alloc");
   std::string manifest = dir + "/alloc.json", go = dir + "/alloc.go", trace = dir + "/alloc.lrt";
@@ -707,7 +707,7 @@ TEST_CASE("diff --trace: heap blocks by allocation site between two moments",
           "[trace][root][diff]") {
   if (geteuid() != 0) LR_SKIP("trace capture: uprobes need root");
   if (!lrtest::have_program("bpftrace"))
-    LR_SKIP("trace capture: bpftrace is not installed (make deps)");
+    LR_SKIP("trace capture: bpftrace is not installed (make test installs it)");
   if (!lrtest::have_gcore()) LR_SKIP("trace capture: gcore is not installed");
   std::string dir = lrtest::tmp_dir() + "/grow-trace";
   lrtest::run({"/bin/mkdir", "-p", dir});

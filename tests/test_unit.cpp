@@ -5,12 +5,12 @@
 #include <map>
 #include <random>
 
-#include "leakref/containers.hpp"
-#include "leakref/filter.hpp"
-#include "leakref/heap.hpp"
-#include "leakref/objects.hpp"
-#include "leakref/types.hpp"
-#include "leakref/walkers.hpp"
+#include "corelib/blocks/heap.hpp"
+#include "corelib/debuginfo/types.hpp"
+#include "corelib/objects/containers.hpp"
+#include "corelib/objects/filter.hpp"
+#include "corelib/objects/objects.hpp"
+#include "corelib/objects/walkers.hpp"
 
 namespace {
 

@@ -5,9 +5,10 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "leakref/elfcore.hpp"
-#include "leakref/heap.hpp"
-#include "leakref/physdump.hpp"
+#include "corelib/blocks/heap.hpp"
+#include "corelib/dump/elfcore.hpp"
+#include "corelib/dump/physdump.hpp"
+#include "targets/glibc/glibc_heap.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // The same bytes as a kernel ELF dump read by physical address (the crash

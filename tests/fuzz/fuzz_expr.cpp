@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "leakref/expr.hpp"
+#include "corelib/objects/expr.hpp"
 
 namespace {
 

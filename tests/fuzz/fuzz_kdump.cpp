@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "leakref/kernel.hpp"
+#include "targets/linux/kernel.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   int fd = memfd_create("fuzz-kdump", MFD_CLOEXEC);

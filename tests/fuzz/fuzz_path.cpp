@@ -3,8 +3,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "leakref/filter.hpp"
-#include "leakref/types.hpp"
+#include "corelib/debuginfo/types.hpp"
+#include "corelib/objects/filter.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view s(reinterpret_cast<const char*>(data), size);

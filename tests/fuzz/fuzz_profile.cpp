@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "leakref/profile.hpp"
+#include "corelib/profiles/profile.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view s(reinterpret_cast<const char*>(data), size);

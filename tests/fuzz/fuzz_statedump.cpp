@@ -4,7 +4,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "leakref/diff.hpp"
+#include "corelib/analyses/diff.hpp"
+#include "targets/glusterfs/statedump.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view s(reinterpret_cast<const char*>(data), size);

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "leakref/correlate.hpp"
-#include "leakref/trace.hpp"
+#include "corelib/analyses/correlate.hpp"
+#include "corelib/analyses/trace.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   lr::Trace t;

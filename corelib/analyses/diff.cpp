@@ -1,0 +1,161 @@
+#include "corelib/analyses/diff.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <ctime>
+#include <map>
+#include <unordered_map>
+
+namespace lr {
+
+namespace {
+
+std::string size_class(uint64_t usable) {
+  if (usable <= 1024) return fmt::format("{} B", usable);
+  uint64_t lo = 1024;
+  while (lo * 2 < usable && lo < (1ull << 62)) lo *= 2;
+  return fmt::format("{}-{} B", lo + 1, lo * 2);
+}
+
+}  // namespace
+
+void unique_keys(Snapshot& s) {
+  std::unordered_map<std::string, int> seen;
+  for (auto& o : s.objects)
+    if (int n = seen[o.key]++; n > 0) o.key += " in " + o.cls;
+}
+
+void add_heap_classes(Snapshot& s, const HeapWalk& heap) {
+  // Counted by chunk units (usable size and mmapped flag) first: a heap has
+  // millions of chunks and few distinct sizes, so names are made per size.
+  std::unordered_map<uint32_t, int64_t> by_units;
+  for (const auto& c : heap.in_use) ++by_units[c.units];
+  std::map<std::string, std::pair<int64_t, int64_t>> by;  // class -> (chunks, bytes)
+  for (const auto& [units, n] : by_units) {
+    HeapChunk c;
+    c.units = units;
+    auto& [count, bytes] = by[c.mmapped() ? "mmapped" : size_class(c.usable())];
+    count += n;
+    bytes += n * static_cast<int64_t>(c.usable());
+  }
+  for (const auto& [name, nb] : by) s.classes.push_back({"heap", name, nb.first, nb.second});
+}
+
+const char* change_name(ObjectDelta::Change c) {
+  switch (c) {
+    case ObjectDelta::Change::kNew:
+      return "new";
+    case ObjectDelta::Change::kGone:
+      return "gone";
+    case ObjectDelta::Change::kClimbed:
+      return "climbed";
+    case ObjectDelta::Change::kDropped:
+      return "dropped";
+  }
+  return "?";
+}
+
+SnapDiff diff_snapshots(const Snapshot& older, const Snapshot& newer) {
+  SnapDiff d;
+  std::map<std::pair<std::string, std::string>, ClassDelta> classes;
+  // A class named twice on one side (two pools of one name) adds up; bytes
+  // stay unknown (-1) if any part's are.
+  auto add = [](bool first, const SnapClass& c, int64_t& count, int64_t& bytes) {
+    count += c.count;
+    bytes = first ? c.bytes : (bytes < 0 || c.bytes < 0 ? -1 : bytes + c.bytes);
+  };
+  for (const auto& c : older.classes) {
+    ClassDelta& x = classes[{c.kind, c.name}];
+    x.kind = c.kind, x.name = c.name;
+    add(!x.in_old, c, x.before, x.before_bytes);
+    x.in_old = true;
+  }
+  for (const auto& c : newer.classes) {
+    ClassDelta& x = classes[{c.kind, c.name}];
+    x.kind = c.kind, x.name = c.name;
+    add(!x.in_new, c, x.after, x.after_bytes);
+    x.in_new = true;
+  }
+  for (auto& [k, v] : classes) d.classes.push_back(std::move(v));
+  std::stable_sort(d.classes.begin(), d.classes.end(), [](const auto& a, const auto& b) {
+    return a.delta() > b.delta();  // most grown first, most shrunk last
+  });
+
+  std::unordered_map<std::string, const SnapObject*> old_by_key;
+  for (const auto& o : older.objects) old_by_key.emplace(o.key, &o);
+  using C = ObjectDelta::Change;
+  for (const auto& o : newer.objects) {
+    auto it = old_by_key.find(o.key);
+    if (it == old_by_key.end()) {
+      d.objects.push_back({C::kNew, o.key, o.cls, 0, o.refcount, o.held});
+      continue;
+    }
+    const SnapObject& was = *it->second;
+    old_by_key.erase(it);
+    if (was.refcount == o.refcount) {
+      ++d.objects_same;
+      continue;
+    }
+    d.objects.push_back({o.refcount > was.refcount ? C::kClimbed : C::kDropped, o.key, o.cls,
+                         was.refcount, o.refcount, o.held});
+  }
+  for (const auto& o : older.objects)
+    if (old_by_key.count(o.key))
+      d.objects.push_back({C::kGone, o.key, o.cls, o.refcount, 0, o.held});
+  return d;
+}
+
+namespace {
+
+// Least-squares slope of y over x.
+double slope_of(const std::vector<double>& x, const std::vector<int64_t>& y) {
+  const size_t n = x.size();
+  if (n < 2) return 0;
+  double mx = 0, my = 0;
+  for (size_t i = 0; i < n; ++i) mx += x[i], my += static_cast<double>(y[i]);
+  mx /= n, my /= n;
+  double sxy = 0, sxx = 0;
+  for (size_t i = 0; i < n; ++i) {
+    sxy += (x[i] - mx) * (static_cast<double>(y[i]) - my);
+    sxx += (x[i] - mx) * (x[i] - mx);
+  }
+  return sxx > 0 ? sxy / sxx : 0;
+}
+
+}  // namespace
+
+TrendReport trend_of(const std::vector<Snapshot>& snaps) {
+  TrendReport t;
+  const size_t n = snaps.size();
+  std::vector<double> x(n);
+  t.per_hour = n > 0;
+  for (size_t i = 0; i < n; ++i) {
+    t.times.push_back(snaps[i].time);
+    t.per_hour = t.per_hour && snaps[i].time > 0 && (i == 0 || snaps[i].time > snaps[i - 1].time);
+  }
+  for (size_t i = 0; i < n; ++i) x[i] = t.per_hour ? (snaps[i].time - snaps[0].time) / 3600 : i;
+  std::map<std::pair<std::string, std::string>, ClassSeries> by;
+  for (size_t i = 0; i < n; ++i)
+    for (const auto& c : snaps[i].classes) {
+      ClassSeries& cs = by[{c.kind, c.name}];
+      if (cs.counts.empty()) {
+        cs.kind = c.kind, cs.name = c.name;
+        cs.counts.assign(n, 0);
+      }
+      cs.counts[i] += c.count;
+    }
+  for (auto& [k, cs] : by) {
+    cs.slope = slope_of(x, cs.counts);
+    bool never_fell = std::is_sorted(cs.counts.begin(), cs.counts.end());
+    cs.only_grows = n >= 3 && never_fell && cs.counts.back() > cs.counts.front();
+    t.classes.push_back(std::move(cs));
+  }
+  std::stable_sort(t.classes.begin(), t.classes.end(),
+                   [](const auto& a, const auto& b) { return a.slope > b.slope; });
+  return t;
+}
+
+}  // namespace lr

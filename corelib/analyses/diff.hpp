@@ -1,0 +1,100 @@
+// Two moments of one program, compared: what grew. A snapshot is a set of
+// counted classes (a program's pool, an accounted allocation type, a list of
+// a table, heap chunks of one size) and of objects with an identity that
+// survives between dumps (a file id; an address plus a kind otherwise), each
+// with its refcount and holders. Snapshots come from the targets (a
+// program's own dump text, a kernel dump) and from a core's heap;
+// diff_snapshots compares two.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "corelib/base/result.hpp"
+#include "corelib/blocks/heap.hpp"
+
+namespace lr {
+
+struct SnapClass {
+  std::string kind;    // "mempool", "memusage", "itable", "heap"
+  std::string name;    // "inode_t@fuse", "fuse gf_common_mt_char", "fuse active", "48"
+  int64_t count = 0;   // objects (active-count, num_allocs, list size, chunks)
+  int64_t bytes = -1;  // -1 when the source does not say (non-DEBUG memusage)
+};
+
+struct SnapObject {
+  std::string key;  // identity: "gfid:8-4-4-4-12" or "inode@0x..." / "dict@0x..."
+  std::string cls;  // where it is: "itable fuse active"
+  int64_t refcount = 0;
+  std::string held;  // holders as the source names them ("fuse=2, gv0-client-0=-1")
+};
+
+struct Snapshot {
+  std::string source;    // the file it was read from
+  std::string kind;      // "statedump" or "core"
+  std::string build_id;  // a core's executable's ("" for statedumps, or none)
+  double time = 0;       // when it was taken (seconds since 1970, UTC); 0 unknown
+  std::vector<SnapClass> classes;
+  std::vector<SnapObject> objects;
+  std::vector<std::string> warnings;
+};
+
+// Adds the in-use chunks of `heap` as "heap" classes: one per usable size up
+// to 1024 bytes, then one per power-of-two range ("1025-2048"), and mmapped
+// chunks as "mmapped".
+void add_heap_classes(Snapshot& s, const HeapWalk& heap);
+
+// Identities are unique within a snapshot: an object whose key is already
+// there is told apart by its class (" in CLASS").
+void unique_keys(Snapshot& s);
+
+struct ClassDelta {
+  std::string kind, name;
+  int64_t before = 0, after = 0;                // counts; 0 when absent on that side
+  int64_t before_bytes = -1, after_bytes = -1;  // -1 unknown
+  bool in_old = false, in_new = false;
+  int64_t delta() const { return after - before; }
+};
+
+struct ObjectDelta {
+  enum class Change { kNew, kGone, kClimbed, kDropped };
+  Change change = Change::kNew;
+  std::string key, cls;
+  int64_t before = 0, after = 0;  // refcounts (0 on the side it is absent from)
+  std::string held;               // holders in the newer snapshot (older when gone)
+};
+const char* change_name(ObjectDelta::Change c);  // "new", "gone", "climbed", "dropped"
+
+struct SnapDiff {
+  // Every class of either side, most grown first (by count delta, then
+  // ratio), unchanged ones last.
+  std::vector<ClassDelta> classes;
+  // Objects that appeared, went or changed refcount; objects whose refcount
+  // is the same on both sides are not listed.
+  std::vector<ObjectDelta> objects;
+  uint64_t objects_same = 0;
+};
+
+SnapDiff diff_snapshots(const Snapshot& older, const Snapshot& newer);
+
+// One class over a series of snapshots.
+struct ClassSeries {
+  std::string kind, name;
+  std::vector<int64_t> counts;  // per snapshot; 0 where the class is absent
+  double slope = 0;             // least-squares growth per hour (per snapshot without times)
+  bool only_grows = false;      // never fell, rose overall, over at least 3 snapshots
+};
+
+struct TrendReport {
+  bool per_hour = false;      // slopes per hour (every snapshot has a distinct time)
+  std::vector<double> times;  // as given, 0 unknown
+  // Every class of any snapshot, steepest growth first.
+  std::vector<ClassSeries> classes;
+};
+
+// `snaps` in the order they were taken (the caller sorts them by time).
+TrendReport trend_of(const std::vector<Snapshot>& snaps);
+
+}  // namespace lr

@@ -1,0 +1,34 @@
+// Compressed dumps: systemd-coredump keeps cores as .zst (or .xz, .lz4),
+// support archives hold gzip. A core must be mapped to be read, so it is
+// decompressed to a file first (streamed, bounded, never touching the input).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "corelib/base/result.hpp"
+
+namespace lr {
+
+enum class Compression { kNone, kGzip, kXz, kZstd, kLz4 };
+
+// By the format's magic number in `head` (a file's first bytes; 6 suffice).
+Compression sniff_compression(std::string_view head);
+const char* compression_name(Compression c);  // "none", "gzip", "xz", "zstd", "lz4"
+
+// Decompresses all frames/members of `in` into `out`, which is created new
+// (O_EXCL, mode 0600; an existing file is an error, never overwritten).
+// Returns the bytes written. kBadFormat naming `in` when the stream is
+// corrupt or cut short; kUnsupported when it would exceed `limit` bytes (a
+// decompression bomb, or a core larger than the caller allows); kIo when
+// `out` cannot be written (its disk is full). On error `out` is removed.
+Result<uint64_t> decompress_file(const std::string& in, Compression c, const std::string& out,
+                                 uint64_t limit);
+
+// The first `n` bytes `in` decompresses to (fewer when it is shorter): to
+// tell what a compressed file holds without decompressing all of it.
+// kBadFormat when those bytes cannot be had.
+Result<std::string> decompress_head(const std::string& in, Compression c, size_t n);
+
+}  // namespace lr

@@ -1,0 +1,19 @@
+// Opening input files (cores, executables, debuginfo, traces, dumps) safely.
+#pragma once
+
+#include <string>
+
+#include "corelib/base/result.hpp"
+
+namespace lr {
+
+// Opens `path` read-only for reading as `what` ("core", "executable", ...),
+// never blocking: a FIFO, socket, device or directory is refused (kIo,
+// naming the kind) instead of waiting forever for a writer. Returns the
+// descriptor (blocking mode restored); the caller closes it.
+Result<int> open_input(const std::string& path, const char* what);
+
+// Whether `path` is a regular file, checked without opening it for reading.
+bool is_regular_file(const std::string& path);
+
+}  // namespace lr

@@ -1,0 +1,65 @@
+// Layer 4d: what a heap block holds, as far as the core itself says. A C++
+// object names its class through its vtable; a caller names what it knows
+// (a profile's objects, a target's pools and accounted types); and a block
+// whose type is known names the blocks its typed pointer members point at
+// (`struct part *part` pointing at a block's start makes that block a
+// `struct part`), transitively. leaks groups unreachable blocks by it; refs
+// names a referring word by the member it lies in.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "corelib/blocks/refindex.hpp"
+#include "corelib/debuginfo/program.hpp"
+#include "corelib/debuginfo/types.hpp"
+
+namespace lr {
+
+struct BlockType {
+  const Type* type = nullptr;  // the DWARF type at the block's start (null: a name only)
+  std::string name;            // "Widget", "struct part", "dict_t (pool, fuse)"
+  std::string via;             // how it is known: "vtable", "Widget.part", "pool", ...
+};
+
+class BlockTypes {
+ public:
+  // Borrows `prog` and `ix` (and the heap `ix` numbers): keep them alive.
+  BlockTypes(Program& prog, const RefIndex& ix) : prog_(prog), ix_(ix) {}
+
+  // Chunk `c`'s type; the first one given stays. False when it had one.
+  bool set(size_t c, BlockType t);
+  // Types chunk `c` by its vtable pointer (its first word) when that points
+  // into a `_ZTV` symbol; the class's DWARF type when the modules have it.
+  // False when the block is not a C++ object with a vtable leakref can name.
+  bool from_vtable(size_t c);
+  // From each typed chunk whose flag in `within` has bit 0 set, types the
+  // chunks (also flagged, untyped) that its pointer members point at the start of,
+  // then theirs, breadth first, at most `max_blocks` new types. Pointers to
+  // void, char or incomplete types say nothing and are not followed.
+  // Returns how many chunks it typed.
+  size_t propagate(const std::vector<uint8_t>& within, size_t max_blocks = 10'000'000);
+  // Chunk `c`'s type; nullptr when none is known.
+  const BlockType* get(size_t c) const;
+  // "Widget" from a vtable symbol "_ZTV6Widget" (demangled); "" when the
+  // word is not a pointer into a vtable.
+  std::string vtable_class(uint64_t vptr) const;
+
+ private:
+  // A pointer member of a type: where it lies and what it points to.
+  struct PtrSlot {
+    uint64_t offset;
+    const Type* pointee;
+    std::string path;  // ".part", ".kids[2]"
+  };
+  const std::vector<PtrSlot>& slots(const Type* t);
+
+  Program& prog_;
+  const RefIndex& ix_;
+  std::unordered_map<uint32_t, BlockType> types_;
+  std::unordered_map<const Type*, std::vector<PtrSlot>> slots_;
+};
+
+}  // namespace lr

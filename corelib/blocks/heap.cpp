@@ -1,0 +1,104 @@
+// The engine's side of a heap: the chunk index every allocator's walk fills,
+// and the allocators a program registers (targets/<allocator>/), tried in
+// turn on a core until one recognises its heap.
+#include "corelib/blocks/heap.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <mutex>
+
+#include "corelib/debuginfo/program.hpp"
+
+namespace lr {
+
+std::optional<HeapChunk> HeapWalk::chunk_containing(uint64_t addr) const {
+  auto it = std::upper_bound(in_use.begin(), in_use.end(), addr,
+                             [](uint64_t a, const HeapChunk& c) { return a < c.user; });
+  if (it == in_use.begin()) return std::nullopt;
+  const HeapChunk c = *--it;
+  if (addr < c.user + c.usable()) return c;
+  return std::nullopt;
+}
+
+void ChunkIndex::push_back(const HeapChunk& c) {
+  const uint64_t u = c.usable();
+  uint64_t code = kSizeMask;  // no code fits: the side table
+  if (c.user % 16 == 0) {
+    if (c.mmapped() && (u + 16) % 4096 == 0 && ((u + 16) >> 12) < kSizeMask)
+      code = kMmappedBit | ((u + 16) >> 12);
+    else if (!c.mmapped() && u % 16 == 8 && ((u - 8) >> 4) < kSizeMask)
+      code = (u - 8) >> 4;
+  }
+  if (code == kSizeMask) side_.push_back(c);
+  words_.push_back(((c.user >> 4) << kCodeBits) | code);
+}
+
+HeapChunk ChunkIndex::side(uint64_t user) const {
+  // Keyed by the pointer as the word keeps it (16-aligned).
+  auto it = std::lower_bound(side_.begin(), side_.end(), user,
+                             [](const HeapChunk& c, uint64_t u) { return (c.user & ~15ull) < u; });
+  return it != side_.end() && (it->user & ~15ull) == user ? *it : HeapChunk{user, 0};
+}
+
+// The walk yields each arena's (and the mmapped list's) chunks in address
+// order, so a few sorted runs are merged (linear per run) instead of
+// sorting millions of words from scratch. A word sorts as its pointer.
+void ChunkIndex::sort() {
+  uint64_t* v = words_.data();
+  const size_t n = words_.size();
+  std::vector<size_t> starts{0};
+  for (size_t i = 1; i < n && starts.size() <= 64; ++i)
+    if (v[i] < v[i - 1]) starts.push_back(i);
+  if (starts.size() > 64) {
+    std::sort(v, v + n);
+  } else {
+    for (size_t r = 1; r < starts.size(); ++r)
+      std::inplace_merge(v, v + starts[r], r + 1 < starts.size() ? v + starts[r + 1] : v + n);
+  }
+  std::sort(side_.begin(), side_.end(),
+            [](const HeapChunk& a, const HeapChunk& b) { return a.user < b.user; });
+}
+
+namespace {
+std::vector<Allocator>& allocators() {
+  static std::vector<Allocator> a;
+  return a;
+}
+std::mutex g_allocators_mu;
+}  // namespace
+
+void register_allocator(const Allocator& a) {
+  std::lock_guard<std::mutex> lk(g_allocators_mu);
+  for (const auto& have : allocators())
+    if (have.name == a.name) return;
+  allocators().push_back(a);
+}
+
+std::vector<std::string> allocator_names() {
+  std::lock_guard<std::mutex> lk(g_allocators_mu);
+  std::vector<std::string> n;
+  for (const auto& a : allocators()) n.push_back(a.name);
+  return n;
+}
+
+// The first allocator that recognises the heap walks it; when none does, the
+// error names what each one looked for.
+Result<HeapWalk> walk_heap(const Program& prog, const HeapLimits& limits) {
+  std::vector<Allocator> list;
+  {
+    std::lock_guard<std::mutex> lk(g_allocators_mu);
+    list = allocators();
+  }
+  if (list.empty())
+    return make_error(Errc::kUnsupported, "no heap allocator is registered with the engine");
+  std::string why;
+  for (const auto& a : list) {
+    auto r = a.walk(prog, limits);
+    if (r.ok() || r.error().code != Errc::kNotFound) return r;
+    why += (why.empty() ? "" : "; ") + r.error().message;
+  }
+  return make_error(Errc::kNotFound, why);
+}
+
+}  // namespace lr

@@ -1,0 +1,679 @@
+// The reference index (refindex.hpp): one pass over a process core's live
+// memory. Chunk lookup is a table per heap span (the first chunk ending in
+// each 256 heap bytes), so a word costs a range check, and a pointer a table
+// load and a short step. References from chunks are a graph in compressed
+// rows: per chunk where its run of targets starts (4 bytes a chunk), then
+// each reference's target (4 bytes); the referring word's address is not
+// kept but found again, when a question needs it, by rescanning the one
+// chunk it lies in with the same rule. The reverse rows (who points at a
+// chunk) are made on first use. Roots, which are few, are kept whole.
+#include "corelib/blocks/refindex.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "corelib/base/podarray.hpp"
+
+namespace lr {
+
+const char* ref_from_name(RefFrom k) {
+  switch (k) {
+    case RefFrom::kChunk:
+      return "chunk";
+    case RefFrom::kGlobal:
+      return "global";
+    case RefFrom::kStack:
+      return "stack";
+    case RefFrom::kTls:
+      return "tls";
+    case RefFrom::kRegister:
+      return "register";
+    case RefFrom::kMapping:
+      return "mapping";
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr uint64_t kPage = 4096;
+constexpr uint64_t kSpanGap = 16ull << 20;  // chunks further apart start a new span
+constexpr size_t kNone = SIZE_MAX;
+// The thread control block and static TLS around a thread pointer (x86_64:
+// TLS blocks below it, struct pthread at and above it), clipped to its mapping.
+constexpr uint64_t kTlsBelow = 8192, kTlsAbove = 2304;
+
+struct Span {
+  uint64_t start = 0, end = 0;  // line-aligned
+  std::vector<uint32_t> first;  // per line: the first chunk ending past its start
+};
+
+// A reference from a root, 16 bytes: where (a register's index for
+// kRegister), the target, and the kind and thread (index into the core's
+// threads) packed.
+struct RootRef {
+  uint64_t from;
+  uint32_t target;
+  uint32_t meta;  // kind | thread index << 3
+};
+
+}  // namespace
+
+// Where each chunk's row of references starts in `target`, in about 2
+// bytes a chunk: a 32-bit start per group of 256 chunks and each chunk's
+// 16-bit offset from it; a group whose rows hold 64 Ki references or more
+// (a block full of pointers) keeps 32-bit starts for its chunks instead.
+// Filled in chunk order (set_begin with c = 0, 1, ..., n), read at will.
+class RowIndex {
+ public:
+  void reset(size_t n) {
+    n_ = n;
+    base_.assign((n >> kShift) + 1, 0);
+    wide_of_.assign(base_.size(), kNarrow);
+    rel_.resize_uninitialized(n + 1);
+    wide_.clear();
+  }
+  void set_begin(size_t c, uint32_t pos) {
+    const size_t g = c >> kShift;
+    if ((c & kMask) == 0) base_[g] = pos;
+    if (wide_of_[g] == kNarrow && pos - base_[g] > 0xffff) {
+      // Widen the group: the starts set so far, then 32-bit ones.
+      wide_of_[g] = static_cast<uint32_t>(wide_.size() >> kShift);
+      wide_.resize(wide_.size() + kMask + 1, 0);
+      for (size_t k = g << kShift; k < c; ++k)
+        wide_[(wide_of_[g] << kShift) + (k & kMask)] = base_[g] + rel_[k];
+    }
+    if (wide_of_[g] != kNarrow)
+      wide_[(size_t{wide_of_[g]} << kShift) + (c & kMask)] = pos;
+    else
+      rel_[c] = static_cast<uint16_t>(pos - base_[g]);
+  }
+  uint32_t begin(size_t c) const {
+    const size_t g = c >> kShift;
+    return wide_of_[g] == kNarrow ? base_[g] + rel_[c]
+                                  : wide_[(size_t{wide_of_[g]} << kShift) + (c & kMask)];
+  }
+  size_t rows() const { return n_; }
+  uint64_t bytes() const {
+    return base_.capacity() * 4 + wide_of_.capacity() * 4 + rel_.capacity() * 2 +
+           wide_.capacity() * 4;
+  }
+
+ private:
+  static constexpr unsigned kShift = 8;
+  static constexpr size_t kMask = (size_t{1} << kShift) - 1;
+  static constexpr uint32_t kNarrow = UINT32_MAX;
+  size_t n_ = 0;
+  std::vector<uint32_t> base_, wide_of_, wide_;
+  PodArray<uint16_t> rel_;
+};
+
+struct RefIndex::Impl {
+  const ChunkIndex& ch;
+  const CoreFile* core = nullptr;
+  std::vector<Span> spans;
+  uint64_t lo = 0, hi = 0;  // [lo, hi): every chunk's user range lies inside
+  // References from chunks, in scan order: chunk c's targets are
+  // target[rows.begin(c) .. rows.begin(c + 1)), one per referring word.
+  RowIndex rows;
+  PodArray<uint32_t> target;
+  PodArray<RootRef> roots;  // references from roots, by target then address
+  // The reverse rows, made on first use (a random write per reference): the
+  // chunks pointing at c are in_src[in_off[c] .. in_off[c + 1]), one entry
+  // per referring word, in source order.
+  mutable std::vector<uint32_t> in_off_;
+  mutable PodArray<uint32_t> in_src_;
+  mutable std::once_flag counts_once, in_once;
+
+  const std::vector<uint32_t>& in_off() const {
+    std::call_once(counts_once, [this] {
+      in_off_.assign(ch.size() + 1, 0);
+      for (uint32_t t : target) ++in_off_[t + 1];
+      for (size_t i = 1; i < in_off_.size(); ++i) in_off_[i] += in_off_[i - 1];
+    });
+    return in_off_;
+  }
+  const PodArray<uint32_t>& in_src() const {
+    std::call_once(in_once, [this] {
+      const auto& io = in_off();
+      in_src_.resize_uninitialized(target.size());
+      std::vector<uint32_t> next(io.begin(), io.end() - 1);
+      for (size_t c = 0; c < rows.rows(); ++c)
+        for (uint32_t r = rows.begin(c), e = rows.begin(c + 1); r < e; ++r)
+          in_src_[next[target[r]]++] = static_cast<uint32_t>(c);
+    });
+    return in_src_;
+  }
+  // The words of chunk `src` pointing into chunk `dst` (the scan's rule).
+  std::vector<uint64_t> words_into(const Memory& mem, size_t src, size_t dst) const;
+
+  explicit Impl(const ChunkIndex& c) : ch(c) {}
+
+  // Chunk lookup granularity: a table entry (4 bytes) per line of heap, a
+  // line being about eight mean chunks (a power of two, 64 bytes to 16 KiB),
+  // so a lookup steps over a few chunks (consecutive 8-byte words) and the
+  // table costs about half a byte per chunk whatever the heap's shape.
+  uint64_t line = 256;
+  unsigned line_shift = 8;
+
+  void build_spans() {
+    if (ch.empty()) return;
+    uint64_t bytes = 0;
+    for (const auto& c : ch)
+      if (!c.mmapped()) bytes += c.usable() + 8;
+    const uint64_t mean = bytes / ch.size();
+    for (line_shift = 6; line_shift < 14 && (uint64_t{2} << line_shift) <= 8 * mean; ++line_shift) {
+    }
+    line = uint64_t{1} << line_shift;
+    lo = ch.front().user;
+    for (size_t i = 0; i < ch.size(); ++i) {
+      const HeapChunk c = ch[i];
+      const uint64_t s = c.user & ~(line - 1), e = c.user + c.usable();
+      hi = std::max(hi, e);
+      if (spans.empty() || s > spans.back().end + kSpanGap) spans.push_back({s, s, {}});
+      Span& sp = spans.back();
+      const uint64_t le = (e + line - 1) & ~(line - 1);
+      while (sp.end < le) {
+        sp.first.push_back(static_cast<uint32_t>(i));
+        sp.end += line;
+      }
+    }
+    for (auto& sp : spans) sp.first.shrink_to_fit();
+  }
+
+  // The chunk whose user range holds `v`; kNone when none. The hot path of
+  // the scan: spans are few, and a line holds few chunks.
+  size_t lookup(uint64_t v) const {
+    if (v - lo >= hi - lo) return kNone;
+    for (const Span& sp : spans) {
+      if (v < sp.start) return kNone;
+      if (v >= sp.end) continue;
+      size_t i = sp.first[(v - sp.start) >> line_shift];
+      const size_t n = ch.size();
+      HeapChunk c;
+      while (i < n && (c = ch[i]).user + c.usable() <= v) ++i;
+      return i < n && c.user <= v ? i : kNone;
+    }
+    return kNone;
+  }
+
+  Ref root(const RootRef& r) const {
+    Ref out;
+    out.from = r.from;
+    out.target = r.target;
+    out.kind = static_cast<RefFrom>(r.meta & 7);
+    const size_t ti = r.meta >> 3;
+    const auto& th = core->threads();
+    if (out.kind == RefFrom::kRegister || out.kind == RefFrom::kStack || out.kind == RefFrom::kTls)
+      out.tid = ti < th.size() ? th[ti].tid : 0;
+    if (out.kind == RefFrom::kRegister && ti < th.size() && r.from < 27)
+      out.value = th[ti].regs[r.from];
+    else if (!core->read(r.from, &out.value, 8).ok())
+      out.value = 0;
+    return out;
+  }
+
+  // The roots of chunk `c` (sorted by target).
+  std::pair<const RootRef*, const RootRef*> roots_of(size_t c) const {
+    auto cmp = [](const RootRef& r, uint64_t t) { return r.target < t; };
+    auto a = std::lower_bound(roots.begin(), roots.end(), uint64_t{c}, cmp);
+    auto b = a;
+    while (b != roots.end() && b->target == c) ++b;
+    return {roots.data() + (a - roots.begin()), roots.data() + (b - roots.begin())};
+  }
+};
+
+RefIndex::RefIndex(const HeapWalk& heap, const Memory& mem)
+    : heap_(heap), mem_(mem), impl_(std::make_unique<Impl>(heap.in_use)) {}
+RefIndex::~RefIndex() = default;
+
+size_t RefIndex::chunk_at(uint64_t addr) const {
+  return impl_->lookup(addr);
+}
+
+namespace {
+
+// `ranges` less the parts inside any of `cut`.
+std::vector<RootRange> subtract_ranges(std::vector<RootRange> ranges,
+                                       std::vector<std::pair<uint64_t, uint64_t>> cut) {
+  std::sort(cut.begin(), cut.end());
+  std::vector<RootRange> out;
+  for (auto& r : ranges) {
+    uint64_t at = r.start;
+    auto it = std::upper_bound(cut.begin(), cut.end(), std::make_pair(r.start, UINT64_MAX));
+    if (it != cut.begin()) --it;
+    for (; it != cut.end() && it->first < r.end; ++it) {
+      if (it->second <= at) continue;
+      if (it->first > at) out.push_back({at, it->first, r.kind, r.tid, r.what});
+      at = std::max(at, it->second);
+    }
+    if (at < r.end) out.push_back({at, r.end, r.kind, r.tid, r.what});
+  }
+  return out;
+}
+
+// The root ranges of a core: module data, live stacks, TLS, registers'
+// threads, and other writable mappings that are not the heap's.
+std::vector<RootRange> find_root_ranges(const CoreFile& core, const ModuleSet& mods,
+                                        const HeapWalk& heap, std::vector<std::string>* warnings) {
+  std::vector<SegmentInfo> segs;
+  for (auto& s : core.segments())
+    if (s.kind == SegmentInfo::Kind::kCore) segs.push_back(std::move(s));
+  auto seg_at = [&](uint64_t a) -> const SegmentInfo* {
+    for (const auto& s : segs)
+      if (a >= s.start && a < s.end) return &s;
+    return nullptr;
+  };
+  std::vector<RootRange> out;
+  std::vector<std::pair<uint64_t, uint64_t>> taken;             // mappings that are not "other"
+  std::vector<std::pair<const SegmentInfo*, uint64_t>> stacks;  // segment, stack pointer
+  for (const auto& t : core.threads()) {
+    const uint64_t sp = t.sp() & ~uint64_t{7};
+    if (const SegmentInfo* s = seg_at(sp)) {
+      out.push_back({sp, s->end, RefFrom::kStack, t.tid, fmt::format("thread {} stack", t.tid)});
+      taken.emplace_back(s->start, s->end);  // below the stack pointer: dead, never a root
+      stacks.emplace_back(s, sp);
+    } else {
+      warnings->push_back(
+          fmt::format("thread {}: stack pointer {:#x} is not in the core", t.tid, t.sp()));
+    }
+  }
+  // TLS: a thread's static TLS and control block around its thread pointer.
+  // Inside a thread's stack mapping (its top, for threads the C library started) it
+  // is clipped to the live part, above that thread's stack pointer; a
+  // mapping of its own (the main thread's, made by the dynamic linker) is
+  // all TLS, control block and DTV.
+  for (const auto& t : core.threads()) {
+    const uint64_t tp = t.fs_base();
+    const SegmentInfo* s = tp ? seg_at(tp) : nullptr;
+    if (!s) continue;
+    uint64_t a = s->start, b = s->end;
+    for (const auto& [ss, sp] : stacks)
+      if (ss == s) {
+        a = std::max(sp, tp > kTlsBelow ? tp - kTlsBelow : 0);
+        b = std::min(s->end, tp + kTlsAbove);
+      }
+    if (a < b)
+      out.push_back(
+          {a & ~uint64_t{7}, b, RefFrom::kTls, t.tid, fmt::format("thread {} TLS", t.tid)});
+    taken.emplace_back(s->start, s->end);
+  }
+  for (const auto& r : heap.regions) taken.emplace_back(r.start, r.end);
+  for (const auto& c : heap.in_use)
+    if (c.mmapped()) taken.emplace_back(c.user, c.user + c.usable());
+  for (const auto& m : mods.modules()) {
+    if (!m->end) continue;
+    for (const auto& s : segs) {
+      if (!s.writable) continue;
+      uint64_t a = std::max(s.start, m->base), b = std::min(s.end, m->end);
+      // .bss beyond the file-backed data is its own anonymous mapping,
+      // starting where the module's last mapping ends.
+      if (s.start == m->end) a = s.start, b = s.end;
+      if (a >= b) continue;
+      out.push_back({a, b, RefFrom::kGlobal, 0, m->basename()});
+      taken.emplace_back(a, b);
+    }
+  }
+  // Other writable memory (an mmap the program made itself): conservatively
+  // a root, so nothing it holds is called leaked.
+  for (const auto& s : segs) {
+    if (!s.writable) continue;
+    bool overlaps = false;
+    for (const auto& [a, b] : taken) overlaps |= a < s.end && s.start < b;
+    if (!overlaps) out.push_back({s.start, s.end, RefFrom::kMapping, 0, "writable mapping"});
+  }
+  // Cut out of the roots: the allocator's own state outside its heaps (a
+  // main arena in libc's data points at chunk headers lying in the last
+  // word of the chunk before — bookkeeping, never a program's reference)
+  // — and the heap itself: the kernel merges
+  // neighbouring anonymous mappings, so a mmapped chunk can share one
+  // mapping with the main thread's TLS, and must not become a root.
+  std::vector<std::pair<uint64_t, uint64_t>> cut;
+  for (const auto& b : heap.bookkeeping) cut.push_back(b);
+  for (const auto& r : heap.regions) cut.emplace_back(r.start, r.end);
+  for (const auto& c : heap.in_use)
+    if (c.mmapped()) cut.emplace_back(c.user - 16, c.user + c.usable());
+  out = subtract_ranges(std::move(out), std::move(cut));
+  // Ranges that overlap (a thread's TLS inside its stack) are scanned once.
+  std::sort(out.begin(), out.end(),
+            [](const RootRange& x, const RootRange& y) { return x.start < y.start; });
+  std::vector<RootRange> merged;
+  for (auto& r : out) {
+    if (!merged.empty() && r.start < merged.back().end) {
+      if (r.end <= merged.back().end) continue;
+      r.start = merged.back().end;
+    }
+    if (r.start < r.end) merged.push_back(std::move(r));
+  }
+  return merged;
+}
+
+// The scan's hot loop. Ranges are fed in address order; `fn(address,
+// value, chunk, source)` is called for each word that points into a chunk,
+// in address order (`source` is what the range was fed with). Unreadable
+// pages are skipped. Candidates (words inside the heap's range) are resolved
+// in batches that run across ranges: the table entries a batch needs are
+// prefetched, then its chunks, so the cache misses of a pointer-dense heap
+// overlap instead of queueing; the core window is kept across ranges too
+// (a heap of small chunks is millions of short ranges in a few mappings).
+template <class F>
+class Scanner {
+ public:
+  Scanner(const Memory& mem, const RefIndex::Impl& ix, F&& fn)
+      : mem_(mem), ix_(ix), fn_(std::move(fn)) {}
+  ~Scanner() { flush(); }
+
+  // Scans [a, b); returns the words read.
+  uint64_t range(uint64_t a, uint64_t b, uint32_t source) {
+    a = (a + 7) & ~uint64_t{7};
+    uint64_t words = 0;
+    while (a + 8 <= b) {
+      const uint8_t* p = w_.at(a, 8);
+      if (!p) p = mem_.direct(w_, a, 8);
+      if (!p) {
+        a = (a | (kPage - 1)) + 1;
+        continue;
+      }
+      const uint64_t n = std::min<uint64_t>((b - a) / 8, (w_.end - a) / 8);
+      for (uint64_t i = 0; i < n; ++i) {
+        uint64_t v;
+        std::memcpy(&v, p + i * 8, 8);
+        if (v - ix_.lo >= ix_.hi - ix_.lo) continue;  // most words: not a heap address
+        candidate(a + i * 8, v, source);
+      }
+      words += n;
+      a += std::max<uint64_t>(n, 1) * 8;
+    }
+    return words;
+  }
+
+  void flush() {
+    const ChunkIndex& ch = ix_.ch;
+    const uint64_t* words = ch.word_data();
+    const size_t nch = ch.size();
+    for (size_t k = 0; k < nb_; ++k) {
+      idx_[k] = *slot_[k];
+      __builtin_prefetch(words + idx_[k]);
+    }
+    for (size_t k = 0; k < nb_; ++k) {
+      const uint64_t v = val_[k] & ~uint64_t{7};
+      size_t i = idx_[k];
+      HeapChunk c;
+      while (i < nch && (c = ch[i]).user + c.usable() <= v) ++i;
+      if (i < nch && c.user <= v) fn_(at_[k], val_[k], i, src_[k]);
+    }
+    nb_ = 0;
+  }
+
+ private:
+  void candidate(uint64_t at, uint64_t v, uint32_t source) {
+    const uint64_t u = v & ~uint64_t{7};
+    for (const Span& sp : ix_.spans) {
+      if (u < sp.start) return;
+      if (u >= sp.end) continue;
+      slot_[nb_] = &sp.first[(u - sp.start) >> ix_.line_shift];
+      __builtin_prefetch(slot_[nb_]);
+      at_[nb_] = at;
+      val_[nb_] = v;
+      src_[nb_] = source;
+      if (++nb_ == kBatch) flush();
+      return;
+    }
+  }
+
+  static constexpr size_t kBatch = 32;
+  const Memory& mem_;
+  const RefIndex::Impl& ix_;
+  F fn_;
+  Memory::Window w_;
+  uint64_t at_[kBatch], val_[kBatch];
+  const uint32_t* slot_[kBatch];
+  size_t idx_[kBatch];
+  uint32_t src_[kBatch];
+  size_t nb_ = 0;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<RefIndex>> RefIndex::build(const CoreFile& core, const ModuleSet& mods,
+                                                  const HeapWalk& heap, const RefIndexOptions& o) {
+  auto t0 = std::chrono::steady_clock::now();
+  std::unique_ptr<RefIndex> x(new RefIndex(heap, core));
+  Impl& ix = *x->impl_;
+  ix.core = &core;
+  const auto& ch = heap.in_use;
+  if (ch.size() >= UINT32_MAX)
+    return make_error(Errc::kUnsupported,
+                      fmt::format("{} heap chunks: more than the index numbers", ch.size()));
+  ix.build_spans();
+  x->roots_ = find_root_ranges(core, mods, heap, &x->warnings_);
+  std::unordered_set<uint64_t> skip(o.skip_chunks.begin(), o.skip_chunks.end());
+  uint64_t unpublished = 0;
+  auto publish = [&](uint64_t bytes) {
+    unpublished += bytes;
+    if (o.progress && unpublished >= (1u << 20)) {
+      o.progress->fetch_add(unpublished, std::memory_order_relaxed);
+      unpublished = 0;
+    }
+  };
+  auto stop = [&] { return o.interrupted && o.interrupted->load(std::memory_order_relaxed); };
+  // Heap chunks, in address order. References arrive in the order of their
+  // source chunk (a batch resolves after the chunk that filled it was left),
+  // so each row's start is set when the first reference past it arrives.
+  {
+    uint64_t self = 0;
+    size_t next_row = 0;  // the first chunk whose row start is not set yet
+    ix.rows.reset(ch.size());
+    Scanner sc(core, ix, [&](uint64_t, uint64_t, size_t t, uint32_t src) {
+      if (t == src) {
+        ++self;
+        return;
+      }
+      while (next_row <= src)
+        ix.rows.set_begin(next_row++, static_cast<uint32_t>(ix.target.size()));
+      ix.target.push_back(static_cast<uint32_t>(t));
+    });
+    for (size_t c = 0; c < ch.size(); ++c) {
+      if ((c & 0xffff) == 0 && stop()) return make_error(Errc::kInterrupted, "interrupted");
+      if (!skip.empty() && skip.count(ch[c].user)) continue;
+      const HeapChunk hc = ch[c];
+      const uint64_t a = hc.user, b = a + hc.usable();
+      x->stats_.words += sc.range(a, b, static_cast<uint32_t>(c));
+      x->stats_.bytes_scanned += b - a;
+      publish(b - a);
+    }
+    sc.flush();
+    while (next_row <= ch.size())
+      ix.rows.set_begin(next_row++, static_cast<uint32_t>(ix.target.size()));
+    x->stats_.self_refs = self;
+  }
+  // Roots: ranges, then every thread's registers.
+  const auto& threads = core.threads();
+  auto thread_index = [&](int tid) -> uint32_t {
+    for (size_t i = 0; i < threads.size(); ++i)
+      if (threads[i].tid == tid) return static_cast<uint32_t>(i);
+    return 0;
+  };
+  for (const auto& r : x->roots_) {
+    if (stop()) return make_error(Errc::kInterrupted, "interrupted");
+    const uint32_t meta = static_cast<uint32_t>(r.kind) | thread_index(r.tid) << 3;
+    Scanner sc(core, ix, [&](uint64_t at, uint64_t, size_t t, uint32_t m) {
+      ix.roots.push_back({at, static_cast<uint32_t>(t), m});
+    });
+    x->stats_.words += sc.range(r.start, r.end, meta);
+    sc.flush();
+    x->stats_.bytes_scanned += r.end - r.start;
+    publish(r.end - r.start);
+  }
+  for (size_t ti = 0; ti < threads.size(); ++ti)
+    for (uint64_t i = 0; i < 27; ++i) {
+      const uint64_t v = threads[ti].regs[i];
+      const size_t t = ix.lookup(v & ~uint64_t{7});
+      if (t != kNone)
+        ix.roots.push_back(
+            {i, static_cast<uint32_t>(t),
+             static_cast<uint32_t>(RefFrom::kRegister) | static_cast<uint32_t>(ti) << 3});
+    }
+  if (o.progress) o.progress->fetch_add(unpublished, std::memory_order_relaxed);
+  // Roots by target.
+  std::stable_sort(ix.roots.begin(), ix.roots.end(),
+                   [](const RootRef& a, const RootRef& b) { return a.target < b.target; });
+  // The growth slack of the scan's vectors is given back.
+  ix.target.shrink_to_fit();
+  ix.roots.shrink_to_fit();
+  x->stats_.refs = ix.target.size() + ix.roots.size();
+  x->stats_.roots = ix.roots.size();
+  for (const auto& r : ix.roots) ++x->stats_.roots_by_kind[r.meta & 7];
+  uint64_t span_bytes = 0;
+  for (const auto& s : ix.spans) span_bytes += s.first.capacity() * 4;
+  x->stats_.index_bytes = ix.target.capacity() * 4 + ix.roots.capacity() * sizeof(RootRef);
+  x->stats_.table_bytes = ix.rows.bytes() + span_bytes;
+  x->stats_.build_ns = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+          .count());
+  return x;
+}
+
+std::vector<uint64_t> RefIndex::Impl::words_into(const Memory& mem, size_t src, size_t dst) const {
+  std::vector<uint64_t> out;
+  Scanner sc(mem, *this, [&](uint64_t at, uint64_t, size_t t, uint32_t) {
+    if (t == dst) out.push_back(at);
+  });
+  sc.range(ch[src].user, ch[src].user + ch[src].usable(), 0);
+  sc.flush();
+  return out;
+}
+
+std::vector<Ref> RefIndex::refs_to(size_t c) const {
+  std::vector<Ref> out;
+  if (c >= chunks()) return out;
+  const Impl& ix = *impl_;
+  auto [ra, rb] = ix.roots_of(c);
+  for (const RootRef* r = ra; r != rb; ++r) out.push_back(ix.root(*r));
+  const auto& io = ix.in_off();
+  const auto& src = ix.in_src();
+  for (uint32_t i = io[c]; i < io[c + 1]; ++i) {
+    if (i > io[c] && src[i] == src[i - 1]) continue;  // one rescan per source chunk
+    for (uint64_t from : ix.words_into(mem_, src[i], c)) {
+      Ref ref;
+      ref.from = from;
+      ref.target = static_cast<uint32_t>(c);
+      ref.kind = RefFrom::kChunk;
+      out.push_back(ref);
+    }
+  }
+  return out;
+}
+
+Result<std::vector<Ref>> RefIndex::refs_into(uint64_t addr, uint64_t size) const {
+  const size_t c = chunk_at(addr);
+  if (c == kNone)
+    return make_error(Errc::kNotFound,
+                      fmt::format("{:#x} is not inside an in-use heap block (the reference index "
+                                  "holds references to heap blocks)",
+                                  addr));
+  std::vector<Ref> out;
+  for (Ref r : refs_to(c)) {
+    if (r.kind != RefFrom::kRegister && r.from >= addr && r.from - addr < size) continue;
+    if (r.kind != RefFrom::kRegister && !mem_.read(r.from, &r.value, 8).ok()) continue;
+    const uint64_t v = r.value & ~uint64_t{7};
+    if (v >= addr && v - addr < size) out.push_back(r);
+  }
+  return out;
+}
+
+uint32_t RefIndex::ref_count(size_t c) const {
+  const Impl& ix = *impl_;
+  if (c >= chunks()) return 0;
+  auto [ra, rb] = ix.roots_of(c);
+  const auto& io = ix.in_off();
+  return (io[c + 1] - io[c]) + static_cast<uint32_t>(rb - ra);
+}
+
+std::vector<uint32_t> RefIndex::points_to(size_t c) const {
+  std::vector<uint32_t> out;
+  if (c >= chunks()) return out;
+  const Impl& ix = *impl_;
+  out.assign(ix.target.begin() + ix.rows.begin(c), ix.target.begin() + ix.rows.begin(c + 1));
+  return out;
+}
+
+std::vector<uint8_t> RefIndex::reachable() const {
+  const Impl& ix = *impl_;
+  const auto& ch = heap_.in_use;
+  std::vector<uint8_t> seen(ch.size(), 0);
+  for (uint32_t t : ix.target) seen[t] = kReferenced;
+  std::vector<uint32_t> todo;
+  for (const auto& r : ix.roots)
+    if (!(seen[r.target] & kReached)) {
+      seen[r.target] |= kReached | kReferenced;
+      todo.push_back(r.target);
+    }
+  while (!todo.empty()) {
+    const uint32_t c = todo.back();
+    todo.pop_back();
+    for (uint32_t r = ix.rows.begin(c), e = ix.rows.begin(c + 1); r < e; ++r) {
+      const uint32_t t = ix.target[r];
+      if (!(seen[t] & kReached)) {
+        seen[t] |= kReached;
+        todo.push_back(t);
+      }
+    }
+  }
+  return seen;
+}
+
+std::vector<Ref> RefIndex::anchor_chain(size_t c, size_t max_depth) const {
+  if (c >= chunks()) return {};
+  const Impl& ix = *impl_;
+  // Backwards from `c`, breadth first: each chunk's parent is the chunk
+  // (and the referring word) it was reached from.
+  struct Step {
+    uint32_t chunk;
+    uint64_t from;  // the word in `chunk` pointing at the child
+    uint32_t child;
+  };
+  std::unordered_map<uint32_t, Step> parent;
+  std::vector<uint32_t> level = {static_cast<uint32_t>(c)};
+  parent.emplace(static_cast<uint32_t>(c), Step{UINT32_MAX, 0, UINT32_MAX});
+  for (size_t depth = 0; depth <= max_depth && !level.empty(); ++depth) {
+    std::vector<uint32_t> next;
+    for (uint32_t cur : level) {
+      if (auto [ra, rb] = ix.roots_of(cur); ra != rb) {
+        // The root's reference, then each hop from `cur` towards `c`.
+        std::vector<Ref> chain = {ix.root(*ra)};
+        for (uint32_t at = cur; at != c;) {
+          const Step& s = parent.at(at);
+          Ref r;
+          r.from = s.from;
+          r.target = s.child;
+          r.kind = RefFrom::kChunk;
+          chain.push_back(r);
+          at = s.child;
+        }
+        return chain;
+      }
+      const auto& io = ix.in_off();
+      const auto& srcs = ix.in_src();
+      for (uint32_t i = io[cur]; i < io[cur + 1]; ++i) {
+        const uint32_t s32 = srcs[i];
+        if (parent.count(s32)) continue;
+        auto words = ix.words_into(mem_, s32, cur);
+        if (words.empty()) continue;
+        parent.emplace(s32, Step{s32, words.front(), cur});
+        next.push_back(s32);
+      }
+    }
+    level = std::move(next);
+  }
+  return {};
+}
+
+}  // namespace lr

@@ -1,0 +1,124 @@
+// Layer 4c: who points where, for a whole process core, built once. One pass
+// over every readable word of the process's live memory — in-use heap
+// chunks, module data and .bss, each thread's stack from its stack pointer
+// up, each thread's TLS, its registers, and other writable mappings —
+// records each word that points into an in-use heap chunk (its start or
+// anywhere inside it; low tag bits are ignored), as a compact index used by
+// every question: who points at this chunk (refs), which chunks nothing
+// live reaches (leaks), how many references an object really has
+// (reconcile, correlate).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "corelib/base/result.hpp"
+#include "corelib/blocks/heap.hpp"
+#include "corelib/debuginfo/modules.hpp"
+#include "corelib/dump/elfcore.hpp"
+
+namespace lr {
+
+// Where a referring word lies.
+enum class RefFrom : uint8_t {
+  kChunk,     // inside an in-use heap chunk
+  kGlobal,    // a module's writable data or .bss
+  kStack,     // a thread's stack, at or above its stack pointer
+  kTls,       // a thread's static TLS and thread control block
+  kRegister,  // a thread's general register (the address is its index)
+  kMapping,   // another writable mapping (not heap, module, stack or TLS)
+};
+const char* ref_from_name(RefFrom k);
+// Whether references from `k` keep a chunk alive by themselves.
+inline bool is_root(RefFrom k) {
+  return k != RefFrom::kChunk;
+}
+
+struct Ref {
+  uint64_t from = 0;    // the word's address (kRegister: the register's index)
+  uint64_t value = 0;   // the word (a pointer into the target, maybe tagged)
+  uint32_t target = 0;  // index into HeapWalk::in_use
+  RefFrom kind = RefFrom::kChunk;
+  int tid = 0;  // kStack, kTls, kRegister: the thread
+};
+
+// A memory range the pass scanned as roots (every range but heap chunks).
+struct RootRange {
+  uint64_t start = 0, end = 0;
+  RefFrom kind = RefFrom::kGlobal;
+  int tid = 0;
+  std::string what;  // module name, "thread 123 stack", ...
+};
+
+struct RefIndexOptions {
+  // Chunks whose contents are not live (pool free lists): not scanned.
+  std::vector<uint64_t> skip_chunks;
+  std::atomic<uint64_t>* progress = nullptr;  // bytes scanned, a MiB at a time
+  const std::atomic<bool>* interrupted = nullptr;
+};
+
+struct RefIndexStats {
+  uint64_t bytes_scanned = 0, words = 0, refs = 0, roots = 0;
+  uint64_t roots_by_kind[6] = {};  // root references by RefFrom (kChunk's slot stays 0)
+  uint64_t self_refs = 0;          // words of a chunk pointing into the same chunk (not recorded)
+  uint64_t build_ns = 0;
+  uint64_t index_bytes = 0;  // the references (4 bytes each from chunks, 16 from roots)
+  uint64_t table_bytes = 0;  // per chunk and per 256 heap bytes: lookup tables
+};
+
+class RefIndex {
+ public:
+  // Scans `core` once. The index borrows `heap` (its chunk order is the
+  // target numbering): keep it alive and unchanged while the index is used.
+  // kInterrupted when `o.interrupted` was set.
+  static Result<std::unique_ptr<RefIndex>> build(const CoreFile& core, const ModuleSet& mods,
+                                                 const HeapWalk& heap,
+                                                 const RefIndexOptions& o = {});
+  ~RefIndex();
+
+  const HeapWalk& heap() const { return heap_; }
+  size_t chunks() const { return heap_.in_use.size(); }
+  // The chunk holding `addr` ([user, user + usable)); SIZE_MAX when none.
+  size_t chunk_at(uint64_t addr) const;
+
+  // The references into chunk `c`, roots first, then by referring address.
+  std::vector<Ref> refs_to(size_t c) const;
+  // The references whose word points into the object [addr, addr + size)
+  // (an object inside a heap block: a block of its own, or one of a pool's),
+  // from outside it; each Ref's value is the word. kNotFound when `addr` is
+  // in no in-use heap block (the index holds references to heap blocks).
+  Result<std::vector<Ref>> refs_into(uint64_t addr, uint64_t size) const;
+  // How many references chunk `c` has (from other chunks and from roots).
+  uint32_t ref_count(size_t c) const;
+  // The chunks chunk `c` points into (its outgoing references), in order.
+  std::vector<uint32_t> points_to(size_t c) const;
+
+  // Per chunk: kReached when a chain of references from a root reaches it,
+  // kReferenced when anything (a root or a chunk) points into it.
+  static constexpr uint8_t kReached = 1, kReferenced = 2;
+  std::vector<uint8_t> reachable() const;
+  // One shortest chain of references from a root to chunk `c` (the root's
+  // reference first, the one into `c` last); empty when unreachable or when
+  // longer than `max_depth` steps.
+  std::vector<Ref> anchor_chain(size_t c, size_t max_depth) const;
+
+  const std::vector<RootRange>& root_ranges() const { return roots_; }
+  const RefIndexStats& stats() const { return stats_; }
+  const std::vector<std::string>& warnings() const { return warnings_; }
+
+  struct Impl;
+
+ private:
+  RefIndex(const HeapWalk& heap, const Memory& mem);
+  const HeapWalk& heap_;
+  const Memory& mem_;
+  std::unique_ptr<Impl> impl_;
+  std::vector<RootRange> roots_;
+  RefIndexStats stats_;
+  std::vector<std::string> warnings_;
+};
+
+}  // namespace lr

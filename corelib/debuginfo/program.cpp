@@ -1,0 +1,79 @@
+#include "corelib/debuginfo/program.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "corelib/base/fileio.hpp"
+
+namespace lr {
+
+bool parse_u64(const std::string& s, uint64_t* out) {
+  if (s.empty() || s.size() > 20) return false;
+  int base = 10;
+  const char* p = s.c_str();
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+    base = 16;
+    p += 2;
+  }
+  for (const char* q = p; *q; ++q)
+    if (!(base == 16 ? std::isxdigit(static_cast<unsigned char>(*q))
+                     : std::isdigit(static_cast<unsigned char>(*q))))
+      return false;
+  if (!*p) return false;
+  errno = 0;
+  char* end = nullptr;
+  unsigned long long v = std::strtoull(p, &end, base);
+  if (errno || *end) return false;
+  *out = v;
+  return true;
+}
+
+Result<std::unique_ptr<Program>> Program::open_core(const std::string& core_path,
+                                                    const ProgramOptions& opts) {
+  std::unique_ptr<Program> p(new Program());
+  if (!opts.exe.empty()) {
+    // An executable the user names must be one: a typo or a wrong file
+    // would otherwise only be a warning, and every lookup would then fail.
+    LR_ASSIGN(int fd, open_input(opts.exe, "executable"));
+    char magic[4] = {};
+    bool elf = ::pread(fd, magic, 4, 0) == 4 && std::memcmp(magic, "\177ELF", 4) == 0;
+    ::close(fd);
+    if (!elf) return make_error(Errc::kBadFormat, opts.exe + ": executable is not an ELF file");
+  }
+  CoreOptions co;
+  co.sysroot = opts.sysroot;
+  co.exe_path = opts.exe;
+  LR_ASSIGN(p->core_, CoreFile::open(core_path, co));
+  p->mem_ = p->core_.get();
+  DebugOptions dopt;
+  dopt.sysroot = opts.sysroot;
+  dopt.debug_dirs = opts.debug_dirs;
+  p->mods_ = ModuleSet::from_core(*p->core_, dopt);
+  if (!p->mods_->exe() && !opts.exe.empty()) {
+    // No NT_FILE (truncated notes): place --exe using AT_PHDR if we have it.
+    p->mods_->add(opts.exe, opts.exe, 0, 0, 0, "", true);
+  }
+  p->types_ = std::make_unique<TypeRegistry>(p->mods_.get());
+  return p;
+}
+
+Program::Program(const Memory* mem, std::unique_ptr<ModuleSet> mods)
+    : mem_(mem), mods_(std::move(mods)), types_(std::make_unique<TypeRegistry>(mods_.get())) {}
+
+std::vector<std::string> Program::warnings() const {
+  std::vector<std::string> w;
+  if (core_) w = core_->warnings();
+  for (const auto& s : mods_->warnings()) w.push_back(s);
+  return w;
+}
+
+Result<uint64_t> Program::resolve_address(const std::string& spec) const {
+  LR_ASSIGN(Variable v, resolve(spec));
+  return v.addr;
+}
+
+}  // namespace lr

@@ -1,0 +1,69 @@
+// The engine facade: a core (memory), its modules (symbols, debuginfo) and
+// their types, opened together with one set of options. Front ends (CLI,
+// tests, the crash extension via its own Memory) build on this.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "corelib/base/result.hpp"
+#include "corelib/debuginfo/modules.hpp"
+#include "corelib/debuginfo/types.hpp"
+#include "corelib/dump/elfcore.hpp"
+
+namespace lr {
+
+struct ProgramOptions {
+  std::string exe;                      // --exe
+  std::string sysroot;                  // --sysroot
+  std::vector<std::string> debug_dirs;  // --debug-dir
+};
+
+class Program {
+ public:
+  static Result<std::unique_ptr<Program>> open_core(const std::string& core_path,
+                                                    const ProgramOptions& opts);
+  // For front ends with their own memory (crash): the caller owns `mem`.
+  Program(const Memory* mem, std::unique_ptr<ModuleSet> mods);
+
+  const Memory& mem() const { return *mem_; }
+  CoreFile* core() const { return core_.get(); }
+  ModuleSet& modules() const { return *mods_; }
+  TypeRegistry& types() const { return *types_; }
+  // Where resolve() looks for a name that no module's symbol table has (the
+  // crash extension asks crash, which also knows kernel modules' symbols).
+  // Returns false when the host does not know the name either.
+  using SymbolFallback = bool (*)(void* ctx, const char* name, uint64_t* addr);
+  void set_symbol_fallback(SymbolFallback fn, void* ctx) {
+    fallback_ = fn;
+    fallback_ctx_ = ctx;
+  }
+  // Warnings from every layer, in order (core, modules).
+  std::vector<std::string> warnings() const;
+
+  // Parses a place as gdb/crash/drgn users write it (head_expr.cpp): "0x1234",
+  // "SYMBOL", "SYMBOL@module", "&SYMBOL", "*SYMBOL" (what the pointer at the
+  // symbol points to), "SYMBOL[3]", "a.b", "a->b", "*(struct T *)ADDR",
+  // "X+0x10". kNotFound names the symbol; kInvalidArgument a bad expression.
+  Result<uint64_t> resolve_address(const std::string& spec) const;
+  // The same, with the DWARF type of what the address holds when known (a
+  // symbol's type, a member's, the pointee for "*SYMBOL", a cast's); null for
+  // plain addresses and "+offset" forms.
+  Result<Variable> resolve(const std::string& spec) const;
+
+ private:
+  Program() = default;
+  std::unique_ptr<CoreFile> core_;
+  const Memory* mem_ = nullptr;
+  std::unique_ptr<ModuleSet> mods_;
+  std::unique_ptr<TypeRegistry> types_;
+  SymbolFallback fallback_ = nullptr;
+  void* fallback_ctx_ = nullptr;
+};
+
+// Parses a number with optional 0x prefix; false if it is not one.
+bool parse_u64(const std::string& s, uint64_t* out);
+
+}  // namespace lr

@@ -1,0 +1,190 @@
+// Layer 3: C type layouts from DWARF (libdw). Every type is converted once
+// and cached; member paths resolve to a FieldLoc (offset, bits, type) that
+// walkers apply to raw object bytes without further lookups.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "corelib/base/result.hpp"
+
+typedef struct Dwarf Dwarf;
+
+namespace lr {
+
+class Module;
+class ModuleSet;
+
+enum class TypeKind {
+  kVoid,
+  kInt,
+  kBool,
+  kFloat,
+  kPointer,
+  kStruct,
+  kUnion,
+  kEnum,
+  kArray,
+  kFunction,
+  kTypedef
+};
+
+struct Type;
+class TypeRegistry;
+
+struct Member {
+  std::string name;         // "" for an anonymous struct/union member
+  uint64_t offset = 0;      // bytes from the start of the enclosing type
+  uint16_t bit_offset = 0;  // bitfields: bits from `offset` (little-endian numbering)
+  uint16_t bit_size = 0;    // 0 = not a bitfield
+  const Type* type = nullptr;
+};
+
+struct Enumerator {
+  std::string name;
+  int64_t value = 0;
+};
+
+struct Type {
+  TypeKind kind = TypeKind::kVoid;
+  std::string name;  // bare name: "node", "int", "atomic_t"; "" if anonymous
+  uint64_t size = 0;
+  bool is_signed = false;        // integers, enums (underlying), char
+  bool is_char = false;          // char-like integer (arrays of it print as strings)
+  bool complete = true;          // false for a struct only ever declared
+  const Type* target = nullptr;  // pointer/typedef target, array element
+  uint64_t count = 0;            // arrays; 0 with `flexible`
+  bool flexible = false;
+  std::vector<Member> members;
+  std::vector<Enumerator> enumerators;
+  // A declaration (`struct foo;`) whose definition is looked up when it is
+  // first used (strip()), not when a pointer to it is converted: following
+  // every pointer eagerly reaches structs defined only in far compile units
+  // (or nowhere), which makes the name index scan the whole module.
+  mutable TypeRegistry* registry = nullptr;  // set while unresolved
+  mutable const Type* definition = nullptr;  // once resolved (itself if none)
+  Module* decl_module = nullptr;
+  uint64_t decl_off = 0;
+
+  std::string display() const;  // "struct node", "struct node *", "int [4]"
+  // Typedefs resolved, and a declaration replaced by its definition;
+  // nullptr-safe.
+  const Type* strip() const;
+  bool is_integer_like() const;  // int, bool, enum, pointer (after strip)
+  bool is_aggregate() const;     // struct or union (after strip)
+};
+
+// Path into an object: "a.b", "arr[3]", "a->b" (deref), anonymous members
+// transparent.
+struct PathStep {
+  enum class Op { kMember, kIndex, kDeref } op = Op::kMember;
+  std::string name;
+  int64_t index = 0;
+};
+// Parses a member path; kInvalidArgument with a message pointing at the
+// offending character. Never reads memory.
+Result<std::vector<PathStep>> parse_member_path(std::string_view path);
+
+struct FieldLoc {
+  uint64_t offset = 0;
+  uint16_t bit_offset = 0;
+  uint16_t bit_size = 0;
+  const Type* type = nullptr;
+};
+
+// The member path of the field holding byte `off` of `t`, as C writes it
+// after an object: ".link.next", "[30]", ".slots[2].ptr" (anonymous
+// members transparent; a char array is a leaf). "" when `off` is outside
+// `t` or `t` is not an aggregate or array.
+std::string member_path_at(const Type* t, uint64_t off, int depth = 0);
+
+// Bytes a field occupies from loc.offset (bitfields: the bytes its bits span).
+uint64_t field_bytes(const FieldLoc& loc);
+
+// Resolves member/index steps within `t` (no "->"). kNotFound names the
+// member and the type that lacks it; kBadFormat when the field lies outside
+// `t` (corrupt DWARF, or an index past a flexible array).
+Result<FieldLoc> resolve_path(const Type* t, const std::vector<PathStep>& steps);
+Result<FieldLoc> resolve_path(const Type* t, std::string_view path);
+
+// Like resolve_path, then descends through refcount wrappers to the integer
+// inside: atomic_t.counter, refcount_t.refs, kref.refcount, lockref.count,
+// gf_atomic_t.value, or a struct's only member.
+Result<FieldLoc> resolve_refcount(const Type* t, std::string_view path);
+// The same descent from an already resolved field `loc` of `t` (`path` only
+// names it in messages). kInvalidArgument when no integer can be chosen.
+Result<FieldLoc> descend_refcount(const Type* t, FieldLoc loc, std::string_view path);
+
+// Finds a member by name in t, looking through anonymous members; returns its
+// accumulated offset. nullptr if absent.
+// The names of t's members, those of anonymous members included (for "did
+// you mean" messages).
+std::vector<std::string> member_names(const Type* t);
+const Member* find_member(const Type* t, std::string_view name, uint64_t* offset);
+
+struct Variable {
+  std::string name;
+  uint64_t addr = 0;
+  const Type* type = nullptr;
+  Module* module = nullptr;
+};
+
+class TypeRegistry {
+ public:
+  // Types are looked up in the modules' DWARF in module order (executable
+  // first). The registry borrows `mods`.
+  explicit TypeRegistry(ModuleSet* mods);
+  ~TypeRegistry();
+
+  // "struct node", "union u", "enum e", "node_t", "unsigned int", with any
+  // number of trailing '*'. kNotFound says which modules had DWARF to search.
+  Result<const Type*> find(std::string_view name);
+  // A global variable: address from the symbol table, type from DWARF.
+  Result<Variable> find_variable(std::string_view name);
+  // Canonical built-in integer/pointer types for callers without DWARF.
+  const Type* builtin_u64();
+  const Type* void_ptr();
+  // The definition of declaration `t` (t itself when no module defines it).
+  const Type* resolve_declaration(const Type* t);
+  // Appended to find()'s kNotFound message: where else such types may come
+  // from (the kernel: "a module's types come from its .ko").
+  void set_not_found_hint(std::string hint) { not_found_hint_ = std::move(hint); }
+
+  struct Index;
+
+ private:
+  std::string not_found_hint_;
+  Index* index_for(Module* m);
+  const Type* convert(Module* m, Dwarf* dw, uint64_t die_off);
+  // One DIE to a Type (cached by module and offset); nullptr when the
+  // offset is not a DIE or nesting is too deep.
+  const Type* convert_one(Module* m, Dwarf* dw, uint64_t die_off);
+  friend struct DieReader;  // convert_one's per-tag steps (types.cpp)
+  void drain_pending();
+  const Type* complete_struct(const Type* t, Module* m, uint64_t die_off, TypeKind kind);
+  Type* fresh();
+
+  ModuleSet* mods_;
+  std::deque<Type> types_;
+  std::map<std::pair<Module*, uint64_t>, const Type*> cache_;
+  std::map<Module*, std::unique_ptr<Index>> indexes_;
+  std::map<const Type*, const Type*> pointer_cache_;  // T -> T *
+  struct Pending {
+    Type* type;  // a pointer whose target is still to convert
+    Module* m;
+    Dwarf* dw;
+    uint64_t off;
+  };
+  std::vector<Pending> pending_;
+  bool draining_ = false;
+  const Type* u64_ = nullptr;
+  const Type* voidp_ = nullptr;
+};
+
+}  // namespace lr

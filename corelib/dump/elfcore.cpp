@@ -1,0 +1,710 @@
+#include "corelib/dump/elfcore.hpp"
+#include "corelib/base/fileio.hpp"
+
+#include <elf.h>
+#include <elfutils/libdwelf.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <sys/mman.h>
+#include <sys/procfs.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <map>
+
+namespace lr {
+
+namespace {
+
+constexpr uint64_t kPage = 4096;
+
+struct Fd {
+  int fd = -1;
+  explicit Fd(int f) : fd(f) {}
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+bool ranges_overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) {
+  return a0 < b1 && b0 < a1;
+}
+
+}  // namespace
+
+Result<std::pair<void*, size_t>> map_file(const std::string& path, const char* what) {
+  LR_ASSIGN(int raw, open_input(path, what));
+  Fd fd(raw);
+  struct stat st {};
+  if (fstat(fd.fd, &st) != 0)
+    return make_error(Errc::kIo, fmt::format("{}: {}", path, strerror(errno)));
+  if (st.st_size == 0) return make_error(Errc::kBadFormat, fmt::format("{}: empty file", path));
+  void* m = mmap(nullptr, st.st_size, PROT_READ, MAP_PRIVATE, fd.fd, 0);
+  if (m == MAP_FAILED)
+    return make_error(Errc::kIo, fmt::format("{}: cannot map {}: {}", path, what, strerror(errno)));
+  return std::make_pair(m, static_cast<size_t>(st.st_size));
+}
+
+std::string hex_bytes(const uint8_t* p, size_t n) {
+  static const char* d = "0123456789abcdef";
+  std::string s;
+  s.reserve(n * 2);
+  for (size_t i = 0; i < n; ++i) {
+    s.push_back(d[p[i] >> 4]);
+    s.push_back(d[p[i] & 15]);
+  }
+  return s;
+}
+
+const char* mapped_status_name(MappedFileInfo::Status s) {
+  switch (s) {
+    case MappedFileInfo::Status::kVerified:
+      return "verified";
+    case MappedFileInfo::Status::kMismatch:
+      return "build-id mismatch";
+    case MappedFileInfo::Status::kNoFile:
+      return "file not found";
+    case MappedFileInfo::Status::kUnverifiable:
+      return "unverifiable";
+    case MappedFileInfo::Status::kNotElf:
+      return "not ELF";
+  }
+  return "?";
+}
+
+CoreFile::~CoreFile() {
+  for (auto& m : mappings_) munmap(m.addr, m.len);
+}
+
+Result<std::unique_ptr<CoreFile>> CoreFile::open(const std::string& path, const CoreOptions& opts) {
+  std::unique_ptr<CoreFile> c(new CoreFile());
+  c->path_ = path;
+  LR_ASSIGN(auto m, map_file(path, "core"));
+  c->mappings_.push_back({m.first, m.second});
+  c->base_ = static_cast<const uint8_t*>(m.first);
+  c->size_ = m.second;
+  LR_TRY(c->parse(&opts));
+  return c;
+}
+
+Result<std::unique_ptr<CoreFile>> CoreFile::open_memory(const uint8_t* data, size_t size,
+                                                        const std::string& name) {
+  std::unique_ptr<CoreFile> c(new CoreFile());
+  c->path_ = name;
+  c->base_ = data;
+  c->size_ = size;
+  LR_TRY(c->parse(nullptr));
+  return c;
+}
+
+bool is_kdump_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st;
+  char magic[8] = {};
+  bool got = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+             ::pread(fd, magic, sizeof magic, 0) == sizeof magic;
+  ::close(fd);
+  return got && std::memcmp(magic, "KDUMP   ", 8) == 0;
+}
+
+bool is_kernel_dump(int fd, uint64_t size) {
+  unsigned char eh[64];
+  if (::pread(fd, eh, sizeof eh, 0) != sizeof eh) return false;
+  if (std::memcmp(eh, "KDUMP   ", 8) == 0 || std::memcmp(eh, "makedumpfile", 12) == 0) return true;
+  if (std::memcmp(eh, ELFMAG, SELFMAG) != 0 || eh[EI_CLASS] != ELFCLASS64) return false;
+  uint64_t phoff, shoff;
+  uint16_t phentsize, phnum;
+  std::memcpy(&phoff, eh + 32, 8);
+  std::memcpy(&shoff, eh + 40, 8);
+  std::memcpy(&phentsize, eh + 54, 2);
+  std::memcpy(&phnum, eh + 56, 2);
+  if (phentsize != sizeof(Elf64_Phdr) || phoff > size) return false;
+  uint64_t count = phnum;
+  if (phnum == PN_XNUM) {  // the count is section 0's sh_info
+    Elf64_Shdr sh;
+    if (shoff > size || ::pread(fd, &sh, sizeof sh, static_cast<off_t>(shoff)) != sizeof sh)
+      return false;
+    count = sh.sh_info;
+  }
+  count = std::min<uint64_t>(count, (size - phoff) / sizeof(Elf64_Phdr));
+  for (uint64_t i = 0; i < count; ++i) {
+    Elf64_Phdr ph;
+    if (::pread(fd, &ph, sizeof ph, static_cast<off_t>(phoff + sizeof ph * i)) != sizeof ph) break;
+    // Kernel space, but not the vsyscall page every x86-64 user core maps.
+    if (ph.p_type == PT_LOAD && ph.p_vaddr >= 0xffff800000000000ull &&
+        ph.p_vaddr < 0xffffffffff600000ull)
+      return true;
+    if (ph.p_type == PT_NOTE && ph.p_offset < size && ph.p_filesz <= (1u << 20)) {
+      std::string note(std::min<uint64_t>(ph.p_filesz, size - ph.p_offset), '\0');
+      if (::pread(fd, note.data(), note.size(), static_cast<off_t>(ph.p_offset)) > 0 &&
+          note.find("VMCOREINFO") != std::string::npos)
+        return true;
+    }
+  }
+  return false;
+}
+
+Result<void> CoreFile::parse(const CoreOptions* opts) {
+  if (size_ < sizeof(Elf64_Ehdr))
+    return make_error(Errc::kBadFormat,
+                      fmt::format("{}: not an ELF core (only {} bytes)", path_, size_));
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, base_, sizeof eh);
+  if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0)
+    return make_error(Errc::kBadFormat, fmt::format("{}: not an ELF file (bad magic)", path_));
+  if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB)
+    return make_error(Errc::kUnsupported,
+                      fmt::format("{}: only 64-bit little-endian cores are supported", path_));
+  if (eh.e_type != ET_CORE) {
+    const char* t = eh.e_type == ET_EXEC  ? "an executable"
+                    : eh.e_type == ET_DYN ? "a shared object or PIE executable"
+                    : eh.e_type == ET_REL ? "a relocatable object"
+                                          : "not a core";
+    return make_error(
+        Errc::kBadFormat,
+        fmt::format("{}: ELF file is {}, not a core dump (e_type={})", path_, t, eh.e_type));
+  }
+  if (eh.e_machine != EM_X86_64)
+    return make_error(
+        Errc::kUnsupported,
+        fmt::format("{}: core is for machine {}, only x86_64 is supported", path_, eh.e_machine));
+  if (eh.e_phentsize != sizeof(Elf64_Phdr))
+    return make_error(Errc::kBadFormat, fmt::format("{}: corrupt ELF header (e_phentsize={})",
+                                                    path_, eh.e_phentsize));
+
+  elf_version(EV_CURRENT);
+  // Native byte order was checked above, so libelf never converts in place
+  // (the image is mapped read-only).
+  Elf* elf = elf_memory(const_cast<char*>(reinterpret_cast<const char*>(base_)), size_);
+  if (!elf) return make_error(Errc::kBadFormat, fmt::format("{}: {}", path_, elf_errmsg(-1)));
+  struct ElfGuard {
+    Elf* e;
+    ~ElfGuard() { elf_end(e); }
+  } guard{elf};
+
+  size_t phnum = 0;
+  if (elf_getphdrnum(elf, &phnum) != 0)
+    return make_error(Errc::kBadFormat,
+                      fmt::format("{}: cannot read program headers: {}", path_, elf_errmsg(-1)));
+  // libelf reports 0 headers when the table lies outside the file; check the
+  // raw count too so that case is an error rather than an empty core.
+  if (eh.e_phnum != PN_XNUM && phnum < eh.e_phnum) phnum = eh.e_phnum;
+  if (phnum == 0)
+    return make_error(Errc::kBadFormat, fmt::format("{}: core has no program headers", path_));
+  if (eh.e_phoff > size_ || phnum > (size_ - eh.e_phoff) / sizeof(Elf64_Phdr))
+    return make_error(Errc::kBadFormat,
+                      fmt::format("{}: program header table (offset {}, {} entries) lies beyond "
+                                  "the end of the file: truncated or corrupt",
+                                  path_, eh.e_phoff, phnum));
+
+  std::vector<Seg> core, missing;
+  whys_.push_back("not saved in core (p_filesz < p_memsz)");     // 0
+  whys_.push_back("beyond the end of the truncated core file");  // 1
+  for (size_t i = 0; i < phnum; ++i) {
+    GElf_Phdr ph;
+    if (!gelf_getphdr(elf, static_cast<int>(i), &ph)) {
+      warnings_.push_back(fmt::format("program header {} unreadable: {}", i, elf_errmsg(-1)));
+      continue;
+    }
+    if (ph.p_type == PT_NOTE) {
+      if (ph.p_offset >= size_ || ph.p_filesz > size_ - ph.p_offset) {
+        truncated_ = true;
+        warnings_.push_back(fmt::format(
+            "note segment (offset {:#x}, {} bytes) extends past the end of the file: threads and "
+            "mapped files may be missing",
+            ph.p_offset, ph.p_filesz));
+        if (ph.p_offset < size_) parse_notes(base_ + ph.p_offset, size_ - ph.p_offset);
+      } else {
+        parse_notes(base_ + ph.p_offset, ph.p_filesz);
+      }
+      continue;
+    }
+    if (ph.p_type != PT_LOAD || ph.p_memsz == 0) continue;
+    uint64_t va = ph.p_vaddr;
+    if (va + ph.p_memsz < va) {
+      warnings_.push_back(
+          fmt::format("segment {} at {:#x}: size {:#x} wraps the address space; "
+                      "ignored (corrupt program header)",
+                      i, va, ph.p_memsz));
+      continue;
+    }
+    uint64_t filesz = ph.p_filesz;
+    if (filesz > ph.p_memsz) {
+      warnings_.push_back(
+          fmt::format("segment {} at {:#x}: p_filesz > p_memsz; using p_memsz", i, va));
+      filesz = ph.p_memsz;
+    }
+    uint64_t avail = 0;
+    if (ph.p_offset < size_) avail = std::min<uint64_t>(filesz, size_ - ph.p_offset);
+    const bool w = ph.p_flags & PF_W;
+    if (avail < filesz) {
+      truncated_ = true;
+      missing.push_back({va + avail, va + filesz, SegmentInfo::Kind::kMissing, nullptr, 1, w});
+    }
+    if (avail)
+      core.push_back({va, va + avail, SegmentInfo::Kind::kCore, base_ + ph.p_offset, -1, w});
+    if (filesz < ph.p_memsz)
+      missing.push_back({va + filesz, va + ph.p_memsz, SegmentInfo::Kind::kMissing, nullptr, 0, w});
+  }
+  if (truncated_)
+    warnings_.push_back(
+        fmt::format("core file is truncated ({} bytes): some memory is missing", size_));
+
+  // Core segments must not overlap; a corrupt header can make them. Keep the
+  // first one for any address and say so.
+  std::sort(core.begin(), core.end(), [](const Seg& a, const Seg& b) { return a.start < b.start; });
+  std::vector<Seg> clean;
+  for (auto& s : core) {
+    if (!clean.empty() && s.start < clean.back().end) {
+      warnings_.push_back(
+          fmt::format("segments overlap at {:#x}: corrupt program header", s.start));
+      if (s.end <= clean.back().end) continue;
+      s.data += clean.back().end - s.start;
+      s.start = clean.back().end;
+    }
+    clean.push_back(s);
+  }
+  core_segs_ = clean;
+  std::sort(missing.begin(), missing.end(),
+            [](const Seg& a, const Seg& b) { return a.start < b.start; });
+  raw_missing_ = missing;
+  build_segments(clean, missing, {});
+  if (opts && opts->fill_from_files) fill_from_files(*opts);
+  return {};
+}
+
+void CoreFile::parse_notes(const uint8_t* p, size_t n) {
+  size_t off = 0;
+  auto align4 = [](size_t v) { return (v + 3) & ~size_t{3}; };
+  while (off + sizeof(Elf64_Nhdr) <= n) {
+    Elf64_Nhdr nh;
+    std::memcpy(&nh, p + off, sizeof nh);
+    size_t name_off = off + sizeof nh;
+    if (nh.n_namesz > n || nh.n_descsz > n) break;
+    size_t desc_off = name_off + align4(nh.n_namesz);
+    if (desc_off > n || nh.n_descsz > n - desc_off) {
+      warnings_.push_back("note segment ends inside a note: truncated or corrupt");
+      break;
+    }
+    std::string name(
+        reinterpret_cast<const char*>(p + name_off),
+        nh.n_namesz ? strnlen(reinterpret_cast<const char*>(p + name_off), nh.n_namesz) : 0);
+    const uint8_t* d = p + desc_off;
+    size_t dn = nh.n_descsz;
+    if (name == "CORE" && nh.n_type == NT_PRSTATUS) {
+      if (dn >= sizeof(struct elf_prstatus)) {
+        struct elf_prstatus ps;
+        std::memcpy(&ps, d, sizeof ps);
+        ThreadInfo t;
+        t.tid = ps.pr_pid;
+        t.signo = ps.pr_cursig;
+        static_assert(sizeof(ps.pr_reg) == sizeof(t.regs));
+        std::memcpy(t.regs, &ps.pr_reg, sizeof t.regs);
+        if (threads_.empty()) pid_ = ps.pr_pid;
+        threads_.push_back(t);
+      } else {
+        warnings_.push_back(fmt::format("NT_PRSTATUS note too small ({} bytes)", dn));
+      }
+    } else if (name == "CORE" && nh.n_type == NT_PRPSINFO && dn >= sizeof(struct elf_prpsinfo)) {
+      struct elf_prpsinfo pi;
+      std::memcpy(&pi, d, sizeof pi);
+      fname_.assign(pi.pr_fname, strnlen(pi.pr_fname, sizeof pi.pr_fname));
+      psargs_.assign(pi.pr_psargs, strnlen(pi.pr_psargs, sizeof pi.pr_psargs));
+      while (!psargs_.empty() && psargs_.back() == ' ') psargs_.pop_back();
+      if (!pid_) pid_ = pi.pr_pid;
+    } else if (name == "CORE" && nh.n_type == NT_AUXV) {
+      for (size_t i = 0; i + 16 <= dn; i += 16) {
+        uint64_t k, v;
+        std::memcpy(&k, d + i, 8);
+        std::memcpy(&v, d + i + 8, 8);
+        if (k == AT_NULL) break;
+        auxv_.emplace_back(k, v);
+      }
+    } else if (name == "CORE" && nh.n_type == NT_FILE && dn >= 16) {
+      uint64_t count, page;
+      std::memcpy(&count, d, 8);
+      std::memcpy(&page, d + 8, 8);
+      if (count > (dn - 16) / 24) {
+        warnings_.push_back(
+            fmt::format("NT_FILE note claims {} entries but holds fewer: corrupt", count));
+        count = (dn - 16) / 24;
+      }
+      if (page == 0 || page > (1u << 30)) page = kPage;
+      size_t s = 16 + count * 24;
+      std::vector<MappedRange> rs;
+      for (uint64_t i = 0; i < count; ++i) {
+        MappedRange r;
+        uint64_t pgoff;
+        std::memcpy(&r.start, d + 16 + i * 24, 8);
+        std::memcpy(&r.end, d + 16 + i * 24 + 8, 8);
+        std::memcpy(&pgoff, d + 16 + i * 24 + 16, 8);
+        r.file_offset = pgoff * page;
+        if (s >= dn) {
+          warnings_.push_back("NT_FILE note: file names missing (truncated note)");
+          break;
+        }
+        size_t len = strnlen(reinterpret_cast<const char*>(d + s), dn - s);
+        r.path.assign(reinterpret_cast<const char*>(d + s), len);
+        s += len + 1;
+        static const std::string kDeleted = " (deleted)";
+        if (r.path.size() > kDeleted.size() &&
+            r.path.compare(r.path.size() - kDeleted.size(), kDeleted.size(), kDeleted) == 0)
+          r.path.resize(r.path.size() - kDeleted.size());
+        if (r.end <= r.start) continue;
+        rs.push_back(std::move(r));
+      }
+      std::stable_sort(rs.begin(), rs.end(), [](const MappedRange& a, const MappedRange& b) {
+        return a.start < b.start;
+      });
+      ranges_ = std::move(rs);
+    } else if (name == "VMCOREINFO") {
+      has_vmcoreinfo_ = true;
+      vmcoreinfo_.assign(reinterpret_cast<const char*>(d),
+                         strnlen(reinterpret_cast<const char*>(d), dn));
+    }
+    off = desc_off + align4(nh.n_descsz);
+  }
+}
+
+namespace {
+// Parts of sorted, disjoint `a` not covered by sorted, disjoint `b`.
+template <class S>
+std::vector<S> subtract(const std::vector<S>& a, const std::vector<S>& b) {
+  std::vector<S> out;
+  size_t j = 0;
+  for (S s : a) {
+    while (j < b.size() && b[j].end <= s.start) ++j;
+    size_t k = j;
+    while (s.start < s.end) {
+      if (k >= b.size() || b[k].start >= s.end) {
+        out.push_back(s);
+        break;
+      }
+      if (b[k].start > s.start) {
+        S part = s;
+        part.end = b[k].start;
+        out.push_back(part);
+      }
+      uint64_t ns = std::max(s.start, b[k].end);
+      if (s.data) s.data += ns - s.start;
+      s.start = ns;
+      ++k;
+    }
+  }
+  return out;
+}
+}  // namespace
+
+void CoreFile::build_segments(std::vector<Seg> core, std::vector<Seg> missing,
+                              std::vector<Seg> file) {
+  auto by_start = [](const Seg& a, const Seg& b) { return a.start < b.start; };
+  std::sort(file.begin(), file.end(), by_start);
+  std::vector<Seg> all = core;
+  auto f = subtract(file, core);
+  all.insert(all.end(), f.begin(), f.end());
+  std::sort(all.begin(), all.end(), by_start);
+  // Missing ranges may overlap each other; merge before subtracting.
+  std::vector<Seg> m;
+  for (auto& s : missing) {
+    if (!m.empty() && s.start < m.back().end) {
+      m.back().end = std::max(m.back().end, s.end);
+      continue;
+    }
+    m.push_back(s);
+  }
+  auto mm = subtract(m, all);
+  all.insert(all.end(), mm.begin(), mm.end());
+  std::sort(all.begin(), all.end(), by_start);
+  segs_ = std::move(all);
+  last_ = nullptr;
+}
+
+const CoreFile::Seg* CoreFile::find(uint64_t addr) const {
+  if (last_ && addr >= last_->start && addr < last_->end) return last_;
+  auto it = std::upper_bound(segs_.begin(), segs_.end(), addr,
+                             [](uint64_t a, const Seg& s) { return a < s.start; });
+  if (it == segs_.begin()) return nullptr;
+  --it;
+  if (addr >= it->end) return nullptr;
+  last_ = &*it;
+  return last_;
+}
+
+const uint8_t* CoreFile::span(uint64_t addr, size_t len) const {
+  const Seg* s = find(addr);
+  if (!s || !s->data || len > s->end - addr) return nullptr;
+  return s->data + (addr - s->start);
+}
+
+bool CoreFile::window(uint64_t addr, Window* w) const {
+  const Seg* s = find(addr);
+  if (!s || !s->data) return false;
+  w->start = s->start;
+  w->end = s->end;
+  w->data = s->data;
+  return true;
+}
+
+Result<void> CoreFile::read(uint64_t addr, void* buf, size_t len) const {
+  auto* out = static_cast<uint8_t*>(buf);
+  while (len) {
+    const Seg* s = find(addr);
+    if (!s || !s->data)
+      return make_error(Errc::kFault, fmt::format("address {:#x}: {}", addr, why_unreadable(addr)));
+    size_t n = std::min<uint64_t>(len, s->end - addr);
+    std::memcpy(out, s->data + (addr - s->start), n);
+    out += n;
+    addr += n;
+    len -= n;
+    if (addr == 0 && len) return make_error(Errc::kFault, "read wraps the address space");
+  }
+  return {};
+}
+
+std::string CoreFile::why_unreadable(uint64_t addr) const {
+  const Seg* s = find(addr);
+  if (s && s->data) return "";
+  if (s && s->kind == SegmentInfo::Kind::kMissing) {
+    if (s->why >= 0 && static_cast<size_t>(s->why) < whys_.size()) return whys_[s->why];
+    return "not in core";
+  }
+  if (const MappedRange* r = range_at(addr))
+    return fmt::format("not in core (file-backed page of {})", r->path);
+  return "not in core (no segment covers it)";
+}
+
+const MappedRange* CoreFile::range_at(uint64_t addr) const {
+  // ranges_ is sorted by start (parse): the last range starting at or below.
+  auto it = std::upper_bound(ranges_.begin(), ranges_.end(), addr,
+                             [](uint64_t a, const MappedRange& r) { return a < r.start; });
+  if (it == ranges_.begin()) return nullptr;
+  --it;
+  return addr < it->end ? &*it : nullptr;
+}
+
+uint64_t CoreFile::auxv_value(uint64_t type) const {
+  for (auto& [k, v] : auxv_)
+    if (k == type) return v;
+  return 0;
+}
+
+void CoreFile::fill_from_files(const CoreOptions& opts) {
+  // Which path is the executable: the file mapped at AT_ENTRY (or AT_PHDR).
+  std::string exe_proc_path;
+  for (uint64_t at : {auxv_value(AT_ENTRY), auxv_value(AT_PHDR)}) {
+    if (!at) continue;
+    if (const MappedRange* r = range_at(at)) {
+      exe_proc_path = r->path;
+      break;
+    }
+  }
+  // One entry per file. Its base is the lowest mapping of file offset 0
+  // (where the ELF header is), else its lowest mapping.
+  std::map<std::string, size_t> index;
+  std::vector<bool> has_hdr;
+  std::vector<std::vector<size_t>> file_ranges;  // indices into ranges_, per file
+  for (size_t ri = 0; ri < ranges_.size(); ++ri) {
+    const MappedRange& r = ranges_[ri];
+    auto [it, fresh] = index.emplace(r.path, files_.size());
+    if (fresh) {
+      MappedFileInfo fi;
+      fi.path = r.path;
+      fi.base = r.start;
+      files_.push_back(fi);
+      has_hdr.push_back(false);
+      file_ranges.emplace_back();
+    }
+    size_t i = it->second;
+    file_ranges[i].push_back(ri);
+    bool hdr = r.file_offset == 0;
+    if ((hdr && !has_hdr[i]) || (hdr == has_hdr[i] && r.start < files_[i].base))
+      files_[i].base = r.start;
+    has_hdr[i] = has_hdr[i] || hdr;
+  }
+
+  std::vector<Seg> file_segs;
+  std::map<std::string, bool> dir_exists;
+  for (size_t fidx = 0; fidx < files_.size(); ++fidx) {
+    MappedFileInfo& fi = files_[fidx];
+    bool is_exe = !exe_proc_path.empty() && fi.path == exe_proc_path;
+    if (is_exe && !opts.exe_path.empty())
+      fi.host_path = opts.exe_path;
+    else
+      fi.host_path = opts.sysroot.empty() ? fi.path : opts.sysroot + "/" + fi.path;
+    fi.core_build_id = build_id_from_memory(*this, fi.base);
+    // Files in a directory that is not there are not tried one by one (a
+    // core from another machine may name thousands).
+    std::string dir = fi.host_path.substr(0, fi.host_path.rfind('/') + 1);
+    auto [dit, dfresh] = dir_exists.emplace(dir, true);
+    if (dfresh && !dir.empty()) {
+      struct stat st {};
+      dit->second = ::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+    }
+    auto m = dit->second ? map_file(fi.host_path, "mapped file")
+                         : Result<std::pair<void*, size_t>>(make_error(
+                               Errc::kIo, fmt::format("{}: cannot open mapped file: directory {} "
+                                                      "does not exist",
+                                                      fi.host_path, dir)));
+    if (!m.ok()) {
+      fi.status = MappedFileInfo::Status::kNoFile;
+      fi.detail = m.error().message;
+    } else {
+      auto [addr, len] = m.value();
+      bool elf = len >= 4 && std::memcmp(addr, ELFMAG, SELFMAG) == 0;
+      if (!elf) {
+        fi.status = MappedFileInfo::Status::kNotElf;
+        fi.detail = "not an ELF file; its pages cannot be verified against the core";
+        munmap(addr, len);
+      } else {
+        auto bid = build_id_of_file(fi.host_path);
+        fi.disk_build_id = bid.ok() ? bid.value() : "";
+        if (fi.core_build_id.empty()) {
+          fi.status = MappedFileInfo::Status::kUnverifiable;
+          fi.detail = "the core does not hold this file's build-id note";
+        } else if (fi.core_build_id != fi.disk_build_id) {
+          fi.status = MappedFileInfo::Status::kMismatch;
+          fi.detail =
+              fmt::format("build-id on disk {} differs from core {}",
+                          fi.disk_build_id.empty() ? "(none)" : fi.disk_build_id, fi.core_build_id);
+        } else {
+          fi.status = MappedFileInfo::Status::kVerified;
+        }
+        if (fi.status != MappedFileInfo::Status::kVerified) {
+          munmap(addr, len);
+        } else {
+          mappings_.push_back({addr, len});
+          for (size_t ri : file_ranges[fidx]) {
+            const MappedRange& r = ranges_[ri];
+            if (r.file_offset >= len) continue;
+            uint64_t end = std::min<uint64_t>(r.end, r.start + (len - r.file_offset));
+            file_segs.push_back({r.start, end, SegmentInfo::Kind::kFile,
+                                 static_cast<const uint8_t*>(addr) + r.file_offset,
+                                 static_cast<int>(fidx)});
+          }
+        }
+      }
+    }
+    if (is_exe && !opts.exe_path.empty() && fi.status == MappedFileInfo::Status::kMismatch)
+      warnings_.push_back(
+          fmt::format("--exe {} does not match the core: {}", opts.exe_path, fi.detail));
+  }
+  // File-backed ranges we could not fill become "missing" with a reason.
+  std::vector<Seg> missing = raw_missing_;
+  for (size_t fidx = 0; fidx < files_.size(); ++fidx) {
+    const MappedFileInfo& fi = files_[fidx];
+    if (fi.status == MappedFileInfo::Status::kVerified) continue;
+    // One reason per file, shared by its ranges.
+    whys_.push_back(fmt::format("not in core; file-backed page of {} ({}: {})", fi.path,
+                                mapped_status_name(fi.status), fi.detail));
+    for (size_t ri : file_ranges[fidx])
+      missing.push_back({ranges_[ri].start, ranges_[ri].end, SegmentInfo::Kind::kMissing, nullptr,
+                         static_cast<int>(whys_.size() - 1)});
+  }
+  std::sort(missing.begin(), missing.end(),
+            [](const Seg& a, const Seg& b) { return a.start < b.start; });
+  // Sort file segments; drop overlaps (corrupt NT_FILE).
+  std::sort(file_segs.begin(), file_segs.end(),
+            [](const Seg& a, const Seg& b) { return a.start < b.start; });
+  std::vector<Seg> fclean;
+  for (auto& s : file_segs) {
+    if (!fclean.empty() && ranges_overlap(fclean.back().start, fclean.back().end, s.start, s.end))
+      continue;
+    fclean.push_back(s);
+  }
+  build_segments(core_segs_, missing, fclean);
+}
+
+std::vector<SegmentInfo> CoreFile::segments() const {
+  std::vector<SegmentInfo> out;
+  for (const auto& s : segs_) {
+    SegmentInfo si;
+    si.start = s.start;
+    si.end = s.end;
+    si.kind = s.kind;
+    si.writable = s.writable;
+    if (s.kind == SegmentInfo::Kind::kMissing && s.why >= 0 &&
+        static_cast<size_t>(s.why) < whys_.size())
+      si.why = whys_[s.why];
+    else if (s.kind == SegmentInfo::Kind::kFile && s.why >= 0)
+      si.why = files_[s.why].host_path;
+    out.push_back(std::move(si));
+  }
+  return out;
+}
+
+uint64_t CoreFile::bytes_in_core() const {
+  uint64_t n = 0;
+  for (const auto& s : segs_)
+    if (s.kind == SegmentInfo::Kind::kCore) n += s.end - s.start;
+  return n;
+}
+uint64_t CoreFile::bytes_from_files() const {
+  uint64_t n = 0;
+  for (const auto& s : segs_)
+    if (s.kind == SegmentInfo::Kind::kFile) n += s.end - s.start;
+  return n;
+}
+uint64_t CoreFile::bytes_missing() const {
+  uint64_t n = 0;
+  for (const auto& s : segs_)
+    if (s.kind == SegmentInfo::Kind::kMissing) n += s.end - s.start;
+  return n;
+}
+
+std::string build_id_from_memory(const Memory& mem, uint64_t base) {
+  Elf64_Ehdr eh;
+  if (!mem.read(base, &eh, sizeof eh).ok()) return "";
+  if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64)
+    return "";
+  if (eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 || eh.e_phnum > 512) return "";
+  if (eh.e_phoff > (1u << 20)) return "";
+  std::vector<Elf64_Phdr> ph(eh.e_phnum);
+  if (!mem.read(base + eh.e_phoff, ph.data(), ph.size() * sizeof(Elf64_Phdr)).ok()) return "";
+  uint64_t min_vaddr = UINT64_MAX;
+  for (auto& p : ph)
+    if (p.p_type == PT_LOAD) min_vaddr = std::min(min_vaddr, p.p_vaddr);
+  if (min_vaddr == UINT64_MAX) return "";
+  uint64_t bias = base - (min_vaddr & ~(kPage - 1));
+  for (auto& p : ph) {
+    if (p.p_type != PT_NOTE) continue;
+    size_t n = std::min<uint64_t>(p.p_filesz, 4096);
+    std::vector<uint8_t> buf(n);
+    if (!mem.read(p.p_vaddr + bias, buf.data(), n).ok()) continue;
+    size_t off = 0;
+    while (off + 12 <= n) {
+      uint32_t namesz, descsz, type;
+      std::memcpy(&namesz, &buf[off], 4);
+      std::memcpy(&descsz, &buf[off + 4], 4);
+      std::memcpy(&type, &buf[off + 8], 4);
+      size_t name_off = off + 12;
+      size_t desc_off = name_off + ((namesz + 3) & ~3u);
+      if (namesz > n || descsz > n || desc_off > n || descsz > n - desc_off) break;
+      if (type == NT_GNU_BUILD_ID && namesz == 4 && std::memcmp(&buf[name_off], "GNU", 4) == 0 &&
+          descsz > 0)
+        return hex_bytes(&buf[desc_off], descsz);
+      off = desc_off + ((descsz + 3) & ~3u);
+    }
+  }
+  return "";
+}
+
+Result<std::string> build_id_of_file(const std::string& path) {
+  LR_ASSIGN(int raw, open_input(path, "ELF file"));
+  Fd fd(raw);
+  elf_version(EV_CURRENT);
+  Elf* e = elf_begin(fd.fd, ELF_C_READ_MMAP, nullptr);
+  if (!e) return make_error(Errc::kBadFormat, fmt::format("{}: {}", path, elf_errmsg(-1)));
+  const void* p = nullptr;
+  ssize_t n = dwelf_elf_gnu_build_id(e, &p);
+  std::string out;
+  if (n > 0) out = hex_bytes(static_cast<const uint8_t*>(p), n);
+  elf_end(e);
+  if (out.empty()) return make_error(Errc::kNotFound, path + ": no build-id");
+  return out;
+}
+
+}  // namespace lr

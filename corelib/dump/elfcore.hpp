@@ -1,0 +1,175 @@
+// Layer 1 backend: an ELF core file (gcore output or a kernel-written core),
+// opened read-only and mmapped. Pages the core left out are filled from the
+// mapped files on disk (NT_FILE) when their build-ids match the core's.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "corelib/base/result.hpp"
+#include "corelib/dump/memory.hpp"
+
+namespace lr {
+
+// Whether `path` is a kdump-compressed kernel dump (its "KDUMP   " magic);
+// an ELF vmcore opens as a CoreFile and says so with is_kernel(). Never
+// blocks on a FIFO (not a regular file: false).
+bool is_kdump_file(const std::string& path);
+// Whether the file open at `fd` (`size` bytes) is a kernel dump: kdump-
+// compressed (or makedumpfile's flattened form), or an ELF core with kernel
+// virtual addresses in a PT_LOAD or a VMCOREINFO note (a physical-only
+// dump). Reads at most the program headers and one note; bounded by `size`.
+bool is_kernel_dump(int fd, uint64_t size);
+
+struct CoreOptions {
+  std::string sysroot;   // prefix for NT_FILE paths when reading files on disk ("" = /)
+  std::string exe_path;  // overrides the executable's on-disk path (--exe); "" = from NT_FILE
+  bool fill_from_files = true;
+};
+
+// x86_64 general registers, in `struct user_regs_struct` order.
+struct ThreadInfo {
+  int tid = 0;
+  int signo = 0;  // pending/current signal (pr_cursig)
+  uint64_t regs[27] = {};
+  uint64_t pc() const { return regs[16]; }
+  uint64_t sp() const { return regs[19]; }
+  uint64_t fs_base() const { return regs[21]; }
+};
+
+// One NT_FILE entry (one VMA backed by a file).
+struct MappedRange {
+  uint64_t start = 0, end = 0;  // [start, end)
+  uint64_t file_offset = 0;     // byte offset in the file
+  std::string path;             // as the process saw it (" (deleted)" stripped)
+};
+
+// What we know about one distinct file mapped in the process.
+struct MappedFileInfo {
+  enum class Status {
+    kVerified,      // on-disk build-id equals the core's: holes filled from it
+    kMismatch,      // build-ids differ: never used to fill
+    kNoFile,        // the file could not be opened on this machine
+    kUnverifiable,  // the core does not hold the file's ELF header/build-id note
+    kNotElf,        // mapped file is not an ELF object (data file, font, ...)
+  };
+  std::string path;           // process path
+  std::string host_path;      // path opened on this machine (sysroot/--exe applied)
+  uint64_t base = 0;          // lowest mapped address of the file
+  std::string core_build_id;  // hex, from the core's memory; "" if not there
+  std::string disk_build_id;  // hex, from the file on disk; "" if none/unreadable
+  Status status = Status::kNoFile;
+  std::string detail;  // why, for the user
+};
+
+const char* mapped_status_name(MappedFileInfo::Status s);
+
+struct SegmentInfo {
+  enum class Kind { kCore, kFile, kMissing };
+  uint64_t start = 0, end = 0;
+  Kind kind = Kind::kMissing;
+  std::string why;        // for kMissing: reason; for kFile: the file
+  bool writable = false;  // the mapping was writable (PT_LOAD PF_W)
+};
+
+class CoreFile final : public Memory {
+ public:
+  ~CoreFile() override;
+  CoreFile(const CoreFile&) = delete;
+  CoreFile& operator=(const CoreFile&) = delete;
+
+  // Opens `path` read-only. Fails (kIo/kBadFormat/kUnsupported) only when the
+  // file cannot be used at all; damage that still allows partial analysis is
+  // reported through warnings().
+  static Result<std::unique_ptr<CoreFile>> open(const std::string& path, const CoreOptions& opts);
+
+  // Parses an in-memory image (the caller keeps it alive). No files are read
+  // from disk. Used by the fuzzer and tests.
+  static Result<std::unique_ptr<CoreFile>> open_memory(const uint8_t* data, size_t size,
+                                                       const std::string& name);
+
+  const uint8_t* span(uint64_t addr, size_t len) const override;
+  Result<void> read(uint64_t addr, void* buf, size_t len) const override;
+  std::string why_unreadable(uint64_t addr) const override;
+  bool window(uint64_t addr, Window* w) const override;
+
+  const std::string& path() const { return path_; }
+  uint64_t file_size() const { return size_; }
+  const std::vector<ThreadInfo>& threads() const { return threads_; }
+  const std::vector<MappedRange>& mapped_ranges() const { return ranges_; }
+  const std::vector<MappedFileInfo>& mapped_files() const { return files_; }
+  const std::vector<std::pair<uint64_t, uint64_t>>& auxv() const { return auxv_; }
+  uint64_t auxv_value(uint64_t type) const;                 // 0 if absent
+  const std::string& prog_name() const { return fname_; }   // NT_PRPSINFO pr_fname
+  const std::string& prog_args() const { return psargs_; }  // NT_PRPSINFO pr_psargs
+  int pid() const { return pid_; }
+  bool is_kernel() const { return has_vmcoreinfo_; }
+  const std::string& vmcoreinfo() const { return vmcoreinfo_; }
+
+  std::vector<SegmentInfo> segments() const;
+  uint64_t bytes_in_core() const;
+  uint64_t bytes_from_files() const;
+  uint64_t bytes_missing() const;
+  bool truncated() const { return truncated_; }
+  const std::vector<std::string>& warnings() const { return warnings_; }
+
+  // The file mapped at `addr` (NT_FILE), or nullptr.
+  const MappedRange* range_at(uint64_t addr) const;
+
+ private:
+  struct Seg {
+    uint64_t start, end;
+    SegmentInfo::Kind kind;
+    const uint8_t* data;    // at `start`; null for kMissing
+    int why;                // index into whys_ (kMissing) or files_ (kFile)
+    bool writable = false;  // its PT_LOAD had PF_W
+  };
+  struct Mapping {
+    void* addr;
+    size_t len;
+  };
+  CoreFile() = default;
+  Result<void> parse(const CoreOptions* opts);
+  void parse_notes(const uint8_t* p, size_t n);
+  void fill_from_files(const CoreOptions& opts);
+  void build_segments(std::vector<Seg> core, std::vector<Seg> missing, std::vector<Seg> file);
+  const Seg* find(uint64_t addr) const;
+
+  std::string path_;
+  const uint8_t* base_ = nullptr;
+  uint64_t size_ = 0;
+  std::vector<Mapping> mappings_;  // owned mmaps (core, files)
+  std::vector<Seg> segs_;          // sorted, non-overlapping
+  std::vector<Seg> core_segs_;     // core-backed only (for reading ELF headers pre-fill)
+  mutable const Seg* last_ = nullptr;
+  std::vector<std::string> whys_;
+  std::vector<ThreadInfo> threads_;
+  std::vector<MappedRange> ranges_;
+  std::vector<MappedFileInfo> files_;
+  std::vector<std::pair<uint64_t, uint64_t>> auxv_;
+  std::vector<Seg> raw_missing_;
+  std::string fname_, psargs_, vmcoreinfo_;
+  int pid_ = 0;
+  bool truncated_ = false;
+  bool has_vmcoreinfo_ = false;
+  std::vector<std::string> warnings_;
+};
+
+// Maps a whole regular file read-only (the caller munmaps it); `what` names
+// its role in errors: kIo when it cannot be opened or mapped, kBadFormat
+// when it is empty.
+Result<std::pair<void*, size_t>> map_file(const std::string& path, const char* what);
+
+// Reads the GNU build-id of an ELF image loaded at `base` in `mem` (its
+// headers and note must be readable there). Returns "" when it cannot.
+std::string build_id_from_memory(const Memory& mem, uint64_t base);
+
+// Build-id of an ELF file on disk as lower-case hex; kNotFound if it has none.
+Result<std::string> build_id_of_file(const std::string& path);
+
+std::string hex_bytes(const uint8_t* p, size_t n);
+
+}  // namespace lr

@@ -1,0 +1,663 @@
+// correlate: a core's live objects joined with ref/unref (and malloc) traces.
+#include <fmt/format.h>
+
+#include <optional>
+#include <set>
+
+#include "cmd_gluster.hpp"
+#include "cmd_heap.hpp"
+#include "cmd_profile.hpp"
+#include "cmd_walk.hpp"
+#include "commands.hpp"
+#include "common.hpp"
+#include "corelib/analyses/correlate.hpp"
+#include "corelib/analyses/trace.hpp"
+#include "corelib/blocks/heap.hpp"
+#include "corelib/blocks/refindex.hpp"
+#include "corelib/profiles/profile.hpp"
+#include "progress.hpp"
+#include "targets/glusterfs/gluster.hpp"
+
+namespace lrcli {
+
+struct CorrelateArgs {
+  std::vector<std::string> traces;
+  std::string format = "auto";
+  std::string kind = "any";
+  std::string types;
+  std::string ptr;
+  size_t top = 10;
+  std::vector<std::string> fail_on;
+  WalkArgs walk;
+  std::string profile, profile_set;  // objects from a profile's set instead of a walk
+};
+
+namespace {
+
+const lr::Gfid kRootGfid = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+
+std::string plural(uint64_t n, const char* one, const char* many) {
+  return fmt::format("{} {}", n, n == 1 ? one : many);
+}
+
+// References to each target's start in live memory, from the core's
+// reference index (a progress line on a terminal while it is built); -1 for
+// a target in no heap block. kInterrupted/kBadFormat from the index build.
+lr::Result<std::map<uint64_t, int64_t>> scan_pointers(
+    lr::Program& prog, const lr::HeapWalk& heap,
+    const std::vector<std::pair<uint64_t, uint64_t>>& targets, const std::vector<uint64_t>& skip,
+    std::vector<std::string>* warnings) {
+  if (targets.empty()) return std::map<uint64_t, int64_t>{};
+  LR_ASSIGN(CoreIndex ci, index_core(prog, &heap, skip));
+  warnings->insert(warnings->end(), ci.index->warnings().begin(), ci.index->warnings().end());
+  return lr::count_references(*ci.index, targets);
+}
+
+void set_explained(lr::CoreObject& o, const std::map<uint64_t, int64_t>& counts) {
+  auto it = counts.find(o.addr);
+  o.explained = it == counts.end() ? -1 : it->second;
+  o.explained_by = plural(static_cast<uint64_t>(std::max<int64_t>(o.explained, 0)),
+                          "pointer in live memory", "pointers in live memory");
+}
+
+// GlusterFS objects: every inode of every table (refs explained by its fds
+// and child dentries, as libglusterfs itself takes them), every live dict
+// and fd (refs explained by the pointers to them found in live memory).
+lr::Result<std::vector<lr::CoreObject>> gluster_objects(lr::Program& prog, const CorrelateArgs& a,
+                                                        lr::GlusterReport* rep_out,
+                                                        std::vector<std::string>* warnings) {
+  LR_TRY(ensure_gluster_types(prog, a.types));
+  lr::GlusterSections sec;
+  LR_ASSIGN(*rep_out, lr::analyze_gluster(prog, sec));
+  const lr::GlusterReport& r = *rep_out;
+  std::vector<lr::CoreObject> out;
+  std::vector<std::pair<uint64_t, uint64_t>> scan;
+  uint64_t dict_size = 152, fd_size = 120;
+  if (auto t = prog.types().find("dict_t"); t.ok()) dict_size = t.value()->size;
+  if (auto t = prog.types().find("fd_t"); t.ok()) fd_size = t.value()->size;
+  std::set<uint64_t> seen_fd;
+  auto add_fd = [&](const lr::GfFd& fd, const std::string& where) {
+    if (!seen_fd.insert(fd.addr).second) return;
+    lr::CoreObject o;
+    o.addr = fd.addr;
+    o.kind = "fd";
+    o.refcount = fd.refcount;
+    o.label = fmt::format("{} inode {:#x}", where, fd.inode);
+    out.push_back(o);
+    scan.emplace_back(fd.addr, fd_size);
+  };
+  for (const auto& t : r.itables)
+    for (int l = 0; l < lr::GfItable::kNumLists; ++l)
+      for (const auto& in : t.lists[l]) {
+        lr::CoreObject o;
+        o.addr = in.addr;
+        o.kind = "inode";
+        o.refcount = in.ref;
+        // Every fd, every child dentry and every operation in flight that
+        // points at the inode holds one reference (never flagged).
+        o.explained = static_cast<int64_t>(in.fds.size() + in.child_dentries + in.in_flight.size());
+        o.explained_by = fmt::format("{} and {}", plural(in.fds.size(), "fd", "fds"),
+                                     plural(in.child_dentries, "child dentry", "child dentries"));
+        if (!in.in_flight.empty()) {
+          o.explained_by += fmt::format(" and {} in flight (", in.in_flight.size());
+          for (size_t i = 0; i < in.in_flight.size(); ++i) {
+            const lr::GfStack& st = r.stacks[in.in_flight[i].stack];
+            o.explained_by += fmt::format("{}{} unique {}", i ? ", " : "", st.op_name, st.unique);
+          }
+          o.explained_by += ")";
+        }
+        o.label =
+            fmt::format("{} {} gfid {}", t.name, lr::itable_list_name(l), lr::format_gfid(in.gfid));
+        for (auto [x, n] : in.ref_by_xl)
+          o.holders += fmt::format("{}{}={}", o.holders.empty() ? "" : ", ",
+                                   x == SIZE_MAX ? std::string("?") : r.xlators[x].name, n);
+        o.ignore = in.gfid == kRootGfid;  // the root inode's ref is pinned
+        out.push_back(o);
+        for (const auto& fd : in.fds) add_fd(fd, "inode fd");
+      }
+  for (const auto& [slot, fd] : r.fuse_fds) add_fd(fd, fmt::format("fuse fdtable[{}]", slot));
+  for (const auto& cl : r.clients)
+    for (const auto& [slot, fd] : cl.fds)
+      add_fd(fd, fmt::format("client {} fdtable[{}]", cl.index, slot));
+  for (const auto& d : r.dicts) {
+    lr::CoreObject o;
+    o.addr = d.addr;
+    o.kind = "dict";
+    o.refcount = d.refcount;
+    o.label =
+        fmt::format("{} key(s){}", d.count, d.pairs.empty() ? "" : ", first " + d.pairs[0].key);
+    out.push_back(o);
+    scan.emplace_back(d.addr, dict_size);
+  }
+  LR_ASSIGN(auto counts, scan_pointers(prog, r.heap_walk, scan, r.dead_pooled, warnings));
+  for (auto& o : out)
+    if (o.kind != "inode") set_explained(o, counts);
+  return out;
+}
+
+// Any walk: the objects it reaches, refs explained by pointers found.
+lr::Result<std::vector<lr::CoreObject>> walk_objects(lr::Program& prog, const lr::WalkSpec& spec,
+                                                     const std::string& kind, lr::HeapWalk* heap,
+                                                     bool* have_heap,
+                                                     std::vector<std::string>* warnings) {
+  if (spec.refcount.empty())
+    return lr::make_error(lr::Errc::kInvalidArgument,
+                          "correlate with a walk needs a refcount (--refcount FIELD, or the "
+                          "profile set's refcount)");
+  LR_ASSIGN(lr::WalkReport wr, lr::run_walk(prog, spec));
+  std::vector<lr::CoreObject> out;
+  std::vector<std::pair<uint64_t, uint64_t>> scan;
+  for (const auto& w : wr.objects) {
+    if (!w.has_refcount) continue;
+    lr::CoreObject o;
+    o.addr = w.addr;
+    o.kind = kind;
+    o.refcount = w.refcount;
+    o.label = wr.type_name;
+    out.push_back(o);
+    scan.emplace_back(w.addr, wr.type_size);
+  }
+  auto hw = read_heap(prog);
+  if (hw.ok()) {
+    *heap = std::move(hw.value());
+    *have_heap = true;
+    LR_ASSIGN(auto counts, scan_pointers(prog, *heap, scan, {}, warnings));
+    for (auto& o : out) set_explained(o, counts);
+  }
+  return out;
+}
+
+nlohmann::json event_json(const std::vector<lr::Trace>& traces, const lr::FrameResolver& fr,
+                          const lr::TraceRef& r) {
+  const lr::Trace& t = traces[r.trace];
+  const lr::TraceEvent& e = t.events[r.event];
+  nlohmann::json j{{"ts", e.ts},
+                   {"tid", e.tid},
+                   {"fn", t.functions[e.fn].name},
+                   {"op", lr::trace_op_name(t.functions[e.fn].op)},
+                   {"before", e.before >= 0 ? nlohmann::json(e.before) : nlohmann::json(nullptr)}};
+  auto& st = j["stack"] = nlohmann::json::array();
+  if (e.stack)
+    for (const auto& f : t.stacks[e.stack]) st.push_back(fr.resolve(t, f).text);
+  if (t.format == lr::TraceFormat::kStap) j["round"] = e.round;
+  return j;
+}
+
+std::string caller_text(const std::vector<lr::Trace>& traces, const lr::FrameResolver& fr,
+                        const lr::TraceRef& r) {
+  const lr::Trace& t = traces[r.trace];
+  const lr::TraceEvent& e = t.events[r.event];
+  if (!e.stack || t.stacks[e.stack].empty()) return "(no caller recorded)";
+  return fr.resolve(t, t.stacks[e.stack][0]).text;
+}
+
+void print_object(const lr::ObjectResult& o, const std::vector<lr::Trace>& traces,
+                  const lr::FrameResolver& fr) {
+  fmt::print("  {:<5} {:#x}  refcount {}", o.obj.kind, o.obj.addr, o.obj.refcount);
+  if (o.obj.explained >= 0) fmt::print(", {} account for {}", o.obj.explained_by, o.obj.explained);
+  if (o.excess) fmt::print("  EXCESS {}", o.excess);
+  fmt::print("\n        {}\n", o.obj.label);
+  if (!o.obj.holders.empty()) fmt::print("        held by xlators: {}\n", o.obj.holders);
+  if (o.verdict != lr::Verdict::kNotInTrace)
+    fmt::print("        trace: {}, last one {} +{} -{}{}; {}\n",
+               plural(o.lifetimes, "lifetime", "lifetimes"),
+               o.start_count >= 0 ? fmt::format("started at {},", o.start_count)
+                                  : std::string("started before the trace,"),
+               o.refs, o.unrefs,
+               o.predicted >= 0 ? fmt::format(" -> {}", o.predicted) : std::string(), o.reason);
+  if (!o.alloc_site.empty()) fmt::print("        allocated by {}\n", o.alloc_site);
+  std::map<std::string, int> by_site;
+  std::vector<std::string> order;
+  for (const auto& b : o.blamed) {
+    std::string s = caller_text(traces, fr, b);
+    if (!by_site.count(s)) order.push_back(s);
+    ++by_site[s];
+  }
+  for (const auto& s : order) fmt::print("        {} x {}\n", by_site[s], s);
+}
+
+void print_history(const lr::CorrelateReport& rep, const std::vector<lr::Trace>& traces,
+                   const lr::FrameResolver& fr, uint64_t ptr) {
+  fmt::print("\nHISTORY of {:#x}: {} event(s)\n", ptr, rep.history.size());
+  const lr::ObjectResult* obj = nullptr;
+  for (const auto& o : rep.objects)
+    if (o.obj.addr == ptr) obj = &o;
+  std::set<std::pair<uint32_t, uint32_t>> unmatched;
+  if (obj)
+    for (const auto& u : obj->unmatched) unmatched.insert({u.trace, u.event});
+  for (const auto& h : rep.history) {
+    const lr::Trace& t = traces[h.ev.trace];
+    const lr::TraceEvent& e = t.events[h.ev.event];
+    fmt::print("  {}{:>16} tid {:<6} {:<18} {:<5} {:>4} -> {:<4} {}{}\n",
+               unmatched.count({h.ev.trace, h.ev.event}) ? "*" : " ", e.ts, e.tid,
+               t.functions[e.fn].name, lr::trace_op_name(t.functions[e.fn].op),
+               e.before >= 0 ? std::to_string(e.before) : "?",
+               h.count_after >= 0 ? std::to_string(h.count_after) : "?",
+               caller_text(traces, fr, h.ev), h.nested ? "  (inside the probed wrapper)" : "");
+  }
+  if (!obj || obj->unmatched.empty()) return;
+  // The SystemTap ref-leak script's view: the references never dropped.
+  fmt::print("\nRef Traces : (never dropped, * above)\n");
+  for (const auto& u : obj->unmatched) {
+    const lr::Trace& t = traces[u.trace];
+    const lr::TraceEvent& e = t.events[u.event];
+    fmt::print("\nptr : {:x}\n{}\n", ptr, t.functions[e.fn].name);
+    if (e.stack)
+      for (const auto& f : t.stacks[e.stack]) fmt::print("{}\n", fr.resolve(t, f).text);
+  }
+}
+
+bool has_alloc_records(const std::vector<lr::Trace>& traces) {
+  for (const auto& t : traces) {
+    if (!t.alloc_stacks.empty()) return true;
+    for (const auto& e : t.events)
+      if (t.functions[e.fn].kind == "alloc") return true;
+  }
+  return false;
+}
+
+// The core's glibc heap, to tell which never-freed blocks are still in use.
+bool core_heap(lr::Program& p, lr::HeapWalk* heap, std::vector<std::string>* warnings) {
+  auto hw = read_heap(p);
+  if (!hw.ok()) {
+    warnings->push_back("the core's heap: " + hw.error().message +
+                        "; blocks are not checked against it");
+    return false;
+  }
+  *heap = std::move(hw.value());
+  warnings->insert(warnings->end(), heap->warnings.begin(), heap->warnings.end());
+  return true;
+}
+
+// Any program, allocation records only: blocks never freed, by call site.
+void print_heap_mode(const lr::CorrelateReport& rep, const lr::HeapWalk* heap, size_t top) {
+  uint64_t live = 0, bytes = 0;
+  for (const auto& al : rep.allocs) live += al.live, bytes += al.size;
+  if (heap)
+    fmt::print("heap: {} chunks in use in the core\n", heap->in_use.size());
+  else
+    fmt::print("heap: not readable in the core; blocks are not checked against it\n");
+  fmt::print("\nALLOCATIONS never freed in the trace: {} ({} B){}\n", rep.allocs.size(), bytes,
+             heap ? fmt::format(", {} still in use in the core's heap", live) : "");
+  for (size_t i = 0; i < rep.alloc_sites.size() && i < top; ++i) {
+    const auto& s = rep.alloc_sites[i];
+    fmt::print("  {:>8} B in {:>5} block(s), {:>5} live ({} B)  {}\n", s.bytes, s.count,
+               s.live_count, s.live_bytes, s.text);
+  }
+  if (rep.alloc_sites.size() > top)
+    fmt::print("  ... {} more site(s) (--top, --json lists every block)\n",
+               rep.alloc_sites.size() - top);
+}
+
+// The flags' combination; "" when they fit, else the usage error. `*ptr`:
+// --ptr's address (0 without it).
+std::string correlate_usage(const CorrelateArgs& a, uint64_t* ptr) {
+  static const std::set<std::string> kFail = {"flagged", "disagree", "unreliable", "leaked", "any"};
+  for (const auto& f : a.fail_on)
+    if (!kFail.count(f)) return "--fail-on: unknown verdict '" + f + "'";
+  const bool by_profile = !a.profile.empty();
+  if (by_profile != !a.profile_set.empty())
+    return "--profile and --set go together (the set whose objects to join)";
+  if (by_profile && (!a.walk.type.empty() || !a.walk.head.empty()))
+    return "give a walk (--type/--head) or a profile set (--profile/--set), not both";
+  bool walk_mode = by_profile || !a.walk.type.empty() || !a.walk.head.empty();
+  if (walk_mode && !by_profile && (a.walk.type.empty() || a.walk.head.empty()))
+    return "a walk needs both --type and --head";
+  if (!walk_mode && !std::set<std::string>{"any", "dict", "inode", "fd"}.count(a.kind))
+    return "--kind: dict, inode, fd or any (other kinds need a walk: --type/--head)";
+  *ptr = 0;
+  if (!a.ptr.empty() && !lr::parse_u64(a.ptr, ptr)) return "--ptr: not an address: " + a.ptr;
+  return "";
+}
+
+// The traces among the inputs, each given the mappings the maps files
+// among them carry (when it has none of its own); empty when only maps.
+lr::Result<std::vector<lr::Trace>> load_traces(const CorrelateArgs& a) {
+  LR_ASSIGN(auto format, lr::trace_format_from_name(a.format));
+  std::vector<lr::Trace> traces;
+  std::vector<lr::TraceMapping> maps;
+  for (const auto& path : a.traces) {
+    LR_ASSIGN(auto t, lr::load_trace(path, format));
+    if (t.format == lr::TraceFormat::kMaps)
+      maps.insert(maps.end(), t.mappings.begin(), t.mappings.end());
+    else
+      traces.push_back(std::move(t));
+  }
+  for (auto& t : traces)
+    if (t.mappings.empty()) t.mappings = maps;
+  return traces;
+}
+
+// What the traces are joined against: a walk's or profile set's objects,
+// GlusterFS's own objects, or (any other program) only the heap.
+struct CoreSide {
+  bool walk_mode = false, gluster = false, heap_mode = false;
+  std::vector<lr::CoreObject> objects;
+  lr::GlusterReport gluster_report;
+  lr::HeapWalk heap_walk;
+  bool have_heap = false;
+  std::vector<std::string> warnings;
+  // The heap the allocations are checked against; nullptr when unread.
+  const lr::HeapWalk* heap() const {
+    if (walk_mode || heap_mode) return have_heap ? &heap_walk : nullptr;
+    return &gluster_report.heap_walk;
+  }
+};
+
+// The walk a profile set names, or the one --type/--head give; the kind
+// the probes use becomes the set's name.
+lr::Result<lr::WalkSpec> correlate_walk(lr::Program& p, const CorrelateArgs& a, std::string* kind) {
+  if (a.profile.empty()) return walk_spec_from(a.walk);
+  LR_ASSIGN(auto prof, lr::find_profile(a.profile, profile_dirs()));
+  if (std::string why = lr::profile_mismatch(p, prof, false); !why.empty())
+    return lr::make_error(lr::Errc::kUnsupported, why);
+  LR_ASSIGN(auto spec, lr::profile_set_walk(p, prof, a.profile_set));
+  if (*kind == "any") *kind = a.profile_set;
+  return spec;
+}
+
+lr::Result<void> gather_core_side(const Common& c, const CorrelateArgs& a, lr::Program& p,
+                                  const std::vector<lr::Trace>& traces, CoreSide& cs) {
+  cs.warnings = p.warnings();
+  cs.walk_mode = !a.profile.empty() || !a.walk.type.empty() || !a.walk.head.empty();
+  cs.gluster = p.modules().by_name("libglusterfs.so.0") != nullptr;
+  cs.heap_mode = !cs.walk_mode && !cs.gluster;
+  if (cs.heap_mode && !has_alloc_records(traces))
+    return lr::make_error(
+        lr::Errc::kUnsupported,
+        fmt::format("{}: not a GlusterFS process, and no walk or profile set names the objects "
+                    "this ref/unref trace counts: give --type/--head or --profile/--set (an "
+                    "allocation trace from mmleak, bcc memleak or leakref-trace --malloc needs "
+                    "neither)",
+                    c.core));
+  if (cs.walk_mode) {
+    std::string kind = a.kind;
+    LR_ASSIGN(auto spec, correlate_walk(p, a, &kind));
+    LR_ASSIGN(cs.objects, walk_objects(p, spec, kind, &cs.heap_walk, &cs.have_heap, &cs.warnings));
+  } else if (cs.gluster) {
+    LR_ASSIGN(cs.objects, gluster_objects(p, a, &cs.gluster_report, &cs.warnings));
+    cs.warnings.insert(cs.warnings.end(), cs.gluster_report.warnings.begin(),
+                       cs.gluster_report.warnings.end());
+  } else {
+    cs.have_heap = core_heap(p, &cs.heap_walk, &cs.warnings);
+  }
+  return {};
+}
+
+size_t verdict_count(const lr::CorrelateReport& rep, lr::Verdict v) {
+  auto it = rep.counts.find(v);
+  return it == rep.counts.end() ? 0 : it->second;
+}
+
+nlohmann::json trace_json(const lr::Trace& t) {
+  nlohmann::json x{{"file", t.source},
+                   {"format", lr::trace_format_name(t.format)},
+                   {"events", t.events.size()},
+                   {"lost", t.lost()},
+                   {"truncated", t.truncated},
+                   {"bad_lines", t.bad_lines},
+                   {"mappings", t.mappings.size()},
+                   {"complete", t.has_trailer}};
+  auto& fns = x["functions"] = nlohmann::json::array();
+  for (const auto& f : t.functions)
+    fns.push_back({{"name", f.name}, {"kind", f.kind}, {"op", lr::trace_op_name(f.op)}});
+  return x;
+}
+
+nlohmann::json object_verdict_json(const lr::ObjectResult& r, const std::vector<lr::Trace>& traces,
+                                   const lr::FrameResolver& fr) {
+  auto opt = [](int64_t v) { return v >= 0 ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  nlohmann::json x{{"addr", hex(r.obj.addr)},
+                   {"kind", r.obj.kind},
+                   {"label", r.obj.label},
+                   {"refcount", r.obj.refcount},
+                   {"explained", opt(r.obj.explained)},
+                   {"explained_by", r.obj.explained_by},
+                   {"holders", r.obj.holders},
+                   {"verdict", lr::verdict_name(r.verdict)},
+                   {"reason", r.reason},
+                   {"lifetimes", r.lifetimes},
+                   {"events", r.events},
+                   {"start_count", opt(r.start_count)},
+                   {"refs", r.refs},
+                   {"unrefs", r.unrefs},
+                   {"predicted", opt(r.predicted)},
+                   {"excess", r.excess},
+                   {"alloc_site", r.alloc_site}};
+  auto& um = x["unmatched"] = nlohmann::json::array();
+  for (const auto& u : r.unmatched) um.push_back(event_json(traces, fr, u));
+  auto& bl = x["blamed"] = nlohmann::json::array();
+  for (const auto& b : r.blamed) bl.push_back(caller_text(traces, fr, b));
+  return x;
+}
+
+// Every block allocated in the trace and never freed there, and the sites.
+nlohmann::json allocations_json(const lr::CorrelateReport& rep,
+                                const std::vector<lr::Trace>& traces, const lr::FrameResolver& fr,
+                                const lr::HeapWalk* heap, size_t top) {
+  nlohmann::json ja;
+  uint64_t live = 0;
+  for (const auto& al : rep.allocs) live += al.live;
+  ja["outstanding"] = rep.allocs.size();
+  ja["live_in_core"] = live;
+  ja["heap_checked"] = heap != nullptr;
+  auto& jb = ja["blocks"] = nlohmann::json::array();
+  for (const auto& al : rep.allocs)
+    jb.push_back({{"ptr", hex(al.ptr)},
+                  {"size", al.size},
+                  {"live", heap ? nlohmann::json(al.live) : nlohmann::json(nullptr)},
+                  {"site", caller_text(traces, fr, al.ev)}});
+  auto& jas = ja["sites"] = nlohmann::json::array();
+  for (size_t i = 0; i < rep.alloc_sites.size() && i < top; ++i) {
+    const auto& s = rep.alloc_sites[i];
+    jas.push_back({{"site", s.text},
+                   {"count", s.count},
+                   {"bytes", s.bytes},
+                   {"live_count", s.live_count},
+                   {"live_bytes", s.live_bytes}});
+  }
+  return ja;
+}
+
+nlohmann::json correlate_json(const Common& c, const CorrelateArgs& a, const CoreSide& cs,
+                              const std::vector<lr::Trace>& traces, const lr::FrameResolver& fr,
+                              const lr::CorrelateReport& rep, uint64_t ptr) {
+  nlohmann::json j;
+  j["schema"] = "leakref.correlate/1";
+  j["core"] = c.core;
+  j["source"] = cs.walk_mode ? "walk" : cs.gluster ? "gluster" : "heap";
+  auto& jt = j["traces"] = nlohmann::json::array();
+  for (const auto& t : traces) jt.push_back(trace_json(t));
+  j["events"] = rep.events;
+  j["events_counted"] = rep.counted;
+  j["events_nested"] = rep.nested;
+  j["pointers"] = rep.pointers;
+  j["objects_total"] = rep.objects.size();
+  auto& jc = j["counts"] = nlohmann::json::object();
+  for (auto v : {lr::Verdict::kFlagged, lr::Verdict::kExplained, lr::Verdict::kBalanced,
+                 lr::Verdict::kBeforeWindow, lr::Verdict::kUnreliable, lr::Verdict::kDisagree,
+                 lr::Verdict::kNotInTrace})
+    jc[lr::verdict_name(v)] = verdict_count(rep, v);
+  auto& jo = j["objects"] = nlohmann::json::array();
+  for (const auto& r : rep.objects)
+    if (r.verdict != lr::Verdict::kNotInTrace) jo.push_back(object_verdict_json(r, traces, fr));
+  auto& js = j["sites"] = nlohmann::json::array();
+  for (const auto& s : rep.sites)
+    js.push_back({{"site", s.text},
+                  {"key", s.key},
+                  {"refs", s.refs},
+                  {"objects", s.objects},
+                  {"by_kind", s.by_kind},
+                  {"example_stack", s.example}});
+  j["allocations"] = allocations_json(rep, traces, fr, cs.heap(), a.top);
+  if (ptr) {
+    auto& jh = j["history"] = nlohmann::json::array();
+    for (const auto& h : rep.history) {
+      auto x = event_json(traces, fr, h.ev);
+      x["lifetime"] = h.lifetime;
+      x["count_after"] = h.count_after >= 0 ? nlohmann::json(h.count_after) : nullptr;
+      x["nested"] = h.nested;
+      jh.push_back(std::move(x));
+    }
+  }
+  j["warnings"] = cs.warnings;
+  return j;
+}
+
+// Whether any --fail-on verdict holds. leaked: blocks the trace never saw
+// freed that are still in use in the core (every never-freed block when
+// the heap could not be read).
+bool has_findings(const CorrelateArgs& a, const lr::CorrelateReport& rep,
+                  const lr::HeapWalk* heap) {
+  uint64_t leaked = 0;
+  for (const auto& al : rep.allocs) leaked += heap ? al.live : 1;
+  auto n = [&](lr::Verdict v) { return verdict_count(rep, v) != 0; };
+  for (const auto& f : a.fail_on) {
+    bool any = f == "any";
+    if ((any || f == "flagged") && n(lr::Verdict::kFlagged)) return true;
+    if ((any || f == "disagree") && n(lr::Verdict::kDisagree)) return true;
+    if ((any || f == "unreliable") && n(lr::Verdict::kUnreliable)) return true;
+    if ((any || f == "leaked") && leaked) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+static void print_objects_text(const lr::CorrelateReport& rep, const std::vector<lr::Trace>& traces,
+                               const lr::FrameResolver& fr, size_t top, uint64_t ptr);
+
+static void print_correlate_text(const Common& c, const CoreSide& cs,
+                                 const std::vector<lr::Trace>& traces, const lr::FrameResolver& fr,
+                                 const lr::CorrelateReport& rep, size_t top, uint64_t ptr) {
+  print_warnings_text(cs.warnings);
+  fmt::print("leakref correlate: {}\n", c.core);
+  for (const auto& t : traces)
+    fmt::print("trace: {} ({}, {} events, {} function(s), {} lost{}{})\n", t.source,
+               lr::trace_format_name(t.format), t.events.size(), t.functions.size(), t.lost(),
+               t.truncated ? ", truncated" : "",
+               t.has_trailer || t.format != lr::TraceFormat::kLeakref ? "" : ", no trailer");
+  if (cs.heap_mode) {
+    print_heap_mode(rep, cs.heap(), top);
+    if (ptr) print_history(rep, traces, fr, ptr);
+  } else {
+    print_objects_text(rep, traces, fr, top, ptr);
+  }
+}
+
+static int cmd_correlate(const Common& c, const CorrelateArgs& a) {
+  uint64_t ptr = 0;
+  if (std::string why = correlate_usage(a, &ptr); !why.empty()) return fail_usage(why);
+  auto traces = load_traces(a);
+  if (!traces.ok()) return fail(traces.error());
+  if (traces->empty()) return fail_usage("no trace among the inputs (only maps files)");
+  auto prog = open_program(c);
+  if (!prog.ok()) return fail(prog.error());
+  lr::Program& p = *prog.value();
+  CoreSide cs;
+  if (auto r = gather_core_side(c, a, p, *traces, cs); !r.ok()) {
+    print_warnings_text(cs.warnings);
+    return fail(r.error());
+  }
+  lr::FrameResolver fr(&p.modules(), p.core());
+  lr::CorrelateOptions o;
+  o.kind = cs.walk_mode ? "any" : a.kind;
+  o.top = a.top;
+  o.history_ptr = ptr;
+  lr::CorrelateReport rep = lr::correlate(*traces, cs.objects, fr, o, cs.heap());
+  cs.warnings.insert(cs.warnings.end(), rep.warnings.begin(), rep.warnings.end());
+  if (c.json)
+    emit_json(correlate_json(c, a, cs, *traces, fr, rep, ptr));
+  else
+    print_correlate_text(c, cs, *traces, fr, rep, a.top, ptr);
+  return has_findings(a, rep, cs.heap()) ? kFindings : kOk;
+}
+
+// The object verdicts (GlusterFS, a walk or a profile set), after the header.
+static void print_objects_text(const lr::CorrelateReport& rep, const std::vector<lr::Trace>& traces,
+                               const lr::FrameResolver& fr, size_t top, uint64_t ptr) {
+  auto n = [&](lr::Verdict v) { return rep.counts.count(v) ? rep.counts.at(v) : 0; };
+  {
+    std::map<std::string, uint64_t> kinds;
+    for (const auto& r : rep.objects) ++kinds[r.obj.kind];
+    std::string ks;
+    for (auto& [k, v] : kinds) ks += fmt::format("{}{} {}", ks.empty() ? "" : ", ", k, v);
+    fmt::print("objects: {} live in the core ({}); {} with trace events\n", rep.objects.size(), ks,
+               rep.pointers_in_core);
+    fmt::print(
+        "verdicts: flagged {}, explained {}, balanced {}, before-window {}, unreliable {}, "
+        "disagree {}, not-in-trace {}\n",
+        n(lr::Verdict::kFlagged), n(lr::Verdict::kExplained), n(lr::Verdict::kBalanced),
+        n(lr::Verdict::kBeforeWindow), n(lr::Verdict::kUnreliable), n(lr::Verdict::kDisagree),
+        n(lr::Verdict::kNotInTrace));
+    if (rep.nested)
+      fmt::print(
+          "({} inner calls of probed wrappers counted once, e.g. inode_ref -> __inode_ref)\n",
+          rep.nested);
+    fmt::print(
+        "\nFLAGGED: {} (refs the core cannot account for, taken in the trace, never dropped)\n",
+        n(lr::Verdict::kFlagged));
+    for (const auto& r : rep.objects)
+      if (r.verdict == lr::Verdict::kFlagged) print_object(r, traces, fr);
+    if (!rep.sites.empty()) {
+      fmt::print("\nTOP LEAKING CALL SITES (unmatched references across flagged objects)\n");
+      int rank = 0;
+      for (const auto& s : rep.sites) {
+        std::string kinds_s;
+        for (auto& [k, v] : s.by_kind)
+          kinds_s += fmt::format("{}{} {}", kinds_s.empty() ? "" : ", ", k, v);
+        fmt::print("  {:>2}. {:>5} ref(s)  {:>4} object(s) ({})  {}\n", ++rank, s.refs, s.objects,
+                   kinds_s, s.text);
+        for (const auto& e : s.example) fmt::print("             <- {}\n", e);
+      }
+    }
+    size_t shown = 0;
+    for (auto v : {lr::Verdict::kDisagree, lr::Verdict::kUnreliable, lr::Verdict::kBeforeWindow}) {
+      if (!n(v)) continue;
+      fmt::print("\n{}: {}\n", lr::verdict_name(v), n(v));
+      shown = 0;
+      for (const auto& r : rep.objects)
+        if (r.verdict == v && shown++ < 10) print_object(r, traces, fr);
+      if (n(v) > 10) fmt::print("  ... {} more (--json lists all)\n", n(v) - 10);
+    }
+    if (!rep.allocs.empty() || !rep.alloc_sites.empty()) {
+      uint64_t live = 0;
+      for (const auto& al : rep.allocs) live += al.live;
+      fmt::print(
+          "\nALLOCATIONS never freed in the trace: {} ({} still in use in the core's heap)\n",
+          rep.allocs.size(), live);
+      for (size_t i = 0; i < rep.alloc_sites.size() && i < top; ++i) {
+        const auto& s = rep.alloc_sites[i];
+        fmt::print("  {:>8} B in {:>5} block(s), {:>5} live ({} B)  {}\n", s.bytes, s.count,
+                   s.live_count, s.live_bytes, s.text);
+      }
+    }
+    if (ptr) print_history(rep, traces, fr, ptr);
+  }
+}
+
+Command register_correlate(CLI::App& app, Common& c) {
+  auto a = std::make_shared<CorrelateArgs>();
+  auto* sub = app.add_subcommand("correlate",
+                                 "join ref/unref or malloc traces with the objects live in a core");
+  add_common(sub, c);
+  sub->add_option("trace", a->traces,
+                  "trace files: leakref-trace, bpftrace, SystemTap ref-leak, mmleak (+ .maps), "
+                  "bcc memleak, /proc/PID/maps")
+      ->required();
+  sub->add_option("--format", a->format, "trace format (default: detected per file)");
+  sub->add_option("--kind", a->kind,
+                  "GlusterFS objects: dict, inode, fd or any; with a walk: "
+                  "the trace kind its objects are (default any)");
+  sub->add_option("--ptr", a->ptr, "print the full ref/unref history of this object");
+  sub->add_option("--top", a->top, "call sites to list (default 10)");
+  sub->add_option("--fail-on", a->fail_on,
+                  "exit 1 if: flagged, disagree, unreliable, leaked (allocation traces), any")
+      ->delimiter(',');
+  add_walk_options(sub, a->walk, false);
+  sub->add_option("--profile", a->profile, "profile file (or NAME) whose --set gives the objects");
+  sub->add_option("--set", a->profile_set, "the profile set to join (walked from a symbol)");
+  return {sub, [&c, a] { return cmd_correlate(c, *a); }, [&c] { return c.json; }};
+}
+
+}  // namespace lrcli

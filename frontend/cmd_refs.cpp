@@ -1,0 +1,419 @@
+// `leakref refs CORE PLACE...` (who points at these objects, and the chain
+// of references from a root) and `leakref leaks CORE` (heap blocks nothing
+// live reaches), both on one reference index of the core (refindex.hpp).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <memory>
+#include <unordered_map>
+
+#include "cmd_heap.hpp"
+#include "cmd_profile.hpp"
+#include "cmd_types.hpp"
+#include "commands.hpp"
+#include "common.hpp"
+#include "corelib/analyses/correlate.hpp"
+#include "corelib/analyses/trace.hpp"
+#include "corelib/blocks/refindex.hpp"
+#include "corelib/profiles/profile.hpp"
+#include "refs_names.hpp"
+
+namespace lrcli {
+
+namespace {
+
+struct RefsArgs {
+  std::vector<std::string> addrs;
+  size_t depth = 0;
+  std::string profile;            // objects whose members name referrers
+  std::vector<std::string> sets;  // only these of its sets
+};
+
+struct LeaksArgs {
+  bool list = false;
+  std::vector<std::string> traces;
+  size_t top = 20;
+  std::vector<std::string> fail_on;
+};
+
+struct Opened {
+  std::unique_ptr<lr::Program> prog;
+  GlusterNames gf;  // GlusterFS: the report whose heap walk the index numbers
+  CoreIndex ci;
+  std::vector<std::string> warnings;  // the index's, and why blocks are not named
+};
+
+// The core, its heap and the index (a progress line on a terminal). In a
+// GlusterFS process the objects put back in mem-pools are not scanned: what
+// they still point to is not kept alive by them. `before` (may be empty)
+// runs on the opened program before the index is built: arguments that
+// need the core fail fast.
+lr::Result<Opened> open_indexed(const Common& c,
+                                const std::function<lr::Result<void>(lr::Program&)>& before = {}) {
+  Opened o;
+  LR_ASSIGN(o.prog, open_program(c));
+  if (!o.prog->core())
+    return lr::make_error(lr::Errc::kUnsupported,
+                          "the reference index reads process cores, not kernel dumps");
+  if (before) LR_TRY(before(*o.prog));
+  o.gf = gluster_names(*o.prog, &o.warnings);
+  const lr::GlusterReport* gr = o.gf.report.get();
+  LR_ASSIGN(o.ci, index_core(*o.prog, gr ? &gr->heap_walk : nullptr,
+                             gr ? gr->dead_pooled : std::vector<uint64_t>{}));
+  const auto& w = o.ci.index->warnings();
+  o.warnings.insert(o.warnings.begin(), w.begin(), w.end());
+  return o;
+}
+
+// refs' arguments, once the core is open: each PLACE's address, and the
+// profile's objects (its errors before the index is built).
+lr::Result<void> resolve_refs_args(lr::Program& p, const RefsArgs& a, std::vector<uint64_t>* want,
+                                   KnownObjects* known) {
+  for (const auto& s : a.addrs) {
+    uint64_t v;
+    if (lr::parse_u64(s, &v)) {
+      want->push_back(v);
+      continue;
+    }
+    auto r = p.resolve_address(s);
+    if (!r.ok()) return lr::make_error(r.error().code, "refs: " + s + ": " + r.error().message);
+    want->push_back(r.value());
+  }
+  if (a.profile.empty()) return {};
+  LR_ASSIGN(lr::Profile prof, lr::find_profile(a.profile, profile_dirs()));
+  if (std::string why = lr::profile_mismatch(p, prof, false); !why.empty())
+    return lr::make_error(lr::Errc::kUnsupported, why);
+  LR_TRY(ensure_profile_types(p, prof, out_stderr()));
+  return known->add_profile(p, prof, a.sets);
+}
+
+void print_refs_text(RefNamer& names, const lr::HeapChunk& h, size_t ch, uint64_t addr,
+                     const std::vector<lr::Ref>& refs, const std::vector<lr::Ref>* chain,
+                     size_t depth, bool live, const lr::Program& prog) {
+  std::string type = names.block_type(ch);
+  out_stdout().print("{:#x}: in the {}-byte block at {:#x}{}; {} reference{}:\n", addr, h.usable(),
+                     h.user, type.empty() ? "" : " (" + type + ")", refs.size(),
+                     refs.size() == 1 ? "" : "s");
+  for (const auto& r : refs)
+    out_stdout().print("  {:<8} {}  -> {:#x}\n", lr::ref_from_name(r.kind), names.describe(r),
+                       ref_value(prog, r));
+  if (!chain) return;
+  if (!chain->empty()) {
+    std::string s;
+    for (const auto& r : *chain) s += (s.empty() ? "" : " -> ") + names.describe(r);
+    out_stdout().print("  anchored: {} -> {:#x}\n", s, h.user);
+  } else if (live) {
+    out_stdout().print(
+        "  reachable from a root, but by no chain within {} steps (a larger --depth finds it)\n",
+        depth);
+  } else {
+    out_stdout().print("  no chain of references from any root: leaked\n");
+  }
+}
+
+int cmd_refs(const Common& c, const RefsArgs& a) {
+  // Addresses, or places as gdb writes them: "*g_list" (what g_list points
+  // to), "owner[3]", "&g_obj".
+  std::vector<uint64_t> want;
+  KnownObjects known;
+  auto o = open_indexed(c, [&](lr::Program& p) { return resolve_refs_args(p, a, &want, &known); });
+  if (!o.ok()) return fail(o.error());
+  lr::Program& prog = *o.value().prog;
+  const lr::RefIndex& ix = *o.value().ci.index;
+  RefNamer names(prog, ix, known, o.value().gf);
+  std::vector<uint8_t> live;
+  if (a.depth) live = ix.reachable();
+  nlohmann::json out = nlohmann::json::array();
+  int status = kOk;
+  for (uint64_t addr : want) {
+    const size_t ch = ix.chunk_at(addr);
+    if (ch == SIZE_MAX) {
+      std::string e = fmt::format(
+          "{:#x} is not inside an in-use heap block (the index holds references to heap blocks)",
+          addr);
+      if (c.json)
+        out.push_back({{"addr", hex(addr)}, {"error", e}});
+      else
+        out_stderr().print("leakref: error: {}\n", e);
+      status = kLookup;
+      continue;
+    }
+    const lr::HeapChunk& h = o.value().ci.heap->in_use[ch];
+    std::vector<lr::Ref> refs = ix.refs_to(ch);
+    std::vector<lr::Ref> chain = a.depth ? ix.anchor_chain(ch, a.depth) : std::vector<lr::Ref>{};
+    if (!c.json) {
+      print_refs_text(names, h, ch, addr, refs, a.depth ? &chain : nullptr, a.depth,
+                      a.depth && (live[ch] & lr::RefIndex::kReached), prog);
+      continue;
+    }
+    std::string type = names.block_type(ch);
+    nlohmann::json j{{"addr", hex(addr)},
+                     {"chunk", hex(h.user)},
+                     {"size", h.usable()},
+                     {"type", type.empty() ? nlohmann::json(nullptr) : nlohmann::json(type)},
+                     {"referrers", nlohmann::json::array()}};
+    for (const auto& r : refs) j["referrers"].push_back(names.ref_json(r));
+    if (a.depth) {
+      j["reachable"] = (live[ch] & lr::RefIndex::kReached) != 0;
+      j["anchor_chain"] = nlohmann::json::array();
+      for (const auto& r : chain) j["anchor_chain"].push_back(names.ref_json(r));
+    }
+    out.push_back(std::move(j));
+  }
+  if (c.json)
+    emit_json({{"schema", "leakref.refs/1"},
+               {"core", c.core},
+               {"objects", out},
+               {"known_objects", known.size()},
+               {"index", {{"refs", ix.stats().refs}, {"roots", ix.stats().roots}}},
+               {"warnings", o.value().warnings}});
+  else
+    print_warnings_text(o.value().warnings);
+  return status;
+}
+
+// Leaked blocks' allocation sites, from allocation traces: ptr -> site.
+lr::Result<std::map<uint64_t, std::string>> sites_of(const lr::Program& prog,
+                                                     const lr::HeapWalk& heap,
+                                                     const std::vector<std::string>& paths) {
+  std::map<uint64_t, std::string> out;
+  if (paths.empty()) return out;
+  std::vector<lr::Trace> traces;
+  for (const auto& p : paths) {
+    LR_ASSIGN(auto t, lr::load_trace(p));
+    traces.push_back(std::move(t));
+  }
+  lr::FrameResolver fr(&prog.modules(), prog.core());
+  lr::CorrelateOptions opts;
+  opts.top = SIZE_MAX;
+  lr::CorrelateReport rep = lr::correlate(traces, {}, fr, opts, &heap);
+  for (const auto& al : rep.allocs) {
+    if (!al.live) continue;
+    const lr::Trace& t = traces[al.ev.trace];
+    const auto& e = t.events[al.ev.event];
+    std::string site = "(no caller)";
+    if (e.stack && !t.stacks[e.stack].empty()) site = fr.resolve(t, t.stacks[e.stack][0]).text;
+    out[al.ptr] = site;
+  }
+  return out;
+}
+
+// Per block: leaked (bit 0), referenced by something (bit 1), or free in a
+// GlusterFS mem-pool (4: neither live nor leaked); 0 for a live block. And
+// each leaked block's type: by its vtable or GlusterFS's pool/header first,
+// then through typed pointers between leaked blocks. One byte per block.
+constexpr uint8_t kLeaked = 1, kRefd = 2, kPoolFree = 4;
+struct LeakSet {
+  std::vector<uint8_t> state;
+  uint64_t pool_free = 0;
+};
+LeakSet find_leaked(const lr::RefIndex& ix, const GlusterNames& gf, RefNamer& names) {
+  LeakSet ls;
+  const auto& chunks = ix.heap().in_use;
+  ls.state = ix.reachable();  // rewritten in place
+  std::vector<uint64_t> pooled = gf.report ? gf.report->dead_pooled : std::vector<uint64_t>{};
+  std::sort(pooled.begin(), pooled.end());
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    uint8_t& st = ls.state[i];
+    if (st & lr::RefIndex::kReached) {
+      st = 0;
+    } else if (std::binary_search(pooled.begin(), pooled.end(), chunks[i].user)) {
+      st = kPoolFree;
+      ++ls.pool_free;
+    } else {
+      // Unreferenced (chap's word): nothing at all points into it.
+      st = kLeaked | (st & lr::RefIndex::kReferenced ? kRefd : 0);
+      if (names.types().from_vtable(i) || !gf.namer) continue;
+      std::string n = gf.namer->name(chunks[i]);
+      if (!n.empty()) names.types().set(i, lr::BlockType{nullptr, n, "GlusterFS"});
+    }
+  }
+  names.types().propagate(ls.state);  // within the leaked blocks (bit 0)
+  return ls;
+}
+
+// What was scanned as roots, and the references each kind holds.
+nlohmann::json root_kinds(const lr::RefIndex& ix) {
+  const auto& st = ix.stats();
+  nlohmann::json roots = nlohmann::json::object();
+  for (const auto& r : ix.root_ranges()) {
+    auto& k = roots[lr::ref_from_name(r.kind)];
+    if (k.is_null()) k = {{"bytes", 0}, {"ranges", 0}, {"refs", 0}};
+    k["bytes"] = k["bytes"].get<uint64_t>() + (r.end - r.start);
+    k["ranges"] = k["ranges"].get<uint64_t>() + 1;
+  }
+  for (int k = 1; k < 6; ++k)
+    if (st.roots_by_kind[k]) {
+      auto& j = roots[lr::ref_from_name(static_cast<lr::RefFrom>(k))];
+      if (j.is_null()) j = {{"bytes", 0}, {"ranges", 0}};  // registers: no range
+      j["refs"] = st.roots_by_kind[k];
+    }
+  return roots;
+}
+
+struct LeakGroup {
+  uint64_t count = 0, bytes = 0, unreferenced = 0;
+};
+using LeakGroups = std::map<std::pair<std::string, uint64_t>, LeakGroup>;  // (type, size)
+
+void print_leaks_text(const LeaksArgs& a, const LeakGroups& groups, const lr::RefIndex& ix,
+                      uint64_t leaked, uint64_t leaked_bytes, uint64_t unref, uint64_t unref_bytes,
+                      uint64_t pool_free) {
+  std::vector<std::pair<std::pair<std::string, uint64_t>, LeakGroup>> rows(groups.begin(),
+                                                                           groups.end());
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const auto& x, const auto& y) { return x.second.bytes > y.second.bytes; });
+  out_stdout().print(
+      "{} of {} heap blocks leaked ({} bytes): nothing live reaches them (registers, stacks "
+      "above the stack pointer, globals, TLS);\n{} of them unreferenced ({} bytes), the rest "
+      "referenced only by leaked blocks\n",
+      leaked, ix.chunks(), leaked_bytes, unref, unref_bytes);
+  if (pool_free)
+    out_stdout().print("{} more blocks are objects free in GlusterFS mem-pools (not counted)\n",
+                       pool_free);
+  if (!rows.empty())
+    out_stdout().print("\n{:>8} {:>7} {:>10} {:>12}  {}\n", "SIZE", "COUNT", "BYTES",
+                       "UNREFERENCED", "TYPE");
+  for (size_t i = 0; i < rows.size() && i < a.top; ++i)
+    out_stdout().print("{:>8} {:>7} {:>10} {:>12}  {}\n", rows[i].first.second,
+                       rows[i].second.count, rows[i].second.bytes, rows[i].second.unreferenced,
+                       rows[i].first.first.empty() ? "-" : rows[i].first.first);
+  if (rows.size() > a.top)
+    out_stdout().print("... {} more sizes (--top N, --json: all)\n", rows.size() - a.top);
+}
+
+int cmd_leaks(const Common& c, const LeaksArgs& a) {
+  for (const auto& f : a.fail_on)
+    if (f != "leaked" && f != "any") return fail_usage("--fail-on: unknown finding '" + f + "'");
+  auto o = open_indexed(c);
+  if (!o.ok()) return fail(o.error());
+  lr::Program& prog = *o.value().prog;
+  const lr::RefIndex& ix = *o.value().ci.index;
+  const auto& chunks = o.value().ci.heap->in_use;
+  auto sites = sites_of(prog, *o.value().ci.heap, a.traces);
+  if (!sites.ok()) return fail(sites.error());
+  KnownObjects none;
+  RefNamer names(prog, ix, none, o.value().gf);
+  const LeakSet ls = find_leaked(ix, o.value().gf, names);
+  LeakGroups groups;
+  uint64_t leaked = 0, leaked_bytes = 0, unref = 0, unref_bytes = 0;
+  // Who points at each leaked block: only other leaked blocks can (a live
+  // one would make it live), so their own rows say it, one entry per
+  // referring word, and the index's reverse rows (8 bytes a reference and
+  // one table a chunk) are never made.
+  std::unordered_map<uint32_t, std::vector<uint32_t>> leaked_refs;
+  if (c.json)
+    for (size_t i = 0; i < chunks.size(); ++i)
+      if (ls.state[i] & kLeaked)
+        for (uint32_t t : ix.points_to(i))
+          if (ls.state[t] & kLeaked) leaked_refs[t].push_back(static_cast<uint32_t>(i));
+  // JSON: the blocks stream as they are found; the totals follow them.
+  if (c.json)
+    out_stdout().print("{{\"schema\":\"leakref.leaks/1\",\"core\":{},\"blocks\":[",
+                       nlohmann::json(c.core).dump());
+  else if (a.list)
+    out_stdout().print("{:<18} {:>8}  {:<12}  {}\n", "BLOCK", "SIZE", "", "SITE / TYPE");
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    if (!(ls.state[i] & kLeaked)) continue;
+    const lr::HeapChunk& h = chunks[i];
+    const bool unreferenced = !(ls.state[i] & kRefd);
+    const lr::BlockType* bt = names.types().get(i);
+    const std::string type = bt ? bt->name : "";
+    unref += unreferenced;
+    unref_bytes += unreferenced ? h.usable() : 0;
+    LeakGroup& g = groups[{type, h.usable()}];
+    ++g.count;
+    g.bytes += h.usable();
+    g.unreferenced += unreferenced;
+    auto s = sites.value().find(h.user);
+    const std::string site = s == sites.value().end() ? "" : s->second;
+    if (c.json) {
+      nlohmann::json b{{"ptr", hex(h.user)},
+                       {"size", h.usable()},
+                       {"type", type.empty() ? nlohmann::json(nullptr) : nlohmann::json(type)},
+                       {"type_from", bt ? nlohmann::json(bt->via) : nlohmann::json(nullptr)},
+                       {"unreferenced", unreferenced}};
+      nlohmann::json by = nlohmann::json::array();
+      if (auto it = leaked_refs.find(static_cast<uint32_t>(i)); it != leaked_refs.end())
+        for (uint32_t from : it->second) by.push_back(hex(chunks[from].user));
+      b["referenced_by"] = std::move(by);
+      b["site"] = site.empty() ? nlohmann::json(nullptr) : nlohmann::json(site);
+      out_stdout().print("{}{}", leaked ? ",\n" : "\n", b.dump());
+    } else if (a.list) {
+      std::string t = type.empty() ? "" : type;
+      if (bt && bt->via != "vtable" && bt->via != "GlusterFS") t += " (from " + bt->via + ")";
+      out_stdout().print("{:<18} {:>8}  {:<12}  {}{}\n", hex(h.user), h.usable(),
+                         unreferenced ? "unreferenced" : "referenced",
+                         site.empty() ? "" : site + " ", t);
+    }
+    ++leaked;
+    leaked_bytes += h.usable();
+  }
+  const std::vector<std::string>& warnings = o.value().warnings;
+  if (c.json) {
+    nlohmann::json gj = nlohmann::json::array();
+    for (const auto& [k, g] : groups)
+      gj.push_back({{"type", k.first.empty() ? nlohmann::json(nullptr) : nlohmann::json(k.first)},
+                    {"size", k.second},
+                    {"count", g.count},
+                    {"bytes", g.bytes},
+                    {"unreferenced", g.unreferenced}});
+    const auto& st = ix.stats();
+    nlohmann::json rest{{"summary",
+                         {{"blocks", chunks.size()},
+                          {"leaked", leaked},
+                          {"leaked_bytes", leaked_bytes},
+                          {"unreferenced", unref},
+                          {"unreferenced_bytes", unref_bytes},
+                          {"pool_free", ls.pool_free}}},
+                        {"groups", gj},
+                        {"index",
+                         {{"bytes_scanned", st.bytes_scanned},
+                          {"refs", st.refs},
+                          {"roots", st.roots},
+                          {"root_kinds", root_kinds(ix)},
+                          {"index_bytes", st.index_bytes},
+                          {"table_bytes", st.table_bytes},
+                          {"build_ns", st.build_ns}}},
+                        {"warnings", warnings}};
+    std::string t = rest.dump();
+    out_stdout().print("\n],{}\n", t.substr(1));  // `rest` continues the open object
+  } else {
+    print_warnings_text(warnings);
+    if (a.list) out_stdout().put("\n");
+    print_leaks_text(a, groups, ix, leaked, leaked_bytes, unref, unref_bytes, ls.pool_free);
+  }
+  return fail_on_wants(a.fail_on, "leaked") && leaked ? kFindings : kOk;
+}
+
+}  // namespace
+
+Command register_refs(CLI::App& app, Common& c) {
+  auto a = std::make_shared<RefsArgs>();
+  auto* sub = app.add_subcommand("refs", "who points at these heap objects (or into them)");
+  add_common(sub, c);
+  sub->add_option("addr", a->addrs, "addresses of objects (inside heap blocks)")->required();
+  sub->add_option("--depth", a->depth, "a chain of references from a root, up to N steps");
+  sub->add_option("-p,--profile", a->profile,
+                  "profile file (or NAME): a referring word in one of its objects is named by "
+                  "the set and member");
+  sub->add_option("--set", a->sets, "only these sets of the profile")->delimiter(',');
+  return {sub, [&c, a] { return cmd_refs(c, *a); }, [&c] { return c.json; }};
+}
+
+Command register_leaks(CLI::App& app, Common& c) {
+  auto a = std::make_shared<LeaksArgs>();
+  auto* sub = app.add_subcommand(
+      "leaks", "heap blocks nothing live reaches (registers, stacks, globals, TLS)");
+  add_common(sub, c);
+  sub->add_flag("--list", a->list, "every leaked block, not only sizes");
+  sub->add_option("--trace", a->traces,
+                  "allocation trace (leakref-trace --malloc, mmleak, bcc): each block's site");
+  sub->add_option("--top", a->top, "sizes listed in text (default 20)");
+  sub->add_option("--fail-on", a->fail_on, "exit 1 if: leaked")->delimiter(',');
+  return {sub, [&c, a] { return cmd_leaks(c, *a); }, [&c] { return c.json; }};
+}
+
+}  // namespace lrcli

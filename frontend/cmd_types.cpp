@@ -1,0 +1,158 @@
+// leakref types build: C headers into a DWARF types file for a program
+// without debuginfo, stamped with (and cached by) its executable's build-id.
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "cmd_gluster.hpp"
+#include "cmd_profile.hpp"
+#include "cmd_types.hpp"
+#include "commands.hpp"
+#include "common.hpp"
+#include "corelib/debuginfo/types_build.hpp"
+#include "corelib/dump/elfcore.hpp"
+#include "corelib/profiles/profile.hpp"
+
+namespace lrcli {
+
+struct TypesBuildArgs {
+  std::vector<std::string> headers, include_dirs, defines;
+  std::string out, profile;
+  bool verbose = false;
+};
+
+namespace {
+
+// The profile's [build] recipe; relative include directories are relative to
+// the profile file's own directory (headers shipped beside it), and
+// "{cache}/..." is under leakref's cache (sources leakref-debsrc unpacked).
+void add_profile_recipe(const lr::Profile& p, lr::TypesBuild* b) {
+  std::filesystem::path base = std::filesystem::path(p.source).parent_path();
+  b->headers.insert(b->headers.begin(), p.build_headers.begin(), p.build_headers.end());
+  for (std::string i : p.build_include) {
+    if (i.starts_with("{cache}")) i = lr::cache_dir() + i.substr(7);
+    b->include_dirs.push_back(std::filesystem::path(i).is_absolute() ? i : (base / i).string());
+  }
+  b->defines.insert(b->defines.end(), p.build_defines.begin(), p.build_defines.end());
+}
+
+}  // namespace
+
+lr::Result<void> ensure_profile_types(lr::Program& prog, const lr::Profile& p, Out& err) {
+  // The glusterfs profile describes libglusterfs, whichever program maps it
+  // (a FUSE client, a brick, a gfapi program with debuginfo of its own): its
+  // types are built per libglusterfs build-id, as `leakref gluster` does.
+  if (std::find(p.match_modules.begin(), p.match_modules.end(), "libglusterfs.so.0") !=
+          p.match_modules.end() &&
+      prog.modules().by_name("libglusterfs.so.0")) {
+    auto r = ensure_gluster_types(prog, "");
+    if (!r.ok()) return std::move(r).error();
+    return {};
+  }
+  const lr::Module* exe = prog.modules().exe();
+  if (p.build_headers.empty() || !exe || exe->has_dwarf() || exe->build_id.empty()) return {};
+  // Types given (--types) or found in the cache that declare every type the
+  // profile names are enough; others (made by another recipe) are not.
+  bool loaded = false;
+  for (const auto& m : prog.modules().modules()) loaded |= m->debug_how == "--types";
+  if (loaded && lr::profile_types_bind(prog, p).ok()) return {};
+  // Cached per build-id and recipe: a changed recipe makes its own file.
+  std::string out = lr::types_cache_path("types", exe->build_id + "-" + lr::profile_recipe_hash(p));
+  if (out.empty())
+    return lr::make_error(lr::Errc::kNotFound,
+                          "no cache directory (HOME unset) for the profile's [build] types: "
+                          "give --types FILE");
+  struct stat st;
+  if (::stat(out.c_str(), &st) == 0) return add_types_file(prog, out);
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(out).parent_path(), ec);
+  lr::TypesBuild b;
+  add_profile_recipe(p, &b);
+  b.target_build_id = exe->build_id;
+  std::string cmd;
+  if (auto r = lr::build_types(b, out, &cmd); !r.ok())
+    return lr::make_error(r.error().code,
+                          fmt::format("profile {} [build]: {}{}", p.name, r.error().message,
+                                      p.build_note.empty() ? "" : " (" + p.build_note + ")"));
+  err.print(
+      "leakref: {} has no debuginfo: built its types from profile {}'s [build] headers "
+      "into {}\n",
+      exe->path, p.name, out);
+  return add_types_file(prog, out);
+}
+
+static int cmd_types_build(const Common& c, const TypesBuildArgs& a) {
+  lr::TypesBuild b;
+  std::string note;
+  if (!a.profile.empty()) {
+    auto p = lr::find_profile(a.profile, profile_dirs());
+    if (!p.ok()) return fail(p.error());
+    if (p.value().build_headers.empty())
+      return fail_usage("types build: profile " + p.value().name + " has no [build] section");
+    add_profile_recipe(p.value(), &b);
+    note = p.value().build_note;
+  }
+  if (a.headers.empty() && b.headers.empty())
+    return fail_usage("types build: give at least one --header (or a --profile with [build])");
+  std::string bid;
+  if (!c.core.empty()) {
+    auto prog = open_program(c);
+    if (!prog.ok()) return fail(prog.error());
+    const lr::Module* exe = prog.value()->modules().exe();
+    if (!exe || exe->build_id.empty())
+      return fail(lr::make_error(lr::Errc::kNotFound,
+                                 c.core + ": no executable build-id in the core (give --exe)"));
+    bid = exe->build_id;
+  } else if (!c.exe.empty()) {
+    auto b = lr::build_id_of_file(c.exe);
+    if (!b.ok()) return fail(lr::make_error(b.error().code, c.exe + ": " + b.error().message));
+    bid = b.value();
+  }
+  std::string out = a.out;
+  if (out.empty()) {
+    if (bid.empty())
+      return fail_usage("types build: give -o FILE, or a core or --exe to cache the types for");
+    out = lr::types_cache_path("types", bid);
+    if (out.empty()) return fail_usage("types build: no cache directory (HOME unset): give -o");
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(out).parent_path(), ec);
+  }
+  b.headers.insert(b.headers.end(), a.headers.begin(), a.headers.end());
+  b.include_dirs.insert(b.include_dirs.end(), a.include_dirs.begin(), a.include_dirs.end());
+  b.defines.insert(b.defines.end(), a.defines.begin(), a.defines.end());
+  b.target_build_id = bid;
+  std::string cmd;
+  auto r = lr::build_types(b, out, &cmd);
+  if (a.verbose) fmt::print(stderr, "{}\n", cmd);
+  if (!r.ok())
+    return fail(note.empty()
+                    ? r.error()
+                    : lr::make_error(r.error().code, r.error().message + " (" + note + ")"));
+  fmt::print("{}\n", out);
+  return kOk;
+}
+
+Command register_types(CLI::App& app) {
+  auto* types =
+      app.add_subcommand("types", "synthesize DWARF types for a program without debuginfo");
+  Command gluster = register_types_gluster(*types);
+  types->require_subcommand(1);
+  auto a = std::make_shared<TypesBuildArgs>();
+  auto c = std::make_shared<Common>();
+  auto* tb = types->add_subcommand(
+      "build", "types from C headers, stamped with and cached by the executable's build-id");
+  tb->add_option("core", c->core, "core whose executable the types are for");
+  tb->add_option("--exe", c->exe, "the executable (no core; or overriding the core's)");
+  tb->add_option("--header", a->headers, "header to include (repeatable, in order)");
+  tb->add_option("--profile", a->profile, "take headers, includes and defines from its [build]");
+  tb->add_option("-I,--include-dir", a->include_dirs, "include directory (repeatable)");
+  tb->add_option("-D,--define", a->defines, "NAME or NAME=VALUE, as the program was built");
+  tb->add_option("-o,--output", a->out, "write here instead of the cache");
+  tb->add_flag("-v,--verbose", a->verbose, "print the compiler command");
+  return {types, [tb, c, a, gluster] { return *tb ? cmd_types_build(*c, *a) : gluster.run(); },
+          [] { return false; }};
+}
+
+}  // namespace lrcli

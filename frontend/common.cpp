@@ -1,0 +1,224 @@
+#include "common.hpp"
+
+#include "corelib/objects/expr.hpp"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "corelib/debuginfo/types_build.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+
+namespace lrcli {
+
+void add_common(CLI::App* sub, Common& c, bool needs_core) {
+  if (needs_core)
+    sub->add_option("core", c.core, "core file (gcore output or a crash core)")->required();
+  sub->add_option("--exe", c.exe, "executable (default: from the core's NT_FILE note)");
+  sub->add_option("--sysroot", c.sysroot, "root directory for the core's files (another machine)");
+  sub->add_option("--debug-dir", c.debug_dirs,
+                  "extra debuginfo directory (build-id tree or .debug files)");
+  sub->add_option("--types", c.types,
+                  "DWARF types for a program without debuginfo (leakref types build; "
+                  "GlusterFS: default synthesized and cached)");
+  sub->add_flag(
+      "--json", c.json,
+      "machine-readable output (each document names its schema; $PREFIX/share/leakref/schemas)");
+}
+
+void add_vmlinux_option(CLI::App* sub, Common& c) {
+  sub->add_option("--vmlinux", c.vmlinux,
+                  "kernel dumps: vmlinux with DWARF (default: found by the dump's build-id or "
+                  "release, as for leakref kernel)");
+}
+
+int exit_for(const lr::Error& e) {
+  switch (e.code) {
+    case lr::Errc::kInvalidArgument:
+      return kUsage;
+    case lr::Errc::kIo:
+    case lr::Errc::kBadFormat:
+    case lr::Errc::kUnsupported:
+      return kInput;
+    case lr::Errc::kNotFound:
+    case lr::Errc::kFault:
+      return kLookup;
+    case lr::Errc::kInterrupted:
+      return kInternal;
+  }
+  return kInternal;
+}
+
+int fail(const lr::Error& e) {
+  std::fflush(stdout);
+  return fail(e, out_stderr());
+}
+
+namespace {
+bool g_json_errors = false;
+
+}  // namespace
+
+void json_errors(bool on) {
+  g_json_errors = on;
+}
+
+int fail(const lr::Error& e, Out& err) {
+  err.print("leakref: error: {}\n", e.message);
+  int code = exit_for(e);
+  // Under --json a pipeline reading stdout sees the error as JSON too.
+  if (g_json_errors && &err == &out_stderr())
+    emit_json(
+        nlohmann::json{
+            {"schema", "leakref.error/1"},
+            {"error", {{"code", lr::errc_name(e.code)}, {"message", e.message}, {"exit", code}}}},
+        out_stdout());
+  return code;
+}
+
+std::string unknown_subcommand(const CLI::App& app, const std::string& word) {
+  if (word.empty() || word[0] == '-') return "";
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    if (sub->get_name() == word) return "";
+    names.push_back(sub->get_name());
+  }
+  std::string near = lr::closest_name(word, names);
+  std::string all;
+  for (const auto& n : names) all += (all.empty() ? "" : ", ") + n;
+  return fmt::format("unknown subcommand '{}'; {}", word,
+                     near.empty() ? "one of: " + all : "did you mean '" + near + "'?");
+}
+
+void one_value_per_option(CLI::App* app) {
+  for (CLI::Option* o : app->get_options())
+    if (!o->get_positional() && o->get_items_expected_max() > 1) o->allow_extra_args(false);
+  for (CLI::App* sub : app->get_subcommands({})) one_value_per_option(sub);
+}
+
+int fail_usage(const std::string& msg) {
+  std::fflush(stdout);
+  return fail(lr::make_error(lr::Errc::kInvalidArgument, msg), out_stderr());
+}
+
+lr::Result<std::unique_ptr<lr::Program>> open_program(const Common& c) {
+  lr::ProgramOptions o;
+  o.exe = c.exe;
+  o.sysroot = c.sysroot;
+  o.debug_dirs = c.debug_dirs;
+  // A kernel dump opened as a process core read as a process with pid 1 (ELF
+  // vmcores) or "bad magic" (kdump): say what it is and what reads it.
+  auto kernel_dump = [&](const char* what) {
+    return lr::make_error(
+        lr::Errc::kUnsupported,
+        fmt::format("{} is a kernel dump ({}), not a process core: use 'leakref kernel --vmcore "
+                    "{} [--vmlinux FILE] inodes|modules|check|walk|profile'",
+                    c.core, what, c.core));
+  };
+  auto opened = lr::Program::open_core(c.core, o);
+  if (!opened.ok() && lr::is_kdump_file(c.core)) return kernel_dump("kdump-compressed");
+  LR_ASSIGN(auto prog, std::move(opened));
+  if (prog->core() && prog->core()->is_kernel()) return kernel_dump("ELF with a VMCOREINFO note");
+  for (const auto& t : c.types) LR_TRY(add_types_file(*prog, t));
+  // Without --types and without debuginfo: types `leakref types build` cached
+  // for exactly this executable (stamped with its build-id, checked again).
+  const lr::Module* exe = prog->modules().exe();
+  if (c.types.empty() && exe && !exe->has_dwarf() && !exe->build_id.empty()) {
+    std::string cached = lr::types_cache_path("types", exe->build_id);
+    struct stat st;
+    if (!cached.empty() && ::stat(cached.c_str(), &st) == 0) LR_TRY(add_types_file(*prog, cached));
+  }
+  return prog;
+}
+
+lr::Result<void> add_types_file(lr::Program& prog, const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0)
+    return lr::make_error(lr::Errc::kIo, fmt::format("--types {}: {}", path, std::strerror(errno)));
+  if (!S_ISREG(st.st_mode))
+    return lr::make_error(lr::Errc::kIo, fmt::format("--types {}: not a regular file", path));
+  // A types file made for one build must not describe another.
+  std::string target = lr::types_file_target(path);
+  const lr::Module* exe = prog.modules().exe();
+  if (!target.empty() && exe && !exe->build_id.empty() && target != exe->build_id)
+    return lr::make_error(
+        lr::Errc::kBadFormat,
+        fmt::format("--types {}: built for build-id {}, but {} has {} (leakref types build "
+                    "CORE --header ... makes one for it)",
+                    path, target, exe->path, exe->build_id));
+  lr::Module* m = prog.modules().add_debug("<types " + path + ">", path, "--types");
+  if (!m->dwarf())
+    return lr::make_error(lr::Errc::kBadFormat, fmt::format("--types {}: no DWARF in it", path));
+  return {};
+}
+
+std::string hex(uint64_t v) {
+  return fmt::format("{:#x}", v);
+}
+
+bool fail_on_wants(const std::vector<std::string>& fail_on, const char* what) {
+  for (const auto& f : fail_on)
+    if (f == what || f == "any") return true;
+  return false;
+}
+
+nlohmann::json value_json(const lr::FieldValue& v) {
+  using K = lr::FieldValue::Kind;
+  switch (v.kind) {
+    case K::kSigned:
+      return v.s;
+    case K::kUnsigned:
+      return v.u;
+    case K::kBool:
+      return v.u != 0;
+    case K::kPointer:
+      return hex(v.u);
+    case K::kEnum:
+      return v.text.empty() ? nlohmann::json(v.s) : nlohmann::json(v.text);
+    case K::kString:
+    case K::kUuid:
+      return v.text;
+    case K::kFloat:
+      return v.f;
+    case K::kAggregate:
+      return nlohmann::json{{"aggregate", v.text}};
+    case K::kError:
+      return nlohmann::json{{"error", v.text}};
+  }
+  return nullptr;
+}
+
+namespace {
+struct FileOut final : Out {
+  explicit FileOut(std::FILE* f) : f_(f) {}
+  bool write(std::string_view s) override {
+    return std::fwrite(s.data(), 1, s.size(), f_) == s.size();
+  }
+  std::FILE* f_;
+};
+}  // namespace
+
+Out& out_stdout() {
+  static FileOut o(stdout);
+  return o;
+}
+Out& out_stderr() {
+  static FileOut o(stderr);
+  return o;
+}
+
+void print_warnings_text(const std::vector<std::string>& w, Out& err) {
+  for (const auto& s : w) err.print("leakref: warning: {}\n", s);
+}
+
+void emit_json(const nlohmann::json& j, Out& out) {
+  // Invalid UTF-8 from target memory must not abort the dump.
+  out.put(j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace));
+  out.put("\n");
+}
+
+}  // namespace lrcli

@@ -1,0 +1,417 @@
+// glibc 2.36 x86_64 heap walk. Layouts (malloc/malloc.c, arena.c):
+//   malloc_state (2200 B): fastbinsY[10] @16, top @96, next @2160, system_mem @2184
+//   heap_info (48 B):      ar_ptr @0, prev @8, size @16, mprotect_size @24
+//   chunk:                 prev_size @0, size|flags @8, user data @16
+// A chunk is in use when the next chunk's PREV_INUSE bit is set and it is on
+// no fastbin or tcache list (those keep PREV_INUSE set). Both lists are
+// safe-linked: stored = (address_of_link >> 12) ^ next.
+#include "targets/glibc/glibc_heap.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "corelib/debuginfo/modules.hpp"
+#include "corelib/debuginfo/program.hpp"
+#include "corelib/dump/elfcore.hpp"
+
+namespace lr {
+namespace {
+
+constexpr uint64_t kPrevInuse = 1, kIsMmapped = 2, kSizeMask = ~uint64_t{7};
+constexpr uint64_t kHeapMax = 64ull << 20;  // HEAP_MAX_SIZE on 64-bit
+constexpr uint64_t kStateSize = kMallocStateBytes, kOffFastbins = 16, kNumFastbins = 10,
+                   kOffTop = 96;
+constexpr uint64_t kOffNext = 2160, kOffSystemMem = 2184, kHeapInfoSize = 48;
+constexpr uint64_t kFirstChunkWithState = 0x8d0;  // heap_info + malloc_state, 16-aligned
+constexpr uint64_t kMinChunk = 32, kPage = 4096;
+constexpr uint64_t kTcacheStructChunk = 0x290, kTcacheBins = 64;
+
+class Reader {
+ public:
+  explicit Reader(const Memory& m) : mem_(m) {}
+  bool u64(uint64_t a, uint64_t* v) const {
+    if (const uint8_t* p = mem_.direct(w_, a, 8)) {
+      std::memcpy(v, p, 8);
+      return true;
+    }
+    auto r = mem_.read_u64(a);
+    if (!r) return false;
+    *v = *r;
+    return true;
+  }
+  const uint8_t* bytes(uint64_t a, size_t n) const { return mem_.direct(w_, a, n); }
+
+ private:
+  const Memory& mem_;
+  mutable Memory::Window w_;
+};
+
+using Ranges = std::vector<std::pair<uint64_t, uint64_t>>;
+
+const std::pair<uint64_t, uint64_t>* range_of(const Ranges& rs, uint64_t a) {
+  for (const auto& r : rs)
+    if (a >= r.first && a < r.second) return &r;
+  return nullptr;
+}
+
+struct Walker {
+  const Reader& rd;
+  const HeapLimits& lim;
+  HeapWalk& out;
+  GlibcHeap& g;
+  ChunkIndex cand;                           // in-use by the PREV_INUSE test
+  std::unordered_set<uint64_t> free_chunks;  // fastbin and tcache chunk addresses
+  uint64_t tcache_steps = 0;                 // entries all tcache candidates have followed
+
+  // A candidate in-use chunk; one larger than leakref indexes is a warning
+  // (left out, never recorded with a wrong size).
+  void add(uint64_t user, uint64_t usable, bool mmapped) {
+    if (user >> 48) {
+      out.warnings.push_back(fmt::format(
+          "chunk at {:#x}: above the 48-bit user space leakref indexes; left out", user));
+      return;
+    }
+    if (usable > kMaxChunkUsable) {
+      out.warnings.push_back(
+          fmt::format("chunk at {:#x}: {} usable bytes, more than leakref "
+                      "indexes ({}); left out",
+                      user, usable, kMaxChunkUsable));
+      return;
+    }
+    cand.push_back(HeapChunk::make(user, usable, mmapped));
+  }
+
+  // Walks chunks in [first, end) up to `top` (excluded). Returns false when
+  // the chain broke before reaching top/end.
+  bool chain(uint64_t first, uint64_t end, uint64_t top) {
+    uint64_t c = first, n = 0;
+    while (c < end && end - c >= 16) {
+      if (c == top) return true;
+      if ((++n & 4095) == 0 && lim.progress)
+        lim.progress->fetch_add(4096, std::memory_order_relaxed);
+      if (n > lim.max_chunks) {
+        out.warnings.push_back(
+            fmt::format("heap at {:#x}: more than {} chunks, walk stopped", first, lim.max_chunks));
+        return false;
+      }
+      uint64_t head;
+      if (!rd.u64(c + 8, &head)) break;
+      uint64_t size = head & kSizeMask;
+      if (size == 0 || size == 16) return true;  // fencepost closing an old heap
+      if (size < kMinChunk || size % 16 != 0 || size > end - c) break;  // no wrap-around
+      ++out.stats.chunks;
+      uint64_t next = c + size, nhead = 0;
+      bool in_use;
+      if (end - next >= 16 && rd.u64(next + 8, &nhead))
+        in_use = nhead & kPrevInuse;
+      else
+        in_use = next >= end;  // nothing follows: the chunk ends the heap
+      if (in_use)
+        add(c + 16, size - 8, false);
+      else
+        ++g.bin_free;
+      c = next;
+    }
+    if (c == top || c == end) return true;
+    out.warnings.push_back(fmt::format(
+        "heap [{:#x}, {:#x}): chunk chain breaks at {:#x}; chunks after it are not seen", first,
+        end, c));
+    return false;
+  }
+
+  void fastbins(uint64_t state) {
+    for (uint64_t i = 0; i < kNumFastbins; ++i) {
+      uint64_t link_addr = state + kOffFastbins + 8 * i, p = 0, n = 0;
+      if (!rd.u64(link_addr, &p)) return;
+      std::unordered_set<uint64_t> seen;
+      while (p != 0) {
+        if (p % 16 != 0 || ++n > lim.max_list || !seen.insert(p).second) {
+          out.warnings.push_back(
+              fmt::format("arena {:#x}: fastbin {} is corrupt at {:#x}", state, i, p));
+          break;
+        }
+        free_chunks.insert(p);
+        ++g.fastbin_free;
+        uint64_t stored;
+        if (!rd.u64(p + 16, &stored)) break;
+        p = ((p + 16) >> 12) ^ stored;
+      }
+    }
+  }
+
+  // A 0x290-byte in-use chunk is a tcache_perthread_struct when every count
+  // matches a well-formed list of chunks of that bin's size sharing one key.
+  void tcache_candidate(uint64_t user) {
+    const uint8_t* b = rd.bytes(user, kTcacheBins * 2 + kTcacheBins * 8);
+    if (!b) return;
+    uint16_t counts[kTcacheBins];
+    uint64_t entries[kTcacheBins];
+    std::memcpy(counts, b, sizeof counts);
+    std::memcpy(entries, b + sizeof counts, sizeof entries);
+    uint64_t key = 0;
+    std::vector<uint64_t> found;
+    for (uint64_t i = 0; i < kTcacheBins; ++i) {
+      if (counts[i] == 0) {
+        if (entries[i] != 0) return;
+        continue;
+      }
+      uint64_t e = entries[i];
+      for (uint64_t k = 0; k < counts[i]; ++k) {
+        // Counts go up to 65535 per bin; many forged candidates must not
+        // add up to billions of reads.
+        if (++tcache_steps > lim.max_list) {
+          if (tcache_steps == lim.max_list + 1)
+            out.warnings.push_back(
+                fmt::format("tcache lists: more than {} entries followed; later candidates skipped",
+                            lim.max_list));
+          return;
+        }
+        uint64_t head, ek, stored;
+        if (e == 0 || e % 16 != 0 || !rd.u64(e - 8, &head) || (head & kSizeMask) != 32 + 16 * i ||
+            !rd.u64(e + 8, &ek) || ek == 0 || (key != 0 && ek != key) || !rd.u64(e, &stored))
+          return;
+        key = ek;
+        found.push_back(e - 16);
+        e = (e >> 12) ^ stored;
+      }
+      if (e != 0) return;  // the list is longer than its count says
+    }
+    ++g.tcache_structs;
+    if (key) g.tcache_key = key;
+    for (uint64_t c : found) free_chunks.insert(c);
+    g.tcache_free += found.size();
+  }
+
+  void mmapped(uint64_t start, uint64_t end) {
+    if (start > ~uint64_t{0} - kPage) return;
+    for (uint64_t p = (start + kPage - 1) & ~(kPage - 1);
+         p >= start && p < end && end - p >= kPage;) {
+      uint64_t prev, head;
+      if (rd.u64(p, &prev) && prev == 0 && rd.u64(p + 8, &head) && (head & 7) == kIsMmapped) {
+        uint64_t size = head & kSizeMask;
+        if (size >= kPage && size % kPage == 0 && size <= end - p) {
+          add(p + 16, size - 16, true);
+          out.regions.push_back({HeapRegion::Kind::kMmapped, p, p + size, 0, true});
+          ++out.stats.mmapped;
+          p += size;
+          continue;
+        }
+      }
+      p += kPage;
+    }
+  }
+};
+
+bool plausible_main_arena(const Reader& rd, const Ranges& anon, uint64_t p) {
+  uint64_t next, top, sysmem, tophead;
+  if (!rd.u64(p + kOffNext, &next) || !rd.u64(p + kOffTop, &top) ||
+      !rd.u64(p + kOffSystemMem, &sysmem))
+    return false;
+  if (next != p && (next & (kHeapMax - 1)) != kHeapInfoSize) return false;
+  if (top % 16 != 0 || sysmem == 0 || sysmem % kPage != 0) return false;
+  const auto* r = range_of(anon, top);
+  if (!r || !rd.u64(top + 8, &tophead)) return false;
+  uint64_t tsize = tophead & kSizeMask;
+  return (tophead & kPrevInuse) && tsize % 16 == 0 && top + tsize <= r->second &&
+         top + tsize > r->second - kPage;
+}
+
+}  // namespace
+
+HeapInput heap_input_from_core(const CoreFile& core, const ModuleSet& mods) {
+  HeapInput in;
+  const auto& files = core.mapped_ranges();
+  for (const auto& s : core.segments()) {
+    if (s.kind != SegmentInfo::Kind::kCore) continue;
+    // Cut file-backed VMAs out; merge what remains with its neighbour.
+    uint64_t a = s.start;
+    while (a < s.end) {
+      uint64_t b = s.end;
+      bool file = false;
+      for (const auto& f : files) {
+        if (a >= f.start && a < f.end) {
+          file = true;
+          b = std::min(b, f.end);
+          break;
+        }
+        if (f.start > a && f.start < b) b = f.start;
+      }
+      if (!file) {
+        if (!in.anon.empty() && in.anon.back().second == a)
+          in.anon.back().second = b;
+        else
+          in.anon.emplace_back(a, b);
+      }
+      a = b;
+    }
+  }
+  for (const auto& m : mods.modules()) {
+    if (m->basename().rfind("libc.so", 0) != 0 && m->basename().rfind("libc-", 0) != 0) continue;
+    for (const auto& s : core.segments())
+      if (s.kind != SegmentInfo::Kind::kMissing && s.end > m->base && s.start < m->end)
+        in.libc_data.emplace_back(std::max(s.start, m->base), std::min(s.end, m->end));
+  }
+  return in;
+}
+
+Result<HeapWalk> walk_glibc_heap(const Memory& mem, const HeapInput& in, const HeapLimits& limits) {
+  Reader rd(mem);
+  HeapWalk out;
+  out.allocator = "glibc";
+  auto details = std::make_shared<GlibcHeap>();
+  GlibcHeap& g = *details;
+  Walker w{rd, limits, out, g, {}, {}, 0};
+
+  // Thread heaps: 64 MiB-aligned, heap_info first. A heap whose ar_ptr is
+  // heap+48 holds its arena's malloc_state and names the arena.
+  std::vector<uint64_t> heap_starts;
+  std::vector<uint64_t> arenas;
+  for (const auto& r : in.anon) {
+    if (r.first > ~uint64_t{0} - kHeapMax) continue;  // no aligned start fits (vsyscall page)
+    for (uint64_t a = (r.first + kHeapMax - 1) & ~(kHeapMax - 1);
+         a >= r.first && a < r.second && r.second - a > kHeapInfoSize; a += kHeapMax) {
+      uint64_t ar;
+      if (!rd.u64(a, &ar)) continue;
+      heap_starts.push_back(a);
+      if (ar == a + kHeapInfoSize) arenas.push_back(ar);
+    }
+  }
+  // The ring of arenas through malloc_state.next includes main_arena, the one
+  // member not inside a thread heap.
+  auto follow_ring = [&](uint64_t from) {
+    uint64_t p = from;
+    for (int n = 0; n < 4096; ++n) {
+      uint64_t next;
+      if (!rd.u64(p + kOffNext, &next) || next == 0) return;
+      if ((next & (kHeapMax - 1)) != kHeapInfoSize)
+        g.main_arena = next;
+      else if (std::find(arenas.begin(), arenas.end(), next) == arenas.end())
+        arenas.push_back(next);
+      if (next == from) return;
+      p = next;
+    }
+  };
+  if (!arenas.empty()) follow_ring(arenas.front());
+  if (!g.main_arena) {
+    // libc's data is a few hundred KiB; a forged core can claim terabytes.
+    // Skip unreadable pages and stop after 32 MiB of candidates.
+    uint64_t budget = uint64_t{1} << 22;
+    for (const auto& r : in.libc_data) {
+      for (uint64_t p = (r.first + 7) & ~uint64_t{7};
+           p + kStateSize <= r.second && p + kStateSize > p && budget; p += 8, --budget) {
+        uint64_t w;
+        if (!rd.u64(p, &w)) {
+          uint64_t next_page = (p | (kPage - 1)) + 1;
+          if (next_page <= p) break;
+          p = next_page - 8;
+          continue;
+        }
+        if (plausible_main_arena(rd, in.anon, p)) {
+          g.main_arena = p;
+          break;
+        }
+      }
+      if (g.main_arena || !budget) break;
+    }
+    if (g.main_arena) follow_ring(g.main_arena);
+  }
+  if (!g.main_arena && arenas.empty())
+    return make_error(
+        Errc::kNotFound,
+        "no glibc malloc arena found (not a glibc heap, or libc's data is not in the image)");
+  out.stats.arenas = arenas.size() + (g.main_arena ? 1 : 0);
+
+  Ranges heap_ranges;
+  if (g.main_arena) {
+    uint64_t top = 0, tophead = 0;
+    rd.u64(g.main_arena + kOffTop, &top);
+    const auto* r = range_of(in.anon, top);
+    if (r && rd.u64(top + 8, &tophead) && (tophead & kSizeMask) <= r->second - top) {
+      uint64_t end = top + (tophead & kSizeMask);
+      // The main heap starts at the brk base: the start of its VMA.
+      HeapRegion hr{HeapRegion::Kind::kMain, r->first, end, g.main_arena, true};
+      hr.complete = w.chain(r->first, end, top);
+      out.regions.push_back(hr);
+      heap_ranges.emplace_back(r->first, end);
+      ++g.heaps;
+    } else {
+      out.warnings.push_back(
+          fmt::format("main_arena {:#x}: top chunk {:#x} is not in the image or overruns it",
+                      g.main_arena, top));
+    }
+    w.fastbins(g.main_arena);
+  }
+  for (uint64_t a : heap_starts) {
+    uint64_t ar, size;
+    if (!rd.u64(a, &ar) || !rd.u64(a + 16, &size)) continue;
+    if (std::find(arenas.begin(), arenas.end(), ar) == arenas.end()) continue;
+    if (size < kPage || size > kHeapMax) {
+      out.warnings.push_back(fmt::format("heap {:#x}: implausible size {:#x}", a, size));
+      continue;
+    }
+    const auto* r = range_of(in.anon, a);
+    uint64_t end = std::min(a + size, r->second);
+    uint64_t top = 0;
+    rd.u64(ar + kOffTop, &top);
+    uint64_t first = ar == a + kHeapInfoSize ? a + kFirstChunkWithState : a + kHeapInfoSize;
+    HeapRegion hr{HeapRegion::Kind::kThread, first, end, ar, true};
+    hr.complete = w.chain(first, end, top);
+    out.regions.push_back(hr);
+    heap_ranges.emplace_back(a, a + kHeapMax);  // the whole reservation: no mmapped chunk there
+    ++g.heaps;
+  }
+  for (uint64_t ar : arenas) w.fastbins(ar);
+
+  // Large requests are mmapped chunks in anonymous memory outside the heaps.
+  for (const auto& r : in.anon) {
+    uint64_t a = r.first;
+    std::vector<std::pair<uint64_t, uint64_t>> inside;
+    for (const auto& h : heap_ranges)
+      if (h.first < r.second && h.second > r.first) inside.push_back(h);
+    std::sort(inside.begin(), inside.end());
+    for (const auto& h : inside) {
+      if (h.first > a) w.mmapped(a, h.first);
+      a = std::max(a, h.second);
+    }
+    if (a < r.second) w.mmapped(a, r.second);
+  }
+
+  for (const auto& c : w.cand)
+    if (!c.mmapped() && c.usable() + 8 == kTcacheStructChunk) w.tcache_candidate(c.user);
+
+  // Filter in place: the walk's memory stays at one 16-byte record per
+  // chunk (plus vector slack) instead of two copies.
+  out.in_use = std::move(w.cand);
+  if (!w.free_chunks.empty())
+    out.in_use.filter(
+        [&](const HeapChunk& c) { return c.mmapped() || !w.free_chunks.count(c.user - 16); });
+  out.in_use.shrink_to_fit();  // in place (mremap): the tail was never touched
+  for (const auto& c : out.in_use) out.stats.in_use_bytes += c.usable();
+  out.stats.index_bytes = out.in_use.bytes();
+  out.in_use.sort();
+  out.stats.in_use = out.in_use.size();
+  if (g.main_arena) out.bookkeeping.emplace_back(g.main_arena, g.main_arena + kMallocStateBytes);
+  out.details = std::move(details);
+  // A request of n bytes gets at most n + 24 usable bytes (16-byte chunks,
+  // 8 bytes of header, 24 usable at least: malloc(0)); an mmapped chunk
+  // whole pages, at most n + 8192.
+  out.round_up = 25;
+  out.round_up_mmapped = 8193;
+  return out;
+}
+
+namespace {
+Result<HeapWalk> walk_core(const Program& prog, const HeapLimits& limits) {
+  if (!prog.core())
+    return make_error(Errc::kNotFound, "no glibc malloc arena found (not a process core)");
+  return walk_glibc_heap(prog.mem(), heap_input_from_core(*prog.core(), prog.modules()), limits);
+}
+}  // namespace
+
+void register_glibc_allocator() {
+  register_allocator({"glibc", &walk_core});
+}
+
+}  // namespace lr

@@ -1,0 +1,49 @@
+// glibc's malloc as an allocator the engine walks (corelib/blocks/heap.hpp):
+// finds the arenas, walks every heap chunk by chunk and classifies each chunk
+// as in use or free. glibc 2.36, x86_64 layouts; no libc debuginfo needed.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "corelib/base/result.hpp"
+#include "corelib/blocks/heap.hpp"
+#include "corelib/dump/memory.hpp"
+
+namespace lr {
+
+class CoreFile;
+class ModuleSet;
+
+// Where a heap may be: writable anonymous memory of the image, and the
+// libc data that holds main_arena. Built from a core by heap_input_from_core;
+// other front ends fill it themselves.
+struct HeapInput {
+  std::vector<std::pair<uint64_t, uint64_t>> anon;       // readable, not file-backed
+  std::vector<std::pair<uint64_t, uint64_t>> libc_data;  // libc's readable data ranges
+};
+HeapInput heap_input_from_core(const CoreFile& core, const ModuleSet& mods);
+
+// Bytes of glibc's struct malloc_state (2.36, x86_64): an arena's own
+// pointers (top, bins) are malloc's bookkeeping, not references a program
+// holds.
+constexpr uint64_t kMallocStateBytes = 2200;
+
+// What the glibc walk knows beyond the chunks (HeapWalk::details).
+struct GlibcHeap : AllocatorDetails {
+  uint64_t main_arena = 0;  // 0 when it could not be found
+  uint64_t tcache_key = 0;  // 0 when no tcache entry was seen
+  uint64_t heaps = 0, bin_free = 0, fastbin_free = 0, tcache_free = 0, tcache_structs = 0;
+};
+
+// kNotFound when no glibc arena can be identified (not glibc, static malloc
+// replaced, or the heap is not in the image); damage met on the way gives
+// partial results and warnings instead.
+Result<HeapWalk> walk_glibc_heap(const Memory& mem, const HeapInput& in,
+                                 const HeapLimits& limits = {});
+
+// glibc's malloc as the engine's allocator "glibc".
+void register_glibc_allocator();
+
+}  // namespace lr

@@ -1,0 +1,676 @@
+// GlusterFS profile, part 1: layouts, roots (ctx, graphs, xlators), the
+// self-validation of the layouts against the core, mem-pools and memory
+// accounting from one pass over the in-use heap chunks.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <unordered_set>
+
+#include "gluster_internal.hpp"
+
+namespace lr {
+
+std::string format_gfid(const Gfid& g) {
+  std::string s = hex_bytes(g.data(), 16);
+  return s.substr(0, 8) + "-" + s.substr(8, 4) + "-" + s.substr(12, 4) + "-" + s.substr(16, 4) +
+         "-" + s.substr(20);
+}
+
+const char* itable_list_name(int list) {
+  static const char* names[] = {"active", "lru", "purge", "invalidate"};
+  return list >= 0 && list < 4 ? names[list] : "?";
+}
+
+namespace gf {
+
+View view(const Memory& m, uint64_t addr, uint64_t size) {
+  View v;
+  if (size == 0) return v;
+  v.p = object_bytes(m, addr, size, v.own);
+  v.size = v.p ? size : 0;
+  return v;
+}
+
+std::string cstr(const Memory& m, uint64_t addr, size_t max) {
+  if (addr == 0) return "";
+  auto s = m.read_cstring(addr, max);
+  return s.ok() ? s.value() : fmt::format("<unreadable {:#x}>", addr);
+}
+
+bool gf_header(const Memory& m, Memory::Window& w, uint64_t chunk, uint64_t room,
+               const GfHeaderLayout& L, GfHeader* out) {
+  constexpr uint64_t kTrailer = 4;
+  // resolve_layout checked every field lies inside L.size bytes.
+  if (L.size == 0 || room < L.size + kTrailer) return false;
+  const uint8_t* h = m.direct(w, chunk, L.size);
+  if (!h) return false;
+  uint32_t magic;
+  std::memcpy(&magic, h + L.magic, 4);
+  if (magic != kHeaderMagic) return false;
+  std::memcpy(&out->acct, h + L.acct, 8);
+  std::memcpy(&out->size, h + L.bytes, 8);
+  std::memcpy(&out->type, h + L.type, 4);
+  if (out->size > room - L.size - kTrailer) return false;
+  uint64_t at = chunk + L.size + out->size;
+  const uint8_t* t = m.direct(w, at, kTrailer);
+  uint8_t copy[kTrailer];
+  if (!t && m.read(at, copy, kTrailer).ok()) t = copy;
+  return t && t[0] == 0xBA && t[1] == 0xAD && t[2] == 0xF0 && t[3] == 0x0D;
+}
+
+namespace {
+
+std::vector<uint64_t> finish_walk(Ctx& c, WalkResult w, uint64_t asked, std::string* stop) {
+  c.budget -= std::min<uint64_t>(c.budget, w.objects.size());
+  stop->clear();
+  if (w.stop == WalkStop::kLimit && asked < w.objects.size() + 1 && c.budget == 0)
+    *stop = "the analysis' node budget is exhausted";
+  else if (!w.ok())
+    *stop = fmt::format("{} after {} nodes{}{}", walk_stop_name(w.stop), w.objects.size(),
+                        w.stop_detail.empty() ? "" : ": ", w.stop_detail);
+  else if (w.issue_count)
+    *stop = fmt::format("{} broken back link(s), first: {}", w.issue_count, w.issues.front().what);
+  return std::move(w.objects);
+}
+
+WalkLimits limits(const Ctx& c, uint64_t limit) {
+  WalkLimits lim;
+  lim.max_nodes = std::min(limit, c.budget);
+  return lim;
+}
+
+}  // namespace
+
+std::vector<uint64_t> Ctx::list(uint64_t head, uint64_t member_off, uint64_t limit,
+                                std::string* stop) {
+  WalkLimits lim = limits(*this, limit);
+  return finish_walk(*this, walk_list(mem, head, member_off, lim), lim.max_nodes, stop);
+}
+
+std::vector<uint64_t> Ctx::chain(uint64_t first, uint64_t next_off, uint64_t limit,
+                                 std::string* stop) {
+  stop->clear();
+  if (!first) return {};
+  WalkLimits lim = limits(*this, limit);
+  return finish_walk(*this, walk_chain(mem, first, next_off, lim), lim.max_nodes, stop);
+}
+
+namespace {
+
+// Types and members by the names glusterfs.toml declares, bound to the
+// target's types through the profile (member alternatives, required
+// members checked once); the first thing missing is kept as the error.
+struct Resolver {
+  ProfileBinder& bind;
+  std::string error;
+  struct T {
+    const Type* type = nullptr;
+    const BoundType* bound = nullptr;
+  };
+  T type(const char* name) {
+    if (!error.empty()) return {};
+    auto b = bind.bind(name);
+    if (!b.ok()) {
+      error = b.error().message;
+      return {};
+    }
+    return {b.value()->type, b.value()};
+  }
+  uint64_t size(const T& t) { return t.type ? t.type->strip()->size : 0; }
+  // The member at `path` directly inside `t` (crossing no pointer); null
+  // with `error` set otherwise.
+  const FieldLoc* field(const T& t, const char* path, FieldSpec* f) {
+    if (!t.type || !error.empty()) return nullptr;
+    ExprScope scope = bind.scope(t.bound, "glusterfs");
+    auto r = resolve_field(t.type, path, false, &scope);
+    if (!r.ok()) {
+      error = r.error().message;
+      return nullptr;
+    }
+    *f = std::move(r).value();
+    if (f->hops.size() != 1) {
+      error = fmt::format("{}.{} crosses a pointer", t.bound->c, path);
+      return nullptr;
+    }
+    return &f->hops[0];
+  }
+  uint64_t off(const T& t, const char* path) {
+    FieldSpec f;
+    const FieldLoc* l = field(t, path, &f);
+    return l ? l->offset : 0;
+  }
+  // A member the code reads as a `width`-byte integer or pointer: anything
+  // else in a (hostile) types file is an error, not a misread.
+  uint64_t off(const T& t, const char* path, uint64_t width) {
+    FieldSpec f;
+    const FieldLoc* l = field(t, path, &f);
+    if (!l) return 0;
+    const Type* ft = f.type ? f.type->strip() : nullptr;
+    if (!ft || ft->size != width || l->offset + width > size(t))
+      error =
+          fmt::format("{}.{} is not a {}-byte field inside the struct", t.bound->c, path, width);
+    return l->offset;
+  }
+  // A named expression of the type that is a constant (an enumerator the
+  // types declare), evaluated on no object's memory.
+  uint32_t constant(const T& t, const char* name) {
+    if (!t.type || !error.empty()) return 0;
+    auto e = bind.named_expr(t.bound, name);
+    if (!e.ok()) {
+      error = e.error().message;
+      return 0;
+    }
+    // A constant reads nothing; should the expression try, it reads no memory.
+    struct NoMemory final : Memory {
+      const uint8_t* span(uint64_t, size_t) const override { return nullptr; }
+      Result<void> read(uint64_t a, void*, size_t) const override {
+        return make_error(Errc::kInvalidArgument, fmt::format("{:#x}: no memory here", a));
+      }
+    };
+    static const NoMemory kNoMemory;
+    // Evaluated on all-zero and all-one bytes: an expression that reads the
+    // object gives two answers (or none) and is refused, not taken as 0.
+    std::vector<uint8_t> zeros(std::max<uint64_t>(size(t), 1), 0), ones(zeros.size(), 0xff);
+    ExprValue v = e.value()->eval(kNoMemory, zeros.data(), 0);
+    ExprValue w = e.value()->eval(kNoMemory, ones.data(), 0);
+    if (v.kind != ExprValue::Kind::kInt || w.kind != v.kind || w.i != v.i || v.i < 0 ||
+        v.i > UINT32_MAX)
+      error = fmt::format("types.{} expression '{}' is not a 32-bit constant", t.bound->c, name);
+    return static_cast<uint32_t>(v.i);
+  }
+};
+
+}  // namespace
+
+Result<Layout> resolve_layout(ProfileBinder& bind) {
+  Resolver R{bind, {}};
+  Layout L{};
+  Resolver::T t = R.type("ctx");
+  L.ctx_size = R.size(t);
+  L.ctx_graphs = R.off(t, "graphs");
+  L.ctx_active = R.off(t, "active");
+  L.ctx_root = R.off(t, "root");
+  L.ctx_mempool_list = R.off(t, "mempool_list");
+  L.ctx_clienttable = R.off(t, "clienttable");
+  t = R.type("graph");
+  L.graph_size = R.size(t);
+  L.graph_list = R.off(t, "list");
+  L.graph_first = R.off(t, "first");
+  L.graph_top = R.off(t, "top");
+  L.graph_xl_count = R.off(t, "xl_count");
+  L.graph_id = R.off(t, "id");
+  t = R.type("xlator");
+  L.xl_size = R.size(t);
+  L.xl_name = R.off(t, "name");
+  L.xl_type = R.off(t, "type");
+  L.xl_next = R.off(t, "next");
+  L.xl_children = R.off(t, "children");
+  L.xl_ctx = R.off(t, "ctx");
+  L.xl_graph = R.off(t, "graph");
+  L.xl_itable = R.off(t, "itable");
+  L.xl_private = R.off(t, "private");
+  L.xl_mem_acct = R.off(t, "mem_acct");
+  L.xl_xl_id = R.off(t, "xl_id");
+  t = R.type("xlator_list");
+  L.xll_size = R.size(t);
+  L.xll_xlator = R.off(t, "xlator");
+  L.xll_next = R.off(t, "next");
+  t = R.type("mem_pool");
+  L.pool_size = R.size(t);
+  L.pool_sizeof_type = R.off(t, "sizeof_type");
+  L.pool_name = R.off(t, "name");
+  L.pool_xl_name = R.off(t, "xl_name");
+  L.pool_active = R.off(t, "active");
+  L.pool_owner = R.off(t, "owner");
+  L.pool_ctx = R.off(t, "ctx");
+  L.pool_pool = R.off(t, "pool");
+  L.shared_p2 = R.off(R.type("mem_pool_shared"), "power_of_two");
+  t = R.type("mem_acct");
+  L.acct_num_types = R.off(t, "num_types");
+  L.acct_refcnt = R.off(t, "refcnt");
+  L.acct_rec = R.off(t, "rec");
+  t = R.type("mem_acct_rec");
+  L.rec_size = R.size(t);
+  L.rec_typestr = R.off(t, "typestr");
+  L.rec_num_allocs = R.off(t, "num_allocs");
+  t = R.type("mem_header");
+  L.hdr.size = R.size(t);
+  L.hdr.acct = R.off(t, "mem_acct", 8);
+  L.hdr.bytes = R.off(t, "size", 8);
+  L.hdr.type = R.off(t, "type", 4);
+  L.hdr.magic = R.off(t, "magic", 4);
+  L.mt_mem_pool = R.constant(t, "mt_mem_pool");
+  L.mt_fdtable = R.constant(t, "mt_fdtable");
+  t = R.type("pooled");
+  L.hdr.pooled_size = R.size(t);
+  L.hdr.pooled_magic = R.off(t, "magic", 8);
+  L.hdr.pooled_p2 = R.off(t, "power_of_two", 4);
+  L.hdr.pooled_pool = R.off(t, "pool", 8);
+  t = R.type("itable");
+  L.it_size = R.size(t);
+  L.it_dentry_hashsize = R.off(t, "dentry_hashsize");
+  L.it_inode_hashsize = R.off(t, "inode_hashsize");
+  L.it_name = R.off(t, "name");
+  L.it_lru_limit = R.off(t, "lru_limit");
+  L.it_ctxcount = R.off(t, "ctxcount");
+  const char* lists[] = {"active", "lru", "purge", "invalidate"};
+  for (int i = 0; i < 4; ++i) {
+    L.it_list[i] = R.off(t, lists[i]);
+    L.it_list_size[i] = R.off(t, (std::string(lists[i]) + "_size").c_str());
+  }
+  t = R.type("inode");
+  L.in_size = R.size(t);
+  L.in_gfid = R.off(t, "gfid");
+  L.in_nlookup = R.off(t, "nlookup");
+  L.in_fd_count = R.off(t, "fd_count");
+  L.in_active_fd_count = R.off(t, "active_fd_count");
+  L.in_ref = R.off(t, "ref");
+  L.in_ia_type = R.off(t, "ia_type");
+  L.in_fd_list = R.off(t, "fd_list");
+  L.in_dentry_list = R.off(t, "dentry_list");
+  L.in_list = R.off(t, "list");
+  L.in_ctx = R.off(t, "_ctx");
+  L.in_in_invalidate = R.off(t, "in_invalidate_list");
+  L.in_invalidate_sent = R.off(t, "invalidate_sent");
+  L.in_in_lru = R.off(t, "in_lru_list");
+  t = R.type("inode_ctx");
+  L.ictx_size = R.size(t);
+  L.ictx_key = R.off(t, "xl_key");
+  L.ictx_ref = R.off(t, "ref");
+  t = R.type("dentry");
+  L.de_size = R.size(t);
+  L.de_inode_list = R.off(t, "inode_list");
+  L.de_name = R.off(t, "name");
+  L.de_parent = R.off(t, "parent");
+  t = R.type("fd");
+  L.fd_size = R.size(t);
+  L.fd_pid = R.off(t, "pid");
+  L.fd_flags = R.off(t, "flags");
+  L.fd_refcount = R.off(t, "refcount");
+  L.fd_inode_list = R.off(t, "inode_list");
+  L.fd_inode = R.off(t, "inode");
+  L.fd_anonymous = R.off(t, "anonymous");
+  t = R.type("dict");
+  L.dict_size = R.size(t);
+  L.dict_count = R.off(t, "count");
+  L.dict_refcount = R.off(t, "refcount");
+  L.dict_members_list = R.off(t, "members_list");
+  t = R.type("data_pair");
+  L.pair_size = R.size(t);
+  L.pair_next = R.off(t, "next");
+  L.pair_value = R.off(t, "value");
+  L.pair_key = R.off(t, "key");
+  t = R.type("data");
+  L.data_size = R.size(t);
+  L.data_data = R.off(t, "data");
+  L.data_refcount = R.off(t, "refcount");
+  L.data_type = R.off(t, "data_type");
+  L.data_len = R.off(t, "len");
+  t = R.type("clienttable");
+  L.ct_size = R.size(t);
+  L.ct_max_clients = R.off(t, "max_clients");
+  L.ct_entries = R.off(t, "cliententries");
+  t = R.type("cliententry");
+  L.ce_size = R.size(t);
+  L.ce_client = R.off(t, "client");
+  L.ce_next_free = R.off(t, "next_free");
+  t = R.type("client");
+  L.cl_size = R.size(t);
+  L.cl_scratch_count = R.off(t, "scratch_ctx.count");
+  L.cl_scratch_ctx = R.off(t, "scratch_ctx.ctx");
+  L.cl_bind = R.off(t, "bind");
+  L.cl_count = R.off(t, "count");
+  L.cl_bound_xl = R.off(t, "bound_xl");
+  L.cl_this = R.off(t, "this");
+  L.cl_client_uid = R.off(t, "client_uid");
+  t = R.type("client_ctx");
+  L.cctx_size = R.size(t);
+  L.cctx_key = R.off(t, "ctx_key");
+  L.cctx_value = R.off(t, "ctx_value");
+  L.sctx_fdtable = R.off(R.type("server_ctx"), "fdtable");
+  t = R.type("fdtable");
+  L.ft_size = R.size(t);
+  L.ft_max_fds = R.off(t, "max_fds");
+  L.ft_entries = R.off(t, "fdentries");
+  t = R.type("fdentry");
+  L.fe_size = R.size(t);
+  L.fe_fd = R.off(t, "fd");
+  L.fe_next_free = R.off(t, "next_free");
+  L.ctx_pool = R.off(R.type("ctx"), "pool");
+  L.cp_all_frames = R.off(R.type("call_pool"), "all_frames");
+  t = R.type("call_stack");
+  L.cs_size = R.size(t);
+  L.cs_all_frames = R.off(t, "all_frames");
+  L.cs_state = R.off(t, "state");
+  L.cs_myframes = R.off(t, "myframes");
+  L.cs_unique = R.off(t, "unique");
+  L.cs_op = R.off(t, "op");
+  L.cs_pid = R.off(t, "pid");
+  t = R.type("call_frame");
+  L.cf_size = R.size(t);
+  L.cf_frames = R.off(t, "frames");
+  L.cf_local = R.off(t, "local");
+  L.cf_this = R.off(t, "this");
+  if (!R.error.empty())
+    return make_error(
+        Errc::kNotFound,
+        "GlusterFS types: " + R.error +
+            " (no debuginfo for GlusterFS? 'leakref types gluster' synthesizes them)");
+  return L;
+}
+
+namespace {
+
+constexpr uint64_t kMaxXlators = 4096, kMaxPools = 4096, kMaxGraphs = 1024;
+
+// Adds the xlator at `a` (and, for graph members, what hangs below it).
+size_t add_xlator(Ctx& c, uint64_t a, uint64_t graph_hint) {
+  if (auto it = c.xl_index.find(a); it != c.xl_index.end()) return it->second;
+  View v = view(c.mem, a, c.L.xl_size);
+  GfXlator x;
+  x.addr = a;
+  if (v) {
+    x.name = cstr(c.mem, v.u64(c.L.xl_name));
+    x.type = cstr(c.mem, v.u64(c.L.xl_type));
+    x.ctx = v.u64(c.L.xl_ctx);
+    x.graph = v.u64(c.L.xl_graph);
+    x.itable = v.u64(c.L.xl_itable);
+    x.mem_acct = v.u64(c.L.xl_mem_acct);
+    x.priv = v.u64(c.L.xl_private);
+    x.xl_id = v.i32(c.L.xl_xl_id);
+  } else {
+    c.r.warnings.push_back(
+        fmt::format("xlator {:#x} is unreadable: {}", a, c.mem.why_unreadable(a)));
+  }
+  if (!x.graph) x.graph = graph_hint;
+  c.r.xlators.push_back(std::move(x));
+  c.xl_index[a] = c.r.xlators.size() - 1;
+  return c.r.xlators.size() - 1;
+}
+
+void read_graphs(Ctx& c, uint64_t ctx) {
+  View cv = view(c.mem, ctx, c.L.ctx_size);
+  if (!cv) {
+    c.r.warnings.push_back(
+        fmt::format("ctx {:#x} is unreadable: {}", ctx, c.mem.why_unreadable(ctx)));
+    return;
+  }
+  uint64_t active = cv.u64(c.L.ctx_active);
+  std::string stop, xstop;
+  for (uint64_t ga : c.list(ctx + c.L.ctx_graphs, c.L.graph_list, kMaxGraphs, &stop)) {
+    View gv = view(c.mem, ga, c.L.graph_size);
+    if (!gv) continue;
+    GfGraph G;
+    G.addr = ga;
+    G.ctx = ctx;
+    G.id = gv.i32(c.L.graph_id);
+    G.xl_count = gv.i32(c.L.graph_xl_count);
+    G.active = ga == active;
+    // Top-down through ->next, then every xlator_list of children (brick
+    // multiplexing hangs extra bricks there).
+    std::vector<uint64_t> todo = c.chain(gv.u64(c.L.graph_first), c.L.xl_next, kMaxXlators, &xstop);
+    if (!xstop.empty())
+      c.r.warnings.push_back(fmt::format("graph {:#x} xlator chain: {}", ga, xstop));
+    std::unordered_set<uint64_t> seen(todo.begin(), todo.end());
+    for (size_t i = 0; i < todo.size() && todo.size() < kMaxXlators; ++i) {
+      auto l = c.mem.read_u64(todo[i] + c.L.xl_children);
+      for (uint64_t li : c.chain(l.ok() ? l.value() : 0, c.L.xll_next, kMaxXlators, &xstop)) {
+        View lv = view(c.mem, li, c.L.xll_size);
+        uint64_t child = lv.u64(c.L.xll_xlator);
+        if (child && seen.insert(child).second) todo.push_back(child);
+      }
+    }
+    for (uint64_t x : todo) G.xlators.push_back(add_xlator(c, x, ga));
+    c.r.graphs.push_back(std::move(G));
+  }
+  if (!stop.empty()) c.r.warnings.push_back(fmt::format("ctx {:#x} graphs list: {}", ctx, stop));
+  if (uint64_t root = cv.u64(c.L.ctx_root)) c.r.xlators[add_xlator(c, root, 0)].is_root = true;
+}
+
+// Every pool on the ctx's mempool_list.
+void read_pools(Ctx& c, uint64_t ctx) {
+  std::string stop;
+  for (uint64_t pa : c.list(ctx + c.L.ctx_mempool_list, c.L.pool_owner, kMaxPools, &stop)) {
+    View v = view(c.mem, pa, c.L.pool_size);
+    if (!v) continue;
+    GfPool p;
+    p.addr = pa;
+    p.ctx = v.u64(c.L.pool_ctx);
+    p.sizeof_type = v.u64(c.L.pool_sizeof_type);
+    p.name = cstr(c.mem, v.u64(c.L.pool_name));
+    p.xl_name = cstr(c.mem, v.u64(c.L.pool_xl_name));
+    p.active = v.i64(c.L.pool_active);
+    p.shared = v.u64(c.L.pool_pool);
+    auto p2 = c.mem.read_as<uint32_t>(p.shared + c.L.shared_p2);
+    p.padded = p2.ok() && p2.value() < 32 ? (1ull << p2.value()) : 0;
+    c.r.pools.push_back(std::move(p));
+  }
+  if (!stop.empty()) c.r.warnings.push_back(fmt::format("ctx {:#x} mempool_list: {}", ctx, stop));
+}
+
+// The layouts must describe this core: every pool whose name is a type we
+// know records that type's size, and GF_MALLOC'd mem_pool structs record
+// sizeof(struct mem_pool). A wrong define (no atomic builtins) moves every
+// field silently, so this refuses rather than print plausible garbage.
+Result<void> validate(Ctx& c, const std::map<uint64_t, uint64_t>& mem_pool_sizes) {
+  uint64_t most = 0, votes = 0;
+  for (auto [sz, n] : mem_pool_sizes)
+    if (n > votes) most = sz, votes = n;
+  if (votes && most != c.L.pool_size)
+    return make_error(
+        Errc::kBadFormat,
+        fmt::format("the GlusterFS types do not match this core: {} GF_MALLOC'd mem_pool "
+                    "blocks record size {}, the types say sizeof(struct mem_pool) = {}{}",
+                    votes, most, c.L.pool_size,
+                    c.L.pool_size > most ? " (types built without HAVE_ATOMIC_BUILTINS?)" : ""));
+  size_t matched = 0;
+  for (auto& p : c.r.pools) {
+    auto t = c.prog.types().find(p.name);
+    if (!t.ok()) continue;
+    p.type_size = static_cast<int64_t>(t.value()->strip()->size);
+    if (static_cast<uint64_t>(p.type_size) != p.sizeof_type)
+      return make_error(
+          Errc::kBadFormat,
+          fmt::format("the GlusterFS types do not match this core: mem-pool '{}' records "
+                      "sizeof-type {}, the types say {}{}",
+                      p.name, p.sizeof_type, p.type_size,
+                      static_cast<uint64_t>(p.type_size) > p.sizeof_type
+                          ? " (types built without HAVE_ATOMIC_BUILTINS?)"
+                          : ""));
+    std::string v = fmt::format("{} {} == {}", p.name, p.sizeof_type, p.type_size);
+    if (std::find(c.r.validated.begin(), c.r.validated.end(), v) == c.r.validated.end())
+      c.r.validated.push_back(std::move(v));
+    ++matched;
+  }
+  if (votes) c.r.validated.push_back(fmt::format("struct mem_pool {} == {}", most, c.L.pool_size));
+  if (!c.r.pools.empty() && matched == 0)
+    return make_error(
+        Errc::kBadFormat,
+        "the GlusterFS types cannot be validated: no mem-pool names a type they define");
+  return {};
+}
+
+}  // namespace
+}  // namespace gf
+
+Result<GlusterReport> analyze_gluster(Program& prog, const GlusterSections& sec) {
+  using namespace gf;
+  auto t0 = std::chrono::steady_clock::now();
+  GlusterReport r;
+  const Memory& mem = prog.mem();
+  Module* lib = prog.modules().by_name("libglusterfs.so.0");
+  if (!lib)
+    return make_error(Errc::kNotFound, "libglusterfs.so.0 is not mapped: not a GlusterFS process");
+  LR_ASSIGN(const Profile* prof, builtin_profile());
+  ProfileBinder bind(prog, *prof);
+  auto gctx = bind.symbol("global_ctx");
+  auto gxl = bind.symbol("global_xlator");
+  if (!gctx.ok() && !gxl.ok())
+    return make_error(Errc::kNotFound, "libglusterfs exports neither global_ctx nor global_xlator");
+  LR_ASSIGN(Layout L, resolve_layout(bind));
+  Ctx c{mem, prog, L, r, {}};
+  c.bind = &bind;
+
+  auto add_ctx = [&](uint64_t a) {
+    if (a && std::find(r.ctxs.begin(), r.ctxs.end(), a) == r.ctxs.end()) r.ctxs.push_back(a);
+  };
+  if (gctx.ok())
+    if (auto v = mem.read_u64(gctx.value()); v.ok()) add_ctx(v.value());
+  if (gxl.ok()) {
+    uint64_t a = gxl.value();
+    size_t gi = add_xlator(c, a, 0);
+    r.xlators[gi].is_global = true;
+    add_ctx(r.xlators[gi].ctx);
+  }
+
+  // One heap pass finds GF_MALLOC'd mem_pool structs (more ctxs in gfapi,
+  // and a layout check) before the pool and accounting scans need them.
+  auto th = std::chrono::steady_clock::now();
+  auto hw_r = walk_heap(prog);
+  if (!hw_r.ok()) return make_error(hw_r.error().code, "glibc heap: " + hw_r.error().message);
+  HeapWalk& hw = hw_r.value();
+  r.heap = hw.stats;
+  for (auto& w : hw.warnings) r.warnings.push_back("heap: " + w);
+  std::map<uint64_t, uint64_t> mem_pool_sizes;
+  Memory::Window win;
+  GfHeader gh;
+  for (const auto& ch : hw.in_use) {
+    if (!gf_header(mem, win, ch.user, ch.usable(), L.hdr, &gh) || gh.type != L.mt_mem_pool)
+      continue;
+    mem_pool_sizes[gh.size]++;
+    if (gh.size == L.pool_size)
+      if (auto ctx = mem.read_u64(ch.user + L.hdr.size + L.pool_ctx); ctx.ok())
+        add_ctx(ctx.value());
+  }
+  if (r.ctxs.empty()) return make_error(Errc::kNotFound, "no glusterfs_ctx_t: global_ctx is NULL");
+
+  for (uint64_t ctx : r.ctxs) read_pools(c, ctx);
+  LR_TRY(validate(c, mem_pool_sizes));
+  for (uint64_t ctx : r.ctxs) read_graphs(c, ctx);
+
+  // Pools and accounting records by address, then one classifying pass.
+  std::unordered_map<uint64_t, size_t> pool_at;
+  std::vector<uint32_t> pool_p2(r.pools.size());
+  for (size_t i = 0; i < r.pools.size(); ++i) {
+    pool_at[r.pools[i].addr] = i;
+    pool_p2[i] = r.pools[i].padded ? __builtin_ctzll(r.pools[i].padded) : 0;
+  }
+  std::unordered_map<uint64_t, size_t> acct_at;
+  for (size_t i = 0; i < r.xlators.size(); ++i) {
+    uint64_t a = r.xlators[i].mem_acct;
+    if (!a || acct_at.count(a)) continue;
+    View av = view(mem, a, L.acct_rec);
+    if (!av) continue;
+    GfMemAcct ma;
+    ma.xlator = i;
+    ma.addr = a;
+    ma.num_types = std::min<uint32_t>(av.u32(L.acct_num_types), 1u << 16);
+    ma.refcnt = av.i64(L.acct_refcnt);
+    ma.types.resize(ma.num_types);
+    View recs = view(mem, a + L.acct_rec, ma.num_types * L.rec_size);
+    for (uint32_t t = 0; t < ma.num_types; ++t) {
+      ma.types[t].type = t;
+      if (!recs) continue;
+      ma.types[t].num_allocs = recs.i64(t * L.rec_size + L.rec_num_allocs);
+      uint64_t ts = recs.u64(t * L.rec_size + L.rec_typestr);
+      if (ts) ma.types[t].typestr = cstr(mem, ts, 128);
+    }
+    acct_at[a] = r.memacct.size();
+    r.memacct.push_back(std::move(ma));
+  }
+  const GfHeaderLayout& H = L.hdr;
+  for (const auto& ch : hw.in_use) {
+    const uint8_t* h = mem.direct(win, ch.user, H.pooled_size);
+    if (!h) continue;
+    uint64_t magic, pool;
+    std::memcpy(&magic, h + H.pooled_magic, 8);
+    if (magic == kPoolMagic && ch.usable() >= H.pooled_size) {
+      std::memcpy(&pool, h + H.pooled_pool, 8);
+      auto it = pool_at.find(pool);
+      uint32_t p2;
+      std::memcpy(&p2, h + H.pooled_p2, 4);
+      if (it != pool_at.end() && p2 == pool_p2[it->second]) {
+        r.pools[it->second].live.push_back(ch.user + H.pooled_size);
+        ++r.pooled_live;
+        continue;
+      }
+    }
+    if (magic == kPoolInvalidMagic && ch.usable() >= H.pooled_size) {
+      // mem_put() marks the header; the chunk waits on a pool free list.
+      std::memcpy(&pool, h + H.pooled_pool, 8);
+      if (pool_at.count(pool)) {
+        r.dead_pooled.push_back(ch.user);
+        continue;
+      }
+    }
+    if (!gf_header(mem, win, ch.user, ch.usable(), L.hdr, &gh)) continue;
+    auto it = acct_at.find(gh.acct);
+    if (it == acct_at.end()) continue;
+    GfMemAcct& ma = r.memacct[it->second];
+    if (gh.type >= ma.num_types) continue;
+    ma.types[gh.type].live_blocks++;
+    ma.types[gh.type].live_bytes += gh.size;
+    ++r.gf_blocks;
+  }
+  r.heap_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - th).count();
+  for (auto& ma : r.memacct) {
+    std::erase_if(ma.types,
+                  [](const GfMemType& t) { return t.num_allocs == 0 && t.live_blocks == 0; });
+    for (const auto& t : ma.types)
+      if (t.num_allocs >= 0 && static_cast<uint64_t>(t.num_allocs) != t.live_blocks)
+        r.findings.push_back(
+            {"counter-mismatch", ma.addr,
+             fmt::format("{}: {} num_allocs={} but {} live blocks in the heap",
+                         r.xlators[ma.xlator].name, t.typestr, t.num_allocs, t.live_blocks)});
+  }
+  for (const auto& p : r.pools)
+    if (p.active >= 0 && static_cast<uint64_t>(p.active) != p.live.size())
+      r.findings.push_back(
+          {"counter-mismatch", p.addr,
+           fmt::format("mem-pool {} ({}): active-count={} but {} live objects in the heap", p.name,
+                       p.xl_name, p.active, p.live.size())});
+
+  if (sec.itable) read_itables(c);
+  if (sec.dicts) read_dicts(c);
+  uint64_t root_priv = 0;
+  for (const auto& x : r.xlators)
+    if (x.is_root) root_priv = x.priv;
+  if (sec.clients || sec.fds) read_clients(c, root_priv);
+  r.heap_walk = std::move(hw);
+  r.headers = L.hdr;
+  read_stacks(c);
+  if (sec.itable) attribute_in_flight(c);
+  if (sec.itable) check_invariants(c);
+  r.total_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+GfBlockNamer::GfBlockNamer(const GlusterReport& r, const Memory& mem) : r_(r), mem_(mem) {
+  for (size_t i = 0; i < r.pools.size(); ++i)
+    for (uint64_t o : r.pools[i].live) pooled_[o] = i;
+  for (size_t i = 0; i < r.memacct.size(); ++i) acct_[r.memacct[i].addr] = i;
+}
+
+std::string GfBlockNamer::name(const HeapChunk& c) const {
+  if (auto it = pooled_.find(c.user + r_.headers.pooled_size); it != pooled_.end()) {
+    const GfPool& p = r_.pools[it->second];
+    return fmt::format("{} (pool, {})", p.name, p.xl_name);
+  }
+  Memory::Window w;
+  gf::GfHeader gh;
+  if (!gf::gf_header(mem_, w, c.user, c.usable(), r_.headers, &gh)) return "";
+  auto it = acct_.find(gh.acct);
+  if (it == acct_.end()) return "";
+  const GfMemAcct& ma = r_.memacct[it->second];
+  // Types with no counter and no live block were dropped from the report.
+  for (const auto& t : ma.types)
+    if (t.type == gh.type && !t.typestr.empty())
+      return fmt::format("{} (GF_MALLOC, {})", t.typestr, r_.xlators[ma.xlator].name);
+  return fmt::format("type {} (GF_MALLOC, {})", gh.type, r_.xlators[ma.xlator].name);
+}
+
+}  // namespace lr

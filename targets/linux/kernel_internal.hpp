@@ -1,0 +1,136 @@
+// Shared by the kernel report files: what they know of Linux (the built-in
+// linux-kernel profile, bound once per target), type layouts resolved
+// through it, and the scan of tasks, open files, super blocks and mounts
+// that several reports need.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "corelib/objects/expr.hpp"
+#include "corelib/objects/objects.hpp"
+#include "corelib/objects/walkers.hpp"
+#include "corelib/profiles/profile.hpp"
+#include "corelib/profiles/profile_bind.hpp"
+#include "targets/linux/kernel.hpp"
+
+namespace lr {
+
+// targets/linux/linux-kernel.toml bound to one kernel's types.
+struct KernelKnowledge {
+  Profile profile;
+  std::unique_ptr<ProfileBinder> binder;
+  // [symbols] resolved once per target: inside crash every lookup is a gdb
+  // symbol search, and a session runs many commands on one unchanging image.
+  std::map<std::string, Result<Variable>> variables;
+  // The slab heads of the struct page array, from the first whole scan on
+  // this target (kernel_slab.cpp). A target's image never changes (crash
+  // makes a new target for each command on a live system), so later scans
+  // read only these pages instead of all of them.
+  struct SlabPages {
+    uint64_t pages = 0, unreadable = 0;  // what the whole scan saw
+    // Each head's struct page address and the kmem_cache it names, in page
+    // order: a later scan reads only the pages of the caches it lists.
+    std::vector<std::pair<uint64_t, uint64_t>> heads;
+  };
+  std::optional<SlabPages> slab_pages;
+};
+
+namespace kint {
+
+// The text of the built-in linux-kernel profile.
+std::string_view linux_kernel_profile_text();
+// It, bound to `k`'s types (once; kept in the target).
+Result<KernelKnowledge*> knowledge(KernelTarget& k);
+
+// A type the linux-kernel profile declares, with its member alternatives.
+struct Layout {
+  const Type* type = nullptr;
+  uint64_t size = 0;
+  const BoundType* bound = nullptr;
+  ExprScope scope;  // aliases and declared enums, for paths and expressions
+  // `name` is a [types] name of linux-kernel.toml ("dentry"). kNotFound names
+  // what this kernel lacks (the type, or every alternative of a member).
+  static Result<Layout> of(KernelTarget& k, const std::string& name);
+  // A member path's offset inside the object (aliases applied at each step);
+  // kInvalidArgument for a path that crosses a pointer.
+  Result<uint64_t> off(std::string_view path) const;
+  // An integer field; `refcount` descends atomic_t/refcount_t/lockref/...
+  Result<IntField> field(std::string_view path, bool refcount = false) const;
+  // A member's offset and byte size (char arrays: comm, s_id, module name).
+  Result<std::pair<uint64_t, uint64_t>> bytes(std::string_view path) const;
+  // Whether list member `path` is an hlist_head (else a list_head);
+  // kInvalidArgument when it is neither.
+  Result<bool> hlist(std::string_view path) const;
+  // The profile's named expression `name` on this type (first alternative
+  // that compiles here).
+  Result<std::unique_ptr<Expr>> expr(KernelTarget& k, const std::string& name) const;
+
+ private:
+  Result<FieldLoc> loc(std::string_view path, bool refcount) const;
+};
+
+// A [symbols] name of linux-kernel.toml: the first alternative this kernel
+// has (its address; kvariable: with its DWARF type when known).
+Result<uint64_t> ksymbol(KernelTarget& k, const std::string& name);
+Result<Variable> kvariable(KernelTarget& k, const std::string& name);
+
+uint64_t ptr_at(const uint8_t* obj, uint64_t off);
+std::string cstr_at(const uint8_t* obj, uint64_t off, size_t max);
+bool interrupted(const KernelLimits& lim);
+uint64_t now_ns();
+// The objects of a list every report starts from (init_task.tasks,
+// super_blocks, modules): kNotFound when not even its head is readable (a
+// cut-off or excluded dump), which would otherwise read as an empty list.
+Result<std::vector<uint64_t>> root_objects(const Memory& mem, uint64_t head, uint64_t member_off,
+                                           const KernelLimits& lim, const std::string& what,
+                                           std::vector<std::string>* warnings, WalkResult* out);
+std::vector<uint64_t> list_objects(const Memory& mem, uint64_t head, uint64_t member_off,
+                                   const KernelLimits& lim, const std::string& what,
+                                   std::vector<std::string>* warnings, WalkResult* out);
+
+struct FileLayout {
+  IntField f_count;
+  uint64_t inode = 0, dentry = 0, mnt = 0, op = 0, size = 0;
+};
+
+struct Scan {
+  FileLayout fl;
+  uint64_t tasks = 0, mounts = 0;
+  std::vector<KFile> files;  // distinct struct files in task fd tables
+  std::unordered_map<uint64_t, std::vector<size_t>> files_by_dentry, files_by_inode;
+  std::unordered_map<uint64_t, uint64_t> mount_refs;  // dentry -> refs held by mounts
+  std::unordered_map<uint64_t, uint64_t> fs_refs;     // dentry -> task root/pwd refs
+  std::unordered_map<uint64_t, std::pair<int, std::string>> mm_owner;  // mm -> (pid, comm)
+  std::unordered_map<uint64_t, size_t> file_index;  // struct file -> index in files
+  std::vector<uint64_t> super_blocks;
+  std::unordered_map<uint64_t, std::vector<std::string>> sb_mounts;  // sb -> mount paths
+  WalkResult tasks_walk, sb_walk;  // how those lists ended (objects cleared)
+  std::vector<uint8_t> scratch;    // object_bytes buffer for hold_file
+  std::vector<std::string> warnings;
+};
+
+// Records holder `h` of struct file `f`, reading and indexing (by dentry and
+// inode) the file on first sight.
+void hold_file(const Memory& mem, Scan& s, uint64_t f, const KFileHolder& h);
+
+// Tasks (init_task.tasks), their fd tables and fs_structs, super blocks and,
+// with `want_mounts`, every mount on each super block's s_mounts.
+Result<Scan> scan(KernelTarget& k, const KernelLimits& lim, bool want_mounts);
+
+// The reports over a scan already made (kernel_check shares one scan). The
+// inode report adds the files it finds through mappings to `s` and then
+// takes them over: call modules_from first.
+Result<KInodeReport> inodes_from(KernelTarget& k, Scan& s, const KInodeFilter& f,
+                                 const KernelLimits& lim);
+// `walk` (optional) receives how the modules list walk ended, objects cleared.
+Result<KModuleReport> modules_from(KernelTarget& k, const Scan& s, const KernelLimits& lim,
+                                   WalkResult* walk = nullptr);
+
+}  // namespace kint
+}  // namespace lr

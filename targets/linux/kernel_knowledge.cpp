@@ -1,0 +1,109 @@
+// The built-in linux-kernel profile (linux-kernel.toml beside this file, in
+// the library's read-only data) bound to a kernel's types once, and the
+// layouts the kernel reports read through it: member alternatives, declared
+// enums and named expressions, so a kernel version differs in data only.
+#include <fmt/format.h>
+
+#include "kernel_internal.hpp"
+
+// The profile text, NUL-terminated. The assembler reads the file relative to
+// the directory make runs in (the source tree's root); the Makefile makes
+// this object depend on it.
+asm(".pushsection .rodata.leakref_profiles,\"a\"\n"
+    ".globl lr_linux_kernel_toml\n"
+    ".hidden lr_linux_kernel_toml\n"
+    "lr_linux_kernel_toml:\n"
+    ".incbin \"targets/linux/linux-kernel.toml\"\n"
+    ".byte 0\n"
+    ".popsection\n");
+extern "C" __attribute__((visibility("hidden"))) const char lr_linux_kernel_toml[];
+
+namespace lr {
+
+namespace kint {
+
+Result<KernelKnowledge*> knowledge(KernelTarget& k) {
+  std::shared_ptr<KernelKnowledge>& slot = k.knowledge_slot();
+  if (slot) return slot.get();
+  auto p = parse_profile(linux_kernel_profile_text(), "linux-kernel (built in)");
+  if (!p.ok()) return std::move(p).error();  // a build defect: the tests parse it
+  auto kn = std::make_shared<KernelKnowledge>();
+  kn->profile = std::move(p).value();
+  kn->binder = std::make_unique<ProfileBinder>(k.prog(), kn->profile);
+  slot = std::move(kn);
+  return slot.get();
+}
+
+std::string_view linux_kernel_profile_text() {
+  return std::string_view(lr_linux_kernel_toml);
+}
+
+Result<Layout> Layout::of(KernelTarget& k, const std::string& name) {
+  LR_ASSIGN(KernelKnowledge * kn, knowledge(k));
+  LR_ASSIGN(BoundType * bt, kn->binder->bind(name));
+  Layout l;
+  l.type = bt->type;
+  l.bound = bt;
+  const Type* s = bt->type->strip();
+  if (!s->complete || s->size == 0)
+    return make_error(Errc::kNotFound,
+                      fmt::format("{} has no complete definition in {}", bt->c, k.vmlinux()));
+  l.size = s->size;
+  l.scope = kn->binder->scope(bt, "types." + name);
+  return l;
+}
+
+Result<FieldLoc> Layout::loc(std::string_view path, bool refcount) const {
+  LR_ASSIGN(FieldSpec fs, resolve_field(type, path, refcount, &scope));
+  if (fs.hops.size() != 1)
+    return make_error(Errc::kInvalidArgument,
+                      fmt::format("{}: '{}' crosses a pointer; the kernel reports read members "
+                                  "inside the object",
+                                  bound->c, path));
+  return fs.hops[0];
+}
+
+Result<uint64_t> Layout::off(std::string_view path) const {
+  LR_ASSIGN(FieldLoc l, loc(path, false));
+  return l.offset;
+}
+
+Result<IntField> Layout::field(std::string_view path, bool refcount) const {
+  LR_ASSIGN(FieldLoc l, loc(path, refcount));
+  return IntField::of(l);
+}
+
+Result<std::pair<uint64_t, uint64_t>> Layout::bytes(std::string_view path) const {
+  LR_ASSIGN(FieldLoc l, loc(path, false));
+  return std::make_pair(l.offset, field_bytes(l));
+}
+
+Result<bool> Layout::hlist(std::string_view path) const {
+  LR_ASSIGN(FieldSpec fs, resolve_field(type, path, false, &scope));
+  const Type* t = fs.type ? fs.type->strip() : nullptr;
+  if (is_hlist_head_shape(t)) return true;
+  if (is_list_head_shape(t)) return false;
+  return make_error(Errc::kInvalidArgument,
+                    fmt::format("{}.{} is {}, neither a list_head nor an hlist_head", bound->c,
+                                path, fs.type ? fs.type->display() : "of no type"));
+}
+
+Result<std::unique_ptr<Expr>> Layout::expr(KernelTarget& k, const std::string& name) const {
+  LR_ASSIGN(KernelKnowledge * kn, knowledge(k));
+  return kn->binder->named_expr(bound, name);
+}
+
+Result<Variable> kvariable(KernelTarget& k, const std::string& name) {
+  LR_ASSIGN(KernelKnowledge * kn, knowledge(k));
+  auto it = kn->variables.find(name);
+  if (it == kn->variables.end()) it = kn->variables.emplace(name, kn->binder->variable(name)).first;
+  return it->second;
+}
+
+Result<uint64_t> ksymbol(KernelTarget& k, const std::string& name) {
+  LR_ASSIGN(Variable v, kvariable(k, name));
+  return v.addr;
+}
+
+}  // namespace kint
+}  // namespace lr

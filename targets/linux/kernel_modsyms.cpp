@@ -1,0 +1,235 @@
+// Kernel modules' own symbols and types. A loaded module's symbols are read
+// from the dump (struct module's core_kallsyms: a copy of its ELF symbol
+// table with relocated values, kept for /proc/kallsyms), so module globals
+// resolve with or without the module's files; its types come from the .ko
+// given with --ko, checked against the loaded module first.
+#include <elf.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <unordered_map>
+
+#include "kernel_internal.hpp"
+#include "targets/linux/kernel.hpp"
+
+namespace lr {
+namespace {
+
+// Bounds on what a module's kallsyms may claim (a corrupt dump must not make
+// leakref read gigabytes): the largest modules have a few 10,000 symbols.
+constexpr uint64_t kMaxModuleSyms = 1u << 20;
+constexpr uint64_t kMaxModules = 1u << 16;
+
+struct KoFile {
+  int fd = -1;
+  Elf* elf = nullptr;
+  ~KoFile() {
+    if (elf) elf_end(elf);
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// The named section's data; null when absent or NOBITS (stripped debug file).
+Elf_Data* section_data(Elf* e, const char* want) {
+  size_t shstrndx = 0;
+  if (elf_getshdrstrndx(e, &shstrndx) != 0) return nullptr;
+  for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(e, scn));) {
+    GElf_Shdr sh;
+    const char* n = gelf_getshdr(scn, &sh) ? elf_strptr(e, shstrndx, sh.sh_name) : nullptr;
+    if (n && std::strcmp(n, want) == 0 && sh.sh_type != SHT_NOBITS)
+      return elf_getdata(scn, nullptr);
+  }
+  return nullptr;
+}
+
+// The module name the kernel will use: `.modinfo`'s name= (modpost writes
+// it), else the file name with '-' made '_' as the kernel does.
+std::string ko_module_name(Elf* e, const std::string& path) {
+  if (Elf_Data* d = section_data(e, ".modinfo"); d && d->d_buf) {
+    const char* p = static_cast<const char*>(d->d_buf);
+    for (size_t i = 0; i < d->d_size;) {
+      size_t len = strnlen(p + i, d->d_size - i);
+      std::string_view kv(p + i, len);
+      if (kv.rfind("name=", 0) == 0) return std::string(kv.substr(5));
+      i += len + 1;
+    }
+  }
+  std::string base = path.substr(path.rfind('/') + 1);
+  if (auto dot = base.find(".ko"); dot != std::string::npos) base.resize(dot);
+  std::replace(base.begin(), base.end(), '-', '_');
+  return base;
+}
+
+// Sized object and function symbols of the .ko: name -> sizes (static
+// functions of one name in several files: fat has two init_once).
+using SizeMap = std::unordered_map<std::string, std::vector<uint64_t>>;
+SizeMap ko_sizes(Elf* e) {
+  SizeMap out;
+  for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(e, scn));) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB || sh.sh_entsize == 0) continue;
+    Elf_Data* d = elf_getdata(scn, nullptr);
+    if (!d) continue;
+    for (size_t i = 0, n = sh.sh_size / sh.sh_entsize; i < n; ++i) {
+      GElf_Sym s;
+      if (!gelf_getsym(d, static_cast<int>(i), &s)) break;
+      int t = GELF_ST_TYPE(s.st_info);
+      if (s.st_shndx == SHN_UNDEF || s.st_size == 0 || (t != STT_OBJECT && t != STT_FUNC)) continue;
+      if (const char* nm = elf_strptr(e, sh.sh_link, s.st_name); nm && *nm)
+        out[nm].push_back(s.st_size);
+    }
+  }
+  for (auto& [n, v] : out) std::sort(v.begin(), v.end());
+  return out;
+}
+
+}  // namespace
+
+// Every loaded module (name, struct module address), from the `modules` list.
+Result<std::vector<std::pair<std::string, uint64_t>>> KernelTarget::loaded_modules() {
+  if (loaded_.has_value()) return *loaded_;
+  LR_ASSIGN(kint::Layout mod, kint::Layout::of(*this, "module"));
+  LR_ASSIGN(uint64_t m_list, mod.off("list"));
+  LR_ASSIGN(auto m_name, mod.bytes("name"));
+  LR_ASSIGN(uint64_t head, kint::ksymbol(*this, "modules"));
+  KernelLimits lim;
+  lim.max_objects = kMaxModules;
+  std::vector<std::pair<std::string, uint64_t>> out;
+  LR_ASSIGN(std::vector<uint64_t> mods,
+            kint::root_objects(mem(), head, m_list, lim, "modules", &warnings_, nullptr));
+  for (uint64_t m : mods) {
+    auto n = mem().read_cstring(m + m_name.first, m_name.second);
+    if (n.ok()) out.emplace_back(n.value(), m);
+  }
+  loaded_ = out;
+  return out;
+}
+
+// A module's kallsyms: every named, defined symbol with its runtime address.
+Result<std::vector<Symbol>> KernelTarget::module_kallsyms(const std::string& name, uint64_t m) {
+  LR_ASSIGN(kint::Layout mod, kint::Layout::of(*this, "module"));
+  LR_ASSIGN(uint64_t o_symtab, mod.off("core_kallsyms.symtab"));
+  LR_ASSIGN(IntField o_num, mod.field("core_kallsyms.num_symtab"));
+  LR_ASSIGN(uint64_t o_strtab, mod.off("core_kallsyms.strtab"));
+  std::vector<uint8_t> mb(mod.size);
+  LR_TRY(mem().read(m, mb.data(), mb.size()));
+  uint64_t symtab = kint::ptr_at(mb.data(), o_symtab), strtab = kint::ptr_at(mb.data(), o_strtab);
+  int64_t n = o_num.load(mb.data());
+  if (n < 0 || static_cast<uint64_t>(n) > kMaxModuleSyms)
+    return make_error(
+        Errc::kBadFormat,
+        fmt::format("module {} at {:#x}: {} kallsyms symbols (corrupt?)", name, m, n));
+  std::vector<Elf64_Sym> raw(static_cast<size_t>(n));
+  if (n) LR_TRY(mem().read(symtab, raw.data(), raw.size() * sizeof(Elf64_Sym)));
+  std::vector<Symbol> out;
+  out.reserve(raw.size());
+  for (const Elf64_Sym& s : raw) {
+    int t = ELF64_ST_TYPE(s.st_info);
+    if (s.st_shndx == SHN_UNDEF || s.st_value == 0 || s.st_name == 0) continue;
+    auto nm = mem().read_cstring(strtab + s.st_name, 512);
+    if (!nm.ok() || nm.value().empty()) continue;
+    Symbol sym;
+    sym.addr = s.st_value;
+    sym.size = s.st_size;
+    sym.name = std::move(nm).value();
+    sym.is_func = t == STT_FUNC;
+    sym.is_object = t == STT_OBJECT;
+    out.push_back(std::move(sym));
+  }
+  return out;
+}
+
+Result<void> KernelTarget::add_module_debuginfo(const std::string& ko) {
+  KoFile f;
+  // O_NONBLOCK: a FIFO named as the .ko must not block the open.
+  f.fd = ::open(ko.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (f.fd < 0) return make_error(Errc::kIo, fmt::format("{}: {}", ko, std::strerror(errno)));
+  struct stat st;
+  if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode))
+    return make_error(Errc::kIo, fmt::format("{}: not a regular file", ko));
+  elf_version(EV_CURRENT);
+  f.elf = elf_begin(f.fd, ELF_C_READ_MMAP, nullptr);
+  GElf_Ehdr eh;
+  if (!f.elf || elf_kind(f.elf) != ELF_K_ELF || !gelf_getehdr(f.elf, &eh) || eh.e_type != ET_REL)
+    return make_error(Errc::kBadFormat, fmt::format("{}: not a kernel module (.ko)", ko));
+  if (!section_data(f.elf, ".debug_info"))
+    return make_error(Errc::kNotFound,
+                      fmt::format("{}: no DWARF debuginfo (a distribution's is in its debug "
+                                  "package, under /usr/lib/debug/lib/modules)",
+                                  ko));
+  std::string name = ko_module_name(f.elf, ko);
+  for (const auto& mp : prog_->modules().modules())
+    if (mp->path == name && mp->has_dwarf()) return {};  // already added (crash sessions)
+  LR_ASSIGN(auto loaded, loaded_modules());
+  auto it = std::find_if(loaded.begin(), loaded.end(), [&](auto& p) { return p.first == name; });
+  if (it == loaded.end()) {
+    std::string names;
+    for (const auto& p : loaded) names += (names.empty() ? "" : ", ") + p.first;
+    return make_error(Errc::kNotFound,
+                      fmt::format("{}: module '{}' is not loaded in this dump (loaded: {})", ko,
+                                  name, names.empty() ? "none" : names));
+  }
+  LR_ASSIGN(std::vector<Symbol> syms, module_kallsyms(name, it->second));
+  // The file must be the build that was loaded: every sized symbol both know
+  // has one size (a changed struct changes the objects of that type).
+  SizeMap file = ko_sizes(f.elf), dump;
+  for (const Symbol& s : syms)
+    if (s.size && (s.is_object || s.is_func)) dump[s.name].push_back(s.size);
+  size_t common = 0;
+  for (auto& [n, v] : dump) {
+    auto sz = file.find(n);
+    if (sz == file.end()) continue;
+    ++common;
+    std::sort(v.begin(), v.end());
+    if (sz->second != v)
+      return make_error(Errc::kBadFormat,
+                        fmt::format("{} does not match the loaded module {}: {} is {} bytes in "
+                                    "the file and {} in the dump",
+                                    ko, name, n, fmt::join(sz->second, "+"), fmt::join(v, "+")));
+  }
+  if (common == 0)
+    return make_error(Errc::kBadFormat,
+                      fmt::format("{} shares no symbol with the loaded module {}", ko, name));
+  Module* m = prog_->modules().add_debug(name, ko, "--ko");
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (const Symbol& s : syms) lo = std::min(lo, s.addr), hi = std::max(hi, s.addr + s.size);
+  m->base = lo == UINT64_MAX ? 0 : lo;
+  m->end = hi;
+  m->set_symbols(std::move(syms));
+  return {};
+}
+
+// Standalone symbol fallback: a name no loaded debuginfo has, looked up in
+// every loaded module's kallsyms ("NAME@MODULE" restricts the module).
+bool KernelTarget::module_symbol_fallback(void* self, const char* spec, uint64_t* addr) {
+  auto* k = static_cast<KernelTarget*>(self);
+  if (!k->modsyms_.has_value()) {
+    k->modsyms_.emplace();
+    auto loaded = k->loaded_modules();
+    if (!loaded.ok()) return false;
+    for (const auto& [name, m] : loaded.value()) {
+      auto syms = k->module_kallsyms(name, m);
+      if (!syms.ok()) {
+        k->warnings_.push_back(syms.error().message);
+        continue;
+      }
+      for (const Symbol& s : syms.value()) {
+        k->modsyms_->emplace(s.name + "@" + name, s.addr);
+        k->modsyms_->emplace(s.name, s.addr);  // the first module wins for a bare name
+      }
+    }
+  }
+  auto it = k->modsyms_->find(spec);
+  if (it == k->modsyms_->end()) return false;
+  *addr = it->second;
+  return true;
+}
+
+}  // namespace lr

@@ -1,0 +1,651 @@
+// SLUB: caches from slab_caches, their slabs from one pass over the struct
+// page array, free objects from each slab's freelist and its CPU's lockless
+// freelist. Members, expressions (which page heads a slab, which caches
+// store tracks) and symbols come from linux-kernel.toml; what is here is
+// SLUB's algorithm, which no layout describes:
+//  - kmem_cache.oo packs (order << 16) | objects per slab;
+//  - a hardened free pointer is stored as ptr ^ random ^ swab(its address);
+//  - object i of a slab is at slab_address + red_left_pad + i * size, and a
+//    free pointer points at an object (past its left red zone);
+//  - a CPU's active slab holds its free objects in that CPU's freelist (and
+//    remote frees in slab->freelist); every other slab keeps them in
+//    slab->freelist and counts the rest in slab->inuse;
+//  - with SLAB_STORE_USER an object's alloc and free tracks follow its
+//    metadata: at inuse (+ a pointer when the free pointer is stored outside
+//    the object, offset >= inuse).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "corelib/base/names.hpp"
+#include "kernel_internal.hpp"
+#include "targets/linux/kernel_slab.hpp"
+
+namespace lr {
+
+const char* slab_where_name(KSlabWhere w) {
+  switch (w) {
+    case KSlabWhere::kCpu:
+      return "cpu";
+    case KSlabWhere::kCpuPartial:
+      return "cpu-partial";
+    case KSlabWhere::kNodePartial:
+      return "node-partial";
+    case KSlabWhere::kFull:
+      return "full";
+    case KSlabWhere::kOther:
+      break;
+  }
+  return "other";
+}
+
+namespace {
+
+using kint::Layout;
+
+constexpr uint64_t kPage = 4096;
+constexpr uint64_t kMaxCpus = 8192, kMaxNodes = 1024;
+constexpr uint64_t kMaxPartialChain = 1u << 20;
+constexpr size_t kMaxWarnings = 1000;
+// Struct pages in a row the scan may find unreadable before it stops: the
+// struct pages of 1 TiB of RAM, more than any hole between a real machine's
+// memory ranges, while a corrupt max_pfn (up to 2^40) would otherwise mean
+// billions of failed reads.
+constexpr uint64_t kMaxHolePages = uint64_t{1} << 28;
+
+// Offsets and expressions, resolved once per call.
+struct SlubLayout {
+  Layout cache, cpu, node, slab, page, track;
+  uint64_t c_list, c_name, c_cpu_slab, c_node;
+  IntField c_size, c_object_size, c_offset, c_inuse, c_flags, c_red_left_pad, c_oo, c_random;
+  bool has_random = false;
+  std::unique_ptr<Expr> store_user, red_zone, slab_head;
+  uint64_t cpu_freelist, cpu_slab;
+  std::optional<uint64_t> cpu_partial;
+  uint64_t n_partial;
+  IntField n_nr_partial, n_nr_slabs, n_total_objects;
+  bool has_counters = false;
+  std::optional<uint64_t> n_full;
+  uint64_t s_cache, s_freelist, s_list, s_next;
+  IntField s_inuse, s_objects, s_frozen;
+  uint64_t t_addr, t_cpu, t_pid, t_when;
+  std::optional<uint64_t> t_handle;
+  IntField t_cpu_f, t_pid_f;
+};
+
+Result<std::optional<uint64_t>> optional_off(const Layout& l, const char* m) {
+  if (l.bound->missing.count(m)) return std::optional<uint64_t>{};
+  LR_ASSIGN(uint64_t o, l.off(m));
+  return std::optional<uint64_t>{o};
+}
+
+Result<SlubLayout> slub_layout(KernelTarget& k) {
+  SlubLayout L;
+  LR_ASSIGN(L.cache, Layout::of(k, "kmem_cache"));
+  LR_ASSIGN(L.cpu, Layout::of(k, "kmem_cache_cpu"));
+  LR_ASSIGN(L.node, Layout::of(k, "kmem_cache_node"));
+  LR_ASSIGN(L.slab, Layout::of(k, "slab"));
+  LR_ASSIGN(L.page, Layout::of(k, "page"));
+  LR_ASSIGN(L.track, Layout::of(k, "track"));
+  const Layout& c = L.cache;
+  LR_ASSIGN(L.c_list, c.off("list"));
+  LR_ASSIGN(L.c_name, c.off("name"));
+  LR_ASSIGN(L.c_cpu_slab, c.off("cpu_slab"));
+  LR_ASSIGN(L.c_node, c.off("node"));
+  LR_ASSIGN(L.c_size, c.field("size"));
+  LR_ASSIGN(L.c_object_size, c.field("object_size"));
+  LR_ASSIGN(L.c_offset, c.field("offset"));
+  LR_ASSIGN(L.c_inuse, c.field("inuse"));
+  LR_ASSIGN(L.c_flags, c.field("flags"));
+  LR_ASSIGN(L.c_red_left_pad, c.field("red_left_pad"));
+  LR_ASSIGN(L.c_oo, c.field("oo.x"));
+  L.has_random = !c.bound->missing.count("random");
+  if (L.has_random) {
+    LR_ASSIGN(L.c_random, c.field("random"));
+  }
+  LR_ASSIGN(L.store_user, c.expr(k, "store_user"));
+  LR_ASSIGN(L.red_zone, c.expr(k, "red_zone"));
+  LR_ASSIGN(L.cpu_freelist, L.cpu.off("freelist"));
+  LR_ASSIGN(L.cpu_slab, L.cpu.off("slab"));
+  LR_ASSIGN(L.cpu_partial, optional_off(L.cpu, "partial"));
+  LR_ASSIGN(L.n_partial, L.node.off("partial"));
+  LR_ASSIGN(L.n_nr_partial, L.node.field("nr_partial"));
+  L.has_counters =
+      !L.node.bound->missing.count("nr_slabs") && !L.node.bound->missing.count("total_objects");
+  if (L.has_counters) {
+    LR_ASSIGN(L.n_nr_slabs, L.node.field("nr_slabs", true));
+    LR_ASSIGN(L.n_total_objects, L.node.field("total_objects", true));
+  }
+  LR_ASSIGN(L.n_full, optional_off(L.node, "full"));
+  LR_ASSIGN(L.s_cache, L.slab.off("slab_cache"));
+  LR_ASSIGN(L.s_freelist, L.slab.off("freelist"));
+  LR_ASSIGN(L.s_list, L.slab.off("slab_list"));
+  LR_ASSIGN(L.s_next, L.slab.off("next"));
+  LR_ASSIGN(L.s_inuse, L.slab.field("inuse"));
+  LR_ASSIGN(L.s_objects, L.slab.field("objects"));
+  LR_ASSIGN(L.s_frozen, L.slab.field("frozen"));
+  LR_ASSIGN(L.slab_head, L.page.expr(k, "slab_head"));
+  LR_ASSIGN(L.t_addr, L.track.off("addr"));
+  LR_ASSIGN(L.t_cpu, L.track.off("cpu"));
+  LR_ASSIGN(L.t_pid, L.track.off("pid"));
+  LR_ASSIGN(L.t_when, L.track.off("when"));
+  LR_ASSIGN(L.t_cpu_f, L.track.field("cpu"));
+  LR_ASSIGN(L.t_pid_f, L.track.field("pid"));
+  LR_ASSIGN(L.t_handle, optional_off(L.track, "handle"));
+  return L;
+}
+
+// An unsigned integer variable of the width its DWARF type gives (8 without).
+Result<uint64_t> read_uint_var(KernelTarget& k, const std::string& name) {
+  LR_ASSIGN(Variable v, kint::kvariable(k, name));
+  const uint64_t addr = v.addr;
+  uint64_t width = 8;
+  if (v.type && v.type->strip()) width = std::clamp<uint64_t>(v.type->strip()->size, 1, 8);
+  uint64_t out = 0;
+  if (auto r = k.mem().read(addr, &out, width); !r.ok())
+    return make_error(Errc::kFault, fmt::format("{} at {:#x} is not readable in this dump: {}",
+                                                name, addr, k.mem().why_unreadable(addr)));
+  return out;
+}
+
+uint64_t swab64(uint64_t v) {
+  return __builtin_bswap64(v);
+}
+
+struct CacheState {
+  KSlabCache info;
+  uint64_t random = 0;
+  uint64_t track_off = 0;  // tracks: object + track_off
+  bool selected = false;
+  bool usable = true;  // sizes SLUB could have made (its slabs are decoded)
+};
+
+struct SlabPlace {
+  KSlabWhere where = KSlabWhere::kOther;
+  int cpu = -1;
+  uint64_t cpu_freelist = 0;          // kCpu: that CPU's lockless freelist
+  const CacheState* cache = nullptr;  // whose list held it
+};
+
+class Scanner {
+ public:
+  Scanner(KernelTarget& k, const SlubLayout& L, const KSlabFilter& f,
+          const std::function<void(const KSlabObject&)>& sink, const KernelLimits& lim,
+          KSlabReport& rep, std::optional<KernelKnowledge::SlabPages>* index)
+      : k_(k), mem_(k.mem()), L_(L), f_(f), sink_(sink), lim_(lim), rep_(rep), index_(index) {}
+
+  Result<void> run();
+
+ private:
+  void warn(std::string w) {
+    if (rep_.warnings.size() < kMaxWarnings)
+      rep_.warnings.push_back(std::move(w));
+    else
+      ++rep_.warnings_dropped;
+  }
+  Result<void> read_caches();
+  void read_places(CacheState& c, const std::vector<uint64_t>& pcpu, uint64_t nr_nodes);
+  void node_list(CacheState& c, uint64_t head, KSlabWhere where, uint64_t expect, const char* what);
+  Result<void> read_bases();
+  bool lists_hold_all() const;
+  void from_lists();
+  Result<void> scan_pages();
+  void slab_head(const uint8_t* pb, uint64_t page, uint64_t pfn);
+  void one_slab(CacheState& c, uint64_t page, uint64_t pfn, const uint8_t* sb);
+  uint64_t walk_freelist(const CacheState& c, uint64_t base, uint64_t objects, uint64_t first,
+                         std::vector<uint8_t>& is_free, uint64_t slab, const char* which);
+  void emit(const CacheState& c, uint64_t obj, uint64_t slab, const SlabPlace& p);
+  // The slab's memory is read once (or mapped) when a slab is decoded; reads
+  // inside it come from there, others from the dump.
+  void slab_memory(uint64_t base, uint64_t size);
+  bool slab_read(uint64_t a, void* out, size_t n) const {
+    if (sm_ && a >= sm_base_ && a - sm_base_ <= sm_size_ && sm_size_ - (a - sm_base_) >= n) {
+      std::memcpy(out, sm_ + (a - sm_base_), n);
+      return true;
+    }
+    return mem_.read(a, out, n).ok();
+  }
+
+  KernelTarget& k_;
+  const Memory& mem_;
+  const SlubLayout& L_;
+  const KSlabFilter& f_;
+  const std::function<void(const KSlabObject&)>& sink_;
+  const KernelLimits& lim_;
+  KSlabReport& rep_;
+  std::optional<KernelKnowledge::SlabPages>* index_;  // null: no session to keep it in
+  std::vector<CacheState> caches_;
+  std::unordered_map<uint64_t, size_t> by_addr_;  // kmem_cache -> index in caches_
+  std::unordered_map<uint64_t, SlabPlace> places_;
+  uint64_t page_offset_ = 0, vmemmap_ = 0, max_pfn_ = 0;
+  const uint8_t* sm_ = nullptr;  // the slab being decoded (slab_memory)
+  uint64_t sm_base_ = 0, sm_size_ = 0;
+  std::vector<uint8_t> sm_copy_;
+  std::vector<uint8_t> scratch_, is_free_;
+};
+
+Result<void> Scanner::read_caches() {
+  LR_ASSIGN(uint64_t head, kint::ksymbol(k_, "slab_caches"));
+  LR_ASSIGN(std::vector<uint64_t> list, kint::root_objects(mem_, head, L_.c_list, lim_,
+                                                           "slab_caches", &rep_.warnings, nullptr));
+  std::vector<std::string> names;
+  for (uint64_t a : list) {
+    const uint8_t* cb = object_bytes(mem_, a, L_.cache.size, scratch_);
+    if (!cb) {
+      warn(fmt::format("kmem_cache {:#x}: not readable", a));
+      continue;
+    }
+    CacheState c;
+    KSlabCache& i = c.info;
+    i.addr = a;
+    uint64_t np = kint::ptr_at(cb, L_.c_name);
+    auto n = np ? mem_.read_cstring(np, 64) : Result<std::string>(std::string());
+    i.name = n.ok() && !n.value().empty() ? n.value() : fmt::format("{:#x}", a);
+    i.size = static_cast<uint64_t>(L_.c_size.load(cb)) & 0xffffffff;
+    i.object_size = static_cast<uint64_t>(L_.c_object_size.load(cb)) & 0xffffffff;
+    i.offset = static_cast<uint64_t>(L_.c_offset.load(cb)) & 0xffffffff;
+    i.inuse = static_cast<uint64_t>(L_.c_inuse.load(cb)) & 0xffffffff;
+    i.flags = static_cast<uint64_t>(L_.c_flags.load(cb));
+    i.red_left_pad = static_cast<uint64_t>(L_.c_red_left_pad.load(cb)) & 0xffffffff;
+    uint64_t oo = static_cast<uint64_t>(L_.c_oo.load(cb)) & 0xffffffff;
+    i.objects_per_slab = oo & 0xffff;
+    i.order = oo >> 16;
+    i.hardened = L_.has_random;
+    if (L_.has_random) c.random = static_cast<uint64_t>(L_.c_random.load(cb));
+    i.store_user = L_.store_user->eval(mem_, cb, a).truthy();
+    if (!L_.red_zone->eval(mem_, cb, a).truthy()) i.red_left_pad = 0;
+    c.track_off = i.inuse + (i.offset >= i.inuse ? 8 : 0);
+    if (i.size == 0 || i.size > (kPage << 10) || i.order > 10 || i.offset + 8 > i.size ||
+        i.red_left_pad >= i.size) {
+      c.usable = false;
+      warn(
+          fmt::format("kmem_cache {:#x} ({}): size {} order {} offset {}: not a cache SLUB "
+                      "could make (corrupt?); its slabs are skipped",
+                      a, i.name, i.size, i.order, i.offset));
+    }
+    names.push_back(i.name);
+    by_addr_[a] = caches_.size();
+    caches_.push_back(std::move(c));
+  }
+  for (const auto& want : f_.caches) {
+    bool found = false;
+    for (auto& c : caches_)
+      if (c.info.name == want) c.selected = found = true;
+    if (!found) {
+      std::string near = closest_name(want, names);
+      return make_error(Errc::kNotFound,
+                        fmt::format("no slab cache '{}'{}", want,
+                                    near.empty() ? "" : "; did you mean '" + near + "'?"));
+    }
+  }
+  if (f_.caches.empty())
+    for (auto& c : caches_) c.selected = true;
+  return {};
+}
+
+// A node list of slabs (partial, or full when tracked): each one's place.
+void Scanner::node_list(CacheState& c, uint64_t head, KSlabWhere where, uint64_t expect,
+                        const char* what) {
+  WalkLimits wl;
+  wl.max_nodes = std::min<uint64_t>(lim_.max_objects, 4 * expect + 1024);
+  wl.interrupted = lim_.interrupted;
+  WalkResult r = walk_list(mem_, head, L_.s_list, wl);
+  if (!r.ok())
+    warn(fmt::format("{}: {} list walk stopped ({}) at {:#x}{}{}", c.info.name, what,
+                     walk_stop_name(r.stop), r.stop_addr, r.stop_detail.empty() ? "" : ": ",
+                     r.stop_detail));
+  if (where == KSlabWhere::kNodePartial && r.ok() && r.objects.size() != expect)
+    warn(fmt::format("{}: node partial list holds {} slabs, nr_partial says {}", c.info.name,
+                     r.objects.size(), expect));
+  for (uint64_t s : r.objects) places_.emplace(s, SlabPlace{where, -1, 0, &c});
+}
+
+void Scanner::read_places(CacheState& c, const std::vector<uint64_t>& pcpu, uint64_t nr_nodes) {
+  std::vector<uint8_t> cb(L_.cache.size);
+  if (!mem_.read(c.info.addr, cb.data(), cb.size()).ok()) return;
+  const uint64_t cpu_slab = kint::ptr_at(cb.data(), L_.c_cpu_slab);
+  for (size_t cpu = 0; cpu < pcpu.size() && cpu_slab; ++cpu) {
+    std::vector<uint8_t> cc(L_.cpu.size);
+    uint64_t at = cpu_slab + pcpu[cpu];
+    if (!mem_.read(at, cc.data(), cc.size()).ok()) {
+      warn(fmt::format("{}: kmem_cache_cpu of cpu {} at {:#x} not readable", c.info.name, cpu, at));
+      continue;
+    }
+    uint64_t s = kint::ptr_at(cc.data(), L_.cpu_slab);
+    if (s)
+      places_[s] = SlabPlace{KSlabWhere::kCpu, static_cast<int>(cpu),
+                             kint::ptr_at(cc.data(), L_.cpu_freelist), &c};
+    std::unordered_set<uint64_t> seen;
+    for (uint64_t p = L_.cpu_partial ? kint::ptr_at(cc.data(), *L_.cpu_partial) : 0; p;) {
+      if (!seen.insert(p).second || seen.size() > kMaxPartialChain) {
+        warn(fmt::format("{}: cpu {} partial list loops at {:#x}", c.info.name, cpu, p));
+        break;
+      }
+      places_.emplace(p, SlabPlace{KSlabWhere::kCpuPartial, static_cast<int>(cpu), 0, &c});
+      if (!mem_.read(p + L_.s_next, &p, 8).ok()) {
+        warn(fmt::format("{}: cpu {} partial slab {:#x} not readable", c.info.name, cpu, p));
+        break;
+      }
+    }
+  }
+  int64_t slabs = 0, objs = 0, partial = 0;
+  std::vector<uint8_t> nb(L_.node.size);
+  for (uint64_t n = 0; n < nr_nodes; ++n) {
+    uint64_t np = kint::ptr_at(cb.data(), L_.c_node + 8 * n);
+    if (!np) continue;
+    if (!mem_.read(np, nb.data(), nb.size()).ok()) {
+      warn(fmt::format("{}: kmem_cache_node {} at {:#x} not readable", c.info.name, n, np));
+      continue;
+    }
+    int64_t nr_partial = L_.n_nr_partial.load(nb.data());
+    partial += nr_partial;
+    if (L_.has_counters) {
+      slabs += L_.n_nr_slabs.load(nb.data());
+      objs += L_.n_total_objects.load(nb.data());
+    }
+    node_list(c, np + L_.n_partial, KSlabWhere::kNodePartial,
+              static_cast<uint64_t>(std::max<int64_t>(nr_partial, 0)), "node partial");
+    if (L_.n_full && c.info.store_user)
+      node_list(c, np + *L_.n_full, KSlabWhere::kFull, lim_.max_objects / 4, "node full");
+  }
+  c.info.nr_partial = partial;
+  if (L_.has_counters) {
+    c.info.nr_slabs = slabs;
+    c.info.total_objects = objs;
+  }
+}
+
+uint64_t Scanner::walk_freelist(const CacheState& c, uint64_t base, uint64_t objects,
+                                uint64_t first, std::vector<uint8_t>& is_free, uint64_t slab,
+                                const char* which) {
+  const KSlabCache& i = c.info;
+  uint64_t n = 0;
+  for (uint64_t q = first; q;) {
+    uint64_t rel = q - base - i.red_left_pad;
+    if (q < base + i.red_left_pad || rel % i.size || rel / i.size >= objects) {
+      warn(
+          fmt::format("{}: slab {:#x}: {} freelist reaches {:#x}, not an object of the slab "
+                      "(corrupt); the objects after it count as allocated",
+                      i.name, slab, which, q));
+      break;
+    }
+    uint64_t idx = rel / i.size;
+    if (is_free[idx]) {
+      warn(fmt::format("{}: slab {:#x}: {} freelist loops back to {:#x}", i.name, slab, which, q));
+      break;
+    }
+    is_free[idx] = 1;
+    ++n;
+    uint64_t raw = 0;
+    if (!slab_read(q + i.offset, &raw, 8)) {
+      warn(fmt::format("{}: slab {:#x}: free object {:#x} not readable", i.name, slab, q));
+      break;
+    }
+    q = i.hardened ? raw ^ c.random ^ swab64(q + i.offset) : raw;
+  }
+  return n;
+}
+
+void Scanner::emit(const CacheState& c, uint64_t obj, uint64_t slab, const SlabPlace& p) {
+  KSlabObject o;
+  o.addr = obj;
+  o.slab = slab;
+  o.cache = &c.info;
+  o.where = p.where;
+  o.cpu = p.cpu;
+  if (f_.tracks && c.info.store_user) {
+    uint8_t t[128] = {};
+    const uint64_t ts = L_.track.size;
+    if (ts * 2 <= sizeof t && slab_read(obj + c.track_off, t, ts * 2)) {
+      o.has_tracks = true;
+      for (int w = 0; w < 2; ++w) {
+        const uint8_t* tb = t + w * ts;
+        KSlabTrack& x = w ? o.free : o.alloc;
+        x.addr = kint::ptr_at(tb, L_.t_addr);
+        x.handle = L_.t_handle ? static_cast<uint32_t>(load_uint(tb + *L_.t_handle, 4)) : 0;
+        x.cpu = static_cast<int>(L_.t_cpu_f.load(tb));
+        x.pid = static_cast<int>(L_.t_pid_f.load(tb));
+        x.when = kint::ptr_at(tb, L_.t_when);
+      }
+    }
+  }
+  sink_(o);
+}
+
+void Scanner::slab_memory(uint64_t base, uint64_t size) {
+  sm_base_ = base;
+  sm_size_ = size;
+  sm_ = mem_.span(base, size);
+  if (!sm_) {
+    sm_copy_.resize(size);
+    sm_ = mem_.read(base, sm_copy_.data(), size).ok() ? sm_copy_.data() : nullptr;
+  }
+}
+
+void Scanner::one_slab(CacheState& c, uint64_t page, uint64_t pfn, const uint8_t* sb) {
+  KSlabCache& i = c.info;
+  const uint64_t objects = static_cast<uint64_t>(L_.s_objects.load(sb));
+  const uint64_t inuse = static_cast<uint64_t>(L_.s_inuse.load(sb));
+  const uint64_t base = page_offset_ + pfn * kPage;
+  if (objects == 0 || objects > ((kPage << i.order) / i.size) + 1) {
+    warn(fmt::format("{}: slab {:#x} claims {} objects of {} bytes (corrupt); skipped", i.name,
+                     page, objects, i.size));
+    return;
+  }
+  SlabPlace place;
+  if (auto it = places_.find(page); it != places_.end()) place = it->second;
+  slab_memory(base, kPage << i.order);
+  is_free_.assign(objects, 0);
+  uint64_t nfree =
+      walk_freelist(c, base, objects, kint::ptr_at(sb, L_.s_freelist), is_free_, page, "slab");
+  if (place.where == KSlabWhere::kCpu) {
+    nfree += walk_freelist(c, base, objects, place.cpu_freelist, is_free_, page,
+                           fmt::format("cpu {}", place.cpu).c_str());
+  } else if (inuse != objects - nfree) {
+    warn(fmt::format("{}: slab {:#x}: inuse {} but {} of {} objects are on its freelist", i.name,
+                     page, inuse, nfree, objects));
+  }
+  ++i.slabs;
+  i.objects += objects;
+  i.free += nfree;
+  i.allocated += objects - nfree;
+  switch (place.where) {
+    case KSlabWhere::kCpu:
+      ++i.cpu_slabs;
+      break;
+    case KSlabWhere::kCpuPartial:
+      ++i.cpu_partial_slabs;
+      break;
+    case KSlabWhere::kNodePartial:
+      ++i.node_partial_slabs;
+      i.node_partial_free += objects - inuse;  // SLUB's count_partial()
+      break;
+    case KSlabWhere::kFull:
+      ++i.full_slabs;
+      break;
+    case KSlabWhere::kOther:
+      ++i.other_slabs;
+      break;
+  }
+  if (!f_.objects || !sink_) return;
+  for (uint64_t x = 0; x < objects; ++x)
+    if (!is_free_[x]) emit(c, base + i.red_left_pad + x * i.size, page, place);
+}
+
+Result<void> Scanner::read_bases() {
+  LR_ASSIGN(vmemmap_, read_uint_var(k_, "vmemmap_base"));
+  LR_ASSIGN(page_offset_, read_uint_var(k_, "page_offset_base"));
+  LR_ASSIGN(max_pfn_, read_uint_var(k_, "max_pfn"));
+  const uint64_t ps = L_.page.size;
+  if (ps == 0 || kPage % ps || max_pfn_ > (1ull << 40))
+    return make_error(Errc::kBadFormat,
+                      fmt::format("struct page is {} bytes and max_pfn {}: cannot scan the page "
+                                  "array",
+                                  ps, max_pfn_));
+  return {};
+}
+
+// Whether SLUB's lists (CPU, partial, full) hold every slab of every chosen
+// cache, by its own count: then no full slab is on no list, and the page
+// array need not be scanned to find them.
+bool Scanner::lists_hold_all() const {
+  if (f_.scan_pages || f_.caches.empty()) return false;
+  std::unordered_map<const CacheState*, uint64_t> n;
+  for (const auto& [a, p] : places_) ++n[p.cache];
+  for (const auto& c : caches_)
+    if (c.selected &&
+        (c.info.nr_slabs < 0 || n[&c] != static_cast<uint64_t>(c.info.nr_slabs) || !c.usable))
+      return false;
+  return true;
+}
+
+// Each listed slab, in address (page) order as the scan would meet them.
+void Scanner::from_lists() {
+  std::vector<std::pair<uint64_t, const CacheState*>> slabs;
+  for (const auto& [a, p] : places_) slabs.emplace_back(a, p.cache);
+  std::sort(slabs.begin(), slabs.end());
+  const uint64_t ps = L_.page.size;
+  std::vector<uint8_t> sb(ps);
+  for (const auto& [a, c] : slabs) {
+    if (a < vmemmap_ || (a - vmemmap_) % ps || (a - vmemmap_) / ps >= max_pfn_ ||
+        !mem_.read(a, sb.data(), ps).ok()) {
+      warn(fmt::format("{}: listed slab {:#x} is not a readable struct page", c->info.name, a));
+      continue;
+    }
+    if (kint::ptr_at(sb.data(), L_.s_cache) != c->info.addr) {
+      warn(fmt::format("{}: listed slab {:#x} belongs to cache {:#x}", c->info.name, a,
+                       kint::ptr_at(sb.data(), L_.s_cache)));
+      continue;
+    }
+    ++rep_.slab_pages;
+    one_slab(caches_[by_addr_.at(c->info.addr)], a, (a - vmemmap_) / ps, sb.data());
+  }
+}
+
+// A struct page the scan found to be a slab head: its cache's slab.
+void Scanner::slab_head(const uint8_t* pb, uint64_t page, uint64_t pfn) {
+  ++rep_.slab_pages;
+  auto it = by_addr_.find(kint::ptr_at(pb, L_.s_cache));
+  if (it == by_addr_.end()) {
+    warn(fmt::format("slab page {:#x} (pfn {:#x}) belongs to {:#x}, no cache on slab_caches", page,
+                     pfn, kint::ptr_at(pb, L_.s_cache)));
+    return;
+  }
+  CacheState& c = caches_[it->second];
+  if (c.selected && c.usable) one_slab(c, page, pfn, pb);
+}
+
+Result<void> Scanner::scan_pages() {
+  const uint64_t vmemmap = vmemmap_, max_pfn = max_pfn_, ps = L_.page.size;
+  rep_.scanned = true;
+  if (index_ && index_->has_value()) {
+    // An earlier scan of this image: only its slab heads, read again.
+    const auto& ix = **index_;
+    rep_.pages = ix.pages;
+    rep_.unreadable_pages = ix.unreadable;
+    std::vector<uint8_t> pb(ps);
+    for (const auto& [page, cache] : ix.heads) {
+      if (kint::interrupted(lim_)) return make_error(Errc::kInterrupted, "interrupted");
+      auto it = by_addr_.find(cache);
+      if (it != by_addr_.end() && !caches_[it->second].selected) {
+        ++rep_.slab_pages;  // another cache's slab: counted, not read again
+        continue;
+      }
+      if (mem_.read(page, pb.data(), ps).ok()) slab_head(pb.data(), page, (page - vmemmap) / ps);
+    }
+    return {};
+  }
+  KernelKnowledge::SlabPages found;
+  const uint64_t per = kPage / ps;
+  std::vector<uint8_t> buf(kPage);
+  uint64_t hole = 0;  // unreadable struct pages in a row
+  for (uint64_t pfn = 0; pfn < max_pfn; pfn += per) {
+    if (kint::interrupted(lim_)) return make_error(Errc::kInterrupted, "interrupted");
+    const uint64_t at = vmemmap + pfn * ps;
+    const uint64_t n = std::min(per, max_pfn - pfn);
+    rep_.pages += n;
+    if (!mem_.read(at, buf.data(), n * ps).ok()) {
+      rep_.unreadable_pages += n;
+      if ((hole += n) >= kMaxHolePages && pfn + n < max_pfn) {
+        // Not kept for the session: each command says this again.
+        warn(
+            fmt::format("struct page array: the {} struct pages from pfn {:#x} are not in the "
+                        "dump; the scan stopped there, {} pages before max_pfn {:#x} (corrupt?)",
+                        hole, pfn + n - hole, max_pfn - pfn - n, max_pfn));
+        return {};
+      }
+      continue;
+    }
+    hole = 0;
+    for (uint64_t j = 0; j < n; ++j) {
+      const uint8_t* pb = buf.data() + j * ps;
+      if (!L_.slab_head->eval(mem_, pb, at + j * ps).truthy()) continue;
+      found.heads.emplace_back(at + j * ps, kint::ptr_at(pb, L_.s_cache));
+      slab_head(pb, at + j * ps, pfn + j);
+    }
+  }
+  found.pages = rep_.pages;
+  found.unreadable = rep_.unreadable_pages;
+  if (index_) *index_ = std::move(found);
+  return {};
+}
+
+Result<void> Scanner::run() {
+  LR_TRY(read_caches());
+  LR_ASSIGN(uint64_t ncpu, read_uint_var(k_, "nr_cpu_ids"));
+  LR_ASSIGN(uint64_t nnodes, read_uint_var(k_, "nr_node_ids"));
+  if (ncpu == 0 || ncpu > kMaxCpus || nnodes == 0 || nnodes > kMaxNodes)
+    return make_error(
+        Errc::kBadFormat,
+        fmt::format("nr_cpu_ids {} and nr_node_ids {}: not a kernel's (corrupt?)", ncpu, nnodes));
+  LR_ASSIGN(uint64_t pco, kint::ksymbol(k_, "per_cpu_offset"));
+  std::vector<uint64_t> pcpu(ncpu);
+  if (auto r = mem_.read(pco, pcpu.data(), ncpu * 8); !r.ok())
+    return make_error(Errc::kFault, fmt::format("__per_cpu_offset at {:#x} is not readable: {}",
+                                                pco, mem_.why_unreadable(pco)));
+  for (auto& c : caches_)
+    if (c.selected) read_places(c, pcpu, nnodes);
+  LR_TRY(read_bases());
+  if (lists_hold_all())
+    from_lists();
+  else
+    LR_TRY(scan_pages());
+  if (rep_.scanned && rep_.slab_pages == 0 && !caches_.empty())
+    return make_error(Errc::kBadFormat,
+                      "no struct page is a slab head, yet slab_caches lists caches: this "
+                      "kernel marks slab pages in a way linux-kernel.toml's page.slab_head "
+                      "does not describe");
+  for (auto& c : caches_) {
+    if (!c.selected) continue;
+    const KSlabCache& i = c.info;
+    if (i.nr_slabs >= 0 && static_cast<uint64_t>(i.nr_slabs) != i.slabs)
+      warn(fmt::format("{}: SLUB counts {} slabs, the page array holds {}", i.name, i.nr_slabs,
+                       i.slabs));
+    rep_.caches.push_back(i);
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<KSlabReport> kernel_slab(KernelTarget& k, const KSlabFilter& f,
+                                const std::function<void(const KSlabObject&)>& on_object,
+                                const KernelLimits& lim) {
+  auto t0 = std::chrono::steady_clock::now();
+  LR_ASSIGN(SlubLayout L, slub_layout(k));
+  KSlabReport rep;
+  LR_ASSIGN(KernelKnowledge * kn, kint::knowledge(k));
+  Scanner s(k, L, f, on_object, lim, rep, &kn->slab_pages);
+  LR_TRY(s.run());
+  rep.walk_ns = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+          .count());
+  return rep;
+}
+
+}  // namespace lr

@@ -1,0 +1,287 @@
+// Opening a kernel image: the dump (ELF or kdump via libkdumpfile), the
+// KASLR offset from VMCOREINFO, and vmlinux as the single module whose DWARF
+// and symbols the walks use.
+#include <elfutils/debuginfod.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <libkdumpfile/kdumpfile.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "corelib/base/fileio.hpp"
+#include "corelib/dump/elfcore.hpp"
+#include "corelib/dump/pagecache.hpp"
+#include "targets/linux/kernel.hpp"
+
+namespace lr {
+
+struct KernelTarget::Kdump {
+  kdump_ctx_t* ctx = nullptr;
+  int fd = -1;
+  ~Kdump() {
+    if (ctx) kdump_free(ctx);
+    if (fd >= 0) close(fd);
+  }
+  // libkdumpfile 0.5 crashes in kdump_free() on some contexts whose open
+  // failed (one whose page size could not be set), so such a context is
+  // kept instead, reachable until exit: about 4 MiB each, its page cache.
+  // The holder is never destroyed so that it still holds them when
+  // LeakSanitizer looks at exit.
+  void abandon() {
+    static auto* failed = new std::vector<kdump_ctx_t*>;
+    failed->push_back(ctx);
+    ctx = nullptr;
+  }
+  static bool read(void* self, uint64_t addr, void* buf, size_t len) {
+    auto* k = static_cast<Kdump*>(self);
+    size_t got = len;
+    return kdump_read(k->ctx, KDUMP_KVADDR, addr, buf, &got) == KDUMP_OK && got == len;
+  }
+};
+
+KernelTarget::~KernelTarget() {
+  prog_.reset();  // before the memory it reads
+  owned_mem_.reset();
+}
+
+namespace {
+
+// "KEY=value" from VMCOREINFO text; "" when absent.
+std::string vmcoreinfo_value(const std::string& text, const std::string& key) {
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string::npos) nl = text.size();
+    if (text.compare(pos, key.size(), key) == 0 && pos + key.size() < nl &&
+        text[pos + key.size()] == '=')
+      return text.substr(pos + key.size() + 1, nl - pos - key.size() - 1);
+    pos = nl + 1;
+  }
+  return "";
+}
+
+bool has_kernel_vaddrs(const CoreFile& c) {
+  for (const auto& s : c.segments())
+    if (s.kind == SegmentInfo::Kind::kCore && s.start >= 0xffff800000000000ull) return true;
+  return false;
+}
+
+// Where distributions put the DWARF vmlinux for a release (drgn and crash
+// look in the same places), under each --debug-dir (by the dump's build-id
+// first, then an unpacked -dbg package's tree) and the sysroot, then
+// debuginfod by build-id when the user configured it.
+Result<std::string> find_vmlinux(const std::string& vmcore, const std::string& vmcoreinfo,
+                                 const DebugOptions& dbg) {
+  std::string rel = vmcoreinfo_value(vmcoreinfo, "OSRELEASE");
+  std::string bid = vmcoreinfo_value(vmcoreinfo, "BUILD-ID");
+  if (rel.empty() && bid.empty())
+    return make_error(Errc::kNotFound,
+                      fmt::format("{}: no OSRELEASE in VMCOREINFO; give --vmlinux", vmcore));
+  std::vector<std::string> cands;
+  auto tree = [&](const std::string& root) {
+    if (rel.empty()) return;
+    for (const char* d : {"/usr/lib/debug/boot/vmlinux-", "/boot/vmlinux-"})
+      cands.push_back(root + d + rel);
+    cands.push_back(root + "/usr/lib/debug/lib/modules/" + rel + "/vmlinux");
+    cands.push_back(root + "/lib/modules/" + rel + "/build/vmlinux");
+  };
+  for (const auto& d : dbg.debug_dirs) {
+    if (bid.size() > 2)
+      cands.push_back(d + "/.build-id/" + bid.substr(0, 2) + "/" + bid.substr(2) + ".debug");
+    if (!rel.empty()) cands.push_back(d + "/vmlinux-" + rel);
+    tree(d);
+  }
+  if (!dbg.sysroot.empty()) tree(dbg.sysroot);
+  tree("");
+  for (const auto& c : cands)
+    if (::access(c.c_str(), R_OK) == 0) return c;
+  std::string looked;
+  for (const auto& c : cands) looked += (looked.empty() ? "" : ", ") + c;
+  const char* urls = std::getenv("DEBUGINFOD_URLS");
+  if (dbg.use_debuginfod && urls && *urls && bid.size() >= 2) {
+    if (debuginfod_client* c = debuginfod_begin()) {
+      char* path = nullptr;
+      int fd = debuginfod_find_debuginfo(c, reinterpret_cast<const unsigned char*>(bid.c_str()), 0,
+                                         &path);
+      debuginfod_end(c);
+      std::string p = path ? path : "";
+      std::free(path);
+      if (fd >= 0) {
+        ::close(fd);
+        if (!p.empty()) return p;
+      }
+      looked += fmt::format(", debuginfod ({}): {}", urls, std::strerror(fd < 0 ? -fd : ENOENT));
+    }
+  }
+  return make_error(Errc::kNotFound,
+                    fmt::format("{}: no vmlinux with DWARF for release {} build-id {} (looked in "
+                                "{}); install linux-image-{}-dbg or give --vmlinux",
+                                vmcore, rel.empty() ? "?" : rel, bid.empty() ? "?" : bid, looked,
+                                rel.empty() ? "RELEASE" : rel));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<KernelTarget>> KernelTarget::open(const std::string& vmcore,
+                                                         const std::string& vmlinux,
+                                                         const DebugOptions& dbg) {
+  std::unique_ptr<KernelTarget> k(new KernelTarget());
+  LR_ASSIGN(int fd, open_input(vmcore, "kernel dump"));  // never waits on a FIFO
+  char magic[16] = {};
+  ssize_t n = pread(fd, magic, sizeof magic, 0);
+  std::string vmcoreinfo;
+  bool via_kdump = true;
+  if (n >= 4 && std::memcmp(magic, "\177ELF", 4) == 0) {
+    CoreOptions co;
+    co.fill_from_files = false;
+    auto core = CoreFile::open(vmcore, co);
+    if (!core.ok()) {
+      close(fd);
+      return std::move(core).error();
+    }
+    if (has_kernel_vaddrs(*core.value())) {
+      via_kdump = false;
+      vmcoreinfo = core.value()->vmcoreinfo();
+      for (const auto& w : core.value()->warnings()) k->warnings_.push_back(w);
+      k->owned_mem_ = std::move(core).value();
+      k->format_ = "elf";
+    }
+  } else if (n >= 12 && std::memcmp(magic, "makedumpfile", 12) == 0) {
+    close(fd);
+    return make_error(Errc::kUnsupported,
+                      fmt::format("{}: makedumpfile flattened format; convert it first with "
+                                  "'makedumpfile -R {}.kdump < {}'",
+                                  vmcore, vmcore, vmcore));
+  }
+  if (via_kdump && (n < 8 || std::memcmp(magic, "KDUMP   ", 8) != 0)) {
+    close(fd);
+    return make_error(Errc::kBadFormat,
+                      fmt::format("{}: not a kernel dump leakref reads (neither an ELF vmcore "
+                                  "nor kdump-compressed)",
+                                  vmcore));
+  }
+  if (via_kdump) {
+    auto layout = check_kdump_file(fd, vmcore);
+    if (!layout.ok()) {
+      close(fd);
+      return std::move(layout).error();
+    }
+    if (uint64_t past = layout.value().pages_past_end)
+      k->warnings_.push_back(fmt::format(
+          "{}: {} of the {} dumped pages lie past the end of the file (it was cut off); reads of "
+          "them fail",
+          vmcore, past, layout.value().dumped_pages));
+    k->kdump_ = std::make_unique<Kdump>();
+    k->kdump_->fd = fd;
+    fd = -1;
+    k->kdump_->ctx = kdump_new();
+    if (!k->kdump_->ctx) return make_error(Errc::kIo, "libkdumpfile: out of memory");
+    // QEMU leaves the kdump header's utsname empty, so libkdumpfile cannot
+    // tell the architecture; leakref only reads x86_64 kernels anyway.
+    kdump_set_string_attr(k->kdump_->ctx, KDUMP_ATTR_ARCH_NAME, KDUMP_ARCH_X86_64);
+    if (kdump_open_fd(k->kdump_->ctx, k->kdump_->fd) != KDUMP_OK) {
+      auto e =
+          make_error(Errc::kBadFormat, fmt::format("{}: not a kernel dump leakref can read ({})",
+                                                   vmcore, kdump_get_err(k->kdump_->ctx)));
+      k->kdump_->abandon();
+      return e;
+    }
+    kdump_set_string_attr(k->kdump_->ctx, KDUMP_ATTR_OSTYPE, "linux");
+    char* raw = nullptr;
+    if (kdump_vmcoreinfo_raw(k->kdump_->ctx, &raw) == KDUMP_OK && raw) {
+      vmcoreinfo = raw;
+      std::free(raw);
+    }
+    const char* fmtname = nullptr;
+    kdump_get_string_attr(k->kdump_->ctx, KDUMP_ATTR_FILE_FORMAT, &fmtname);
+    k->format_ = fmtname ? fmtname : "kdump";
+    k->owned_mem_ = std::make_unique<PagedMemory>(&Kdump::read, k->kdump_.get(), vmcore);
+  }
+  if (fd >= 0) close(fd);
+  if (vmcoreinfo.empty())
+    return make_error(Errc::kBadFormat,
+                      fmt::format("{}: no VMCOREINFO in the dump (QEMU needs -device vmcoreinfo "
+                                  "and the guest's qemu_fw_cfg module)",
+                                  vmcore));
+  std::string vml = vmlinux;
+  if (vml.empty()) {
+    LR_ASSIGN(vml, find_vmlinux(vmcore, vmcoreinfo, dbg));
+  }
+  {
+    LR_ASSIGN(int vfd, open_input(vml, "vmlinux"));  // a FIFO is refused, not waited on
+    close(vfd);
+  }
+  uint64_t off = 0;
+  std::string ko = vmcoreinfo_value(vmcoreinfo, "KERNELOFFSET");
+  if (!ko.empty() && !parse_u64("0x" + ko, &off))
+    return make_error(Errc::kBadFormat, fmt::format("{}: bad KERNELOFFSET '{}'", vmcore, ko));
+  // The dump must be of this vmlinux (its build-id), checked before its
+  // DWARF is loaded.
+  std::string bid = vmcoreinfo_value(vmcoreinfo, "BUILD-ID");
+  auto file_bid = build_id_of_file(vml);
+  if (!bid.empty() && file_bid.ok() && file_bid.value() != bid)
+    return make_error(Errc::kBadFormat,
+                      fmt::format("{}: build-id {} does not match {} (dump's kernel has {})", vml,
+                                  file_bid.value(), vmcore, bid));
+  LR_TRY(k->load_vmlinux(k->owned_mem_.get(), vml, off));
+  k->vmcoreinfo_ = std::move(vmcoreinfo);
+  // Module globals resolve from the dump's kallsyms (crash has its own).
+  k->prog_->set_symbol_fallback(&KernelTarget::module_symbol_fallback, k.get());
+  return k;
+}
+
+std::string KernelTarget::vmcoreinfo(const std::string& key) const {
+  return vmcoreinfo_value(vmcoreinfo_, key);
+}
+
+Result<std::unique_ptr<KernelTarget>> KernelTarget::attach(const Memory* mem,
+                                                           const std::string& vmlinux,
+                                                           uint64_t kaslr_offset) {
+  std::unique_ptr<KernelTarget> k(new KernelTarget());
+  k->format_ = "crash";
+  LR_TRY(k->load_vmlinux(mem, vmlinux, kaslr_offset));
+  return k;
+}
+
+Result<void> KernelTarget::load_vmlinux(const Memory* mem, const std::string& vmlinux,
+                                        uint64_t off) {
+  if (::access(vmlinux.c_str(), R_OK) != 0)
+    return make_error(Errc::kIo, fmt::format("{}: cannot open: {}", vmlinux, std::strerror(errno)));
+  vmlinux_ = vmlinux;
+  kaslr_offset_ = off;
+  auto mods = ModuleSet::empty(DebugOptions{});
+  Module* m = mods->add("vmlinux", vmlinux, 0, 0, off, "", true);
+  if (!m->has_dwarf())
+    return make_error(Errc::kNotFound,
+                      fmt::format("{}: no DWARF (use the vmlinux from the -dbg / debuginfo "
+                                  "package, e.g. /usr/lib/debug/boot/vmlinux-RELEASE)",
+                                  vmlinux));
+  const Symbol* text = m->find_symbol("_text");
+  const Symbol* end = m->find_symbol("_end");
+  if (!text || !end)
+    return make_error(Errc::kBadFormat, fmt::format("{}: not a vmlinux (no _text/_end)", vmlinux));
+  m->base = text->addr;
+  m->end = end->addr;
+  prog_ = std::make_unique<Program>(mem, std::move(mods));
+  prog_->types().set_not_found_hint("a loaded module's types are in its .ko file");
+  return {};
+}
+
+Result<uint64_t> KernelTarget::symbol(const std::string& name) const {
+  Module* m = prog_->modules().exe();
+  const Symbol* s = m ? m->find_symbol(name) : nullptr;
+  if (!s) return make_error(Errc::kNotFound, fmt::format("kernel symbol '{}' not found", name));
+  return s->addr;
+}
+
+std::vector<std::string> KernelTarget::warnings() const {
+  std::vector<std::string> w = warnings_;
+  for (const auto& s : prog_->modules().warnings()) w.push_back(s);
+  return w;
+}
+
+}  // namespace lr

@@ -1,0 +1,706 @@
+// Kernel walks: tasks -> fd tables -> files; mounts; super blocks -> inodes
+// -> dentries; modules. Members are named as linux-kernel.toml declares them
+// (alternatives there span kernel versions), offsets come from vmlinux DWARF
+// once per call; each object is read whole (one span or copy), never a read
+// per field.
+#include "targets/linux/kernel.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "corelib/objects/objects.hpp"
+#include "corelib/objects/walkers.hpp"
+#include "kernel_internal.hpp"
+#include "targets/linux/kernel_slab.hpp"
+
+namespace lr {
+
+bool KInode::flagged() const {
+  if (unexplained > 0) return true;
+  for (const auto& d : dentries)
+    if (d.unexplained > 0) return true;
+  return false;
+}
+
+std::string inode_state_names(uint64_t state) {
+  static const std::pair<uint64_t, const char*> kBits[] = {{1u << 0, "I_DIRTY_SYNC"},
+                                                           {1u << 1, "I_DIRTY_DATASYNC"},
+                                                           {1u << 2, "I_DIRTY_PAGES"},
+                                                           {1u << 3, "I_NEW"},
+                                                           {1u << 4, "I_WILL_FREE"},
+                                                           {1u << 5, "I_FREEING"},
+                                                           {1u << 6, "I_CLEAR"},
+                                                           {1u << 7, "I_SYNC"},
+                                                           {1u << 8, "I_REFERENCED"},
+                                                           {1u << 10, "I_LINKABLE"},
+                                                           {1u << 11, "I_DIRTY_TIME"},
+                                                           {1u << 13, "I_WB_SWITCH"},
+                                                           {1u << 14, "I_OVL_INUSE"},
+                                                           {1u << 15, "I_CREATING"},
+                                                           {1u << 16, "I_DONTCACHE"},
+                                                           {1u << 17, "I_SYNC_QUEUED"},
+                                                           {1u << 18, "I_PINNING_FSCACHE_WB"}};
+  std::string out;
+  uint64_t rest = state;
+  for (const auto& [bit, name] : kBits) {
+    if (!(state & bit)) continue;
+    if (!out.empty()) out += '|';
+    out += name;
+    rest &= ~bit;
+  }
+  if (rest) out += fmt::format("{}{:#x}", out.empty() ? "" : "|", rest);
+  return out.empty() ? "0" : out;
+}
+
+namespace kint {
+
+uint64_t ptr_at(const uint8_t* obj, uint64_t off) {
+  return load_uint(obj + off, 8);
+}
+
+std::string cstr_at(const uint8_t* obj, uint64_t off, size_t max) {
+  const char* p = reinterpret_cast<const char*>(obj + off);
+  size_t n = strnlen(p, max);
+  return std::string(p, n);
+}
+
+// A dentry's d_name.name ("" when unreadable).
+std::string dentry_name(const Memory& mem, uint64_t p) {
+  if (!p) return "";
+  auto n = mem.read_cstring(p, 256);
+  return n.ok() ? n.value() : "";
+}
+
+bool interrupted(const KernelLimits& lim) {
+  return lim.interrupted && lim.interrupted->load(std::memory_order_relaxed);
+}
+
+uint64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Walks a list_head ring and returns the containers, adding a warning when
+// the walk did not end cleanly.
+std::vector<uint64_t> list_objects(const Memory& mem, uint64_t head, uint64_t member_off,
+                                   const KernelLimits& lim, const std::string& what,
+                                   std::vector<std::string>* warnings, WalkResult* out) {
+  WalkLimits wl;
+  wl.max_nodes = lim.max_objects;
+  wl.interrupted = lim.interrupted;
+  WalkResult r = walk_list(mem, head, member_off, wl);
+  if (!r.ok() && warnings)
+    warnings->push_back(fmt::format("{}: walk stopped ({}) at {:#x}{}{}", what,
+                                    walk_stop_name(r.stop), r.stop_addr,
+                                    r.stop_detail.empty() ? "" : ": ", r.stop_detail));
+  std::vector<uint64_t> objs = std::move(r.objects);
+  if (out) {
+    r.objects.clear();
+    *out = std::move(r);
+  }
+  return objs;
+}
+
+Result<std::vector<uint64_t>> root_objects(const Memory& mem, uint64_t head, uint64_t member_off,
+                                           const KernelLimits& lim, const std::string& what,
+                                           std::vector<std::string>* warnings, WalkResult* out) {
+  uint64_t first = 0;
+  if (auto r = mem.read(head, &first, 8); !r.ok())
+    return make_error(Errc::kNotFound,
+                      fmt::format("the walk cannot start: {} at {:#x} is not readable: {}", what,
+                                  head, mem.why_unreadable(head)));
+  return list_objects(mem, head, member_off, lim, what, warnings, out);
+}
+
+void hold_file(const Memory& mem, Scan& s, uint64_t f, const KFileHolder& h) {
+  auto [it, fresh] = s.file_index.emplace(f, s.files.size());
+  if (fresh) {
+    KFile kf;
+    kf.addr = f;
+    if (const uint8_t* ob = object_bytes(mem, f, s.fl.size, s.scratch)) {
+      kf.f_count = s.fl.f_count.load(ob);
+      kf.inode = ptr_at(ob, s.fl.inode);
+      kf.dentry = ptr_at(ob, s.fl.dentry);
+      kf.mnt = ptr_at(ob, s.fl.mnt);
+      kf.f_op = ptr_at(ob, s.fl.op);
+    } else {
+      s.warnings.push_back(fmt::format("pid {}: file {:#x} not readable", h.pid, f));
+    }
+    if (kf.dentry) s.files_by_dentry[kf.dentry].push_back(it->second);
+    if (kf.inode) s.files_by_inode[kf.inode].push_back(it->second);
+    s.files.push_back(std::move(kf));
+  }
+  s.files[it->second].holders.push_back(h);
+}
+
+Result<Scan> scan(KernelTarget& k, const KernelLimits& lim, bool want_mounts) {
+  Scan s;
+  const Memory& mem = k.mem();
+  std::vector<uint8_t> scratch, fdbuf;
+  LR_ASSIGN(Layout task, Layout::of(k, "task"));
+  LR_ASSIGN(uint64_t t_tasks, task.off("tasks"));
+  LR_ASSIGN(uint64_t t_files, task.off("files"));
+  LR_ASSIGN(uint64_t t_fs, task.off("fs"));
+  LR_ASSIGN(auto t_comm, task.bytes("comm"));
+  LR_ASSIGN(uint64_t t_mm, task.off("mm"));
+  LR_ASSIGN(Layout mm, Layout::of(k, "mm"));
+  LR_ASSIGN(uint64_t mm_exe, mm.off("exe_file"));
+  LR_ASSIGN(IntField t_pid, task.field("pid"));
+  LR_ASSIGN(Layout files, Layout::of(k, "files"));
+  LR_ASSIGN(uint64_t fs_fdt, files.off("fdt"));
+  LR_ASSIGN(Layout fdt, Layout::of(k, "fdtable"));
+  LR_ASSIGN(IntField fdt_max, fdt.field("max_fds"));
+  LR_ASSIGN(uint64_t fdt_fd, fdt.off("fd"));
+  LR_ASSIGN(Layout file, Layout::of(k, "file"));
+  LR_ASSIGN(IntField f_count, file.field("f_count", true));
+  LR_ASSIGN(uint64_t f_inode, file.off("f_inode"));
+  LR_ASSIGN(uint64_t f_dentry, file.off("f_path.dentry"));
+  LR_ASSIGN(uint64_t f_mnt, file.off("f_path.mnt"));
+  LR_ASSIGN(uint64_t f_op, file.off("f_op"));
+  LR_ASSIGN(Layout fss, Layout::of(k, "fs_struct"));
+  LR_ASSIGN(uint64_t fs_root, fss.off("root.dentry"));
+  LR_ASSIGN(uint64_t fs_pwd, fss.off("pwd.dentry"));
+  LR_ASSIGN(uint64_t init_task, ksymbol(k, "init_task"));
+
+  std::vector<uint64_t> tasks = {init_task};
+  LR_ASSIGN(std::vector<uint64_t> listed,
+            root_objects(mem, init_task + t_tasks, t_tasks, lim, "init_task.tasks", &s.warnings,
+                         &s.tasks_walk));
+  for (uint64_t t : listed)
+    if (t != init_task) tasks.push_back(t);
+  std::unordered_set<uint64_t> seen_files_structs, seen_fs, seen_mm;
+  s.fl = {f_count, f_inode, f_dentry, f_mnt, f_op, file.size};
+  for (uint64_t t : tasks) {
+    if (interrupted(lim)) return make_error(Errc::kInterrupted, "interrupted");
+    const uint8_t* tb = object_bytes(mem, t, task.size, scratch);
+    if (!tb) {
+      s.warnings.push_back(fmt::format("task {:#x}: not readable", t));
+      continue;
+    }
+    ++s.tasks;
+    int pid = static_cast<int>(t_pid.load(tb));
+    std::string comm = cstr_at(tb, t_comm.first, t_comm.second);
+    uint64_t fsp = ptr_at(tb, t_fs), fp = ptr_at(tb, t_files);
+    if (fsp && seen_fs.insert(fsp).second) {
+      uint64_t rd[2] = {};
+      if (mem.read(fsp + fs_root, &rd[0], 8).ok() && mem.read(fsp + fs_pwd, &rd[1], 8).ok()) {
+        for (uint64_t d : rd)
+          if (d) ++s.fs_refs[d];
+      }
+    }
+    // The executable's struct file (mm->exe_file; its VMAs share it): a
+    // forked child shares the parent's until it execs.
+    if (uint64_t mmp = ptr_at(tb, t_mm); mmp && seen_mm.insert(mmp).second) {
+      s.mm_owner.emplace(mmp, std::make_pair(pid, comm));
+      uint64_t ef = 0;
+      if (mem.read(mmp + mm_exe, &ef, 8).ok() && ef)
+        hold_file(mem, s, ef, {pid, comm, KFileHolder::kExe});
+    }
+    if (!fp || !seen_files_structs.insert(fp).second) continue;  // threads share one table
+    uint64_t fdtp = 0, fdarr = 0;
+    uint32_t maxfds = 0;
+    if (!mem.read(fp + fs_fdt, &fdtp, 8).ok() || !fdtp) continue;
+    const uint8_t* fb = object_bytes(mem, fdtp, fdt.size, scratch);
+    if (!fb) {
+      s.warnings.push_back(fmt::format("pid {}: fdtable {:#x} not readable", pid, fdtp));
+      continue;
+    }
+    maxfds = static_cast<uint32_t>(fdt_max.load(fb));
+    fdarr = ptr_at(fb, fdt_fd);
+    if (maxfds > lim.max_fds) {
+      s.warnings.push_back(
+          fmt::format("pid {}: max_fds {} capped at {}", pid, maxfds, lim.max_fds));
+      maxfds = static_cast<uint32_t>(lim.max_fds);
+    }
+    fdbuf.resize(size_t{maxfds} * 8);
+    if (maxfds && !mem.read(fdarr, fdbuf.data(), fdbuf.size()).ok()) {
+      s.warnings.push_back(fmt::format("pid {}: fd array {:#x} not readable", pid, fdarr));
+      continue;
+    }
+    for (uint32_t fd = 0; fd < maxfds; ++fd) {
+      uint64_t f = load_uint(fdbuf.data() + size_t{fd} * 8, 8);
+      if (f) hold_file(mem, s, f, {pid, comm, static_cast<int>(fd)});
+    }
+  }
+
+  // Super blocks, and through each one's s_mounts every mount (internal
+  // kern_mounts included), for the dentry references mounts hold.
+  LR_ASSIGN(Layout sb, Layout::of(k, "super_block"));
+  LR_ASSIGN(uint64_t sb_list, sb.off("s_list"));
+  LR_ASSIGN(uint64_t super_blocks, ksymbol(k, "super_blocks"));
+  LR_ASSIGN(s.super_blocks,
+            root_objects(mem, super_blocks, sb_list, lim, "super_blocks", &s.warnings, &s.sb_walk));
+  if (want_mounts) {
+    LR_ASSIGN(uint64_t sb_mounts, sb.off("s_mounts"));
+    LR_ASSIGN(Layout mnt, Layout::of(k, "mount"));
+    LR_ASSIGN(uint64_t m_inst, mnt.off("mnt_instance"));
+    LR_ASSIGN(uint64_t m_root, mnt.off("mnt.mnt_root"));
+    LR_ASSIGN(uint64_t m_mp, mnt.off("mnt_mp"));
+    LR_ASSIGN(Layout mp, Layout::of(k, "mountpoint"));
+    LR_ASSIGN(uint64_t mp_dentry, mp.off("m_dentry"));
+    LR_ASSIGN(uint64_t m_mountpoint, mnt.off("mnt_mountpoint"));
+    LR_ASSIGN(uint64_t m_parent, mnt.off("mnt_parent"));
+    LR_ASSIGN(uint64_t m_ns, mnt.off("mnt_ns"));
+    LR_ASSIGN(Layout den, Layout::of(k, "dentry"));
+    LR_ASSIGN(uint64_t d_name, den.off("d_name.name"));
+    LR_ASSIGN(uint64_t d_parent, den.off("d_parent"));
+    auto rd = [&](uint64_t a) -> uint64_t {
+      uint64_t v = 0;
+      return mem.read(a, &v, 8).ok() ? v : 0;
+    };
+    // Where a mount is attached, as a path from its namespace's root
+    // (mountpoint dentries up to each parent mount's root), bounded.
+    auto mount_path = [&](uint64_t m) -> std::string {
+      std::vector<std::string> parts;
+      uint64_t cur = m;
+      for (int hops = 0; hops < 64; ++hops) {
+        uint64_t parent = rd(cur + m_parent);
+        if (!parent || parent == cur) break;
+        uint64_t d = rd(cur + m_mountpoint), root = rd(parent + m_root);
+        for (int up = 0; d && d != root && up < 256; ++up) {
+          std::string n = dentry_name(mem, rd(d + d_name));
+          parts.push_back(n.empty() ? "?" : n);
+          uint64_t pd = rd(d + d_parent);
+          if (pd == d) break;
+          d = pd;
+        }
+        cur = parent;
+      }
+      std::string path;
+      for (auto it = parts.rbegin(); it != parts.rend(); ++it) path += "/" + *it;
+      return path.empty() ? "/" : path;
+    };
+    std::unordered_set<uint64_t> mps;
+    for (uint64_t b : s.super_blocks) {
+      for (uint64_t m :
+           list_objects(mem, b + sb_mounts, m_inst, lim,
+                        fmt::format("super_block {:#x} s_mounts", b), &s.warnings, nullptr)) {
+        const uint8_t* mb = object_bytes(mem, m, mnt.size, scratch);
+        if (!mb) continue;
+        ++s.mounts;
+        if (uint64_t r = ptr_at(mb, m_root)) ++s.mount_refs[r];
+        uint64_t p = ptr_at(mb, m_mp), ns = ptr_at(mb, m_ns);
+        // Internal (kern_mount) mounts have no namespace, or MNT_NS_INTERNAL.
+        bool visible = ns && ns < ~uint64_t{4095};
+        if (visible && (p || ptr_at(mb, m_parent) == m) && s.sb_mounts[b].size() < 8)
+          s.sb_mounts[b].push_back(mount_path(m));
+        if (p && mps.insert(p).second) {
+          uint64_t d = 0;
+          if (mem.read(p + mp_dentry, &d, 8).ok() && d) ++s.mount_refs[d];
+        }
+      }
+    }
+  }
+  return s;
+}
+
+}  // namespace kint
+
+using namespace kint;
+
+namespace {
+
+// References a filesystem itself keeps on its dentries (Linux 6.1), so they
+// are not reported as unexplained:
+//  - tmpfs/ramfs `dget` each node in mknod ("pin the dentry in core"); the
+//    simple_fill_super / debugfs family keep the creation reference;
+//    apparmorfs keeps the creation reference and takes another (aafs_create);
+//  - procfs keeps /proc/self and /proc/thread-self in its fs_info;
+//  - apparmorfs's root is pinned once more by its simple_pin_fs mount user.
+// Looked up once per super block; `dentry_pin` applies it per dentry.
+struct FsPin {
+  uint64_t child = 0;  // on every positive non-root dentry
+  uint64_t root = 0;   // on the root dentry (besides the super block's own)
+  bool proc = false;   // procfs: self and thread-self under the root
+};
+
+FsPin fs_pin(const std::string& fstype) {
+  static const std::map<std::string, uint64_t> kPin = {
+      {"tmpfs", 1},       {"ramfs", 1},     {"devtmpfs", 1},   {"rootfs", 1},
+      {"debugfs", 1},     {"tracefs", 1},   {"securityfs", 1}, {"configfs", 1},
+      {"binfmt_misc", 1}, {"hugetlbfs", 1}, {"mqueue", 1},     {"devpts", 1},
+      {"bpf", 1},         {"pstore", 1},    {"efivarfs", 1},   {"apparmorfs", 2}};
+  FsPin p;
+  if (auto it = kPin.find(fstype); it != kPin.end()) p.child = it->second;
+  p.root = fstype == "apparmorfs" ? 1 : 0;
+  p.proc = fstype == "proc";
+  return p;
+}
+
+}  // namespace
+
+// A flagged dentry's references that no task holds may be struct files in
+// the file cache that no fd, exe or mapping holds (an SCM_RIGHTS message in
+// flight, or a leaked file): found there and attached to the dentry with
+// who allocated them (slub_debug=U), so the finding names its origin.
+// Anything that fails here is a warning: the report stands without it.
+static void attach_unheld_files(KernelTarget& k, Scan& s, KInodeReport& rep,
+                                const KernelLimits& lim) {
+  std::unordered_map<uint64_t, KDentry*> flagged;
+  for (auto& sb : rep.sbs)
+    for (auto& i : sb.inodes)
+      for (auto& d : i.dentries)
+        if (d.unexplained > 0) flagged.emplace(d.addr, &d);
+  if (flagged.empty()) return;
+  auto file = Layout::of(k, "file");
+  const std::string& alloc =
+      file.ok() && file.value().bound->decl ? file.value().bound->decl->allocation : std::string();
+  if (alloc.rfind("slab:", 0) != 0) return;  // the profile names no cache for files
+  KSlabFilter f;
+  f.caches = {alloc.substr(5)};
+  f.objects = f.tracks = true;
+  const Memory& mem = k.mem();
+  std::vector<uint8_t> scratch;
+  auto scan = kernel_slab(
+      k, f,
+      [&](const KSlabObject& o) {
+        if (s.file_index.count(o.addr)) return;  // a task holds it
+        const uint8_t* ob = object_bytes(mem, o.addr, s.fl.size, scratch);
+        if (!ob) return;
+        auto d = flagged.find(ptr_at(ob, s.fl.dentry));
+        if (d == flagged.end()) return;
+        KFile kf;
+        kf.addr = o.addr;
+        kf.f_count = s.fl.f_count.load(ob);
+        kf.inode = ptr_at(ob, s.fl.inode);
+        kf.dentry = d->first;
+        kf.mnt = ptr_at(ob, s.fl.mnt);
+        kf.f_op = ptr_at(ob, s.fl.op);
+        kf.unheld = true;
+        kf.has_alloc = o.has_tracks;
+        kf.alloc = o.alloc;
+        d->second->unheld_files.push_back(s.files.size());
+        s.file_index.emplace(o.addr, s.files.size());
+        s.files.push_back(std::move(kf));
+      },
+      lim);
+  if (!scan.ok()) {
+    rep.warnings.push_back(fmt::format("files no task holds were not looked for in cache {}: {}",
+                                       f.caches[0], scan.error().message));
+    return;
+  }
+  for (const auto& w : scan.value().warnings) rep.warnings.push_back(w);
+  std::unique_ptr<StackDepot> depot;
+  for (KFile& kf : s.files) {
+    if (!kf.unheld || !kf.has_alloc || !kf.alloc.handle) continue;
+    if (!depot) {
+      auto d = StackDepot::open(k);
+      if (!d.ok()) {
+        kf.alloc_stack_error = d.error().message;
+        continue;
+      }
+      depot = std::move(d).value();
+    }
+    auto st = depot->stack(kf.alloc.handle);
+    if (st.ok())
+      kf.alloc_stack = std::move(st).value();
+    else
+      kf.alloc_stack_error = st.error().message;
+  }
+}
+
+Result<KInodeReport> kernel_inodes(KernelTarget& k, const KInodeFilter& flt,
+                                   const KernelLimits& lim) {
+  uint64_t t0 = now_ns();
+  LR_ASSIGN(Scan s, scan(k, lim, true));
+  LR_ASSIGN(KInodeReport rep, inodes_from(k, s, flt, lim));
+  rep.walk_ns = now_ns() - t0;
+  return rep;
+}
+
+Result<KModuleReport> kernel_modules(KernelTarget& k, const KernelLimits& lim) {
+  uint64_t t0 = now_ns();
+  LR_ASSIGN(Scan s, scan(k, lim, false));
+  LR_ASSIGN(KModuleReport rep, modules_from(k, s, lim));
+  rep.walk_ns = now_ns() - t0;
+  return rep;
+}
+
+namespace kint {
+
+Result<KInodeReport> inodes_from(KernelTarget& k, Scan& s, const KInodeFilter& flt,
+                                 const KernelLimits& lim) {
+  const Memory& mem = k.mem();
+  KInodeReport rep;
+  rep.warnings = s.warnings;
+  rep.tasks = s.tasks;
+  std::vector<uint8_t> scratch, dscratch;
+  LR_ASSIGN(Layout sb, Layout::of(k, "super_block"));
+  LR_ASSIGN(uint64_t sb_type, sb.off("s_type"));
+  LR_ASSIGN(auto sb_id, sb.bytes("s_id"));
+  LR_ASSIGN(uint64_t sb_root, sb.off("s_root"));
+  LR_ASSIGN(uint64_t sb_inodes, sb.off("s_inodes"));
+  LR_ASSIGN(Layout fst, Layout::of(k, "file_system_type"));
+  LR_ASSIGN(uint64_t fst_name, fst.off("name"));
+  LR_ASSIGN(Layout ino, Layout::of(k, "inode"));
+  LR_ASSIGN(uint64_t i_sb_list, ino.off("i_sb_list"));
+  LR_ASSIGN(IntField i_ino, ino.field("i_ino"));
+  LR_ASSIGN(IntField i_count, ino.field("i_count", true));
+  LR_ASSIGN(IntField i_nlink, ino.field("i_nlink"));
+  LR_ASSIGN(IntField i_state, ino.field("i_state"));
+  LR_ASSIGN(IntField i_mode, ino.field("i_mode"));
+  LR_ASSIGN(uint64_t i_dentry, ino.off("i_dentry"));
+  LR_ASSIGN(Layout den, Layout::of(k, "dentry"));
+  LR_ASSIGN(uint64_t d_alias, den.off("d_u.d_alias"));
+  LR_ASSIGN(IntField d_count, den.field("d_lockref", true));
+  LR_ASSIGN(uint64_t d_name, den.off("d_name.name"));
+  // Children: a list_head of d_child links, or (6.8+) an hlist of d_sib.
+  LR_ASSIGN(uint64_t d_children, den.off("children"));
+  LR_ASSIGN(uint64_t d_sibling, den.off("sibling"));
+  LR_ASSIGN(bool children_hlist, den.hlist("children"));
+  LR_ASSIGN(uint64_t d_parent, den.off("d_parent"));
+  // The names from `d` up to its file system's root (bounded; a loop ends
+  // it), under the super block's first mount point.
+  auto dentry_path = [&](uint64_t d, const KSuperBlock& sbk) {
+    std::vector<std::string> parts;
+    for (int up = 0; d && up < 256; ++up) {
+      uint64_t parent = 0, name = 0;
+      if (!mem.read(d + d_parent, &parent, 8).ok() || parent == d) break;
+      if (!mem.read(d + d_name, &name, 8).ok()) break;
+      std::string n = dentry_name(mem, name);
+      parts.push_back(n.empty() ? "?" : n);
+      d = parent;
+    }
+    std::string base = sbk.mounts.empty() ? sbk.fstype + ":" : sbk.mounts[0];
+    if (base.size() > 1 && base.back() == '/') base.pop_back();
+    if (base == "/") base.clear();
+    std::string p;
+    for (auto it = parts.rbegin(); it != parts.rend(); ++it) p += "/" + *it;
+    return base + (p.empty() ? "/" : p);
+  };
+
+  // Mappings: vm_area_structs in each inode's i_mmap tree hold their
+  // vm_file (files with no fd left, and the executables of every process).
+  LR_ASSIGN(uint64_t i_mmap, ino.off("i_data.i_mmap.rb_root.rb_node"));
+  LR_ASSIGN(Layout vma, Layout::of(k, "vma"));
+  LR_ASSIGN(uint64_t vma_rb, vma.off("shared.rb"));
+  LR_ASSIGN(uint64_t vma_file, vma.off("vm_file"));
+  LR_ASSIGN(uint64_t vma_mm, vma.off("vm_mm"));
+  LR_ASSIGN(Layout rbn, Layout::of(k, "rb_node"));
+  LR_ASSIGN(uint64_t rb_left, rbn.off("rb_left"));
+  LR_ASSIGN(uint64_t rb_right, rbn.off("rb_right"));
+  auto add_mappings = [&](uint64_t inode, uint64_t root) {
+    std::vector<uint64_t> stack = {root};
+    std::unordered_set<uint64_t> seen;
+    while (!stack.empty() && seen.size() < lim.max_objects) {
+      uint64_t n = stack.back();
+      stack.pop_back();
+      if (!n || !seen.insert(n).second) continue;  // a loop in a corrupt tree ends here
+      uint64_t kids[2] = {}, fm[2] = {};
+      if (!mem.read(n + rb_left, &kids[0], 8).ok() || !mem.read(n + rb_right, &kids[1], 8).ok()) {
+        rep.warnings.push_back(
+            fmt::format("inode {:#x}: i_mmap node {:#x} not readable", inode, n));
+        continue;
+      }
+      stack.push_back(kids[0]);
+      stack.push_back(kids[1]);
+      uint64_t v = n - vma_rb;
+      if (!mem.read(v + vma_file, &fm[0], 8).ok() || !mem.read(v + vma_mm, &fm[1], 8).ok() ||
+          !fm[0])
+        continue;
+      auto own = s.mm_owner.find(fm[1]);
+      KFileHolder h{0, "?", KFileHolder::kMmap};
+      if (own != s.mm_owner.end()) h = {own->second.first, own->second.second, KFileHolder::kMmap};
+      hold_file(mem, s, fm[0], h);
+    }
+  };
+  for (uint64_t b : s.super_blocks) {
+    if (interrupted(lim)) return make_error(Errc::kInterrupted, "interrupted");
+    if (flt.sb && flt.sb != b) continue;
+    const uint8_t* sbb = object_bytes(mem, b, sb.size, scratch);
+    if (!sbb) {
+      rep.warnings.push_back(fmt::format("super_block {:#x}: not readable", b));
+      continue;
+    }
+    KSuperBlock ks;
+    ks.addr = b;
+    ks.id = cstr_at(sbb, sb_id.first, sb_id.second);
+    ks.root = ptr_at(sbb, sb_root);
+    ks.s_inodes = b + sb_inodes;
+    if (auto it = s.sb_mounts.find(b); it != s.sb_mounts.end()) ks.mounts = it->second;
+    uint64_t typep = ptr_at(sbb, sb_type), namep = 0;
+    if (typep && mem.read(typep + fst_name, &namep, 8).ok() && namep) {
+      auto n = mem.read_cstring(namep, 64);
+      if (n.ok()) ks.fstype = n.value();
+    }
+    if (!flt.fstype.empty() && flt.fstype != ks.fstype) continue;
+    std::vector<uint64_t> inodes =
+        list_objects(mem, b + sb_inodes, i_sb_list, lim,
+                     fmt::format("super_block {:#x} ({}) s_inodes", b, ks.fstype), &rep.warnings,
+                     &ks.inode_walk);
+    const FsPin pin = fs_pin(ks.fstype);
+    for (uint64_t ia : inodes) {
+      if (interrupted(lim)) return make_error(Errc::kInterrupted, "interrupted");
+      const uint8_t* ib = object_bytes(mem, ia, ino.size, scratch);
+      if (!ib) {
+        rep.warnings.push_back(fmt::format("inode {:#x}: not readable", ia));
+        continue;
+      }
+      KInode ki;
+      ki.addr = ia;
+      ki.ino = static_cast<uint64_t>(i_ino.load(ib));
+      ki.i_count = i_count.load(ib);
+      ki.i_nlink = static_cast<uint64_t>(i_nlink.load(ib));
+      ki.i_state = static_cast<uint64_t>(i_state.load(ib));
+      ki.i_mode = static_cast<uint64_t>(i_mode.load(ib));
+      if (uint64_t root = ptr_at(ib, i_mmap)) add_mappings(ia, root);
+      // i_dentry aliases: an hlist through dentry.d_u.d_alias.
+      WalkLimits al;
+      al.max_nodes = 4096;
+      WalkResult aliases = walk_hlist(mem, ia + i_dentry, d_alias, al);
+      if (!aliases.ok())
+        rep.warnings.push_back(fmt::format("inode {:#x}: i_dentry walk stopped ({}): {}", ia,
+                                           walk_stop_name(aliases.stop), aliases.stop_detail));
+      std::vector<uint64_t> name_ptrs;  // names are read only for inodes reported
+      for (uint64_t d : aliases.objects) {
+        const uint8_t* db = object_bytes(mem, d, den.size, dscratch);
+        if (!db) {
+          rep.warnings.push_back(fmt::format("inode {:#x}: dentry {:#x} not readable", ia, d));
+          break;
+        }
+        KDentry kd;
+        kd.addr = d;
+        kd.count = d_count.load(db);
+        name_ptrs.push_back(ptr_at(db, d_name));
+        const uint64_t first = ptr_at(db, d_children);
+        if (children_hlist ? first != 0 : first != d + d_children) {
+          WalkLimits wl;
+          wl.max_nodes = lim.max_objects;
+          wl.interrupted = lim.interrupted;
+          kd.children = (children_hlist ? walk_hlist(mem, d + d_children, d_sibling, wl)
+                                        : walk_list(mem, d + d_children, d_sibling, wl))
+                            .objects.size();
+        }
+        if (auto it = s.files_by_dentry.find(d); it != s.files_by_dentry.end())
+          kd.files = it->second.size();
+        if (auto it = s.mount_refs.find(d); it != s.mount_refs.end()) kd.mount_refs = it->second;
+        if (auto it = s.fs_refs.find(d); it != s.fs_refs.end()) kd.fs_refs = it->second;
+        if (d == ks.root) {
+          kd.pinned = pin.root;
+        } else if (pin.proc) {
+          kd.name = dentry_name(mem, name_ptrs.back());
+          kd.pinned =
+              ptr_at(db, d_parent) == ks.root && (kd.name == "self" || kd.name == "thread-self");
+        } else {
+          kd.pinned = pin.child;
+        }
+        int64_t held = static_cast<int64_t>(kd.children + kd.files + kd.mount_refs + kd.fs_refs +
+                                            kd.pinned + (d == ks.root ? 1 : 0));
+        kd.unexplained = kd.count - held;
+        ki.dentries.push_back(std::move(kd));
+        ++rep.dentries;
+      }
+      if (auto it = s.files_by_inode.find(ia); it != s.files_by_inode.end())
+        for (size_t fi : it->second) ki.files.push_back(fi);
+      ki.unexplained = ki.i_count - static_cast<int64_t>(ki.dentries.size());
+      ++rep.inodes;
+      ++ks.inode_count;
+      bool flagged = ki.flagged();
+      if (flagged) ++rep.flagged, ++ks.flagged;
+      if (flt.held_only && !flagged && ki.files.empty()) continue;
+      for (size_t i = 0; i < ki.dentries.size(); ++i) {
+        if (ki.dentries[i].name.empty()) ki.dentries[i].name = dentry_name(mem, name_ptrs[i]);
+        ki.dentries[i].path = dentry_path(ki.dentries[i].addr, ks);
+      }
+      ks.inodes.push_back(std::move(ki));
+    }
+    rep.sbs.push_back(std::move(ks));
+  }
+  if (rep.flagged) attach_unheld_files(k, s, rep, lim);
+  // Files are reported once, in scan order; inodes refer to them by index.
+  rep.files = std::move(s.files);
+  return rep;
+}
+
+Result<KModuleReport> modules_from(KernelTarget& k, const Scan& s, const KernelLimits& lim,
+                                   WalkResult* walk) {
+  const Memory& mem = k.mem();
+  KModuleReport rep;
+  rep.warnings = s.warnings;
+  std::vector<uint8_t> scratch;
+  LR_ASSIGN(Layout mod, Layout::of(k, "module"));
+  LR_ASSIGN(uint64_t m_list, mod.off("list"));
+  LR_ASSIGN(auto m_name, mod.bytes("name"));
+  LR_ASSIGN(FieldLoc m_state, resolve_path(mod.type, "state"));
+  LR_ASSIGN(IntField m_refcnt, mod.field("refcnt", true));
+  LR_ASSIGN(uint64_t m_src, mod.off("source_list"));
+  LR_ASSIGN(uint64_t m_tgt, mod.off("target_list"));
+  LR_ASSIGN(Layout use, Layout::of(k, "module_use"));
+  LR_ASSIGN(uint64_t u_src_list, use.off("source_list"));
+  LR_ASSIGN(uint64_t u_tgt_list, use.off("target_list"));
+  LR_ASSIGN(uint64_t u_source, use.off("source"));
+  LR_ASSIGN(uint64_t u_target, use.off("target"));
+  LR_ASSIGN(Layout sb, Layout::of(k, "super_block"));
+  LR_ASSIGN(uint64_t sb_type, sb.off("s_type"));
+  LR_ASSIGN(Layout fst, Layout::of(k, "file_system_type"));
+  LR_ASSIGN(uint64_t fst_owner, fst.off("owner"));
+  LR_ASSIGN(Layout fops, Layout::of(k, "file_operations"));
+  LR_ASSIGN(uint64_t fo_owner, fops.off("owner"));
+  LR_ASSIGN(uint64_t modules, ksymbol(k, "modules"));
+
+  std::unordered_map<uint64_t, uint64_t> sbs_by_owner, files_by_owner;
+  for (uint64_t b : s.super_blocks) {
+    uint64_t t = 0, owner = 0;
+    if (mem.read(b + sb_type, &t, 8).ok() && t && mem.read(t + fst_owner, &owner, 8).ok() && owner)
+      ++sbs_by_owner[owner];
+  }
+  std::unordered_map<uint64_t, uint64_t> fop_owner;
+  for (const KFile& f : s.files) {
+    if (!f.f_op) continue;
+    auto it = fop_owner.find(f.f_op);
+    if (it == fop_owner.end()) {
+      uint64_t owner = 0;
+      if (!mem.read(f.f_op + fo_owner, &owner, 8).ok()) owner = 0;
+      it = fop_owner.emplace(f.f_op, owner).first;
+    }
+    if (it->second) ++files_by_owner[it->second];
+  }
+  auto mod_name = [&](uint64_t m) -> std::string {
+    auto n = mem.read_cstring(m + m_name.first, m_name.second);
+    return n.ok() ? n.value() : fmt::format("{:#x}", m);
+  };
+  auto uses_of = [&](uint64_t head, uint64_t link_off, uint64_t who_off) {
+    std::vector<std::string> out;
+    for (uint64_t u :
+         list_objects(mem, head, link_off, lim, "module_use list", &rep.warnings, nullptr)) {
+      uint64_t who = 0;
+      if (mem.read(u + who_off, &who, 8).ok() && who) out.push_back(mod_name(who));
+    }
+    return out;
+  };
+  LR_ASSIGN(std::vector<uint64_t> mods,
+            root_objects(mem, modules, m_list, lim, "modules", &rep.warnings, walk));
+  for (uint64_t m : mods) {
+    if (interrupted(lim)) return make_error(Errc::kInterrupted, "interrupted");
+    const uint8_t* mb = object_bytes(mem, m, mod.size, scratch);
+    if (!mb) {
+      rep.warnings.push_back(fmt::format("module {:#x}: not readable", m));
+      continue;
+    }
+    KModule km;
+    km.addr = m;
+    km.name = cstr_at(mb, m_name.first, m_name.second);
+    // MODULE_STATE_LIVE -> "live"; a value outside the enum prints as a number.
+    FieldValue st = format_scalar(mb, m_state);
+    km.state = st.kind == FieldValue::Kind::kEnum && !st.text.empty() ? st.text : st.to_string();
+    if (km.state.rfind("MODULE_STATE_", 0) == 0) km.state.erase(0, 13);
+    for (auto& c : km.state) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    km.refcnt = m_refcnt.load(mb);
+    km.used_by = uses_of(m + m_src, u_src_list, u_source);
+    km.uses = uses_of(m + m_tgt, u_tgt_list, u_target);
+    if (auto it = sbs_by_owner.find(m); it != sbs_by_owner.end()) km.superblocks = it->second;
+    if (auto it = files_by_owner.find(m); it != files_by_owner.end()) km.open_files = it->second;
+    km.unexplained =
+        km.refcnt - 1 - static_cast<int64_t>(km.used_by.size() + km.superblocks + km.open_files);
+    rep.modules.push_back(std::move(km));
+  }
+  return rep;
+}
+
+}  // namespace kint
+}  // namespace lr
