@@ -26,6 +26,7 @@ namespace lrtest {
 
 namespace {
 int g_skips = 0;
+std::vector<Skip> g_skip_list;
 std::string g_tmp;
 
 void cleanup_tmp() {
@@ -39,10 +40,35 @@ void cleanup_tmp() {
 
 void note_skip(const std::string& reason) {
   ++g_skips;
-  std::fprintf(stderr, "SKIPPED: %s\n", reason.c_str());
+  std::string test = Catch::getResultCapture().getCurrentTestName();
+  g_skip_list.push_back({test, reason});
+  std::fprintf(stderr, "SKIPPED: [%s] %s\n", test.c_str(), reason.c_str());
 }
 int skipped_count() {
   return g_skips;
+}
+const std::vector<Skip>& skips() {
+  return g_skip_list;
+}
+
+std::map<std::string, std::string> allowed_skips(const std::string& path, std::string* error) {
+  std::map<std::string, std::string> allowed;
+  std::ifstream in(path);
+  if (!in) {
+    *error = path + ": cannot be read";
+    return allowed;
+  }
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (line.empty() || line[0] == '#') continue;
+    size_t bar = line.find(" | ");
+    if (bar == std::string::npos || bar == 0 || bar + 3 >= line.size()) {
+      *error = path + ":" + std::to_string(n) + ": not 'TEST CASE NAME | why it may skip'";
+      return {};
+    }
+    allowed[line.substr(0, bar)] = line.substr(bar + 3);
+  }
+  return allowed;
 }
 
 std::string build_dir() {
@@ -301,8 +327,17 @@ bool have_program(const std::string& name) {
   return run({"sh", "-c", "command -v " + name}, 10).status == 0;
 }
 
+std::string docs_text() {
+  std::string all = read_file(std::string(LR_SOURCE_DIR) + "/README.md");
+  std::string list = run({"sh", "-c", "ls " + std::string(LR_SOURCE_DIR) + "/docs/*.md"}).out;
+  std::istringstream in(list);
+  for (std::string f; std::getline(in, f);)
+    if (!f.empty()) all += "\n" + read_file(f);
+  return all;
+}
+
 std::string readme_section(const std::string& name) {
-  std::string readme = read_file(std::string(LR_SOURCE_DIR) + "/README.md");
+  std::string readme = docs_text();
   size_t b = readme.find("<!-- test:" + name + "-begin -->"),
          e = readme.find("<!-- test:" + name + "-end -->");
   if (b == std::string::npos || e == std::string::npos || e < b) return "";

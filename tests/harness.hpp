@@ -2,6 +2,7 @@
 // and runs the leakref binary. Cores are taken once per fixture per test run.
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -63,8 +64,10 @@ std::string patched(const std::string& core, const std::string& out,
                     const std::vector<std::pair<uint64_t, uint64_t>>& writes, int width = 8);
 
 // Skipping is loud: the reason is printed and counted in the closing line.
-// The README between <!-- test:NAME-begin --> and <!-- test:NAME-end -->;
-// "" when the markers are missing.
+// README.md and every docs/*.md, one after the other.
+std::string docs_text();
+// The README or a docs page between <!-- test:NAME-begin --> and
+// <!-- test:NAME-end -->; "" when the markers are missing.
 std::string readme_section(const std::string& name);
 // Each "```\n$ CMD\nOUTPUT```" block of a README section, in order.
 struct ReadmeCommand {
@@ -92,6 +95,14 @@ SharedDumps gluster_dumps();
 // test_kernel.cpp: the guest's ELF and kdump-compressed vmcores.
 SharedDumps kernel_dumps();
 int skipped_count();
+// Every skip of this run, in order: the test case and the reason.
+struct Skip {
+  std::string test, reason;
+};
+const std::vector<Skip>& skips();
+// tests/allowed-skips.txt: "TEST CASE NAME | why it may skip" lines (# comments);
+// `error` says what is wrong with the file, when something is.
+std::map<std::string, std::string> allowed_skips(const std::string& path, std::string* error);
 
 }  // namespace lrtest
 

@@ -4,9 +4,11 @@
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
+#include <map>
 #include <string>
 
 #include "harness.hpp"
+#include "targets/targets.hpp"
 
 namespace {
 Catch::Totals g_totals;
@@ -28,6 +30,7 @@ int main(int argc, char** argv) {
                .c_str(),
            1);
 #endif
+  lr::register_targets();
   Catch::Session session;
   std::string spool = lrtest::json_spool_dir();
   std::system(("rm -rf '" + spool + "' && mkdir -p '" + spool + "'").c_str());
@@ -41,9 +44,42 @@ int main(int argc, char** argv) {
     std::printf("JSON schema check failed (%s)\n", check.c_str());
     if (rc == 0) rc = 1;
   }
+  // A skip is not a pass: every run lists its skips, and under CI=true a
+  // skip fails the run unless tests/allowed-skips.txt names its test case.
+  const auto& skips = lrtest::skips();
   int skipped = lrtest::skipped_count();
+  std::map<std::string, size_t> skipped_tests;  // test case -> skips in it
+  for (const auto& s : skips) ++skipped_tests[s.test];
+  size_t unallowed = 0;
+  if (!skips.empty()) std::printf("skipped (%zu):\n", skips.size());
+  const char* ci = std::getenv("CI");
+  const bool under_ci = ci && std::string(ci) == "true";
+  std::string why;
+  const std::string list = std::string(LR_SOURCE_DIR) + "/tests/allowed-skips.txt";
+  auto allowed = lrtest::allowed_skips(list, &why);
+  if (!why.empty()) {
+    std::printf("allowed skips: %s\n", why.c_str());
+    if (rc == 0) rc = 1;
+  }
+  for (const auto& s : skips) {
+    auto a = allowed.find(s.test);
+    std::string note = a != allowed.end() ? "  (allowed: " + a->second + ")"
+                       : under_ci         ? "  (NOT ALLOWED under CI)"
+                                          : "";
+    std::printf("  [%s] %s%s\n", s.test.c_str(), s.reason.c_str(), note.c_str());
+  }
+  for (const auto& [test, n] : skipped_tests)
+    if (!allowed.count(test)) ++unallowed;
+  if (under_ci && unallowed > 0) {
+    std::printf("%zu test case(s) skipped under CI=true without a line in %s\n", unallowed,
+                list.c_str());
+    if (rc == 0) rc = 1;
+  }
+  // A test case that skipped counts as skipped, never as passed; under CI an
+  // unallowed one counts as failed.
+  const size_t skipped_cases = std::min(g_totals.testCases.passed, skipped_tests.size());
+  const size_t failed = g_totals.testCases.failed + (under_ci ? unallowed : 0);
   std::printf("tests: %zu passed, %zu failed, %d skipped\n",
-              g_totals.testCases.passed - std::min<size_t>(g_totals.testCases.passed, skipped),
-              g_totals.testCases.failed, skipped);
+              g_totals.testCases.passed - skipped_cases, failed, skipped);
   return rc;
 }

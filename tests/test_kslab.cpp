@@ -297,7 +297,7 @@ TEST_CASE("kernel slab on 6.1: every cache's objects as crash's kmem -S lists th
 TEST_CASE("kernel: crash 8.0.2 stops on a 6.12 dump as the README says", "[kernel][slab]") {
   const Dump& d = dump("6.12");
   NEED_KERNEL(d);
-  if (!have_program("crash")) LR_SKIP("crash is not installed (make deps installs it)");
+  if (!have_program("crash")) LR_SKIP("crash is not installed (make test installs it)");
   std::string cmd = write_cmds({"sys"});
   // It exits 1 right after gdb's banner: it does not find the KASLR offset
   // (where KASLR put the kernel decides whether it then says "do not match!"
@@ -324,7 +324,7 @@ TEST_CASE("kernel: crash 8.0.2 stops on a 6.12 dump as the README says", "[kerne
   CHECK(k.status == 1);
   CHECK((k.out + k.err).find("invalid structure member offset: module_core_size") !=
         std::string::npos);
-  std::string readme = read_file(std::string(LR_SOURCE_DIR) + "/README.md");
+  std::string readme = lrtest::docs_text();
   CHECK(readme.find("invalid structure member offset: module_core_size") != std::string::npos);
   CHECK(readme.find("do not match!") != std::string::npos);
 }
