@@ -94,23 +94,9 @@ nlohmann::json fd_json(const lr::GfFd& f) {
           {"refcount", f.refcount}, {"inode", hex(f.inode)}, {"anonymous", f.anonymous}};
 }
 
-nlohmann::json report_json(const lr::GlusterReport& r, const std::string& types_from, bool stats) {
-  using nlohmann::json;
-  json j = {{"schema", "leakref.gluster/1"}, {"types", types_from}, {"validated", r.validated}};
-  json ctxs = json::array();
-  for (auto c : r.ctxs) ctxs.push_back(hex(c));
-  j["ctxs"] = ctxs;
-  json xls = json::array();
-  for (const auto& x : r.xlators)
-    xls.push_back({{"addr", hex(x.addr)},
-                   {"name", x.name},
-                   {"type", x.type},
-                   {"xl_id", x.xl_id},
-                   {"graph", hex(x.graph)},
-                   {"itable", hex(x.itable)},
-                   {"root", x.is_root},
-                   {"global", x.is_global}});
-  j["xlators"] = xls;
+using nlohmann::json;
+
+json graphs_json(const lr::GlusterReport& r) {
   json graphs = json::array();
   for (const auto& g : r.graphs) {
     json names = json::array();
@@ -121,7 +107,24 @@ nlohmann::json report_json(const lr::GlusterReport& r, const std::string& types_
                       {"active", g.active},
                       {"xlators", names}});
   }
-  j["graphs"] = graphs;
+  return graphs;
+}
+
+json xlators_json(const lr::GlusterReport& r) {
+  json xls = json::array();
+  for (const auto& x : r.xlators)
+    xls.push_back({{"addr", hex(x.addr)},
+                   {"name", x.name},
+                   {"type", x.type},
+                   {"xl_id", x.xl_id},
+                   {"graph", hex(x.graph)},
+                   {"itable", hex(x.itable)},
+                   {"root", x.is_root},
+                   {"global", x.is_global}});
+  return xls;
+}
+
+json pools_json(const lr::GlusterReport& r) {
   json pools = json::array();
   for (const auto& p : r.pools) {
     json live = json::array();
@@ -136,7 +139,10 @@ nlohmann::json report_json(const lr::GlusterReport& r, const std::string& types_
                      {"shared_pool", hex(p.shared)},
                      {"objects", live}});
   }
-  j["mempool"] = pools;
+  return pools;
+}
+
+json memacct_json(const lr::GlusterReport& r) {
   json acct = json::array();
   for (const auto& ma : r.memacct) {
     json types = json::array();
@@ -151,7 +157,35 @@ nlohmann::json report_json(const lr::GlusterReport& r, const std::string& types_
                     {"num_types", ma.num_types},
                     {"types", types}});
   }
-  j["memusage"] = acct;
+  return acct;
+}
+
+// One inode of an inode table's list: its counts, who refs it, its
+// dentries, fds and the operations in flight on it.
+json inode_json(const lr::GlusterReport& r, const lr::GfInode& in) {
+  json rbx = json::object();
+  for (auto [x, n] : in.ref_by_xl) rbx[x == SIZE_MAX ? "?" : r.xlators[x].name] = n;
+  json dents = json::array();
+  for (const auto& d : in.dentries) dents.push_back({{"name", d.name}, {"parent", hex(d.parent)}});
+  json fds = json::array();
+  for (const auto& f : in.fds) fds.push_back(fd_json(f));
+  json flight = json::array();
+  for (const auto& f : in.in_flight)
+    flight.push_back({{"stack", hex(r.stacks[f.stack].addr)},
+                      {"unique", r.stacks[f.stack].unique},
+                      {"op", r.stacks[f.stack].op_name},
+                      {"block", hex(f.block)},
+                      {"what", f.what}});
+  return {{"addr", hex(in.addr)},    {"gfid", lr::format_gfid(in.gfid)},
+          {"ref", in.ref},           {"nlookup", in.nlookup},
+          {"fd_count", in.fd_count}, {"active_fd_count", in.active_fd_count},
+          {"ia_type", in.ia_type},   {"invalidate_sent", in.invalidate_sent},
+          {"ref_by_xl", rbx},        {"child_dentries", in.child_dentries},
+          {"dentries", dents},       {"fds", fds},
+          {"in_flight", flight}};
+}
+
+json itables_json(const lr::GlusterReport& r) {
   json its = json::array();
   for (const auto& t : r.itables) {
     json it = {{"addr", hex(t.addr)},
@@ -164,40 +198,15 @@ nlohmann::json report_json(const lr::GlusterReport& r, const std::string& types_
       std::string ln = lr::itable_list_name(l);
       it[ln + "_size"] = t.sizes[l];
       json inodes = json::array();
-      for (const auto& in : t.lists[l]) {
-        json rbx = json::object();
-        for (auto [x, n] : in.ref_by_xl) rbx[x == SIZE_MAX ? "?" : r.xlators[x].name] = n;
-        json dents = json::array();
-        for (const auto& d : in.dentries)
-          dents.push_back({{"name", d.name}, {"parent", hex(d.parent)}});
-        json fds = json::array();
-        for (const auto& f : in.fds) fds.push_back(fd_json(f));
-        json flight = json::array();
-        for (const auto& f : in.in_flight)
-          flight.push_back({{"stack", hex(r.stacks[f.stack].addr)},
-                            {"unique", r.stacks[f.stack].unique},
-                            {"op", r.stacks[f.stack].op_name},
-                            {"block", hex(f.block)},
-                            {"what", f.what}});
-        inodes.push_back({{"addr", hex(in.addr)},
-                          {"gfid", lr::format_gfid(in.gfid)},
-                          {"ref", in.ref},
-                          {"nlookup", in.nlookup},
-                          {"fd_count", in.fd_count},
-                          {"active_fd_count", in.active_fd_count},
-                          {"ia_type", in.ia_type},
-                          {"invalidate_sent", in.invalidate_sent},
-                          {"ref_by_xl", rbx},
-                          {"child_dentries", in.child_dentries},
-                          {"dentries", dents},
-                          {"fds", fds},
-                          {"in_flight", flight}});
-      }
+      for (const auto& in : t.lists[l]) inodes.push_back(inode_json(r, in));
       it[ln] = inodes;
     }
     its.push_back(it);
   }
-  j["itables"] = its;
+  return its;
+}
+
+json stacks_json(const lr::GlusterReport& r) {
   json stacks = json::array();
   for (const auto& st : r.stacks) {
     json frames = json::array();
@@ -210,7 +219,10 @@ nlohmann::json report_json(const lr::GlusterReport& r, const std::string& types_
                       {"state", hex(st.state)},
                       {"frames", frames}});
   }
-  j["stacks"] = stacks;
+  return stacks;
+}
+
+json dicts_json(const lr::GlusterReport& r) {
   json dicts = json::array();
   for (const auto& d : r.dicts) {
     json pairs = json::array();
@@ -222,7 +234,10 @@ nlohmann::json report_json(const lr::GlusterReport& r, const std::string& types_
     dicts.push_back(
         {{"addr", hex(d.addr)}, {"refcount", d.refcount}, {"count", d.count}, {"pairs", pairs}});
   }
-  j["dicts"] = dicts;
+  return dicts;
+}
+
+json clients_json(const lr::GlusterReport& r) {
   json clients = json::array();
   for (const auto& c : r.clients) {
     json fds = json::array();
@@ -235,7 +250,22 @@ nlohmann::json report_json(const lr::GlusterReport& r, const std::string& types_
                        {"client_uid", c.client_uid},
                        {"fdtable", fds}});
   }
-  j["clients"] = clients;
+  return clients;
+}
+
+json report_json(const lr::GlusterReport& r, const std::string& types_from, bool stats) {
+  json j = {{"schema", "leakref.gluster/1"}, {"types", types_from}, {"validated", r.validated}};
+  json ctxs = json::array();
+  for (auto c : r.ctxs) ctxs.push_back(hex(c));
+  j["ctxs"] = ctxs;
+  j["xlators"] = xlators_json(r);
+  j["graphs"] = graphs_json(r);
+  j["mempool"] = pools_json(r);
+  j["memusage"] = memacct_json(r);
+  j["itables"] = itables_json(r);
+  j["stacks"] = stacks_json(r);
+  j["dicts"] = dicts_json(r);
+  j["clients"] = clients_json(r);
   json ffds = json::array();
   for (const auto& [slot, f] : r.fuse_fds) ffds.push_back({{"slot", slot}, {"fd", fd_json(f)}});
   j["fuse_fdtable"] = ffds;

@@ -195,38 +195,52 @@ void hex_column(fmt::memory_buffer& b, uint64_t v) {
 
 }  // namespace
 
-int do_slab(lr::KernelTarget& k, const SlabArgs& s, const WalkArgs& w, bool json,
-            const std::string& source, const lr::KernelLimits& lim, Out& out, Out& err) {
+namespace {
+
+// The option combinations slab refuses; "" when they fit.
+std::string slab_args_error(const SlabArgs& s, const WalkArgs& w) {
   const bool typed = !w.type.empty();
   if (!typed && (!w.where.empty() || !w.show.empty() || !w.refcount.empty() ||
                  !w.group_by.empty() || !w.sort.empty()))
-    return fail(lr::make_error(lr::Errc::kInvalidArgument,
-                               "--where, --show, --refcount, --group-by and --sort need --type "
-                               "(the type of the cache's objects)"),
-                err);
+    return "--where, --show, --refcount, --group-by and --sort need --type "
+           "(the type of the cache's objects)";
   if (typed && s.caches.size() != 1)
-    return fail(lr::make_error(lr::Errc::kInvalidArgument,
-                               "--type needs exactly one --cache (whose objects are of that type)"),
-                err);
-  if (!w.profile.empty() || !w.profile_set.empty())
-    return fail(lr::make_error(lr::Errc::kInvalidArgument, "slab takes no --profile/--set"), err);
-  lr::KSlabFilter f;
-  f.caches = s.caches;
-  const bool list = (!s.caches.empty() || s.objects) && !w.summary_only && !typed && !s.stacks;
-  f.objects = list || s.stacks || typed;
-  f.tracks = !typed;
-  f.scan_pages = s.scan_pages;
-  const bool jsonl = w.jsonl && !typed;
+    return "--type needs exactly one --cache (whose objects are of that type)";
+  if (!w.profile.empty() || !w.profile_set.empty()) return "slab takes no --profile/--set";
+  return "";
+}
+
+// What one slab pass lists: each object as a row (text, JSON or JSON
+// lines), counted by the stack that allocated it, or kept for a typed walk.
+struct SlabLister {
+  SlabLister(lr::KernelTarget& k_, const SlabArgs& s_, const WalkArgs& w_, const std::string& src,
+             Out& out_, bool json_, bool jsonl_, bool typed_, bool list_)
+      : k(k_),
+        s(s_),
+        w(w_),
+        source(src),
+        out(out_),
+        json(json_),
+        jsonl(jsonl_),
+        typed(typed_),
+        list(list_) {}
+  lr::KernelTarget& k;
+  const SlabArgs& s;
+  const WalkArgs& w;
+  const std::string& source;
+  Out& out;
+  bool json, jsonl, typed, list;
   std::vector<uint64_t> objs;
   std::map<uint32_t, StackGroup> groups;
   uint64_t listed = 0;
   bool head = false;
   fmt::memory_buffer rows;
-  auto flush_rows = [&] {
+
+  void flush_rows() {
     out.put(std::string_view(rows.data(), rows.size()));
     rows.clear();
-  };
-  auto begin = [&] {
+  }
+  void begin() {
     if (head) return;
     head = true;
     if (json && !jsonl)
@@ -237,8 +251,8 @@ int do_slab(lr::KernelTarget& k, const SlabArgs& s, const WalkArgs& w, bool json
           "{}\n",
           nlohmann::json{{"record", "slab"}, {"schema", "leakref.kernel.slab/1"}, {"dump", source}}
               .dump());
-  };
-  auto on = [&](const lr::KSlabObject& o) {
+  }
+  void on(const lr::KSlabObject& o) {
     if (typed) {
       objs.push_back(o.addr);
       return;
@@ -256,10 +270,12 @@ int do_slab(lr::KernelTarget& k, const SlabArgs& s, const WalkArgs& w, bool json
       out.print("{}{}{}", !jsonl && listed > 1 ? "," : "", j.dump(), jsonl ? "\n" : "");
       return;
     }
-    // Rows are composed in one buffer and written a block at a time: a
-    // cache can hold millions of objects.
-    // The fixed columns by hand: fmt's padded hex is most of a row's cost,
-    // and a cache can hold millions of rows (`{:<#18x}  {:<#18x}  {:<12}`).
+    row(o);
+  }
+  // Rows are composed in one buffer and written a block at a time: a cache
+  // can hold millions of objects. The fixed columns by hand: fmt's padded
+  // hex is most of a row's cost (`{:<#18x}  {:<#18x}  {:<12}`).
+  void row(const lr::KSlabObject& o) {
     hex_column(rows, o.addr);
     hex_column(rows, o.slab);
     const char* where = lr::slab_where_name(o.where);
@@ -276,22 +292,14 @@ int do_slab(lr::KernelTarget& k, const SlabArgs& s, const WalkArgs& w, bool json
                      sym(k, o.alloc.addr));
     rows.push_back('\n');
     if (rows.size() > (64 << 10)) flush_rows();
-  };
-  if (list && !json && !jsonl)
-    out.print("{:<18}  {:<18}  {:<12}{}\n", "OBJECT", "SLAB", "WHERE",
-              "  ALLOCATED BY (slub_debug=U)");
-  auto r = lr::kernel_slab(k, f, on, lim);
-  flush_rows();
-  if (!r.ok()) {
-    print_warnings_text(k.warnings(), err);
-    return fail(r.error(), err);
   }
-  const lr::KSlabReport& rep = r.value();
-  if (typed) return slab_walk(k, rep, objs, w, json, source, out, err);
-  std::vector<std::string> warnings = k.warnings();
-  warnings.insert(warnings.end(), rep.warnings.begin(), rep.warnings.end());
-  if (rep.warnings_dropped)
-    warnings.push_back(fmt::format("{} more warnings not shown", rep.warnings_dropped));
+};
+
+// After the objects: every cache's counts, the stacks, the summary and the
+// warnings, as text, JSON or JSON lines.
+void slab_summary(SlabLister& l, const lr::KSlabReport& rep, std::vector<std::string>& warnings,
+                  Out& err) {
+  Out& out = l.out;
   uint64_t allocated = 0, slabs = 0;
   for (const auto& c : rep.caches) allocated += c.allocated, slabs += c.slabs;
   nlohmann::json summary{{"caches", rep.caches.size()},
@@ -301,14 +309,14 @@ int do_slab(lr::KernelTarget& k, const SlabArgs& s, const WalkArgs& w, bool json
                          {"scanned", rep.scanned},
                          {"slab_pages", rep.slab_pages},
                          {"unreadable_pages", rep.unreadable_pages}};
-  if (w.stats) summary["walk_ns"] = rep.walk_ns;
-  if (json || jsonl) {
-    begin();
+  if (l.w.stats) summary["walk_ns"] = rep.walk_ns;
+  if (l.json || l.jsonl) {
+    l.begin();
     nlohmann::json caches = nlohmann::json::array();
     for (const auto& c : rep.caches) caches.push_back(cache_json(c));
-    nlohmann::json stacks =
-        s.stacks ? stacks_out(k, groups, s.top, true, out, &warnings) : nlohmann::json::array();
-    if (jsonl) {
+    nlohmann::json stacks = l.s.stacks ? stacks_out(l.k, l.groups, l.s.top, true, out, &warnings)
+                                       : nlohmann::json::array();
+    if (l.jsonl) {
       for (auto& c : caches) {
         c["record"] = "cache";
         out.print("{}\n", c.dump());
@@ -324,19 +332,52 @@ int do_slab(lr::KernelTarget& k, const SlabArgs& s, const WalkArgs& w, bool json
       out.print("],\"caches\":{},\"stacks\":{},\"summary\":{},\"warnings\":{}}}\n", caches.dump(),
                 stacks.dump(), summary.dump(), nlohmann::json(warnings).dump());
     }
-  } else {
-    print_warnings_text(warnings, err);
-    if (listed) out.print("\n");
-    cache_table(rep, out);
-    if (s.stacks) stacks_out(k, groups, s.top, false, out, &warnings);
-    out.print("\n{} caches, {} slabs, {} allocated objects ({})\n", rep.caches.size(), slabs,
-              allocated,
-              !rep.scanned ? std::string("slabs from SLUB's lists, which hold them all")
-              : rep.unreadable_pages
-                  ? fmt::format("{} struct pages scanned, {} in holes or not in the dump",
-                                rep.pages, rep.unreadable_pages)
-                  : fmt::format("{} struct pages scanned", rep.pages));
+    return;
   }
+  print_warnings_text(warnings, err);
+  if (l.listed) out.print("\n");
+  cache_table(rep, out);
+  if (l.s.stacks) stacks_out(l.k, l.groups, l.s.top, false, out, &warnings);
+  out.print("\n{} caches, {} slabs, {} allocated objects ({})\n", rep.caches.size(), slabs,
+            allocated,
+            !rep.scanned ? std::string("slabs from SLUB's lists, which hold them all")
+            : rep.unreadable_pages
+                ? fmt::format("{} struct pages scanned, {} in holes or not in the dump", rep.pages,
+                              rep.unreadable_pages)
+                : fmt::format("{} struct pages scanned", rep.pages));
+}
+
+}  // namespace
+
+int do_slab(lr::KernelTarget& k, const SlabArgs& s, const WalkArgs& w, bool json,
+            const std::string& source, const lr::KernelLimits& lim, Out& out, Out& err) {
+  if (std::string bad = slab_args_error(s, w); !bad.empty())
+    return fail(lr::make_error(lr::Errc::kInvalidArgument, bad), err);
+  const bool typed = !w.type.empty();
+  lr::KSlabFilter f;
+  f.caches = s.caches;
+  const bool list = (!s.caches.empty() || s.objects) && !w.summary_only && !typed && !s.stacks;
+  f.objects = list || s.stacks || typed;
+  f.tracks = !typed;
+  f.scan_pages = s.scan_pages;
+  SlabLister l(k, s, w, source, out, json, w.jsonl && !typed, typed, list);
+  if (list && !json && !l.jsonl)
+    out.print("{:<18}  {:<18}  {:<12}{}\n", "OBJECT", "SLAB", "WHERE",
+              "  ALLOCATED BY (slub_debug=U)");
+  auto r = lr::kernel_slab(
+      k, f, [&](const lr::KSlabObject& o) { l.on(o); }, lim);
+  l.flush_rows();
+  if (!r.ok()) {
+    print_warnings_text(k.warnings(), err);
+    return fail(r.error(), err);
+  }
+  const lr::KSlabReport& rep = r.value();
+  if (typed) return slab_walk(k, rep, l.objs, w, json, source, out, err);
+  std::vector<std::string> warnings = k.warnings();
+  warnings.insert(warnings.end(), rep.warnings.begin(), rep.warnings.end());
+  if (rep.warnings_dropped)
+    warnings.push_back(fmt::format("{} more warnings not shown", rep.warnings_dropped));
+  slab_summary(l, rep, warnings, err);
   return fail_on_wants(w.fail_on, "warning") && !warnings.empty() ? kFindings : kOk;
 }
 

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "corelib/debuginfo/open_core.hpp"
 #include "corelib/debuginfo/types_build.hpp"
 
 #include <fmt/format.h>
@@ -105,55 +106,37 @@ int fail_usage(const std::string& msg) {
   return fail(lr::make_error(lr::Errc::kInvalidArgument, msg), out_stderr());
 }
 
+// The engine opens the core by its own policy; the CLI adds what to run
+// instead on a kernel dump, and names its own option on a types file.
 lr::Result<std::unique_ptr<lr::Program>> open_program(const Common& c) {
-  lr::ProgramOptions o;
-  o.exe = c.exe;
-  o.sysroot = c.sysroot;
-  o.debug_dirs = c.debug_dirs;
-  // A kernel dump opened as a process core read as a process with pid 1 (ELF
-  // vmcores) or "bad magic" (kdump): say what it is and what reads it.
-  auto kernel_dump = [&](const char* what) {
-    return lr::make_error(
-        lr::Errc::kUnsupported,
-        fmt::format("{} is a kernel dump ({}), not a process core: use 'leakref kernel --vmcore "
-                    "{} [--vmlinux FILE] inodes|modules|check|walk|profile'",
-                    c.core, what, c.core));
-  };
-  auto opened = lr::Program::open_core(c.core, o);
-  if (!opened.ok() && lr::is_kdump_file(c.core)) return kernel_dump("kdump-compressed");
-  LR_ASSIGN(auto prog, std::move(opened));
-  if (prog->core() && prog->core()->is_kernel()) return kernel_dump("ELF with a VMCOREINFO note");
-  for (const auto& t : c.types) LR_TRY(add_types_file(*prog, t));
-  // Without --types and without debuginfo: types `leakref types build` cached
-  // for exactly this executable (stamped with its build-id, checked again).
-  const lr::Module* exe = prog->modules().exe();
-  if (c.types.empty() && exe && !exe->has_dwarf() && !exe->build_id.empty()) {
-    std::string cached = lr::types_cache_path("types", exe->build_id);
-    struct stat st;
-    if (!cached.empty() && ::stat(cached.c_str(), &st) == 0) LR_TRY(add_types_file(*prog, cached));
-  }
-  return prog;
+  lr::CoreOpenOptions o;
+  o.program.exe = c.exe;
+  o.program.sysroot = c.sysroot;
+  o.program.debug_dirs = c.debug_dirs;
+  o.types = c.types;
+  auto r = lr::open_process_core(c.core, o);
+  if (r.ok()) return r;
+  const lr::Error& e = r.error();
+  if (e.code == lr::Errc::kUnsupported && !lr::kernel_dump_kind(c.core).empty())
+    return lr::make_error(e.code, fmt::format("{}: use 'leakref kernel --vmcore {} [--vmlinux "
+                                              "FILE] inodes|modules|check|walk|profile'",
+                                              e.message, c.core));
+  for (const auto& t : c.types)
+    if (e.message.rfind(t + ": ", 0) == 0) return types_error(e);
+  return r;
+}
+
+lr::Error types_error(const lr::Error& e) {
+  std::string m = "--types " + e.message;
+  if (m.find(": built for build-id ") != std::string::npos)
+    m += " (leakref types build CORE --header ... makes one for it)";
+  return lr::make_error(e.code, m);
 }
 
 lr::Result<void> add_types_file(lr::Program& prog, const std::string& path) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0)
-    return lr::make_error(lr::Errc::kIo, fmt::format("--types {}: {}", path, std::strerror(errno)));
-  if (!S_ISREG(st.st_mode))
-    return lr::make_error(lr::Errc::kIo, fmt::format("--types {}: not a regular file", path));
-  // A types file made for one build must not describe another.
-  std::string target = lr::types_file_target(path);
-  const lr::Module* exe = prog.modules().exe();
-  if (!target.empty() && exe && !exe->build_id.empty() && target != exe->build_id)
-    return lr::make_error(
-        lr::Errc::kBadFormat,
-        fmt::format("--types {}: built for build-id {}, but {} has {} (leakref types build "
-                    "CORE --header ... makes one for it)",
-                    path, target, exe->path, exe->build_id));
-  lr::Module* m = prog.modules().add_debug("<types " + path + ">", path, "--types");
-  if (!m->dwarf())
-    return lr::make_error(lr::Errc::kBadFormat, fmt::format("--types {}: no DWARF in it", path));
-  return {};
+  auto r = lr::add_types_file(prog, path);
+  if (!r.ok()) return types_error(r.error());
+  return r;
 }
 
 std::string hex(uint64_t v) {

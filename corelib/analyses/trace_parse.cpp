@@ -363,13 +363,13 @@ void parse_leakref(std::string_view text, Trace& t) {
   }
 }
 
-// bpftrace text: "E <ts> <tid> [<comm>] <fn> 0x<ptr> <before> ra=0x<ra>" records
-// (the reference capture scripts), each optionally followed by a ustack()
-// printed in default mode ("        sym+123" / "        0x7f..") or perf
-// mode ("\t7f.. sym+123 (/path)"), and "S <ts> <tid> <word>" stack-scan lines.
-void parse_bpftrace(std::string_view text, Trace& t) {
-  Lines ls(text);
-  std::string_view line;
+namespace {
+
+// The state of one bpftrace text as it is read line by line.
+struct BpftraceReader {
+  BpftraceReader(Trace& trace, std::string_view text) : t(trace), ls(text) {}
+  Trace& t;
+  Lines ls;
   uint64_t last_ts = 0;
   std::vector<TraceFrame> pending;  // frames of the event being read
   bool have_event = false, in_map = false;
@@ -377,10 +377,12 @@ void parse_bpftrace(std::string_view text, Trace& t) {
   TraceEvent cur;
   TraceFrame cur_ra;  // addr 0 when the record had no ra=
   bool blank_after_event = false;
-  auto flush = [&]() {
+
+  // The event read so far, with its stack: ustack frame 0 is the probed
+  // function itself: dropped; the exact caller (ra) is kept first and a
+  // ustack frame 1 that repeats it dropped.
+  void flush() {
     if (!have_event) return;
-    // ustack frame 0 is the probed function itself: drop it; keep the exact
-    // caller (ra) first and drop a ustack frame 1 that repeats it.
     std::vector<TraceFrame> frames;
     if (cur_ra.addr) frames.push_back(cur_ra);
     for (size_t i = 1; i < pending.size() && frames.size() < 256; ++i) {
@@ -392,64 +394,107 @@ void parse_bpftrace(std::string_view text, Trace& t) {
     if (cur.ptr) t.events.push_back(cur);
     pending.clear();
     have_event = false;
-  };
-  while (ls.next(&line)) {
+  }
+
+  // A ustack frame of the current event: perf mode ("\t7f.. sym+123
+  // (/path)") or default mode ("        sym+123" / "        0x7f..").
+  void frame(std::string_view line) {
+    if (!have_event) {
+      ++t.bad_lines;
+      return;
+    }
+    auto tok = split(line);
+    TraceFrame f;
+    bool ok = false;
+    if (line.front() == '\t' && tok.size() >= 2) {
+      ok = parse_hex(tok[0], &f.addr);
+      if (ok && !starts_with(tok[1], "0x")) ok = parse_sym_off(tok[1], true, &f);
+      if (ok && tok.size() >= 3 && tok[2] != "([unknown])") f.module = std::string(tok[2]);
+    } else if (tok.size() == 1) {
+      ok = starts_with(tok[0], "0x") ? parse_hex(tok[0], &f.addr) : parse_sym_off(tok[0], true, &f);
+    }
+    if (ok && pending.size() < 256)
+      pending.push_back(std::move(f));
+    else if (!ok)
+      ++t.bad_lines;
+  }
+
+  // "E <ts> <tid> [<comm>] <fn> 0x<ptr> <before> [ra=0x<ra>] [size=N]".
+  void event(const std::vector<std::string_view>& tok) {
+    flush();
+    // With comm: E ts tid comm fn ptr before [ra=]; without: E ts tid fn ptr before
+    size_t fi = (starts_with(tok[5], "0x") && !starts_with(tok[4], "0x")) ? 4 : 3;
+    TraceEvent e;
+    uint64_t tid;
+    if (!parse_num(tok[1], &e.ts) || !parse_num(tok[2], &tid) || tid > UINT32_MAX ||
+        fi + 1 >= tok.size() || !parse_ptr(tok[fi + 1], &e.ptr)) {
+      if (ls.unterminated())
+        t.truncated = true;
+      else
+        ++t.bad_lines;
+      return;
+    }
+    e.tid = static_cast<uint32_t>(tid);
+    if (fi + 2 < tok.size() && !parse_int(tok[fi + 2], &e.before)) e.before = -1;
+    e.fn = t.function(std::string(tok[fi]));
+    cur_ra = TraceFrame{};
+    for (size_t i = fi + 3; i < tok.size(); ++i) {
+      if (starts_with(tok[i], "ra=")) {
+        if (!parse_hex(tok[i].substr(3), &cur_ra.addr)) cur_ra.addr = 0;
+      } else if (starts_with(tok[i], "size="))
+        parse_num(tok[i].substr(5), &e.size);
+    }
+    if (ls.unterminated()) {
+      t.truncated = true;
+      return;
+    }
+    last_ts = std::max(last_ts, e.ts);
+    cur = e;
+    have_event = true;
+    blank_after_event = false;
+  }
+
+  // Lines that are not records: map output, blank lines, comments and
+  // maps; true when `line` was one of them.
+  bool aside(std::string_view line) {
     if (in_map) {  // "@[ ... ]: N" map of stacks: no pointers, counted only
       if (starts_with(line, "]")) {
         in_map = false;
         ++map_stacks;
       }
-      continue;
+      return true;
     }
     if (line.empty()) {
       // print(ustack) starts the stack with a blank line; another one ends it.
-      if (have_event && pending.empty() && !blank_after_event) {
+      if (have_event && pending.empty() && !blank_after_event)
         blank_after_event = true;
-        continue;
-      }
-      flush();
-      continue;
+      else
+        flush();
+      return true;
     }
     if (starts_with(line, "# maps: ")) {
       auto m = parse_proc_maps(line);
       t.mappings.insert(t.mappings.end(), m.begin(), m.end());
-      continue;
+      return true;
     }
     if (line.front() == '#') {
-      if (starts_with(line, "#leakref-bt")) {
+      if (starts_with(line, "#leakref-bt"))
         for (auto tok : split(line)) set_kv(t.header, tok);
-      }
-      continue;
+      return true;
     }
-    if (is_space(line.front())) {  // a ustack frame of the current event
-      if (!have_event) {
-        ++t.bad_lines;
-        continue;
-      }
-      auto tok = split(line);
-      TraceFrame f;
-      bool ok = false;
-      if (line.front() == '\t' && tok.size() >= 2) {  // perf mode
-        ok = parse_hex(tok[0], &f.addr);
-        if (ok && !starts_with(tok[1], "0x")) ok = parse_sym_off(tok[1], true, &f);
-        if (ok && tok.size() >= 3 && tok[2] != "([unknown])") f.module = std::string(tok[2]);
-      } else if (tok.size() == 1) {  // default mode
-        ok = starts_with(tok[0], "0x") ? parse_hex(tok[0], &f.addr)
-                                       : parse_sym_off(tok[0], true, &f);
-      }
-      if (ok && pending.size() < 256)
-        pending.push_back(std::move(f));
-      else if (!ok)
-        ++t.bad_lines;
-      continue;
-    }
+    return false;
+  }
+
+  void line(std::string_view line) {
+    if (aside(line)) return;
+    if (is_space(line.front())) return frame(line);
     if (starts_with(line, "@[")) {
       flush();
       in_map = line.find("]:") == std::string_view::npos;
       if (!in_map) ++map_stacks;
-      continue;
+      return;
     }
-    if (bpftrace_lost_line(line, t, last_ts) || starts_with(line, "Attaching ")) continue;
+    if (bpftrace_lost_line(line, t, last_ts) || starts_with(line, "Attaching ")) return;
     auto tok = split(line);
     if (tok[0] == "S" && tok.size() >= 4 && have_event) {  // stack-scan word
       TraceFrame f;
@@ -457,50 +502,29 @@ void parse_bpftrace(std::string_view text, Trace& t) {
         if (pending.empty()) pending.push_back(TraceFrame{});  // keep slot 0 = probed fn
         pending.push_back(std::move(f));
       }
-      continue;
+      return;
     }
-    if (tok[0] == "E" && tok.size() >= 6) {
-      flush();
-      // With comm: E ts tid comm fn ptr before [ra=]; without: E ts tid fn ptr before
-      size_t fi = (starts_with(tok[5], "0x") && !starts_with(tok[4], "0x")) ? 4 : 3;
-      TraceEvent e;
-      uint64_t tid;
-      if (!parse_num(tok[1], &e.ts) || !parse_num(tok[2], &tid) || tid > UINT32_MAX ||
-          fi + 1 >= tok.size() || !parse_ptr(tok[fi + 1], &e.ptr)) {
-        if (ls.unterminated())
-          t.truncated = true;
-        else
-          ++t.bad_lines;
-        continue;
-      }
-      e.tid = static_cast<uint32_t>(tid);
-      if (fi + 2 < tok.size() && !parse_int(tok[fi + 2], &e.before)) e.before = -1;
-      e.fn = t.function(std::string(tok[fi]));
-      cur_ra = TraceFrame{};
-      for (size_t i = fi + 3; i < tok.size(); ++i) {
-        if (starts_with(tok[i], "ra=")) {
-          if (!parse_hex(tok[i].substr(3), &cur_ra.addr)) cur_ra.addr = 0;
-        } else if (starts_with(tok[i], "size="))
-          parse_num(tok[i].substr(5), &e.size);
-      }
-      if (ls.unterminated()) {
-        t.truncated = true;
-        continue;
-      }
-      last_ts = std::max(last_ts, e.ts);
-      cur = e;
-      have_event = true;
-      blank_after_event = false;
-      continue;
-    }
+    if (tok[0] == "E" && tok.size() >= 6) return event(tok);
     ++t.bad_lines;
   }
-  flush();
-  if (map_stacks)
+};
+
+}  // namespace
+
+// bpftrace text: "E <ts> <tid> [<comm>] <fn> 0x<ptr> <before> ra=0x<ra>" records
+// (the reference capture scripts), each optionally followed by a ustack()
+// printed in default mode ("        sym+123" / "        0x7f..") or perf
+// mode ("\t7f.. sym+123 (/path)"), and "S <ts> <tid> <word>" stack-scan lines.
+void parse_bpftrace(std::string_view text, Trace& t) {
+  BpftraceReader r(t, text);
+  std::string_view line;
+  while (r.ls.next(&line)) r.line(line);
+  r.flush();
+  if (r.map_stacks)
     t.warnings.push_back(
         fmt::format("{}: {} bpftrace map stack(s) carry no object pointer; "
                     "ignored",
-                    t.source, map_stacks));
+                    t.source, r.map_stacks));
 }
 
 }  // namespace trace_detail

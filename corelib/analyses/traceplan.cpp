@@ -130,25 +130,11 @@ struct ProcModule {
 
 }  // namespace
 
-Result<TracePlan> plan_trace(int pid, const std::vector<std::string>& functions,
-                             const std::map<std::string, std::pair<int64_t, int>>& refoffs) {
-  TracePlan plan;
-  plan.pid = pid;
-  std::string proc = fmt::format("/proc/{}", pid);
-  std::ifstream mf(proc + "/maps");
-  if (!mf)
-    return make_error(Errc::kIo, fmt::format("{}/maps: cannot read (no such process, or not "
-                                             "permitted)",
-                                             proc));
-  std::stringstream ss;
-  ss << mf.rdbuf();
-  std::string maps = ss.str();
-  char exe[4096];
-  ssize_t n = readlink((proc + "/exe").c_str(), exe, sizeof exe - 1);
-  if (n > 0) plan.exe.assign(exe, static_cast<size_t>(n));
+namespace {
 
-  // Every file-backed VMA, grouped by file: base/end for the load bias; the
-  // executable ones for the M lines.
+// Every file-backed VMA of /proc/PID/maps, grouped by file: base/end for
+// the load bias; the executable ones for the M lines.
+std::vector<ProcModule> proc_modules(const std::string& maps) {
   std::vector<ProcModule> pmods;
   std::istringstream ls(maps);
   std::string line;
@@ -172,10 +158,108 @@ Result<TracePlan> plan_trace(int pid, const std::vector<std::string>& functions,
     it->end = std::max<uint64_t>(it->end, e);
     if (perms[2] == 'x') it->exec.push_back({s, e, off, "", path});
   }
+  return pmods;
+}
+
+// A probe's role and kind from NAME[@MODULE][:OP[:KIND]], or guessed from
+// the name; kInvalidArgument when neither says.
+Result<ProbeSpec> probe_role(const std::string& spec, std::string* name) {
+  std::string op_s, kind;
+  *name = spec;
+  size_t colon = spec.find(':');
+  if (colon != std::string::npos) {
+    *name = spec.substr(0, colon);
+    std::string rest = spec.substr(colon + 1);
+    size_t c2 = rest.find(':');
+    op_s = rest.substr(0, c2);
+    if (c2 != std::string::npos) kind = rest.substr(c2 + 1);
+  }
+  ProbeSpec p;
+  p.name = name->substr(0, name->find('@'));
+  TraceOp guessed_op = TraceOp::kRef;
+  std::string guessed_kind;
+  bool guessed = guess_function_role(p.name, &guessed_kind, &guessed_op);
+  if (!op_s.empty()) {
+    if (!trace_op_from_name(op_s, &p.op))
+      return make_error(Errc::kInvalidArgument,
+                        fmt::format("--functions {}: unknown role '{}' (ref, unref, new, free, "
+                                    "alloc)",
+                                    spec, op_s));
+  } else if (guessed) {
+    p.op = guessed_op;
+  } else {
+    return make_error(Errc::kInvalidArgument,
+                      fmt::format("--functions {}: cannot tell whether it takes or drops a "
+                                  "reference; write {}:ref or {}:unref",
+                                  spec, *name, *name));
+  }
+  p.kind = !kind.empty()             ? kind
+           : p.op == TraceOp::kAlloc ? "alloc"
+           : guessed                 ? guessed_kind
+                                     : "obj";
+  return p;
+}
+
+// Where probe `p` goes: its symbol, or for a "__NAME" no symbol table has,
+// the first direct call NAME makes. Null when neither is found.
+const Module* place_probe(ModuleSet& mods, const std::map<const Module*, std::string>& host_of,
+                          const std::string& name, ProbeSpec& p) {
+  auto hit = mods.lookup(name);
+  if (hit.ok()) {
+    p.vaddr = hit->second->addr - hit->first->bias;
+    p.size = hit->second->size;
+    p.how = "symbol";
+    return hit->first;
+  }
+  if (p.name.rfind("__", 0) != 0) return nullptr;
+  std::string wrapper = name.substr(2);
+  auto w = mods.lookup(wrapper);
+  if (!w.ok()) return nullptr;
+  auto host = host_of.find(w->first);
+  ElfFile ef(host == host_of.end() ? std::string() : host->second);
+  uint64_t callee_size = 0;
+  uint64_t t =
+      ef.first_direct_callee(w->second->addr - w->first->bias, w->second->size, &callee_size);
+  if (!t) return nullptr;
+  p.vaddr = t;
+  p.size = callee_size;
+  p.by_address = true;
+  p.how = "first call in " + wrapper.substr(0, wrapper.find('@'));
+  return w->first;
+}
+
+// realloc's record frees the old block: a capture with realloc needs free
+// declared too (its P line), or the freed half would be an unknown function.
+bool realloc_without_free(const TracePlan& plan) {
+  bool has_free = std::any_of(plan.probes.begin(), plan.probes.end(), [](const ProbeSpec& p) {
+    return p.kind == "alloc" && p.op == TraceOp::kFree && p.name == "free";
+  });
+  for (const auto& p : plan.probes)
+    if (p.op == TraceOp::kAlloc && p.name == "realloc" && !has_free) return true;
+  return false;
+}
+
+}  // namespace
+
+Result<TracePlan> plan_trace(int pid, const std::vector<std::string>& functions,
+                             const std::map<std::string, std::pair<int64_t, int>>& refoffs) {
+  TracePlan plan;
+  plan.pid = pid;
+  std::string proc = fmt::format("/proc/{}", pid);
+  std::ifstream mf(proc + "/maps");
+  if (!mf)
+    return make_error(Errc::kIo, fmt::format("{}/maps: cannot read (no such process, or not "
+                                             "permitted)",
+                                             proc));
+  std::stringstream ss;
+  ss << mf.rdbuf();
+  char exe[4096];
+  ssize_t n = readlink((proc + "/exe").c_str(), exe, sizeof exe - 1);
+  if (n > 0) plan.exe.assign(exe, static_cast<size_t>(n));
 
   auto mods = ModuleSet::empty({});
   std::map<const Module*, std::string> host_of;
-  for (auto& pm : pmods) {
+  for (auto& pm : proc_modules(ss.str())) {
     if (pm.exec.empty()) continue;
     // The file as this process sees it (containers: its own root).
     std::string host = proc + "/root" + pm.path;
@@ -195,64 +279,9 @@ Result<TracePlan> plan_trace(int pid, const std::vector<std::string>& functions,
     return make_error(Errc::kNotFound, fmt::format("{}: no executable file mappings", proc));
 
   for (const std::string& spec : functions) {
-    // NAME[@MODULE][:OP[:KIND]]
-    std::string name = spec, op_s, kind;
-    size_t colon = spec.find(':');
-    if (colon != std::string::npos) {
-      name = spec.substr(0, colon);
-      std::string rest = spec.substr(colon + 1);
-      size_t c2 = rest.find(':');
-      op_s = rest.substr(0, c2);
-      if (c2 != std::string::npos) kind = rest.substr(c2 + 1);
-    }
-    ProbeSpec p;
-    std::string base_name = name.substr(0, name.find('@'));
-    p.name = base_name;
-    TraceOp guessed_op = TraceOp::kRef;
-    std::string guessed_kind;
-    bool guessed = guess_function_role(base_name, &guessed_kind, &guessed_op);
-    if (!op_s.empty()) {
-      if (!trace_op_from_name(op_s, &p.op))
-        return make_error(Errc::kInvalidArgument,
-                          fmt::format("--functions {}: unknown role '{}' (ref, unref, new, free, "
-                                      "alloc)",
-                                      spec, op_s));
-    } else if (guessed) {
-      p.op = guessed_op;
-    } else {
-      return make_error(Errc::kInvalidArgument,
-                        fmt::format("--functions {}: cannot tell whether it takes or drops a "
-                                    "reference; write {}:ref or {}:unref",
-                                    spec, name, name));
-    }
-    p.kind = !kind.empty()             ? kind
-             : p.op == TraceOp::kAlloc ? "alloc"
-             : guessed                 ? guessed_kind
-                                       : "obj";
-    auto hit = mods->lookup(name);
-    const Module* mod = nullptr;
-    if (hit.ok()) {
-      mod = hit->first;
-      p.vaddr = hit->second->addr - hit->first->bias;
-      p.size = hit->second->size;
-      p.how = "symbol";
-    } else if (base_name.rfind("__", 0) == 0) {
-      std::string wrapper = name.substr(2);
-      auto w = mods->lookup(wrapper);
-      if (w.ok()) {
-        ElfFile ef(host_of[w->first]);
-        uint64_t callee_size = 0;
-        uint64_t t =
-            ef.first_direct_callee(w->second->addr - w->first->bias, w->second->size, &callee_size);
-        if (t) {
-          mod = w->first;
-          p.vaddr = t;
-          p.size = callee_size;
-          p.by_address = true;
-          p.how = "first call in " + wrapper.substr(0, wrapper.find('@'));
-        }
-      }
-    }
+    std::string name;
+    LR_ASSIGN(ProbeSpec p, probe_role(spec, &name));
+    const Module* mod = place_probe(*mods, host_of, name, p);
     if (!mod) {
       plan.warnings.push_back(
           fmt::format("{}: not found in pid {}'s modules; not probed", name, pid));
@@ -267,16 +296,10 @@ Result<TracePlan> plan_trace(int pid, const std::vector<std::string>& functions,
     }
     plan.probes.push_back(std::move(p));
   }
-  // realloc's record frees the old block: a capture with realloc needs free
-  // declared too (its P line), or the freed half would be an unknown function.
-  bool has_free = std::any_of(plan.probes.begin(), plan.probes.end(), [](const ProbeSpec& p) {
-    return p.kind == "alloc" && p.op == TraceOp::kFree && p.name == "free";
-  });
-  for (const auto& p : plan.probes)
-    if (p.op == TraceOp::kAlloc && p.name == "realloc" && !has_free)
-      return make_error(Errc::kInvalidArgument,
-                        "realloc:alloc needs free:free:alloc in the same capture (a realloc "
-                        "frees the block it moves)");
+  if (realloc_without_free(plan))
+    return make_error(Errc::kInvalidArgument,
+                      "realloc:alloc needs free:free:alloc in the same capture (a realloc "
+                      "frees the block it moves)");
   if (plan.probes.empty())
     return make_error(Errc::kNotFound,
                       fmt::format("none of the functions was found in pid {}: {}", pid,

@@ -426,7 +426,10 @@ std::unique_ptr<ModuleSet> ModuleSet::from_core(const CoreFile& core, const Debu
         for (auto& p : raw) ph.push_back(p);
     }
     bool is_elf_file = false;
-    if (ph.empty() && !fi.host_path.empty()) {
+    // A file the core's mapping check found missing is not tried again:
+    // a core from another machine may name thousands.
+    if (ph.empty() && !fi.host_path.empty() &&
+        !(fi.status == MappedFileInfo::Status::kNoFile && !fi.detail.empty())) {
       OpenElf o = open_elf(fi.host_path);
       if (o.elf) {
         is_elf_file = true;

@@ -148,12 +148,11 @@ bool is_kernel_dump(int fd, uint64_t size) {
   return false;
 }
 
-Result<void> CoreFile::parse(const CoreOptions* opts) {
-  if (size_ < sizeof(Elf64_Ehdr))
-    return make_error(Errc::kBadFormat,
-                      fmt::format("{}: not an ELF core (only {} bytes)", path_, size_));
-  Elf64_Ehdr eh;
-  std::memcpy(&eh, base_, sizeof eh);
+namespace {
+
+// What an ELF header must say for leakref to read the file as a process
+// core: the first thing wrong, naming the file.
+Result<void> check_core_header(const Elf64_Ehdr& eh, const std::string& path_) {
   if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0)
     return make_error(Errc::kBadFormat, fmt::format("{}: not an ELF file (bad magic)", path_));
   if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB)
@@ -175,6 +174,19 @@ Result<void> CoreFile::parse(const CoreOptions* opts) {
   if (eh.e_phentsize != sizeof(Elf64_Phdr))
     return make_error(Errc::kBadFormat, fmt::format("{}: corrupt ELF header (e_phentsize={})",
                                                     path_, eh.e_phentsize));
+
+  return {};
+}
+
+}  // namespace
+
+Result<void> CoreFile::parse(const CoreOptions* opts) {
+  if (size_ < sizeof(Elf64_Ehdr))
+    return make_error(Errc::kBadFormat,
+                      fmt::format("{}: not an ELF core (only {} bytes)", path_, size_));
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, base_, sizeof eh);
+  LR_TRY(check_core_header(eh, path_));
 
   elf_version(EV_CURRENT);
   // Native byte order was checked above, so libelf never converts in place
@@ -210,50 +222,67 @@ Result<void> CoreFile::parse(const CoreOptions* opts) {
       warnings_.push_back(fmt::format("program header {} unreadable: {}", i, elf_errmsg(-1)));
       continue;
     }
-    if (ph.p_type == PT_NOTE) {
-      if (ph.p_offset >= size_ || ph.p_filesz > size_ - ph.p_offset) {
-        truncated_ = true;
-        warnings_.push_back(fmt::format(
-            "note segment (offset {:#x}, {} bytes) extends past the end of the file: threads and "
-            "mapped files may be missing",
-            ph.p_offset, ph.p_filesz));
-        if (ph.p_offset < size_) parse_notes(base_ + ph.p_offset, size_ - ph.p_offset);
-      } else {
-        parse_notes(base_ + ph.p_offset, ph.p_filesz);
-      }
-      continue;
-    }
-    if (ph.p_type != PT_LOAD || ph.p_memsz == 0) continue;
-    uint64_t va = ph.p_vaddr;
-    if (va + ph.p_memsz < va) {
-      warnings_.push_back(
-          fmt::format("segment {} at {:#x}: size {:#x} wraps the address space; "
-                      "ignored (corrupt program header)",
-                      i, va, ph.p_memsz));
-      continue;
-    }
-    uint64_t filesz = ph.p_filesz;
-    if (filesz > ph.p_memsz) {
-      warnings_.push_back(
-          fmt::format("segment {} at {:#x}: p_filesz > p_memsz; using p_memsz", i, va));
-      filesz = ph.p_memsz;
-    }
-    uint64_t avail = 0;
-    if (ph.p_offset < size_) avail = std::min<uint64_t>(filesz, size_ - ph.p_offset);
-    const bool w = ph.p_flags & PF_W;
-    if (avail < filesz) {
-      truncated_ = true;
-      missing.push_back({va + avail, va + filesz, SegmentInfo::Kind::kMissing, nullptr, 1, w});
-    }
-    if (avail)
-      core.push_back({va, va + avail, SegmentInfo::Kind::kCore, base_ + ph.p_offset, -1, w});
-    if (filesz < ph.p_memsz)
-      missing.push_back({va + filesz, va + ph.p_memsz, SegmentInfo::Kind::kMissing, nullptr, 0, w});
+    load_phdr(ph, i, core, missing);
   }
   if (truncated_)
     warnings_.push_back(
         fmt::format("core file is truncated ({} bytes): some memory is missing", size_));
 
+  std::vector<Seg> clean = without_overlaps(std::move(core));
+  core_segs_ = clean;
+  std::sort(missing.begin(), missing.end(),
+            [](const Seg& a, const Seg& b) { return a.start < b.start; });
+  raw_missing_ = missing;
+  build_segments(clean, missing, {});
+  if (opts && opts->fill_from_files) fill_from_files(*opts);
+  return {};
+}
+
+// One program header: a note segment's notes, or a load segment's bytes in
+// the file (core) and what the file lacks of it (missing).
+void CoreFile::load_phdr(const Elf64_Phdr& ph, size_t i, std::vector<Seg>& core,
+                         std::vector<Seg>& missing) {
+  if (ph.p_type == PT_NOTE) {
+    if (ph.p_offset >= size_ || ph.p_filesz > size_ - ph.p_offset) {
+      truncated_ = true;
+      warnings_.push_back(fmt::format(
+          "note segment (offset {:#x}, {} bytes) extends past the end of the file: threads and "
+          "mapped files may be missing",
+          ph.p_offset, ph.p_filesz));
+      if (ph.p_offset < size_) parse_notes(base_ + ph.p_offset, size_ - ph.p_offset);
+    } else {
+      parse_notes(base_ + ph.p_offset, ph.p_filesz);
+    }
+    return;
+  }
+  if (ph.p_type != PT_LOAD || ph.p_memsz == 0) return;
+  uint64_t va = ph.p_vaddr;
+  if (va + ph.p_memsz < va) {
+    warnings_.push_back(
+        fmt::format("segment {} at {:#x}: size {:#x} wraps the address space; "
+                    "ignored (corrupt program header)",
+                    i, va, ph.p_memsz));
+    return;
+  }
+  uint64_t filesz = ph.p_filesz;
+  if (filesz > ph.p_memsz) {
+    warnings_.push_back(
+        fmt::format("segment {} at {:#x}: p_filesz > p_memsz; using p_memsz", i, va));
+    filesz = ph.p_memsz;
+  }
+  uint64_t avail = 0;
+  if (ph.p_offset < size_) avail = std::min<uint64_t>(filesz, size_ - ph.p_offset);
+  const bool w = ph.p_flags & PF_W;
+  if (avail < filesz) {
+    truncated_ = true;
+    missing.push_back({va + avail, va + filesz, SegmentInfo::Kind::kMissing, nullptr, 1, w});
+  }
+  if (avail) core.push_back({va, va + avail, SegmentInfo::Kind::kCore, base_ + ph.p_offset, -1, w});
+  if (filesz < ph.p_memsz)
+    missing.push_back({va + filesz, va + ph.p_memsz, SegmentInfo::Kind::kMissing, nullptr, 0, w});
+}
+
+std::vector<CoreFile::Seg> CoreFile::without_overlaps(std::vector<Seg> core) {
   // Core segments must not overlap; a corrupt header can make them. Keep the
   // first one for any address and say so.
   std::sort(core.begin(), core.end(), [](const Seg& a, const Seg& b) { return a.start < b.start; });
@@ -268,13 +297,7 @@ Result<void> CoreFile::parse(const CoreOptions* opts) {
     }
     clean.push_back(s);
   }
-  core_segs_ = clean;
-  std::sort(missing.begin(), missing.end(),
-            [](const Seg& a, const Seg& b) { return a.start < b.start; });
-  raw_missing_ = missing;
-  build_segments(clean, missing, {});
-  if (opts && opts->fill_from_files) fill_from_files(*opts);
-  return {};
+  return clean;
 }
 
 void CoreFile::parse_notes(const uint8_t* p, size_t n) {
@@ -492,6 +515,66 @@ uint64_t CoreFile::auxv_value(uint64_t type) const {
   return 0;
 }
 
+// One mapped file: mapped from the host when it is there and its build-id
+// is the core's, so its pages fill what the core left out (file_segs);
+// otherwise its status says why not.
+void CoreFile::verify_file(size_t fidx, const std::vector<size_t>& rs,
+                           std::map<std::string, bool>& dir_exists, std::vector<Seg>& file_segs) {
+  MappedFileInfo& fi = files_[fidx];
+  // Files in a directory that is not there are not tried one by one (a
+  // core from another machine may name thousands).
+  std::string dir = fi.host_path.substr(0, fi.host_path.rfind('/') + 1);
+  auto [dit, dfresh] = dir_exists.emplace(dir, true);
+  if (dfresh && !dir.empty()) {
+    struct stat st {};
+    dit->second = ::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+  }
+  auto m = dit->second ? map_file(fi.host_path, "mapped file")
+                       : Result<std::pair<void*, size_t>>(make_error(
+                             Errc::kIo, fmt::format("{}: cannot open mapped file: directory {} "
+                                                    "does not exist",
+                                                    fi.host_path, dir)));
+  if (!m.ok()) {
+    fi.status = MappedFileInfo::Status::kNoFile;
+    fi.detail = m.error().message;
+  } else {
+    auto [addr, len] = m.value();
+    bool elf = len >= 4 && std::memcmp(addr, ELFMAG, SELFMAG) == 0;
+    if (!elf) {
+      fi.status = MappedFileInfo::Status::kNotElf;
+      fi.detail = "not an ELF file; its pages cannot be verified against the core";
+      munmap(addr, len);
+    } else {
+      auto bid = build_id_of_file(fi.host_path);
+      fi.disk_build_id = bid.ok() ? bid.value() : "";
+      if (fi.core_build_id.empty()) {
+        fi.status = MappedFileInfo::Status::kUnverifiable;
+        fi.detail = "the core does not hold this file's build-id note";
+      } else if (fi.core_build_id != fi.disk_build_id) {
+        fi.status = MappedFileInfo::Status::kMismatch;
+        fi.detail =
+            fmt::format("build-id on disk {} differs from core {}",
+                        fi.disk_build_id.empty() ? "(none)" : fi.disk_build_id, fi.core_build_id);
+      } else {
+        fi.status = MappedFileInfo::Status::kVerified;
+      }
+      if (fi.status != MappedFileInfo::Status::kVerified) {
+        munmap(addr, len);
+      } else {
+        mappings_.push_back({addr, len});
+        for (size_t ri : rs) {
+          const MappedRange& r = ranges_[ri];
+          if (r.file_offset >= len) continue;
+          uint64_t end = std::min<uint64_t>(r.end, r.start + (len - r.file_offset));
+          file_segs.push_back({r.start, end, SegmentInfo::Kind::kFile,
+                               static_cast<const uint8_t*>(addr) + r.file_offset,
+                               static_cast<int>(fidx)});
+        }
+      }
+    }
+  }
+}
+
 void CoreFile::fill_from_files(const CoreOptions& opts) {
   // Which path is the executable: the file mapped at AT_ENTRY (or AT_PHDR).
   std::string exe_proc_path;
@@ -536,58 +619,7 @@ void CoreFile::fill_from_files(const CoreOptions& opts) {
     else
       fi.host_path = opts.sysroot.empty() ? fi.path : opts.sysroot + "/" + fi.path;
     fi.core_build_id = build_id_from_memory(*this, fi.base);
-    // Files in a directory that is not there are not tried one by one (a
-    // core from another machine may name thousands).
-    std::string dir = fi.host_path.substr(0, fi.host_path.rfind('/') + 1);
-    auto [dit, dfresh] = dir_exists.emplace(dir, true);
-    if (dfresh && !dir.empty()) {
-      struct stat st {};
-      dit->second = ::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-    }
-    auto m = dit->second ? map_file(fi.host_path, "mapped file")
-                         : Result<std::pair<void*, size_t>>(make_error(
-                               Errc::kIo, fmt::format("{}: cannot open mapped file: directory {} "
-                                                      "does not exist",
-                                                      fi.host_path, dir)));
-    if (!m.ok()) {
-      fi.status = MappedFileInfo::Status::kNoFile;
-      fi.detail = m.error().message;
-    } else {
-      auto [addr, len] = m.value();
-      bool elf = len >= 4 && std::memcmp(addr, ELFMAG, SELFMAG) == 0;
-      if (!elf) {
-        fi.status = MappedFileInfo::Status::kNotElf;
-        fi.detail = "not an ELF file; its pages cannot be verified against the core";
-        munmap(addr, len);
-      } else {
-        auto bid = build_id_of_file(fi.host_path);
-        fi.disk_build_id = bid.ok() ? bid.value() : "";
-        if (fi.core_build_id.empty()) {
-          fi.status = MappedFileInfo::Status::kUnverifiable;
-          fi.detail = "the core does not hold this file's build-id note";
-        } else if (fi.core_build_id != fi.disk_build_id) {
-          fi.status = MappedFileInfo::Status::kMismatch;
-          fi.detail =
-              fmt::format("build-id on disk {} differs from core {}",
-                          fi.disk_build_id.empty() ? "(none)" : fi.disk_build_id, fi.core_build_id);
-        } else {
-          fi.status = MappedFileInfo::Status::kVerified;
-        }
-        if (fi.status != MappedFileInfo::Status::kVerified) {
-          munmap(addr, len);
-        } else {
-          mappings_.push_back({addr, len});
-          for (size_t ri : file_ranges[fidx]) {
-            const MappedRange& r = ranges_[ri];
-            if (r.file_offset >= len) continue;
-            uint64_t end = std::min<uint64_t>(r.end, r.start + (len - r.file_offset));
-            file_segs.push_back({r.start, end, SegmentInfo::Kind::kFile,
-                                 static_cast<const uint8_t*>(addr) + r.file_offset,
-                                 static_cast<int>(fidx)});
-          }
-        }
-      }
-    }
+    verify_file(fidx, file_ranges[fidx], dir_exists, file_segs);
     if (is_exe && !opts.exe_path.empty() && fi.status == MappedFileInfo::Status::kMismatch)
       warnings_.push_back(
           fmt::format("--exe {} does not match the core: {}", opts.exe_path, fi.detail));

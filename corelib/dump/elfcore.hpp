@@ -3,7 +3,10 @@
 // mapped files on disk (NT_FILE) when their build-ids match the core's.
 #pragma once
 
+#include <elf.h>
+
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -134,7 +137,11 @@ class CoreFile final : public Memory {
   CoreFile() = default;
   Result<void> parse(const CoreOptions* opts);
   void parse_notes(const uint8_t* p, size_t n);
+  void load_phdr(const Elf64_Phdr& ph, size_t i, std::vector<Seg>& core, std::vector<Seg>& missing);
+  std::vector<Seg> without_overlaps(std::vector<Seg> core);
   void fill_from_files(const CoreOptions& opts);
+  void verify_file(size_t fidx, const std::vector<size_t>& rs,
+                   std::map<std::string, bool>& dir_exists, std::vector<Seg>& file_segs);
   void build_segments(std::vector<Seg> core, std::vector<Seg> missing, std::vector<Seg> file);
   const Seg* find(uint64_t addr) const;
 

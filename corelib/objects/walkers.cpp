@@ -416,6 +416,8 @@ namespace {
 template <Back B>
 WalkResult walk_buckets_t(const Memory& mem, uint64_t base, uint64_t nbuckets, uint64_t bucket_size,
                           BucketKind kind, uint64_t member_off, const WalkLimits& lim) {
+  // A hot loop, kept whole (docs/architecture.md lists it): its lanes, ring
+  // of pending buckets and limits are one state every round touches.
   // Chains are short and scattered, so every node is a cache miss. kLanes
   // consecutive buckets are walked together, one node per lane per round:
   // each lane's next node is prefetched a round before it is read, so the

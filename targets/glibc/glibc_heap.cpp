@@ -256,115 +256,120 @@ HeapInput heap_input_from_core(const CoreFile& core, const ModuleSet& mods) {
   return in;
 }
 
-Result<HeapWalk> walk_glibc_heap(const Memory& mem, const HeapInput& in, const HeapLimits& limits) {
-  Reader rd(mem);
-  HeapWalk out;
-  out.allocator = "glibc";
-  auto details = std::make_shared<GlibcHeap>();
-  GlibcHeap& g = *details;
-  Walker w{rd, limits, out, g, {}, {}, 0};
+namespace {
 
-  // Thread heaps: 64 MiB-aligned, heap_info first. A heap whose ar_ptr is
-  // heap+48 holds its arena's malloc_state and names the arena.
-  std::vector<uint64_t> heap_starts;
-  std::vector<uint64_t> arenas;
+// The arenas: thread heaps (64 MiB-aligned, heap_info first; a heap whose
+// ar_ptr is heap+48 holds its arena's malloc_state and names the arena),
+// the ring of arenas through malloc_state.next, and main_arena (the one
+// member not inside a thread heap, else found in libc's data).
+struct Arenas {
+  std::vector<uint64_t> heap_starts, arenas;
+  uint64_t main_arena = 0;
+};
+
+uint64_t scan_libc_data(const Reader& rd, const HeapInput& in);
+
+Arenas find_arenas(const Reader& rd, const HeapInput& in) {
+  Arenas f;
   for (const auto& r : in.anon) {
     if (r.first > ~uint64_t{0} - kHeapMax) continue;  // no aligned start fits (vsyscall page)
     for (uint64_t a = (r.first + kHeapMax - 1) & ~(kHeapMax - 1);
          a >= r.first && a < r.second && r.second - a > kHeapInfoSize; a += kHeapMax) {
       uint64_t ar;
       if (!rd.u64(a, &ar)) continue;
-      heap_starts.push_back(a);
-      if (ar == a + kHeapInfoSize) arenas.push_back(ar);
+      f.heap_starts.push_back(a);
+      if (ar == a + kHeapInfoSize) f.arenas.push_back(ar);
     }
   }
-  // The ring of arenas through malloc_state.next includes main_arena, the one
-  // member not inside a thread heap.
   auto follow_ring = [&](uint64_t from) {
     uint64_t p = from;
     for (int n = 0; n < 4096; ++n) {
       uint64_t next;
       if (!rd.u64(p + kOffNext, &next) || next == 0) return;
       if ((next & (kHeapMax - 1)) != kHeapInfoSize)
-        g.main_arena = next;
-      else if (std::find(arenas.begin(), arenas.end(), next) == arenas.end())
-        arenas.push_back(next);
+        f.main_arena = next;
+      else if (std::find(f.arenas.begin(), f.arenas.end(), next) == f.arenas.end())
+        f.arenas.push_back(next);
       if (next == from) return;
       p = next;
     }
   };
-  if (!arenas.empty()) follow_ring(arenas.front());
-  if (!g.main_arena) {
-    // libc's data is a few hundred KiB; a forged core can claim terabytes.
-    // Skip unreadable pages and stop after 32 MiB of candidates.
-    uint64_t budget = uint64_t{1} << 22;
-    for (const auto& r : in.libc_data) {
-      for (uint64_t p = (r.first + 7) & ~uint64_t{7};
-           p + kStateSize <= r.second && p + kStateSize > p && budget; p += 8, --budget) {
-        uint64_t w;
-        if (!rd.u64(p, &w)) {
-          uint64_t next_page = (p | (kPage - 1)) + 1;
-          if (next_page <= p) break;
-          p = next_page - 8;
-          continue;
-        }
-        if (plausible_main_arena(rd, in.anon, p)) {
-          g.main_arena = p;
-          break;
-        }
-      }
-      if (g.main_arena || !budget) break;
-    }
-    if (g.main_arena) follow_ring(g.main_arena);
+  if (!f.arenas.empty()) follow_ring(f.arenas.front());
+  if (!f.main_arena) {
+    f.main_arena = scan_libc_data(rd, in);
+    if (f.main_arena) follow_ring(f.main_arena);
   }
-  if (!g.main_arena && arenas.empty())
-    return make_error(
-        Errc::kNotFound,
-        "no glibc malloc arena found (not a glibc heap, or libc's data is not in the image)");
-  out.stats.arenas = arenas.size() + (g.main_arena ? 1 : 0);
+  return f;
+}
 
-  Ranges heap_ranges;
-  if (g.main_arena) {
-    uint64_t top = 0, tophead = 0;
-    rd.u64(g.main_arena + kOffTop, &top);
-    const auto* r = range_of(in.anon, top);
-    if (r && rd.u64(top + 8, &tophead) && (tophead & kSizeMask) <= r->second - top) {
-      uint64_t end = top + (tophead & kSizeMask);
-      // The main heap starts at the brk base: the start of its VMA.
-      HeapRegion hr{HeapRegion::Kind::kMain, r->first, end, g.main_arena, true};
-      hr.complete = w.chain(r->first, end, top);
-      out.regions.push_back(hr);
-      heap_ranges.emplace_back(r->first, end);
-      ++g.heaps;
-    } else {
-      out.warnings.push_back(
-          fmt::format("main_arena {:#x}: top chunk {:#x} is not in the image or overruns it",
-                      g.main_arena, top));
+// main_arena in libc's data, by its shape. libc's data is a few hundred KiB;
+// a forged core can claim terabytes: unreadable pages are skipped and the
+// scan stops after 32 MiB of candidates.
+uint64_t scan_libc_data(const Reader& rd, const HeapInput& in) {
+  uint64_t budget = uint64_t{1} << 22;
+  for (const auto& r : in.libc_data) {
+    for (uint64_t p = (r.first + 7) & ~uint64_t{7};
+         p + kStateSize <= r.second && p + kStateSize > p && budget; p += 8, --budget) {
+      uint64_t w;
+      if (!rd.u64(p, &w)) {
+        uint64_t next_page = (p | (kPage - 1)) + 1;
+        if (next_page <= p) break;
+        p = next_page - 8;
+        continue;
+      }
+      if (plausible_main_arena(rd, in.anon, p)) return p;
     }
-    w.fastbins(g.main_arena);
+    if (!budget) break;
   }
-  for (uint64_t a : heap_starts) {
+  return 0;
+}
+
+// The main heap: from the brk base (the start of its VMA) to the end of
+// main_arena's top chunk.
+void walk_main_heap(Walker& w, const HeapInput& in, uint64_t main_arena, Ranges& heap_ranges) {
+  uint64_t top = 0, tophead = 0;
+  w.rd.u64(main_arena + kOffTop, &top);
+  const auto* r = range_of(in.anon, top);
+  if (r && w.rd.u64(top + 8, &tophead) && (tophead & kSizeMask) <= r->second - top) {
+    uint64_t end = top + (tophead & kSizeMask);
+    HeapRegion hr{HeapRegion::Kind::kMain, r->first, end, main_arena, true};
+    hr.complete = w.chain(r->first, end, top);
+    w.out.regions.push_back(hr);
+    heap_ranges.emplace_back(r->first, end);
+    ++w.g.heaps;
+  } else {
+    w.out.warnings.push_back(fmt::format(
+        "main_arena {:#x}: top chunk {:#x} is not in the image or overruns it", main_arena, top));
+  }
+  w.fastbins(main_arena);
+}
+
+// Each thread heap of a known arena, chunk by chunk.
+void walk_thread_heaps(Walker& w, const HeapInput& in, const Arenas& f, Ranges& heap_ranges) {
+  for (uint64_t a : f.heap_starts) {
     uint64_t ar, size;
-    if (!rd.u64(a, &ar) || !rd.u64(a + 16, &size)) continue;
-    if (std::find(arenas.begin(), arenas.end(), ar) == arenas.end()) continue;
+    if (!w.rd.u64(a, &ar) || !w.rd.u64(a + 16, &size)) continue;
+    if (std::find(f.arenas.begin(), f.arenas.end(), ar) == f.arenas.end()) continue;
     if (size < kPage || size > kHeapMax) {
-      out.warnings.push_back(fmt::format("heap {:#x}: implausible size {:#x}", a, size));
+      w.out.warnings.push_back(fmt::format("heap {:#x}: implausible size {:#x}", a, size));
       continue;
     }
     const auto* r = range_of(in.anon, a);
     uint64_t end = std::min(a + size, r->second);
     uint64_t top = 0;
-    rd.u64(ar + kOffTop, &top);
+    w.rd.u64(ar + kOffTop, &top);
     uint64_t first = ar == a + kHeapInfoSize ? a + kFirstChunkWithState : a + kHeapInfoSize;
     HeapRegion hr{HeapRegion::Kind::kThread, first, end, ar, true};
     hr.complete = w.chain(first, end, top);
-    out.regions.push_back(hr);
+    w.out.regions.push_back(hr);
     heap_ranges.emplace_back(a, a + kHeapMax);  // the whole reservation: no mmapped chunk there
-    ++g.heaps;
+    ++w.g.heaps;
   }
-  for (uint64_t ar : arenas) w.fastbins(ar);
+  for (uint64_t ar : f.arenas) w.fastbins(ar);
+}
 
-  // Large requests are mmapped chunks in anonymous memory outside the heaps.
+// Large requests are mmapped chunks in anonymous memory outside the heaps.
+void walk_mmapped(Walker& w, const HeapInput& in, const Ranges& heap_ranges) {
   for (const auto& r : in.anon) {
     uint64_t a = r.first;
     std::vector<std::pair<uint64_t, uint64_t>> inside;
@@ -377,12 +382,12 @@ Result<HeapWalk> walk_glibc_heap(const Memory& mem, const HeapInput& in, const H
     }
     if (a < r.second) w.mmapped(a, r.second);
   }
+}
 
-  for (const auto& c : w.cand)
-    if (!c.mmapped() && c.usable() + 8 == kTcacheStructChunk) w.tcache_candidate(c.user);
-
-  // Filter in place: the walk's memory stays at one 16-byte record per
-  // chunk (plus vector slack) instead of two copies.
+// The candidates less the free chunks found on lists, filtered in place:
+// the walk's memory stays at one record per chunk instead of two copies.
+void keep_in_use(Walker& w) {
+  HeapWalk& out = w.out;
   out.in_use = std::move(w.cand);
   if (!w.free_chunks.empty())
     out.in_use.filter(
@@ -392,6 +397,31 @@ Result<HeapWalk> walk_glibc_heap(const Memory& mem, const HeapInput& in, const H
   out.stats.index_bytes = out.in_use.bytes();
   out.in_use.sort();
   out.stats.in_use = out.in_use.size();
+}
+
+}  // namespace
+
+Result<HeapWalk> walk_glibc_heap(const Memory& mem, const HeapInput& in, const HeapLimits& limits) {
+  Reader rd(mem);
+  HeapWalk out;
+  out.allocator = "glibc";
+  auto details = std::make_shared<GlibcHeap>();
+  GlibcHeap& g = *details;
+  Walker w{rd, limits, out, g, {}, {}, 0};
+  const Arenas f = find_arenas(rd, in);
+  g.main_arena = f.main_arena;
+  if (!g.main_arena && f.arenas.empty())
+    return make_error(
+        Errc::kNotFound,
+        "no glibc malloc arena found (not a glibc heap, or libc's data is not in the image)");
+  out.stats.arenas = f.arenas.size() + (g.main_arena ? 1 : 0);
+  Ranges heap_ranges;
+  if (g.main_arena) walk_main_heap(w, in, g.main_arena, heap_ranges);
+  walk_thread_heaps(w, in, f, heap_ranges);
+  walk_mmapped(w, in, heap_ranges);
+  for (const auto& c : w.cand)
+    if (!c.mmapped() && c.usable() + 8 == kTcacheStructChunk) w.tcache_candidate(c.user);
+  keep_in_use(w);
   if (g.main_arena) out.bookkeeping.emplace_back(g.main_arena, g.main_arena + kMallocStateBytes);
   out.details = std::move(details);
   // A request of n bytes gets at most n + 24 usable bytes (16-byte chunks,

@@ -184,9 +184,11 @@ struct Resolver {
 
 }  // namespace
 
-Result<Layout> resolve_layout(ProfileBinder& bind) {
-  Resolver R{bind, {}};
-  Layout L{};
+namespace {
+
+// Each group resolves the members one part of the report reads; a member
+// the types lack is an error kept in the resolver, reported once at the end.
+void resolve_graphs(Resolver& R, Layout& L) {
   Resolver::T t = R.type("ctx");
   L.ctx_size = R.size(t);
   L.ctx_graphs = R.off(t, "graphs");
@@ -217,7 +219,10 @@ Result<Layout> resolve_layout(ProfileBinder& bind) {
   L.xll_size = R.size(t);
   L.xll_xlator = R.off(t, "xlator");
   L.xll_next = R.off(t, "next");
-  t = R.type("mem_pool");
+}
+
+void resolve_pools(Resolver& R, Layout& L) {
+  Resolver::T t = R.type("mem_pool");
   L.pool_size = R.size(t);
   L.pool_sizeof_type = R.off(t, "sizeof_type");
   L.pool_name = R.off(t, "name");
@@ -248,7 +253,10 @@ Result<Layout> resolve_layout(ProfileBinder& bind) {
   L.hdr.pooled_magic = R.off(t, "magic", 8);
   L.hdr.pooled_p2 = R.off(t, "power_of_two", 4);
   L.hdr.pooled_pool = R.off(t, "pool", 8);
-  t = R.type("itable");
+}
+
+void resolve_itables(Resolver& R, Layout& L) {
+  Resolver::T t = R.type("itable");
   L.it_size = R.size(t);
   L.it_dentry_hashsize = R.off(t, "dentry_hashsize");
   L.it_inode_hashsize = R.off(t, "inode_hashsize");
@@ -292,7 +300,10 @@ Result<Layout> resolve_layout(ProfileBinder& bind) {
   L.fd_inode_list = R.off(t, "inode_list");
   L.fd_inode = R.off(t, "inode");
   L.fd_anonymous = R.off(t, "anonymous");
-  t = R.type("dict");
+}
+
+void resolve_dicts_clients(Resolver& R, Layout& L) {
+  Resolver::T t = R.type("dict");
   L.dict_size = R.size(t);
   L.dict_count = R.off(t, "count");
   L.dict_refcount = R.off(t, "refcount");
@@ -338,9 +349,12 @@ Result<Layout> resolve_layout(ProfileBinder& bind) {
   L.fe_size = R.size(t);
   L.fe_fd = R.off(t, "fd");
   L.fe_next_free = R.off(t, "next_free");
+}
+
+void resolve_call_stacks(Resolver& R, Layout& L) {
   L.ctx_pool = R.off(R.type("ctx"), "pool");
   L.cp_all_frames = R.off(R.type("call_pool"), "all_frames");
-  t = R.type("call_stack");
+  Resolver::T t = R.type("call_stack");
   L.cs_size = R.size(t);
   L.cs_all_frames = R.off(t, "all_frames");
   L.cs_state = R.off(t, "state");
@@ -353,6 +367,18 @@ Result<Layout> resolve_layout(ProfileBinder& bind) {
   L.cf_frames = R.off(t, "frames");
   L.cf_local = R.off(t, "local");
   L.cf_this = R.off(t, "this");
+}
+
+}  // namespace
+
+Result<Layout> resolve_layout(ProfileBinder& bind) {
+  Resolver R{bind, {}};
+  Layout L{};
+  resolve_graphs(R, L);
+  resolve_pools(R, L);
+  resolve_itables(R, L);
+  resolve_dicts_clients(R, L);
+  resolve_call_stacks(R, L);
   if (!R.error.empty())
     return make_error(
         Errc::kNotFound,
@@ -495,6 +521,112 @@ Result<void> validate(Ctx& c, const std::map<uint64_t, uint64_t>& mem_pool_sizes
 }  // namespace
 }  // namespace gf
 
+namespace {
+
+using namespace gf;
+
+// Each xlator's memory accounting: its records by type, read once per
+// mem_acct (xlators may share one); the index of each by address.
+std::unordered_map<uint64_t, size_t> read_memacct(Ctx& c) {
+  const Memory& mem = c.mem;
+  const Layout& L = c.L;
+  GlusterReport& r = c.r;
+  std::unordered_map<uint64_t, size_t> acct_at;
+  for (size_t i = 0; i < r.xlators.size(); ++i) {
+    uint64_t a = r.xlators[i].mem_acct;
+    if (!a || acct_at.count(a)) continue;
+    View av = view(mem, a, L.acct_rec);
+    if (!av) continue;
+    GfMemAcct ma;
+    ma.xlator = i;
+    ma.addr = a;
+    ma.num_types = std::min<uint32_t>(av.u32(L.acct_num_types), 1u << 16);
+    ma.refcnt = av.i64(L.acct_refcnt);
+    ma.types.resize(ma.num_types);
+    View recs = view(mem, a + L.acct_rec, ma.num_types * L.rec_size);
+    for (uint32_t t = 0; t < ma.num_types; ++t) {
+      ma.types[t].type = t;
+      if (!recs) continue;
+      ma.types[t].num_allocs = recs.i64(t * L.rec_size + L.rec_num_allocs);
+      uint64_t ts = recs.u64(t * L.rec_size + L.rec_typestr);
+      if (ts) ma.types[t].typestr = cstr(mem, ts, 128);
+    }
+    acct_at[a] = r.memacct.size();
+    r.memacct.push_back(std::move(ma));
+  }
+  return acct_at;
+}
+
+// One pass over the heap's in-use chunks: a pooled object of a known pool
+// is live in it, one mem_put() marked waits on a free list, and a GF_MALLOC
+// block counts for its xlator's type.
+void classify_blocks(Ctx& c, const HeapWalk& hw,
+                     const std::unordered_map<uint64_t, size_t>& pool_at,
+                     const std::vector<uint32_t>& pool_p2,
+                     const std::unordered_map<uint64_t, size_t>& acct_at) {
+  const Memory& mem = c.mem;
+  const Layout& L = c.L;
+  GlusterReport& r = c.r;
+  Memory::Window win;
+  GfHeader gh;
+  const GfHeaderLayout& H = L.hdr;
+  for (const auto& ch : hw.in_use) {
+    const uint8_t* h = mem.direct(win, ch.user, H.pooled_size);
+    if (!h) continue;
+    uint64_t magic, pool;
+    std::memcpy(&magic, h + H.pooled_magic, 8);
+    if (magic == kPoolMagic && ch.usable() >= H.pooled_size) {
+      std::memcpy(&pool, h + H.pooled_pool, 8);
+      auto it = pool_at.find(pool);
+      uint32_t p2;
+      std::memcpy(&p2, h + H.pooled_p2, 4);
+      if (it != pool_at.end() && p2 == pool_p2[it->second]) {
+        r.pools[it->second].live.push_back(ch.user + H.pooled_size);
+        ++r.pooled_live;
+        continue;
+      }
+    }
+    if (magic == kPoolInvalidMagic && ch.usable() >= H.pooled_size) {
+      // mem_put() marks the header; the chunk waits on a pool free list.
+      std::memcpy(&pool, h + H.pooled_pool, 8);
+      if (pool_at.count(pool)) {
+        r.dead_pooled.push_back(ch.user);
+        continue;
+      }
+    }
+    if (!gf_header(mem, win, ch.user, ch.usable(), L.hdr, &gh)) continue;
+    auto it = acct_at.find(gh.acct);
+    if (it == acct_at.end()) continue;
+    GfMemAcct& ma = r.memacct[it->second];
+    if (gh.type >= ma.num_types) continue;
+    ma.types[gh.type].live_blocks++;
+    ma.types[gh.type].live_bytes += gh.size;
+    ++r.gf_blocks;
+  }
+}
+
+// Counters GlusterFS keeps against what the heap holds.
+void counter_findings(GlusterReport& r) {
+  for (auto& ma : r.memacct) {
+    std::erase_if(ma.types,
+                  [](const GfMemType& t) { return t.num_allocs == 0 && t.live_blocks == 0; });
+    for (const auto& t : ma.types)
+      if (t.num_allocs >= 0 && static_cast<uint64_t>(t.num_allocs) != t.live_blocks)
+        r.findings.push_back(
+            {"counter-mismatch", ma.addr,
+             fmt::format("{}: {} num_allocs={} but {} live blocks in the heap",
+                         r.xlators[ma.xlator].name, t.typestr, t.num_allocs, t.live_blocks)});
+  }
+  for (const auto& p : r.pools)
+    if (p.active >= 0 && static_cast<uint64_t>(p.active) != p.live.size())
+      r.findings.push_back(
+          {"counter-mismatch", p.addr,
+           fmt::format("mem-pool {} ({}): active-count={} but {} live objects in the heap", p.name,
+                       p.xl_name, p.active, p.live.size())});
+}
+
+}  // namespace
+
 Result<GlusterReport> analyze_gluster(Program& prog, const GlusterSections& sec) {
   using namespace gf;
   auto t0 = std::chrono::steady_clock::now();
@@ -557,81 +689,11 @@ Result<GlusterReport> analyze_gluster(Program& prog, const GlusterSections& sec)
     pool_at[r.pools[i].addr] = i;
     pool_p2[i] = r.pools[i].padded ? __builtin_ctzll(r.pools[i].padded) : 0;
   }
-  std::unordered_map<uint64_t, size_t> acct_at;
-  for (size_t i = 0; i < r.xlators.size(); ++i) {
-    uint64_t a = r.xlators[i].mem_acct;
-    if (!a || acct_at.count(a)) continue;
-    View av = view(mem, a, L.acct_rec);
-    if (!av) continue;
-    GfMemAcct ma;
-    ma.xlator = i;
-    ma.addr = a;
-    ma.num_types = std::min<uint32_t>(av.u32(L.acct_num_types), 1u << 16);
-    ma.refcnt = av.i64(L.acct_refcnt);
-    ma.types.resize(ma.num_types);
-    View recs = view(mem, a + L.acct_rec, ma.num_types * L.rec_size);
-    for (uint32_t t = 0; t < ma.num_types; ++t) {
-      ma.types[t].type = t;
-      if (!recs) continue;
-      ma.types[t].num_allocs = recs.i64(t * L.rec_size + L.rec_num_allocs);
-      uint64_t ts = recs.u64(t * L.rec_size + L.rec_typestr);
-      if (ts) ma.types[t].typestr = cstr(mem, ts, 128);
-    }
-    acct_at[a] = r.memacct.size();
-    r.memacct.push_back(std::move(ma));
-  }
-  const GfHeaderLayout& H = L.hdr;
-  for (const auto& ch : hw.in_use) {
-    const uint8_t* h = mem.direct(win, ch.user, H.pooled_size);
-    if (!h) continue;
-    uint64_t magic, pool;
-    std::memcpy(&magic, h + H.pooled_magic, 8);
-    if (magic == kPoolMagic && ch.usable() >= H.pooled_size) {
-      std::memcpy(&pool, h + H.pooled_pool, 8);
-      auto it = pool_at.find(pool);
-      uint32_t p2;
-      std::memcpy(&p2, h + H.pooled_p2, 4);
-      if (it != pool_at.end() && p2 == pool_p2[it->second]) {
-        r.pools[it->second].live.push_back(ch.user + H.pooled_size);
-        ++r.pooled_live;
-        continue;
-      }
-    }
-    if (magic == kPoolInvalidMagic && ch.usable() >= H.pooled_size) {
-      // mem_put() marks the header; the chunk waits on a pool free list.
-      std::memcpy(&pool, h + H.pooled_pool, 8);
-      if (pool_at.count(pool)) {
-        r.dead_pooled.push_back(ch.user);
-        continue;
-      }
-    }
-    if (!gf_header(mem, win, ch.user, ch.usable(), L.hdr, &gh)) continue;
-    auto it = acct_at.find(gh.acct);
-    if (it == acct_at.end()) continue;
-    GfMemAcct& ma = r.memacct[it->second];
-    if (gh.type >= ma.num_types) continue;
-    ma.types[gh.type].live_blocks++;
-    ma.types[gh.type].live_bytes += gh.size;
-    ++r.gf_blocks;
-  }
+  std::unordered_map<uint64_t, size_t> acct_at = read_memacct(c);
+  classify_blocks(c, hw, pool_at, pool_p2, acct_at);
   r.heap_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - th).count();
-  for (auto& ma : r.memacct) {
-    std::erase_if(ma.types,
-                  [](const GfMemType& t) { return t.num_allocs == 0 && t.live_blocks == 0; });
-    for (const auto& t : ma.types)
-      if (t.num_allocs >= 0 && static_cast<uint64_t>(t.num_allocs) != t.live_blocks)
-        r.findings.push_back(
-            {"counter-mismatch", ma.addr,
-             fmt::format("{}: {} num_allocs={} but {} live blocks in the heap",
-                         r.xlators[ma.xlator].name, t.typestr, t.num_allocs, t.live_blocks)});
-  }
-  for (const auto& p : r.pools)
-    if (p.active >= 0 && static_cast<uint64_t>(p.active) != p.live.size())
-      r.findings.push_back(
-          {"counter-mismatch", p.addr,
-           fmt::format("mem-pool {} ({}): active-count={} but {} live objects in the heap", p.name,
-                       p.xl_name, p.active, p.live.size())});
+  counter_findings(r);
 
   if (sec.itable) read_itables(c);
   if (sec.dicts) read_dicts(c);

@@ -138,8 +138,8 @@ void hold_file(const Memory& mem, Scan& s, uint64_t f, const KFileHolder& h) {
   s.files[it->second].holders.push_back(h);
 }
 
-Result<Scan> scan(KernelTarget& k, const KernelLimits& lim, bool want_mounts) {
-  Scan s;
+// Every task: its root and pwd, its executable, and its open files.
+Result<void> scan_tasks(KernelTarget& k, const KernelLimits& lim, Scan& s) {
   const Memory& mem = k.mem();
   std::vector<uint8_t> scratch, fdbuf;
   LR_ASSIGN(Layout task, Layout::of(k, "task"));
@@ -227,9 +227,14 @@ Result<Scan> scan(KernelTarget& k, const KernelLimits& lim, bool want_mounts) {
       if (f) hold_file(mem, s, f, {pid, comm, static_cast<int>(fd)});
     }
   }
+  return {};
+}
 
-  // Super blocks, and through each one's s_mounts every mount (internal
-  // kern_mounts included), for the dentry references mounts hold.
+// Super blocks, and through each one's s_mounts every mount (internal
+// kern_mounts included), for the dentry references mounts hold.
+Result<void> scan_mounts(KernelTarget& k, const KernelLimits& lim, bool want_mounts, Scan& s) {
+  const Memory& mem = k.mem();
+  std::vector<uint8_t> scratch;
   LR_ASSIGN(Layout sb, Layout::of(k, "super_block"));
   LR_ASSIGN(uint64_t sb_list, sb.off("s_list"));
   LR_ASSIGN(uint64_t super_blocks, ksymbol(k, "super_blocks"));
@@ -296,6 +301,13 @@ Result<Scan> scan(KernelTarget& k, const KernelLimits& lim, bool want_mounts) {
       }
     }
   }
+  return {};
+}
+
+Result<Scan> scan(KernelTarget& k, const KernelLimits& lim, bool want_mounts) {
+  Scan s;
+  LR_TRY(scan_tasks(k, lim, s));
+  LR_TRY(scan_mounts(k, lim, want_mounts, s));
   return s;
 }
 
@@ -423,46 +435,187 @@ Result<KModuleReport> kernel_modules(KernelTarget& k, const KernelLimits& lim) {
 
 namespace kint {
 
-Result<KInodeReport> inodes_from(KernelTarget& k, Scan& s, const KInodeFilter& flt,
-                                 const KernelLimits& lim) {
-  const Memory& mem = k.mem();
-  KInodeReport rep;
-  rep.warnings = s.warnings;
-  rep.tasks = s.tasks;
-  std::vector<uint8_t> scratch, dscratch;
-  LR_ASSIGN(Layout sb, Layout::of(k, "super_block"));
-  LR_ASSIGN(uint64_t sb_type, sb.off("s_type"));
-  LR_ASSIGN(auto sb_id, sb.bytes("s_id"));
-  LR_ASSIGN(uint64_t sb_root, sb.off("s_root"));
-  LR_ASSIGN(uint64_t sb_inodes, sb.off("s_inodes"));
-  LR_ASSIGN(Layout fst, Layout::of(k, "file_system_type"));
-  LR_ASSIGN(uint64_t fst_name, fst.off("name"));
-  LR_ASSIGN(Layout ino, Layout::of(k, "inode"));
-  LR_ASSIGN(uint64_t i_sb_list, ino.off("i_sb_list"));
-  LR_ASSIGN(IntField i_ino, ino.field("i_ino"));
-  LR_ASSIGN(IntField i_count, ino.field("i_count", true));
-  LR_ASSIGN(IntField i_nlink, ino.field("i_nlink"));
-  LR_ASSIGN(IntField i_state, ino.field("i_state"));
-  LR_ASSIGN(IntField i_mode, ino.field("i_mode"));
-  LR_ASSIGN(uint64_t i_dentry, ino.off("i_dentry"));
-  LR_ASSIGN(Layout den, Layout::of(k, "dentry"));
-  LR_ASSIGN(uint64_t d_alias, den.off("d_u.d_alias"));
-  LR_ASSIGN(IntField d_count, den.field("d_lockref", true));
-  LR_ASSIGN(uint64_t d_name, den.off("d_name.name"));
-  // Children: a list_head of d_child links, or (6.8+) an hlist of d_sib.
-  LR_ASSIGN(uint64_t d_children, den.off("children"));
-  LR_ASSIGN(uint64_t d_sibling, den.off("sibling"));
-  LR_ASSIGN(bool children_hlist, den.hlist("children"));
-  LR_ASSIGN(uint64_t d_parent, den.off("d_parent"));
+namespace {
+
+// What the inode report reads of the kernel's types, resolved once.
+struct InodeLayout {
+  Layout sb, fst, ino, den, vma, rbn;
+  uint64_t sb_type = 0, sb_root = 0, sb_inodes = 0, fst_name = 0;
+  std::pair<uint64_t, uint64_t> sb_id;
+  uint64_t i_sb_list = 0, i_dentry = 0, i_mmap = 0;
+  IntField i_ino, i_count, i_nlink, i_state, i_mode, d_count;
+  uint64_t d_alias = 0, d_name = 0, d_children = 0, d_sibling = 0, d_parent = 0;
+  bool children_hlist = false;  // children: a list_head of d_child, or (6.8+) an hlist of d_sib
+  uint64_t vma_rb = 0, vma_file = 0, vma_mm = 0, rb_left = 0, rb_right = 0;
+
+  static Result<InodeLayout> of(KernelTarget& k) {
+    InodeLayout l;
+    LR_ASSIGN(l.sb, Layout::of(k, "super_block"));
+    LR_ASSIGN(l.sb_type, l.sb.off("s_type"));
+    LR_ASSIGN(l.sb_id, l.sb.bytes("s_id"));
+    LR_ASSIGN(l.sb_root, l.sb.off("s_root"));
+    LR_ASSIGN(l.sb_inodes, l.sb.off("s_inodes"));
+    LR_ASSIGN(l.fst, Layout::of(k, "file_system_type"));
+    LR_ASSIGN(l.fst_name, l.fst.off("name"));
+    LR_ASSIGN(l.ino, Layout::of(k, "inode"));
+    LR_ASSIGN(l.i_sb_list, l.ino.off("i_sb_list"));
+    LR_ASSIGN(l.i_ino, l.ino.field("i_ino"));
+    LR_ASSIGN(l.i_count, l.ino.field("i_count", true));
+    LR_ASSIGN(l.i_nlink, l.ino.field("i_nlink"));
+    LR_ASSIGN(l.i_state, l.ino.field("i_state"));
+    LR_ASSIGN(l.i_mode, l.ino.field("i_mode"));
+    LR_ASSIGN(l.i_dentry, l.ino.off("i_dentry"));
+    LR_ASSIGN(l.den, Layout::of(k, "dentry"));
+    LR_ASSIGN(l.d_alias, l.den.off("d_u.d_alias"));
+    LR_ASSIGN(l.d_count, l.den.field("d_lockref", true));
+    LR_ASSIGN(l.d_name, l.den.off("d_name.name"));
+    LR_ASSIGN(l.d_children, l.den.off("children"));
+    LR_ASSIGN(l.d_sibling, l.den.off("sibling"));
+    LR_ASSIGN(l.children_hlist, l.den.hlist("children"));
+    LR_ASSIGN(l.d_parent, l.den.off("d_parent"));
+    // Mappings: vm_area_structs in each inode's i_mmap tree.
+    LR_ASSIGN(l.i_mmap, l.ino.off("i_data.i_mmap.rb_root.rb_node"));
+    LR_ASSIGN(l.vma, Layout::of(k, "vma"));
+    LR_ASSIGN(l.vma_rb, l.vma.off("shared.rb"));
+    LR_ASSIGN(l.vma_file, l.vma.off("vm_file"));
+    LR_ASSIGN(l.vma_mm, l.vma.off("vm_mm"));
+    LR_ASSIGN(l.rbn, Layout::of(k, "rb_node"));
+    LR_ASSIGN(l.rb_left, l.rbn.off("rb_left"));
+    LR_ASSIGN(l.rb_right, l.rbn.off("rb_right"));
+    return l;
+  }
+};
+
+// The inode report over one scan: super blocks, their inodes, each inode's
+// dentries and mappings.
+class InodeReporter {
+ public:
+  InodeReporter(const Memory& mem, const InodeLayout& l, Scan& s, const KernelLimits& lim,
+                KInodeReport& rep)
+      : mem_(mem), l_(l), s_(s), lim_(lim), rep_(rep) {}
+
+  // One super block's inodes, filtered; false when `flt` leaves it out.
+  Result<bool> super_block(uint64_t b, const KInodeFilter& flt, KSuperBlock& ks) {
+    const uint8_t* sbb = object_bytes(mem_, b, l_.sb.size, scratch_);
+    if (!sbb) {
+      rep_.warnings.push_back(fmt::format("super_block {:#x}: not readable", b));
+      return false;
+    }
+    ks.addr = b;
+    ks.id = cstr_at(sbb, l_.sb_id.first, l_.sb_id.second);
+    ks.root = ptr_at(sbb, l_.sb_root);
+    ks.s_inodes = b + l_.sb_inodes;
+    if (auto it = s_.sb_mounts.find(b); it != s_.sb_mounts.end()) ks.mounts = it->second;
+    uint64_t typep = ptr_at(sbb, l_.sb_type), namep = 0;
+    if (typep && mem_.read(typep + l_.fst_name, &namep, 8).ok() && namep) {
+      auto n = mem_.read_cstring(namep, 64);
+      if (n.ok()) ks.fstype = n.value();
+    }
+    if (!flt.fstype.empty() && flt.fstype != ks.fstype) return false;
+    std::vector<uint64_t> inodes =
+        list_objects(mem_, b + l_.sb_inodes, l_.i_sb_list, lim_,
+                     fmt::format("super_block {:#x} ({}) s_inodes", b, ks.fstype), &rep_.warnings,
+                     &ks.inode_walk);
+    const FsPin pin = fs_pin(ks.fstype);
+    for (uint64_t ia : inodes) {
+      if (interrupted(lim_)) return make_error(Errc::kInterrupted, "interrupted");
+      inode(ia, ks, pin, flt);
+    }
+    return true;
+  }
+
+ private:
+  void inode(uint64_t ia, KSuperBlock& ks, const FsPin& pin, const KInodeFilter& flt) {
+    const uint8_t* ib = object_bytes(mem_, ia, l_.ino.size, scratch_);
+    if (!ib) {
+      rep_.warnings.push_back(fmt::format("inode {:#x}: not readable", ia));
+      return;
+    }
+    KInode ki;
+    ki.addr = ia;
+    ki.ino = static_cast<uint64_t>(l_.i_ino.load(ib));
+    ki.i_count = l_.i_count.load(ib);
+    ki.i_nlink = static_cast<uint64_t>(l_.i_nlink.load(ib));
+    ki.i_state = static_cast<uint64_t>(l_.i_state.load(ib));
+    ki.i_mode = static_cast<uint64_t>(l_.i_mode.load(ib));
+    if (uint64_t root = ptr_at(ib, l_.i_mmap)) add_mappings(ia, root);
+    // i_dentry aliases: an hlist through dentry.d_u.d_alias.
+    WalkLimits al;
+    al.max_nodes = 4096;
+    WalkResult aliases = walk_hlist(mem_, ia + l_.i_dentry, l_.d_alias, al);
+    if (!aliases.ok())
+      rep_.warnings.push_back(fmt::format("inode {:#x}: i_dentry walk stopped ({}): {}", ia,
+                                          walk_stop_name(aliases.stop), aliases.stop_detail));
+    std::vector<uint64_t> name_ptrs;  // names are read only for inodes reported
+    for (uint64_t d : aliases.objects) {
+      const uint8_t* db = object_bytes(mem_, d, l_.den.size, dscratch_);
+      if (!db) {
+        rep_.warnings.push_back(fmt::format("inode {:#x}: dentry {:#x} not readable", ia, d));
+        break;
+      }
+      name_ptrs.push_back(ptr_at(db, l_.d_name));
+      ki.dentries.push_back(dentry(d, db, ks, pin, name_ptrs.back()));
+      ++rep_.dentries;
+    }
+    if (auto it = s_.files_by_inode.find(ia); it != s_.files_by_inode.end())
+      for (size_t fi : it->second) ki.files.push_back(fi);
+    ki.unexplained = ki.i_count - static_cast<int64_t>(ki.dentries.size());
+    ++rep_.inodes;
+    ++ks.inode_count;
+    bool flagged = ki.flagged();
+    if (flagged) ++rep_.flagged, ++ks.flagged;
+    if (flt.held_only && !flagged && ki.files.empty()) return;
+    for (size_t i = 0; i < ki.dentries.size(); ++i) {
+      if (ki.dentries[i].name.empty()) ki.dentries[i].name = dentry_name(mem_, name_ptrs[i]);
+      ki.dentries[i].path = dentry_path(ki.dentries[i].addr, ks);
+    }
+    ks.inodes.push_back(std::move(ki));
+  }
+
+  // A dentry's count against what holds it: children, open files, mounts,
+  // tasks' root and pwd, and the file system's own pin.
+  KDentry dentry(uint64_t d, const uint8_t* db, const KSuperBlock& ks, const FsPin& pin,
+                 uint64_t name_ptr) {
+    KDentry kd;
+    kd.addr = d;
+    kd.count = l_.d_count.load(db);
+    const uint64_t first = ptr_at(db, l_.d_children);
+    if (l_.children_hlist ? first != 0 : first != d + l_.d_children) {
+      WalkLimits wl;
+      wl.max_nodes = lim_.max_objects;
+      wl.interrupted = lim_.interrupted;
+      kd.children = (l_.children_hlist ? walk_hlist(mem_, d + l_.d_children, l_.d_sibling, wl)
+                                       : walk_list(mem_, d + l_.d_children, l_.d_sibling, wl))
+                        .objects.size();
+    }
+    if (auto it = s_.files_by_dentry.find(d); it != s_.files_by_dentry.end())
+      kd.files = it->second.size();
+    if (auto it = s_.mount_refs.find(d); it != s_.mount_refs.end()) kd.mount_refs = it->second;
+    if (auto it = s_.fs_refs.find(d); it != s_.fs_refs.end()) kd.fs_refs = it->second;
+    if (d == ks.root) {
+      kd.pinned = pin.root;
+    } else if (pin.proc) {
+      kd.name = dentry_name(mem_, name_ptr);
+      kd.pinned =
+          ptr_at(db, l_.d_parent) == ks.root && (kd.name == "self" || kd.name == "thread-self");
+    } else {
+      kd.pinned = pin.child;
+    }
+    int64_t held = static_cast<int64_t>(kd.children + kd.files + kd.mount_refs + kd.fs_refs +
+                                        kd.pinned + (d == ks.root ? 1 : 0));
+    kd.unexplained = kd.count - held;
+    return kd;
+  }
+
   // The names from `d` up to its file system's root (bounded; a loop ends
   // it), under the super block's first mount point.
-  auto dentry_path = [&](uint64_t d, const KSuperBlock& sbk) {
+  std::string dentry_path(uint64_t d, const KSuperBlock& sbk) const {
     std::vector<std::string> parts;
     for (int up = 0; d && up < 256; ++up) {
       uint64_t parent = 0, name = 0;
-      if (!mem.read(d + d_parent, &parent, 8).ok() || parent == d) break;
-      if (!mem.read(d + d_name, &name, 8).ok()) break;
-      std::string n = dentry_name(mem, name);
+      if (!mem_.read(d + l_.d_parent, &parent, 8).ok() || parent == d) break;
+      if (!mem_.read(d + l_.d_name, &name, 8).ok()) break;
+      std::string n = dentry_name(mem_, name);
       parts.push_back(n.empty() ? "?" : n);
       d = parent;
     }
@@ -472,144 +625,60 @@ Result<KInodeReport> inodes_from(KernelTarget& k, Scan& s, const KInodeFilter& f
     std::string p;
     for (auto it = parts.rbegin(); it != parts.rend(); ++it) p += "/" + *it;
     return base + (p.empty() ? "/" : p);
-  };
+  }
 
-  // Mappings: vm_area_structs in each inode's i_mmap tree hold their
-  // vm_file (files with no fd left, and the executables of every process).
-  LR_ASSIGN(uint64_t i_mmap, ino.off("i_data.i_mmap.rb_root.rb_node"));
-  LR_ASSIGN(Layout vma, Layout::of(k, "vma"));
-  LR_ASSIGN(uint64_t vma_rb, vma.off("shared.rb"));
-  LR_ASSIGN(uint64_t vma_file, vma.off("vm_file"));
-  LR_ASSIGN(uint64_t vma_mm, vma.off("vm_mm"));
-  LR_ASSIGN(Layout rbn, Layout::of(k, "rb_node"));
-  LR_ASSIGN(uint64_t rb_left, rbn.off("rb_left"));
-  LR_ASSIGN(uint64_t rb_right, rbn.off("rb_right"));
-  auto add_mappings = [&](uint64_t inode, uint64_t root) {
+  // vm_area_structs in the inode's i_mmap tree hold their vm_file (files
+  // with no fd left, and the executables of every process).
+  void add_mappings(uint64_t inode, uint64_t root) {
     std::vector<uint64_t> stack = {root};
     std::unordered_set<uint64_t> seen;
-    while (!stack.empty() && seen.size() < lim.max_objects) {
+    while (!stack.empty() && seen.size() < lim_.max_objects) {
       uint64_t n = stack.back();
       stack.pop_back();
       if (!n || !seen.insert(n).second) continue;  // a loop in a corrupt tree ends here
       uint64_t kids[2] = {}, fm[2] = {};
-      if (!mem.read(n + rb_left, &kids[0], 8).ok() || !mem.read(n + rb_right, &kids[1], 8).ok()) {
-        rep.warnings.push_back(
+      if (!mem_.read(n + l_.rb_left, &kids[0], 8).ok() ||
+          !mem_.read(n + l_.rb_right, &kids[1], 8).ok()) {
+        rep_.warnings.push_back(
             fmt::format("inode {:#x}: i_mmap node {:#x} not readable", inode, n));
         continue;
       }
       stack.push_back(kids[0]);
       stack.push_back(kids[1]);
-      uint64_t v = n - vma_rb;
-      if (!mem.read(v + vma_file, &fm[0], 8).ok() || !mem.read(v + vma_mm, &fm[1], 8).ok() ||
-          !fm[0])
+      uint64_t v = n - l_.vma_rb;
+      if (!mem_.read(v + l_.vma_file, &fm[0], 8).ok() ||
+          !mem_.read(v + l_.vma_mm, &fm[1], 8).ok() || !fm[0])
         continue;
-      auto own = s.mm_owner.find(fm[1]);
+      auto own = s_.mm_owner.find(fm[1]);
       KFileHolder h{0, "?", KFileHolder::kMmap};
-      if (own != s.mm_owner.end()) h = {own->second.first, own->second.second, KFileHolder::kMmap};
-      hold_file(mem, s, fm[0], h);
+      if (own != s_.mm_owner.end()) h = {own->second.first, own->second.second, KFileHolder::kMmap};
+      hold_file(mem_, s_, fm[0], h);
     }
-  };
+  }
+
+  const Memory& mem_;
+  const InodeLayout& l_;
+  Scan& s_;
+  const KernelLimits& lim_;
+  KInodeReport& rep_;
+  std::vector<uint8_t> scratch_, dscratch_;
+};
+
+}  // namespace
+
+Result<KInodeReport> inodes_from(KernelTarget& k, Scan& s, const KInodeFilter& flt,
+                                 const KernelLimits& lim) {
+  KInodeReport rep;
+  rep.warnings = s.warnings;
+  rep.tasks = s.tasks;
+  LR_ASSIGN(const InodeLayout l, InodeLayout::of(k));
+  InodeReporter r(k.mem(), l, s, lim, rep);
   for (uint64_t b : s.super_blocks) {
     if (interrupted(lim)) return make_error(Errc::kInterrupted, "interrupted");
     if (flt.sb && flt.sb != b) continue;
-    const uint8_t* sbb = object_bytes(mem, b, sb.size, scratch);
-    if (!sbb) {
-      rep.warnings.push_back(fmt::format("super_block {:#x}: not readable", b));
-      continue;
-    }
     KSuperBlock ks;
-    ks.addr = b;
-    ks.id = cstr_at(sbb, sb_id.first, sb_id.second);
-    ks.root = ptr_at(sbb, sb_root);
-    ks.s_inodes = b + sb_inodes;
-    if (auto it = s.sb_mounts.find(b); it != s.sb_mounts.end()) ks.mounts = it->second;
-    uint64_t typep = ptr_at(sbb, sb_type), namep = 0;
-    if (typep && mem.read(typep + fst_name, &namep, 8).ok() && namep) {
-      auto n = mem.read_cstring(namep, 64);
-      if (n.ok()) ks.fstype = n.value();
-    }
-    if (!flt.fstype.empty() && flt.fstype != ks.fstype) continue;
-    std::vector<uint64_t> inodes =
-        list_objects(mem, b + sb_inodes, i_sb_list, lim,
-                     fmt::format("super_block {:#x} ({}) s_inodes", b, ks.fstype), &rep.warnings,
-                     &ks.inode_walk);
-    const FsPin pin = fs_pin(ks.fstype);
-    for (uint64_t ia : inodes) {
-      if (interrupted(lim)) return make_error(Errc::kInterrupted, "interrupted");
-      const uint8_t* ib = object_bytes(mem, ia, ino.size, scratch);
-      if (!ib) {
-        rep.warnings.push_back(fmt::format("inode {:#x}: not readable", ia));
-        continue;
-      }
-      KInode ki;
-      ki.addr = ia;
-      ki.ino = static_cast<uint64_t>(i_ino.load(ib));
-      ki.i_count = i_count.load(ib);
-      ki.i_nlink = static_cast<uint64_t>(i_nlink.load(ib));
-      ki.i_state = static_cast<uint64_t>(i_state.load(ib));
-      ki.i_mode = static_cast<uint64_t>(i_mode.load(ib));
-      if (uint64_t root = ptr_at(ib, i_mmap)) add_mappings(ia, root);
-      // i_dentry aliases: an hlist through dentry.d_u.d_alias.
-      WalkLimits al;
-      al.max_nodes = 4096;
-      WalkResult aliases = walk_hlist(mem, ia + i_dentry, d_alias, al);
-      if (!aliases.ok())
-        rep.warnings.push_back(fmt::format("inode {:#x}: i_dentry walk stopped ({}): {}", ia,
-                                           walk_stop_name(aliases.stop), aliases.stop_detail));
-      std::vector<uint64_t> name_ptrs;  // names are read only for inodes reported
-      for (uint64_t d : aliases.objects) {
-        const uint8_t* db = object_bytes(mem, d, den.size, dscratch);
-        if (!db) {
-          rep.warnings.push_back(fmt::format("inode {:#x}: dentry {:#x} not readable", ia, d));
-          break;
-        }
-        KDentry kd;
-        kd.addr = d;
-        kd.count = d_count.load(db);
-        name_ptrs.push_back(ptr_at(db, d_name));
-        const uint64_t first = ptr_at(db, d_children);
-        if (children_hlist ? first != 0 : first != d + d_children) {
-          WalkLimits wl;
-          wl.max_nodes = lim.max_objects;
-          wl.interrupted = lim.interrupted;
-          kd.children = (children_hlist ? walk_hlist(mem, d + d_children, d_sibling, wl)
-                                        : walk_list(mem, d + d_children, d_sibling, wl))
-                            .objects.size();
-        }
-        if (auto it = s.files_by_dentry.find(d); it != s.files_by_dentry.end())
-          kd.files = it->second.size();
-        if (auto it = s.mount_refs.find(d); it != s.mount_refs.end()) kd.mount_refs = it->second;
-        if (auto it = s.fs_refs.find(d); it != s.fs_refs.end()) kd.fs_refs = it->second;
-        if (d == ks.root) {
-          kd.pinned = pin.root;
-        } else if (pin.proc) {
-          kd.name = dentry_name(mem, name_ptrs.back());
-          kd.pinned =
-              ptr_at(db, d_parent) == ks.root && (kd.name == "self" || kd.name == "thread-self");
-        } else {
-          kd.pinned = pin.child;
-        }
-        int64_t held = static_cast<int64_t>(kd.children + kd.files + kd.mount_refs + kd.fs_refs +
-                                            kd.pinned + (d == ks.root ? 1 : 0));
-        kd.unexplained = kd.count - held;
-        ki.dentries.push_back(std::move(kd));
-        ++rep.dentries;
-      }
-      if (auto it = s.files_by_inode.find(ia); it != s.files_by_inode.end())
-        for (size_t fi : it->second) ki.files.push_back(fi);
-      ki.unexplained = ki.i_count - static_cast<int64_t>(ki.dentries.size());
-      ++rep.inodes;
-      ++ks.inode_count;
-      bool flagged = ki.flagged();
-      if (flagged) ++rep.flagged, ++ks.flagged;
-      if (flt.held_only && !flagged && ki.files.empty()) continue;
-      for (size_t i = 0; i < ki.dentries.size(); ++i) {
-        if (ki.dentries[i].name.empty()) ki.dentries[i].name = dentry_name(mem, name_ptrs[i]);
-        ki.dentries[i].path = dentry_path(ki.dentries[i].addr, ks);
-      }
-      ks.inodes.push_back(std::move(ki));
-    }
-    rep.sbs.push_back(std::move(ks));
+    LR_ASSIGN(bool kept, r.super_block(b, flt, ks));
+    if (kept) rep.sbs.push_back(std::move(ks));
   }
   if (rep.flagged) attach_unheld_files(k, s, rep, lim);
   // Files are reported once, in scan order; inodes refer to them by index.
