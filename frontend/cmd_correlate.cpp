@@ -34,8 +34,6 @@ struct CorrelateArgs {
 
 namespace {
 
-const lr::Gfid kRootGfid = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
-
 std::string plural(uint64_t n, const char* one, const char* many) {
   return fmt::format("{} {}", n, n == 1 ? one : many);
 }
@@ -60,9 +58,8 @@ void set_explained(lr::CoreObject& o, const std::map<uint64_t, int64_t>& counts)
                           "pointer in live memory", "pointers in live memory");
 }
 
-// GlusterFS objects: every inode of every table (refs explained by its fds
-// and child dentries, as libglusterfs itself takes them), every live dict
-// and fd (refs explained by the pointers to them found in live memory).
+// GlusterFS objects (targets/glusterfs: which references libglusterfs
+// explains itself); the rest explained by the pointers found in live memory.
 lr::Result<std::vector<lr::CoreObject>> gluster_objects(lr::Program& prog, const CorrelateArgs& a,
                                                         lr::GlusterReport* rep_out,
                                                         std::vector<std::string>* warnings) {
@@ -70,69 +67,11 @@ lr::Result<std::vector<lr::CoreObject>> gluster_objects(lr::Program& prog, const
   lr::GlusterSections sec;
   LR_ASSIGN(*rep_out, lr::analyze_gluster(prog, sec));
   const lr::GlusterReport& r = *rep_out;
-  std::vector<lr::CoreObject> out;
-  std::vector<std::pair<uint64_t, uint64_t>> scan;
-  uint64_t dict_size = 152, fd_size = 120;
-  if (auto t = prog.types().find("dict_t"); t.ok()) dict_size = t.value()->size;
-  if (auto t = prog.types().find("fd_t"); t.ok()) fd_size = t.value()->size;
-  std::set<uint64_t> seen_fd;
-  auto add_fd = [&](const lr::GfFd& fd, const std::string& where) {
-    if (!seen_fd.insert(fd.addr).second) return;
-    lr::CoreObject o;
-    o.addr = fd.addr;
-    o.kind = "fd";
-    o.refcount = fd.refcount;
-    o.label = fmt::format("{} inode {:#x}", where, fd.inode);
-    out.push_back(o);
-    scan.emplace_back(fd.addr, fd_size);
-  };
-  for (const auto& t : r.itables)
-    for (int l = 0; l < lr::GfItable::kNumLists; ++l)
-      for (const auto& in : t.lists[l]) {
-        lr::CoreObject o;
-        o.addr = in.addr;
-        o.kind = "inode";
-        o.refcount = in.ref;
-        // Every fd, every child dentry and every operation in flight that
-        // points at the inode holds one reference (never flagged).
-        o.explained = static_cast<int64_t>(in.fds.size() + in.child_dentries + in.in_flight.size());
-        o.explained_by = fmt::format("{} and {}", plural(in.fds.size(), "fd", "fds"),
-                                     plural(in.child_dentries, "child dentry", "child dentries"));
-        if (!in.in_flight.empty()) {
-          o.explained_by += fmt::format(" and {} in flight (", in.in_flight.size());
-          for (size_t i = 0; i < in.in_flight.size(); ++i) {
-            const lr::GfStack& st = r.stacks[in.in_flight[i].stack];
-            o.explained_by += fmt::format("{}{} unique {}", i ? ", " : "", st.op_name, st.unique);
-          }
-          o.explained_by += ")";
-        }
-        o.label =
-            fmt::format("{} {} gfid {}", t.name, lr::itable_list_name(l), lr::format_gfid(in.gfid));
-        for (auto [x, n] : in.ref_by_xl)
-          o.holders += fmt::format("{}{}={}", o.holders.empty() ? "" : ", ",
-                                   x == SIZE_MAX ? std::string("?") : r.xlators[x].name, n);
-        o.ignore = in.gfid == kRootGfid;  // the root inode's ref is pinned
-        out.push_back(o);
-        for (const auto& fd : in.fds) add_fd(fd, "inode fd");
-      }
-  for (const auto& [slot, fd] : r.fuse_fds) add_fd(fd, fmt::format("fuse fdtable[{}]", slot));
-  for (const auto& cl : r.clients)
-    for (const auto& [slot, fd] : cl.fds)
-      add_fd(fd, fmt::format("client {} fdtable[{}]", cl.index, slot));
-  for (const auto& d : r.dicts) {
-    lr::CoreObject o;
-    o.addr = d.addr;
-    o.kind = "dict";
-    o.refcount = d.refcount;
-    o.label =
-        fmt::format("{} key(s){}", d.count, d.pairs.empty() ? "" : ", first " + d.pairs[0].key);
-    out.push_back(o);
-    scan.emplace_back(d.addr, dict_size);
-  }
-  LR_ASSIGN(auto counts, scan_pointers(prog, r.heap_walk, scan, r.dead_pooled, warnings));
-  for (auto& o : out)
+  lr::GlusterCorrelateObjects g = lr::gluster_correlate_objects(r);
+  LR_ASSIGN(auto counts, scan_pointers(prog, r.heap_walk, g.scan, r.dead_pooled, warnings));
+  for (auto& o : g.objects)
     if (o.kind != "inode") set_explained(o, counts);
-  return out;
+  return std::move(g.objects);
 }
 
 // Any walk: the objects it reaches, refs explained by pointers found.

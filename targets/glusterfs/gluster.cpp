@@ -703,6 +703,8 @@ Result<GlusterReport> analyze_gluster(Program& prog, const GlusterSections& sec)
   if (sec.clients || sec.fds) read_clients(c, root_priv);
   r.heap_walk = std::move(hw);
   r.headers = L.hdr;
+  r.dict_size = L.dict_size;
+  r.fd_size = L.fd_size;
   read_stacks(c);
   if (sec.itable) attribute_in_flight(c);
   if (sec.itable) check_invariants(c);

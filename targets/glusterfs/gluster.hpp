@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "corelib/analyses/correlate.hpp"
 #include "corelib/base/result.hpp"
 #include "corelib/blocks/heap.hpp"
 #include "corelib/debuginfo/program.hpp"
@@ -183,10 +184,22 @@ struct GlusterReport {
   HeapStats heap;
   double heap_ms = 0, total_ms = 0;
   uint64_t pooled_live = 0, gf_blocks = 0;
-  std::vector<uint64_t> dead_pooled;  // in-use chunks holding put-back pooled objects
-  HeapWalk heap_walk;                 // the walk the report was built from
-  GfHeaderLayout headers;             // this build's block headers (from its types)
+  std::vector<uint64_t> dead_pooled;    // in-use chunks holding put-back pooled objects
+  HeapWalk heap_walk;                   // the walk the report was built from
+  GfHeaderLayout headers;               // this build's block headers (from its types)
+  uint64_t dict_size = 0, fd_size = 0;  // sizeof(dict_t), sizeof(fd_t) in this build
 };
+
+// GlusterFS's objects as correlate weighs them against a trace: every inode
+// of every table, its references explained by its fds, child dentries and
+// operations in flight, as libglusterfs itself takes them; every live dict
+// and fd, whose references the caller explains by the pointers to them in
+// live memory (`scan`: each one's address and size).
+struct GlusterCorrelateObjects {
+  std::vector<CoreObject> objects;
+  std::vector<std::pair<uint64_t, uint64_t>> scan;
+};
+GlusterCorrelateObjects gluster_correlate_objects(const GlusterReport& r);
 
 // What GlusterFS made a heap block for, from a report of the same core:
 // "dict_t (pool, fuse)" for a live pooled object, "gf_common_mt_char
