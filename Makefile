@@ -242,6 +242,7 @@ help:
 	@echo "make deps       install the Debian 12 packages building and running leakref needs"
 	@echo "make test       install what the tests need (test-deps), check the layers, run every test"
 	@echo "make check-layers   every include goes down the layers; the engine names no target"
+	@echo "make check-functions  no function over 120 lines but the hot loops docs/architecture.md lists"
 	@echo "make test-sanitize  the same suite under ASan+UBSan (build-san/)"
 	@echo "make fuzz       each libFuzzer target for FUZZ_SECONDS (build-fuzz/)"
 	@echo "make demo       run a fixture, take its core with gcore, walk it"
@@ -276,7 +277,7 @@ DEB_DEPS := g++ make pkg-config libdw-dev libelf-dev libfmt-dev libcli11-dev \
 # needs, chromium for the HTML pages), the fuzzers' and formatter's clang,
 # and the tools the tests read with. Kernels and their headers are not
 # here: scripts/kernel-vmcore downloads them into its cache.
-TEST_DEPS := catch2 python3 python3-jsonschema python3-drgn clang libclang-rt-14-dev clang-format \
+TEST_DEPS := catch2 python3 python3-jsonschema python3-drgn clang libclang-rt-14-dev clang-format clang-tidy \
              glusterfs-server glusterfs-client libglusterfs-dev liburcu-dev libtirpc-dev fuse3 \
              procps util-linux bpftrace bc time strace \
              qemu-system-x86 busybox-static cpio makedumpfile pahole \

@@ -558,3 +558,53 @@ TEST_CASE("bash completion completes subcommands and each one's options", "[scri
   CHECK(lines[4] == "--include-dir");
   CHECK(lines[5] == "--stats");
 }
+
+// make check-layers fails on an include that goes up, on a target including
+// another, on a front end's file included, and on a target's name in the
+// engine; the tree itself passes.
+TEST_CASE("check-layers: the tree passes, and each kind of violation fails", "[scripts]") {
+  const std::string script = repo_dir() + "/scripts/check-layers";
+  auto ok = lrtest::run({"python3", script, repo_dir()});
+  INFO(ok.out);
+  CHECK(ok.status == 0);
+  std::string dir = lrtest::tmp_dir() + "/layers";
+  auto put = [&](const std::string& rel, const std::string& text) {
+    REQUIRE(lrtest::run({"/bin/mkdir", "-p", dir + "/" + rel.substr(0, rel.rfind('/'))}).status ==
+            0);
+    lrtest::write_file(dir + "/" + rel, text);
+  };
+  put("corelib/base/a.hpp", "#include \"corelib/walks/w.hpp\"\n");
+  put("corelib/walks/w.hpp", "// the walks\n");
+  put("corelib/dump/b.cpp", "// reads glusterfs's pools\n");
+  put("targets/glibc/g.cpp", "#include \"targets/linux/k.hpp\"\n");
+  put("targets/linux/k.hpp", "// linux\n");
+  put("frontend/f.cpp", "#include \"cli/main.hpp\"\n");
+  auto bad = lrtest::run({"python3", script, dir});
+  INFO(bad.out);
+  CHECK(bad.status == 1);
+  CHECK(bad.out.find("corelib/base/a.hpp:1: includes corelib/walks/w.hpp, which is above it") !=
+        std::string::npos);
+  CHECK(bad.out.find("corelib/dump/b.cpp:1: names the target 'gluster'") != std::string::npos);
+  CHECK(bad.out.find("targets/glibc/g.cpp:1: includes targets/linux/k.hpp: a target includes "
+                     "the engine and its own folder only") != std::string::npos);
+  CHECK(bad.out.find("frontend/f.cpp:1: includes cli/main.hpp") != std::string::npos);
+  CHECK(bad.out.find("check-layers: 4 violation(s)") != std::string::npos);
+}
+
+// A skipped test is not a pass: under CI=true a skip that
+// tests/allowed-skips.txt does not name fails the run, and every run lists
+// its skips. (man is hidden from the inner run, so its man-page test skips.)
+TEST_CASE("skips: listed, and under CI=true failing unless allowed", "[scripts]") {
+  const std::string bin = lrtest::build_dir() + "/leakref-tests";
+  const std::string test = "man pages: one per front end\\, complete against --help";
+  auto ci = lrtest::run({"/usr/bin/env", "CI=true", "PATH=/nonexistent", bin, test}, 300);
+  INFO(ci.out);
+  CHECK(ci.status != 0);
+  CHECK(ci.out.find("skipped (1):") != std::string::npos);
+  CHECK(ci.out.find("(NOT ALLOWED under CI)") != std::string::npos);
+  CHECK(ci.out.find("tests: 0 passed, 1 failed, 1 skipped") != std::string::npos);
+  auto local = lrtest::run({"/usr/bin/env", "CI=", "PATH=/nonexistent", bin, test}, 300);
+  INFO(local.out);
+  CHECK(local.status == 0);
+  CHECK(local.out.find("tests: 0 passed, 0 failed, 1 skipped") != std::string::npos);
+}
