@@ -608,3 +608,22 @@ TEST_CASE("skips: listed, and under CI=true failing unless allowed", "[scripts]"
   CHECK(local.status == 0);
   CHECK(local.out.find("tests: 0 passed, 0 failed, 1 skipped") != std::string::npos);
 }
+
+// make install puts the docs where leakref(1) and the README send a user:
+// the README and docs/ under share/doc/leakref, and the profile format's
+// complete reference as man 5 leakref-profile.
+TEST_CASE("make install: the README, docs/ and man 5 leakref-profile", "[scripts][install]") {
+  std::string prefix = installed();
+  for (const char* f : {"/share/doc/leakref/README.md", "/share/doc/leakref/docs/architecture.md",
+                        "/share/doc/leakref/docs/profiles.md", "/share/doc/leakref/docs/kernel.md",
+                        "/share/man/man5/leakref-profile.5"}) {
+    INFO(f);
+    CHECK(lrtest::read_file(prefix + f).size() > 0);
+  }
+  CHECK(lrtest::read_file(prefix + "/share/man/man1/leakref.1").find("leakref\\-profile (5)") !=
+        std::string::npos);
+  if (!lrtest::have_program("man")) LR_SKIP("man is not installed (make test installs man-db)");
+  auto m = lrtest::run({"man", "-l", prefix + "/share/man/man5/leakref-profile.5"});
+  CHECK(m.status == 0);
+  CHECK(m.out.find("[[set.holder]]") != std::string::npos);
+}
