@@ -65,10 +65,15 @@ static int cmd_heap(const Common& c, bool list, bool stats) {
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   const lr::HeapWalk& h = hw.value();
   const lr::HeapStats& s = h.stats;
-  // What glibc's walk knows beyond the chunks (another allocator's: zeros).
-  static const lr::GlibcHeap kNone;
+  // The report (and leakref.heap/1) is glibc's arenas and bins: another
+  // allocator's heap is refused, never printed as zeros.
   const auto* gp = dynamic_cast<const lr::GlibcHeap*>(h.details.get());
-  const lr::GlibcHeap& g = gp ? *gp : kNone;
+  if (!gp)
+    return fail(lr::make_error(lr::Errc::kUnsupported,
+                               fmt::format("{}: heap reports glibc's arenas; this core's heap is "
+                                           "the {} allocator's",
+                                           prog.core()->path(), h.allocator)));
+  const lr::GlibcHeap& g = *gp;
   auto kind = [](lr::HeapRegion::Kind k) {
     return k == lr::HeapRegion::Kind::kMain     ? "main"
            : k == lr::HeapRegion::Kind::kThread ? "thread"

@@ -106,6 +106,11 @@ int fail_usage(const std::string& msg) {
   return fail(lr::make_error(lr::Errc::kInvalidArgument, msg), out_stderr());
 }
 
+// How the CLI names a types file in the engine's messages.
+static lr::TypesOrigin cli_types_origin() {
+  return {"--types ", "(leakref types build CORE --header ... makes one for it)"};
+}
+
 // The engine opens the core by its own policy; the CLI adds what to run
 // instead on a kernel dump, and names its own option on a types file.
 lr::Result<std::unique_ptr<lr::Program>> open_program(const Common& c) {
@@ -114,29 +119,15 @@ lr::Result<std::unique_ptr<lr::Program>> open_program(const Common& c) {
   o.program.sysroot = c.sysroot;
   o.program.debug_dirs = c.debug_dirs;
   o.types = c.types;
-  auto r = lr::open_process_core(c.core, o);
-  if (r.ok()) return r;
-  const lr::Error& e = r.error();
-  if (e.code == lr::Errc::kUnsupported && !lr::kernel_dump_kind(c.core).empty())
-    return lr::make_error(e.code, fmt::format("{}: use 'leakref kernel --vmcore {} [--vmlinux "
-                                              "FILE] inodes|modules|check|walk|profile'",
-                                              e.message, c.core));
-  for (const auto& t : c.types)
-    if (e.message.rfind(t + ": ", 0) == 0) return types_error(e);
-  return r;
-}
-
-lr::Error types_error(const lr::Error& e) {
-  std::string m = "--types " + e.message;
-  if (m.find(": built for build-id ") != std::string::npos)
-    m += " (leakref types build CORE --header ... makes one for it)";
-  return lr::make_error(e.code, m);
+  o.types_origin = cli_types_origin();
+  o.kernel_dump_hint = fmt::format(
+      "use 'leakref kernel --vmcore {} [--vmlinux FILE] inodes|modules|check|walk|profile'",
+      c.core);
+  return lr::open_process_core(c.core, o);
 }
 
 lr::Result<void> add_types_file(lr::Program& prog, const std::string& path) {
-  auto r = lr::add_types_file(prog, path);
-  if (!r.ok()) return types_error(r.error());
-  return r;
+  return lr::add_types_file(prog, path, cli_types_origin());
 }
 
 std::string hex(uint64_t v) {

@@ -58,7 +58,6 @@ lr::Result<std::unique_ptr<lr::Program>> open_program(const Common& c);
 // Adds a types file's DWARF to `prog` (the engine's add_types_file, its
 // errors naming --types).
 lr::Result<void> add_types_file(lr::Program& prog, const std::string& path);
-lr::Error types_error(const lr::Error& e);
 
 // Where a command's text goes: stdout/stderr for the CLI, crash's fp for the
 // extension. A write that fails (the reader of `| head` went away) makes the

@@ -808,3 +808,15 @@ TEST_CASE("man leakref: the walk examples run as written", "[core][docs]") {
   }
   CHECK(walks == 2);
 }
+
+// A container kind a target registers (nfs-ganesha's hash table) takes only
+// the members it declares: the engine refuses another before any read.
+TEST_CASE("walk: a registered container kind refuses a member it does not take", "[core]") {
+  const auto* fc = structs_core(false);
+  if (!fc) LR_SKIP("gcore (gdb) is not installed");
+  auto r =
+      leakref({"walk", fc->core, "--type", "struct obj", "--head", "obj_list", "--hashtable=next"});
+  CHECK(r.status == 2);
+  CHECK(r.err.find("an nfs-ganesha hash_table_t takes val or key, not 'next'") !=
+        std::string::npos);
+}

@@ -216,7 +216,8 @@ const Module* place_probe(ModuleSet& mods, const std::map<const Module*, std::st
   auto w = mods.lookup(wrapper);
   if (!w.ok()) return nullptr;
   auto host = host_of.find(w->first);
-  ElfFile ef(host == host_of.end() ? std::string() : host->second);
+  if (host == host_of.end()) return nullptr;
+  ElfFile ef(host->second);
   uint64_t callee_size = 0;
   uint64_t t =
       ef.first_direct_callee(w->second->addr - w->first->bias, w->second->size, &callee_size);

@@ -75,13 +75,6 @@ void register_allocator(const Allocator& a) {
   allocators().push_back(a);
 }
 
-std::vector<std::string> allocator_names() {
-  std::lock_guard<std::mutex> lk(g_allocators_mu);
-  std::vector<std::string> n;
-  for (const auto& a : allocators()) n.push_back(a.name);
-  return n;
-}
-
 // The first allocator that recognises the heap walks it; when none does, the
 // error names what each one looked for.
 Result<HeapWalk> walk_heap(const Program& prog, const HeapLimits& limits) {

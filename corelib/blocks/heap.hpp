@@ -187,7 +187,6 @@ struct Allocator {
   Result<HeapWalk> (*walk)(const Program& prog, const HeapLimits& limits) = nullptr;
 };
 void register_allocator(const Allocator& a);  // a name registered twice is kept once
-std::vector<std::string> allocator_names();
 // The core's heap, walked by the first registered allocator that recognises
 // it; kNotFound naming what each looked for when none does.
 Result<HeapWalk> walk_heap(const Program& prog, const HeapLimits& limits = {});

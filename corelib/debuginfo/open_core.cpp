@@ -12,28 +12,20 @@
 
 namespace lr {
 
-std::string kernel_dump_kind(const std::string& path) {
-  if (is_kdump_file(path)) return "kdump-compressed";
-  CoreOptions co;
-  co.fill_from_files = false;
-  auto core = CoreFile::open(path, co);
-  if (core.ok() && core.value()->is_kernel()) return "ELF with a VMCOREINFO note";
-  return "";
-}
-
 Result<std::unique_ptr<Program>> open_process_core(const std::string& path,
                                                    const CoreOpenOptions& o) {
   // A kernel dump opened as a process core read as a process with pid 1
   // (ELF vmcores) or "bad magic" (kdump): say what it is.
   auto kernel_dump = [&](const char* what) {
     return make_error(Errc::kUnsupported,
-                      fmt::format("{} is a kernel dump ({}), not a process core", path, what));
+                      fmt::format("{} is a kernel dump ({}), not a process core{}{}", path, what,
+                                  o.kernel_dump_hint.empty() ? "" : ": ", o.kernel_dump_hint));
   };
   auto opened = Program::open_core(path, o.program);
   if (!opened.ok() && is_kdump_file(path)) return kernel_dump("kdump-compressed");
   LR_ASSIGN(auto prog, std::move(opened));
   if (prog->core() && prog->core()->is_kernel()) return kernel_dump("ELF with a VMCOREINFO note");
-  for (const auto& t : o.types) LR_TRY(add_types_file(*prog, t));
+  for (const auto& t : o.types) LR_TRY(add_types_file(*prog, t, o.types_origin));
   if (o.types.empty())
     if (std::string cached = cached_types_for(*prog); !cached.empty())
       LR_TRY(add_types_file(*prog, cached));
@@ -66,12 +58,13 @@ std::string cached_types_for(const Program& prog) {
   return best;
 }
 
-Result<void> add_types_file(Program& prog, const std::string& path) {
+Result<void> add_types_file(Program& prog, const std::string& path, const TypesOrigin& origin) {
+  const std::string& pre = origin.prefix;
   struct stat st;
   if (::stat(path.c_str(), &st) != 0)
-    return make_error(Errc::kIo, fmt::format("{}: {}", path, std::strerror(errno)));
+    return make_error(Errc::kIo, fmt::format("{}{}: {}", pre, path, std::strerror(errno)));
   if (!S_ISREG(st.st_mode))
-    return make_error(Errc::kIo, fmt::format("{}: not a regular file", path));
+    return make_error(Errc::kIo, fmt::format("{}{}: not a regular file", pre, path));
   // A types file made for one build must not describe another.
   std::string target = types_file_target(path);
   const Module* exe = prog.modules().exe();

@@ -13,24 +13,29 @@
 
 namespace lr {
 
+// How a caller names what it passed, in the engine's messages (the engine
+// names none of a front end's options itself).
+struct TypesOrigin {
+  std::string prefix;         // before a types file's errors: "--types "
+  std::string mismatch_hint;  // after "built for build-id A, but EXE has B"
+};
+
 struct CoreOpenOptions {
   ProgramOptions program;
   std::vector<std::string> types;  // DWARF types files for a program without debuginfo
+  TypesOrigin types_origin;
+  std::string kernel_dump_hint;  // after "PATH is a kernel dump (KIND), not a process core"
 };
 
-// "kdump-compressed" or "ELF with a VMCOREINFO note" when `path` is a kernel
-// dump; "" otherwise (a process core, or not a dump leakref reads).
-std::string kernel_dump_kind(const std::string& path);
-
 // Opens `path` as a process core. kUnsupported "PATH is a kernel dump (KIND),
-// not a process core" for a kernel dump (kernel_dump_kind says which);
-// each types file's errors name it.
+// not a process core[: HINT]" for a kernel dump; each types file's errors
+// name it.
 Result<std::unique_ptr<Program>> open_process_core(const std::string& path,
                                                    const CoreOpenOptions& o);
 
 // Adds a types file's DWARF to `prog`: refused when it is not readable, has
 // no DWARF, or was stamped for another build of the core's executable.
-Result<void> add_types_file(Program& prog, const std::string& path);
+Result<void> add_types_file(Program& prog, const std::string& path, const TypesOrigin& origin = {});
 
 // The cached types for the core's executable (no DWARF of its own): the
 // types file `types build` made for its build-id, else the newest one a

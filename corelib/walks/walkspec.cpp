@@ -398,6 +398,15 @@ Result<void> walk_by_link(Program& prog, const WalkSpec& spec, const Variable& h
                           fmt::format("no container kind '{}' is registered", spec.container));
       rep->mode = k->mode;
       std::string m = spec.member.empty() && !k->members.empty() ? k->members.front() : spec.member;
+      // One check for every kind: a member it does not take is refused here.
+      if (std::find(k->members.begin(), k->members.end(), m) == k->members.end() &&
+          !(k->members.empty() && m.empty()))
+        return make_error(
+            Errc::kInvalidArgument,
+            fmt::format("{} takes {}, not '{}'", k->what,
+                        k->members.empty() ? std::string("no member")
+                                           : fmt::format("{}", fmt::join(k->members, " or ")),
+                        m));
       LR_ASSIGN(rep->walk, k->walk(prog, hv, m, obj_size, lim));
       return {};
     }

@@ -183,10 +183,7 @@ struct Walker {
 
 Result<WalkResult> walk_hashtable_head(Program& prog, const Variable& head, const std::string& side,
                                        uint64_t obj_size, const WalkLimits& lim) {
-  if (side != "val" && side != "key")
-    return make_error(
-        Errc::kInvalidArgument,
-        fmt::format("a hash table's objects are its 'val' or its 'key', not '{}'", side));
+  // `side` is "val" or "key": the engine checks it against the kind's members.
   const Memory& mem = prog.mem();
   const Type* t = head.type ? head.type->strip() : nullptr;
   uint64_t at = head.addr;
