@@ -59,9 +59,13 @@ std::string installed() {
   static std::string prefix;
   if (!prefix.empty()) return prefix;
   std::string p = lrtest::tmp_dir() + "/prefix";
+  // The build directory as the build named it: an absolute name for the
+  // same files would make any object this rebuilds write its .d under that
+  // name, and the usual build would then lose its header dependencies.
+  std::string build = lrtest::build_dir();
+  if (build.rfind(repo_dir() + "/", 0) == 0) build = build.substr(repo_dir().size() + 1);
   auto inst = lrtest::run(
-      {"make", "-s", "-C", repo_dir(), "install", "PREFIX=" + p, "BUILD=" + lrtest::build_dir()},
-      300);
+      {"make", "-s", "-C", repo_dir(), "install", "PREFIX=" + p, "BUILD=" + build}, 300);
   INFO(inst.out << inst.err);
   REQUIRE(inst.status == 0);
   return prefix = p;

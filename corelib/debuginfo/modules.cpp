@@ -429,7 +429,7 @@ std::unique_ptr<ModuleSet> ModuleSet::from_core(const CoreFile& core, const Debu
     // A file the core's mapping check found missing is not tried again:
     // a core from another machine may name thousands.
     if (ph.empty() && !fi.host_path.empty() &&
-        !(fi.status == MappedFileInfo::Status::kNoFile && !fi.detail.empty())) {
+        !(fi.looked_up && fi.status == MappedFileInfo::Status::kNoFile)) {
       OpenElf o = open_elf(fi.host_path);
       if (o.elf) {
         is_elf_file = true;

@@ -521,6 +521,7 @@ uint64_t CoreFile::auxv_value(uint64_t type) const {
 void CoreFile::verify_file(size_t fidx, const std::vector<size_t>& rs,
                            std::map<std::string, bool>& dir_exists, std::vector<Seg>& file_segs) {
   MappedFileInfo& fi = files_[fidx];
+  fi.looked_up = true;
   // Files in a directory that is not there are not tried one by one (a
   // core from another machine may name thousands).
   std::string dir = fi.host_path.substr(0, fi.host_path.rfind('/') + 1);
@@ -622,7 +623,7 @@ void CoreFile::fill_from_files(const CoreOptions& opts) {
     verify_file(fidx, file_ranges[fidx], dir_exists, file_segs);
     if (is_exe && !opts.exe_path.empty() && fi.status == MappedFileInfo::Status::kMismatch)
       warnings_.push_back(
-          fmt::format("--exe {} does not match the core: {}", opts.exe_path, fi.detail));
+          fmt::format("the executable {} does not match the core: {}", opts.exe_path, fi.detail));
   }
   // File-backed ranges we could not fill become "missing" with a reason.
   std::vector<Seg> missing = raw_missing_;

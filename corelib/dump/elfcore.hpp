@@ -65,7 +65,8 @@ struct MappedFileInfo {
   std::string core_build_id;  // hex, from the core's memory; "" if not there
   std::string disk_build_id;  // hex, from the file on disk; "" if none/unreadable
   Status status = Status::kNoFile;
-  std::string detail;  // why, for the user
+  std::string detail;      // why, for the user
+  bool looked_up = false;  // the host's file was tried (Status says with what result)
 };
 
 const char* mapped_status_name(MappedFileInfo::Status s);
