@@ -18,6 +18,21 @@
 
 namespace lrcli {
 
+namespace {
+// A count of things: a positive number. 0 would read as "not given" (from
+// the type, or no limit) and a name as CLI11's "Could not convert".
+CLI::Validator positive_count(const char* hint) {
+  return CLI::Validator(
+      [hint](std::string& s) -> std::string {
+        uint64_t v = 0;
+        if (!lr::parse_u64(s, &v)) return fmt::format("'{}' is not a number{}", s, hint);
+        if (v == 0) return "0 is not a count: give at least 1";
+        return "";
+      },
+      "N");
+}
+}  // namespace
+
 void add_walk_options(CLI::App* sub, WalkArgs& w, bool required) {
   sub->add_option("--type", w.type, "object type, e.g. 'struct node'")->required(required);
   sub->add_option("--head", w.head, "SYMBOL, SYMBOL@module, *SYMBOL or ADDR where the walk starts")
@@ -45,11 +60,15 @@ void add_walk_options(CLI::App* sub, WalkArgs& w, bool required) {
   o_parr->excludes(o_tree, o_xa, o_ht);
   o_tree->excludes(o_xa, o_ht);
   o_xa->excludes(o_ht);
-  sub->add_option("--count", w.count, "array length (default: from the symbol's type)");
+  sub->add_option("--count", w.count, "array length (default: from the symbol's type)")
+      ->check(positive_count("; for a length the program holds, use --count-from"));
   sub->add_option("--count-from", w.count_from,
                   "array length read from this integer (SYMBOL, SYMBOL.member)");
   sub->add_option("--buckets", w.buckets,
-                  "--head is a hash table of N buckets (default: from type)");
+                  "--head is a hash table of N buckets (default: from type)")
+      ->check(positive_count(
+          "; a bucket count the program holds is a profile's buckets = \"SYMBOL\" (man 5 "
+          "leakref-profile)"));
   sub->add_option("--refcount", w.refcount,
                   "refcount field (atomic_t, refcount_t, kref, lockref, ints)");
   sub->add_option("--show", w.show, "fields to print (a,b->c,d[2])")->delimiter(',');
@@ -102,7 +121,8 @@ lr::WalkSpec walk_spec_from(const WalkArgs& a) {
 }
 
 void add_walk_run_options(CLI::App* sub, WalkArgs& w) {
-  sub->add_option("--limit", w.limit, "stop after N objects (default 100000000)");
+  sub->add_option("--limit", w.limit, "stop after N objects (default 100000000)")
+      ->check(positive_count(""));
   sub->add_option("--fail-on", w.fail_on, "exit 1 if: match, cycle, fault, corrupt, issue, any")
       ->delimiter(',');
   sub->add_flag("--summary", w.summary_only, "print only the summary");

@@ -820,3 +820,92 @@ TEST_CASE("walk: a registered container kind refuses a member it does not take",
   CHECK(r.err.find("an nfs-ganesha hash_table_t takes val or key, not 'next'") !=
         std::string::npos);
 }
+
+// One contract per walk mode, checked before the first read: a head of
+// another type, an amount the mode does not take and a count past the
+// head's DWARF array are refused naming both, never walked as garbage
+// (each of these gave objects, "cycle" or "corrupt" with exit 0).
+TEST_CASE("walk: a head that does not fit the mode, or a count past it, is refused",
+          "[core][head]") {
+  const auto* fc = structs_core(false);
+  if (!fc) LR_SKIP("gcore (gdb) is not installed");
+  struct Case {
+    std::vector<std::string> how;
+    std::string err;
+  };
+  const std::vector<Case> cases = {
+      {{"--head", "obj_list", "--next", "next"},
+       "head 'obj_list' is struct list_head; a chain walk of struct obj needs"},
+      {{"--head", "obj_list", "--hlist-member", "hnode"},
+       "head 'obj_list' is struct list_head; an hlist walk of struct obj needs a struct "
+       "hlist_head"},
+      {{"--head", "obj_hash", "--list-member", "link"},
+       "head 'obj_hash' is struct hlist_head [64]; a list walk of struct obj needs"},
+      {{"--head", "obj_array", "--list-member", "link"},
+       "head 'obj_array' is struct obj [8]; a list walk"},
+      {{"--head", "obj_array", "--next", "next"}, "head 'obj_array' is struct obj [8]; a chain"},
+      {{"--head", "obj_table", "--array"}, "an array of pointers is a pointer-array walk"},
+      {{"--head", "obj_array", "--pointer-array"}, "a pointer-array walk of struct obj needs"},
+      {{"--head", "obj_array", "--array", "--count", "12"},
+       "count 12 is past head 'obj_array', struct obj [8]: it has 8 elements"},
+      {{"--head", "obj_table", "--pointer-array", "--count", "40"},
+       "count 40 is past head 'obj_table', struct obj * [32]: it has 32 elements"},
+      {{"--head", "obj_hash", "--hlist-member", "hnode", "--buckets", "128"},
+       "bucket count 128 is past head 'obj_hash', struct hlist_head [64]: it has 64"},
+      {{"--head", "obj_hash", "--hlist-member", "hnode", "--count-from", "next_id"},
+       "a count (or count-from) applies to array and pointer-array walks, not to an hlist walk"},
+      {{"--head", "obj_array", "--array", "--buckets", "4"},
+       "a bucket count applies to list, hlist and chain walks"},
+      {{"--head", "obj_hash", "--hlist-member", "hnode", "--buckets", "0"},
+       "--buckets: 0 is not a count"},
+      {{"--head", "obj_list", "--list-member", "link", "--limit", "0"},
+       "--limit: 0 is not a count"},
+      {{"--head", "obj_hash", "--hlist-member", "hnode", "--buckets", "dyn_nbuckets"},
+       "--buckets: 'dyn_nbuckets' is not a number"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> a = {"walk", fc->core, "--type", "struct obj", "--summary"};
+    a.insert(a.end(), c.how.begin(), c.how.end());
+    auto r = leakref(a);
+    INFO(nlohmann::json(c.how).dump() << "\n" << r.out << r.err);
+    CHECK(r.status == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err.find(c.err) != std::string::npos);
+  }
+  // What fits still walks: the full array, the pointer array's set slots.
+  const json& m = fc->manifest["structures"];
+  check_walk(fc->core, m["array"], {"--array", "--count", "8", "--refcount", "ref"});
+  check_walk(fc->core, m["table"], {"--pointer-array", "--count", "32", "--refcount", "ref"});
+  check_walk(fc->core, m["chain"], {"--next", "next", "--refcount", "ref"});
+
+  // A profile's set: refused before any set is printed, JSON or text.
+  std::string prof = lrtest::tmp_dir() + "/mislinked.toml";
+  lrtest::write_file(prof, R"(format = 1
+name = "mislinked"
+[types.obj]
+c = "struct obj"
+[[set]]
+name = "listed"
+type = "obj"
+head = "obj_list"
+link = "list"
+member = "link"
+[[set]]
+name = "hashed"
+type = "obj"
+head = "obj_hash"
+link = "list"
+member = "link"
+)");
+  for (bool as_json : {true, false}) {
+    std::vector<std::string> a = {"profile", fc->core, "--profile", prof};
+    if (as_json) a.push_back("--json");
+    auto p = leakref(a);
+    INFO(p.out << p.err);
+    CHECK(p.status == 2);
+    CHECK(p.out.find("listed") == std::string::npos);
+    if (as_json) CHECK(p.json()["error"]["exit"] == 2);
+    CHECK(p.err.find("set 'hashed': head 'obj_hash' is struct hlist_head [64]; a list walk") !=
+          std::string::npos);
+  }
+}

@@ -316,6 +316,22 @@ bool is_hlist_head_shape(const Type* t) {
          is_hlist_node_shape(pointee(find_member(m, "first", &off)));
 }
 
+bool same_type(const Type* a, const Type* b) {
+  a = a ? a->strip() : nullptr;
+  b = b ? b->strip() : nullptr;
+  if (a == b) return true;  // both void (a null target) included
+  if (!a || !b || a->kind != b->kind || a->size != b->size) return false;
+  switch (a->kind) {
+    case TypeKind::kPointer:
+      return same_type(a->target, b->target);
+    case TypeKind::kArray:
+      return a->count == b->count && same_type(a->target, b->target);
+    default:
+      // Named types compare by name; two anonymous structs are not known to match.
+      return !a->name.empty() && a->name == b->name;
+  }
+}
+
 FieldValue eval_field(const Memory& mem, const uint8_t* obj, const FieldSpec& spec) {
   std::vector<uint8_t> scratch;
   const uint8_t* cur = obj;

@@ -117,6 +117,9 @@ Result<uint64_t> field_address(const Memory& mem, const uint8_t* obj, uint64_t a
 bool is_list_head_shape(const Type* t);
 bool is_hlist_node_shape(const Type* t);
 bool is_hlist_head_shape(const Type* t);
+// Whether `a` and `b` are one type: the same object, or the same kind, size
+// and name (a struct seen from two compile units is two Type objects).
+bool same_type(const Type* a, const Type* b);
 // The value of the field at `loc` in object bytes `obj` (integers, enums,
 // pointers, char arrays as strings, uuid_t; aggregates by type name).
 FieldValue format_scalar(const uint8_t* obj, const FieldLoc& loc);

@@ -88,8 +88,11 @@ class Runner {
     sets_.resize(p_.sets.size());
     for (size_t i = 0; i < p_.sets.size(); ++i) LR_TRY(compile(i));
     mark_wanted();
+    // Every walk is checked before the first set is printed.
+    for (auto& s : sets_)
+      if (walked(s)) LR_TRY(precheck(s));
     for (auto& s : sets_) {
-      if (!s.stream && !s.keep_objects && !feeds_other(s)) continue;
+      if (!walked(s)) continue;
       LR_TRY(walk_set(s));
       if (sink_.stopped()) break;
     }
@@ -107,6 +110,35 @@ class Runner {
     return nullptr;
   }
   bool feeds_other(const CompiledSet& s) const { return !s.outbound.empty(); }
+  bool walked(const CompiledSet& s) const { return s.stream || s.keep_objects || feeds_other(s); }
+
+  // The walk's own checks (head type against the link, member, literal
+  // amounts) with no read of the structure: a nested set's head is typed
+  // by the parent's member.
+  Result<void> precheck(const CompiledSet& s) {
+    const ProfileSet& d = *s.decl;
+    Variable hv;
+    WalkSpec ws;
+    ws.type = s.type->c;
+    ws.head = d.head;
+    if (s.found) ws.head_var = &*s.found;
+    if (s.parent) {
+      hv.name = fmt::format("{}->{}", s.parent->decl->name, d.head);
+      hv.type = s.head_field.type;
+      if (s.head_deref && hv.type) hv.type = hv.type->strip()->target;
+      ws.head_var = &hv;
+    }
+    ws.link = s.link;
+    if (s.link == WalkSpec::Link::kContainer) ws.container = d.link;
+    ws.member = d.member;
+    if (s.buckets.literal) ws.buckets = s.buckets.value;
+    if (s.count.literal) ws.count = s.count.value;
+    auto ok = check_walk(prog_, ws);
+    if (ok.ok()) return {};
+    // A top-level head that does not resolve is a head error, as in walk_one.
+    bool head_err = !s.parent && !s.found && !prog_.resolve(d.head).ok();
+    return fail(ok.error().code, d, (head_err ? "head: " : "") + ok.error().message);
+  }
   // Warnings come from the core (every parent may add some): bounded.
   void warn(CompiledSet& s, std::string w) {
     if (s.sum.warnings.size() < kMaxWarnings)
@@ -360,6 +392,7 @@ class Runner {
         return {};
       }
       *out = v.value();
+      ws.amounts_from_memory = ws.amounts_from_memory || !a->literal;
     }
     auto rep = run_walk(prog_, ws);
     if (!rep.ok()) {

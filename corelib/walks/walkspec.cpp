@@ -47,7 +47,7 @@ Result<void> check_link_member(const Type* t, WalkSpec::Link link, const std::st
   }
   if (link == WalkSpec::Link::kNext) {
     const Type* mt = member_type ? member_type->strip() : nullptr;
-    if (!mt || mt->kind != TypeKind::kPointer || !mt->target || mt->target->strip() != t->strip())
+    if (!mt || mt->kind != TypeKind::kPointer || !same_type(mt->target, t))
       return make_error(
           Errc::kInvalidArgument,
           fmt::format("--next {} is {}, not a pointer to {}", member,
@@ -371,6 +371,8 @@ Result<void> walk_by_link(Program& prog, const WalkSpec& spec, const Variable& h
       uint64_t n = spec.count ? spec.count : arr_count;
       if (!spec.count_from.empty()) {
         LR_ASSIGN(n, count_from_target(prog, spec.count_from));
+        std::string what = fmt::format("'{}' =", spec.count_from);
+        LR_TRY(check_amount_bound(spec, hv, n, what.c_str(), true));
       }
       if (!n && spec.count_from.empty())
         return make_error(
@@ -455,6 +457,18 @@ bool links_by_member(WalkSpec::Link l) {
 
 }  // namespace
 
+Result<void> check_walk(Program& prog, const WalkSpec& spec) {
+  WalkReport rep;
+  LR_ASSIGN(const Type* t, walked_type(prog, spec));
+  LR_ASSIGN(Variable hv, walk_head(prog, spec, &rep));
+  LR_TRY(check_walk_contract(spec, t->strip(), hv));
+  if (links_by_member(spec.link)) {
+    LR_ASSIGN(FieldLoc member, resolve_path(t, spec.member));
+    LR_TRY(check_link_member(t, spec.link, spec.member, member.type));
+  }
+  return {};
+}
+
 Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
   WalkReport rep;
   LR_ASSIGN(const Type* t, walked_type(prog, spec));
@@ -462,6 +476,7 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
   rep.type_size = t->strip()->size;
   LR_ASSIGN(Variable hv, walk_head(prog, spec, &rep));
   rep.head_addr = hv.addr;
+  LR_TRY(check_walk_contract(spec, t->strip(), hv));
 
   FieldSpec rc;
   if (!spec.refcount.empty()) {

@@ -46,7 +46,11 @@ struct WalkSpec {
   uint64_t count = 0;      // arrays: elements (0 = from the head symbol's type)
   std::string count_from;  // arrays: an integer variable holding the count ("tbl.nr")
   uint64_t buckets = 0;    // hash tables: buckets (0 = from type, or not a table)
-  std::string refcount;    // "" = none
+  // count and buckets were read from the dump (a profile's count = "x.n"):
+  // one past the head's array is damage (a warning for a nested walk), not
+  // a usage error.
+  bool amounts_from_memory = false;
+  std::string refcount;  // "" = none
   std::vector<std::string> show;
   // show[i] for i >= scalar_from are keys (grouping, sorting): refcount
   // wrappers (atomic_t, kref, ...) are descended to their integer, and any
@@ -108,6 +112,12 @@ struct WalkReport {
 // a pointer to `t` for chains. kInvalidArgument naming both types otherwise.
 Result<void> check_link_member(const Type* t, WalkSpec::Link link, const std::string& member,
                                const Type* member_type);
+
+// What run_walk checks before its first read of the structure: the type,
+// the head and the mode's contract for it (a typed head with address 0 is
+// checked without reading), the link member, the amounts. For callers that
+// check every walk before printing anything (profiles).
+Result<void> check_walk(Program& prog, const WalkSpec& spec);
 
 // Validates the spec against the program's types and runs it.
 Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec);

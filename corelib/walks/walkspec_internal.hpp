@@ -5,6 +5,7 @@
 
 #include "corelib/debuginfo/program.hpp"
 #include "corelib/objects/walkers.hpp"
+#include "corelib/walks/walkspec.hpp"
 
 namespace lr {
 
@@ -22,5 +23,16 @@ Result<WalkResult> walk_xarray_head(Program& prog, const Variable& head, const W
 // when negative or above kMaxCountFrom.
 constexpr uint64_t kMaxCountFrom = 1ull << 32;
 Result<uint64_t> count_from_target(const Program& prog, const std::string& what);
+
+// The mode's contract (walkspec_contract.cpp): the head's type fits the
+// mode, the amounts given are ones the mode takes, and none runs past the
+// head's array type. kInvalidArgument naming both types otherwise.
+Result<void> check_walk_contract(const WalkSpec& spec, const Type* obj, const Variable& head);
+// Elements in the head's array type (0: not an array, no bound).
+uint64_t head_bound(const Variable& head);
+// `n` (a count or bucket count, `what`) against head_bound: kBadFormat when
+// it was read from the dump (damage), kInvalidArgument when given.
+Result<void> check_amount_bound(const WalkSpec& spec, const Variable& head, uint64_t n,
+                                const char* what, bool from_memory);
 
 }  // namespace lr
