@@ -72,7 +72,7 @@ const HeadRule* head_rule(Link l) {
   static const HeadRule chain{
       "a pointer to the first object (or void *), the first object itself, or an array of "
       "pointers to it (hash buckets)",
-      // void *: a program that erases the type (GlusterFS's graph->first).
+      // void *: a program that erases the type (a graph's first node kept as void *).
       [](const Type* h, const Type* obj) {
         return is_pointer_to(h, obj, true) || same_type(h, obj);
       },
