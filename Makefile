@@ -293,7 +293,7 @@ DEB_DEPS := g++ make pkg-config libdw-dev libelf-dev libfmt-dev libcli11-dev \
 # needs, chromium for the HTML pages), the fuzzers' and formatter's clang,
 # and the tools the tests read with. Kernels and their headers are not
 # here: scripts/kernel-vmcore downloads them into its cache.
-TEST_DEPS := catch2 python3 python3-jsonschema python3-drgn clang libclang-rt-14-dev clang-format clang-tidy \
+TEST_DEPS := catch2 libc6-dbg python3 python3-jsonschema python3-drgn clang libclang-rt-14-dev clang-format clang-tidy \
              glusterfs-server glusterfs-client libglusterfs-dev liburcu-dev libtirpc-dev fuse3 \
              procps util-linux bpftrace bc time strace \
              qemu-system-x86 busybox-static cpio makedumpfile pahole \

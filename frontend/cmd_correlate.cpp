@@ -106,6 +106,56 @@ lr::Result<std::vector<lr::CoreObject>> walk_objects(lr::Program& prog, const lr
   return out;
 }
 
+// A profile set's objects, each explained by the holders the profile
+// declares (the program's own statement of what holds a reference: a list,
+// a hash, another set's pointers), as `leakref profile` counts them.
+class HeldSink : public lr::ProfileSink {
+ public:
+  HeldSink(std::string kind, std::vector<lr::CoreObject>* out)
+      : kind_(std::move(kind)), out_(out) {}
+  void set_begin(const lr::ProfileSetSummary& s) override {
+    names_ = s.active_holders;
+    type_ = s.type_name;
+  }
+  void object(const lr::ProfileObject& o) override {
+    if (!o.has_refcount) return;
+    lr::CoreObject c;
+    c.addr = o.addr;
+    c.kind = kind_;
+    c.refcount = o.refcount;
+    c.label = type_;
+    c.explained = o.held;
+    std::vector<std::string> parts;
+    for (size_t i = 0; i < o.holders.size() && i < names_.size(); ++i)
+      parts.push_back(fmt::format("{} {}", names_[i], o.holders[i]));
+    c.explained_by = fmt::format("holders ({})", fmt::join(parts, " + "));
+    out_->push_back(std::move(c));
+  }
+  void set_end(const lr::ProfileSetSummary& s) override {
+    for (const auto& w : s.warnings)
+      warnings.push_back(fmt::format("set '{}': {}", s.set->name, w));
+  }
+  std::vector<std::string> warnings;
+
+ private:
+  std::string kind_, type_;
+  std::vector<std::string> names_;
+  std::vector<lr::CoreObject>* out_;
+};
+
+lr::Result<std::vector<lr::CoreObject>> held_objects(lr::Program& prog, const lr::Profile& prof,
+                                                     const std::string& set,
+                                                     const std::string& kind,
+                                                     std::vector<std::string>* warnings) {
+  std::vector<lr::CoreObject> out;
+  HeldSink sink(kind, &out);
+  lr::ProfileRunOptions o;
+  o.only_sets = {set};
+  LR_TRY(lr::run_profile(prog, prof, o, sink));
+  warnings->insert(warnings->end(), sink.warnings.begin(), sink.warnings.end());
+  return out;
+}
+
 nlohmann::json event_json(const std::vector<lr::Trace>& traces, const lr::FrameResolver& fr,
                           const lr::TraceRef& r) {
   const lr::Trace& t = traces[r.trace];
@@ -283,16 +333,31 @@ struct CoreSide {
   }
 };
 
-// The walk a profile set names, or the one --type/--head give; the kind
-// the probes use becomes the set's name.
-lr::Result<lr::WalkSpec> correlate_walk(lr::Program& p, const CorrelateArgs& a, std::string* kind) {
-  if (a.profile.empty()) return walk_spec_from(a.walk);
-  LR_ASSIGN(auto prof, lr::find_profile(a.profile, profile_dirs()));
-  if (std::string why = lr::profile_mismatch(p, prof, false); !why.empty())
-    return lr::make_error(lr::Errc::kUnsupported, why);
-  LR_ASSIGN(auto spec, lr::profile_set_walk(p, prof, a.profile_set));
-  if (*kind == "any") *kind = a.profile_set;
-  return spec;
+// The objects of a profile set, or of the walk --type/--head give; the
+// kind the probes use becomes the set's name. A set whose profile declares
+// its holders is explained by them; any other walk by the pointers to each
+// object's start found in live memory.
+lr::Result<std::vector<lr::CoreObject>> correlate_objects(lr::Program& p, const CorrelateArgs& a,
+                                                          CoreSide& cs) {
+  std::string kind = a.kind;
+  lr::WalkSpec spec;
+  if (a.profile.empty()) {
+    spec = walk_spec_from(a.walk);
+  } else {
+    LR_ASSIGN(auto prof, lr::find_profile(a.profile, profile_dirs()));
+    if (std::string why = lr::profile_mismatch(p, prof, false); !why.empty())
+      return lr::make_error(lr::Errc::kUnsupported, why);
+    if (kind == "any") kind = a.profile_set;
+    const lr::ProfileSet* set = nullptr;
+    for (const auto& s : prof.sets)
+      if (s.name == a.profile_set) set = &s;
+    if (set && !set->holders.empty()) {
+      cs.have_heap = core_heap(p, &cs.heap_walk, &cs.warnings);
+      return held_objects(p, prof, a.profile_set, kind, &cs.warnings);
+    }
+    LR_ASSIGN(spec, lr::profile_set_walk(p, prof, a.profile_set));
+  }
+  return walk_objects(p, spec, kind, &cs.heap_walk, &cs.have_heap, &cs.warnings);
 }
 
 lr::Result<void> gather_core_side(const Common& c, const CorrelateArgs& a, lr::Program& p,
@@ -310,9 +375,7 @@ lr::Result<void> gather_core_side(const Common& c, const CorrelateArgs& a, lr::P
                     "neither)",
                     c.core));
   if (cs.walk_mode) {
-    std::string kind = a.kind;
-    LR_ASSIGN(auto spec, correlate_walk(p, a, &kind));
-    LR_ASSIGN(cs.objects, walk_objects(p, spec, kind, &cs.heap_walk, &cs.have_heap, &cs.warnings));
+    LR_ASSIGN(cs.objects, correlate_objects(p, a, cs));
   } else if (cs.gluster) {
     LR_ASSIGN(cs.objects, gluster_objects(p, a, &cs.gluster_report, &cs.warnings));
     cs.warnings.insert(cs.warnings.end(), cs.gluster_report.warnings.begin(),

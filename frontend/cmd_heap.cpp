@@ -80,24 +80,26 @@ static int cmd_heap(const Common& c, bool list, bool stats) {
                                                 : "mmapped";
   };
   if (c.json) {
-    nlohmann::json j = {{"schema", "leakref.heap/1"},
-                        {"main_arena", hex(g.main_arena)},
-                        {"tcache_key", hex(g.tcache_key)},
-                        {"stats",
-                         {{"arenas", s.arenas},
-                          {"heaps", g.heaps},
-                          // every chunk, as the text says; heap_chunks without mmapped ones
-                          {"chunks", s.chunks + s.mmapped},
-                          {"heap_chunks", s.chunks},
-                          {"in_use", s.in_use},
-                          {"in_use_bytes", s.in_use_bytes},
-                          {"mmapped", s.mmapped},
-                          {"bin_free", g.bin_free},
-                          {"fastbin_free", g.fastbin_free},
-                          {"tcache_free", g.tcache_free},
-                          {"tcache_structs", g.tcache_structs},
-                          {"index_bytes", s.index_bytes}}},
-                        {"warnings", h.warnings}};
+    nlohmann::json j = {
+        {"schema", "leakref.heap/1"},
+        {"main_arena", hex(g.main_arena)},
+        {"tcache_key",
+         g.tcache_key_from.empty() ? nlohmann::json(nullptr) : nlohmann::json(hex(g.tcache_key))},
+        {"stats",
+         {{"arenas", s.arenas},
+          {"heaps", g.heaps},
+          // every chunk, as the text says; heap_chunks without mmapped ones
+          {"chunks", s.chunks + s.mmapped},
+          {"heap_chunks", s.chunks},
+          {"in_use", s.in_use},
+          {"in_use_bytes", s.in_use_bytes},
+          {"mmapped", s.mmapped},
+          {"bin_free", g.bin_free},
+          {"fastbin_free", g.fastbin_free},
+          {"tcache_free", g.tcache_free},
+          {"tcache_structs", g.tcache_structs},
+          {"index_bytes", s.index_bytes}}},
+        {"warnings", h.warnings}};
     // Timing only on request: the same core gives the same output.
     if (stats) j["walk_ns"] = static_cast<uint64_t>(ms * 1e6);
     nlohmann::json regions = nlohmann::json::array();
@@ -117,8 +119,12 @@ static int cmd_heap(const Common& c, bool list, bool stats) {
     emit_json(j);
     return kOk;
   }
-  fmt::print("main_arena {:#x}, {} arena(s), {} heap(s), tcache key {:#x}\n", g.main_arena,
-             s.arenas, g.heaps, g.tcache_key);
+  fmt::print("main_arena {:#x}, {} arena(s), {} heap(s), tcache key {}\n", g.main_arena, s.arenas,
+             g.heaps,
+             g.tcache_key_from.empty()
+                 ? std::string("unknown (no libc symbol, no tcache entry)")
+                 : fmt::format("{:#x}{}", g.tcache_key,
+                               g.tcache_key_from == "libc" ? "" : " (from the tcache entries)"));
   for (const auto& r : h.regions)
     if (r.kind != lr::HeapRegion::Kind::kMmapped)
       fmt::print("  {:<7} [{:#x}, {:#x}) arena {:#x}{}\n", kind(r.kind), r.start, r.end, r.arena,

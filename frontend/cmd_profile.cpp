@@ -37,6 +37,8 @@ nlohmann::json profile_object_json(const lr::ProfileObject& o,
   if (!o.error.empty()) j["error"] = o.error;
   if (reconciled) {
     j["inbound"] = o.inbound < 0 ? nlohmann::json(nullptr) : nlohmann::json(o.inbound);
+    j["inbound_words"] =
+        o.inbound_words < 0 ? nlohmann::json(nullptr) : nlohmann::json(o.inbound_words);
     if (o.over) j["over"] = o.over;
     auto& rs = j["referrers"] = nlohmann::json::array();
     for (const auto& r : o.referrers) rs.push_back(ref_brief_json(r));
@@ -93,6 +95,7 @@ std::string explain(const lr::ProfileObject& o, const std::vector<std::string>& 
 std::string found(const lr::ProfileObject& o) {
   if (o.inbound < 0) return "";
   std::string s = fmt::format("; {} reference{} found", o.inbound, o.inbound == 1 ? "" : "s");
+  if (o.inbound_words != o.inbound) s += fmt::format(" ({} words)", o.inbound_words);
   if (o.over) s += fmt::format(" !! {} counted, held by nothing found", o.over);
   return s;
 }

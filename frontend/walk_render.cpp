@@ -194,7 +194,7 @@ void WalkRenderer::json_reconcile(const lr::WalkedObject& o) {
     buf_.append(std::string_view(",\"inbound\":null"));
     return;
   }
-  fmt::format_to(it, ",\"inbound\":{}", o.inbound);
+  fmt::format_to(it, ",\"inbound\":{},\"inbound_words\":{}", o.inbound, o.inbound_words);
   if (o.has_refcount && o.refcount > o.inbound)
     fmt::format_to(it, ",\"over\":{}", o.refcount - o.inbound);
   buf_.append(std::string_view(",\"referrers\":["));
@@ -214,6 +214,8 @@ void WalkRenderer::json_reconcile(const lr::WalkedObject& o) {
 std::string WalkRenderer::reconcile_text(const lr::WalkedObject& o) const {
   if (o.inbound < 0) return "- (not a heap object)";
   std::string s = std::to_string(o.inbound);
+  // Link words counted once: say how many words stood behind the number.
+  if (o.inbound_words != o.inbound) s += fmt::format(" ({} words)", o.inbound_words);
   if (o.has_refcount && o.refcount > o.inbound)
     s += fmt::format("  !! {} counted, held by nothing found", o.refcount - o.inbound);
   return s;

@@ -5,6 +5,8 @@
 #include <catch2/catch.hpp>
 #include <set>
 
+#include <csignal>
+
 #include "harness.hpp"
 
 using nlohmann::json;
@@ -76,4 +78,32 @@ TEST_CASE("heap: a progress line on a terminal, never in the output", "[core][he
   REQUIRE(shown.err.size() >= 4);
   CHECK(shown.err.substr(shown.err.size() - 4) == "\r\x1b[K");
   CHECK(shown.out == quiet.out);
+}
+
+// The tcache key is libc's tcache_key as gdb reads it, on a process that
+// freed nothing (no tcache entry carries it: it printed 0x0) and on one
+// whose free entries carry it.
+TEST_CASE("heap: the tcache key is libc's, as gdb reads it", "[core][heap]") {
+  if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed: core tests need it");
+  auto fx = lrtest::spawn({lrtest::fixture_path("fx_steady")});
+  REQUIRE(lrtest::wait_for_text(fx.out_path, "READY", 30));
+  std::string prefix = lrtest::tmp_dir() + "/steady-key";
+  auto g = lrtest::run({"gcore", "-o", prefix, std::to_string(fx.pid)}, 120);
+  std::string steady = prefix + "." + std::to_string(fx.pid);
+  lrtest::finish(fx, SIGKILL);
+  REQUIRE(g.status == 0);
+  const auto& heap = lrtest::fixture_core("heap", lrtest::fixture_path("fx_heap"));
+  for (auto [core, exe] :
+       {std::pair{steady, lrtest::fixture_path("fx_steady")}, std::pair{heap.core, heap.exe}}) {
+    auto gdb = lrtest::run({"gdb", "-batch", "-nx", "-ex", "p/x tcache_key", exe, core}, 120);
+    auto at = gdb.out.rfind("= 0x");
+    REQUIRE(at != std::string::npos);  // libc6-dbg (make test installs it) names it
+    std::string key = gdb.out.substr(at + 2, gdb.out.find('\n', at) - at - 2);
+    auto r = lrtest::leakref({"heap", core});
+    INFO(core << "\n" << r.out << r.err);
+    REQUIRE(r.status == 0);
+    CHECK(r.out.find("tcache key " + key + "\n") != std::string::npos);
+    auto j = lrtest::leakref({"heap", core, "--json"});
+    CHECK(j.json()["tcache_key"] == key);
+  }
 }

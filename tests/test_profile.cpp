@@ -3,7 +3,9 @@
 // the new container kinds against the same manifest; hostile profiles.
 #include <sys/stat.h>
 
+#include <fmt/format.h>
 #include <algorithm>
+
 #include <catch2/catch.hpp>
 #include <map>
 #include <regex>
@@ -580,4 +582,34 @@ TEST_CASE("types from headers: a program without debuginfo, profiled", "[profile
   r = leakref(walk);
   REQUIRE(r.status == 0);
   CHECK(r.json()["objects"].size() == m["vcaches"]["objects"].size());
+}
+
+// correlate --profile --set explains each object by the holders the
+// profile declares, as `profile` does (it flagged every object held by an
+// hlist and another set's pointers, and refused a nested set). The trace
+// takes one reference on every resource and never drops it: exactly the
+// fixture's leaked ones (its manifest) are flagged, each with excess 1.
+TEST_CASE("correlate --profile --set: the profile's holders explain references",
+          "[profile][trace]") {
+  const auto* fc = locks_core();
+  if (!fc) LR_SKIP("gcore (gdb) is not installed");
+  const json& m = fc->manifest["structures"]["resources"];
+  std::string trace = lrtest::tmp_dir() + "/resources.lrt";
+  std::string t = "#leakref-trace 1\nP res_ref resources ref\n";
+  int ts = 100;
+  for (const auto& o : m["objects"])
+    t += fmt::format("E {} 1 res_ref {} {} 0x1000\n", ts++, o["addr"].get<std::string>(),
+                     o["refcount"].get<int>() - 1);
+  lrtest::write_file(trace, t);
+  auto r = leakref(
+      {"correlate", fc->core, trace, "--profile", profile_path(), "--set", "resources", "--json"});
+  INFO(t << r.err);
+  REQUIRE(r.status == 0);
+  json j = r.json();
+  std::map<std::string, int64_t> flagged, want;
+  for (const auto& o : j["objects"])
+    if (o["verdict"] == "flagged") flagged[o["addr"]] = o["excess"];
+  for (const auto& [addr, n] : m["leaked"].items()) want[addr] = 1;
+  CHECK(flagged == want);
+  CHECK(j["objects"].size() == m["objects"].size());
 }

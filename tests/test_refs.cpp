@@ -375,3 +375,42 @@ TEST_CASE("leaks: nothing leaked behind a pointer-dense block", "[refs]") {
   CHECK(chunks + 1 == bj["objects"][0]["referrers"].size());
   CHECK(chunks > 65536);
 }
+
+// One membership in a list ring is one reference, though two words (the
+// neighbours' next and prev) point at the object; an hlist's likewise
+// (the previous next or the head's first, and the next node's pprev). In
+// fx_structs each object is on one list and counts one reference for it;
+// any count above 1 is a reference nobody holds (the fixture's refs_for).
+TEST_CASE("walk --reconcile: a list or hlist membership is one reference", "[refs]") {
+  if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed");
+  const auto& fc = lrtest::fixture_core("structs", lrtest::fixture_path("fx_structs"));
+  for (const char* set : {"list", "hash"}) {
+    const json& m = fc.manifest["structures"][set];
+    bool ring = std::string(set) == "list";
+    auto r = lrtest::leakref({"walk", fc.core, "--type", "struct obj", "--head", m["head"],
+                              ring ? "--list-member" : "--hlist-member", ring ? "link" : "hnode",
+                              "--refcount", "ref", "--reconcile", "--json"},
+                             120);
+    INFO(set << ": " << r.err);
+    REQUIRE(r.status == 0);
+    json j = r.json();
+    REQUIRE(j["objects"].size() == m["objects"].size());
+    uint64_t over = 0;
+    for (const auto& o : j["objects"]) {
+      INFO(o.dump());
+      // main()'s stale locals on the stack are references too, one each.
+      int64_t stack = 0;
+      for (const auto& f : o["referrers"]) stack += f["kind"] == "stack";
+      CHECK(o["inbound"] == 1 + stack);
+      // A ring node has both neighbours' words (an hlist's last node, one).
+      if (ring) CHECK(o["inbound_words"] == 2 + stack);
+      int64_t extra = o["refcount"].get<int64_t>() - 1 - stack;
+      if (extra > 0) {
+        ++over;
+        CHECK(o["over"] == extra);
+      }
+    }
+    CHECK(over > 0);
+    CHECK(j["summary"]["over_referenced"] == over);
+  }
+}

@@ -158,11 +158,13 @@ struct ProfileObject {
   std::string verdict;
   std::vector<std::string> violations;  // invariant names that do not hold
   std::string error;                    // with verdict "error"
-  // With ProfileRunOptions::reconcile: the words in live memory pointing
-  // into the object from outside it (-1: the object is in no heap block,
-  // not reconciled), the first kMaxReferrers of them, and how many counted
-  // references nobody holds (refcount above the references found; else 0).
+  // With ProfileRunOptions::reconcile: the references found in live memory
+  // as a refcount counts them (holders.hpp: a list, hlist or tree
+  // membership is one; -1: the object is in no heap block, not reconciled),
+  // the words behind them and the first kMaxReferrers of those, and how many
+  // counted references nobody holds (refcount above the references found).
   int64_t inbound = -1;
+  int64_t inbound_words = -1;
   std::vector<Ref> referrers;
   int64_t over = 0;
   static constexpr size_t kMaxReferrers = 16;

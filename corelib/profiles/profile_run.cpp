@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "corelib/blocks/heap.hpp"
+#include "corelib/blocks/holders.hpp"
 #include "corelib/objects/filter.hpp"
 #include "corelib/walks/container_kinds.hpp"
 #include "corelib/walks/walkspec.hpp"
@@ -555,6 +556,7 @@ class Runner {
   // than found means counted references nobody holds (no trace needed).
   void reconcile(CompiledSet& s, uint64_t a, ProfileObject& o) {
     o.inbound = -1;
+    o.inbound_words = -1;
     o.over = 0;
     o.referrers.clear();
     auto refs = opts_.reconcile->refs_into(a, s.type->type->strip()->size);
@@ -562,7 +564,9 @@ class Runner {
       ++s.sum.not_indexed;
       return;
     }
-    o.inbound = static_cast<int64_t>(refs.value().size());
+    HolderCount hc = count_holders(prog_.mem(), refs.value());
+    o.inbound = static_cast<int64_t>(hc.holders);
+    o.inbound_words = static_cast<int64_t>(hc.words);
     for (size_t i = 0; i < refs.value().size() && i < ProfileObject::kMaxReferrers; ++i)
       o.referrers.push_back(refs.value()[i]);
     if (o.has_refcount && o.refcount > o.inbound) {

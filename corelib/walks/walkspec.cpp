@@ -1,5 +1,6 @@
 #include "corelib/walks/walkspec.hpp"
 
+#include "corelib/blocks/holders.hpp"
 #include "corelib/walks/container_kinds.hpp"
 #include "walkspec_internal.hpp"
 
@@ -198,12 +199,15 @@ class ObjectEvaluator {
   void reconcile(uint64_t addr, bool has, int64_t rcv) {
     cur_.referrers.clear();
     cur_.inbound = -1;
+    cur_.inbound_words = -1;
     auto refs = reconcile_->refs_into(addr, size_);
     if (!refs.ok()) {
       ++rep_->not_indexed;
       return;
     }
-    cur_.inbound = static_cast<int64_t>(refs.value().size());
+    HolderCount hc = count_holders(mem_, refs.value());
+    cur_.inbound = static_cast<int64_t>(hc.holders);
+    cur_.inbound_words = static_cast<int64_t>(hc.words);
     for (size_t i = 0; i < refs.value().size() && i < WalkedObject::kMaxReferrers; ++i)
       cur_.referrers.push_back(refs.value()[i]);
     if (has && rcv > cur_.inbound) ++rep_->over_referenced;

@@ -80,9 +80,12 @@ struct WalkedObject {
   bool has_refcount = false;
   int64_t refcount = 0;
   std::vector<FieldValue> fields;  // in WalkSpec::show order
-  // With WalkSpec::reconcile: the words pointing into the object from
-  // outside it (-1: not indexed, not a heap object), and the first few.
+  // With WalkSpec::reconcile: the references found into the object as a
+  // refcount counts them (holders.hpp: a list, hlist or tree membership is
+  // one; -1: not indexed, not a heap object), the words behind them, and the
+  // first few words.
   int64_t inbound = -1;
+  int64_t inbound_words = -1;
   std::vector<Ref> referrers;  // at most kMaxReferrers
   static constexpr size_t kMaxReferrers = 8;
 };

@@ -252,6 +252,9 @@ HeapInput heap_input_from_core(const CoreFile& core, const ModuleSet& mods) {
     for (const auto& s : core.segments())
       if (s.kind != SegmentInfo::Kind::kMissing && s.end > m->base && s.start < m->end)
         in.libc_data.emplace_back(std::max(s.start, m->base), std::min(s.end, m->end));
+    // A local symbol: only libc's .symtab (libc6-dbg) has it.
+    const Symbol* k = m->find_symbol("tcache_key");
+    if (k && k->is_object && k->size == 8) in.tcache_key_at = k->addr;
   }
   return in;
 }
@@ -401,6 +404,26 @@ void keep_in_use(Walker& w) {
 
 }  // namespace
 
+namespace {
+// gdb reads libc's tcache_key; without its symbol the key the free tcache
+// entries carry is the same value, and with neither it is unknown.
+void read_tcache_key(const Reader& rd, const HeapInput& in, GlibcHeap& g,
+                     std::vector<std::string>& warnings) {
+  uint64_t k = 0;
+  if (in.tcache_key_at && rd.u64(in.tcache_key_at, &k)) {
+    if (g.tcache_key && g.tcache_key != k)
+      warnings.push_back(
+          fmt::format("libc's tcache_key is {:#x} but the free tcache entries carry "
+                      "{:#x}: those entries are suspect",
+                      k, g.tcache_key));
+    g.tcache_key = k;
+    g.tcache_key_from = "libc";
+  } else if (g.tcache_key) {
+    g.tcache_key_from = "tcache entries";
+  }
+}
+}  // namespace
+
 Result<HeapWalk> walk_glibc_heap(const Memory& mem, const HeapInput& in, const HeapLimits& limits) {
   Reader rd(mem);
   HeapWalk out;
@@ -422,6 +445,7 @@ Result<HeapWalk> walk_glibc_heap(const Memory& mem, const HeapInput& in, const H
   for (const auto& c : w.cand)
     if (!c.mmapped() && c.usable() + 8 == kTcacheStructChunk) w.tcache_candidate(c.user);
   keep_in_use(w);
+  read_tcache_key(rd, in, g, out.warnings);
   if (g.main_arena) out.bookkeeping.emplace_back(g.main_arena, g.main_arena + kMallocStateBytes);
   out.details = std::move(details);
   // A request of n bytes gets at most n + 24 usable bytes (16-byte chunks,

@@ -22,6 +22,7 @@ class ModuleSet;
 struct HeapInput {
   std::vector<std::pair<uint64_t, uint64_t>> anon;       // readable, not file-backed
   std::vector<std::pair<uint64_t, uint64_t>> libc_data;  // libc's readable data ranges
+  uint64_t tcache_key_at = 0;  // libc's tcache_key variable (2.34+, from its symbol); 0: unknown
 };
 HeapInput heap_input_from_core(const CoreFile& core, const ModuleSet& mods);
 
@@ -33,7 +34,11 @@ constexpr uint64_t kMallocStateBytes = 2200;
 // What the glibc walk knows beyond the chunks (HeapWalk::details).
 struct GlibcHeap : AllocatorDetails {
   uint64_t main_arena = 0;  // 0 when it could not be found
-  uint64_t tcache_key = 0;  // 0 when no tcache entry was seen
+  uint64_t tcache_key = 0;  // 0: unknown
+  // Where tcache_key came from: "libc" (its variable, read through its
+  // symbol), "tcache entries" (the key every free tcache entry carries), ""
+  // (neither: no symbol and no entry).
+  std::string tcache_key_from;
   uint64_t heaps = 0, bin_free = 0, fastbin_free = 0, tcache_free = 0, tcache_structs = 0;
 };
 
