@@ -24,7 +24,64 @@ struct TrendArgs {
   std::string profile, html;
   size_t top = 10;
   std::vector<std::string> fail_on;
+  std::string order = "time";  // "time" (when each was taken) or "args" (as given)
 };
+
+// The same dump given twice (or a copy of it) makes a flat step that reads
+// as "stopped growing": every class with the same count in both.
+void warn_twice(Series& s) {
+  for (size_t i = 0; i < s.snaps.size(); ++i)
+    for (size_t k = i + 1; k < s.snaps.size(); ++k) {
+      const lr::Snapshot &x = s.snaps[i], &y = s.snaps[k];
+      bool same =
+          x.kind == y.kind && x.build_id == y.build_id && x.classes.size() == y.classes.size();
+      for (size_t c = 0; same && c < x.classes.size(); ++c)
+        same = x.classes[c].kind == y.classes[c].kind && x.classes[c].name == y.classes[c].name &&
+               x.classes[c].count == y.classes[c].count && x.classes[c].bytes == y.classes[c].bytes;
+      if (same && !x.classes.empty())
+        s.warnings.push_back(
+            fmt::format("{} and {} have the same count in every class: the same "
+                        "dump given twice?",
+                        x.source, y.source));
+    }
+}
+
+// Orders the series by when each input was taken (`order` "time", when every
+// one says) or as given ("args"); says which, where the times came from, and
+// when the two orders disagree. True when ordered by time.
+bool order_series(Series& s, const std::string& order) {
+  bool timed = std::all_of(s.snaps.begin(), s.snaps.end(), [](auto& x) { return x.time > 0; });
+  bool mtimes = std::any_of(s.snaps.begin(), s.snaps.end(),
+                            [](auto& x) { return x.time_from == "file mtime"; });
+  std::vector<size_t> by_time(s.snaps.size());
+  for (size_t i = 0; i < by_time.size(); ++i) by_time[i] = i;
+  std::stable_sort(by_time.begin(), by_time.end(),
+                   [&](size_t x, size_t y) { return s.snaps[x].time < s.snaps[y].time; });
+  size_t moved = 0;
+  for (size_t i = 0; i < by_time.size(); ++i) moved += by_time[i] != i;
+  const char* why = mtimes ? " (file modification times: copying a dump changes them)" : "";
+  if (order == "args" || !timed) {
+    if (order != "args")
+      s.warnings.push_back(
+          "not every input says when it was taken: the series keeps the order "
+          "given");
+    else if (timed && moved)
+      s.warnings.push_back(
+          fmt::format("the inputs' times{} would order {} of them differently; "
+                      "kept in the order given (--order args)",
+                      why, moved));
+    return false;
+  }
+  if (moved)
+    s.warnings.push_back(
+        fmt::format("ordered by when each was taken{}: {} of {} inputs moved from "
+                    "the order given; --order args keeps that order",
+                    why, moved, s.snaps.size()));
+  std::vector<lr::Snapshot> sorted;
+  for (size_t i : by_time) sorted.push_back(std::move(s.snaps[i]));
+  s.snaps = std::move(sorted);
+  return true;
+}
 
 // Loads every input, keeping its classes and, of the last, the refcount
 // histogram only: a long series of large cores must not hold every object.
@@ -54,12 +111,9 @@ lr::Result<Series> load_series(const Common& c, const TrendArgs& a) {
     last_given_hist = std::move(hist);
     s.snaps.push_back(std::move(snap));
   }
-  // In the order they were taken when every one says when; else as given.
-  bool timed = std::all_of(s.snaps.begin(), s.snaps.end(), [](auto& x) { return x.time > 0; });
-  if (timed)
-    std::stable_sort(s.snaps.begin(), s.snaps.end(),
-                     [](const auto& x, const auto& y) { return x.time < y.time; });
-  s.last_refcounts = timed ? std::move(newest_hist) : std::move(last_given_hist);
+  warn_twice(s);
+  bool by_time = order_series(s, a.order);
+  s.last_refcounts = by_time ? std::move(newest_hist) : std::move(last_given_hist);
   s.trend = lr::trend_of(s.snaps);
   return s;
 }
@@ -67,9 +121,11 @@ lr::Result<Series> load_series(const Common& c, const TrendArgs& a) {
 nlohmann::json trend_json(const Series& s) {
   nlohmann::json snaps = nlohmann::json::array(), classes = nlohmann::json::array();
   for (const auto& x : s.snaps)
-    snaps.push_back({{"source", x.source},
-                     {"kind", x.kind},
-                     {"time", x.time > 0 ? nlohmann::json(x.time) : nlohmann::json(nullptr)}});
+    snaps.push_back(
+        {{"source", x.source},
+         {"kind", x.kind},
+         {"time", x.time > 0 ? nlohmann::json(x.time) : nlohmann::json(nullptr)},
+         {"time_from", x.time > 0 ? nlohmann::json(x.time_from) : nlohmann::json(nullptr)}});
   size_t only = 0;
   for (const auto& c : s.trend.classes) {
     only += c.only_grows;
@@ -102,9 +158,12 @@ void print_trend(const Series& s, size_t top) {
   const auto& f = s.snaps.front();
   const auto& l = s.snaps.back();
   const char* unit = s.trend.per_hour ? "h" : "snap";
-  fmt::print("{} snapshots, {} ({}) to {} ({}); slopes per {}\n", s.snaps.size(), f.source,
-             snapshot_time(f.time, "time unknown"), l.source, snapshot_time(l.time, "time unknown"),
-             s.trend.per_hour ? "hour" : "snapshot");
+  auto when = [](const lr::Snapshot& x) {
+    std::string t = snapshot_time(x.time, "time unknown");
+    return x.time > 0 && !x.time_from.empty() ? t + ", " + x.time_from : t;
+  };
+  fmt::print("{} snapshots, {} ({}) to {} ({}); slopes per {}\n", s.snaps.size(), f.source, when(f),
+             l.source, when(l), s.trend.per_hour ? "hour" : "snapshot");
   std::vector<const lr::ClassSeries*> only, steep;
   for (const auto& c : s.trend.classes) {
     if (c.only_grows) only.push_back(&c);
@@ -162,6 +221,10 @@ Command register_trend(CLI::App& app, Common& c) {
   add_vmlinux_option(sub, c);
   sub->add_option("--profile", a->profile, "also a profile's object sets, on cores");
   sub->add_option("--top", a->top, "classes listed and plotted (default 10)");
+  sub->add_option("--order", a->order,
+                  "time: by when each was taken (default; a core's file mtime, a statedump's "
+                  "DUMP-START-TIME); args: as given")
+      ->check(CLI::IsMember({"time", "args"}));
   sub->add_option("--html", a->html, "also write a self-contained HTML report with SVG plots");
   sub->add_option("--fail-on", a->fail_on, "exit 1 if: grows (a class only grows), any")
       ->delimiter(',');

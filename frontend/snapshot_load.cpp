@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <ctime>
+#include <optional>
+#include <set>
 #include <unordered_map>
 
 #include "cmd_gluster.hpp"
@@ -149,6 +151,7 @@ lr::Result<lr::Snapshot> load_core(const Common& c, const std::string& path,
   s.source = path;
   s.kind = "core";
   s.time = file_time(path);
+  s.time_from = "file mtime";
   s.warnings = prog->warnings();
   if (auto* exe = prog->modules().exe()) s.build_id = exe->build_id;
   auto heap = read_heap(*prog);
@@ -184,6 +187,7 @@ lr::Result<lr::Snapshot> load_kernel(const Common& c, const std::string& path,
   LR_ASSIGN(auto k, lr::KernelTarget::open(path, c.vmlinux, dbg));
   LR_ASSIGN(lr::Snapshot s, lr::kernel_snapshot(*k, path));
   s.time = file_time(path);
+  s.time_from = "file mtime";
   if (!profile.empty()) LR_TRY(add_profile(k->prog(), profile, s, true));
   return s;
 }
@@ -198,7 +202,10 @@ lr::Result<lr::Snapshot> load_snapshot(const Common& c, const std::string& path,
   ssize_t n = ::pread(fd, head, sizeof head, 0);
   std::string_view h(head, n > 0 ? static_cast<size_t>(n) : 0);
   bool statedump = lr::looks_like_statedump(h);
-  bool saved = !h.empty() && h.front() == '{';  // JSON: checked as leakref.snapshot/1
+  // JSON (an object, or anything else a JSON file holds): checked as
+  // leakref.snapshot/1, not taken for a core.
+  size_t first = h.find_first_not_of(" \t\r\n");
+  bool saved = first != std::string_view::npos && (h[first] == '{' || h[first] == '[');
   struct stat st {};
   bool kernel = !statedump && !saved && ::fstat(fd, &st) == 0 &&
                 lr::is_kernel_dump(fd, static_cast<uint64_t>(st.st_size));
@@ -249,37 +256,109 @@ nlohmann::json snapshot_json(const lr::Snapshot& s) {
   j["kind"] = s.kind;
   j["build_id"] = s.build_id.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.build_id);
   j["time"] = s.time > 0 ? nlohmann::json(s.time) : nlohmann::json(nullptr);
+  j["time_from"] = s.time > 0 ? nlohmann::json(s.time_from) : nlohmann::json(nullptr);
   j["classes"] = classes;
   j["objects"] = objects;
   j["warnings"] = s.warnings;
   return j;
 }
 
-lr::Result<lr::Snapshot> snapshot_from_json(const nlohmann::json& j, const std::string& path) {
-  auto bad = [&](const std::string& what) {
+namespace {
+
+// A saved snapshot is input like any other: every member is checked for
+// its type and range, so a hostile number never becomes a count (2^64-1
+// read as -1, INT64_MIN growing by 2^63) and a bad time is refused, not
+// quietly unknown. Messages name the member, not the JSON library.
+struct SnapReader {
+  const std::string& path;
+  lr::Error bad(const std::string& what) const {
     return lr::make_error(lr::Errc::kBadFormat, path + ": not a leakref.snapshot/1: " + what);
-  };
-  try {
-    if (!j.is_object() || j.value("schema", "") != "leakref.snapshot/1") return bad("schema");
-    lr::Snapshot s;
-    s.source = j.at("source").get<std::string>();
-    s.kind = j.at("kind").get<std::string>();
-    if (s.kind != "core" && s.kind != "statedump" && s.kind != "vmcore")
-      return bad("kind '" + s.kind + "'");
-    if (j.at("build_id").is_string()) s.build_id = j["build_id"].get<std::string>();
-    if (j.at("time").is_number()) s.time = j["time"].get<double>();
-    for (const auto& c : j.at("classes"))
-      s.classes.push_back({c.at("kind").get<std::string>(), c.at("name").get<std::string>(),
-                           c.at("count").get<int64_t>(),
-                           c.at("bytes").is_null() ? -1 : c["bytes"].get<int64_t>()});
-    for (const auto& o : j.at("objects"))
-      s.objects.push_back({o.at("key").get<std::string>(), o.at("class").get<std::string>(),
-                           o.at("refcount").get<int64_t>(), o.at("held").get<std::string>()});
-    for (const auto& w : j.at("warnings")) s.warnings.push_back(w.get<std::string>());
-    return s;
-  } catch (const nlohmann::json::exception& e) {
-    return bad(e.what());
   }
+  lr::Result<std::string> str(const nlohmann::json& o, const char* k, bool null_ok = false) const {
+    if (!o.is_object() || !o.contains(k)) return bad(fmt::format("'{}' is missing", k));
+    if (null_ok && o[k].is_null()) return std::string();
+    if (!o[k].is_string()) return bad(fmt::format("'{}' is not a string", k));
+    return o[k].get<std::string>();
+  }
+  // An integer in [lo, hi]; `null_as` when null is allowed (else refused).
+  lr::Result<int64_t> num(const nlohmann::json& o, const char* k, int64_t lo, int64_t hi,
+                          std::optional<int64_t> null_as = std::nullopt) const {
+    if (!o.is_object() || !o.contains(k)) return bad(fmt::format("'{}' is missing", k));
+    const auto& v = o[k];
+    if (v.is_null() && null_as) return *null_as;
+    bool fits = v.is_number_integer() &&
+                (v.is_number_unsigned() ? v.get<uint64_t>() <= static_cast<uint64_t>(hi)
+                                        : v.get<int64_t>() >= lo && v.get<int64_t>() <= hi);
+    if (!fits)
+      return bad(fmt::format("'{}' is {}, not an integer from {} to {}", k, v.dump(), lo, hi));
+    return v.get<int64_t>();
+  }
+  lr::Result<double> time(const nlohmann::json& j) const {
+    if (!j.contains("time") || j["time"].is_null()) return 0.0;
+    const auto& t = j["time"];
+    // 1970 to 2500: a snapshot's time in seconds; anything else is damage.
+    if (!t.is_number() || !(t.get<double>() > 0 && t.get<double>() < 16725225600.0))
+      return bad(fmt::format("'time' is {}, not seconds since 1970", t.dump()));
+    return t.get<double>();
+  }
+};
+
+constexpr int64_t kMaxSnapCount = int64_t{1} << 48;
+
+lr::Result<void> read_classes(const SnapReader& r, const nlohmann::json& j, lr::Snapshot& s) {
+  if (!j.contains("classes") || !j["classes"].is_array()) return r.bad("'classes' is not a list");
+  std::set<std::pair<std::string, std::string>> seen;
+  for (const auto& c : j["classes"]) {
+    LR_ASSIGN(std::string kind, r.str(c, "kind"));
+    LR_ASSIGN(std::string name, r.str(c, "name"));
+    if (!seen.insert({kind, name}).second)
+      return r.bad(fmt::format("class {} '{}' is listed twice", kind, name));
+    LR_ASSIGN(int64_t count, r.num(c, "count", 0, kMaxSnapCount));
+    LR_ASSIGN(int64_t bytes, r.num(c, "bytes", 0, kMaxSnapCount, -1));
+    s.classes.push_back({kind, name, count, bytes});
+  }
+  return {};
+}
+
+lr::Result<void> read_objects(const SnapReader& r, const nlohmann::json& j, lr::Snapshot& s) {
+  if (!j.contains("objects") || !j["objects"].is_array()) return r.bad("'objects' is not a list");
+  for (const auto& o : j["objects"]) {
+    LR_ASSIGN(std::string key, r.str(o, "key"));
+    LR_ASSIGN(std::string cls, r.str(o, "class"));
+    LR_ASSIGN(int64_t rc, r.num(o, "refcount", INT32_MIN, INT32_MAX));
+    LR_ASSIGN(std::string held, r.str(o, "held"));
+    s.objects.push_back({key, cls, rc, held});
+  }
+  return {};
+}
+
+}  // namespace
+
+lr::Result<lr::Snapshot> snapshot_from_json(const nlohmann::json& j, const std::string& path) {
+  SnapReader r{path};
+  if (!j.is_object()) return r.bad("the document is not a JSON object");
+  if (j.value("schema", "") != "leakref.snapshot/1")
+    return r.bad("its schema is not leakref.snapshot/1");
+  lr::Snapshot s;
+  LR_ASSIGN(s.source, r.str(j, "source"));
+  LR_ASSIGN(s.kind, r.str(j, "kind"));
+  if (s.kind != "core" && s.kind != "statedump" && s.kind != "vmcore")
+    return r.bad("kind '" + s.kind + "'");
+  LR_ASSIGN(s.build_id, r.str(j, "build_id", true));
+  LR_ASSIGN(s.time, r.time(j));
+  if (s.time > 0)
+    s.time_from = j.contains("time_from") && j["time_from"].is_string()
+                      ? "saved snapshot (" + j["time_from"].get<std::string>() + ")"
+                      : "saved snapshot";
+  LR_TRY(read_classes(r, j, s));
+  LR_TRY(read_objects(r, j, s));
+  if (!j.contains("warnings") || !j["warnings"].is_array())
+    return r.bad("'warnings' is not a list");
+  for (const auto& w : j["warnings"]) {
+    if (!w.is_string()) return r.bad("a warning is not a string");
+    s.warnings.push_back(w.get<std::string>());
+  }
+  return s;
 }
 
 }  // namespace lrcli

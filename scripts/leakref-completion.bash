@@ -15,7 +15,8 @@ _leakref_words() {  # _leakref_words HELP-ARGS...: the long options and subcomma
 
 _leakref() {
   local cur=${COMP_WORDS[COMP_CWORD]} path=() i w
-  # The subcommand path typed so far (kernel's and types' second level too);
+  # The subcommand path typed so far (kernel's, types' and batch's second
+  # level too);
   # option values are skipped by leakref's own help, not guessed here.
   for ((i = 1; i < COMP_CWORD; i++)); do
     w=${COMP_WORDS[i]}
@@ -24,17 +25,18 @@ _leakref() {
       *)
         if [ ${#path[@]} -eq 0 ] && [[ " $(_leakref_words) " == *" $w "* ]]; then
           path=("$w")
-        elif [ ${#path[@]} -eq 1 ] && { [ "${path[0]}" = kernel ] || [ "${path[0]}" = types ]; } &&
+        elif [ ${#path[@]} -eq 1 ] && [[ " kernel types batch " == *" ${path[0]} "* ]] &&
           [[ " $(_leakref_words "${path[0]}") " == *" $w "* ]]; then
           path+=("$w")
         fi ;;
     esac
   done
   if [ ${#path[@]} -eq 0 ]; then
-    COMPREPLY=($(compgen -W "$(_leakref_words) help --help --version" -- "$cur"))
+    # leakref's help lists --help and --version already: only "help" is added.
+    COMPREPLY=($(compgen -W "$(_leakref_words) help" -- "$cur"))
   elif [[ "$cur" == -* ]]; then
     COMPREPLY=($(compgen -W "$(_leakref_words "${path[@]}")" -- "$cur"))
-  elif [ ${#path[@]} -eq 1 ] && { [ "${path[0]}" = kernel ] || [ "${path[0]}" = types ]; }; then
+  elif [ ${#path[@]} -eq 1 ] && [[ " kernel types batch " == *" ${path[0]} "* ]]; then
     COMPREPLY=($(compgen -W "$(_leakref_words "${path[0]}" | tr ' ' '\n' | grep -v '^--')" -- "$cur"))
     [ ${#COMPREPLY[@]} -gt 0 ] || COMPREPLY=($(compgen -f -- "$cur"))
   else

@@ -392,3 +392,95 @@ TEST_CASE("README: the series example runs as written", "[diff][series][docs]") 
   CHECK(commands == 2);
   CHECK(lrtest::read_file(dir + "/report.html").find("<svg") != std::string::npos);
 }
+
+// trend orders by when each input was taken and says where that came from;
+// copies made in another order carry the copy's mtime, so --order args keeps
+// the order given, and both say when the two orders disagree. The same dump
+// twice is named.
+TEST_CASE("trend: the order, where each time came from, the same dump twice", "[diff][series]") {
+  if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed");
+  std::string d = lrtest::tmp_dir() + "/order";
+  REQUIRE(lrtest::run({"/bin/mkdir", "-p", d}).status == 0);
+  auto fx = lrtest::spawn({lrtest::fixture_path("fx_steady")});
+  REQUIRE(lrtest::wait_for_text(fx.out_path, "READY", 30));
+  std::vector<std::string> cores;
+  for (int i = 1; i <= 3; ++i) {
+    usleep(300000);
+    std::string p = d + "/c" + std::to_string(i);
+    REQUIRE(lrtest::run({"gcore", "-o", p, std::to_string(fx.pid)}, 120).status == 0);
+    cores.push_back(p + "." + std::to_string(fx.pid));
+  }
+  lrtest::finish(fx, SIGKILL);
+  // Copied newest first: the copies' mtimes run backwards.
+  std::vector<std::string> copies(3);
+  for (int i = 2; i >= 0; --i) {
+    copies[i] = d + "/copy" + std::to_string(i + 1);
+    REQUIRE(lrtest::run({"/bin/cp", cores[i], copies[i]}).status == 0);
+    usleep(20000);
+  }
+  auto by_time = lrtest::leakref({"trend", copies[0], copies[1], copies[2], "--json"});
+  REQUIRE(by_time.status == 0);
+  json bj = by_time.json();
+  std::string w = bj["warnings"].dump();
+  CHECK(w.find("ordered by when each was taken (file modification times") != std::string::npos);
+  CHECK(w.find("--order args keeps that order") != std::string::npos);
+  CHECK(bj["snapshots"][0]["source"] == copies[2]);
+  CHECK(bj["snapshots"][0]["time_from"] == "file mtime");
+  auto args = lrtest::leakref({"trend", copies[0], copies[1], copies[2], "--order", "args"});
+  REQUIRE(args.status == 0);
+  CHECK(args.out.find("file mtime") != std::string::npos);
+  CHECK(args.out.find("\nonly grow (") != std::string::npos);  // fx_steady only grows
+  CHECK(args.err.find("would order 2 of them differently; kept in the order given") !=
+        std::string::npos);
+  auto twice = lrtest::leakref({"trend", cores[0], cores[0], cores[1]});
+  CHECK(twice.err.find(cores[0] + " and " + cores[0] + " have the same count in every class") !=
+        std::string::npos);
+  CHECK(lrtest::leakref({"trend", cores[0], cores[1], "--order", "size"}).status == 2);
+}
+
+// A saved snapshot is checked member by member: hostile numbers are refused
+// in one line naming the member, never read as counts (2^64-1 was -1,
+// INT64_MIN made a class grow by 2^63, duplicated classes were summed, a
+// nonsense time became null) and JSON that is not an object is not called a
+// core.
+TEST_CASE("saved snapshots: hostile members are refused, not counted", "[diff][hostile]") {
+  std::string d = lrtest::tmp_dir() + "/badsnap";
+  REQUIRE(lrtest::run({"/bin/mkdir", "-p", d}).status == 0);
+  auto doc = [](const std::string& classes, const std::string& time) {
+    return "{\"schema\":\"leakref.snapshot/1\",\"source\":\"x\",\"kind\":\"core\","
+           "\"build_id\":null,\"time\":" +
+           time + ",\"classes\":[" + classes + "],\"objects\":[],\"warnings\":[]}";
+  };
+  std::string good_cls = "{\"kind\":\"heap\",\"name\":\"200 B\",\"count\":3,\"bytes\":600}";
+  lrtest::write_file(d + "/good.json", doc(good_cls, "1764000000"));
+  struct Case {
+    std::string name, text, says;
+  };
+  std::vector<Case> cases = {
+      {"huge",
+       doc("{\"kind\":\"heap\",\"name\":\"200 B\",\"count\":18446744073709551615,"
+           "\"bytes\":null}",
+           "1764000001"),
+       "'count' is 18446744073709551615, not an integer from 0 to"},
+      {"negative",
+       doc("{\"kind\":\"heap\",\"name\":\"200 B\",\"count\":-9223372036854775808,\"bytes\":null}",
+           "1764000001"),
+       "'count' is -9223372036854775808, not an integer"},
+      {"twice", doc(good_cls + "," + good_cls, "1764000001"), "class heap '200 B' is listed twice"},
+      {"time", doc(good_cls, "\"yesterday\""), "'time' is \"yesterday\", not seconds since 1970"},
+      {"array", "[1,2,3]", "the document is not a JSON object"},
+      {"missing", "{\"schema\":\"leakref.snapshot/1\",\"kind\":\"core\"}", "'source' is missing"},
+  };
+  for (const auto& c : cases) {
+    std::string f = d + "/" + c.name + ".json";
+    lrtest::write_file(f, c.text);
+    for (const char* cmd : {"diff", "trend"}) {
+      auto r = lrtest::leakref({cmd, d + "/good.json", f});
+      INFO(c.name << " " << cmd << ": " << r.out << r.err);
+      CHECK(r.status == 3);
+      CHECK(r.out.empty());
+      CHECK(r.err.find(f + ": not a leakref.snapshot/1: " + c.says) != std::string::npos);
+      CHECK(r.err.find("json.exception") == std::string::npos);
+    }
+  }
+}

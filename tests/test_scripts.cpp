@@ -548,19 +548,25 @@ TEST_CASE("bash completion completes subcommands and each one's options", "[scri
       "t leakref kernel --vmcore x in\n"
       "t leakref kernel --vmcore x inodes --fl\n"
       "t leakref types build --inc\n"
-      "t leakref heap core --st\n";
+      "t leakref heap core --st\n"
+      "t leakref batch r\n"
+      "t leakref batch run --jo\n"
+      "t leakref --\n";
   auto r = lrtest::run({"bash", "-c", script});
   REQUIRE(r.status == 0);
   std::istringstream in(r.out);
   std::vector<std::string> lines;
   for (std::string l; std::getline(in, l);) lines.push_back(l);
-  REQUIRE(lines.size() == 6);
+  REQUIRE(lines.size() == 9);
   CHECK(lines[0] == "walk");
   CHECK(lines[1] == "--limit --list-member");
   CHECK(lines[2] == "inodes");
   CHECK(lines[3] == "--flagged");
   CHECK(lines[4] == "--include-dir");
   CHECK(lines[5] == "--stats");
+  CHECK(lines[6] == "report run");  // batch's subcommands
+  CHECK(lines[7] == "--jobs");
+  CHECK(lines[8] == "--help --version");  // once each
 }
 
 // make check-layers fails on an include that goes up, on a target including

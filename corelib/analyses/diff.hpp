@@ -32,10 +32,11 @@ struct SnapObject {
 };
 
 struct Snapshot {
-  std::string source;    // the file it was read from
-  std::string kind;      // "statedump" or "core"
-  std::string build_id;  // a core's executable's ("" for statedumps, or none)
-  double time = 0;       // when it was taken (seconds since 1970, UTC); 0 unknown
+  std::string source;     // the file it was read from
+  std::string kind;       // "statedump" or "core"
+  std::string build_id;   // a core's executable's ("" for statedumps, or none)
+  double time = 0;        // when it was taken (seconds since 1970, UTC); 0 unknown
+  std::string time_from;  // where `time` came from: "DUMP-START-TIME", "file mtime", ...
   std::vector<SnapClass> classes;
   std::vector<SnapObject> objects;
   std::vector<std::string> warnings;

@@ -65,6 +65,7 @@ class StatedumpReader {
                             source_ + ": not a GlusterFS statedump (no DUMP-START-TIME line)");
         started = true;
         snap_.time = dump_time(line.substr(16));
+        if (snap_.time > 0) snap_.time_from = "DUMP-START-TIME";
         continue;
       }
       if (line.rfind("DUMP-END-TIME:", 0) == 0) {
