@@ -31,6 +31,7 @@ std::string option_hint(const CLI::App& app, const std::string& what) {
 int main(int argc, char** argv) {
   lr::register_targets();
   CLI::App app{"leakref: walk refcounted structures in cores through DWARF", "leakref"};
+  use_leakref_help(app);
   app.require_subcommand(1);
   app.set_version_flag("--version", "leakref 0.1.0");
   Common c;

@@ -356,6 +356,7 @@ int run_kernel_command(const KernelOpener& open, const std::vector<std::string>&
                        const std::string& source, Out& out, Out& err,
                        const std::atomic<bool>* interrupted, const std::string& usage_name) {
   CLI::App app{"leakref kernel analyses", usage_name};
+  use_leakref_help(app);
   app.require_subcommand(1);
   KArgs ka;
   WalkArgs w;

@@ -29,7 +29,7 @@ CLI::Validator positive_count(const char* hint) {
         if (v == 0) return "0 is not a count: give at least 1";
         return "";
       },
-      "N");
+      "");
 }
 }  // namespace
 
@@ -37,8 +37,10 @@ void add_walk_options(CLI::App* sub, WalkArgs& w, bool required) {
   sub->add_option("--type", w.type, "object type, e.g. 'struct node'")->required(required);
   sub->add_option("--head", w.head, "SYMBOL, SYMBOL@module, *SYMBOL or ADDR where the walk starts")
       ->required(required);
-  auto* o_next =
-      sub->add_option("--next", w.next, "NULL-terminated chain through this pointer field");
+  // The link kinds below are one of a kind (CLI11 refuses two).
+  auto* o_next = sub->add_option("--next", w.next,
+                                 "NULL-terminated chain through this pointer field (one link kind: "
+                                 "this or one of the next seven)");
   auto* o_list =
       sub->add_option("--list-member", w.list_member, "list_head member (ring at --head)");
   auto* o_hl =

@@ -16,6 +16,12 @@ struct Command {
   std::function<bool()> json;  // whether it writes JSON (errors then too, on stdout)
 };
 
+// The help format of every leakref app: option names without CLI11's
+// flag-value braces ("--hashtable", not "--hashtable{val}") and no
+// per-option "Excludes:" lists (the link kinds say once that they are one
+// of a kind). Set before the subcommands are added: they copy it.
+void use_leakref_help(CLI::App& app);
+
 // `c` (owned by main) holds the options every core-reading subcommand takes.
 Command register_info(CLI::App& app, Common& c);
 Command register_walk(CLI::App& app, Common& c);
