@@ -62,7 +62,12 @@ lr::Result<Opened> open_indexed(const Common& c,
   const lr::GlusterReport* gr = o.gf.report.get();
   LR_ASSIGN(o.ci, index_core(*o.prog, gr ? &gr->heap_walk : nullptr,
                              gr ? gr->dead_pooled : std::vector<uint64_t>{}));
-  const auto& w = o.ci.index->warnings();
+  // What the answer stands on, said first: the core and its files (an
+  // executable of another build), the heap walk (a chain that broke, a free
+  // list dropped) and the index.
+  std::vector<std::string> w = o.prog->warnings();
+  w.insert(w.end(), o.ci.heap->warnings.begin(), o.ci.heap->warnings.end());
+  w.insert(w.end(), o.ci.index->warnings().begin(), o.ci.index->warnings().end());
   o.warnings.insert(o.warnings.begin(), w.begin(), w.end());
   return o;
 }

@@ -5,7 +5,10 @@
 #include <catch2/catch.hpp>
 #include <set>
 
+#include <elf.h>
+
 #include <csignal>
+#include <cstring>
 
 #include "harness.hpp"
 
@@ -105,5 +108,107 @@ TEST_CASE("heap: the tcache key is libc's, as gdb reads it", "[core][heap]") {
     CHECK(r.out.find("tcache key " + key + "\n") != std::string::npos);
     auto j = lrtest::leakref({"heap", core, "--json"});
     CHECK(j.json()["tcache_key"] == key);
+  }
+}
+
+namespace {
+// File offset of virtual address `va` in an ELF core, or 0.
+uint64_t core_off(const std::string& img, uint64_t va) {
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, img.data(), sizeof eh);
+  for (int i = 0; i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph;
+    std::memcpy(&ph, img.data() + eh.e_phoff + i * sizeof ph, sizeof ph);
+    if (ph.p_type == PT_LOAD && va >= ph.p_vaddr && va < ph.p_vaddr + ph.p_filesz)
+      return ph.p_offset + (va - ph.p_vaddr);
+  }
+  return 0;
+}
+}  // namespace
+
+// Damage in the heap is said, with what was not read, and carried into the
+// commands built on the walk; it never becomes a different answer in
+// silence. Each mutation of one real core is checked against the intact
+// walk: a live chunk's size set to 0 (the walk stopped there and said
+// nothing), a tcache entry pointing at itself and a tcache count at its
+// maximum (each dropped the whole tcache: its free chunks counted in use).
+TEST_CASE("hostile heap: damage is said and never a quiet different answer", "[heap][hostile]") {
+  if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed: core tests need it");
+  const auto& fc = lrtest::fixture_core("heap", lrtest::fixture_path("fx_heap"));
+  auto intact = lrtest::leakref({"heap", fc.core, "--json", "--list"});
+  REQUIRE(intact.status == 0);
+  json ij = intact.json();
+  REQUIRE(ij["warnings"].empty());
+  const json& is = ij["stats"];
+  std::string img = lrtest::read_file(fc.core);
+  auto mutated = [&](const std::string& name, uint64_t va, const void* bytes, size_t n) {
+    std::string m = img;
+    uint64_t off = core_off(m, va);
+    REQUIRE(off != 0);
+    std::memcpy(&m[off], bytes, n);
+    std::string p = lrtest::tmp_dir() + "/heap-" + name + ".core";
+    lrtest::write_file(p, m);
+    return p;
+  };
+  auto u64_at = [&](uint64_t va) {
+    uint64_t v = 0;
+    std::memcpy(&v, img.data() + core_off(img, va), 8);
+    return v;
+  };
+  // The tcache_perthread_struct: the first in-use chunk of 0x288 usable bytes.
+  uint64_t tcache = 0;
+  for (const auto& c : ij["in_use"])
+    if (c[1] == 0x288 && !tcache) tcache = std::stoull(c[0].get<std::string>(), nullptr, 16);
+  REQUIRE(tcache);
+  int bin = -1;
+  uint16_t count = 0;
+  for (int i = 0; i < 64 && bin < 0; ++i) {
+    std::memcpy(&count, img.data() + core_off(img, tcache + 2 * i), 2);
+    if (count >= 2) bin = i;
+  }
+  REQUIRE(bin >= 0);  // fx_heap frees blocks of one size more than once
+  uint64_t first = u64_at(tcache + 128 + 8 * bin);
+
+  SECTION("a live chunk's size set to 0") {
+    const json& mid = ij["in_use"][ij["in_use"].size() / 2];
+    uint64_t user = std::stoull(mid[0].get<std::string>(), nullptr, 16);
+    uint64_t head = u64_at(user - 8) & 7;  // flags kept, size 0
+    std::string p = mutated("size0", user - 8, &head, 8);
+    auto h = lrtest::leakref({"heap", p, "--json"});
+    REQUIRE(h.status == 0);
+    json hj = h.json();
+    CHECK(hj["stats"]["in_use"].get<int>() < is["in_use"].get<int>());
+    std::string w = hj["warnings"].dump();
+    CHECK(w.find("chunk chain breaks at") != std::string::npos);
+    CHECK(w.find("bytes not walked") != std::string::npos);
+    for (const char* cmd : {"leaks", "refs"}) {
+      std::vector<std::string> a = {cmd, p, "--json"};
+      if (std::string(cmd) == "refs") a.push_back(mid[0].get<std::string>());
+      auto r = lrtest::leakref(a, 120);
+      INFO(cmd << ": " << r.err);
+      CHECK(r.json()["warnings"].dump().find("chunk chain breaks at") != std::string::npos);
+    }
+  }
+  SECTION("a tcache entry pointing at itself") {
+    uint64_t self = (first >> 12) ^ first;  // safe-linking: decodes to `first`
+    std::string p = mutated("tcself", first, &self, 8);
+    auto h = lrtest::leakref({"heap", p, "--json"});
+    REQUIRE(h.status == 0);
+    json hj = h.json();
+    // Only the entries after the first can be lost to the cycle.
+    CHECK(hj["stats"]["in_use"].get<int>() <= is["in_use"].get<int>() + count - 1);
+    CHECK(hj["stats"]["tcache_free"].get<int>() >= is["tcache_free"].get<int>() - (count - 1));
+    CHECK(hj["warnings"].dump().find("comes round again (a cycle)") != std::string::npos);
+  }
+  SECTION("a tcache count at its maximum") {
+    uint16_t most = 65535;
+    std::string p = mutated("tcmax", tcache + 2 * bin, &most, 2);
+    auto h = lrtest::leakref({"heap", p, "--json"});
+    REQUIRE(h.status == 0);
+    json hj = h.json();
+    CHECK(hj["stats"]["in_use"] == is["in_use"]);
+    CHECK(hj["stats"]["tcache_free"] == is["tcache_free"]);
+    CHECK(hj["warnings"].dump().find("its count says 65535 but the list ends after") !=
+          std::string::npos);
   }
 }

@@ -99,7 +99,10 @@ struct Walker {
       uint64_t head;
       if (!rd.u64(c + 8, &head)) break;
       uint64_t size = head & kSizeMask;
-      if (size == 0 || size == 16) return true;  // fencepost closing an old heap
+      // A fencepost closes an old heap; one before the arena's top ends
+      // the walk early, which is said, with the bytes not walked.
+      if ((size == 0 || size == 16) && !(top > c && top < end)) return true;
+      if (size == 0 || size == 16) break;
       if (size < kMinChunk || size % 16 != 0 || size > end - c) break;  // no wrap-around
       ++out.stats.chunks;
       uint64_t next = c + size, nhead = 0;
@@ -115,9 +118,11 @@ struct Walker {
       c = next;
     }
     if (c == top || c == end) return true;
+    uint64_t stop = top > c && top < end ? top : end;
     out.warnings.push_back(fmt::format(
-        "heap [{:#x}, {:#x}): chunk chain breaks at {:#x}; chunks after it are not seen", first,
-        end, c));
+        "heap [{:#x}, {:#x}): chunk chain breaks at {:#x}; chunks after it are not seen ({} "
+        "bytes not walked)",
+        first, end, c, stop - c));
     return false;
   }
 
@@ -141,8 +146,23 @@ struct Walker {
     }
   }
 
-  // A 0x290-byte in-use chunk is a tcache_perthread_struct when every count
-  // matches a well-formed list of chunks of that bin's size sharing one key.
+  // One tcache entry `e` of bin `i`: 16-aligned, its chunk of that bin's
+  // size, carrying the key (the first one met sets it). Its stored next
+  // pointer goes to `stored`.
+  bool tcache_entry(uint64_t e, uint64_t i, uint64_t* key, uint64_t* stored) const {
+    uint64_t head, ek;
+    if (e == 0 || e % 16 != 0 || !rd.u64(e - 8, &head) || (head & kSizeMask) != 32 + 16 * i ||
+        !rd.u64(e + 8, &ek) || ek == 0 || (*key != 0 && ek != *key) || !rd.u64(e, stored))
+      return false;
+    *key = ek;
+    return true;
+  }
+
+  // A 0x290-byte in-use chunk is a tcache_perthread_struct when every empty
+  // bin's pointer is NULL and every other bin's first entry is well formed
+  // (right size, one key). Past the first entry, damage (a cycle, an entry
+  // that is not one, a list shorter or longer than its count) keeps the
+  // entries read so far and says what was not read.
   void tcache_candidate(uint64_t user) {
     const uint8_t* b = rd.bytes(user, kTcacheBins * 2 + kTcacheBins * 8);
     if (!b) return;
@@ -150,38 +170,58 @@ struct Walker {
     uint64_t entries[kTcacheBins];
     std::memcpy(counts, b, sizeof counts);
     std::memcpy(entries, b + sizeof counts, sizeof entries);
-    uint64_t key = 0;
+    uint64_t key = 0, stored = 0;
+    for (uint64_t i = 0; i < kTcacheBins; ++i)
+      if (counts[i] == 0 ? entries[i] != 0 : !tcache_entry(entries[i], i, &key, &stored)) return;
     std::vector<uint64_t> found;
-    for (uint64_t i = 0; i < kTcacheBins; ++i) {
-      if (counts[i] == 0) {
-        if (entries[i] != 0) return;
-        continue;
-      }
-      uint64_t e = entries[i];
-      for (uint64_t k = 0; k < counts[i]; ++k) {
-        // Counts go up to 65535 per bin; many forged candidates must not
-        // add up to billions of reads.
-        if (++tcache_steps > lim.max_list) {
-          if (tcache_steps == lim.max_list + 1)
-            out.warnings.push_back(
-                fmt::format("tcache lists: more than {} entries followed; later candidates skipped",
-                            lim.max_list));
-          return;
-        }
-        uint64_t head, ek, stored;
-        if (e == 0 || e % 16 != 0 || !rd.u64(e - 8, &head) || (head & kSizeMask) != 32 + 16 * i ||
-            !rd.u64(e + 8, &ek) || ek == 0 || (key != 0 && ek != key) || !rd.u64(e, &stored))
-          return;
-        key = ek;
-        found.push_back(e - 16);
-        e = (e >> 12) ^ stored;
-      }
-      if (e != 0) return;  // the list is longer than its count says
-    }
+    for (uint64_t i = 0; i < kTcacheBins; ++i)
+      if (counts[i] && !tcache_bin(user, i, counts[i], entries[i], &key, found)) return;
     ++g.tcache_structs;
     if (key) g.tcache_key = key;
     for (uint64_t c : found) free_chunks.insert(c);
     g.tcache_free += found.size();
+  }
+
+  // Follows bin `i` of the tcache at `user` (count `count`, first entry
+  // `e`), adding its chunks to `found`. False when the step budget ran out.
+  bool tcache_bin(uint64_t user, uint64_t i, uint64_t count, uint64_t e, uint64_t* key,
+                  std::vector<uint64_t>& found) {
+    std::unordered_set<uint64_t> seen;
+    uint64_t k = 0, stored = 0;
+    std::string why;
+    for (; k < count; ++k) {
+      // Counts go up to 65535 per bin; forged candidates must not add up to
+      // billions of reads.
+      if (++tcache_steps > lim.max_list) {
+        if (tcache_steps == lim.max_list + 1)
+          out.warnings.push_back(
+              fmt::format("tcache lists: more than {} entries followed; later candidates skipped",
+                          lim.max_list));
+        return false;
+      }
+      if (e == 0) {
+        why = fmt::format("the list ends after {} entries", k);
+        break;
+      }
+      if (!seen.insert(e).second) {
+        why = fmt::format("entry {:#x} comes round again (a cycle) after {} entries", e, k);
+        break;
+      }
+      if (!tcache_entry(e, i, key, &stored)) {
+        why = fmt::format("entry {:#x} is not a free chunk of {} bytes with the tcache key", e,
+                          32 + 16 * i);
+        break;
+      }
+      found.push_back(e - 16);
+      e = (e >> 12) ^ stored;
+    }
+    if (why.empty() && e != 0) why = fmt::format("the list goes on past its {} entries", count);
+    if (!why.empty())
+      out.warnings.push_back(fmt::format(
+          "tcache at {:#x}, bin of {} bytes: its count says {} but {}; {} entries kept, the rest "
+          "(up to {} bytes) may be free chunks counted as in use",
+          user, 32 + 16 * i, count, why, k, (count > k ? count - k : 0) * (32 + 16 * i)));
+    return true;
   }
 
   void mmapped(uint64_t start, uint64_t end) {
