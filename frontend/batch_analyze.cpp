@@ -156,6 +156,13 @@ lr::Result<void> analyze_user(const std::string& file, const BatchOptions& o, js
         {{"source", "gluster"}, {"kind", f.kind}, {"addr", hex(f.addr)}, {"message", f.message}});
   for (const auto& w : s.warnings) FlagSink::warn(res, w);
   if (x.prog) run_profiles(*x.prog, false, o, res);
+  // Classes counted in part are not an ok answer (a truncated core's heap).
+  if (!s.unknown_kinds.empty()) {
+    res["status"] = "partial";
+    res["error"] =
+        fmt::format("{} not counted whole (see warnings)", fmt::join(s.unknown_kinds, ", "));
+    res["error_code"] = "partial";
+  }
   return {};
 }
 

@@ -46,6 +46,18 @@ Counts count(const lr::SnapDiff& d) {
   return n;
 }
 
+// The kinds one side could not count whole: said, as no delta is made up.
+std::vector<std::string> unknown_text(const lr::Snapshot& a, const lr::Snapshot& b) {
+  std::vector<std::string> out;
+  for (const lr::Snapshot* s : {&a, &b})
+    for (const auto& k : s->unknown_kinds)
+      out.push_back(
+          fmt::format("{} classes are unknown in {} (not counted whole there): "
+                      "not compared",
+                      k, s->source));
+  return out;
+}
+
 nlohmann::json diff_json(const lr::Snapshot& a, const lr::Snapshot& b, const lr::SnapDiff& d) {
   nlohmann::json classes = nlohmann::json::array(), objects = nlohmann::json::array();
   for (const auto& c : d.classes)
@@ -67,9 +79,14 @@ nlohmann::json diff_json(const lr::Snapshot& a, const lr::Snapshot& b, const lr:
                        {"before", o.before},
                        {"after", o.after},
                        {"held", o.held}});
+  nlohmann::json unknown = nlohmann::json::array();
+  for (const auto& c : d.unknown)
+    unknown.push_back(
+        {{"kind", c.kind}, {"name", c.name}, {"in_old", c.in_old}, {"in_new", c.in_new}});
   Counts n = count(d);
   std::vector<std::string> warnings = a.warnings;
   warnings.insert(warnings.end(), b.warnings.begin(), b.warnings.end());
+  for (const auto& w : unknown_text(a, b)) warnings.push_back(w);
   return {{"schema", "leakref.diff/1"},
           {"old", {{"source", a.source}, {"kind", a.kind}}},
           {"new", {{"source", b.source}, {"kind", b.kind}}},
@@ -78,12 +95,14 @@ nlohmann::json diff_json(const lr::Snapshot& a, const lr::Snapshot& b, const lr:
             {"grew", n.grew},
             {"shrank", n.shrank},
             {"unchanged", n.same},
+            {"unknown", d.unknown.size()},
             {"new", n.changes[0]},
             {"gone", n.changes[1]},
             {"climbed", n.changes[2]},
             {"dropped", n.changes[3]},
             {"same", d.objects_same}}},
           {"classes", classes},
+          {"unknown", unknown},
           {"objects", objects},
           {"warnings", warnings}};
 }
@@ -121,8 +140,8 @@ void print_classes(const std::vector<const lr::ClassDelta*>& rows, size_t total,
 void print_text(const lr::Snapshot& a, const lr::Snapshot& b, const lr::SnapDiff& d, size_t top) {
   Counts n = count(d);
   fmt::print("{} ({}) -> {} ({})\n", a.source, a.kind, b.source, b.kind);
-  fmt::print("classes: {} ({} grew, {} shrank, {} unchanged)", d.classes.size(), n.grew, n.shrank,
-             n.same);
+  fmt::print("classes: {} ({} grew, {} shrank, {} unchanged{})", d.classes.size(), n.grew, n.shrank,
+             n.same, d.unknown.empty() ? "" : fmt::format("; {} unknown", d.unknown.size()));
   if (!d.objects.empty() || d.objects_same)
     fmt::print("; objects: {} new, {} gone, {} refcount climbed, {} dropped, {} unchanged",
                n.changes[0], n.changes[1], n.changes[2], n.changes[3], d.objects_same);
@@ -149,14 +168,21 @@ int cmd_diff(const Common& c, const DiffArgs& a) {
   if (!older.ok()) return fail(older.error());
   auto newer = load_snapshot(c, a.newer, a.profile, nullptr, a.traces);
   if (!newer.ok()) return fail(newer.error());
-  const lr::Snapshot &x = older.value(), &y = newer.value();
+  lr::Snapshot &x = older.value(), &y = newer.value();
   if (x.kind != y.kind)
     return fail(lr::make_error(
         lr::Errc::kInvalidArgument,
         fmt::format("{} is a {} and {} a {}: diff compares two cores, two kernel dumps or two "
                     "statedumps",
                     a.older, x.kind, a.newer, y.kind)));
-  if (x.build_id != y.build_id)
+  // A dump that does not say its build (a truncated core) is compared, and said.
+  for (auto [u, k] : {std::pair{&x, &y}, std::pair{&y, &x}})
+    if (u->build_id.empty() && !k->build_id.empty())
+      u->warnings.push_back(
+          fmt::format("{} does not say its build-id (not in the dump): taken for "
+                      "the build of {} ({})",
+                      u->source, k->source, k->build_id));
+  if (x.build_id != y.build_id && !x.build_id.empty() && !y.build_id.empty())
     return fail(lr::make_error(
         lr::Errc::kInvalidArgument,
         fmt::format("{} and {} are dumps of different builds ({} build-id {} and {}): diff "
@@ -171,6 +197,7 @@ int cmd_diff(const Common& c, const DiffArgs& a) {
     print_text(x, y, d, a.top);
     print_warnings_text(x.warnings);
     print_warnings_text(y.warnings);
+    print_warnings_text(unknown_text(x, y));
   }
   Counts n = count(d);
   bool findings = (fail_on_wants(a.fail_on, "grew") && n.grew) ||

@@ -93,7 +93,14 @@ lr::Result<Series> load_series(const Common& c, const TrendArgs& a) {
     LR_ASSIGN(lr::Snapshot snap, load_snapshot(c, in, a.profile));
     if (!s.snaps.empty()) {
       const lr::Snapshot& first = s.snaps.front();
-      if (snap.kind != first.kind || snap.build_id != first.build_id)
+      // A dump that does not say its build (a truncated core) joins, said.
+      if (snap.build_id.empty() != first.build_id.empty())
+        s.warnings.push_back(fmt::format("{} does not say its build-id: taken for the build of {}",
+                                         snap.build_id.empty() ? snap.source : first.source,
+                                         snap.build_id.empty() ? first.source : snap.source));
+      bool other =
+          !snap.build_id.empty() && !first.build_id.empty() && snap.build_id != first.build_id;
+      if (snap.kind != first.kind || other)
         return lr::make_error(
             lr::Errc::kInvalidArgument,
             fmt::format("{} ({}{}) and {} ({}{}) are not snapshots of one program", first.source,
@@ -115,6 +122,11 @@ lr::Result<Series> load_series(const Common& c, const TrendArgs& a) {
   bool by_time = order_series(s, a.order);
   s.last_refcounts = by_time ? std::move(newest_hist) : std::move(last_given_hist);
   s.trend = lr::trend_of(s.snaps);
+  for (const auto& [kind, n] : s.trend.unknown_kinds)
+    s.warnings.push_back(
+        fmt::format("{} classes are not counted whole in {} of {} inputs: left "
+                    "out of the trend (no slope or verdict from a part)",
+                    kind, n, s.snaps.size()));
   return s;
 }
 

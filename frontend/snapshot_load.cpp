@@ -155,10 +155,15 @@ lr::Result<lr::Snapshot> load_core(const Common& c, const std::string& path,
   s.warnings = prog->warnings();
   if (auto* exe = prog->modules().exe()) s.build_id = exe->build_id;
   auto heap = read_heap(*prog);
-  if (heap.ok())
+  if (heap.ok()) {
     lr::add_heap_classes(s, heap.value());
-  else
+    for (const auto& w : heap->warnings) s.warnings.push_back(path + ": heap: " + w);
+    // A walk that met damage counted a part: its classes are not the whole.
+    if (!heap->warnings.empty()) s.unknown_kinds.push_back("heap");
+  } else {
     s.warnings.push_back(path + ": no heap classes: " + heap.error().message);
+    s.unknown_kinds.push_back("heap");
+  }
   if (!traces.empty()) {
     if (!heap.ok())
       return lr::make_error(lr::Errc::kNotFound,
@@ -258,6 +263,7 @@ nlohmann::json snapshot_json(const lr::Snapshot& s) {
   j["time"] = s.time > 0 ? nlohmann::json(s.time) : nlohmann::json(nullptr);
   j["time_from"] = s.time > 0 ? nlohmann::json(s.time_from) : nlohmann::json(nullptr);
   j["classes"] = classes;
+  j["unknown_kinds"] = s.unknown_kinds;
   j["objects"] = objects;
   j["warnings"] = s.warnings;
   return j;
@@ -351,6 +357,13 @@ lr::Result<lr::Snapshot> snapshot_from_json(const nlohmann::json& j, const std::
                       ? "saved snapshot (" + j["time_from"].get<std::string>() + ")"
                       : "saved snapshot";
   LR_TRY(read_classes(r, j, s));
+  if (j.contains("unknown_kinds")) {
+    if (!j["unknown_kinds"].is_array()) return r.bad("'unknown_kinds' is not a list");
+    for (const auto& k : j["unknown_kinds"]) {
+      if (!k.is_string()) return r.bad("an unknown kind is not a string");
+      s.unknown_kinds.push_back(k.get<std::string>());
+    }
+  }
   LR_TRY(read_objects(r, j, s));
   if (!j.contains("warnings") || !j["warnings"].is_array())
     return r.bad("'warnings' is not a list");

@@ -484,3 +484,55 @@ TEST_CASE("saved snapshots: hostile members are refused, not counted", "[diff][h
     }
   }
 }
+
+// A dump leakref could not count whole is unknown in a diff, a series and a
+// batch row, never zero: a truncated core against a good one made "3
+// classes shrank", a series with one made a class "only grow" from 0, and
+// batch stored it as ok with 0 classes.
+TEST_CASE("a dump not counted whole is unknown in diff, trend and batch, never zero",
+          "[diff][hostile]") {
+  if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed");
+  std::string d = lrtest::tmp_dir() + "/partial";
+  REQUIRE(lrtest::run({"/bin/mkdir", "-p", d}).status == 0);
+  auto fx = lrtest::spawn({lrtest::fixture_path("fx_steady")});
+  REQUIRE(lrtest::wait_for_text(fx.out_path, "READY", 30));
+  std::vector<std::string> cores;
+  for (int i = 1; i <= 3; ++i) {
+    usleep(300000);
+    std::string p = d + "/c" + std::to_string(i);
+    REQUIRE(lrtest::run({"gcore", "-o", p, std::to_string(fx.pid)}, 120).status == 0);
+    cores.push_back(p + "." + std::to_string(fx.pid));
+  }
+  lrtest::finish(fx, SIGKILL);
+  std::string half = d + "/half.core";
+  REQUIRE(lrtest::run({"/bin/sh", "-c",
+                       "head -c $(( $(stat -c %s '" + cores[1] + "') / 2 )) '" + cores[1] +
+                           "' > '" + half + "'"})
+              .status == 0);
+  auto df = lrtest::leakref({"diff", cores[0], half, "--json"});
+  INFO(df.err);
+  REQUIRE(df.status == 0);
+  json dj = df.json();
+  CHECK(dj["summary"]["shrank"] == 0);
+  CHECK(dj["summary"]["grew"] == 0);
+  CHECK(dj["summary"]["unknown"].get<int>() > 0);
+  CHECK(dj["warnings"].dump().find("heap classes are unknown in " + half) != std::string::npos);
+  CHECK(dj["warnings"].dump().find(half + " does not say its build-id") != std::string::npos);
+
+  auto tr = lrtest::leakref({"trend", cores[0], half, cores[1], cores[2], "--order", "args",
+                             "--fail-on", "grows", "--json"});
+  INFO(tr.err);
+  CHECK(tr.status == 0);  // no class is said to only grow from a part
+  json tj = tr.json();
+  for (const auto& c : tj["classes"]) CHECK(c["kind"] != "heap");
+  CHECK(tj["warnings"].dump().find("heap classes are not counted whole in 1 of 4 inputs") !=
+        std::string::npos);
+  auto good = lrtest::leakref({"trend", cores[0], cores[1], cores[2], "--fail-on", "grows"});
+  CHECK(good.status == 1);  // the same series whole: fx_steady's 200-byte class only grows
+
+  auto b = lrtest::leakref({"batch", "one", half});
+  REQUIRE(b.status == 0);
+  json bj = b.json();
+  CHECK(bj["status"] == "partial");
+  CHECK(bj["error"].get<std::string>().find("heap not counted whole") != std::string::npos);
+}

@@ -58,6 +58,10 @@ const char* change_name(ObjectDelta::Change c) {
   return "?";
 }
 
+bool Snapshot::knows(const std::string& k) const {
+  return std::find(unknown_kinds.begin(), unknown_kinds.end(), k) == unknown_kinds.end();
+}
+
 SnapDiff diff_snapshots(const Snapshot& older, const Snapshot& newer) {
   SnapDiff d;
   std::map<std::pair<std::string, std::string>, ClassDelta> classes;
@@ -79,7 +83,8 @@ SnapDiff diff_snapshots(const Snapshot& older, const Snapshot& newer) {
     add(!x.in_new, c, x.after, x.after_bytes);
     x.in_new = true;
   }
-  for (auto& [k, v] : classes) d.classes.push_back(std::move(v));
+  for (auto& [k, v] : classes)
+    (older.knows(v.kind) && newer.knows(v.kind) ? d.classes : d.unknown).push_back(std::move(v));
   std::stable_sort(d.classes.begin(), d.classes.end(), [](const auto& a, const auto& b) {
     return a.delta() > b.delta();  // most grown first, most shrunk last
   });
@@ -139,7 +144,10 @@ TrendReport trend_of(const std::vector<Snapshot>& snaps) {
   for (size_t i = 0; i < n; ++i) x[i] = t.per_hour ? (snaps[i].time - snaps[0].time) / 3600 : i;
   std::map<std::pair<std::string, std::string>, ClassSeries> by;
   for (size_t i = 0; i < n; ++i)
+    for (const auto& k : snaps[i].unknown_kinds) ++t.unknown_kinds[k];
+  for (size_t i = 0; i < n; ++i)
     for (const auto& c : snaps[i].classes) {
+      if (t.unknown_kinds.count(c.kind)) continue;
       ClassSeries& cs = by[{c.kind, c.name}];
       if (cs.counts.empty()) {
         cs.kind = c.kind, cs.name = c.name;

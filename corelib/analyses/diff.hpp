@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,6 +41,11 @@ struct Snapshot {
   std::vector<SnapClass> classes;
   std::vector<SnapObject> objects;
   std::vector<std::string> warnings;
+  // Kinds of classes this snapshot could not count whole (a heap that could
+  // not be walked, or only in part): unknown there, never zero or a part
+  // taken for the whole.
+  std::vector<std::string> unknown_kinds;
+  bool knows(const std::string& kind) const;
 };
 
 // Adds the in-use chunks of `heap` as "heap" classes: one per usable size up
@@ -76,6 +82,8 @@ struct SnapDiff {
   // is the same on both sides are not listed.
   std::vector<ObjectDelta> objects;
   uint64_t objects_same = 0;
+  // Classes of a kind one side could not count whole: no delta is made up.
+  std::vector<ClassDelta> unknown;
 };
 
 SnapDiff diff_snapshots(const Snapshot& older, const Snapshot& newer);
@@ -91,8 +99,11 @@ struct ClassSeries {
 struct TrendReport {
   bool per_hour = false;      // slopes per hour (every snapshot has a distinct time)
   std::vector<double> times;  // as given, 0 unknown
-  // Every class of any snapshot, steepest growth first.
+  // Every class of any snapshot, steepest growth first; those of a kind some
+  // snapshot could not count whole are left out (no slope or verdict from a
+  // part), by kind with how many snapshots lacked it.
   std::vector<ClassSeries> classes;
+  std::map<std::string, size_t> unknown_kinds;
 };
 
 // `snaps` in the order they were taken (the caller sorts them by time).
