@@ -29,9 +29,10 @@ nlohmann::json profile_object_json(const lr::ProfileObject& o,
   for (size_t i = 0; i < o.labels.size(); ++i) l[o.set->label[i]] = value_json(o.labels[i]);
   auto& h = j["holders"] = nlohmann::json::object();
   for (size_t i = 0; i < o.holders.size() && i < holders.size(); ++i) h[holders[i]] = o.holders[i];
-  j["held"] = o.held;
-  j["unexplained"] = o.has_refcount && !holders.empty() ? nlohmann::json(o.refcount - o.held)
-                                                        : nlohmann::json(nullptr);
+  j["held"] = o.held_known ? nlohmann::json(o.held) : nlohmann::json(nullptr);
+  j["unexplained"] = o.has_refcount && !holders.empty() && o.held_known
+                         ? nlohmann::json(o.refcount - o.held)
+                         : nlohmann::json(nullptr);
   j["verdict"] = o.verdict.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.verdict);
   j["violations"] = o.violations;
   if (!o.error.empty()) j["error"] = o.error;
@@ -74,20 +75,23 @@ nlohmann::json summary_json(const lr::ProfileSetSummary& s, bool reconciled) {
   return j;
 }
 
-// "refcount 5 = 1 hash + 3 granted + 1 unexplained"
+// "5 = 1 hash + 3 granted + 1 unexplained"; below what is held: "1, but
+// held by 2 = 1 list + 1 hash: 1 fewer than held".
 std::string explain(const lr::ProfileObject& o, const std::vector<std::string>& holders) {
   if (!o.has_refcount || holders.empty()) return "";
-  std::string s = fmt::format("{} =", o.refcount);
-  bool any = false;
-  for (size_t i = 0; i < holders.size() && i < o.holders.size(); ++i) {
-    if (!o.holders[i]) continue;
-    s += fmt::format("{} {} {}", any ? " +" : "", o.holders[i], holders[i]);
-    any = true;
-  }
-  int64_t d = o.refcount - o.held;
-  if (d > 0) s += fmt::format("{} {} unexplained", any ? " +" : "", d);
-  if (d < 0) s += fmt::format("{} 0, {} fewer than held", any ? "" : " 0", -d);
-  if (!any && d == 0) s += " 0";
+  if (!o.held_known) return fmt::format("{} = ? (holders do not add up)", o.refcount);
+  std::string parts;
+  for (size_t i = 0; i < holders.size() && i < o.holders.size(); ++i)
+    if (o.holders[i])
+      parts += fmt::format("{}{} {}", parts.empty() ? "" : " + ", o.holders[i], holders[i]);
+  // A sum of holders that does not fit (damage) was judged "error" already.
+  int64_t d = 0;
+  if (__builtin_sub_overflow(o.refcount, o.held, &d)) return fmt::format("{} = ?", o.refcount);
+  if (d < 0)
+    return fmt::format("{}, but held by {} = {}: {} fewer than held", o.refcount, o.held,
+                       parts.empty() ? "0" : parts, o.held - o.refcount);
+  std::string s = fmt::format("{} = {}", o.refcount, parts.empty() ? (d ? "" : "0") : parts);
+  if (d > 0) s += fmt::format("{}{} unexplained", parts.empty() ? "" : " + ", d);
   return s;
 }
 

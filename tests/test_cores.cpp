@@ -909,3 +909,35 @@ member = "link"
           std::string::npos);
   }
 }
+
+// A refcount below what is held reads as such; holders whose sum does not
+// fit are an error, never a negative "held" with verdicts built on it.
+TEST_CASE("profile: the missing verdict's text; holders past int64 are an error", "[core]") {
+  const auto* fc = structs_core(false);
+  if (!fc) LR_SKIP("gcore (gdb) is not installed");
+  auto prof = [&](const std::string& name, const std::string& a, const std::string& b) {
+    std::string p = lrtest::tmp_dir() + "/" + name + ".toml";
+    lrtest::write_file(p, "format = 1\nname = \"" + name +
+                              "\"\n[[set]]\nname = \"listed\"\ntype = \"struct obj\"\n"
+                              "head = \"obj_list\"\nlink = \"list\"\nmember = \"link\"\n"
+                              "refcount = \"ref\"\n  [[set.holder]]\n  name = \"list\"\n"
+                              "  count = " +
+                              a + "\n  [[set.holder]]\n  name = \"hash\"\n  count = " + b + "\n");
+    return p;
+  };
+  auto two = leakref({"profile", fc->core, "--profile", prof("two", "1", "1")});
+  REQUIRE(two.status == 0);
+  CHECK(two.out.find("1, but held by 2 = 1 list + 1 hash: 1 fewer than held") != std::string::npos);
+  auto big = leakref({"profile", fc->core, "--profile",
+                      prof("big", "9223372036854775807", "9223372036854775807"), "--json"});
+  INFO(big.err);
+  REQUIRE(big.status == 0);
+  json j = big.json();
+  REQUIRE(j["sets"][0]["objects"].size() == 20);
+  for (const auto& o : j["sets"][0]["objects"]) {
+    CHECK(o["verdict"] == "error");
+    CHECK(o["error"].get<std::string>().find("holders add up past") != std::string::npos);
+    CHECK(o["held"].is_null());
+    CHECK(o["unexplained"].is_null());
+  }
+}

@@ -152,6 +152,7 @@ struct ProfileObject {
   FieldValue key;                  // when set->key is given
   std::vector<int64_t> holders;    // in set->holders order (active ones)
   int64_t held = 0;                // their sum
+  bool held_known = true;          // false: the sum does not fit (damage; verdict "error")
   // "ok", "extra" (refcount above what holders explain), "missing" (below),
   // "error" (something could not be evaluated), "" (not judged: no refcount
   // or no holders)

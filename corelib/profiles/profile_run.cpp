@@ -499,6 +499,7 @@ class Runner {
     o.parent = parent;
     o.has_refcount = false;
     o.refcount = o.held = 0;
+    o.held_known = true;
     o.labels.clear();
     o.holders.clear();
     o.violations.clear();
@@ -530,7 +531,14 @@ class Runner {
         n = it == s.holders[i].inbound->end() ? 0 : it->second;
       }
       o.holders.push_back(n);
-      o.held += n;
+      // Counts read from the dump may be anything: a sum past int64 is
+      // damage to say, not a negative "held" to judge by.
+      if (o.held_known && __builtin_add_overflow(o.held, n, &o.held)) {
+        o.held_known = false;
+        o.verdict = "error";
+        o.error = fmt::format("holders add up past {} (holder '{}' is {}): not counts", INT64_MAX,
+                              s.holders[i].name, n);
+      }
       vars[i] = n;
     }
     vars.back() = o.held;
