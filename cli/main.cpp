@@ -1,6 +1,8 @@
 // leakref — post-mortem refcount-leak analysis of cores.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "corelib/base/names.hpp"
 #include "frontend/cmd_kernel.hpp"
 #include "frontend/commands.hpp"
@@ -10,14 +12,28 @@ using namespace lrcli;
 
 namespace {
 
-// "; did you mean '--where'?" for an unexpected "--wehre" (CLI11 names it only).
-std::string option_hint(const CLI::App& app, const std::string& what) {
+bool has_word(const std::vector<std::string>& words, const char* w) {
+  return std::find(words.begin(), words.end(), w) != words.end();
+}
+
+// "; did you mean '--where'?" for an unexpected "--wehre" (CLI11 names it
+// only), from the options of the subcommand typed (its own subcommands'
+// too), not every subcommand's.
+std::string option_hint(const CLI::App& app, const std::vector<std::string>& words,
+                        const std::string& what) {
   size_t at = what.find("--");
   if (what.find("not expected") == std::string::npos || at == std::string::npos) return "";
   std::string bad = what.substr(at);
   bad = bad.substr(0, bad.find_first_of(" =\n"));
   std::vector<std::string> names;
-  std::vector<const CLI::App*> apps = {&app};
+  const CLI::App* typed = &app;
+  for (const auto& w : words)
+    if (!w.empty() && w[0] != '-') {
+      for (const CLI::App* sub : app.get_subcommands({}))
+        if (sub->get_name() == w) typed = sub;
+      break;
+    }
+  std::vector<const CLI::App*> apps = {typed};
   for (size_t i = 0; i < apps.size(); ++i) {
     for (const CLI::Option* o : apps[i]->get_options())
       for (const auto& n : o->get_lnames()) names.push_back("--" + n);
@@ -75,14 +91,17 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    fmt::print(stderr, "leakref: error: {}{}\n", e.what(), option_hint(app, e.what()));
+    // Under --json a pipeline reading stdout sees this error as JSON too.
+    json_errors(has_word(words, "--json") || has_word(words, "--jsonl"),
+                has_word(words, "--jsonl"));
+    fail_usage(fmt::format("{}{}", e.what(), option_hint(app, words, e.what())));
     fmt::print(stderr, "run 'leakref --help' or 'leakref SUBCOMMAND --help'\n");
     return kUsage;
   }
   try {
     for (const auto& cmd : commands) {
       if (!*cmd.sub) continue;
-      json_errors(cmd.json());
+      json_errors(cmd.json(), has_word(words, "--jsonl"));
       return cmd.run();
     }
   } catch (const std::exception& e) {

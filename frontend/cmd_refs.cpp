@@ -399,7 +399,8 @@ Command register_refs(CLI::App& app, Common& c) {
   auto a = std::make_shared<RefsArgs>();
   auto* sub = app.add_subcommand("refs", "who points at these heap objects (or into them)");
   add_common(sub, c);
-  sub->add_option("addr", a->addrs, "addresses of objects (inside heap blocks)")->required();
+  sub->add_option("PLACE", a->addrs, "objects: addresses, symbols, *SYMBOL (inside heap blocks)")
+      ->required();
   sub->add_option("--depth", a->depth, "a chain of references from a root, up to N steps");
   sub->add_option("-p,--profile", a->profile,
                   "profile file (or NAME): a referring word in one of its objects is named by "

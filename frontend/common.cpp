@@ -61,23 +61,28 @@ int fail(const lr::Error& e) {
 
 namespace {
 bool g_json_errors = false;
+bool g_json_lines = false;
 
 }  // namespace
 
-void json_errors(bool on) {
+void json_errors(bool on, bool lines) {
   g_json_errors = on;
+  g_json_lines = lines;
 }
 
 int fail(const lr::Error& e, Out& err) {
   err.print("leakref: error: {}\n", e.message);
   int code = exit_for(e);
   // Under --json a pipeline reading stdout sees the error as JSON too.
-  if (g_json_errors && &err == &out_stderr())
-    emit_json(
-        nlohmann::json{
-            {"schema", "leakref.error/1"},
-            {"error", {{"code", lr::errc_name(e.code)}, {"message", e.message}, {"exit", code}}}},
-        out_stdout());
+  if (g_json_errors && &err == &out_stderr()) {
+    nlohmann::json j{
+        {"schema", "leakref.error/1"},
+        {"error", {{"code", lr::errc_name(e.code)}, {"message", e.message}, {"exit", code}}}};
+    if (g_json_lines)
+      out_stdout().put(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+    else
+      emit_json(j, out_stdout());
+  }
   return code;
 }
 

@@ -44,7 +44,8 @@ int fail(const lr::Error& e);
 int fail_usage(const std::string& msg);
 // Under --json, errors are also written to stdout as leakref.error/1
 // ({schema, error: {code, message, exit}}), after the stderr line.
-void json_errors(bool on);
+// `lines` (--jsonl): the error document on one line, as every other line is.
+void json_errors(bool on, bool lines = false);
 // When `word` (the first word after the options) names none of `app`'s
 // subcommands: "unknown subcommand 'wlak'; did you mean 'walk'?" (CLI11 says
 // only "A subcommand is required"). "" when it is one, or an option.

@@ -941,3 +941,29 @@ TEST_CASE("profile: the missing verdict's text; holders past int64 are an error"
     CHECK(o["unexplained"].is_null());
   }
 }
+
+// Errors that misled: each names what the user typed and what fits it.
+TEST_CASE("errors: the subcommand's own options, one suggestion, JSON under --json(l)",
+          "[core][cli]") {
+  const auto* fc = structs_core(false);
+  if (!fc) LR_SKIP("gcore (gdb) is not installed");
+  auto refs = leakref({"refs", fc->core});
+  CHECK(refs.status == 2);
+  CHECK(refs.err.find("PLACE is required") != std::string::npos);  // as the man page says
+  auto typ = leakref({"walk", fc->core, "--typ", "x"});
+  CHECK(typ.err.find("did you mean '--type'?") != std::string::npos);  // not trend's --top
+  auto where = leakref({"walk", fc->core, "--type", "struct obj", "--head", "obj_list",
+                        "--list-member", "link", "--where", "nmae == 1"});
+  CHECK(where.status == 4);
+  size_t first = where.err.find("did you mean 'name'?");
+  CHECK(first != std::string::npos);
+  CHECK(where.err.find("did you mean", first + 1) == std::string::npos);
+  auto jl = leakref({"walk", fc->core, "--type", "struct obj", "--head", "nosuch", "--list-member",
+                     "link", "--jsonl"});
+  CHECK(jl.status == 4);
+  CHECK(std::count(jl.out.begin(), jl.out.end(), '\n') == 1);  // one line, as every other
+  CHECK(jl.json()["error"]["exit"] == 4);
+  auto parse = leakref({"walk", fc->core, "--type", "struct obj", "--bogus", "--json"});
+  CHECK(parse.status == 2);
+  CHECK(parse.json()["error"]["message"].get<std::string>().find("--bogus") != std::string::npos);
+}

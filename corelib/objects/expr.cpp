@@ -356,7 +356,9 @@ struct Resolver {
       std::string first(path.substr(0, path.find_first_of(".-[")));
       if (fs.error().code == Errc::kNotFound) {
         std::string near = closest_name(first, member_names(sc.type));
-        if (!near.empty() && near != first)
+        // The member lookup may have suggested it already.
+        if (!near.empty() && near != first &&
+            fs.error().message.find("did you mean") == std::string::npos)
           e.message = fmt::format("bad {}: {}; did you mean '{}'?\n  {}\n  {}^", sc.what,
                                   fs.error().message, near, text,
                                   std::string(std::min(n.pos, text.size()), ' '));
