@@ -613,3 +613,22 @@ TEST_CASE("correlate --profile --set: the profile's holders explain references",
   CHECK(flagged == want);
   CHECK(j["objects"].size() == m["objects"].size());
 }
+
+// What a profile says may reach a terminal: control characters are refused
+// in one line that does not echo them (ESC, NUL, a newline in a name).
+TEST_CASE("profile: control characters in names are refused, not printed", "[profile]") {
+  const auto* fc = locks_core();
+  if (!fc) LR_SKIP("gcore (gdb) is not installed");
+  for (const char* name : {"a\\u001b[31mred", "a\\u0000b", "two\\nlines"}) {
+    std::string p = lrtest::tmp_dir() + "/ctl.toml";
+    lrtest::write_file(p, std::string("format = 1\nname = \"ctl\"\n[[set]]\nname = \"") + name +
+                              "\"\ntype = \"struct vcache\"\nhead = \"afs_vhashT\"\nlink = "
+                              "\"next\"\nmember = \"hnext\"\n");
+    auto r = leakref({"profile", fc->core, "--profile", p});
+    INFO(name << ": " << r.err);
+    CHECK(r.status == 3);
+    CHECK(r.out.empty());
+    CHECK(r.err.find("'name' holds a control character") != std::string::npos);
+    for (char c : r.err) CHECK((c == '\n' || static_cast<unsigned char>(c) >= 0x20));
+  }
+}

@@ -90,6 +90,17 @@ struct Loader {
   }
 
   // A string key (numbers are accepted where a count is meant).
+  // Everything a profile says may be printed to a terminal: a control
+  // character (ESC, NUL) is refused, not echoed. An expression may span
+  // lines; a name may not.
+  Result<void> printable(const std::string& s, const char* key, const std::string& where) {
+    bool multiline = std::string_view(key) == "expr" || std::string_view(key) == "where";
+    for (unsigned char c : s)
+      if ((c < 0x20 && !(multiline && (c == '\n' || c == '\t'))) || c == 0x7f)
+        return bad(where, fmt::format("'{}' holds a control character (0x{:02x})", key, c));
+    return {};
+  }
+
   Result<std::string> str(const toml::table& t, const char* key, const std::string& where,
                           bool required, bool number_ok = false) {
     const toml::node* n = t.get(key);
@@ -99,6 +110,7 @@ struct Loader {
     }
     if (auto s = n->value<std::string>()) {
       if (s->size() > 4096) return bad(where, fmt::format("'{}' is too long", key));
+      LR_TRY(printable(*s, key, where));
       return *s;
     }
     if (number_ok)
@@ -116,6 +128,7 @@ struct Loader {
     const toml::node* n = t.get(key);
     if (!n) return out;
     if (auto s = n->value<std::string>()) {
+      LR_TRY(printable(*s, key, where));
       out.push_back(*s);
       return out;
     }
@@ -125,6 +138,7 @@ struct Loader {
     for (const auto& e : *a) {
       auto s = e.value<std::string>();
       if (!s) return bad(where, fmt::format("'{}' must hold strings", key));
+      LR_TRY(printable(*s, key, where));
       out.push_back(*s);
     }
     return out;
