@@ -5,7 +5,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <filesystem>
 #include <memory>
 #include <thread>
 
@@ -54,10 +57,44 @@ void progress(const RunArgs& a, size_t n, size_t total, const json& r) {
              r["path"].get<std::string>(), r.value("seconds", 0.0), what);
 }
 
+// Each ARCHIVE is a directory or a dump; anything else (missing, a FIFO, a
+// text file) is refused before the database is made, not counted as 0 dumps.
+lr::Result<void> check_archives(const std::vector<std::string>& archives) {
+  for (const auto& x : archives) {
+    struct stat st {};
+    if (::stat(x.c_str(), &st) != 0)
+      return lr::make_error(lr::Errc::kIo, fmt::format("{}: {}", x, std::strerror(errno)));
+    if (S_ISDIR(st.st_mode)) continue;
+    if (!S_ISREG(st.st_mode))
+      return lr::make_error(lr::Errc::kBadFormat,
+                            fmt::format("{}: not a directory or a regular file", x));
+    uint64_t skipped = 0;
+    auto f = find_dumps({x}, &skipped);
+    if (!f.ok()) return f.error();
+    if (f->empty())
+      return lr::make_error(lr::Errc::kBadFormat,
+                            fmt::format("{}: not a dump leakref reads, and not a directory", x));
+  }
+  return {};
+}
+
+// --work is made when it is not there (compressed dumps expand into it).
+lr::Result<void> make_work_dir(const std::string& dir) {
+  if (dir.empty()) return {};
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir))
+    return lr::make_error(lr::Errc::kIo, fmt::format("--work {}: cannot make it: {}", dir,
+                                                     ec ? ec.message() : "not a directory"));
+  return {};
+}
+
 int cmd_run(const RunArgs& a, const BatchOptions& o) {
   if (a.jobs == 0 || a.jobs > 256) return fail_usage("batch run: -j takes 1..256");
   if (o.timeout <= 0) return fail_usage("batch run: --timeout must be positive");
   if (a.so.chunk == 0) return fail_usage("batch run: --chunk must be positive");
+  if (auto ok = check_archives(a.archives); !ok.ok()) return fail(ok.error());
+  if (auto ok = make_work_dir(o.work_dir); !ok.ok()) return fail(ok.error());
   auto db = BatchDb::open(a.db, true, false);
   if (!db.ok()) return fail(db.error());
   std::string archives;
@@ -136,6 +173,7 @@ int cmd_run(const RunArgs& a, const BatchOptions& o) {
 }
 
 int cmd_one(const std::string& path, const BatchOptions& o) {
+  if (auto ok = make_work_dir(o.work_dir); !ok.ok()) return fail(ok.error());
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return fail_usage(path + ": no such file");
   char real[PATH_MAX];

@@ -539,3 +539,31 @@ TEST_CASE("README: the batch example runs as written", "[batch][docs]") {
   }
   CHECK(commands == 4);
 }
+
+// An ARCHIVE that is not a directory or a dump is refused before a database
+// is made (a FIFO or a text file said "0 dumps", exit 0; a missing one left
+// an empty database); --work is made when it is not there (every compressed
+// dump was an io error row).
+TEST_CASE("batch: archives that are not, and a --work not there yet", "[batch]") {
+  if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed");
+  std::string d = lrtest::tmp_dir() + "/batch-args";
+  REQUIRE(lrtest::run({"/bin/mkdir", "-p", d}).status == 0);
+  std::string fifo = d + "/fifo", text = d + "/notes.txt", db = d + "/x.db";
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  lrtest::write_file(text, "notes\n");
+  for (auto [archive, says] : {std::pair{fifo, "not a directory or a regular file"},
+                               std::pair{text, "not a dump leakref reads"},
+                               std::pair{d + "/missing", "No such file or directory"}}) {
+    auto r = lrtest::leakref({"batch", "run", archive, "--db", db, "-q"});
+    INFO(archive << ": " << r.err);
+    CHECK(r.status == 3);
+    CHECK(r.err.find(archive + ": " + says) != std::string::npos);
+    CHECK(access(db.c_str(), F_OK) != 0);
+  }
+  const auto& fc = lrtest::fixture_core("structs", lrtest::fixture_path("fx_structs"));
+  std::string zst = d + "/core.structs.zst";
+  REQUIRE(lrtest::run({"zstd", "-q", "-f", fc.core, "-o", zst}).status == 0);
+  auto one = lrtest::leakref({"batch", "one", zst, "--work", d + "/work/not/yet"});
+  REQUIRE(one.status == 0);
+  CHECK(one.json()["status"] == "ok");
+}
