@@ -963,6 +963,15 @@ TEST_CASE("errors: the subcommand's own options, one suggestion, JSON under --js
   CHECK(jl.status == 4);
   CHECK(std::count(jl.out.begin(), jl.out.end(), '\n') == 1);  // one line, as every other
   CHECK(jl.json()["error"]["exit"] == 4);
+  // A NULL met on the way is named where it is, not as a fault further on.
+  std::string path = "chain_head";
+  size_t n = fc->manifest["structures"]["chain"]["objects"].size();
+  for (size_t i = 0; i < n; ++i) path += "->next";
+  auto null = leakref({"show", fc->core, path + "->id"});
+  CHECK(null.status != 0);
+  CHECK(null.err.find("'" + path + "' is NULL") != std::string::npos);
+  auto xa = leakref({"walk", fc->core, "--type", "struct obj", "--head", "0x10", "--xarray"});
+  CHECK(xa.err.find("--head 0x10 is an untyped address") != std::string::npos);
   auto parse = leakref({"walk", fc->core, "--type", "struct obj", "--bogus", "--json"});
   CHECK(parse.status == 2);
   CHECK(parse.json()["error"]["message"].get<std::string>().find("--bogus") != std::string::npos);

@@ -92,9 +92,10 @@ class HeadParser {
     if (++depth_ > 64) return bad("nested too deeply");
     skip();
     if (eat("*")) {
+      size_t from = i_;
       LR_ASSIGN(Val v, unary());
       --depth_;
-      return deref(v);
+      return deref(v, text(from, i_));
     }
     if (eat("&")) {  // the address of X; as a place, it names X (see the header)
       LR_ASSIGN(Val v, unary());
@@ -122,13 +123,25 @@ class HeadParser {
     return v;
   }
 
-  Result<Val> deref(const Val& v) {
+  // The expression's text in [from, to), trimmed: what a message names.
+  std::string text(size_t from, size_t to) const {
+    std::string t = s_.substr(from, to > from ? to - from : 0);
+    while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.pop_back();
+    while (!t.empty() && std::isspace(static_cast<unsigned char>(t.front()))) t.erase(0, 1);
+    return t;
+  }
+
+  // `what` is the pointer's text: a NULL is named where it is met, not as
+  // a fault at a small address further on.
+  Result<Val> deref(const Val& v, const std::string& what) {
     if (v.is_address) return Val{v.addr, v.type, v.name, v.module};  // *&X is X
     const Type* t = v.type ? v.type->strip() : nullptr;
     if (t && t->kind == TypeKind::kArray) return Val{v.addr, t->target, v.name, v.module};
     if (t && t->kind != TypeKind::kPointer)
       return bad(fmt::format("'*' applied to {}, not a pointer", v.type->display()));
     LR_ASSIGN(uint64_t p, mem_.read_u64(v.addr));
+    if (p == 0 && t)
+      return make_error(Errc::kFault, fmt::format("'{}' is NULL", what.empty() ? v.name : what));
     return Val{p, t ? t->target : nullptr, "", v.module};
   }
 
@@ -155,17 +168,19 @@ class HeadParser {
   }
 
   Result<Val> postfix() {
+    skip();
+    const size_t from = i_;
     LR_ASSIGN(Val v, primary());
     while (true) {
       skip();
       if (eat("->")) {
-        LR_ASSIGN(v, deref(v));
+        LR_ASSIGN(v, deref(v, text(from, i_ - 2)));
         LR_ASSIGN(v, member(v));
       } else if (i_ < s_.size() && s_[i_] == '.') {
         ++i_;
         const Type* t = v.type ? v.type->strip() : nullptr;
         if (t && t->kind == TypeKind::kPointer) {  // '.' through a pointer
-          LR_ASSIGN(v, deref(v));
+          LR_ASSIGN(v, deref(v, text(from, i_ - 1)));
         }
         LR_ASSIGN(v, member(v));
       } else if (eat("[")) {
@@ -198,7 +213,7 @@ class HeadParser {
       return bad("'[]' needs an array or a pointer");
     Val base = v;
     if (t->kind == TypeKind::kPointer) {
-      LR_ASSIGN(base, deref(v));
+      LR_ASSIGN(base, deref(v, v.name));
     }
     const Type* et = t->target ? t->target->strip() : nullptr;
     if (!et || !et->size) return bad("'[]' on elements of unknown size");

@@ -298,6 +298,9 @@ Result<Variable> walk_head(Program& prog, const WalkSpec& spec, WalkReport* rep)
                                   "bucket count, or types that declare the variable",
                                   hv.name.empty() ? spec.head : hv.name));
   LR_TRY(check_list_head(spec, hv.type, &rep->warnings));
+  // Every message names the head as given when it resolved to no name (an
+  // address, an expression).
+  if (hv.name.empty()) hv.name = spec.head;
   return hv;
 }
 
