@@ -972,6 +972,11 @@ TEST_CASE("errors: the subcommand's own options, one suggestion, JSON under --js
   CHECK(null.err.find("'" + path + "' is NULL") != std::string::npos);
   auto xa = leakref({"walk", fc->core, "--type", "struct obj", "--head", "0x10", "--xarray"});
   CHECK(xa.err.find("--head 0x10 is an untyped address") != std::string::npos);
+  // A process core given as a vmcore is named as one, not asked for QEMU's vmcoreinfo.
+  auto kv = leakref({"kernel", "--vmcore", fc->core, "modules"});
+  CHECK(kv.status != 0);
+  CHECK(kv.err.find("a process core (it has an auxiliary vector") != std::string::npos);
+  CHECK(kv.err.find("QEMU") == std::string::npos);
   auto parse = leakref({"walk", fc->core, "--type", "struct obj", "--bogus", "--json"});
   CHECK(parse.status == 2);
   CHECK(parse.json()["error"]["message"].get<std::string>().find("--bogus") != std::string::npos);

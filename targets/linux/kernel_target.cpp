@@ -50,6 +50,15 @@ KernelTarget::~KernelTarget() {
 
 namespace {
 
+// A process's core (gcore, a crash) has an auxiliary vector and its mapped
+// files; a kernel dump without VMCOREINFO (QEMU's) has neither.
+bool is_process_core(const std::string& path) {
+  CoreOptions o;
+  o.fill_from_files = false;
+  auto c = CoreFile::open(path, o);
+  return c.ok() && !c.value()->is_kernel() && !c.value()->auxv().empty();
+}
+
 // "KEY=value" from VMCOREINFO text; "" when absent.
 std::string vmcoreinfo_value(const std::string& text, const std::string& key) {
   size_t pos = 0;
@@ -202,6 +211,11 @@ Result<std::unique_ptr<KernelTarget>> KernelTarget::open(const std::string& vmco
     k->owned_mem_ = std::make_unique<PagedMemory>(&Kdump::read, k->kdump_.get(), vmcore);
   }
   if (fd >= 0) close(fd);
+  if (vmcoreinfo.empty() && is_process_core(vmcore))
+    return make_error(Errc::kBadFormat,
+                      fmt::format("{}: a process core (it has an auxiliary vector and mapped "
+                                  "files), not a kernel dump: leakref info, walk or leaks read it",
+                                  vmcore));
   if (vmcoreinfo.empty())
     return make_error(Errc::kBadFormat,
                       fmt::format("{}: no VMCOREINFO in the dump (QEMU needs -device vmcoreinfo "
