@@ -324,6 +324,10 @@ TEST_CASE("hostile: wrong --exe is detected by build-id", "[hostile]") {
   CHECK(r.status == 4);
   CHECK(r.err.find("does not match the core") != std::string::npos);
   CHECK(r.err.find("build-id") != std::string::npos);
+  // Said once, by the name given (not the core's file name with the other
+  // program's build-id).
+  size_t first = r.err.find("build-id on disk");
+  CHECK(r.err.find("build-id on disk", first + 1) == std::string::npos);
 }
 
 TEST_CASE("inputs are opened read-only and never modified", "[hostile]") {

@@ -451,8 +451,14 @@ std::unique_ptr<ModuleSet> ModuleSet::from_core(const CoreFile& core, const Debu
     std::string host = fi.host_path;
     if (fi.status == MappedFileInfo::Status::kMismatch ||
         fi.status == MappedFileInfo::Status::kNoFile) {
-      set->warnings_.push_back(
-          fmt::format("{}: {}: symbols and types from it are not used", fi.path, fi.detail));
+      // An executable given in place of the core's was warned about when
+      // the core was opened, by its own name; other files by the name on
+      // disk, which may not be the core's.
+      bool given_exe = is_exe && fi.host_path != fi.path;
+      if (!given_exe)
+        set->warnings_.push_back(
+            fmt::format("{}{}: {}: symbols and types from it are not used", fi.host_path,
+                        fi.host_path == fi.path ? "" : " (mapped as " + fi.path + ")", fi.detail));
       host.clear();
     }
     Module* m = set->add(fi.path, host, ext.first, ext.second, bias, bid, is_exe);
