@@ -59,6 +59,16 @@ lr::Result<std::map<std::string, std::pair<int64_t, int>>> probe_refoffs(const l
 
 }  // namespace
 
+// Whether the live process maps libglusterfs (its /proc/PID/maps says); a
+// process whose maps cannot be read is left to trace planning to name.
+static bool maps_libglusterfs(int pid) {
+  std::ifstream in(fmt::format("/proc/{}/maps", pid));
+  if (!in) return true;
+  for (std::string line; std::getline(in, line);)
+    if (line.find("/libglusterfs.so") != std::string::npos) return true;
+  return false;
+}
+
 static int cmd_trace_plan(const TracePlanArgs& a) {
   std::map<std::string, std::pair<int64_t, int>> refoffs;
   for (const auto& r : a.refoffs) {
@@ -80,6 +90,13 @@ static int cmd_trace_plan(const TracePlanArgs& a) {
   // profile's [[probe]]s (refcount offsets from its types, built from the
   // headers when libglusterfs has no debuginfo).
   const bool builtin = a.functions.empty() && a.profile.empty();
+  if (builtin && !maps_libglusterfs(a.pid))
+    return fail(lr::make_error(
+        lr::Errc::kInvalidArgument,
+        fmt::format("process {} maps no libglusterfs: say what to trace with --functions "
+                    "NAME[:ref|unref|...] or --profile P (GlusterFS's functions are the default "
+                    "only in a GlusterFS process)",
+                    a.pid)));
   if (builtin) {
     prof = lr::parse_profile(lr::glusterfs_profile_text(), "glusterfs (built in)");
     if (!prof.ok()) return fail(prof.error());

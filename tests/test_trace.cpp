@@ -555,6 +555,10 @@ TEST_CASE("trace: a profile's probes and set drive capture and correlation", "[t
   plan = lrtest::leakref({"trace-plan", "-p", pid, "--profile", dir + "/by_name.toml"});
   CHECK(plan.status == 2);
   CHECK(plan.err.find("not an integer") != std::string::npos);
+  // No functions and no profile: GlusterFS's only in a GlusterFS process.
+  plan = lrtest::leakref({"trace-plan", "-p", pid});
+  CHECK(plan.status == 2);
+  CHECK(plan.err.find("maps no libglusterfs") != std::string::npos);
 
   auto cap = lrtest::spawn({std::string(LR_SOURCE_DIR) + "/scripts/leakref-trace", "-p", pid,
                             "--profile", profile, "-o", trace, "--ready", dir + "/refs.ready"});
