@@ -124,7 +124,8 @@ class HeldSink : public lr::ProfileSink {
     c.kind = kind_;
     c.refcount = o.refcount;
     c.label = type_;
-    c.explained = o.held;
+    // Holders that do not add up (damage) explain nothing: unknown.
+    c.explained = o.held_known ? o.held : -1;
     std::vector<std::string> parts;
     for (size_t i = 0; i < o.holders.size() && i < names_.size(); ++i)
       parts.push_back(fmt::format("{} {}", names_[i], o.holders[i]));

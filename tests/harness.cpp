@@ -197,6 +197,20 @@ std::string sha256_file(const std::string& path) {
   return r.out.substr(0, 64);
 }
 
+uint64_t core_offset(const std::string& img, uint64_t va) {
+  Elf64_Ehdr eh;
+  if (img.size() < sizeof eh) return 0;
+  std::memcpy(&eh, img.data(), sizeof eh);
+  for (int i = 0; i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph;
+    if (eh.e_phoff + (i + 1) * sizeof ph > img.size()) return 0;
+    std::memcpy(&ph, img.data() + eh.e_phoff + i * sizeof ph, sizeof ph);
+    if (ph.p_type == PT_LOAD && va >= ph.p_vaddr && va < ph.p_vaddr + ph.p_filesz)
+      return ph.p_offset + (va - ph.p_vaddr);
+  }
+  return 0;
+}
+
 const FixtureCore& fixture_core(const std::string& key, const std::string& exe,
                                 const std::vector<std::string>& extra_args) {
   static std::map<std::string, FixtureCore> cache;

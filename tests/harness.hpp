@@ -45,6 +45,10 @@ struct FixtureCore {
 
 // Starts `exe args... MANIFEST` (manifest path inserted first), waits for
 // READY, takes its core with gcore, kills it. Cached by `key`.
+// File offset of virtual address `va` in the ELF core image `img`; 0 when
+// no PT_LOAD holds it (tests that damage a core in one place).
+uint64_t core_offset(const std::string& img, uint64_t va);
+
 const FixtureCore& fixture_core(const std::string& key, const std::string& exe,
                                 const std::vector<std::string>& extra_args = {});
 

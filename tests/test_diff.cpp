@@ -393,6 +393,26 @@ TEST_CASE("README: the series example runs as written", "[diff][series][docs]") 
   CHECK(lrtest::read_file(dir + "/report.html").find("<svg") != std::string::npos);
 }
 
+namespace {
+// Three cores of fx_steady 0.3 s apart in `dir` (it only grows).
+std::vector<std::string> steady_series(const std::string& dir) {
+  REQUIRE(lrtest::run({"/bin/mkdir", "-p", dir}).status == 0);
+  auto fx = lrtest::spawn({lrtest::fixture_path("fx_steady")});
+  REQUIRE(lrtest::wait_for_text(fx.out_path, "READY", 30));
+  std::vector<std::string> cores;
+  for (int i = 1; i <= 3; ++i) {
+    usleep(300000);
+    std::string p = dir + "/c" + std::to_string(i);
+    auto g = lrtest::run({"gcore", "-o", p, std::to_string(fx.pid)}, 120);
+    if (g.status != 0) lrtest::finish(fx, SIGKILL);
+    REQUIRE(g.status == 0);
+    cores.push_back(p + "." + std::to_string(fx.pid));
+  }
+  lrtest::finish(fx, SIGKILL);
+  return cores;
+}
+}  // namespace
+
 // trend orders by when each input was taken and says where that came from;
 // copies made in another order carry the copy's mtime, so --order args keeps
 // the order given, and both say when the two orders disagree. The same dump
@@ -400,17 +420,7 @@ TEST_CASE("README: the series example runs as written", "[diff][series][docs]") 
 TEST_CASE("trend: the order, where each time came from, the same dump twice", "[diff][series]") {
   if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed");
   std::string d = lrtest::tmp_dir() + "/order";
-  REQUIRE(lrtest::run({"/bin/mkdir", "-p", d}).status == 0);
-  auto fx = lrtest::spawn({lrtest::fixture_path("fx_steady")});
-  REQUIRE(lrtest::wait_for_text(fx.out_path, "READY", 30));
-  std::vector<std::string> cores;
-  for (int i = 1; i <= 3; ++i) {
-    usleep(300000);
-    std::string p = d + "/c" + std::to_string(i);
-    REQUIRE(lrtest::run({"gcore", "-o", p, std::to_string(fx.pid)}, 120).status == 0);
-    cores.push_back(p + "." + std::to_string(fx.pid));
-  }
-  lrtest::finish(fx, SIGKILL);
+  std::vector<std::string> cores = steady_series(d);
   // Copied newest first: the copies' mtimes run backwards.
   std::vector<std::string> copies(3);
   for (int i = 2; i >= 0; --i) {
@@ -493,17 +503,7 @@ TEST_CASE("a dump not counted whole is unknown in diff, trend and batch, never z
           "[diff][hostile]") {
   if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed");
   std::string d = lrtest::tmp_dir() + "/partial";
-  REQUIRE(lrtest::run({"/bin/mkdir", "-p", d}).status == 0);
-  auto fx = lrtest::spawn({lrtest::fixture_path("fx_steady")});
-  REQUIRE(lrtest::wait_for_text(fx.out_path, "READY", 30));
-  std::vector<std::string> cores;
-  for (int i = 1; i <= 3; ++i) {
-    usleep(300000);
-    std::string p = d + "/c" + std::to_string(i);
-    REQUIRE(lrtest::run({"gcore", "-o", p, std::to_string(fx.pid)}, 120).status == 0);
-    cores.push_back(p + "." + std::to_string(fx.pid));
-  }
-  lrtest::finish(fx, SIGKILL);
+  std::vector<std::string> cores = steady_series(d);
   std::string half = d + "/half.core";
   REQUIRE(lrtest::run({"/bin/sh", "-c",
                        "head -c $(( $(stat -c %s '" + cores[1] + "') / 2 )) '" + cores[1] +

@@ -111,21 +111,6 @@ TEST_CASE("heap: the tcache key is libc's, as gdb reads it", "[core][heap]") {
   }
 }
 
-namespace {
-// File offset of virtual address `va` in an ELF core, or 0.
-uint64_t core_off(const std::string& img, uint64_t va) {
-  Elf64_Ehdr eh;
-  std::memcpy(&eh, img.data(), sizeof eh);
-  for (int i = 0; i < eh.e_phnum; ++i) {
-    Elf64_Phdr ph;
-    std::memcpy(&ph, img.data() + eh.e_phoff + i * sizeof ph, sizeof ph);
-    if (ph.p_type == PT_LOAD && va >= ph.p_vaddr && va < ph.p_vaddr + ph.p_filesz)
-      return ph.p_offset + (va - ph.p_vaddr);
-  }
-  return 0;
-}
-}  // namespace
-
 // Damage in the heap is said, with what was not read, and carried into the
 // commands built on the walk; it never becomes a different answer in
 // silence. Each mutation of one real core is checked against the intact
@@ -143,7 +128,7 @@ TEST_CASE("hostile heap: damage is said and never a quiet different answer", "[h
   std::string img = lrtest::read_file(fc.core);
   auto mutated = [&](const std::string& name, uint64_t va, const void* bytes, size_t n) {
     std::string m = img;
-    uint64_t off = core_off(m, va);
+    uint64_t off = lrtest::core_offset(m, va);
     REQUIRE(off != 0);
     std::memcpy(&m[off], bytes, n);
     std::string p = lrtest::tmp_dir() + "/heap-" + name + ".core";
@@ -152,7 +137,9 @@ TEST_CASE("hostile heap: damage is said and never a quiet different answer", "[h
   };
   auto u64_at = [&](uint64_t va) {
     uint64_t v = 0;
-    std::memcpy(&v, img.data() + core_off(img, va), 8);
+    uint64_t off = lrtest::core_offset(img, va);
+    REQUIRE(off != 0);
+    std::memcpy(&v, img.data() + off, 8);
     return v;
   };
   // The tcache_perthread_struct: the first in-use chunk of 0x288 usable bytes.
@@ -163,7 +150,9 @@ TEST_CASE("hostile heap: damage is said and never a quiet different answer", "[h
   int bin = -1;
   uint16_t count = 0;
   for (int i = 0; i < 64 && bin < 0; ++i) {
-    std::memcpy(&count, img.data() + core_off(img, tcache + 2 * i), 2);
+    uint64_t off = lrtest::core_offset(img, tcache + 2 * i);
+    REQUIRE(off != 0);
+    std::memcpy(&count, img.data() + off, 2);
     if (count >= 2) bin = i;
   }
   REQUIRE(bin >= 0);  // fx_heap frees blocks of one size more than once

@@ -108,19 +108,6 @@ char judge_walk(const lrtest::RunResult& r, const json& manifest) {
   return 'w';
 }
 
-// File offset of virtual address `va` in an ELF core, or 0.
-uint64_t core_offset(const std::string& img, uint64_t va) {
-  Elf64_Ehdr eh;
-  std::memcpy(&eh, img.data(), sizeof eh);
-  for (int i = 0; i < eh.e_phnum; ++i) {
-    Elf64_Phdr ph;
-    std::memcpy(&ph, img.data() + eh.e_phoff + i * sizeof ph, sizeof ph);
-    if (ph.p_type == PT_LOAD && va >= ph.p_vaddr && va < ph.p_vaddr + ph.p_filesz)
-      return ph.p_offset + (va - ph.p_vaddr);
-  }
-  return 0;
-}
-
 const lrtest::FixtureCore* base_core() {
   if (!lrtest::have_gcore()) return nullptr;
   return &lrtest::fixture_core("structs_pie", lrtest::fixture_path("fx_structs_pie"));
@@ -271,7 +258,7 @@ TEST_CASE("hostile: a list made cyclic inside the core", "[hostile]") {
   uint64_t o7 = std::stoull(objs[7]["addr"].get<std::string>(), nullptr, 16);
   uint64_t o2 = std::stoull(objs[2]["addr"].get<std::string>(), nullptr, 16);
   const uint64_t link = 24;
-  uint64_t off = core_offset(img, o7 + link);
+  uint64_t off = lrtest::core_offset(img, o7 + link);
   REQUIRE(off != 0);
   uint64_t target = o2 + link;
   std::memcpy(&img[off], &target, 8);
@@ -299,7 +286,7 @@ TEST_CASE("hostile: a chain made a ring back to its first object is named a ring
   // cyc[9]->next (struct obj.next at 0x38) -> cyc[0] instead of cyc[4].
   uint64_t o0 = std::stoull(objs[0]["addr"].get<std::string>(), nullptr, 16);
   uint64_t o9 = std::stoull(objs[9]["addr"].get<std::string>(), nullptr, 16);
-  uint64_t off = core_offset(img, o9 + 0x38);
+  uint64_t off = lrtest::core_offset(img, o9 + 0x38);
   REQUIRE(off != 0);
   std::memcpy(&img[off], &o0, 8);
   std::string p = lrtest::tmp_dir() + "/ring.core";
