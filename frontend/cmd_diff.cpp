@@ -52,7 +52,7 @@ std::vector<std::string> unknown_text(const lr::Snapshot& a, const lr::Snapshot&
   for (const lr::Snapshot* s : {&a, &b})
     for (const auto& k : s->unknown_kinds)
       out.push_back(
-          fmt::format("{} classes are unknown in {} (not counted whole there): "
+          fmt::format("{} is unknown in {} (not read whole there): "
                       "not compared",
                       k, s->source));
   return out;
@@ -100,7 +100,8 @@ nlohmann::json diff_json(const lr::Snapshot& a, const lr::Snapshot& b, const lr:
             {"gone", n.changes[1]},
             {"climbed", n.changes[2]},
             {"dropped", n.changes[3]},
-            {"same", d.objects_same}}},
+            {"same", d.objects_same},
+            {"objects_unknown", d.objects_unknown}}},
           {"classes", classes},
           {"unknown", unknown},
           {"objects", objects},
@@ -145,6 +146,9 @@ void print_text(const lr::Snapshot& a, const lr::Snapshot& b, const lr::SnapDiff
   if (!d.objects.empty() || d.objects_same)
     fmt::print("; objects: {} new, {} gone, {} refcount climbed, {} dropped, {} unchanged",
                n.changes[0], n.changes[1], n.changes[2], n.changes[3], d.objects_same);
+  if (d.objects_unknown)
+    fmt::print("; {} objects of a kind one side could not list whole, not compared",
+               d.objects_unknown);
   fmt::print("\n");
   // Grown classes are first in d.classes, shrunk ones last (most shrunk at the end).
   std::vector<const lr::ClassDelta*> grew, shrank;

@@ -46,7 +46,7 @@ lr::Result<std::string> ensure_gluster_types(lr::Program& prog, const std::strin
     if (::stat(types_file.c_str(), &st) != 0)
       return lr::make_error(lr::Errc::kIo,
                             fmt::format("--types {}: {}", types_file, std::strerror(errno)));
-    prog.modules().add("<types " + types_file + ">", types_file, 0, 0, 0, "", false);
+    prog.modules().add_types(types_file);
     return types_file;
   }
   lr::Module* lib = libglusterfs(prog);
@@ -56,8 +56,7 @@ lr::Result<std::string> ensure_gluster_types(lr::Program& prog, const std::strin
   if (lib->has_dwarf() && prog.types().find("glusterfs_ctx_t").ok())
     return "debuginfo " + lib->debug_path;
   for (const auto& m : prog.modules().modules())  // a --types file
-    if (m->debug_how == "--types" && prog.types().find("glusterfs_ctx_t").ok())
-      return m->debug_path;
+    if (m->types_only && prog.types().find("glusterfs_ctx_t").ok()) return m->debug_path;
   std::string path = lr::gluster_types_cache_path(lib->build_id);
   if (path.empty())
     return lr::make_error(lr::Errc::kNotFound,

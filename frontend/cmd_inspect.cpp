@@ -233,7 +233,7 @@ static int cmd_sym(const Common& c, const std::string& what) {
     }
     return kOk;
   }
-  auto hit = prog.modules().lookup(what);
+  auto hit = prog.types().lookup_symbol(what);
   if (!hit.ok()) return fail(hit.error());
   auto [mod, sym] = hit.value();
   auto var = prog.types().find_variable(what);

@@ -9,6 +9,7 @@
 #include <memory>
 #include <unordered_map>
 
+#include "alloc_sites.hpp"
 #include "cmd_heap.hpp"
 #include "cmd_profile.hpp"
 #include "cmd_types.hpp"
@@ -179,32 +180,6 @@ int cmd_refs(const Common& c, const RefsArgs& a) {
   return status;
 }
 
-// Leaked blocks' allocation sites, from allocation traces: ptr -> site.
-lr::Result<std::map<uint64_t, std::string>> sites_of(const lr::Program& prog,
-                                                     const lr::HeapWalk& heap,
-                                                     const std::vector<std::string>& paths) {
-  std::map<uint64_t, std::string> out;
-  if (paths.empty()) return out;
-  std::vector<lr::Trace> traces;
-  for (const auto& p : paths) {
-    LR_ASSIGN(auto t, lr::load_trace(p));
-    traces.push_back(std::move(t));
-  }
-  lr::FrameResolver fr(&prog.modules(), prog.core());
-  lr::CorrelateOptions opts;
-  opts.top = SIZE_MAX;
-  lr::CorrelateReport rep = lr::correlate(traces, {}, fr, opts, &heap);
-  for (const auto& al : rep.allocs) {
-    if (!al.live) continue;
-    const lr::Trace& t = traces[al.ev.trace];
-    const auto& e = t.events[al.ev.event];
-    std::string site = "(no caller)";
-    if (e.stack && !t.stacks[e.stack].empty()) site = fr.resolve(t, t.stacks[e.stack][0]).text;
-    out[al.ptr] = site;
-  }
-  return out;
-}
-
 // Per block: leaked (bit 0), referenced by something (bit 1), or free in a
 // GlusterFS mem-pool (4: neither live nor leaked); 0 for a live block. And
 // each leaked block's type: by its vtable or GlusterFS's pool/header first,
@@ -297,8 +272,12 @@ int cmd_leaks(const Common& c, const LeaksArgs& a) {
   lr::Program& prog = *o.value().prog;
   const lr::RefIndex& ix = *o.value().ci.index;
   const auto& chunks = o.value().ci.heap->in_use;
-  auto sites = sites_of(prog, *o.value().ci.heap, a.traces);
-  if (!sites.ok()) return fail(sites.error());
+  LiveSites sites;
+  if (!a.traces.empty()) {
+    auto r = live_sites(prog, *o.value().ci.heap, a.traces);
+    if (!r.ok()) return fail(r.error());
+    sites = std::move(r).value();
+  }
   KnownObjects none;
   RefNamer names(prog, ix, none, o.value().gf);
   const LeakSet ls = find_leaked(ix, o.value().gf, names);
@@ -332,8 +311,8 @@ int cmd_leaks(const Common& c, const LeaksArgs& a) {
     ++g.count;
     g.bytes += h.usable();
     g.unreferenced += unreferenced;
-    auto s = sites.value().find(h.user);
-    const std::string site = s == sites.value().end() ? "" : s->second;
+    auto s = sites.by_ptr.find(h.user);
+    const std::string site = s == sites.by_ptr.end() ? "" : s->second;
     if (c.json) {
       nlohmann::json b{{"ptr", hex(h.user)},
                        {"size", h.usable()},
@@ -356,7 +335,8 @@ int cmd_leaks(const Common& c, const LeaksArgs& a) {
     ++leaked;
     leaked_bytes += h.usable();
   }
-  const std::vector<std::string>& warnings = o.value().warnings;
+  std::vector<std::string> warnings = o.value().warnings;
+  warnings.insert(warnings.end(), sites.warnings.begin(), sites.warnings.end());
   if (c.json) {
     nlohmann::json gj = nlohmann::json::array();
     for (const auto& [k, g] : groups)

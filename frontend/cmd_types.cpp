@@ -56,7 +56,7 @@ lr::Result<void> ensure_profile_types(lr::Program& prog, const lr::Profile& p, O
   // Types given (--types) or found in the cache that declare every type the
   // profile names are enough; others (made by another recipe) are not.
   bool loaded = false;
-  for (const auto& m : prog.modules().modules()) loaded |= m->debug_how == "--types";
+  for (const auto& m : prog.modules().modules()) loaded |= m->types_only;
   if (loaded && lr::profile_types_bind(prog, p).ok()) return {};
   // Cached per build-id and recipe: a changed recipe makes its own file.
   std::string out = lr::types_cache_path("types", exe->build_id + "-" + lr::profile_recipe_hash(p));

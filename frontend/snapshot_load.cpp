@@ -11,6 +11,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "alloc_sites.hpp"
 #include "cmd_gluster.hpp"
 #include "cmd_heap.hpp"
 #include "cmd_profile.hpp"
@@ -78,6 +79,7 @@ class SnapshotSink : public lr::ProfileSink {
     lr::SnapObject x;
     x.key = set + (o.set->key.empty() ? fmt::format("@{:#x}", o.addr) : ":" + o.key.to_string());
     x.cls = "profile " + set;
+    x.kind = "profile";
     x.refcount = o.has_refcount ? o.refcount : 0;
     if (!o.verdict.empty())
       x.held = fmt::format("{} held by holders, verdict {}", o.held, o.verdict);
@@ -86,6 +88,9 @@ class SnapshotSink : public lr::ProfileSink {
   void set_end(const lr::ProfileSetSummary& sum) override {
     s_.classes.push_back({"profile", sum.set->name, static_cast<int64_t>(sum.objects), -1});
     for (const auto& w : sum.warnings) s_.warnings.push_back(sum.set->name + ": " + w);
+    // A walk that stopped early listed a part of the set.
+    if ((!sum.warnings.empty() || sum.warnings_dropped) && s_.knows("profile"))
+      s_.unknown_kinds.push_back("profile");
   }
 
  private:
@@ -109,35 +114,15 @@ lr::Result<void> add_profile(lr::Program& prog, const std::string& what, lr::Sna
   return {};
 }
 
-// Heap blocks by allocation site: the records of `paths` never freed in
-// them whose block is live in this core. A maps file among them lends its
-// mappings to traces that carry none (as for correlate).
+// Allocation sites from traces: one "site" class per site, counting its
+// blocks still in use in the core.
 lr::Result<void> add_sites(lr::Program& prog, const lr::HeapWalk& heap,
                            const std::vector<std::string>& paths, lr::Snapshot& s) {
-  std::vector<lr::Trace> traces;
-  std::vector<lr::TraceMapping> maps;
-  for (const auto& p : paths) {
-    LR_ASSIGN(auto t, lr::load_trace(p));
-    if (t.format == lr::TraceFormat::kMaps)
-      maps.insert(maps.end(), t.mappings.begin(), t.mappings.end());
-    else
-      traces.push_back(std::move(t));
-  }
-  for (auto& t : traces)
-    if (t.mappings.empty()) t.mappings = maps;
-  lr::FrameResolver fr(&prog.modules(), prog.core());
-  lr::CorrelateOptions opts;
-  opts.top = SIZE_MAX;
-  lr::CorrelateReport rep = lr::correlate(traces, {}, fr, opts, &heap);
-  if (rep.alloc_sites.empty())
-    return lr::make_error(lr::Errc::kInvalidArgument,
-                          "--trace: no allocation records (leakref-trace --malloc, mmleak or bcc "
-                          "memleak output) in " +
-                              fmt::format("{}", fmt::join(paths, ", ")));
-  for (const auto& site : rep.alloc_sites)
+  LR_ASSIGN(LiveSites ls, live_sites(prog, heap, paths));
+  for (const auto& site : ls.sites)
     s.classes.push_back({"site", site.text, static_cast<int64_t>(site.live_count),
                          static_cast<int64_t>(site.live_bytes)});
-  for (const auto& w : rep.warnings) s.warnings.push_back(w);
+  for (const auto& w : ls.warnings) s.warnings.push_back(w);
   return {};
 }
 
@@ -252,9 +237,11 @@ nlohmann::json snapshot_json(const lr::Snapshot& s) {
                        {"name", c.name},
                        {"count", c.count},
                        {"bytes", c.bytes < 0 ? nlohmann::json(nullptr) : nlohmann::json(c.bytes)}});
-  for (const auto& o : s.objects)
+  for (const auto& o : s.objects) {
     objects.push_back(
         {{"key", o.key}, {"class", o.cls}, {"refcount", o.refcount}, {"held", o.held}});
+    if (!o.kind.empty()) objects.back()["kind"] = o.kind;
+  }
   nlohmann::json j;
   j["schema"] = "leakref.snapshot/1";
   j["source"] = s.source;
@@ -333,7 +320,11 @@ lr::Result<void> read_objects(const SnapReader& r, const nlohmann::json& j, lr::
     LR_ASSIGN(std::string cls, r.str(o, "class"));
     LR_ASSIGN(int64_t rc, r.num(o, "refcount", INT32_MIN, INT32_MAX));
     LR_ASSIGN(std::string held, r.str(o, "held"));
-    s.objects.push_back({key, cls, rc, held});
+    std::string kind;
+    if (o.contains("kind")) {
+      LR_ASSIGN(kind, r.str(o, "kind"));
+    }
+    s.objects.push_back({key, cls, rc, held, kind});
   }
   return {};
 }

@@ -516,7 +516,7 @@ TEST_CASE("a dump not counted whole is unknown in diff, trend and batch, never z
   CHECK(dj["summary"]["shrank"] == 0);
   CHECK(dj["summary"]["grew"] == 0);
   CHECK(dj["summary"]["unknown"].get<int>() > 0);
-  CHECK(dj["warnings"].dump().find("heap classes are unknown in " + half) != std::string::npos);
+  CHECK(dj["warnings"].dump().find("heap is unknown in " + half) != std::string::npos);
   CHECK(dj["warnings"].dump().find(half + " does not say its build-id") != std::string::npos);
 
   auto tr = lrtest::leakref({"trend", cores[0], half, cores[1], cores[2], "--order", "args",

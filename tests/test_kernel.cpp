@@ -219,6 +219,47 @@ TEST_CASE("kernel: hostile dumps and vmlinux give one clear error", "[kernel][ho
   CHECK(fl.err.find("makedumpfile -R") != std::string::npos);
 }
 
+// A VMCOREINFO whose KERNELOFFSET or OSRELEASE was overwritten read every
+// list as garbage or nothing, and a diff against the good dump said "102
+// shrank, 50649 objects gone". The kernel's own version string, read
+// through them, must say the release: otherwise the dump is refused. A dump
+// whose walks cannot run (its pages cut off) is unknown in a diff, never
+// empty: nothing is called gone.
+TEST_CASE("kernel: a damaged VMCOREINFO is refused, a dump not read whole is unknown in diff",
+          "[kernel][hostile][diff]") {
+  NEED_DUMP();
+  std::string dir = tmp_dir(), data = read_file(dump().kdump);
+  const std::string key = "KERNELOFFSET=";
+  size_t ko = data.find(key);
+  REQUIRE(ko != std::string::npos);
+  std::string off = data;
+  char& digit = off[ko + key.size() + 2];  // the third hex digit: a 1 MiB step, still aligned
+  digit = digit == 'f' ? 'e' : digit == '9' ? 'a' : static_cast<char>(digit + 1);
+  write_file(dir + "/offset.kdump", off);
+  write_file(dir + "/cut.kdump", data.substr(0, data.size() / 2));
+  RunResult m = leakref(
+      {"kernel", "--vmcore", dir + "/offset.kdump", "--vmlinux", dump().vmlinux, "modules"}, 300);
+  INFO(m.err);
+  CHECK(m.status == 3);
+  CHECK(m.out.empty());
+  CHECK(m.err.find("the kernel's version string (linux_banner at 0x") != std::string::npos);
+  RunResult d =
+      leakref({"diff", dump().kdump, dir + "/offset.kdump", "--vmlinux", dump().vmlinux}, 300);
+  CHECK(d.status == 3);
+  CHECK(d.out.empty());
+  d = leakref({"diff", dump().kdump, dir + "/cut.kdump", "--vmlinux", dump().vmlinux, "--json"},
+              300);
+  INFO(d.err);
+  REQUIRE(d.status == 0);
+  json j = json::parse(d.out);
+  CHECK(j["summary"]["gone"] == 0);
+  CHECK(j["summary"]["new"] == 0);
+  CHECK(j["summary"]["shrank"] == 0);
+  CHECK(j["summary"]["objects_unknown"].get<uint64_t>() > 40000);
+  CHECK(j["summary"]["unknown"].get<uint64_t>() > 100);
+  CHECK(j["warnings"].dump().find("slab is unknown in " + dir + "/cut.kdump") != std::string::npos);
+}
+
 // The bundled linux-vfs profile (data, no C++) against the C++ inode report:
 // the same super blocks, every inode with the same i_count and as many
 // aliases as that report lists dentries; ELF and kdump give the same answer.

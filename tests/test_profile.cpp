@@ -584,6 +584,44 @@ TEST_CASE("types from headers: a program without debuginfo, profiled", "[profile
   CHECK(r.json()["objects"].size() == m["vcaches"]["objects"].size());
 }
 
+// A stripped program: a global it does not export has no address in the
+// dump, whatever a types file says. A header that defines it (not extern)
+// gave the types file's own address (0x3010 in "<types t.so>") with exit 0.
+// A relative --header names a file from the working directory, not from the
+// output's directory.
+TEST_CASE("types from headers: a stripped program's globals have no address", "[profile]") {
+  if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed");
+  const auto& fc = lrtest::fixture_core("locks_nodebug", lrtest::fixture_path("fx_locks_nodebug"));
+  std::string dir = lrtest::tmp_dir() + "/types-stripped",
+              fx = std::string(LR_SOURCE_DIR) + "/fixtures";
+  REQUIRE(lrtest::run({"/bin/mkdir", "-p", dir + "/nd", dir + "/o"}).status == 0);
+  std::string exe = dir + "/prog";
+  REQUIRE(lrtest::run({"/bin/cp", lrtest::fixture_path("fx_locks_nodebug"), exe}).status == 0);
+  REQUIRE(lrtest::run({"strip", exe}).status == 0);
+  lrtest::write_file(dir + "/nd/def.h",
+                     "#include \"fx_locks.h\"\nstruct list_head ldlm_namespace_list;\n");
+  // From dir, "nd/def.h" is relative to the working directory.
+  auto r = lrtest::run({"/bin/sh", "-c",
+                        "cd '" + dir + "' && '" + lrtest::build_dir() + "/leakref' types build '" +
+                            fc.core + "' --exe prog --header nd/def.h -I '" + fx + "' -o o/t.so"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  for (const char* cmd : {"sym", "show"}) {
+    INFO(cmd);
+    r = leakref({cmd, fc.core, "--exe", exe, "--types", dir + "/o/t.so", "ldlm_namespace_list"});
+    CHECK(r.status == 4);
+    CHECK(r.out.empty());
+    CHECK(r.err.find("'ldlm_namespace_list' has no address: the program does not export it") !=
+          std::string::npos);
+    CHECK(r.err.find(">") == std::string::npos);
+  }
+  // The unstripped program's symbol is still found, typed from the file.
+  r = leakref({"sym", fc.core, "--types", dir + "/o/t.so", "ldlm_namespace_list"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find("[fx_locks_nodebug] size 16, type struct list_head") != std::string::npos);
+}
+
 // correlate --profile --set explains each object by the holders the
 // profile declares, as `profile` does (it flagged every object held by an
 // hlist and another set's pointers, and refused a nested set). The trace

@@ -352,6 +352,36 @@ TEST_CASE("README: the leaks example runs as written", "[refs][docs]") {
 // A block with more than 64 Ki pointers (fx_big's bucket array) makes its
 // group of rows wide; everything behind it stays reachable: fx_big keeps
 // all it allocated.
+// leaks --trace names each leaked block's allocation site, and carries the
+// trace reader's warnings (a line it skipped) into its text and JSON, as
+// diff --trace does; it dropped them.
+TEST_CASE("leaks --trace: sites of leaked blocks, and the trace's warnings", "[refs][trace]") {
+  const auto& c = leaks_core();
+  NEED_LEAKS_CORE(c);
+  std::string trace = lrtest::tmp_dir() + "/leaks-mmleak.out", text;
+  auto leaked = items(c.manifest, {"leaked"});
+  REQUIRE(!leaked.empty());
+  // Each record's size is the one the fixture asked malloc for.
+  for (const auto& i : c.manifest["items"])
+    if (i["kind"] == "leaked")
+      text +=
+          i["ptr"].get<std::string>() + " 0x401234 " + std::to_string(i["size"].get<int>()) + "\n";
+  text += "this is not an mmleak record\n";
+  lrtest::write_file(trace, text);
+  auto r = lrtest::leakref({"leaks", c.core, "--trace", trace, "--json"}, 120);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  json j = r.json();
+  size_t with_site = 0;
+  for (const auto& b : j["blocks"])
+    if (leaked.count(b["ptr"].get<std::string>())) with_site += !b["site"].is_null();
+  CHECK(with_site == leaked.size());
+  CHECK(j["warnings"].dump().find("1 line(s) not understood were skipped") != std::string::npos);
+  auto t = lrtest::leakref({"leaks", c.core, "--trace", trace}, 120);
+  CHECK(t.status == 0);
+  CHECK(t.err.find("1 line(s) not understood were skipped") != std::string::npos);
+}
+
 TEST_CASE("leaks: nothing leaked behind a pointer-dense block", "[refs]") {
   if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed");
   const auto& big = lrtest::fixture_core("big300k", lrtest::fixture_path("fx_big"), {"300000"});

@@ -92,7 +92,12 @@ SnapDiff diff_snapshots(const Snapshot& older, const Snapshot& newer) {
   std::unordered_map<std::string, const SnapObject*> old_by_key;
   for (const auto& o : older.objects) old_by_key.emplace(o.key, &o);
   using C = ObjectDelta::Change;
+  auto known = [&](const SnapObject& o) { return older.knows(o.kind) && newer.knows(o.kind); };
   for (const auto& o : newer.objects) {
+    if (!known(o)) {
+      ++d.objects_unknown;
+      continue;
+    }
     auto it = old_by_key.find(o.key);
     if (it == old_by_key.end()) {
       d.objects.push_back({C::kNew, o.key, o.cls, 0, o.refcount, o.held});
@@ -108,7 +113,9 @@ SnapDiff diff_snapshots(const Snapshot& older, const Snapshot& newer) {
                          was.refcount, o.refcount, o.held});
   }
   for (const auto& o : older.objects)
-    if (old_by_key.count(o.key))
+    if (!known(o))
+      ++d.objects_unknown;
+    else if (old_by_key.count(o.key))
       d.objects.push_back({C::kGone, o.key, o.cls, o.refcount, 0, o.held});
   return d;
 }

@@ -30,6 +30,9 @@ struct SnapObject {
   std::string cls;  // where it is: "itable fuse active"
   int64_t refcount = 0;
   std::string held;  // holders as the source names them ("fuse=2, gv0-client-0=-1")
+  // The walk that found it ("dentry", "file", "module"); "" for objects
+  // whose source is read whole or not at all (a statedump's).
+  std::string kind;
 };
 
 struct Snapshot {
@@ -41,9 +44,9 @@ struct Snapshot {
   std::vector<SnapClass> classes;
   std::vector<SnapObject> objects;
   std::vector<std::string> warnings;
-  // Kinds of classes this snapshot could not count whole (a heap that could
-  // not be walked, or only in part): unknown there, never zero or a part
-  // taken for the whole.
+  // Kinds of classes and objects this snapshot could not count whole (a heap
+  // or a kernel list that could not be walked, or only in part): unknown
+  // there, never zero or a part taken for the whole.
   std::vector<std::string> unknown_kinds;
   bool knows(const std::string& kind) const;
 };
@@ -82,6 +85,8 @@ struct SnapDiff {
   // is the same on both sides are not listed.
   std::vector<ObjectDelta> objects;
   uint64_t objects_same = 0;
+  // Objects of a kind one side could not list whole: neither new nor gone.
+  uint64_t objects_unknown = 0;
   // Classes of a kind one side could not count whole: no delta is made up.
   std::vector<ClassDelta> unknown;
 };

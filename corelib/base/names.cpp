@@ -39,4 +39,19 @@ std::string did_you_mean(std::string_view s, const std::vector<std::string>& nam
   return near.empty() || near == s ? "" : "; did you mean '" + near + "'?";
 }
 
+std::string visible(std::string_view s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+      continue;
+    }
+    static const char hex[] = "0123456789abcdef";
+    out += "\\x";
+    out += hex[c >> 4];
+    out += hex[c & 15];
+  }
+  return out;
+}
+
 }  // namespace lr

@@ -14,4 +14,8 @@ std::string closest_name(std::string_view s, const std::vector<std::string>& nam
 // ", did you mean 'X'?" for the nearest of `names`, or "".
 std::string did_you_mean(std::string_view s, const std::vector<std::string>& names);
 
+// `s` with control characters and bytes past ASCII as \xNN: text read from
+// a dump put into a message that reaches a terminal.
+std::string visible(std::string_view s);
+
 }  // namespace lr

@@ -220,6 +220,7 @@ Dwarf_CFI* Module::cfi() {
 }
 
 const std::vector<Symbol>& Module::symbols() {
+  if (types_only) return syms_;
   if (syms_loaded_) return syms_;
   syms_loaded_ = true;
   if (!host_path.empty()) {
@@ -296,6 +297,12 @@ Module* ModuleSet::add_debug(const std::string& path, const std::string& debug_p
   m->debug_how = how;
   mods_.push_back(std::move(m));
   return mods_.back().get();
+}
+
+Module* ModuleSet::add_types(const std::string& file) {
+  Module* m = add_debug(file, file, "types file");
+  m->types_only = true;
+  return m;
 }
 
 void ModuleSet::find_debuginfo(Module& m) {

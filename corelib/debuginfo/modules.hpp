@@ -51,6 +51,10 @@ class Module {
   std::string build_id;   // from the core when present, else from the file
   bool is_exe = false;
   bool from_link_map = false;
+  // A types file (headers compiled to DWARF): its types describe the program,
+  // but its symbols and variable locations are addresses in that file, never
+  // in the dump, so it has no symbols.
+  bool types_only = false;
 
   // Debuginfo: where DWARF came from ("embedded", "build-id dir ...",
   // "debuglink ...", "debuginfod"), or why there is none (`debug_missing`
@@ -116,6 +120,8 @@ class ModuleSet {
   // Adds a module known by name whose DWARF is `debug_path` as given (no
   // search, no symbol file); `how` says where it came from ("--ko").
   Module* add_debug(const std::string& path, const std::string& debug_path, const std::string& how);
+  // Adds a types file: DWARF types for the program, no addresses.
+  Module* add_types(const std::string& file);
 
   const std::vector<std::unique_ptr<Module>>& modules() const { return mods_; }
   Module* exe() const;

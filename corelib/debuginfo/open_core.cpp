@@ -71,7 +71,7 @@ Result<void> add_types_file(Program& prog, const std::string& path, const TypesO
   if (!target.empty() && exe && !exe->build_id.empty() && target != exe->build_id)
     return make_error(Errc::kBadFormat, fmt::format("{}: built for build-id {}, but {} has {}",
                                                     path, target, exe->path, exe->build_id));
-  Module* m = prog.modules().add_debug("<types " + path + ">", path, "--types");
+  Module* m = prog.modules().add_types(path);
   if (!m->dwarf()) return make_error(Errc::kBadFormat, fmt::format("{}: no DWARF in it", path));
   return {};
 }

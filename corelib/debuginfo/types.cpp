@@ -846,9 +846,25 @@ Result<const Type*> TypeRegistry::find(std::string_view raw) {
   return found;
 }
 
+Result<std::pair<Module*, const Symbol*>> TypeRegistry::lookup_symbol(const std::string& name) {
+  auto hit = mods_->lookup(name);
+  if (hit.ok() || hit.error().code != Errc::kNotFound) return hit;
+  for (const auto& m : mods_->modules()) {
+    if (!m->types_only || !m->dwarf()) continue;
+    if (!index_for(m.get())->lookup(true, name, false)) continue;
+    return make_error(
+        Errc::kNotFound,
+        fmt::format("'{}' has no address: the program does not export it (types file {} "
+                    "declares it, but a types file has no addresses); give its address, or "
+                    "locate it by its contents",
+                    name, m->path));
+  }
+  return hit;
+}
+
 Result<Variable> TypeRegistry::find_variable(std::string_view raw) {
   std::string name(raw);
-  LR_ASSIGN(auto hit, mods_->lookup(name));
+  LR_ASSIGN(auto hit, lookup_symbol(name));
   Variable v;
   v.name = hit.second->name;
   v.addr = hit.second->addr;
@@ -873,7 +889,7 @@ Result<Variable> TypeRegistry::find_variable(std::string_view raw) {
   // (`extern struct vcache *afs_vhashT[16];`) gives its type.
   for (const auto& m : mods_->modules()) {
     if (v.type || hit.first->has_dwarf()) break;
-    if (m->debug_how == "--types") type_in(m.get());
+    if (m->types_only) type_in(m.get());
   }
   return v;
 }

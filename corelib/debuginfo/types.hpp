@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "corelib/base/result.hpp"
@@ -20,6 +21,7 @@ namespace lr {
 
 class Module;
 class ModuleSet;
+struct Symbol;
 
 enum class TypeKind {
   kVoid,
@@ -147,6 +149,10 @@ class TypeRegistry {
   Result<const Type*> find(std::string_view name);
   // A global variable: address from the symbol table, type from DWARF.
   Result<Variable> find_variable(std::string_view name);
+  // A symbol by name (ModuleSet::lookup); when the program has none but a
+  // types file declares a variable of that name, the error says the variable
+  // exists but has no address the dump can give.
+  Result<std::pair<Module*, const Symbol*>> lookup_symbol(const std::string& name);
   // Canonical built-in integer/pointer types for callers without DWARF.
   const Type* builtin_u64();
   const Type* void_ptr();

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 extern char** environ;
@@ -56,6 +57,17 @@ bool plain_hex(const std::string& s) {
   return s.find_first_not_of("0123456789abcdef") == std::string::npos;
 }
 
+// The source is written beside the output, where `#include "h"` looks
+// first; a relative header that names a file from the working directory is
+// made absolute so it means what the user typed. Others are left for -I.
+std::string header_path(const std::string& h) {
+  if (h.empty() || h[0] == '/') return h;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(h, ec)) return h;
+  auto abs = std::filesystem::absolute(h, ec);
+  return ec ? h : abs.lexically_normal().string();
+}
+
 }  // namespace
 
 namespace {
@@ -74,7 +86,7 @@ Result<void> build_types(const TypesBuild& o, const std::string& out_path, std::
   for (const auto& h : o.headers) {
     if (h.find_first_of("\"\n") != std::string::npos)
       return make_error(Errc::kInvalidArgument, "bad header name '" + h + "'");
-    text += "#include \"" + h + "\"\n";
+    text += "#include \"" + header_path(h) + "\"\n";
   }
   // The stamp: which executable these types describe.
   text += fmt::format(

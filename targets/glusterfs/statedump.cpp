@@ -224,14 +224,14 @@ Result<Snapshot> snapshot_from_statedump(std::string_view text, const std::strin
 
 void add_gluster_objects(Snapshot& s, const GlusterReport& r) {
   for (const auto& d : r.dicts)
-    s.objects.push_back({fmt::format("dict@{:#x}", d.addr), "dict", d.refcount, ""});
+    s.objects.push_back({fmt::format("dict@{:#x}", d.addr), "dict", d.refcount, "", "dict"});
   for (const auto& t : r.itables)
     for (const auto& list : t.lists)
       for (const auto& in : list)
         for (const auto& fd : in.fds)
           s.objects.push_back({fmt::format("fd@{:#x}", fd.addr),
                                "fd of gfid:" + format_gfid(in.gfid), fd.refcount,
-                               fmt::format("pid={}", fd.pid)});
+                               fmt::format("pid={}", fd.pid), "fd"});
   unique_keys(s);
 }
 

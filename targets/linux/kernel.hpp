@@ -88,6 +88,7 @@ class KernelTarget {
   std::optional<std::vector<std::pair<std::string, uint64_t>>> loaded_;
   std::optional<std::unordered_map<std::string, uint64_t>> modsyms_;  // standalone fallback
   Result<void> load_vmlinux(const Memory* mem, const std::string& vmlinux, uint64_t kaslr_offset);
+  Result<void> check_banner(const std::string& vmcore, bool pages_missing);
   std::unique_ptr<Memory> owned_mem_;  // standalone only; attach() borrows
   struct Kdump;
   std::unique_ptr<Kdump> kdump_;

@@ -26,12 +26,20 @@ std::string holder_text(const KFileHolder& h) {
   return fmt::format("{}({}) {}", h.comm, h.pid, what);
 }
 
+// A walk that failed, or met damage and counted a part, leaves its kinds
+// unknown: a diff or trend then compares nothing of them rather than
+// reading a dump it could not read as one whose objects are gone.
+void unknown(Snapshot& s, std::initializer_list<const char*> kinds) {
+  for (const char* k : kinds) s.unknown_kinds.push_back(k);
+}
+
 void add_slab_classes(KernelTarget& k, Snapshot& s, const KernelLimits& lim) {
   auto slab = kernel_slab(k, KSlabFilter{}, nullptr, lim);
   if (!slab.ok()) {
     s.warnings.push_back("no slab classes: " + slab.error().message);
-    return;
+    return unknown(s, {"slab"});
   }
+  if (!slab.value().warnings.empty()) unknown(s, {"slab"});
   for (const auto& c : slab.value().caches)
     s.classes.push_back({"slab", c.name, static_cast<int64_t>(c.allocated),
                          static_cast<int64_t>(c.allocated * c.object_size)});
@@ -50,7 +58,7 @@ void add_inode_report(KernelTarget& k, Snapshot& s, const KernelLimits& lim) {
   auto r = kernel_inodes(k, f, lim);
   if (!r.ok()) {
     s.warnings.push_back("no inode classes: " + r.error().message);
-    return;
+    return unknown(s, {"inodes", "fds", "dentry", "file"});
   }
   const KInodeReport& rep = r.value();
   std::map<std::string, int64_t> per_sb;
@@ -63,6 +71,7 @@ void add_inode_report(KernelTarget& k, Snapshot& s, const KernelLimits& lim) {
         o.key = "dentry:" + d.path;
         if (int n = seen[o.key]++) o.key += fmt::format(" #{}", n + 1);
         o.cls = "dentries " + sb_name(sb);
+        o.kind = "dentry";
         o.refcount = d.count;
         o.held = fmt::format("children {} + files {} + mounts {} + root/pwd {} + pin {}",
                              d.children, d.files, d.mount_refs, d.fs_refs, d.pinned);
@@ -76,6 +85,7 @@ void add_inode_report(KernelTarget& k, Snapshot& s, const KernelLimits& lim) {
     SnapObject o;
     o.key = fmt::format("file@{:#x}", f.addr);
     o.cls = "files";
+    o.kind = "file";
     o.refcount = f.f_count;
     for (const auto& h : f.holders) {
       o.held += (o.held.empty() ? "" : ", ") + holder_text(h);
@@ -86,20 +96,24 @@ void add_inode_report(KernelTarget& k, Snapshot& s, const KernelLimits& lim) {
   }
   for (const auto& [comm, n] : per_comm) s.classes.push_back({"fds", comm, n, -1});
   for (const auto& w : rep.warnings) s.warnings.push_back(w);
+  if (!rep.warnings.empty()) unknown(s, {"inodes", "fds", "dentry", "file"});
 }
 
 void add_modules(KernelTarget& k, Snapshot& s, const KernelLimits& lim) {
   auto r = kernel_modules(k, lim);
   if (!r.ok()) {
     s.warnings.push_back("no module objects: " + r.error().message);
-    return;
+    return unknown(s, {"module"});
   }
   for (const auto& m : r.value().modules)
     s.objects.push_back(
         {"module:" + m.name, "modules", m.refcnt,
          fmt::format("1 base + {} modules + {} super blocks + {} files{}", m.used_by.size(),
                      m.superblocks, m.open_files,
-                     m.unexplained ? fmt::format(" + {} unexplained", m.unexplained) : "")});
+                     m.unexplained ? fmt::format(" + {} unexplained", m.unexplained) : ""),
+         "module"});
+  for (const auto& w : r.value().warnings) s.warnings.push_back(w);
+  if (!r.value().warnings.empty()) unknown(s, {"module"});
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "corelib/base/fileio.hpp"
+#include "corelib/base/names.hpp"
 #include "corelib/dump/elfcore.hpp"
 #include "corelib/dump/pagecache.hpp"
 #include "targets/linux/kernel.hpp"
@@ -243,6 +244,7 @@ Result<std::unique_ptr<KernelTarget>> KernelTarget::open(const std::string& vmco
                                   file_bid.value(), vmcore, bid));
   LR_TRY(k->load_vmlinux(k->owned_mem_.get(), vml, off));
   k->vmcoreinfo_ = std::move(vmcoreinfo);
+  LR_TRY(k->check_banner(vmcore, !k->warnings_.empty()));
   // Module globals resolve from the dump's kallsyms (crash has its own).
   k->prog_->set_symbol_fallback(&KernelTarget::module_symbol_fallback, k.get());
   return k;
@@ -282,6 +284,40 @@ Result<void> KernelTarget::load_vmlinux(const Memory* mem, const std::string& vm
   m->end = end->addr;
   prog_ = std::make_unique<Program>(mem, std::move(mods));
   prog_->types().set_not_found_hint("a loaded module's types are in its .ko file");
+  return {};
+}
+
+// The kernel's own version string, read through the KASLR offset and the
+// dump's page tables, must say the release VMCOREINFO names. A damaged
+// KERNELOFFSET or OSRELEASE (which libkdumpfile translates by) otherwise
+// reads every list as garbage or nothing, and a diff against a good dump
+// would call every object gone.
+Result<void> KernelTarget::check_banner(const std::string& vmcore, bool pages_missing) {
+  auto at = symbol("linux_banner");
+  if (!at.ok()) return {};  // not every vmlinux has it; nothing to check against
+  char buf[160] = {};
+  auto r = prog_->mem().read(at.value(), buf, sizeof buf - 1);
+  std::string_view text(buf, ::strnlen(buf, sizeof buf - 1));
+  const std::string ko = vmcoreinfo("KERNELOFFSET"), rel = vmcoreinfo("OSRELEASE");
+  auto refuse = [&](const std::string& what) {
+    return make_error(Errc::kBadFormat,
+                      fmt::format("{}: the kernel's version string (linux_banner at {:#x}) {}: the "
+                                  "dump's KERNELOFFSET ({}), OSRELEASE ('{}') or page tables do "
+                                  "not fit {}",
+                                  vmcore, at.value(), what, ko.empty() ? "none" : visible(ko),
+                                  visible(rel), vmlinux_));
+  };
+  if (!r.ok()) return pages_missing ? Result<void>{} : refuse("is not readable");
+  const std::string_view lead = "Linux version ";
+  if (text.substr(0, lead.size()) != lead) return refuse("does not start 'Linux version'");
+  std::string_view got = text.substr(lead.size());
+  got = got.substr(0, got.find(' '));
+  // Memory reads right; only the note is wrong: said, not refused.
+  if (!rel.empty() && got != rel)
+    warnings_.push_back(
+        fmt::format("{}: VMCOREINFO says release '{}' but the kernel's version "
+                    "string says '{}'",
+                    vmcore, visible(rel), visible(got)));
   return {};
 }
 

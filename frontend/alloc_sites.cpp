@@ -1,0 +1,54 @@
+#include "alloc_sites.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "corelib/analyses/trace.hpp"
+#include "corelib/debuginfo/program.hpp"
+
+namespace {
+
+// A maps capture's mappings go to the traces that carry none (as for
+// correlate).
+lr::Result<std::vector<lr::Trace>> read_traces(const std::vector<std::string>& paths) {
+  std::vector<lr::Trace> traces;
+  std::vector<lr::TraceMapping> maps;
+  for (const auto& p : paths) {
+    LR_ASSIGN(auto t, lr::load_trace(p));
+    if (t.format == lr::TraceFormat::kMaps)
+      maps.insert(maps.end(), t.mappings.begin(), t.mappings.end());
+    else
+      traces.push_back(std::move(t));
+  }
+  for (auto& t : traces)
+    if (t.mappings.empty()) t.mappings = maps;
+  return traces;
+}
+
+}  // namespace
+
+lr::Result<LiveSites> live_sites(const lr::Program& prog, const lr::HeapWalk& heap,
+                                 const std::vector<std::string>& paths) {
+  LR_ASSIGN(std::vector<lr::Trace> traces, read_traces(paths));
+  lr::FrameResolver fr(&prog.modules(), prog.core());
+  lr::CorrelateOptions opts;
+  opts.top = SIZE_MAX;
+  lr::CorrelateReport rep = lr::correlate(traces, {}, fr, opts, &heap);
+  if (rep.alloc_sites.empty())
+    return lr::make_error(lr::Errc::kInvalidArgument,
+                          fmt::format("--trace: no allocation records (leakref-trace --malloc, "
+                                      "mmleak or bcc memleak output) in {}",
+                                      fmt::join(paths, ", ")));
+  LiveSites out;
+  for (const auto& al : rep.allocs) {
+    if (!al.live) continue;
+    const lr::Trace& t = traces[al.ev.trace];
+    const auto& e = t.events[al.ev.event];
+    std::string site = "(no caller)";
+    if (e.stack && !t.stacks[e.stack].empty()) site = fr.resolve(t, t.stacks[e.stack][0]).text;
+    out.by_ptr[al.ptr] = site;
+  }
+  out.sites = std::move(rep.alloc_sites);
+  out.warnings = std::move(rep.warnings);
+  return out;
+}
