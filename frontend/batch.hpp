@@ -36,11 +36,14 @@ struct DumpFile {
 
 // Every dump under `roots` (files and directories, walked without following
 // directory symlinks, at most 1,000,000 entries): ELF cores, kdump files,
-// compressed files, GlusterFS statedumps, and files named like dumps (core,
-// core.*, *.core, vmcore*) whatever they hold. `skipped` counts other files.
-// Sorted by path. kIo naming a root that does not exist.
+// compressed files, GlusterFS statedumps, and names like dumps (core,
+// core.*, *.core, vmcore*) whatever they hold, FIFOs and broken links
+// included (their rows say why they cannot be read). `skipped` counts other
+// files; `unreachable` other names that could not be examined (a FIFO, a
+// broken link, a path past PATH_MAX). Sorted by path. kIo naming a root that
+// does not exist.
 lr::Result<std::vector<DumpFile>> find_dumps(const std::vector<std::string>& roots,
-                                             uint64_t* skipped);
+                                             uint64_t* skipped, uint64_t* unreachable = nullptr);
 
 // One dump analysed in this process (`leakref batch one`): a
 // leakref.batch-result/1 document. Never fails: an unreadable dump is a

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -230,6 +232,30 @@ double coredump_time(const std::string& path) {
   return std::stod(usec) / 1e6;
 }
 
+// A decompressed dump (gigabytes) is removed when the analysis is killed
+// (SIGTERM from a timeout or Slurm, SIGINT, SIGHUP) as well as when it ends:
+// the handler does only what is async-signal-safe, then dies of the signal.
+char g_expanded[PATH_MAX], g_expanded_dir[PATH_MAX];
+
+extern "C" void remove_expanded(int sig) {
+  if (g_expanded[0]) ::unlink(g_expanded);
+  if (g_expanded_dir[0]) ::rmdir(g_expanded_dir);
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+void guard_expanded(const std::string& file, const std::string& dir) {
+  if (file.size() >= PATH_MAX || dir.size() >= PATH_MAX) return;
+  std::memcpy(g_expanded, file.c_str(), file.size() + 1);
+  std::memcpy(g_expanded_dir, dir.c_str(), dir.size() + 1);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) ::signal(sig, remove_expanded);
+}
+
+void unguard_expanded() {
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) ::signal(sig, SIG_DFL);
+  g_expanded[0] = g_expanded_dir[0] = 0;
+}
+
 lr::Result<void> analyze_file(const DumpFile& d, const BatchOptions& o, json& res,
                               std::string& expanded) {
   LR_ASSIGN(Sniffed s, sniff(d.path));
@@ -245,9 +271,12 @@ lr::Result<void> analyze_file(const DumpFile& d, const BatchOptions& o, json& re
     tmpdir = tmpl;
     file = tmpdir + "/dump";
     expanded = file;
+    guard_expanded(file, tmpdir);
     auto n = lr::decompress_file(d.path, s.comp, file, o.max_core_mib << 20);
     if (!n.ok()) {
+      ::unlink(file.c_str());
       ::rmdir(tmpdir.c_str());
+      unguard_expanded();
       return n.error();
     }
     auto inner = sniff(file);
@@ -259,6 +288,7 @@ lr::Result<void> analyze_file(const DumpFile& d, const BatchOptions& o, json& re
       if (!dir.empty()) {
         ::unlink(f.c_str());
         ::rmdir(dir.c_str());
+        unguard_expanded();
       }
     }
   } cleanup{file, tmpdir};

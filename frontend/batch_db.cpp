@@ -129,6 +129,17 @@ lr::Result<std::unique_ptr<BatchDb>> BatchDb::open(const std::string& path, bool
                      : fmt::format("{}: batch database schema version {}; this leakref reads {}",
                                    path, version, kSchemaVersion));
   }
+  // Garbled pages read as garbled rows (a build-id, a path): a report or a
+  // query on them would print them as found. SQLite checks its own pages.
+  std::string check;
+  auto checked = d->query("PRAGMA quick_check(1)", [&](auto&, auto& v) {
+    check = v[0] ? v[0] : "";
+    return false;
+  });
+  if (!checked.ok() || check != "ok")
+    return lr::make_error(lr::Errc::kBadFormat,
+                          fmt::format("{}: the database is damaged (SQLite's quick_check: {})",
+                                      path, checked.ok() ? check : checked.error().message));
   LR_TRY(d->exec("PRAGMA foreign_keys = ON"));
   if (readonly) LR_TRY(d->exec("PRAGMA query_only = ON"));
   return d;
@@ -142,9 +153,15 @@ std::string BatchDb::key(const std::string& path, uint64_t size, int64_t mtime_n
   return fmt::format("{}\n{}\n{}", path, size, mtime_ns);
 }
 
-lr::Result<std::set<std::string>> BatchDb::known() {
+// SQL: rows whose failure may not happen again.
+const char* const kTransient =
+    "(status IN ('timeout', 'memory', 'crashed') OR (status = 'error' AND error_code = 'io'))";
+
+lr::Result<std::set<std::string>> BatchDb::known(bool transient) {
   std::set<std::string> k;
-  LR_TRY(query("SELECT path, size, mtime_ns FROM dumps", [&](auto&, auto& v) {
+  std::string sql = "SELECT path, size, mtime_ns FROM dumps";
+  if (transient) sql += std::string(" WHERE ") + kTransient;
+  LR_TRY(query(sql, [&](auto&, auto& v) {
     k.insert(fmt::format("{}\n{}\n{}", v[0], v[1], v[2]));
     return true;
   }));
@@ -176,7 +193,11 @@ lr::Result<bool> BatchDb::store(const json& r, int64_t run) {
   auto body = [&]() -> lr::Result<bool> {
     {
       Stmt s;
-      sqlite3_prepare_v2(db_, "SELECT 1 FROM dumps WHERE path = ? AND size = ? AND mtime_ns = ?",
+      sqlite3_prepare_v2(db_,
+                         (std::string("SELECT 1 FROM dumps WHERE path = ? AND size = ? AND "
+                                      "mtime_ns = ? AND NOT ") +
+                          kTransient)
+                             .c_str(),
                          -1, &s.s, nullptr);
       s.bind(1, r["path"]);
       s.bind(2, r["size"]);

@@ -27,16 +27,18 @@ class BatchDb {
   BatchDb(const BatchDb&) = delete;
   BatchDb& operator=(const BatchDb&) = delete;
 
-  // "path\n size\n mtime_ns" of every dump stored.
-  lr::Result<std::set<std::string>> known();
+  // "path\n size\n mtime_ns" of every dump stored; `transient`: only those
+  // whose row says a transient failure (a timeout, the memory limit, a
+  // crash, an I/O error), which a later run may analyse again.
+  lr::Result<std::set<std::string>> known(bool transient = false);
   static std::string key(const std::string& path, uint64_t size, int64_t mtime_ns);
   lr::Result<int64_t> begin_run(const std::string& mode, unsigned jobs,
                                 const std::string& archives);
   lr::Result<void> end_run(int64_t run, uint64_t found, uint64_t analysed, uint64_t known);
   // Stores a leakref.batch-result/1 (with seconds, peak_rss_kib, worker) and
   // its classes, findings, flagged objects and warnings. Older rows of the
-  // same path (the file changed) are replaced. A result already stored is
-  // left alone (false).
+  // same path (the file changed) are replaced, and so is a stored transient
+  // failure. Another result already stored is left alone (false).
   lr::Result<bool> store(const nlohmann::json& result, int64_t run);
   // Runs `sql`, calling `row` with column names and values (null: nullptr).
   lr::Result<void> query(const std::string& sql,

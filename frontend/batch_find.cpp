@@ -56,13 +56,29 @@ bool is_dump(const std::string& path) {
   return named_like_dump(path);
 }
 
-void add_file(const std::string& p, std::set<std::string>& seen, std::vector<DumpFile>& out,
-              uint64_t* skipped) {
-  char real[PATH_MAX];
-  if (!::realpath(p.c_str(), real)) return;
-  if (!seen.insert(real).second) return;
+// A name that is no readable regular file (a FIFO, a dangling link, a link
+// loop, a path past PATH_MAX): a row saying why when it is named like a dump,
+// else counted among the files not examined.
+void add_unreachable(const std::string& p, std::set<std::string>& seen, std::vector<DumpFile>& out,
+                     uint64_t* unreachable) {
+  if (!named_like_dump(p)) {
+    ++*unreachable;
+    return;
+  }
+  if (!seen.insert(p).second) return;
   struct stat st {};
-  if (::stat(real, &st) != 0 || !S_ISREG(st.st_mode)) return;
+  ::lstat(p.c_str(), &st);
+  out.push_back({p, static_cast<uint64_t>(st.st_size),
+                 static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec});
+}
+
+void add_file(const std::string& p, std::set<std::string>& seen, std::vector<DumpFile>& out,
+              uint64_t* skipped, uint64_t* unreachable) {
+  char real[PATH_MAX];
+  struct stat st {};
+  if (!::realpath(p.c_str(), real) || ::stat(real, &st) != 0 || !S_ISREG(st.st_mode))
+    return add_unreachable(p, seen, out, unreachable);
+  if (!seen.insert(real).second) return;
   if (!is_dump(real)) {
     ++*skipped;
     return;
@@ -74,18 +90,18 @@ void add_file(const std::string& p, std::set<std::string>& seen, std::vector<Dum
 }  // namespace
 
 lr::Result<std::vector<DumpFile>> find_dumps(const std::vector<std::string>& roots,
-                                             uint64_t* skipped) {
+                                             uint64_t* skipped, uint64_t* unreachable) {
   namespace fs = std::filesystem;
   std::vector<DumpFile> out;
   std::set<std::string> seen;
-  uint64_t entries = 0, skip = 0;
+  uint64_t entries = 0, skip = 0, unreach = 0;
   for (const auto& root : roots) {
     std::error_code ec;
     auto st = fs::status(root, ec);
     if (ec || !fs::exists(st))
       return lr::make_error(lr::Errc::kIo, root + ": no such file or directory");
     if (!fs::is_directory(st)) {
-      add_file(root, seen, out, &skip);
+      add_file(root, seen, out, &skip, &unreach);
       continue;
     }
     // Directory symlinks are not followed (no loops); file symlinks are.
@@ -96,13 +112,14 @@ lr::Result<std::vector<DumpFile>> find_dumps(const std::vector<std::string>& roo
         return lr::make_error(lr::Errc::kUnsupported,
                               root + ": more than 1,000,000 entries; give smaller parts");
       std::error_code e2;
-      if (it->is_regular_file(e2)) add_file(it->path().string(), seen, out, &skip);
+      if (!it->is_directory(e2)) add_file(it->path().string(), seen, out, &skip, &unreach);
     }
     if (ec) return lr::make_error(lr::Errc::kIo, root + ": " + ec.message());
   }
   std::sort(out.begin(), out.end(),
             [](const DumpFile& a, const DumpFile& b) { return a.path < b.path; });
   if (skipped) *skipped = skip;
+  if (unreachable) *unreachable = unreach;
   return out;
 }
 

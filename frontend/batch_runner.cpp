@@ -164,6 +164,9 @@ json finish(Child& c, const BatchOptions& o, int status, const struct rusage& ru
     j["signature_text"] = sig;
     j["signature"] = signature_hash(sig);
   }
+  // The dump's identity is this process's: the child's JSON carries a name
+  // that is not UTF-8 with U+FFFD in it, which would match no file again.
+  j["path"] = c.dump->path;
   j["seconds"] = secs;
   j["peak_rss_kib"] = ru.ru_maxrss;
   char host[256] = {};
@@ -222,10 +225,15 @@ void run_dumps(const std::vector<DumpFile>& todo, const BatchOptions& o, unsigne
         ::close(c.err);
         c.err = -1;
       }
+      // Over time: SIGTERM first (the child removes what it decompressed),
+      // SIGKILL 2 s later.
       if (!c.killed && Clock::now() > c.deadline) {
+        ::kill(c.pid, SIGTERM);
+        c.killed = true;
+      }
+      if (c.killed && Clock::now() > c.deadline + std::chrono::seconds(2)) {
         ::kill(-c.pid, SIGKILL);
         ::kill(c.pid, SIGKILL);
-        c.killed = true;
       }
       // Something it started may still hold the pipes: stop waiting on them.
       if (c.killed && Clock::now() > c.deadline + std::chrono::seconds(5))

@@ -28,6 +28,45 @@ namespace lrcli {
 namespace {
 
 using nlohmann::json;
+
+// File names are bytes; JSON is UTF-8. A name that is not UTF-8 travels
+// between the run, its Slurm tasks and their results as hex beside a
+// readable copy, so that it still names its file when it comes back.
+bool is_utf8(const std::string& s) {
+  try {
+    (void)json(s).dump();
+    return true;
+  } catch (const json::exception&) {
+    return false;
+  }
+}
+
+void put_path(json& j, const std::string& path) {
+  if (is_utf8(path)) {
+    j["path"] = path;
+    return;
+  }
+  j["path"] = json(path).dump(-1, ' ', false, json::error_handler_t::replace);
+  std::string hex;
+  for (unsigned char c : path) hex += fmt::format("{:02x}", c);
+  j["path_hex"] = hex;
+}
+
+std::string get_path(const json& j) {
+  if (!j.contains("path_hex") || !j["path_hex"].is_string()) return j.value("path", std::string());
+  const std::string& h = j["path_hex"].get_ref<const std::string&>();
+  auto nib = [](char c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+  };
+  std::string out;
+  for (size_t i = 0; i + 1 < h.size(); i += 2) {
+    int hi = nib(h[i]), lo = nib(h[i + 1]);
+    if (hi < 0 || lo < 0) return j.value("path", std::string());  // not ours: as written
+    out += static_cast<char>(hi * 16 + lo);
+  }
+  return out;
+}
+
 namespace fs = std::filesystem;
 
 // Runs argv, returning (status, stdout). Never through a shell.
@@ -94,6 +133,8 @@ lr::Result<uint64_t> merge_slurm_results(const std::string& work, BatchDb& db, i
       while (std::getline(in, line)) {
         json j = json::parse(line, nullptr, false);
         if (j.is_discarded() || !j.is_object()) continue;  // a line cut by a killed task
+        j["path"] = get_path(j);
+        j.erase("path_hex");
         LR_ASSIGN(bool fresh, db.store(j, run));
         if (fresh) {
           ++merged;
@@ -113,8 +154,11 @@ lr::Result<void> submit_slurm(const std::vector<DumpFile>& todo, const SlurmOpti
   fs::create_directories(dir, ec);
   if (ec) return lr::make_error(lr::Errc::kIo, dir + ": " + ec.message());
   json list = json::array();
-  for (const auto& d : todo)
-    list.push_back({{"path", d.path}, {"size", d.size}, {"mtime_ns", d.mtime_ns}});
+  for (const auto& d : todo) {
+    json e{{"size", d.size}, {"mtime_ns", d.mtime_ns}};
+    put_path(e, d.path);
+    list.push_back(std::move(e));
+  }
   std::ofstream(dir + "/dumps.json") << list.dump() << "\n";
   char exe[PATH_MAX];
   ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -161,13 +205,12 @@ int worker_main(const std::string& list, size_t task, size_t chunk, const std::s
     std::string line;
     while (std::getline(prev, line)) {
       json j = json::parse(line, nullptr, false);
-      if (!j.is_discarded() && j.is_object() && j.contains("path"))
-        done.insert(j["path"].get<std::string>());
+      if (!j.is_discarded() && j.is_object() && j.contains("path")) done.insert(get_path(j));
     }
   }
   std::vector<DumpFile> mine;
   for (size_t i = task * chunk; i < l.size() && i < (task + 1) * chunk; ++i) {
-    DumpFile d{l[i]["path"], l[i]["size"], l[i]["mtime_ns"]};
+    DumpFile d{get_path(l[i]), l[i]["size"], l[i]["mtime_ns"]};
     if (!done.count(d.path)) mine.push_back(d);
   }
   int fd = ::open(out.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -182,6 +225,7 @@ int worker_main(const std::string& list, size_t task, size_t chunk, const std::s
   }
   bool ok = true;
   run_dumps(mine, o, 1, [&](json j) {
+    put_path(j, j["path"].get<std::string>());
     std::string line = j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
     ok = ok && ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) &&
          ::fsync(fd) == 0;

@@ -29,7 +29,7 @@ struct RunArgs {
   std::vector<std::string> archives;
   std::string db;
   unsigned jobs = 1;
-  bool slurm = false, quiet = false;
+  bool slurm = false, quiet = false, retry = false;
   SlurmOptions so;
 };
 
@@ -69,7 +69,7 @@ lr::Result<void> check_archives(const std::vector<std::string>& archives) {
       return lr::make_error(lr::Errc::kBadFormat,
                             fmt::format("{}: not a directory or a regular file", x));
     uint64_t skipped = 0;
-    auto f = find_dumps({x}, &skipped);
+    auto f = find_dumps({x}, &skipped, nullptr);
     if (!f.ok()) return f.error();
     if (f->empty())
       return lr::make_error(lr::Errc::kBadFormat,
@@ -114,19 +114,36 @@ int cmd_run(const RunArgs& a, const BatchOptions& o) {
     auto m = merge_slurm_results(so.work, d, run.value(), keep);
     if (!m.ok()) return fail(m.error());
   }
-  uint64_t skipped = 0;
-  auto found = find_dumps(a.archives, &skipped);
+  uint64_t skipped = 0, unreachable = 0;
+  auto found = find_dumps(a.archives, &skipped, &unreachable);
   if (!found.ok()) return fail(found.error());
   auto known = d.known();
+  auto transient = d.known(true);
   if (!known.ok()) return fail(known.error());
+  if (!transient.ok()) return fail(transient.error());
   std::vector<DumpFile> todo;
-  for (const auto& f : found.value())
-    if (!known->count(BatchDb::key(f.path, f.size, f.mtime_ns))) todo.push_back(f);
+  uint64_t retriable = 0;
+  for (const auto& f : found.value()) {
+    const std::string k = BatchDb::key(f.path, f.size, f.mtime_ns);
+    const bool again = transient->count(k) > 0;
+    retriable += again;
+    if (!known->count(k) || (again && a.retry)) todo.push_back(f);
+  }
   uint64_t already = found->size() - todo.size();
   auto t0 = std::chrono::steady_clock::now();
   if (!a.quiet)
     fmt::print(stderr, "batch: {} dumps found ({} other files), {} already in {}, {} to analyse\n",
                found->size(), skipped, already, a.db, todo.size());
+  if (unreachable)
+    fmt::print(stderr,
+               "leakref: warning: {} files could not be examined (FIFOs, broken links, paths "
+               "past PATH_MAX)\n",
+               unreachable);
+  if (retriable && !a.retry)
+    fmt::print(stderr,
+               "leakref: warning: {} dumps are stored with a transient failure (timeout, memory "
+               "limit, crash, I/O error); --retry analyses them again\n",
+               retriable);
   lr::Result<void> stored;
   if (!todo.empty() && !a.slurm) {
     size_t n = 0;
@@ -172,10 +189,14 @@ int cmd_run(const RunArgs& a, const BatchOptions& o) {
   return kOk;
 }
 
+// A name that exists (a broken link, a link loop, a FIFO included) gets its
+// result document, whose status says whether it could be read: the row
+// `batch run` stores. Only a name that is not there at all is an error.
 int cmd_one(const std::string& path, const BatchOptions& o) {
   if (auto ok = make_work_dir(o.work_dir); !ok.ok()) return fail(ok.error());
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return fail_usage(path + ": no such file");
+  if (::stat(path.c_str(), &st) != 0 && ::lstat(path.c_str(), &st) != 0)
+    return fail(lr::make_error(lr::Errc::kIo, fmt::format("{}: {}", path, std::strerror(errno))));
   char real[PATH_MAX];
   DumpFile d{::realpath(path.c_str(), real) ? real : path, static_cast<uint64_t>(st.st_size),
              static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
@@ -231,6 +252,9 @@ Command register_batch(CLI::App& app) {
   run->add_option("--partition", ra->so.partition, "Slurm partition (default: the cluster's)");
   run->add_option("--chunk", ra->so.chunk, "dumps per Slurm array task (default 8)");
   run->add_flag("-q,--quiet", ra->quiet, "no line per dump on stderr");
+  run->add_flag("--retry", ra->retry,
+                "analyse again dumps stored with a transient failure (timeout, memory limit, "
+                "crash, I/O error)");
   add_batch_options(run, *o);
 
   auto one_path = std::make_shared<std::string>();

@@ -259,24 +259,34 @@ bool core_heap(lr::Program& p, lr::HeapWalk* heap, std::vector<std::string>* war
   return true;
 }
 
-// Any program, allocation records only: blocks never freed, by call site.
-void print_heap_mode(const lr::CorrelateReport& rep, const lr::HeapWalk* heap, size_t top) {
-  uint64_t live = 0, bytes = 0;
-  for (const auto& al : rep.allocs) live += al.live, bytes += al.size;
-  if (heap)
-    fmt::print("heap: {} chunks in use in the core\n", heap->in_use.size());
-  else
-    fmt::print("heap: not readable in the core; blocks are not checked against it\n");
-  fmt::print("\nALLOCATIONS never freed in the trace: {} ({} B){}\n", rep.allocs.size(), bytes,
+// Blocks allocated in the trace and never freed there, by call site. The
+// sites add up to the total; a site's live count is shown only where its
+// blocks have addresses and the core's heap was read.
+void print_alloc_sites(const lr::CorrelateReport& rep, const lr::HeapWalk* heap, size_t top) {
+  uint64_t count = 0, bytes = 0, live = 0;
+  for (const auto& s : rep.alloc_sites) count += s.count, bytes += s.bytes;
+  for (const auto& al : rep.allocs) live += al.live;
+  fmt::print("\nALLOCATIONS never freed in the trace: {} ({} B){}\n", count, bytes,
              heap ? fmt::format(", {} still in use in the core's heap", live) : "");
   for (size_t i = 0; i < rep.alloc_sites.size() && i < top; ++i) {
     const auto& s = rep.alloc_sites[i];
-    fmt::print("  {:>8} B in {:>5} block(s), {:>5} live ({} B)  {}\n", s.bytes, s.count,
-               s.live_count, s.live_bytes, s.text);
+    std::string lv = heap && s.live_known
+                         ? fmt::format("{:>5} live ({} B)", s.live_count, s.live_bytes)
+                         : fmt::format("{:>5} live", "?");
+    fmt::print("  {:>8} B in {:>5} block(s), {}  {}\n", s.bytes, s.count, lv, s.text);
   }
   if (rep.alloc_sites.size() > top)
     fmt::print("  ... {} more site(s) (--top, --json lists every block)\n",
                rep.alloc_sites.size() - top);
+}
+
+// Any program, allocation records only: blocks never freed, by call site.
+void print_heap_mode(const lr::CorrelateReport& rep, const lr::HeapWalk* heap, size_t top) {
+  if (heap)
+    fmt::print("heap: {} chunks in use in the core\n", heap->in_use.size());
+  else
+    fmt::print("heap: not readable in the core; blocks are not checked against it\n");
+  print_alloc_sites(rep, heap, top);
 }
 
 // The flags' combination; "" when they fit, else the usage error. `*ptr`:
@@ -437,11 +447,13 @@ nlohmann::json object_verdict_json(const lr::ObjectResult& r, const std::vector<
 // Every block allocated in the trace and never freed there, and the sites.
 nlohmann::json allocations_json(const lr::CorrelateReport& rep,
                                 const std::vector<lr::Trace>& traces, const lr::FrameResolver& fr,
-                                const lr::HeapWalk* heap, size_t top) {
+                                const lr::HeapWalk* heap) {
   nlohmann::json ja;
-  uint64_t live = 0;
+  uint64_t live = 0, count = 0, bytes = 0;
   for (const auto& al : rep.allocs) live += al.live;
-  ja["outstanding"] = rep.allocs.size();
+  for (const auto& s : rep.alloc_sites) count += s.count, bytes += s.bytes;
+  ja["outstanding"] = count;
+  ja["outstanding_bytes"] = bytes;
   ja["live_in_core"] = live;
   ja["heap_checked"] = heap != nullptr;
   auto& jb = ja["blocks"] = nlohmann::json::array();
@@ -451,18 +463,19 @@ nlohmann::json allocations_json(const lr::CorrelateReport& rep,
                   {"live", heap ? nlohmann::json(al.live) : nlohmann::json(nullptr)},
                   {"site", caller_text(traces, fr, al.ev)}});
   auto& jas = ja["sites"] = nlohmann::json::array();
-  for (size_t i = 0; i < rep.alloc_sites.size() && i < top; ++i) {
-    const auto& s = rep.alloc_sites[i];
+  for (const auto& s : rep.alloc_sites) {
     jas.push_back({{"site", s.text},
                    {"count", s.count},
                    {"bytes", s.bytes},
-                   {"live_count", s.live_count},
-                   {"live_bytes", s.live_bytes}});
+                   {"live_count",
+                    heap && s.live_known ? nlohmann::json(s.live_count) : nlohmann::json(nullptr)},
+                   {"live_bytes", heap && s.live_known ? nlohmann::json(s.live_bytes)
+                                                       : nlohmann::json(nullptr)}});
   }
   return ja;
 }
 
-nlohmann::json correlate_json(const Common& c, const CorrelateArgs& a, const CoreSide& cs,
+nlohmann::json correlate_json(const Common& c, const CoreSide& cs,
                               const std::vector<lr::Trace>& traces, const lr::FrameResolver& fr,
                               const lr::CorrelateReport& rep, uint64_t ptr) {
   nlohmann::json j;
@@ -492,7 +505,7 @@ nlohmann::json correlate_json(const Common& c, const CorrelateArgs& a, const Cor
                   {"objects", s.objects},
                   {"by_kind", s.by_kind},
                   {"example_stack", s.example}});
-  j["allocations"] = allocations_json(rep, traces, fr, cs.heap(), a.top);
+  j["allocations"] = allocations_json(rep, traces, fr, cs.heap());
   if (ptr) {
     auto& jh = j["history"] = nlohmann::json::array();
     for (const auto& h : rep.history) {
@@ -528,7 +541,8 @@ bool has_findings(const CorrelateArgs& a, const lr::CorrelateReport& rep,
 }  // namespace
 
 static void print_objects_text(const lr::CorrelateReport& rep, const std::vector<lr::Trace>& traces,
-                               const lr::FrameResolver& fr, size_t top, uint64_t ptr);
+                               const lr::FrameResolver& fr, const lr::HeapWalk* heap, size_t top,
+                               uint64_t ptr);
 
 static void print_correlate_text(const Common& c, const CoreSide& cs,
                                  const std::vector<lr::Trace>& traces, const lr::FrameResolver& fr,
@@ -544,7 +558,7 @@ static void print_correlate_text(const Common& c, const CoreSide& cs,
     print_heap_mode(rep, cs.heap(), top);
     if (ptr) print_history(rep, traces, fr, ptr);
   } else {
-    print_objects_text(rep, traces, fr, top, ptr);
+    print_objects_text(rep, traces, fr, cs.heap(), top, ptr);
   }
 }
 
@@ -565,12 +579,13 @@ static int cmd_correlate(const Common& c, const CorrelateArgs& a) {
   lr::FrameResolver fr(&p.modules(), p.core());
   lr::CorrelateOptions o;
   o.kind = cs.walk_mode ? "any" : a.kind;
-  o.top = a.top;
+  // --top trims the text; JSON holds every site.
+  o.top = c.json ? SIZE_MAX : a.top;
   o.history_ptr = ptr;
   lr::CorrelateReport rep = lr::correlate(*traces, cs.objects, fr, o, cs.heap());
   cs.warnings.insert(cs.warnings.end(), rep.warnings.begin(), rep.warnings.end());
   if (c.json)
-    emit_json(correlate_json(c, a, cs, *traces, fr, rep, ptr));
+    emit_json(correlate_json(c, cs, *traces, fr, rep, ptr));
   else
     print_correlate_text(c, cs, *traces, fr, rep, a.top, ptr);
   return has_findings(a, rep, cs.heap()) ? kFindings : kOk;
@@ -578,7 +593,8 @@ static int cmd_correlate(const Common& c, const CorrelateArgs& a) {
 
 // The object verdicts (GlusterFS, a walk or a profile set), after the header.
 static void print_objects_text(const lr::CorrelateReport& rep, const std::vector<lr::Trace>& traces,
-                               const lr::FrameResolver& fr, size_t top, uint64_t ptr) {
+                               const lr::FrameResolver& fr, const lr::HeapWalk* heap, size_t top,
+                               uint64_t ptr) {
   auto n = [&](lr::Verdict v) { return rep.counts.count(v) ? rep.counts.at(v) : 0; };
   {
     std::map<std::string, uint64_t> kinds;
@@ -623,18 +639,7 @@ static void print_objects_text(const lr::CorrelateReport& rep, const std::vector
         if (r.verdict == v && shown++ < 10) print_object(r, traces, fr);
       if (n(v) > 10) fmt::print("  ... {} more (--json lists all)\n", n(v) - 10);
     }
-    if (!rep.allocs.empty() || !rep.alloc_sites.empty()) {
-      uint64_t live = 0;
-      for (const auto& al : rep.allocs) live += al.live;
-      fmt::print(
-          "\nALLOCATIONS never freed in the trace: {} ({} still in use in the core's heap)\n",
-          rep.allocs.size(), live);
-      for (size_t i = 0; i < rep.alloc_sites.size() && i < top; ++i) {
-        const auto& s = rep.alloc_sites[i];
-        fmt::print("  {:>8} B in {:>5} block(s), {:>5} live ({} B)  {}\n", s.bytes, s.count,
-                   s.live_count, s.live_bytes, s.text);
-      }
-    }
+    if (!rep.allocs.empty() || !rep.alloc_sites.empty()) print_alloc_sites(rep, heap, top);
     if (ptr) print_history(rep, traces, fr, ptr);
   }
 }

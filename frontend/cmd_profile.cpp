@@ -30,7 +30,7 @@ nlohmann::json profile_object_json(const lr::ProfileObject& o,
   auto& h = j["holders"] = nlohmann::json::object();
   for (size_t i = 0; i < o.holders.size() && i < holders.size(); ++i) h[holders[i]] = o.holders[i];
   j["held"] = o.held_known ? nlohmann::json(o.held) : nlohmann::json(nullptr);
-  j["unexplained"] = o.has_refcount && !holders.empty() && o.held_known
+  j["unexplained"] = o.has_refcount && !holders.empty() && o.held_known && o.count_plausible
                          ? nlohmann::json(o.refcount - o.held)
                          : nlohmann::json(nullptr);
   j["verdict"] = o.verdict.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.verdict);
@@ -78,7 +78,7 @@ nlohmann::json summary_json(const lr::ProfileSetSummary& s, bool reconciled) {
 // "5 = 1 hash + 3 granted + 1 unexplained"; below what is held: "1, but
 // held by 2 = 1 list + 1 hash: 1 fewer than held".
 std::string explain(const lr::ProfileObject& o, const std::vector<std::string>& holders) {
-  if (!o.has_refcount || holders.empty()) return "";
+  if (!o.has_refcount || holders.empty() || !o.count_plausible) return "";
   if (!o.held_known) return fmt::format("{} = ? (holders do not add up)", o.refcount);
   std::string parts;
   for (size_t i = 0; i < holders.size() && i < o.holders.size(); ++i)

@@ -119,9 +119,15 @@ lr::Result<void> add_profile(lr::Program& prog, const std::string& what, lr::Sna
 lr::Result<void> add_sites(lr::Program& prog, const lr::HeapWalk& heap,
                            const std::vector<std::string>& paths, lr::Snapshot& s) {
   LR_ASSIGN(LiveSites ls, live_sites(prog, heap, paths));
-  for (const auto& site : ls.sites)
+  for (const auto& site : ls.sites) {
+    // A site known by totals alone (bcc's stack summaries) has no live count.
+    if (!site.live_known) {
+      if (s.knows("site")) s.unknown_kinds.push_back("site");
+      continue;
+    }
     s.classes.push_back({"site", site.text, static_cast<int64_t>(site.live_count),
                          static_cast<int64_t>(site.live_bytes)});
+  }
   for (const auto& w : ls.warnings) s.warnings.push_back(w);
   return {};
 }

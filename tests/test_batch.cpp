@@ -567,3 +567,85 @@ TEST_CASE("batch: archives that are not, and a --work not there yet", "[batch]")
   REQUIRE(one.status == 0);
   CHECK(one.json()["status"] == "ok");
 }
+
+// Round two of the batch's trust: a dump stored with a transient failure
+// (here a timeout) was never analysed again; --retry does it, and a run
+// without it says how many wait. A database with garbled pages is refused by
+// report and query as by run. A name that is not UTF-8 is stored as the
+// file's name (it was stored mangled, called "a Slurm task failed" and
+// analysed again on every run). FIFOs and broken links named like dumps are
+// rows saying why (they were no row at all). A symlink loop given to
+// `batch one` is its row, not a usage error. A `batch one` killed while it
+// decompresses leaves nothing in --work.
+TEST_CASE("batch: retried failures, damaged databases, names that are no files", "[batch]") {
+  if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed");
+  std::string d = lrtest::tmp_dir() + "/batch-trust";
+  REQUIRE(lrtest::run({"/bin/mkdir", "-p", d + "/a"}).status == 0);
+  const auto& fc = lrtest::fixture_core("structs", lrtest::fixture_path("fx_structs"));
+  std::string odd = d + "/a/core.\xff\xfe";
+  REQUIRE(lrtest::run({"/bin/cp", fc.core, odd}).status == 0);
+  std::string db = d + "/t.db";
+  auto r = lrtest::leakref({"batch", "run", d + "/a", "--db", db, "-q", "--timeout", "0.001"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  REQUIRE(rows(db).begin()->second["status"] == "timeout");
+  r = lrtest::leakref({"batch", "run", d + "/a", "--db", db, "-q"});
+  CHECK(r.status == 0);
+  CHECK(r.err.find("1 dumps are stored with a transient failure") != std::string::npos);
+  r = lrtest::leakref({"batch", "run", d + "/a", "--db", db, "-q", "--retry"});
+  INFO(r.err);
+  CHECK(r.status == 0);
+  auto m = rows(db);
+  REQUIRE(m.size() == 1);
+  CHECK(m.begin()->first == odd);
+  CHECK(m.begin()->second["status"] == "ok");
+  r = lrtest::leakref({"batch", "run", d + "/a", "--db", db});
+  CHECK(r.status == 0);
+  CHECK(r.err.find("1 already in") != std::string::npos);
+  CHECK(r.err.find("0 to analyse") != std::string::npos);
+  CHECK(r.err.find("Slurm") == std::string::npos);
+
+  // Names like dumps that are no files: a row each, saying why.
+  REQUIRE(mkfifo((d + "/a/core.fifo").c_str(), 0600) == 0);
+  REQUIRE(symlink("nowhere", (d + "/a/core.dangling").c_str()) == 0);
+  REQUIRE(symlink("vmcore.loop", (d + "/a/vmcore.loop").c_str()) == 0);
+  r = lrtest::leakref({"batch", "run", d + "/a", "--db", db, "-q"}, 120);
+  INFO(r.err);
+  CHECK(r.status == 0);
+  m = rows(db);
+  CHECK(m.size() == 4);
+  for (const char* n : {"core.fifo", "core.dangling", "vmcore.loop"}) {
+    INFO(n);
+    REQUIRE(m.count(d + "/a/" + n));
+    CHECK(m[d + "/a/" + n]["status"] == "error");
+  }
+  auto one = lrtest::leakref({"batch", "one", d + "/a/vmcore.loop"});
+  CHECK(one.status == 0);
+  CHECK(one.json()["status"] == "error");
+  CHECK(lrtest::leakref({"batch", "one", d + "/a/none"}).status == 3);
+
+  // Garbled pages: every page but the first overwritten.
+  std::string bytes = lrtest::read_file(db);
+  REQUIRE(bytes.size() > 8192);
+  for (size_t i = 4096; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 131);
+  lrtest::write_file(d + "/garbled.db", bytes);
+  for (std::vector<std::string> a : {std::vector<std::string>{"batch", "report", "--db"},
+                                     std::vector<std::string>{"batch", "query", "--db"}}) {
+    a.push_back(d + "/garbled.db");
+    if (a[1] == "query") a.push_back("SELECT path FROM dumps");
+    r = lrtest::leakref(a);
+    INFO(a[1] << ": " << r.err);
+    CHECK(r.status == 3);
+    CHECK(r.out.empty());
+    CHECK(r.err.find("garbled.db: ") != std::string::npos);
+  }
+
+  // Killed while decompressing 4 GiB: --work is left empty.
+  std::string big = d + "/core.big.zst", work = d + "/work";
+  REQUIRE(lrtest::run({"/bin/sh", "-c", "head -c 4G /dev/zero | zstd -q -1 -o '" + big + "'"}, 300)
+              .status == 0);
+  auto bg = lrtest::spawn({lrtest::build_dir() + "/leakref", "batch", "one", big, "--work", work});
+  ::usleep(500 * 1000);
+  lrtest::finish(bg, SIGTERM, 30);
+  CHECK(lrtest::run({"/bin/sh", "-c", "ls -A '" + work + "' | wc -l"}).out == "0\n");
+}

@@ -9,6 +9,7 @@
 
 #include <csignal>
 #include <cstring>
+#include <regex>
 
 #include "harness.hpp"
 
@@ -188,6 +189,29 @@ TEST_CASE("hostile heap: damage is said and never a quiet different answer", "[h
     CHECK(hj["stats"]["in_use"].get<int>() <= is["in_use"].get<int>() + count - 1);
     CHECK(hj["stats"]["tcache_free"].get<int>() >= is["tcache_free"].get<int>() - (count - 1));
     CHECK(hj["warnings"].dump().find("comes round again (a cycle)") != std::string::npos);
+  }
+  SECTION("a thread arena whose next points at itself") {
+    auto gdb = lrtest::run({"gdb", "-batch", "-nx", "-ex", "p/x main_arena.next", "-ex",
+                            "p/x (char*)&main_arena.next - (char*)&main_arena",
+                            lrtest::fixture_path("fx_heap"), fc.core},
+                           120);
+    std::vector<uint64_t> v;
+    const std::regex hexv("= (0x[0-9a-f]+)");
+    for (auto it = std::sregex_iterator(gdb.out.begin(), gdb.out.end(), hexv);
+         it != std::sregex_iterator(); ++it)
+      v.push_back(std::stoull((*it)[1].str(), nullptr, 16));
+    INFO(gdb.out << gdb.err);
+    REQUIRE(v.size() == 2);
+    // main_arena's next is fx_heap's thread arena.
+    REQUIRE(v[0] != std::stoull(ij["main_arena"].get<std::string>(), nullptr, 16));
+    uint64_t arena = v[0], self = arena;
+    std::string p = mutated("arenaself", arena + v[1], &self, 8);
+    auto h = lrtest::leakref({"heap", p, "--json"});
+    REQUIRE(h.status == 0);
+    json hj = h.json();
+    CHECK(hj["stats"]["in_use"] == is["in_use"]);
+    CHECK(hj["warnings"].dump().find("points back at") != std::string::npos);
+    CHECK(hj["warnings"].dump().find("(itself)") != std::string::npos);
   }
   SECTION("a tcache count at its maximum") {
     uint16_t most = 65535;

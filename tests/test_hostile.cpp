@@ -245,6 +245,45 @@ TEST_CASE("hostile: bit-flipped program headers", "[hostile]") {
   CHECK(outcome['e'] + outcome['w'] + outcome['r'] == 60);
 }
 
+// A note whose size runs past its segment: the notes after it (threads,
+// mapped files) are lost, and that is said (it was exit 0 and silence). A
+// compressed core is read where it is given ("bad magic" before), by the
+// same walk with the same answer.
+TEST_CASE("hostile: a note past its segment is said; compressed cores are read", "[hostile]") {
+  const auto* fc = base_core();
+  if (!fc) LR_SKIP("gcore (gdb) is not installed");
+  std::string img = lrtest::read_file(fc->core);
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, img.data(), sizeof eh);
+  uint64_t note = 0;
+  for (int i = 0; i < eh.e_phnum && !note; ++i) {
+    Elf64_Phdr ph;
+    std::memcpy(&ph, img.data() + eh.e_phoff + i * sizeof ph, sizeof ph);
+    if (ph.p_type == PT_NOTE) note = ph.p_offset;
+  }
+  REQUIRE(note);
+  std::string bad = img;
+  uint32_t huge = 0x7ffffff0;
+  std::memcpy(&bad[note + offsetof(Elf64_Nhdr, n_descsz)], &huge, 4);
+  std::string p = lrtest::tmp_dir() + "/notesize.core";
+  lrtest::write_file(p, bad);
+  auto r = leakref({"info", p, "--exe", fc->exe});
+  CHECK(r.err.find("past the segment's end: truncated or corrupt") != std::string::npos);
+
+  std::string z = lrtest::tmp_dir() + "/base.core.zst";
+  REQUIRE(lrtest::run({"zstd", "-q", "-f", fc->core, "-o", z}).status == 0);
+  auto want = leakref(list_walk(fc->core));
+  auto got = leakref(list_walk(z));
+  INFO(got.err);
+  REQUIRE(got.status == 0);
+  REQUIRE(want.status == 0);
+  CHECK(got.json()["objects"] == want.json()["objects"]);
+  CHECK(got.json()["summary"] == want.json()["summary"]);
+  auto info = leakref({"info", z, "--json"});
+  REQUIRE(info.status == 0);
+  CHECK(info.json()["pid"] == leakref({"info", fc->core, "--json"}).json()["pid"]);
+}
+
 TEST_CASE("hostile: a list made cyclic inside the core", "[hostile]") {
   const auto* fc = base_core();
   if (!fc) LR_SKIP("gcore (gdb) is not installed");

@@ -670,3 +670,56 @@ TEST_CASE("profile: control characters in names are refused, not printed", "[pro
     for (char c : r.err) CHECK((c == '\n' || static_cast<unsigned char>(c) >= 0x20));
   }
 }
+
+// --profile NAME is an installed profile, else a file of that name here
+// (mini.prof was looked up as an installed name only). A misspelt enumerator
+// is offered the one meant. A refcount no program reaches (a word read as a
+// count: the parent-and-colour word of an rb_node) is no count: verdict
+// "error" saying so, no "unexplained" made of it (a random heap printed
+// refcounts of -1461408461 with verdicts).
+TEST_CASE("profile: a file here, enum typos, and counts that are no counts", "[profile]") {
+  const auto* fc = locks_core();
+  if (!fc) LR_SKIP("gcore (gdb) is not installed");
+  std::string dir = lrtest::tmp_dir() + "/profile-here", text = lrtest::read_file(profile_path());
+  REQUIRE(lrtest::run({"/bin/mkdir", "-p", dir}).status == 0);
+  lrtest::write_file(dir + "/mini.prof", text);
+  std::string bin = lrtest::build_dir() + "/leakref";
+  auto here = lrtest::run(
+      {"/bin/sh", "-c",
+       "cd '" + dir + "' && '" + bin + "' profile '" + fc->core + "' --profile mini.prof --json"});
+  INFO(here.err);
+  REQUIRE(here.status == 0);
+  auto none = lrtest::run(
+      {"/bin/sh", "-c",
+       "cd '" + dir + "' && '" + bin + "' profile '" + fc->core + "' --profile nosuch.prof"});
+  CHECK(none.status == 4);
+  CHECK(none.err.find("no profile 'nosuch.prof': no such file here, and no nosuch.prof.toml") !=
+        std::string::npos);
+
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string t = text;
+    size_t at = t.find(from);
+    REQUIRE(at != std::string::npos);
+    t.replace(at, from.size(), to);
+    lrtest::write_file(dir + "/p.toml", t);
+    return dir + "/p.toml";
+  };
+  auto r = leakref({"profile", fc->core, "--profile", with("LCK_EX)", "LCK_EZ)")});
+  CHECK(r.status == 4);
+  CHECK(r.err.find("did you mean 'LCK_EX'?") != std::string::npos);
+
+  r = leakref({"profile", fc->core, "--profile",
+               with("refcount = \"refs\"", "refcount = \"v_rb.__rb_parent_color\""), "--json"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  size_t no_count = 0;
+  const json j = r.json();
+  for (const auto& o : set_of(j, "vcaches")["objects"]) {
+    if (o["refcount"].get<int64_t>() < (int64_t{1} << 32)) continue;
+    ++no_count;
+    CHECK(o["verdict"] == "error");
+    CHECK(o["unexplained"].is_null());
+    CHECK(o["error"].get<std::string>().find("is not a count") != std::string::npos);
+  }
+  CHECK(no_count > 100);
+}

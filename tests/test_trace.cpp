@@ -244,6 +244,30 @@ TEST_CASE("trace: bcc per-site totals sum the stacks sharing the site", "[trace]
   }
 }
 
+// The Python tool's addr lines carry no caller: they are the allocations its
+// stack summaries count, not a "(no caller)" site on top of them (the totals
+// did not add up), and a summary's live count is unknown, not 0.
+TEST_CASE("trace: bcc addr lines are not counted again, summaries have no live count", "[trace]") {
+  lr::Trace t = parse(kBccPy);
+  lr::FrameResolver fr(nullptr, nullptr);
+  auto rep = lr::correlate({t}, {}, fr, {}, nullptr);
+  REQUIRE(rep.alloc_sites.size() == 2);
+  uint64_t count = 0, bytes = 0;
+  for (const auto& s : rep.alloc_sites) {
+    INFO(s.text);
+    CHECK(s.text.find("no caller") == std::string::npos);
+    CHECK(!s.live_known);
+    count += s.count, bytes += s.bytes;
+  }
+  CHECK(count == 2);
+  CHECK(bytes == 128 + 4096);
+  // libbpf-tools ties each address to its stack: counted one by one, live known.
+  auto b = lr::correlate({parse(kBccLibbpf)}, {}, fr, {}, nullptr);
+  REQUIRE(b.alloc_sites.size() == 1);
+  CHECK(b.alloc_sites[0].count == 2);
+  CHECK(b.alloc_sites[0].live_known);
+}
+
 TEST_CASE("trace: leakref-trace v1 lines, losses and frames", "[trace]") {
   std::string text =
       "#leakref-trace 1\nH pid=7 exe=/bin/x source=bpftrace/0.17.0\n"
@@ -665,6 +689,16 @@ TEST_CASE("trace: an allocation capture of any program, by site and pointer", "[
   CHECK(al["sites"][1]["live_count"] == 3);
   CHECK(al["sites"][2]["site"].get<std::string>().rfind("session_new+", 0) == 0);
   CHECK(al["sites"][2]["live_bytes"] == 5 * 48);
+  // The total the text prints, and every site whatever --top says.
+  uint64_t bytes = 0;
+  for (const auto& [p, sb] : want) bytes += sb.first;
+  CHECK(al["outstanding_bytes"] == bytes);
+  auto top1 = lrtest::leakref({"correlate", core, trace, "--json", "--top", "1"}, 120);
+  REQUIRE(top1.status == 0);
+  CHECK(top1.json()["allocations"]["sites"].size() == 3);
+  auto text = lrtest::leakref({"correlate", core, trace, "--top", "1"}, 120);
+  CHECK(text.out.find(fmt::format("ALLOCATIONS never freed in the trace: {} ({} B)", want.size(),
+                                  bytes)) != std::string::npos);
 
   // One address's history: the scratch loop's recurring block, allocated
   // and freed as many times as the fixture counted.

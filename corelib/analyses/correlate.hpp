@@ -112,6 +112,9 @@ struct OutstandingAlloc {
 struct AllocSite {
   std::string key, text;
   uint64_t count = 0, bytes = 0, live_count = 0, live_bytes = 0;
+  // False when the site's blocks carry no addresses (bcc memleak's stack
+  // summaries): how many are live in the core is not known.
+  bool live_known = true;
 };
 
 struct HistoryEntry {

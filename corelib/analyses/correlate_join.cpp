@@ -434,6 +434,9 @@ class Join {
         a.live = c && c->user == a.ptr && heap_->fits_request(*c, a.size);
       }
       const Trace& t = traces_[a.ev.trace];
+      // bcc memleak's addr lines carry no caller; the same allocations are
+      // counted by its stack summaries (add_bcc_stack_sums), not again here.
+      if (!t.events[a.ev.event].stack && !t.alloc_stacks.empty()) continue;
       ResolvedFrame f = top_frame(t, t.events[a.ev.event], "(no caller)");
       AllocSite& s = alloc_site(f);
       ++s.count;
@@ -447,13 +450,14 @@ class Join {
 
   AllocSite& alloc_site(const ResolvedFrame& f) {
     auto [it, fresh] = asite_at_.emplace(f.key, rep_.alloc_sites.size());
-    if (fresh) rep_.alloc_sites.push_back({f.key, f.text, 0, 0, 0, 0});
+    if (fresh) rep_.alloc_sites.push_back({f.key, f.text, 0, 0, 0, 0, true});
     return rep_.alloc_sites[it->second];
   }
 
   // bcc: per-stack totals. Several stacks share a site (their first frame):
-  // a site's total is the sum over them. The addr lines (-a) may already
-  // have counted the same allocations one by one: the larger total wins.
+  // a site's total is the sum over them. Another trace may already have
+  // counted the same allocations one by one: the larger total wins. A total
+  // from the summaries has no addresses: its live count is unknown.
   void add_bcc_stack_sums() {
     std::map<size_t, std::pair<uint64_t, uint64_t>> sums;  // site -> (count, bytes)
     for (const Trace& t : traces_)
@@ -471,6 +475,7 @@ class Join {
       if (s.count < sum.first) {
         s.count = sum.first;
         s.bytes = sum.second;
+        s.live_known = false;
       }
     }
     std::stable_sort(rep_.alloc_sites.begin(), rep_.alloc_sites.end(),

@@ -9,7 +9,9 @@
 #include <zstd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <vector>
@@ -249,6 +251,24 @@ Result<uint64_t> decompress_file(const std::string& in, Compression c, const std
     return r.error();
   }
   return s.written;
+}
+
+Compression file_compression(const std::string& in) {
+  auto fd = open_input(in, "input");
+  if (!fd.ok()) return Compression::kNone;
+  char head[8] = {};
+  ssize_t n = ::pread(fd.value(), head, sizeof head, 0);
+  ::close(fd.value());
+  return sniff_compression(std::string_view(head, n > 0 ? static_cast<size_t>(n) : 0));
+}
+
+Result<std::string> decompress_temp(const std::string& in, Compression c, uint64_t limit) {
+  const char* dir = std::getenv("TMPDIR");
+  static std::atomic<uint64_t> seq{0};
+  std::string out =
+      fmt::format("{}/leakref-core-{}-{}", dir && *dir ? dir : "/tmp", ::getpid(), seq++);
+  LR_TRY(decompress_file(in, c, out, limit));
+  return out;
 }
 
 }  // namespace lr

@@ -26,6 +26,14 @@ const char* compression_name(Compression c);  // "none", "gzip", "xz", "zstd", "
 Result<uint64_t> decompress_file(const std::string& in, Compression c, const std::string& out,
                                  uint64_t limit);
 
+// `in`'s compression, by its first bytes; kNone when it is not compressed or
+// cannot be read (the caller's open says why).
+Compression file_compression(const std::string& in);
+
+// Decompresses `in` into a new file under $TMPDIR (else /tmp) and returns its
+// path; the caller maps it and removes it. Errors as decompress_file's.
+Result<std::string> decompress_temp(const std::string& in, Compression c, uint64_t limit);
+
 // The first `n` bytes `in` decompresses to (fewer when it is shorter): to
 // tell what a compressed file holds without decompressing all of it.
 // kBadFormat when those bytes cannot be had.

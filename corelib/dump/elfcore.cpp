@@ -1,4 +1,5 @@
 #include "corelib/dump/elfcore.hpp"
+#include "corelib/base/decompress.hpp"
 #include "corelib/base/fileio.hpp"
 
 #include <elf.h>
@@ -79,10 +80,24 @@ CoreFile::~CoreFile() {
   for (auto& m : mappings_) munmap(m.addr, m.len);
 }
 
+// A compressed core (systemd-coredump's .zst, an archive's .gz) is
+// decompressed to a temporary file, mapped and removed at once: the mapping
+// keeps its pages, and nothing is left behind however the process ends.
+static Result<std::pair<void*, size_t>> map_core(const std::string& path) {
+  const Compression comp = file_compression(path);
+  if (comp == Compression::kNone) return map_file(path, "core");
+  constexpr uint64_t kLimit = uint64_t{64} << 30;
+  LR_ASSIGN(std::string tmp, decompress_temp(path, comp, kLimit));
+  auto m = map_file(tmp, "core");
+  ::unlink(tmp.c_str());
+  if (!m.ok()) return make_error(m.error().code, path + " (decompressed): " + m.error().message);
+  return m;
+}
+
 Result<std::unique_ptr<CoreFile>> CoreFile::open(const std::string& path, const CoreOptions& opts) {
   std::unique_ptr<CoreFile> c(new CoreFile());
   c->path_ = path;
-  LR_ASSIGN(auto m, map_file(path, "core"));
+  LR_ASSIGN(auto m, map_core(path));
   c->mappings_.push_back({m.first, m.second});
   c->base_ = static_cast<const uint8_t*>(m.first);
   c->size_ = m.second;
@@ -307,10 +322,13 @@ void CoreFile::parse_notes(const uint8_t* p, size_t n) {
     Elf64_Nhdr nh;
     std::memcpy(&nh, p + off, sizeof nh);
     size_t name_off = off + sizeof nh;
-    if (nh.n_namesz > n || nh.n_descsz > n) break;
-    size_t desc_off = name_off + align4(nh.n_namesz);
-    if (desc_off > n || nh.n_descsz > n - desc_off) {
-      warnings_.push_back("note segment ends inside a note: truncated or corrupt");
+    size_t desc_off = name_off + align4(std::min<size_t>(nh.n_namesz, n));
+    // A size past the segment: the notes after it (threads, files) are lost.
+    if (nh.n_namesz > n || nh.n_descsz > n || desc_off > n || nh.n_descsz > n - desc_off) {
+      warnings_.push_back(fmt::format(
+          "note at offset {:#x} of its segment claims {} + {} bytes, past the segment's end: "
+          "truncated or corrupt; notes from there on are not read",
+          off, nh.n_namesz, nh.n_descsz));
       break;
     }
     std::string name(

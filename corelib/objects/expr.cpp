@@ -332,6 +332,18 @@ const Type* find_enumerator(const Type* t, std::string_view name, int64_t* value
   return nullptr;
 }
 
+// The names find_enumerator could find in `t`: what a misspelt one is near.
+void enumerator_names(const Type* t, std::vector<std::string>& out, int depth = 0) {
+  const Type* s = t ? t->strip() : nullptr;
+  if (!s || depth > 8) return;
+  if (s->kind == TypeKind::kEnum)
+    for (const auto& e : s->enumerators) out.push_back(e.name);
+  else if (s->kind == TypeKind::kArray)
+    enumerator_names(s->target, out, depth + 1);
+  else if (s->kind == TypeKind::kStruct || s->kind == TypeKind::kUnion)
+    for (const auto& m : s->members) enumerator_names(m.type, out, depth + 1);
+}
+
 // A list member count()/sum() can walk: a list_head or hlist_head shape.
 bool is_list_head(const Type* t, bool* hlist) {
   *hlist = is_hlist_head_shape(t);
@@ -348,14 +360,20 @@ struct Resolver {
     return e;
   }
 
-  Result<void> field(Expr::Node& n, std::string_view path) {
+  Result<void> field(Expr::Node& n, std::string_view path, const Type* enum_hint = nullptr) {
     auto fs = resolve_field(sc.type, path, false, &sc);
     if (!fs.ok()) {
       Error e = err(n, fs.error().message, fs.error().code);
-      // Suggest a close member name for a missing first step.
+      // Suggest a close member name for a missing first step, or a close
+      // enumerator for a bare name (LCK_EZ for LCK_EX).
       std::string first(path.substr(0, path.find_first_of(".-[")));
       if (fs.error().code == Errc::kNotFound) {
-        std::string near = closest_name(first, member_names(sc.type));
+        std::vector<std::string> names = member_names(sc.type);
+        if (first.size() == path.size()) {
+          enumerator_names(enum_hint, names);
+          enumerator_names(sc.type, names);
+        }
+        std::string near = closest_name(first, names);
         // The member lookup may have suggested it already.
         if (!near.empty() && near != first &&
             fs.error().message.find("did you mean") == std::string::npos)
@@ -440,7 +458,7 @@ struct Resolver {
       }
     }
     n.op = Op::kField;
-    return field(n, t);
+    return field(n, t, enum_hint);
   }
 
   Result<void> call(Expr::Node& n) {

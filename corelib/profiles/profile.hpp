@@ -148,6 +148,7 @@ struct ProfileObject {
   uint64_t parent = 0;  // the parent set's object it was found under (0: none)
   bool has_refcount = false;
   int64_t refcount = 0;
+  bool count_plausible = true;     // false: no program reaches it (verdict "error", says why)
   std::vector<FieldValue> labels;  // in set->label order
   FieldValue key;                  // when set->key is given
   std::vector<int64_t> holders;    // in set->holders order (active ones)

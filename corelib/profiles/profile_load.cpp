@@ -587,6 +587,8 @@ std::string profile_recipe_hash(const Profile& p, std::string_view salt) {
   return fmt::format("{:08x}", h & 0xffffffffu);
 }
 
+// A path (a '/' or ".toml") is a file; a bare word is an installed name
+// first, then a file of that name in the working directory ("mini.prof").
 Result<Profile> find_profile(const std::string& what, const std::vector<std::string>& dirs) {
   if (what.find('/') != std::string::npos || (what.size() > 5 && what.ends_with(".toml")))
     return load_profile(what);
@@ -596,9 +598,11 @@ Result<Profile> find_profile(const std::string& what, const std::vector<std::str
     if (::access(p.c_str(), R_OK) == 0) return load_profile(p);
     looked += (looked.empty() ? "" : ", ") + d;
   }
+  struct stat st {};
+  if (::stat(what.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return load_profile(what);
   return make_error(Errc::kNotFound,
-                    fmt::format("no profile '{}' (looked for {}.toml in: {})", what, what,
-                                looked.empty() ? "no directories" : looked));
+                    fmt::format("no profile '{}': no such file here, and no {}.toml in: {}", what,
+                                what, looked.empty() ? "no directories" : looked));
 }
 
 }  // namespace lr

@@ -492,6 +492,28 @@ class Runner {
     return {};
   }
 
+  // A refcount read through the wrong layout, or from freed or random
+  // memory, is any number: one no program reaches (below -65536, or 2^32
+  // and past) is said to be no count, and judged by no verdict. The kernel's
+  // refcount_t saturates at INT_MIN / 2 on overflow or underflow: named so.
+  static void not_a_count(ProfileObject& o) {
+    constexpr int64_t kSaturated = INT32_MIN / 2, kLow = -65536, kHigh = int64_t{1} << 32;
+    o.count_plausible = false;
+    if (o.refcount == kSaturated) {
+      o.verdict = "error";
+      o.error = fmt::format(
+          "refcount {} is saturated (a refcount_t that overflowed or underflowed)", o.refcount);
+    } else if (o.refcount < kLow || o.refcount >= kHigh) {
+      o.verdict = "error";
+      o.error = fmt::format(
+          "refcount {} is not a count (the object is not what its set says, or "
+          "its memory was reused)",
+          o.refcount);
+    } else {
+      o.count_plausible = true;
+    }
+  }
+
   void judge(CompiledSet& s, uint64_t a, const uint8_t* b, uint64_t parent,
              std::vector<int64_t>& vars, ProfileObject& o) {
     o.set = s.decl;
@@ -500,6 +522,7 @@ class Runner {
     o.has_refcount = false;
     o.refcount = o.held = 0;
     o.held_known = true;
+    o.count_plausible = true;
     o.labels.clear();
     o.holders.clear();
     o.violations.clear();
@@ -514,6 +537,7 @@ class Runner {
       o.has_refcount = eval_field(prog_.mem(), b, s.rc).as_int(&o.refcount);
       if (o.has_refcount) ++s.sum.histogram[o.refcount];
     }
+    if (o.has_refcount) not_a_count(o);
     for (const auto& l : s.labels) o.labels.push_back(eval_field(prog_.mem(), b, l));
     if (s.has_key) o.key = eval_field(prog_.mem(), b, s.key);
     for (size_t i = 0; i < s.holders.size(); ++i) {

@@ -308,6 +308,7 @@ namespace {
 struct Arenas {
   std::vector<uint64_t> heap_starts, arenas;
   uint64_t main_arena = 0;
+  std::vector<std::string> warnings;  // a ring that does not close
 };
 
 uint64_t scan_libc_data(const Reader& rd, const HeapInput& in);
@@ -324,16 +325,36 @@ Arenas find_arenas(const Reader& rd, const HeapInput& in) {
       if (ar == a + kHeapInfoSize) f.arenas.push_back(ar);
     }
   }
+  // glibc keeps the arenas in one ring through `next`; a ring that ends
+  // (NULL, unreadable) or loops back anywhere but where it began is damage,
+  // and arenas past the break are found only by their heaps.
   auto follow_ring = [&](uint64_t from) {
+    std::vector<uint64_t> seen{from};
     uint64_t p = from;
     for (int n = 0; n < 4096; ++n) {
-      uint64_t next;
-      if (!rd.u64(p + kOffNext, &next) || next == 0) return;
+      uint64_t next = 0;
+      const bool read = rd.u64(p + kOffNext, &next);
+      if (!read || next == 0) {
+        f.warnings.push_back(
+            fmt::format("arena {:#x}: its next is {}: the ring of arenas is "
+                        "broken there; arenas past it are found by their heaps only",
+                        p, read ? "NULL" : "not readable"));
+        return;
+      }
+      if (next == from) return;
+      if (std::find(seen.begin(), seen.end(), next) != seen.end()) {
+        f.warnings.push_back(
+            fmt::format("arena {:#x}: its next points back at {:#x}{}: the ring "
+                        "of arenas does not close; arenas past it are found by "
+                        "their heaps only",
+                        p, next, next == p ? " (itself)" : ""));
+        return;
+      }
+      seen.push_back(next);
       if ((next & (kHeapMax - 1)) != kHeapInfoSize)
         f.main_arena = next;
       else if (std::find(f.arenas.begin(), f.arenas.end(), next) == f.arenas.end())
         f.arenas.push_back(next);
-      if (next == from) return;
       p = next;
     }
   };
@@ -478,6 +499,7 @@ Result<HeapWalk> walk_glibc_heap(const Memory& mem, const HeapInput& in, const H
         Errc::kNotFound,
         "no glibc malloc arena found (not a glibc heap, or libc's data is not in the image)");
   out.stats.arenas = f.arenas.size() + (g.main_arena ? 1 : 0);
+  for (const auto& m : f.warnings) out.warnings.push_back(m);
   Ranges heap_ranges;
   if (g.main_arena) walk_main_heap(w, in, g.main_arena, heap_ranges);
   walk_thread_heaps(w, in, f, heap_ranges);
