@@ -195,7 +195,8 @@ int cmd_run(const RunArgs& a, const BatchOptions& o) {
 int cmd_one(const std::string& path, const BatchOptions& o) {
   if (auto ok = make_work_dir(o.work_dir); !ok.ok()) return fail(ok.error());
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0 && ::lstat(path.c_str(), &st) != 0)
+  if (::stat(path.c_str(), &st) != 0 && ::lstat(path.c_str(), &st) != 0 &&
+      (errno == ENOENT || errno == ENOTDIR))
     return fail(lr::make_error(lr::Errc::kIo, fmt::format("{}: {}", path, std::strerror(errno))));
   char real[PATH_MAX];
   DumpFile d{::realpath(path.c_str(), real) ? real : path, static_cast<uint64_t>(st.st_size),

@@ -447,7 +447,8 @@ int run_kernel_command(const KernelOpener& open, const std::vector<std::string>&
         return kUsage;
       }
     if (!sw.where.empty())
-      if (auto u = lr::Filter::check_syntax(sw.where); !u.ok()) return fail(u.error(), err);
+      if (auto u = lr::Filter::check_syntax(sw.where, "--where"); !u.ok())
+        return fail(u.error(), err);
     sw.interrupted = interrupted;
     if (sw.limit) lim.max_objects = std::max<uint64_t>(lim.max_objects, sw.limit);
   }

@@ -116,6 +116,8 @@ lr::WalkSpec walk_spec_from(const WalkArgs& a) {
   spec.show = a.show;
   spec.where = a.where;
   if (a.limit) spec.limits.max_nodes = a.limit;
+  spec.limits.max_nodes_name = "--limit";
+  spec.where_name = "--where";
   spec.limits.interrupted = a.interrupted;
   spec.keep_values = !a.summary_only;
   spec.reconcile = a.index;
@@ -156,7 +158,7 @@ lr::Result<void> check_walk_args(const WalkArgs& a) {
   for (const auto& f : a.fail_on)
     if (!kFail.count(f))
       return lr::make_error(lr::Errc::kInvalidArgument, "--fail-on: unknown finding '" + f + "'");
-  if (!a.where.empty()) LR_TRY(lr::Filter::check_syntax(a.where));
+  if (!a.where.empty()) LR_TRY(lr::Filter::check_syntax(a.where, "--where"));
   bool linked = !a.next.empty() || !a.list_member.empty() || !a.hlist_member.empty() ||
                 !a.tree_member.empty() || a.array || a.pointer_array || a.xarray ||
                 !a.hashtable.empty();

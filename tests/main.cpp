@@ -3,10 +3,14 @@
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "harness.hpp"
 #include "targets/targets.hpp"
@@ -14,10 +18,19 @@
 namespace {
 Catch::Totals g_totals;
 std::set<std::string> g_failed;  // test cases with a failed assertion
+// Seconds per test case: the slowest are listed at the end (where CI's time
+// goes, without timing assertions in any test).
+std::map<std::string, double> g_seconds;
+std::chrono::steady_clock::time_point g_case_start;
 struct Closing : Catch::TestEventListenerBase {
   using TestEventListenerBase::TestEventListenerBase;
+  void testCaseStarting(Catch::TestCaseInfo const&) override {
+    g_case_start = std::chrono::steady_clock::now();
+  }
   void testCaseEnded(Catch::TestCaseStats const& s) override {
     if (s.totals.testCases.failed) g_failed.insert(s.testInfo.name);
+    g_seconds[s.testInfo.name] +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - g_case_start).count();
   }
   void testRunEnded(Catch::TestRunStats const& s) override { g_totals = s.totals; }
 };
@@ -88,6 +101,12 @@ int main(int argc, char** argv) {
                 list.c_str());
     if (rc == 0) rc = 1;
   }
+  std::vector<std::pair<double, std::string>> slow;
+  for (const auto& [name, secs] : g_seconds) slow.emplace_back(secs, name);
+  std::sort(slow.rbegin(), slow.rend());
+  if (slow.size() > 12) slow.resize(12);
+  if (!slow.empty()) std::printf("slowest test cases:\n");
+  for (const auto& [secs, name] : slow) std::printf("  %7.1f s  %s\n", secs, name.c_str());
   const size_t skipped_cases = std::min(g_totals.testCases.passed, skipped_passed);
   const size_t failed = g_totals.testCases.failed + (under_ci ? unallowed_passed : 0);
   std::printf("tests: %zu passed, %zu failed, %d skipped\n",

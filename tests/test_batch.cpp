@@ -624,6 +624,23 @@ TEST_CASE("batch: retried failures, damaged databases, names that are no files",
   CHECK(one.json()["status"] == "error");
   CHECK(lrtest::leakref({"batch", "one", d + "/a/none"}).status == 3);
 
+  // A dump deeper than PATH_MAX is found, and its row says why it cannot
+  // be read (it was "0 dumps found").
+  std::string deep = d + "/deep";
+  REQUIRE(lrtest::run({"python3", "-c",
+                       "import os, shutil, sys\nos.makedirs(sys.argv[1])\nos.chdir(sys.argv[1])\n"
+                       "for i in range(25):\n  os.mkdir('d' * 200)\n  os.chdir('d' * 200)\n"
+                       "shutil.copy(sys.argv[2], 'core.deep')\n",
+                       deep, fc.core})
+              .status == 0);
+  r = lrtest::leakref({"batch", "run", deep, "--db", d + "/deep.db", "-q"}, 120);
+  INFO(r.err);
+  CHECK(r.status == 0);
+  auto dr = rows(d + "/deep.db");
+  REQUIRE(dr.size() == 1);
+  CHECK(dr.begin()->second["status"] == "error");
+  CHECK(dr.begin()->second["error"].get<std::string>().find("too long") != std::string::npos);
+
   // Garbled pages: every page but the first overwritten.
   std::string bytes = lrtest::read_file(db);
   REQUIRE(bytes.size() > 8192);

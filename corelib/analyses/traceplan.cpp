@@ -182,14 +182,14 @@ Result<ProbeSpec> probe_role(const std::string& spec, std::string* name) {
   if (!op_s.empty()) {
     if (!trace_op_from_name(op_s, &p.op))
       return make_error(Errc::kInvalidArgument,
-                        fmt::format("--functions {}: unknown role '{}' (ref, unref, new, free, "
+                        fmt::format("function '{}': unknown role '{}' (ref, unref, new, free, "
                                     "alloc)",
                                     spec, op_s));
   } else if (guessed) {
     p.op = guessed_op;
   } else {
     return make_error(Errc::kInvalidArgument,
-                      fmt::format("--functions {}: cannot tell whether it takes or drops a "
+                      fmt::format("function '{}': cannot tell whether it takes or drops a "
                                   "reference; write {}:ref or {}:unref",
                                   spec, *name, *name));
   }

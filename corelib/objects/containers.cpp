@@ -89,7 +89,8 @@ WalkResult walk_tree(const Memory& mem, uint64_t root, const TreeShape& sh, uint
     stack.pop_back();
     if (r.objects.size() >= lim.max_nodes) {
       r.stop = WalkStop::kLimit;
-      r.stop_detail = fmt::format("stopped after {} objects (--limit)", lim.max_nodes);
+      r.stop_detail =
+          fmt::format("stopped after {} objects ({})", lim.max_nodes, lim.max_nodes_name);
       break;
     }
     if (interrupted(lim, r.objects.size())) {
@@ -132,7 +133,8 @@ struct XaWalk {
   bool entry(uint64_t e) {
     if (r.objects.size() >= lim.max_nodes) {
       r.stop = WalkStop::kLimit;
-      r.stop_detail = fmt::format("stopped after {} objects (--limit)", lim.max_nodes);
+      r.stop_detail =
+          fmt::format("stopped after {} objects ({})", lim.max_nodes, lim.max_nodes_name);
       return false;
     }
     if (interrupted(lim, r.objects.size())) {

@@ -19,12 +19,14 @@ class Filter {
  public:
   // Compiles `expr` against type `t`; `refcount` (may be null) is the spec the
   // name "refcount" refers to when the type has no such member. `scope`
-  // (may be null) adds a profile's aliases and list element types.
+  // (may be null) adds a profile's aliases and list element types. `what`
+  // names the expression in messages (the CLI's "--where").
   static Result<std::unique_ptr<Filter>> parse(std::string_view expr, const Type* t,
                                                const FieldSpec* refcount,
-                                               const ExprScope* scope = nullptr);
+                                               const ExprScope* scope = nullptr,
+                                               const std::string& what = "where");
   // Syntax-only parse (no types); used by the fuzzer and for early errors.
-  static Result<void> check_syntax(std::string_view expr);
+  static Result<void> check_syntax(std::string_view expr, const std::string& what = "where");
   ~Filter();
 
   // An object whose condition cannot be evaluated (a NULL pointer on a path,

@@ -102,6 +102,7 @@ struct Chain {
   uint64_t next_off = 0, cont = 0, end = 0;
   Back back = Back::kNone;
   uint64_t limit = 0;  // max objects in *out, for the message
+  const char* limit_name = "the object limit";
   std::vector<uint64_t>* out = nullptr;
   size_t base = 0;
   uint64_t x = 0, prev = 0, tort = 0, power = 1, lam = 0;
@@ -214,7 +215,7 @@ struct Chain {
   [[gnu::cold, gnu::noinline]] bool odd_link() {
     if (out->size() >= limit)
       return fail(WalkStop::kLimit, x - cont,
-                  fmt::format("stopped after {} objects (--limit)", limit));
+                  fmt::format("stopped after {} objects ({})", limit, limit_name));
     if (x == 0 || poisoned(x)) {
       uint64_t last = out->size() > base ? out->back() : 0;
       return fail(WalkStop::kCorrupt, last,
@@ -275,6 +276,7 @@ void walk_links(const Memory& mem, Window& w, uint64_t first, uint64_t next_off,
   c.end = end_value;
   c.back = back;
   c.limit = lim.max_nodes;
+  c.limit_name = lim.max_nodes_name;
   c.out = &r.objects;
   c.begin(first, head_for_back);
   for (uint64_t n = 1; c.step(mem, w, r); ++n) {
@@ -351,7 +353,8 @@ WalkResult walk_array(const Memory& mem, uint64_t base, uint64_t count, uint64_t
   }
   if (n < count) {
     r.stop = WalkStop::kLimit;
-    r.stop_detail = fmt::format("stopped after {} of {} elements (--limit)", n, count);
+    r.stop_detail =
+        fmt::format("stopped after {} of {} elements ({})", n, count, lim.max_nodes_name);
   }
   lim.sink(r.objects.data(), r.objects.size());
   return r;
@@ -363,7 +366,7 @@ WalkResult walk_given(const std::vector<uint64_t>& objects, const WalkLimits& li
   r.objects.assign(objects.begin(), objects.begin() + static_cast<ptrdiff_t>(n));
   if (n < objects.size()) {
     r.stop = WalkStop::kLimit;
-    r.stop_detail = fmt::format("stopped after {} objects (--limit)", lim.max_nodes);
+    r.stop_detail = fmt::format("stopped after {} objects ({})", lim.max_nodes, lim.max_nodes_name);
   }
   // In blocks, as the other walkers hand them, so the interrupt flag is seen.
   constexpr size_t kBlock = 4096;
@@ -402,7 +405,8 @@ WalkResult walk_pointer_array(const Memory& mem, uint64_t base, uint64_t count,
     if (!p) continue;
     if (r.objects.size() >= lim.max_nodes) {
       r.stop = WalkStop::kLimit;
-      r.stop_detail = fmt::format("stopped after {} objects (--limit)", lim.max_nodes);
+      r.stop_detail =
+          fmt::format("stopped after {} objects ({})", lim.max_nodes, lim.max_nodes_name);
       break;
     }
     r.objects.push_back(p);
@@ -443,6 +447,7 @@ WalkResult walk_buckets_t(const Memory& mem, uint64_t base, uint64_t nbuckets, u
     L.c.cont = cont;
     L.c.back = B;
     L.c.limit = lim.max_nodes;  // bounds one lane's memory; flush() cuts exactly
+    L.c.limit_name = lim.max_nodes_name;
     L.c.out = &L.nodes;
   }
   uint64_t next_bucket = 0;
@@ -514,7 +519,8 @@ WalkResult walk_buckets_t(const Memory& mem, uint64_t base, uint64_t nbuckets, u
     if (cut || c.stop == WalkStop::kLimit) {
       r.stop = WalkStop::kLimit;
       r.stop_addr = cut ? L.nodes[n] : c.stop_addr;
-      r.stop_detail = fmt::format("stopped after {} objects (--limit)", lim.max_nodes);
+      r.stop_detail =
+          fmt::format("stopped after {} objects ({})", lim.max_nodes, lim.max_nodes_name);
       return false;
     }
     if (c.stop != WalkStop::kEnd) {

@@ -56,6 +56,8 @@ struct ObjectSink {
 
 struct WalkLimits {
   uint64_t max_nodes = 100'000'000;
+  // How the caller names max_nodes in a stop detail ("--limit" for the CLI).
+  const char* max_nodes_name = "the object limit";
   const std::atomic<bool>* interrupted = nullptr;
   ObjectSink sink;
   // Objects evaluated so far, for a front end's progress display (relaxed

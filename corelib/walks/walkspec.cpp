@@ -51,7 +51,7 @@ Result<void> check_link_member(const Type* t, WalkSpec::Link link, const std::st
     if (!mt || mt->kind != TypeKind::kPointer || !same_type(mt->target, t))
       return make_error(
           Errc::kInvalidArgument,
-          fmt::format("--next {} is {}, not a pointer to {}", member,
+          fmt::format("next member '{}' is {}, not a pointer to {}", member,
                       member_type ? member_type->display() : "unknown", t->display()));
   }
   return {};
@@ -384,8 +384,8 @@ Result<void> walk_by_link(Program& prog, const WalkSpec& spec, const Variable& h
       if (!n && spec.count_from.empty())
         return make_error(
             Errc::kInvalidArgument,
-            fmt::format("--{} needs --count N (the head symbol's type gives no length)",
-                        ptrs ? "pointer-array" : "array"));
+            fmt::format("{} walk needs a count (the head symbol's type gives no length)",
+                        ptrs ? "a pointer-array" : "an array"));
       rep->mode = ptrs ? "pointer-array" : "array";
       rep->walk =
           ptrs ? walk_pointer_array(mem, head, n, lim) : walk_array(mem, head, n, obj_size, lim);
@@ -427,8 +427,8 @@ Result<void> walk_by_link(Program& prog, const WalkSpec& spec, const Variable& h
       break;
   }
   return make_error(Errc::kInvalidArgument,
-                    "say how objects are linked: --next, --list-member, --hlist-member, "
-                    "--tree-member, --xarray, --hashtable, --array or --pointer-array");
+                    "no link: say how objects are linked (a next member, a list, hlist or "
+                    "tree member, an xarray, a hashtable, an array or a pointer-array)");
 }
 
 // After the walk: nothing readable where it starts is a failed lookup (exit
@@ -448,9 +448,9 @@ Result<void> conclude(const Memory& mem, const WalkSpec& spec, const Filter* fil
   if (!spec.evaluate) rep->matched = rep->visited;
   if (filter && filter->errors())
     rep->warnings.push_back(fmt::format(
-        "--where could not be evaluated on {} object(s), which count as not matched; first at "
+        "{} could not be evaluated on {} object(s), which count as not matched; first at "
         "{:#x}: {}",
-        filter->errors(), filter->first_error_addr(), filter->first_error()));
+        spec.where_name, filter->errors(), filter->first_error_addr(), filter->first_error()));
   if (rep->unreadable_objects > 20)
     rep->warnings.push_back(
         fmt::format("{} objects in all were not readable", rep->unreadable_objects));
@@ -493,7 +493,7 @@ Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
   LR_ASSIGN(auto shows, shown_fields(t, spec));
   std::unique_ptr<Filter> filter;
   if (!spec.where.empty()) {
-    LR_ASSIGN(filter, Filter::parse(spec.where, t, rcp));
+    LR_ASSIGN(filter, Filter::parse(spec.where, t, rcp, nullptr, spec.where_name));
   }
   FieldLoc member;
   if (links_by_member(spec.link)) {

@@ -58,6 +58,7 @@ struct WalkSpec {
   // one "{...}" value for every object.
   size_t scalar_from = SIZE_MAX;
   std::string where;
+  std::string where_name = "where";  // how messages name it ("--where" for the CLI)
   WalkLimits limits;
   bool keep_values = true;  // false: only counts and histogram (bench, summaries)
   // false: only walk (addresses in WalkReport::walk; no per-object reads,

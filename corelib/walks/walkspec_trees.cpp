@@ -91,7 +91,7 @@ Result<WalkResult> walk_tree_head(const Program& prog, const Variable& head, con
     const Type* tt = ht->target ? ht->target->strip() : nullptr;
     if (tt != node)
       return make_error(Errc::kInvalidArgument,
-                        fmt::format("--head {} is {}, not a tree root or a pointer to {}",
+                        fmt::format("head '{}' is {}, not a tree root or a pointer to {}",
                                     head.name, head.type->display(), node->display()));
   } else if (ht) {
     uint64_t off = 0;
@@ -104,7 +104,7 @@ Result<WalkResult> walk_tree_head(const Program& prog, const Variable& head, con
     }
     if (!m || !ht->is_aggregate() || off != 0)
       return make_error(Errc::kInvalidArgument,
-                        fmt::format("--head {} is {}, not a tree root (rb_root, rb_root_cached, "
+                        fmt::format("head '{}' is {}, not a tree root (rb_root, rb_root_cached, "
                                     "avltree, rbtree) or a pointer to {}",
                                     head.name, head.type->display(), node->display()));
   }
@@ -149,8 +149,8 @@ Result<WalkResult> walk_xarray_head(Program& prog, const Variable& head, const W
         (ht->name == "idr" && resolve_path(ht, "idr_rt.xa_head").ok())))
     return make_error(
         Errc::kInvalidArgument,
-        fmt::format("--xarray needs a head of type struct xarray, radix_tree_root or "
-                    "idr; --head {} is {}",
+        fmt::format("an xarray walk needs a head of type struct xarray, radix_tree_root or "
+                    "idr; head '{}' is {}",
                     head.name, head.type ? head.type->display() : "an untyped address"));
   if (ht->name == "idr") off = resolve_path(ht, "idr_rt.xa_head")->offset;
   LR_ASSIGN(const Type* nt, prog.types().find("struct xa_node"));

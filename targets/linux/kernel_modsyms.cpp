@@ -197,7 +197,7 @@ Result<void> KernelTarget::add_module_debuginfo(const std::string& ko) {
   if (common == 0)
     return make_error(Errc::kBadFormat,
                       fmt::format("{} shares no symbol with the loaded module {}", ko, name));
-  Module* m = prog_->modules().add_debug(name, ko, "--ko");
+  Module* m = prog_->modules().add_debug(name, ko, "module file");
   uint64_t lo = UINT64_MAX, hi = 0;
   for (const Symbol& s : syms) lo = std::min(lo, s.addr), hi = std::max(hi, s.addr + s.size);
   m->base = lo == UINT64_MAX ? 0 : lo;

@@ -89,8 +89,9 @@ Result<std::string> find_vmlinux(const std::string& vmcore, const std::string& v
   std::string rel = vmcoreinfo_value(vmcoreinfo, "OSRELEASE");
   std::string bid = vmcoreinfo_value(vmcoreinfo, "BUILD-ID");
   if (rel.empty() && bid.empty())
-    return make_error(Errc::kNotFound,
-                      fmt::format("{}: no OSRELEASE in VMCOREINFO; give --vmlinux", vmcore));
+    return make_error(
+        Errc::kNotFound,
+        fmt::format("{}: no OSRELEASE in VMCOREINFO; give the vmlinux it needs", vmcore));
   std::vector<std::string> cands;
   auto tree = [&](const std::string& root) {
     if (rel.empty()) return;
@@ -129,7 +130,7 @@ Result<std::string> find_vmlinux(const std::string& vmcore, const std::string& v
   }
   return make_error(Errc::kNotFound,
                     fmt::format("{}: no vmlinux with DWARF for release {} build-id {} (looked in "
-                                "{}); install linux-image-{}-dbg or give --vmlinux",
+                                "{}); install linux-image-{}-dbg or give its vmlinux",
                                 vmcore, rel.empty() ? "?" : rel, bid.empty() ? "?" : bid, looked,
                                 rel.empty() ? "RELEASE" : rel));
 }

@@ -126,15 +126,15 @@ struct Walker {
       if (objects.empty()) {
         mismatch = fmt::format(
             "ganesha recorded {} bytes for the value at {:#x}, but {} bytes "
-            "were expected: the types do not describe this build, or --type "
-            "names another value type",
+            "were expected: the types do not describe this build, or the "
+            "walk's type names another value type",
             n.value(), a.value(), obj_size);
         return false;
       }
       return stop(WalkStop::kCorrupt, a.value(),
                   fmt::format("ganesha recorded {} bytes for the value at {:#x}, but the type is "
-                              "{} bytes: the types do not describe this build, or --type names "
-                              "another value type",
+                              "{} bytes: the types do not describe this build, or the walk's type "
+                              "names another value type",
                               n.value(), a.value(), obj_size));
     }
     if (objects.insert(a.value()).second)
