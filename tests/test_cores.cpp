@@ -971,7 +971,7 @@ TEST_CASE("errors: the subcommand's own options, one suggestion, JSON under --js
   CHECK(null.status != 0);
   CHECK(null.err.find("'" + path + "' is NULL") != std::string::npos);
   auto xa = leakref({"walk", fc->core, "--type", "struct obj", "--head", "0x10", "--xarray"});
-  CHECK(xa.err.find("--head 0x10 is an untyped address") != std::string::npos);
+  CHECK(xa.err.find("head '0x10' is an untyped address") != std::string::npos);
   // A process core given as a vmcore is named as one, not asked for QEMU's vmcoreinfo.
   auto kv = leakref({"kernel", "--vmcore", fc->core, "modules"});
   CHECK(kv.status != 0);
