@@ -6,15 +6,12 @@
 #include "corelib/analyses/trace.hpp"
 #include "corelib/debuginfo/program.hpp"
 
-namespace {
-
-// A maps capture's mappings go to the traces that carry none (as for
-// correlate).
-lr::Result<std::vector<lr::Trace>> read_traces(const std::vector<std::string>& paths) {
+lr::Result<std::vector<lr::Trace>> load_traces(const std::vector<std::string>& paths,
+                                               lr::TraceFormat format) {
   std::vector<lr::Trace> traces;
   std::vector<lr::TraceMapping> maps;
   for (const auto& p : paths) {
-    LR_ASSIGN(auto t, lr::load_trace(p));
+    LR_ASSIGN(auto t, lr::load_trace(p, format));
     if (t.format == lr::TraceFormat::kMaps)
       maps.insert(maps.end(), t.mappings.begin(), t.mappings.end());
     else
@@ -25,11 +22,9 @@ lr::Result<std::vector<lr::Trace>> read_traces(const std::vector<std::string>& p
   return traces;
 }
 
-}  // namespace
-
 lr::Result<LiveSites> live_sites(const lr::Program& prog, const lr::HeapWalk& heap,
                                  const std::vector<std::string>& paths) {
-  LR_ASSIGN(std::vector<lr::Trace> traces, read_traces(paths));
+  LR_ASSIGN(std::vector<lr::Trace> traces, load_traces(paths));
   lr::FrameResolver fr(&prog.modules(), prog.core());
   lr::CorrelateOptions opts;
   opts.top = SIZE_MAX;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "corelib/analyses/correlate.hpp"
+#include "corelib/analyses/trace.hpp"
 #include "corelib/base/result.hpp"
 
 namespace lr {
@@ -21,6 +22,11 @@ struct LiveSites {
   std::vector<lr::AllocSite> sites;        // ranked by live bytes
   std::vector<std::string> warnings;       // the trace readers' and the join's
 };
+
+// The traces among `paths`, each given the mappings the maps captures among
+// them carry (when it has none of its own); empty when only maps.
+lr::Result<std::vector<lr::Trace>> load_traces(const std::vector<std::string>& paths,
+                                               lr::TraceFormat format = lr::TraceFormat::kAuto);
 
 // kInvalidArgument when the files hold no allocation record at all.
 lr::Result<LiveSites> live_sites(const lr::Program& prog, const lr::HeapWalk& heap,

@@ -4,6 +4,7 @@
 #include <optional>
 #include <set>
 
+#include "alloc_sites.hpp"
 #include "cmd_gluster.hpp"
 #include "cmd_heap.hpp"
 #include "cmd_profile.hpp"
@@ -310,22 +311,10 @@ std::string correlate_usage(const CorrelateArgs& a, uint64_t* ptr) {
   return "";
 }
 
-// The traces among the inputs, each given the mappings the maps files
-// among them carry (when it has none of its own); empty when only maps.
+// The traces of the arguments, in the format --format names.
 lr::Result<std::vector<lr::Trace>> load_traces(const CorrelateArgs& a) {
   LR_ASSIGN(auto format, lr::trace_format_from_name(a.format));
-  std::vector<lr::Trace> traces;
-  std::vector<lr::TraceMapping> maps;
-  for (const auto& path : a.traces) {
-    LR_ASSIGN(auto t, lr::load_trace(path, format));
-    if (t.format == lr::TraceFormat::kMaps)
-      maps.insert(maps.end(), t.mappings.begin(), t.mappings.end());
-    else
-      traces.push_back(std::move(t));
-  }
-  for (auto& t : traces)
-    if (t.mappings.empty()) t.mappings = maps;
-  return traces;
+  return ::load_traces(a.traces, format);
 }
 
 // What the traces are joined against: a walk's or profile set's objects,
