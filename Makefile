@@ -8,7 +8,7 @@ OPT        ?= -O2
 SAN        ?=
 DEBUG      ?= -g
 CXXFLAGS   ?= $(OPT) $(DEBUG)
-CXXFLAGS   += -std=c++20 -Wall -Wextra -Werror -fPIC -I. $(SAN)
+CXXFLAGS   += -std=c++20 -Wall -Wextra -Werror -fPIC -I. -I$(BUILD)/gen $(SAN)
 LDLIBS     := -ldw -lelf -ldebuginfod -lkdumpfile -lfmt -lsqlite3 -lzstd -llzma -llz4 -lz $(SAN)
 
 # The engine is corelib/<layer>/, one static library per layer, bottom up
@@ -106,6 +106,18 @@ EMBEDDED_PROFILES := targets/linux/linux-kernel.toml targets/glusterfs/glusterfs
 $(BUILD)/targets/linux/kernel_knowledge.o: targets/linux/linux-kernel.toml
 $(BUILD)/targets/glusterfs/gluster_knowledge.o: targets/glusterfs/glusterfs.toml
 
+# The types and members GlusterFS's C++ reads are those glusterfs.toml
+# declares, as enums scripts/gen-fields writes under <build>/gen (found by
+# -I<build>/gen): the TOML is their only list.
+GEN_FIELDS = $(1)/gen/targets/glusterfs/glusterfs_fields.hpp
+define gen_fields
+$(call GEN_FIELDS,$(1)): targets/glusterfs/glusterfs.toml scripts/gen-fields
+	@mkdir -p $$(dir $$@)
+	python3 scripts/gen-fields $$< lr::gf::fields $$@
+$(patsubst %.cpp,$(2)/%.o,$(call target_src,glusterfs)): | $(call GEN_FIELDS,$(1))
+endef
+$(eval $(call gen_fields,$(BUILD),$(BUILD)))
+
 # One archive per layer and per target, of its folder's objects.
 define archive
 $(1): $(2)
@@ -198,7 +210,7 @@ FUZZ_SECONDS ?= 20
 FUZZ_DIR     := build-fuzz
 FUZZ_CXX     := clang++
 COMMA        := ,
-FUZZ_FLAGS   := -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -I.
+FUZZ_FLAGS   := -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -I. -I$(FUZZ_DIR)/gen
 TRACE_PARSERS := leakref bpftrace stap mmleak bcc
 FUZZERS      := $(FUZZ_DIR)/fuzz_core $(FUZZ_DIR)/fuzz_path $(FUZZ_DIR)/fuzz_expr $(FUZZ_DIR)/fuzz_profile \
                 $(FUZZ_DIR)/fuzz_kdump $(FUZZ_DIR)/fuzz_statedump \
@@ -220,6 +232,7 @@ $(FUZZ_LIB): $(FUZZ_OBJ)
 -include $(FUZZ_OBJ:.o=.d)
 $(FUZZ_DIR)/obj/targets/linux/kernel_knowledge.o: targets/linux/linux-kernel.toml
 $(FUZZ_DIR)/obj/targets/glusterfs/gluster_knowledge.o: targets/glusterfs/glusterfs.toml
+$(eval $(call gen_fields,$(FUZZ_DIR),$(FUZZ_DIR)/obj))
 
 $(FUZZ_DIR)/fuzz_trace_%: tests/fuzz/fuzz_trace.cpp $(FUZZ_LIB)
 	$(FUZZ_CXX) $(FUZZ_FLAGS) -DLR_FUZZ_PARSER=parse_$* -o $@ $< $(FUZZ_LIB) -ldw -lelf -ldebuginfod -lkdumpfile -lfmt -lzstd -llzma -llz4 -lz
@@ -249,7 +262,7 @@ check-layers:
 
 # No function longer than 120 lines but the hot loops docs/architecture.md
 # lists (clang-tidy over the compile database).
-check-functions: $(BUILD)/compile_commands.json
+check-functions: $(BUILD)/compile_commands.json $(call GEN_FIELDS,$(BUILD))
 	@BUILD=$(BUILD) scripts/check-functions
 
 # ---- help ------------------------------------------------------------------
@@ -283,8 +296,9 @@ format-check:
 
 # ---- packages, install, demo, bench ----------------------------------------
 # What building and running leakref needs, and nothing else: the libraries,
-# gdb (gcore) and crash (its defs.h, for the extension; and crash itself).
-DEB_DEPS := g++ make pkg-config libdw-dev libelf-dev libfmt-dev libcli11-dev \
+# gdb (gcore), crash (its defs.h, for the extension; and crash itself) and
+# python3 (scripts/gen-fields reads targets' TOML at build time).
+DEB_DEPS := g++ make python3 pkg-config libdw-dev libelf-dev libfmt-dev libcli11-dev \
             nlohmann-json3-dev libdebuginfod-dev libkdumpfile-dev libtomlplusplus-dev \
             libsqlite3-dev libzstd-dev liblzma-dev liblz4-dev zlib1g-dev \
             gdb crash elfutils binutils

@@ -186,187 +186,43 @@ struct Resolver {
 
 namespace {
 
-// Each group resolves the members one part of the report reads; a member
-// the types lack is an error kept in the resolver, reported once at the end.
-void resolve_graphs(Resolver& R, Layout& L) {
-  Resolver::T t = R.type("ctx");
-  L.ctx_size = R.size(t);
-  L.ctx_graphs = R.off(t, "graphs");
-  L.ctx_active = R.off(t, "active");
-  L.ctx_root = R.off(t, "root");
-  L.ctx_mempool_list = R.off(t, "mempool_list");
-  L.ctx_clienttable = R.off(t, "clienttable");
-  t = R.type("graph");
-  L.graph_size = R.size(t);
-  L.graph_list = R.off(t, "list");
-  L.graph_first = R.off(t, "first");
-  L.graph_top = R.off(t, "top");
-  L.graph_xl_count = R.off(t, "xl_count");
-  L.graph_id = R.off(t, "id");
-  t = R.type("xlator");
-  L.xl_size = R.size(t);
-  L.xl_name = R.off(t, "name");
-  L.xl_type = R.off(t, "type");
-  L.xl_next = R.off(t, "next");
-  L.xl_children = R.off(t, "children");
-  L.xl_ctx = R.off(t, "ctx");
-  L.xl_graph = R.off(t, "graph");
-  L.xl_itable = R.off(t, "itable");
-  L.xl_private = R.off(t, "private");
-  L.xl_mem_acct = R.off(t, "mem_acct");
-  L.xl_xl_id = R.off(t, "xl_id");
-  t = R.type("xlator_list");
-  L.xll_size = R.size(t);
-  L.xll_xlator = R.off(t, "xlator");
-  L.xll_next = R.off(t, "next");
-}
-
-void resolve_pools(Resolver& R, Layout& L) {
-  Resolver::T t = R.type("mem_pool");
-  L.pool_size = R.size(t);
-  L.pool_sizeof_type = R.off(t, "sizeof_type");
-  L.pool_name = R.off(t, "name");
-  L.pool_xl_name = R.off(t, "xl_name");
-  L.pool_active = R.off(t, "active");
-  L.pool_owner = R.off(t, "owner");
-  L.pool_ctx = R.off(t, "ctx");
-  L.pool_pool = R.off(t, "pool");
-  L.shared_p2 = R.off(R.type("mem_pool_shared"), "power_of_two");
-  t = R.type("mem_acct");
-  L.acct_num_types = R.off(t, "num_types");
-  L.acct_refcnt = R.off(t, "refcnt");
-  L.acct_rec = R.off(t, "rec");
-  t = R.type("mem_acct_rec");
-  L.rec_size = R.size(t);
-  L.rec_typestr = R.off(t, "typestr");
-  L.rec_num_allocs = R.off(t, "num_allocs");
-  t = R.type("mem_header");
-  L.hdr.size = R.size(t);
-  L.hdr.acct = R.off(t, "mem_acct", 8);
-  L.hdr.bytes = R.off(t, "size", 8);
-  L.hdr.type = R.off(t, "type", 4);
-  L.hdr.magic = R.off(t, "magic", 4);
-  L.mt_mem_pool = R.constant(t, "mt_mem_pool");
-  L.mt_fdtable = R.constant(t, "mt_fdtable");
-  t = R.type("pooled");
-  L.hdr.pooled_size = R.size(t);
-  L.hdr.pooled_magic = R.off(t, "magic", 8);
-  L.hdr.pooled_p2 = R.off(t, "power_of_two", 4);
-  L.hdr.pooled_pool = R.off(t, "pool", 8);
-}
-
-void resolve_itables(Resolver& R, Layout& L) {
-  Resolver::T t = R.type("itable");
-  L.it_size = R.size(t);
-  L.it_dentry_hashsize = R.off(t, "dentry_hashsize");
-  L.it_inode_hashsize = R.off(t, "inode_hashsize");
-  L.it_name = R.off(t, "name");
-  L.it_lru_limit = R.off(t, "lru_limit");
-  L.it_ctxcount = R.off(t, "ctxcount");
-  const char* lists[] = {"active", "lru", "purge", "invalidate"};
-  for (int i = 0; i < 4; ++i) {
-    L.it_list[i] = R.off(t, lists[i]);
-    L.it_list_size[i] = R.off(t, (std::string(lists[i]) + "_size").c_str());
+// Every type and member the TOML declares, in its order; the headers'
+// fields are also checked to be the width gf_header() reads them as.
+void resolve_all(Resolver& R, Layout& L) {
+  Resolver::T types[fields::kTCount];
+  for (int i = 0; i < fields::kTCount; ++i) {
+    types[i] = R.type(fields::kTypeNames[i]);
+    L.sizes[i] = R.size(types[i]);
   }
-  t = R.type("inode");
-  L.in_size = R.size(t);
-  L.in_gfid = R.off(t, "gfid");
-  L.in_nlookup = R.off(t, "nlookup");
-  L.in_fd_count = R.off(t, "fd_count");
-  L.in_active_fd_count = R.off(t, "active_fd_count");
-  L.in_ref = R.off(t, "ref");
-  L.in_ia_type = R.off(t, "ia_type");
-  L.in_fd_list = R.off(t, "fd_list");
-  L.in_dentry_list = R.off(t, "dentry_list");
-  L.in_list = R.off(t, "list");
-  L.in_ctx = R.off(t, "_ctx");
-  L.in_in_invalidate = R.off(t, "in_invalidate_list");
-  L.in_invalidate_sent = R.off(t, "invalidate_sent");
-  L.in_in_lru = R.off(t, "in_lru_list");
-  t = R.type("inode_ctx");
-  L.ictx_size = R.size(t);
-  L.ictx_key = R.off(t, "xl_key");
-  L.ictx_ref = R.off(t, "ref");
-  t = R.type("dentry");
-  L.de_size = R.size(t);
-  L.de_inode_list = R.off(t, "inode_list");
-  L.de_name = R.off(t, "name");
-  L.de_parent = R.off(t, "parent");
-  t = R.type("fd");
-  L.fd_size = R.size(t);
-  L.fd_pid = R.off(t, "pid");
-  L.fd_flags = R.off(t, "flags");
-  L.fd_refcount = R.off(t, "refcount");
-  L.fd_inode_list = R.off(t, "inode_list");
-  L.fd_inode = R.off(t, "inode");
-  L.fd_anonymous = R.off(t, "anonymous");
+  for (int i = 0; i < fields::kFCount; ++i) {
+    const auto& m = fields::kFieldNames[i];
+    L.offs[i] = R.off(types[static_cast<int>(m.type)], m.path);
+  }
+  for (int i = 0; i < fields::kKCount; ++i) {
+    const auto& m = fields::kConstNames[i];
+    if (m.path) L.consts[i] = R.constant(types[static_cast<int>(m.type)], m.path);
+  }
 }
 
-void resolve_dicts_clients(Resolver& R, Layout& L) {
-  Resolver::T t = R.type("dict");
-  L.dict_size = R.size(t);
-  L.dict_count = R.off(t, "count");
-  L.dict_refcount = R.off(t, "refcount");
-  L.dict_members_list = R.off(t, "members_list");
-  t = R.type("data_pair");
-  L.pair_size = R.size(t);
-  L.pair_next = R.off(t, "next");
-  L.pair_value = R.off(t, "value");
-  L.pair_key = R.off(t, "key");
-  t = R.type("data");
-  L.data_size = R.size(t);
-  L.data_data = R.off(t, "data");
-  L.data_refcount = R.off(t, "refcount");
-  L.data_type = R.off(t, "data_type");
-  L.data_len = R.off(t, "len");
-  t = R.type("clienttable");
-  L.ct_size = R.size(t);
-  L.ct_max_clients = R.off(t, "max_clients");
-  L.ct_entries = R.off(t, "cliententries");
-  t = R.type("cliententry");
-  L.ce_size = R.size(t);
-  L.ce_client = R.off(t, "client");
-  L.ce_next_free = R.off(t, "next_free");
-  t = R.type("client");
-  L.cl_size = R.size(t);
-  L.cl_scratch_count = R.off(t, "scratch_ctx.count");
-  L.cl_scratch_ctx = R.off(t, "scratch_ctx.ctx");
-  L.cl_bind = R.off(t, "bind");
-  L.cl_count = R.off(t, "count");
-  L.cl_bound_xl = R.off(t, "bound_xl");
-  L.cl_this = R.off(t, "this");
-  L.cl_client_uid = R.off(t, "client_uid");
-  t = R.type("client_ctx");
-  L.cctx_size = R.size(t);
-  L.cctx_key = R.off(t, "ctx_key");
-  L.cctx_value = R.off(t, "ctx_value");
-  L.sctx_fdtable = R.off(R.type("server_ctx"), "fdtable");
-  t = R.type("fdtable");
-  L.ft_size = R.size(t);
-  L.ft_max_fds = R.off(t, "max_fds");
-  L.ft_entries = R.off(t, "fdentries");
-  t = R.type("fdentry");
-  L.fe_size = R.size(t);
-  L.fe_fd = R.off(t, "fd");
-  L.fe_next_free = R.off(t, "next_free");
-}
-
-void resolve_call_stacks(Resolver& R, Layout& L) {
-  L.ctx_pool = R.off(R.type("ctx"), "pool");
-  L.cp_all_frames = R.off(R.type("call_pool"), "all_frames");
-  Resolver::T t = R.type("call_stack");
-  L.cs_size = R.size(t);
-  L.cs_all_frames = R.off(t, "all_frames");
-  L.cs_state = R.off(t, "state");
-  L.cs_myframes = R.off(t, "myframes");
-  L.cs_unique = R.off(t, "unique");
-  L.cs_op = R.off(t, "op");
-  L.cs_pid = R.off(t, "pid");
-  t = R.type("call_frame");
-  L.cf_size = R.size(t);
-  L.cf_frames = R.off(t, "frames");
-  L.cf_local = R.off(t, "local");
-  L.cf_this = R.off(t, "this");
+// The headers GlusterFS puts before its blocks, read as fixed-width
+// integers by gf_header(): a (hostile) types file giving them another width
+// is an error, not a misread.
+void resolve_headers(Resolver& R, Layout& L) {
+  const Resolver::T h = R.type(fields::kTypeNames[static_cast<int>(T::mem_header)]);
+  const Resolver::T p = R.type(fields::kTypeNames[static_cast<int>(T::pooled)]);
+  auto checked = [&](const Resolver::T& t, F f, uint64_t width) {
+    return R.off(t, fields::kFieldNames[static_cast<int>(f)].path, width);
+  };
+  GfHeaderLayout& H = L.hdr;
+  H.size = L.size(T::mem_header);
+  H.acct = checked(h, F::mem_header_mem_acct, 8);
+  H.bytes = checked(h, F::mem_header_size, 8);
+  H.type = checked(h, F::mem_header_type, 4);
+  H.magic = checked(h, F::mem_header_magic, 4);
+  H.pooled_size = L.size(T::pooled);
+  H.pooled_magic = checked(p, F::pooled_magic, 8);
+  H.pooled_p2 = checked(p, F::pooled_power_of_two, 4);
+  H.pooled_pool = checked(p, F::pooled_pool, 8);
 }
 
 }  // namespace
@@ -374,11 +230,8 @@ void resolve_call_stacks(Resolver& R, Layout& L) {
 Result<Layout> resolve_layout(ProfileBinder& bind) {
   Resolver R{bind, {}};
   Layout L{};
-  resolve_graphs(R, L);
-  resolve_pools(R, L);
-  resolve_itables(R, L);
-  resolve_dicts_clients(R, L);
-  resolve_call_stacks(R, L);
+  resolve_all(R, L);
+  resolve_headers(R, L);
   if (!R.error.empty())
     return make_error(
         Errc::kNotFound,
@@ -394,18 +247,18 @@ constexpr uint64_t kMaxXlators = 4096, kMaxPools = 4096, kMaxGraphs = 1024;
 // Adds the xlator at `a` (and, for graph members, what hangs below it).
 size_t add_xlator(Ctx& c, uint64_t a, uint64_t graph_hint) {
   if (auto it = c.xl_index.find(a); it != c.xl_index.end()) return it->second;
-  View v = view(c.mem, a, c.L.xl_size);
+  View v = view(c.mem, a, c.L.size(T::xlator));
   GfXlator x;
   x.addr = a;
   if (v) {
-    x.name = cstr(c.mem, v.u64(c.L.xl_name));
-    x.type = cstr(c.mem, v.u64(c.L.xl_type));
-    x.ctx = v.u64(c.L.xl_ctx);
-    x.graph = v.u64(c.L.xl_graph);
-    x.itable = v.u64(c.L.xl_itable);
-    x.mem_acct = v.u64(c.L.xl_mem_acct);
-    x.priv = v.u64(c.L.xl_private);
-    x.xl_id = v.i32(c.L.xl_xl_id);
+    x.name = cstr(c.mem, v.u64(c.L[F::xlator_name]));
+    x.type = cstr(c.mem, v.u64(c.L[F::xlator_type]));
+    x.ctx = v.u64(c.L[F::xlator_ctx]);
+    x.graph = v.u64(c.L[F::xlator_graph]);
+    x.itable = v.u64(c.L[F::xlator_itable]);
+    x.mem_acct = v.u64(c.L[F::xlator_mem_acct]);
+    x.priv = v.u64(c.L[F::xlator_private]);
+    x.xl_id = v.i32(c.L[F::xlator_xl_id]);
   } else {
     c.r.warnings.push_back(
         fmt::format("xlator {:#x} is unreadable: {}", a, c.mem.why_unreadable(a)));
@@ -417,34 +270,36 @@ size_t add_xlator(Ctx& c, uint64_t a, uint64_t graph_hint) {
 }
 
 void read_graphs(Ctx& c, uint64_t ctx) {
-  View cv = view(c.mem, ctx, c.L.ctx_size);
+  View cv = view(c.mem, ctx, c.L.size(T::ctx));
   if (!cv) {
     c.r.warnings.push_back(
         fmt::format("ctx {:#x} is unreadable: {}", ctx, c.mem.why_unreadable(ctx)));
     return;
   }
-  uint64_t active = cv.u64(c.L.ctx_active);
+  uint64_t active = cv.u64(c.L[F::ctx_active]);
   std::string stop, xstop;
-  for (uint64_t ga : c.list(ctx + c.L.ctx_graphs, c.L.graph_list, kMaxGraphs, &stop)) {
-    View gv = view(c.mem, ga, c.L.graph_size);
+  for (uint64_t ga : c.list(ctx + c.L[F::ctx_graphs], c.L[F::graph_list], kMaxGraphs, &stop)) {
+    View gv = view(c.mem, ga, c.L.size(T::graph));
     if (!gv) continue;
     GfGraph G;
     G.addr = ga;
     G.ctx = ctx;
-    G.id = gv.i32(c.L.graph_id);
-    G.xl_count = gv.i32(c.L.graph_xl_count);
+    G.id = gv.i32(c.L[F::graph_id]);
+    G.xl_count = gv.i32(c.L[F::graph_xl_count]);
     G.active = ga == active;
     // Top-down through ->next, then every xlator_list of children (brick
     // multiplexing hangs extra bricks there).
-    std::vector<uint64_t> todo = c.chain(gv.u64(c.L.graph_first), c.L.xl_next, kMaxXlators, &xstop);
+    std::vector<uint64_t> todo =
+        c.chain(gv.u64(c.L[F::graph_first]), c.L[F::xlator_next], kMaxXlators, &xstop);
     if (!xstop.empty())
       c.r.warnings.push_back(fmt::format("graph {:#x} xlator chain: {}", ga, xstop));
     std::unordered_set<uint64_t> seen(todo.begin(), todo.end());
     for (size_t i = 0; i < todo.size() && todo.size() < kMaxXlators; ++i) {
-      auto l = c.mem.read_u64(todo[i] + c.L.xl_children);
-      for (uint64_t li : c.chain(l.ok() ? l.value() : 0, c.L.xll_next, kMaxXlators, &xstop)) {
-        View lv = view(c.mem, li, c.L.xll_size);
-        uint64_t child = lv.u64(c.L.xll_xlator);
+      auto l = c.mem.read_u64(todo[i] + c.L[F::xlator_children]);
+      for (uint64_t li :
+           c.chain(l.ok() ? l.value() : 0, c.L[F::xlator_list_next], kMaxXlators, &xstop)) {
+        View lv = view(c.mem, li, c.L.size(T::xlator_list));
+        uint64_t child = lv.u64(c.L[F::xlator_list_xlator]);
         if (child && seen.insert(child).second) todo.push_back(child);
       }
     }
@@ -452,24 +307,25 @@ void read_graphs(Ctx& c, uint64_t ctx) {
     c.r.graphs.push_back(std::move(G));
   }
   if (!stop.empty()) c.r.warnings.push_back(fmt::format("ctx {:#x} graphs list: {}", ctx, stop));
-  if (uint64_t root = cv.u64(c.L.ctx_root)) c.r.xlators[add_xlator(c, root, 0)].is_root = true;
+  if (uint64_t root = cv.u64(c.L[F::ctx_root])) c.r.xlators[add_xlator(c, root, 0)].is_root = true;
 }
 
 // Every pool on the ctx's mempool_list.
 void read_pools(Ctx& c, uint64_t ctx) {
   std::string stop;
-  for (uint64_t pa : c.list(ctx + c.L.ctx_mempool_list, c.L.pool_owner, kMaxPools, &stop)) {
-    View v = view(c.mem, pa, c.L.pool_size);
+  for (uint64_t pa :
+       c.list(ctx + c.L[F::ctx_mempool_list], c.L[F::mem_pool_owner], kMaxPools, &stop)) {
+    View v = view(c.mem, pa, c.L.size(T::mem_pool));
     if (!v) continue;
     GfPool p;
     p.addr = pa;
-    p.ctx = v.u64(c.L.pool_ctx);
-    p.sizeof_type = v.u64(c.L.pool_sizeof_type);
-    p.name = cstr(c.mem, v.u64(c.L.pool_name));
-    p.xl_name = cstr(c.mem, v.u64(c.L.pool_xl_name));
-    p.active = v.i64(c.L.pool_active);
-    p.shared = v.u64(c.L.pool_pool);
-    auto p2 = c.mem.read_as<uint32_t>(p.shared + c.L.shared_p2);
+    p.ctx = v.u64(c.L[F::mem_pool_ctx]);
+    p.sizeof_type = v.u64(c.L[F::mem_pool_sizeof_type]);
+    p.name = cstr(c.mem, v.u64(c.L[F::mem_pool_name]));
+    p.xl_name = cstr(c.mem, v.u64(c.L[F::mem_pool_xl_name]));
+    p.active = v.i64(c.L[F::mem_pool_active]);
+    p.shared = v.u64(c.L[F::mem_pool_pool]);
+    auto p2 = c.mem.read_as<uint32_t>(p.shared + c.L[F::mem_pool_shared_power_of_two]);
     p.padded = p2.ok() && p2.value() < 32 ? (1ull << p2.value()) : 0;
     c.r.pools.push_back(std::move(p));
   }
@@ -484,13 +340,14 @@ Result<void> validate(Ctx& c, const std::map<uint64_t, uint64_t>& mem_pool_sizes
   uint64_t most = 0, votes = 0;
   for (auto [sz, n] : mem_pool_sizes)
     if (n > votes) most = sz, votes = n;
-  if (votes && most != c.L.pool_size)
+  if (votes && most != c.L.size(T::mem_pool))
     return make_error(
         Errc::kBadFormat,
-        fmt::format("the GlusterFS types do not match this core: {} GF_MALLOC'd mem_pool "
-                    "blocks record size {}, the types say sizeof(struct mem_pool) = {}{}",
-                    votes, most, c.L.pool_size,
-                    c.L.pool_size > most ? " (types built without HAVE_ATOMIC_BUILTINS?)" : ""));
+        fmt::format(
+            "the GlusterFS types do not match this core: {} GF_MALLOC'd mem_pool "
+            "blocks record size {}, the types say sizeof(struct mem_pool) = {}{}",
+            votes, most, c.L.size(T::mem_pool),
+            c.L.size(T::mem_pool) > most ? " (types built without HAVE_ATOMIC_BUILTINS?)" : ""));
   size_t matched = 0;
   for (auto& p : c.r.pools) {
     auto t = c.prog.types().find(p.name);
@@ -510,7 +367,8 @@ Result<void> validate(Ctx& c, const std::map<uint64_t, uint64_t>& mem_pool_sizes
       c.r.validated.push_back(std::move(v));
     ++matched;
   }
-  if (votes) c.r.validated.push_back(fmt::format("struct mem_pool {} == {}", most, c.L.pool_size));
+  if (votes)
+    c.r.validated.push_back(fmt::format("struct mem_pool {} == {}", most, c.L.size(T::mem_pool)));
   if (!c.r.pools.empty() && matched == 0)
     return make_error(
         Errc::kBadFormat,
@@ -535,20 +393,21 @@ std::unordered_map<uint64_t, size_t> read_memacct(Ctx& c) {
   for (size_t i = 0; i < r.xlators.size(); ++i) {
     uint64_t a = r.xlators[i].mem_acct;
     if (!a || acct_at.count(a)) continue;
-    View av = view(mem, a, L.acct_rec);
+    View av = view(mem, a, L[F::mem_acct_rec]);
     if (!av) continue;
     GfMemAcct ma;
     ma.xlator = i;
     ma.addr = a;
-    ma.num_types = std::min<uint32_t>(av.u32(L.acct_num_types), 1u << 16);
-    ma.refcnt = av.i64(L.acct_refcnt);
+    ma.num_types = std::min<uint32_t>(av.u32(L[F::mem_acct_num_types]), 1u << 16);
+    ma.refcnt = av.i64(L[F::mem_acct_refcnt]);
     ma.types.resize(ma.num_types);
-    View recs = view(mem, a + L.acct_rec, ma.num_types * L.rec_size);
+    View recs = view(mem, a + L[F::mem_acct_rec], ma.num_types * L.size(T::mem_acct_rec));
     for (uint32_t t = 0; t < ma.num_types; ++t) {
       ma.types[t].type = t;
       if (!recs) continue;
-      ma.types[t].num_allocs = recs.i64(t * L.rec_size + L.rec_num_allocs);
-      uint64_t ts = recs.u64(t * L.rec_size + L.rec_typestr);
+      ma.types[t].num_allocs =
+          recs.i64(t * L.size(T::mem_acct_rec) + L[F::mem_acct_rec_num_allocs]);
+      uint64_t ts = recs.u64(t * L.size(T::mem_acct_rec) + L[F::mem_acct_rec_typestr]);
       if (ts) ma.types[t].typestr = cstr(mem, ts, 128);
     }
     acct_at[a] = r.memacct.size();
@@ -669,11 +528,12 @@ Result<GlusterReport> analyze_gluster(Program& prog, const GlusterSections& sec)
   Memory::Window win;
   GfHeader gh;
   for (const auto& ch : hw.in_use) {
-    if (!gf_header(mem, win, ch.user, ch.usable(), L.hdr, &gh) || gh.type != L.mt_mem_pool)
+    if (!gf_header(mem, win, ch.user, ch.usable(), L.hdr, &gh) ||
+        gh.type != L.constant(K::mem_header_mt_mem_pool))
       continue;
     mem_pool_sizes[gh.size]++;
-    if (gh.size == L.pool_size)
-      if (auto ctx = mem.read_u64(ch.user + L.hdr.size + L.pool_ctx); ctx.ok())
+    if (gh.size == L.size(T::mem_pool))
+      if (auto ctx = mem.read_u64(ch.user + L.hdr.size + L[F::mem_pool_ctx]); ctx.ok())
         add_ctx(ctx.value());
   }
   if (r.ctxs.empty()) return make_error(Errc::kNotFound, "no glusterfs_ctx_t: global_ctx is NULL");
@@ -703,8 +563,8 @@ Result<GlusterReport> analyze_gluster(Program& prog, const GlusterSections& sec)
   if (sec.clients || sec.fds) read_clients(c, root_priv);
   r.heap_walk = std::move(hw);
   r.headers = L.hdr;
-  r.dict_size = L.dict_size;
-  r.fd_size = L.fd_size;
+  r.dict_size = L.size(T::dict);
+  r.fd_size = L.size(T::fd);
   read_stacks(c);
   if (sec.itable) attribute_in_flight(c);
   if (sec.itable) check_invariants(c);

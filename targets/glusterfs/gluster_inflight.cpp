@@ -40,27 +40,29 @@ std::string xlator_name(const Ctx& c, uint64_t xl) {
 
 void read_stacks(Ctx& c) {
   for (uint64_t ctx : c.r.ctxs) {
-    auto pool = c.mem.read_u64(ctx + c.L.ctx_pool);
+    auto pool = c.mem.read_u64(ctx + c.L[F::ctx_pool]);
     if (!pool.ok() || !pool.value()) continue;
     std::string stop;
-    auto stacks = c.list(pool.value() + c.L.cp_all_frames, c.L.cs_all_frames, kMaxStacks, &stop);
+    auto stacks = c.list(pool.value() + c.L[F::call_pool_all_frames], c.L[F::call_stack_all_frames],
+                         kMaxStacks, &stop);
     if (!stop.empty())
       c.r.warnings.push_back(fmt::format("call pool {:#x}: stack list: {}", pool.value(), stop));
     for (uint64_t sa : stacks) {
-      View v = view(c.mem, sa, c.L.cs_size);
+      View v = view(c.mem, sa, c.L.size(T::call_stack));
       if (!v) continue;
       GfStack s;
       s.addr = sa;
-      s.unique = v.u64(c.L.cs_unique);
-      s.state = v.u64(c.L.cs_state);
-      s.op = v.i32(c.L.cs_op);
-      s.pid = v.i32(c.L.cs_pid);
+      s.unique = v.u64(c.L[F::call_stack_unique]);
+      s.state = v.u64(c.L[F::call_stack_state]);
+      s.op = v.i32(c.L[F::call_stack_op]);
+      s.pid = v.i32(c.L[F::call_stack_pid]);
       s.op_name = fop_name(c.prog, s.op);
-      s.frames = c.list(sa + c.L.cs_myframes, c.L.cf_frames, kMaxFrames, &stop);
+      s.frames =
+          c.list(sa + c.L[F::call_stack_myframes], c.L[F::call_frame_frames], kMaxFrames, &stop);
       if (!stop.empty())
         c.r.warnings.push_back(fmt::format("call stack {:#x}: frame list: {}", sa, stop));
       for (uint64_t f : s.frames) {
-        auto xl = c.mem.read_u64(f + c.L.cf_this);
+        auto xl = c.mem.read_u64(f + c.L[F::call_frame_this]);
         s.frame_xlators.push_back(xl.ok() ? xlator_name(c, xl.value()) : "?");
       }
       c.r.stacks.push_back(std::move(s));
@@ -99,10 +101,10 @@ std::unordered_map<uint32_t, Owned> owned_blocks(Ctx& c, const RefIndex& ix) {
     const GfStack& s = c.r.stacks[si];
     own(chunk(s.state), si, "the request state");
     for (size_t fi = 0; fi < s.frames.size(); ++fi) {
-      auto local = c.mem.read_u64(s.frames[fi] + c.L.cf_local);
+      auto local = c.mem.read_u64(s.frames[fi] + c.L[F::call_frame_local]);
       if (local.ok()) own(chunk(local.value()), si, "the local of frame " + s.frame_xlators[fi]);
       // Blocks that point at the frame: a call stub waiting to resume it.
-      auto refs = ix.refs_into(s.frames[fi], c.L.cf_size);
+      auto refs = ix.refs_into(s.frames[fi], c.L.size(T::call_frame));
       if (!refs.ok()) continue;
       for (const Ref& r : refs.value()) {
         if (r.kind != RefFrom::kChunk) continue;
@@ -143,7 +145,7 @@ void attribute_in_flight(Ctx& c) {
   // all could explain away a leaked reference; counting one may leave a
   // reference an operation really holds twice unexplained, which is seen.
   for (GfInode* in : todo) {
-    auto refs = ix.value()->refs_into(in->addr, c.L.in_size);
+    auto refs = ix.value()->refs_into(in->addr, c.L.size(T::inode));
     if (!refs.ok()) continue;
     std::map<size_t, GfInflightRef> by_stack;
     for (const Ref& r : refs.value()) {

@@ -13,6 +13,7 @@
 #include "corelib/profiles/profile.hpp"
 #include "corelib/profiles/profile_bind.hpp"
 #include "targets/glusterfs/gluster.hpp"
+#include "targets/glusterfs/glusterfs_fields.hpp"  // generated from glusterfs.toml
 
 namespace lr::gf {
 
@@ -44,39 +45,27 @@ struct View {
 // segments); an empty View when unreadable or larger than kMaxObjectSize.
 View view(const Memory& m, uint64_t addr, uint64_t size);
 
-// Offsets and sizes of everything the profile reads, resolved once.
+// Offsets and sizes of every type and member glusterfs.toml declares
+// ([types.NAME] require and exprs), resolved once: the names come from the
+// TOML (scripts/gen-fields writes them as the enums T, F and K), so no member
+// name is restated here and a member the TOML drops is a compile error.
+using fields::F;
+using fields::K;
+using fields::T;
 struct Layout {
-  uint64_t ctx_size, ctx_graphs, ctx_active, ctx_root, ctx_mempool_list, ctx_clienttable;
-  uint64_t graph_size, graph_list, graph_first, graph_top, graph_xl_count, graph_id;
-  uint64_t xl_size, xl_name, xl_type, xl_next, xl_children, xl_ctx, xl_graph, xl_itable, xl_private,
-      xl_mem_acct, xl_xl_id;
-  uint64_t xll_size, xll_xlator, xll_next;
-  uint64_t pool_size, pool_sizeof_type, pool_name, pool_xl_name, pool_active, pool_owner, pool_ctx,
-      pool_pool;
-  uint64_t shared_p2;
-  uint64_t acct_num_types, acct_refcnt, acct_rec, rec_size, rec_typestr, rec_num_allocs;
+  uint64_t sizes[fields::kTCount] = {};
+  uint64_t offs[fields::kFCount] = {};
+  uint32_t consts[fields::kKCount] = {};
   GfHeaderLayout hdr;  // struct mem_header (user data follows it), pooled_obj_hdr_t
-  // mem_header.type of a mem-pool and of an fdtable (gf_common_mem_types_).
-  uint32_t mt_mem_pool, mt_fdtable;
-  uint64_t it_size, it_dentry_hashsize, it_inode_hashsize, it_name, it_lru_limit, it_ctxcount;
-  uint64_t it_list[4], it_list_size[4];
-  uint64_t in_size, in_gfid, in_nlookup, in_fd_count, in_active_fd_count, in_ref, in_ia_type,
-      in_fd_list, in_dentry_list, in_list, in_ctx, in_in_invalidate, in_invalidate_sent, in_in_lru;
-  uint64_t ictx_size, ictx_key, ictx_ref;
-  uint64_t de_size, de_inode_list, de_name, de_parent;
-  uint64_t fd_size, fd_pid, fd_flags, fd_refcount, fd_inode_list, fd_inode, fd_anonymous;
-  uint64_t dict_size, dict_count, dict_refcount, dict_members_list;
-  uint64_t pair_size, pair_next, pair_value, pair_key;
-  uint64_t data_size, data_data, data_refcount, data_type, data_len;
-  uint64_t ct_size, ct_max_clients, ct_entries, ce_size, ce_client, ce_next_free;
-  uint64_t cl_size, cl_scratch_count, cl_scratch_ctx, cl_bind, cl_count, cl_bound_xl, cl_this,
-      cl_client_uid;
-  uint64_t cctx_size, cctx_key, cctx_value;
-  uint64_t sctx_fdtable;
-  uint64_t ft_size, ft_max_fds, ft_entries, fe_size, fe_fd, fe_next_free;
-  uint64_t ctx_pool, cp_all_frames, cs_size, cs_all_frames, cs_state, cs_myframes, cs_unique, cs_op,
-      cs_pid, cf_size, cf_frames, cf_local, cf_this;
+  uint64_t operator[](F f) const { return offs[static_cast<int>(f)]; }
+  uint64_t size(T t) const { return sizes[static_cast<int>(t)]; }
+  uint32_t constant(K k) const { return consts[static_cast<int>(k)]; }
 };
+// The inode table's four inode lists and their sizes, in GfItable's order.
+inline constexpr F kItableLists[4] = {F::itable_active, F::itable_lru, F::itable_purge,
+                                      F::itable_invalidate};
+inline constexpr F kItableListSizes[4] = {F::itable_active_size, F::itable_lru_size,
+                                          F::itable_purge_size, F::itable_invalidate_size};
 // The built-in glusterfs profile (glusterfs.toml beside this file), parsed
 // once; an error only if the built-in text is broken (the tests parse it).
 Result<const Profile*> builtin_profile();

@@ -18,51 +18,53 @@ constexpr int32_t kEntryAllocated = -2;  // GF_CLIENTENTRY_ALLOCATED, GF_FDENTRY
 GfFd read_fd(Ctx& c, uint64_t a) {
   GfFd f;
   f.addr = a;
-  View v = view(c.mem, a, c.L.fd_size);
+  View v = view(c.mem, a, c.L.size(T::fd));
   if (!v) return f;
-  f.pid = v.u64(c.L.fd_pid);
-  f.flags = v.i32(c.L.fd_flags);
-  f.refcount = v.i64(c.L.fd_refcount);
-  f.inode = v.u64(c.L.fd_inode);
-  f.anonymous = v.u8(c.L.fd_anonymous);
+  f.pid = v.u64(c.L[F::fd_pid]);
+  f.flags = v.i32(c.L[F::fd_flags]);
+  f.refcount = v.i64(c.L[F::fd_refcount]);
+  f.inode = v.u64(c.L[F::fd_inode]);
+  f.anonymous = v.u8(c.L[F::fd_anonymous]);
   return f;
 }
 
 GfInode read_inode(Ctx& c, uint64_t a, uint32_t ctxcount, std::string* warn) {
   GfInode in;
   in.addr = a;
-  View v = view(c.mem, a, c.L.in_size);
+  View v = view(c.mem, a, c.L.size(T::inode));
   if (!v) {
     *warn = fmt::format("inode {:#x} unreadable: {}", a, c.mem.why_unreadable(a));
     return in;
   }
-  if (const uint8_t* g = v.bytes(c.L.in_gfid, 16)) std::memcpy(in.gfid.data(), g, 16);
-  in.nlookup = v.i64(c.L.in_nlookup);
-  in.fd_count = v.u32(c.L.in_fd_count);
-  in.active_fd_count = v.u32(c.L.in_active_fd_count);
-  in.ref = v.u32(c.L.in_ref);
-  in.ia_type = v.i32(c.L.in_ia_type);
-  in.in_invalidate_list = v.u8(c.L.in_in_invalidate);
-  in.invalidate_sent = v.u8(c.L.in_invalidate_sent);
-  in.in_lru_list = v.u8(c.L.in_in_lru);
-  if (uint64_t ctx = v.u64(c.L.in_ctx); ctx && ctxcount) {
-    View cv = view(c.mem, ctx, ctxcount * c.L.ictx_size);
+  if (const uint8_t* g = v.bytes(c.L[F::inode_gfid], 16)) std::memcpy(in.gfid.data(), g, 16);
+  in.nlookup = v.i64(c.L[F::inode_nlookup]);
+  in.fd_count = v.u32(c.L[F::inode_fd_count]);
+  in.active_fd_count = v.u32(c.L[F::inode_active_fd_count]);
+  in.ref = v.u32(c.L[F::inode_ref]);
+  in.ia_type = v.i32(c.L[F::inode_ia_type]);
+  in.in_invalidate_list = v.u8(c.L[F::inode_in_invalidate_list]);
+  in.invalidate_sent = v.u8(c.L[F::inode_invalidate_sent]);
+  in.in_lru_list = v.u8(c.L[F::inode_in_lru_list]);
+  if (uint64_t ctx = v.u64(c.L[F::inode_ctx]); ctx && ctxcount) {
+    View cv = view(c.mem, ctx, ctxcount * c.L.size(T::inode_ctx));
     for (uint32_t i = 0; cv && i < ctxcount; ++i) {
-      int32_t ref = cv.i32(i * c.L.ictx_size + c.L.ictx_ref);
+      int32_t ref = cv.i32(i * c.L.size(T::inode_ctx) + c.L[F::inode_ctx_ref]);
       if (!ref) continue;
-      uint64_t key = cv.u64(i * c.L.ictx_size + c.L.ictx_key);
+      uint64_t key = cv.u64(i * c.L.size(T::inode_ctx) + c.L[F::inode_ctx_xl_key]);
       auto it = c.xl_index.find(key);
       in.ref_by_xl.emplace_back(it == c.xl_index.end() ? SIZE_MAX : it->second, ref);
     }
   }
   std::string stop;
-  for (uint64_t d : c.list(a + c.L.in_dentry_list, c.L.de_inode_list, kMaxPerInode, &stop)) {
-    View dv = view(c.mem, d, c.L.de_size);
+  for (uint64_t d :
+       c.list(a + c.L[F::inode_dentry_list], c.L[F::dentry_inode_list], kMaxPerInode, &stop)) {
+    View dv = view(c.mem, d, c.L.size(T::dentry));
     if (!dv) continue;
-    in.dentries.push_back({d, dv.u64(c.L.de_parent), cstr(c.mem, dv.u64(c.L.de_name))});
+    in.dentries.push_back(
+        {d, dv.u64(c.L[F::dentry_parent]), cstr(c.mem, dv.u64(c.L[F::dentry_name]))});
   }
   if (!stop.empty()) *warn = fmt::format("inode {:#x} dentry_list: {}", a, stop);
-  for (uint64_t f : c.list(a + c.L.in_fd_list, c.L.fd_inode_list, kMaxPerInode, &stop))
+  for (uint64_t f : c.list(a + c.L[F::inode_fd_list], c.L[F::fd_inode_list], kMaxPerInode, &stop))
     in.fds.push_back(read_fd(c, f));
   if (!stop.empty()) *warn = fmt::format("inode {:#x} fd_list: {}", a, stop);
   return in;
@@ -75,7 +77,7 @@ void read_itables(Ctx& c) {
   for (size_t xi = 0; xi < c.r.xlators.size(); ++xi) {
     uint64_t ta = c.r.xlators[xi].itable;
     if (!ta || !seen.insert(ta).second) continue;
-    View v = view(c.mem, ta, c.L.it_size);
+    View v = view(c.mem, ta, c.L.size(T::itable));
     if (!v) {
       c.r.warnings.push_back(
           fmt::format("inode table {:#x} of {} unreadable", ta, c.r.xlators[xi].name));
@@ -84,14 +86,15 @@ void read_itables(Ctx& c) {
     GfItable t;
     t.addr = ta;
     t.xlator = xi;
-    t.name = cstr(c.mem, v.u64(c.L.it_name));
-    t.dentry_hashsize = v.u32(c.L.it_dentry_hashsize);
-    t.inode_hashsize = v.u32(c.L.it_inode_hashsize);
-    t.lru_limit = v.u32(c.L.it_lru_limit);
-    t.ctxcount = std::min<uint32_t>(v.u32(c.L.it_ctxcount), 4096);
+    t.name = cstr(c.mem, v.u64(c.L[F::itable_name]));
+    t.dentry_hashsize = v.u32(c.L[F::itable_dentry_hashsize]);
+    t.inode_hashsize = v.u32(c.L[F::itable_inode_hashsize]);
+    t.lru_limit = v.u32(c.L[F::itable_lru_limit]);
+    t.ctxcount = std::min<uint32_t>(v.u32(c.L[F::itable_ctxcount]), 4096);
     for (int l = 0; l < GfItable::kNumLists; ++l) {
-      t.sizes[l] = v.u32(c.L.it_list_size[l]);
-      for (uint64_t n : c.list(ta + c.L.it_list[l], c.L.in_list, kMaxInodes, &t.stop[l])) {
+      t.sizes[l] = v.u32(c.L[kItableListSizes[l]]);
+      for (uint64_t n :
+           c.list(ta + c.L[kItableLists[l]], c.L[F::inode_list], kMaxInodes, &t.stop[l])) {
         std::string warn;
         t.lists[l].push_back(read_inode(c, n, t.ctxcount, &warn));
         if (!warn.empty()) c.r.warnings.push_back(warn);
@@ -114,25 +117,26 @@ void read_dicts(Ctx& c) {
   for (const auto& p : c.r.pools) {
     if (p.name != "dict_t") continue;
     for (uint64_t a : p.live) {
-      View v = view(c.mem, a, c.L.dict_size);
+      View v = view(c.mem, a, c.L.size(T::dict));
       if (!v) continue;
       GfDict d;
       d.addr = a;
-      d.refcount = v.i64(c.L.dict_refcount);
-      d.count = v.i32(c.L.dict_count);
+      d.refcount = v.i64(c.L[F::dict_refcount]);
+      d.count = v.i32(c.L[F::dict_count]);
       std::string stop;
-      for (uint64_t pa : c.chain(v.u64(c.L.dict_members_list), c.L.pair_next, kMaxPairs, &stop)) {
-        View pv = view(c.mem, pa, c.L.pair_size);
+      for (uint64_t pa :
+           c.chain(v.u64(c.L[F::dict_members_list]), c.L[F::data_pair_next], kMaxPairs, &stop)) {
+        View pv = view(c.mem, pa, c.L.size(T::data_pair));
         if (!pv) break;
         GfDictPair pr;
-        pr.key = cstr(c.mem, pv.u64(c.L.pair_key), 128);
-        if (uint64_t da = pv.u64(c.L.pair_value)) {
-          View dv = view(c.mem, da, c.L.data_size);
+        pr.key = cstr(c.mem, pv.u64(c.L[F::data_pair_key]), 128);
+        if (uint64_t da = pv.u64(c.L[F::data_pair_value])) {
+          View dv = view(c.mem, da, c.L.size(T::data));
           if (dv) {
-            pr.data_refcount = dv.i64(c.L.data_refcount);
-            pr.data_type = dv.i32(c.L.data_type);
-            uint32_t len = dv.u32(c.L.data_len);
-            uint64_t at = dv.u64(c.L.data_data);
+            pr.data_refcount = dv.i64(c.L[F::data_refcount]);
+            pr.data_type = dv.i32(c.L[F::data_data_type]);
+            uint32_t len = dv.u32(c.L[F::data_len]);
+            uint64_t at = dv.u64(c.L[F::data_data]);
             std::string s = at && len ? cstr(c.mem, at, std::min<uint32_t>(len, 64)) : "";
             bool printable =
                 std::all_of(s.begin(), s.end(), [](char ch) { return ch >= 32 && ch < 127; });
@@ -153,13 +157,14 @@ namespace {
 
 std::vector<std::pair<int32_t, GfFd>> read_fdtable(Ctx& c, uint64_t ft) {
   std::vector<std::pair<int32_t, GfFd>> out;
-  View v = view(c.mem, ft, c.L.ft_size);
+  View v = view(c.mem, ft, c.L.size(T::fdtable));
   if (!v) return out;
-  uint32_t n = std::min(v.u32(c.L.ft_max_fds), kMaxFds);
-  View ev = view(c.mem, v.u64(c.L.ft_entries), uint64_t{n} * c.L.fe_size);
+  uint32_t n = std::min(v.u32(c.L[F::fdtable_max_fds]), kMaxFds);
+  View ev = view(c.mem, v.u64(c.L[F::fdtable_fdentries]), uint64_t{n} * c.L.size(T::fdentry));
   for (uint32_t i = 0; ev && i < n; ++i)
-    if (ev.i32(i * c.L.fe_size + c.L.fe_next_free) == kEntryAllocated)
-      if (uint64_t fd = ev.u64(i * c.L.fe_size + c.L.fe_fd)) out.emplace_back(i, read_fd(c, fd));
+    if (ev.i32(i * c.L.size(T::fdentry) + c.L[F::fdentry_next_free]) == kEntryAllocated)
+      if (uint64_t fd = ev.u64(i * c.L.size(T::fdentry) + c.L[F::fdentry_fd]))
+        out.emplace_back(i, read_fd(c, fd));
   return out;
 }
 
@@ -185,7 +190,7 @@ uint64_t fuse_fdtable(Ctx& c, uint64_t priv) {
     GfHeader gh;
     if (p <= c.L.hdr.size || p % 8 ||
         !gf_header(c.mem, w, p - c.L.hdr.size, ~uint64_t{0}, c.L.hdr, &gh) ||
-        gh.type != c.L.mt_fdtable || gh.size < c.L.ft_size)
+        gh.type != c.L.constant(K::mem_header_mt_fdtable) || gh.size < c.L.size(T::fdtable))
       continue;
     if (found && found != p) return 0;
     found = p;
@@ -197,33 +202,39 @@ uint64_t fuse_fdtable(Ctx& c, uint64_t priv) {
 
 void read_clients(Ctx& c, uint64_t root_private) {
   for (uint64_t ctx : c.r.ctxs) {
-    auto ct = c.mem.read_u64(ctx + c.L.ctx_clienttable);
+    auto ct = c.mem.read_u64(ctx + c.L[F::ctx_clienttable]);
     if (!ct.ok() || !ct.value()) continue;
-    View tv = view(c.mem, ct.value(), c.L.ct_size);
+    View tv = view(c.mem, ct.value(), c.L.size(T::clienttable));
     if (!tv) continue;
-    uint32_t n = std::min(tv.u32(c.L.ct_max_clients), kMaxClients);
-    View ev = view(c.mem, tv.u64(c.L.ct_entries), uint64_t{n} * c.L.ce_size);
+    uint32_t n = std::min(tv.u32(c.L[F::clienttable_max_clients]), kMaxClients);
+    View ev = view(c.mem, tv.u64(c.L[F::clienttable_cliententries]),
+                   uint64_t{n} * c.L.size(T::cliententry));
     for (uint32_t i = 0; ev && i < n; ++i) {
-      if (ev.i32(i * c.L.ce_size + c.L.ce_next_free) != kEntryAllocated) continue;
-      uint64_t ca = ev.u64(i * c.L.ce_size + c.L.ce_client);
-      View cv = view(c.mem, ca, c.L.cl_size);
+      if (ev.i32(i * c.L.size(T::cliententry) + c.L[F::cliententry_next_free]) != kEntryAllocated)
+        continue;
+      uint64_t ca = ev.u64(i * c.L.size(T::cliententry) + c.L[F::cliententry_client]);
+      View cv = view(c.mem, ca, c.L.size(T::client));
       if (!cv) continue;
       GfClient cl;
       cl.index = static_cast<int32_t>(i);
       cl.addr = ca;
-      cl.bind = cv.i64(c.L.cl_bind);
-      cl.ref = cv.i64(c.L.cl_count);
-      cl.bound_xl_addr = cv.u64(c.L.cl_bound_xl);
+      cl.bind = cv.i64(c.L[F::client_bind]);
+      cl.ref = cv.i64(c.L[F::client_count]);
+      cl.bound_xl_addr = cv.u64(c.L[F::client_bound_xl]);
       if (auto it = c.xl_index.find(cl.bound_xl_addr); it != c.xl_index.end())
         cl.bound_xl = c.r.xlators[it->second].name;
-      cl.client_uid = cstr(c.mem, cv.u64(c.L.cl_client_uid));
+      cl.client_uid = cstr(c.mem, cv.u64(c.L[F::client_client_uid]));
       // The server xlator's scratch ctx is a server_ctx_t holding the fdtable.
-      uint32_t nctx = std::min<uint32_t>(cv.get<uint16_t>(c.L.cl_scratch_count), 1024);
-      View sv = view(c.mem, cv.u64(c.L.cl_scratch_ctx), uint64_t{nctx} * c.L.cctx_size);
+      uint32_t nctx = std::min<uint32_t>(cv.get<uint16_t>(c.L[F::client_scratch_ctx_count]), 1024);
+      View sv = view(c.mem, cv.u64(c.L[F::client_scratch_ctx_ctx]),
+                     uint64_t{nctx} * c.L.size(T::client_ctx));
       for (uint32_t k = 0; sv && k < nctx; ++k) {
-        if (sv.u64(k * c.L.cctx_size + c.L.cctx_key) != cv.u64(c.L.cl_this)) continue;
-        uint64_t sctx = sv.u64(k * c.L.cctx_size + c.L.cctx_value);
-        if (auto ft = c.mem.read_u64(sctx + c.L.sctx_fdtable); sctx && ft.ok() && ft.value())
+        if (sv.u64(k * c.L.size(T::client_ctx) + c.L[F::client_ctx_ctx_key]) !=
+            cv.u64(c.L[F::client_this]))
+          continue;
+        uint64_t sctx = sv.u64(k * c.L.size(T::client_ctx) + c.L[F::client_ctx_ctx_value]);
+        if (auto ft = c.mem.read_u64(sctx + c.L[F::server_ctx_fdtable]);
+            sctx && ft.ok() && ft.value())
           cl.fds = read_fdtable(c, ft.value());
       }
       c.r.clients.push_back(std::move(cl));
@@ -315,7 +326,7 @@ void check_invariants(Ctx& c) {
       for (const auto& in : t.lists[l]) {
         std::string who = fmt::format("{} inode {} ({:#x})", t.name, format_gfid(in.gfid), in.addr);
         bool root = in.gfid == kRoot;
-        View v = view(c.mem, in.addr, c.L.in_size);
+        View v = view(c.mem, in.addr, c.L.size(T::inode));
         const ListRules& lr =
             root && l == GfItable::kActive ? rules[GfItable::kNumLists] : rules[l];
         for (const auto& rule : lr.rules) {
