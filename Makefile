@@ -47,7 +47,7 @@ TESTBIN    := $(BUILD)/leakref-tests
 
 NPROC      ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all lib extension bench-kernel test test-deps check-layers check-functions test-sanitize fuzz fuzz-build bench bench-trace demo install clean deps fixtures format format-check help
+.PHONY: all lib extension bench-kernel test test-build test-sanitize-build test-deps check-layers check-functions test-sanitize fuzz fuzz-build bench bench-trace demo install clean deps fixtures format format-check help
 
 # Bundled profiles (data): targets/<target>/*.toml, copied flat
 # beside the binaries, where `--profile NAME` finds them in a build tree; the
@@ -191,9 +191,12 @@ $(TESTBIN): $(TEST_OBJ) $(ENGINE_LIBS)
 	$(CXX) $(CXXFLAGS) -o $@ $(TEST_OBJ) $(ENGINE_LIBS) $(LDLIBS)
 
 # Builds in parallel, then runs every test (unit, real cores, scripts).
-test: test-deps check-layers
-	$(MAKE) -j$(NPROC) $(BIN) $(EXT) fixtures $(TESTBIN) $(PROFILES)
+test: test-deps check-layers test-build
 	$(TESTBIN) $(if $(TEST_ARGS),'$(TEST_ARGS)')
+
+# What the tests run, built in parallel.
+test-build:
+	$(MAKE) -j$(NPROC) $(BIN) $(EXT) fixtures $(TESTBIN) $(PROFILES)
 
 # The suite built with AddressSanitizer + UndefinedBehaviorSanitizer: every
 # test but the end-to-end runs of the kernel guests in QEMU, dump archives
@@ -202,8 +205,12 @@ test: test-deps check-layers
 # their hostile-input tests stay in. (GCC 12 reports a false
 # maybe-uninitialized inside <regex> under -fsanitize.)
 SAN_TESTS ?= [hostile],~[kernel]~[batch]~[ganesha]
+SAN_MAKE = $(MAKE) BUILD=build-san OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all -Wno-maybe-uninitialized"
 test-sanitize:
-	$(MAKE) BUILD=build-san OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all -Wno-maybe-uninitialized" TEST_ARGS='$(SAN_TESTS)' test
+	$(SAN_MAKE) TEST_ARGS='$(SAN_TESTS)' test
+# Its build alone (CI builds it while `make test`'s tests run).
+test-sanitize-build:
+	$(SAN_MAKE) test-build
 
 # ---- fuzzing (clang + libFuzzer) ------------------------------------------
 FUZZ_SECONDS ?= 20

@@ -83,6 +83,7 @@ static int cmd_heap(const Common& c, bool list, bool stats) {
     nlohmann::json j = {
         {"schema", "leakref.heap/1"},
         {"main_arena", hex(g.main_arena)},
+        {"glibc", {{"release", g.layout.version}, {"layout", g.layout.from}}},
         {"tcache_key",
          g.tcache_key_from.empty() ? nlohmann::json(nullptr) : nlohmann::json(hex(g.tcache_key))},
         {"stats",
@@ -134,6 +135,8 @@ static int cmd_heap(const Common& c, bool list, bool stats) {
       "tcache {}\n",
       s.chunks + s.mmapped, s.chunks, s.mmapped, s.in_use, s.in_use_bytes, g.bin_free,
       g.fastbin_free, g.tcache_free);
+  fmt::print("glibc {}: malloc layout from {}\n",
+             g.layout.version.empty() ? "(release unknown)" : g.layout.version, g.layout.from);
   if (list)
     for (const auto& ch : h.in_use)
       fmt::print("{:#x} {}{}\n", ch.user, ch.usable(), ch.mmapped() ? " mmapped" : "");

@@ -9,7 +9,9 @@
 
 #include <csignal>
 #include <cstring>
+#include <map>
 #include <regex>
+#include <sstream>
 
 #include "harness.hpp"
 
@@ -223,5 +225,98 @@ TEST_CASE("hostile heap: damage is said and never a quiet different answer", "[h
     CHECK(hj["stats"]["tcache_free"] == is["tcache_free"]);
     CHECK(hj["warnings"].dump().find("its count says 65535 but the list ends after") !=
           std::string::npos);
+  }
+}
+
+namespace {
+
+// Another Debian release's libc, fetched and unpacked by scripts/glibc-release
+// (KEY=VALUE lines), with fx_heap built against it.
+struct Release {
+  std::map<std::string, std::string> kv;
+  std::string exe, why;
+};
+
+Release glibc_release(const std::string& name) {
+  Release rel;
+  auto r = lrtest::run({std::string(LR_SOURCE_DIR) + "/scripts/glibc-release", name}, 900);
+  if (r.status != 0) {
+    rel.why = "scripts/glibc-release " + name + " failed: " + r.err;
+    return rel;
+  }
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);)
+    if (auto eq = line.find('='); eq != std::string::npos)
+      rel.kv[line.substr(0, eq)] = line.substr(eq + 1);
+  rel.exe = lrtest::tmp_dir() + "/fx_heap-" + name;
+  std::vector<std::string> cc{"gcc", "-g", "-O0", "-pthread"};
+  std::istringstream flags(rel.kv["CFLAGS"]);
+  for (std::string f; flags >> f;) cc.push_back(f);
+  cc.insert(cc.end(), {"-o", rel.exe});
+  cc.push_back(std::string(LR_SOURCE_DIR) + "/fixtures/fx_heap.c");
+  auto b = lrtest::run(cc, 300);
+  if (b.status != 0) rel.why = "building fx_heap against " + name + "'s libc failed: " + b.err;
+  return rel;
+}
+
+// The walk's in-use chunks hold every block fx_heap kept and none it freed.
+void check_heap_is_manifest(const lrtest::FixtureCore& fc, const json& j) {
+  std::set<uint64_t> in_use;
+  for (const auto& c : j["in_use"])
+    in_use.insert(std::stoull(c[0].get<std::string>(), nullptr, 16));
+  size_t live = 0, freed = 0;
+  for (const auto& l : fc.manifest["live"])
+    live += in_use.count(std::stoull(l[0].get<std::string>(), nullptr, 16));
+  for (const auto& f : fc.manifest["freed"])
+    freed += in_use.count(std::stoull(f.get<std::string>(), nullptr, 16));
+  CHECK(live == 600);
+  CHECK(freed == 0);
+  CHECK(j["stats"]["arenas"] == 3);
+  CHECK(j["stats"]["tcache_free"].get<int>() > 0);
+  CHECK(j["stats"]["fastbin_free"].get<int>() > 0);
+  CHECK(j["warnings"].empty());
+}
+
+}  // namespace
+
+// Real libc6 and libc6-dbg of Debian 11, 13 and unstable (Debian 12's is the
+// host's, walked by every other heap test), each running fx_heap: a release
+// leakref has checked walks exactly from its table and from its DWARF; one it
+// has not is refused, naming the release, with or without its DWARF.
+TEST_CASE("glibc releases: 2.31 and 2.41 walk exactly from table and DWARF; 2.43 is refused",
+          "[core][heap][glibc-releases]") {
+  if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed: core tests need it");
+  for (const std::string name : {"bullseye", "trixie", "sid"}) {
+    INFO("release " << name);
+    const Release rel = glibc_release(name);
+    if (!rel.why.empty()) LR_SKIP(rel.why);
+    const auto& fc = lrtest::fixture_core("heap-" + name, rel.exe);
+    const std::string v = rel.kv.at("VERSION");
+    auto table = lrtest::leakref({"heap", fc.core, "--json", "--list"});
+    auto dwarf =
+        lrtest::leakref({"heap", fc.core, "--json", "--list", "--debug-dir", rel.kv.at("DEBUG")});
+    if (name == "sid") {
+      CHECK(v == "2.43");
+      CHECK(table.status == 3);
+      CHECK(table.err.find("glibc 2.43's malloc layout is not in leakref's table") !=
+            std::string::npos);
+      CHECK(dwarf.status == 3);
+      CHECK(dwarf.err.find("glibc 2.43: libc's DWARF: struct malloc_state has no member "
+                           "fastbinsY; its malloc is not one this heap walk reads") !=
+            std::string::npos);
+      continue;
+    }
+    CHECK(v == (name == "bullseye" ? "2.31" : "2.41"));
+    for (auto* r : {&table, &dwarf}) {
+      INFO(r->err);
+      REQUIRE(r->status == 0);
+      json j = r->json();
+      CHECK(j["glibc"]["release"] == v);
+      CHECK(j["glibc"]["layout"].get<std::string>().rfind(
+                r == &table ? "leakref's table for glibc " + v
+                            : "libc's DWARF (" + rel.kv.at("DEBUG"),
+                0) == 0);
+      check_heap_is_manifest(fc, j);
+    }
   }
 }

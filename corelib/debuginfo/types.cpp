@@ -764,6 +764,18 @@ std::string type_hint(const std::string& name, const std::vector<std::string>& n
 }
 }  // namespace
 
+const Type* TypeRegistry::find_in(Module* m, std::string_view raw) {
+  const std::string name = normalize_name(raw);
+  if (!m || name.empty() || !m->dwarf()) return nullptr;
+  const bool tagged =
+      name.rfind("struct ", 0) == 0 || name.rfind("union ", 0) == 0 || name.rfind("enum ", 0) == 0;
+  const std::vector<uint64_t>* v = index_for(m)->lookup(false, name, tagged);
+  if (!v) return nullptr;
+  for (uint64_t off : *v)
+    if (const Type* t = convert(m, m->dwarf(), off)) return t;
+  return nullptr;
+}
+
 Result<const Type*> TypeRegistry::find(std::string_view raw) {
   std::string name = normalize_name(raw);
   int stars = 0;

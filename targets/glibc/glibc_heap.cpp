@@ -1,10 +1,11 @@
-// glibc 2.36 x86_64 heap walk. Layouts (malloc/malloc.c, arena.c):
-//   malloc_state (2200 B): fastbinsY[10] @16, top @96, next @2160, system_mem @2184
-//   heap_info (48 B):      ar_ptr @0, prev @8, size @16, mprotect_size @24
-//   chunk:                 prev_size @0, size|flags @8, user data @16
+// glibc's malloc heap walk (malloc/malloc.c, arena.c), on the layout of the
+// core's own libc (glibc_layout.hpp: its DWARF, or a checked release):
+//   malloc_state: fastbinsY, top, next, system_mem
+//   heap_info:    ar_ptr first; the heap's size
+//   chunk:        prev_size @0, size|flags @8, user data @16
 // A chunk is in use when the next chunk's PREV_INUSE bit is set and it is on
-// no fastbin or tcache list (those keep PREV_INUSE set). Both lists are
-// safe-linked: stored = (address_of_link >> 12) ^ next.
+// no fastbin or tcache list (those keep PREV_INUSE set). From 2.32 both lists
+// are safe-linked: stored = (address_of_link >> 12) ^ next.
 #include "targets/glibc/glibc_heap.hpp"
 
 #include <fmt/format.h>
@@ -21,12 +22,8 @@ namespace {
 
 constexpr uint64_t kPrevInuse = 1, kIsMmapped = 2, kSizeMask = ~uint64_t{7};
 constexpr uint64_t kHeapMax = 64ull << 20;  // HEAP_MAX_SIZE on 64-bit
-constexpr uint64_t kStateSize = kMallocStateBytes, kOffFastbins = 16, kNumFastbins = 10,
-                   kOffTop = 96;
-constexpr uint64_t kOffNext = 2160, kOffSystemMem = 2184, kHeapInfoSize = 48;
-constexpr uint64_t kFirstChunkWithState = 0x8d0;  // heap_info + malloc_state, 16-aligned
 constexpr uint64_t kMinChunk = 32, kPage = 4096;
-constexpr uint64_t kTcacheStructChunk = 0x290, kTcacheBins = 64;
+constexpr uint64_t kMaxTcacheBins = 1024;  // GlibcLayout's bound
 
 class Reader {
  public:
@@ -50,6 +47,10 @@ class Reader {
 
 using Ranges = std::vector<std::pair<uint64_t, uint64_t>>;
 
+bool is_libc(const Module& m) {
+  return m.basename().rfind("libc.so", 0) == 0 || m.basename().rfind("libc-", 0) == 0;
+}
+
 const std::pair<uint64_t, uint64_t>* range_of(const Ranges& rs, uint64_t a) {
   for (const auto& r : rs)
     if (a >= r.first && a < r.second) return &r;
@@ -58,6 +59,7 @@ const std::pair<uint64_t, uint64_t>* range_of(const Ranges& rs, uint64_t a) {
 
 struct Walker {
   const Reader& rd;
+  const GlibcLayout& L;
   const HeapLimits& lim;
   HeapWalk& out;
   GlibcHeap& g;
@@ -127,8 +129,8 @@ struct Walker {
   }
 
   void fastbins(uint64_t state) {
-    for (uint64_t i = 0; i < kNumFastbins; ++i) {
-      uint64_t link_addr = state + kOffFastbins + 8 * i, p = 0, n = 0;
+    for (uint64_t i = 0; i < L.nfastbins; ++i) {
+      uint64_t link_addr = state + L.fastbins + 8 * i, p = 0, n = 0;
       if (!rd.u64(link_addr, &p)) return;
       std::unordered_set<uint64_t> seen;
       while (p != 0) {
@@ -141,7 +143,7 @@ struct Walker {
         ++g.fastbin_free;
         uint64_t stored;
         if (!rd.u64(p + 16, &stored)) break;
-        p = ((p + 16) >> 12) ^ stored;
+        p = L.unmangle(p + 16, stored);
       }
     }
   }
@@ -158,23 +160,28 @@ struct Walker {
     return true;
   }
 
-  // A 0x290-byte in-use chunk is a tcache_perthread_struct when every empty
+  // An in-use chunk of tcache_perthread_struct's size (0x290 in glibc 2.30 to
+  // 2.41) is one when every empty
   // bin's pointer is NULL and every other bin's first entry is well formed
   // (right size, one key). Past the first entry, damage (a cycle, an entry
   // that is not one, a list shorter or longer than its count) keeps the
   // entries read so far and says what was not read.
   void tcache_candidate(uint64_t user) {
-    const uint8_t* b = rd.bytes(user, kTcacheBins * 2 + kTcacheBins * 8);
-    if (!b) return;
-    uint16_t counts[kTcacheBins];
-    uint64_t entries[kTcacheBins];
-    std::memcpy(counts, b, sizeof counts);
-    std::memcpy(entries, b + sizeof counts, sizeof entries);
+    const uint64_t bins = L.tcache_bins, width = L.tcache_count_width;
+    const uint8_t* b = rd.bytes(user, L.tcache_entries + bins * 8);
+    if (!b || bins > kMaxTcacheBins) return;
+    uint64_t counts[kMaxTcacheBins], entries[kMaxTcacheBins];
+    for (uint64_t i = 0; i < bins; ++i) {
+      uint16_t c16 = 0;
+      std::memcpy(&c16, b + i * width, width);  // little-endian: 1 byte (< 2.30) or 2
+      counts[i] = c16;
+      std::memcpy(&entries[i], b + L.tcache_entries + 8 * i, 8);
+    }
     uint64_t key = 0, stored = 0;
-    for (uint64_t i = 0; i < kTcacheBins; ++i)
+    for (uint64_t i = 0; i < bins; ++i)
       if (counts[i] == 0 ? entries[i] != 0 : !tcache_entry(entries[i], i, &key, &stored)) return;
     std::vector<uint64_t> found;
-    for (uint64_t i = 0; i < kTcacheBins; ++i)
+    for (uint64_t i = 0; i < bins; ++i)
       if (counts[i] && !tcache_bin(user, i, counts[i], entries[i], &key, found)) return;
     ++g.tcache_structs;
     if (key) g.tcache_key = key;
@@ -213,7 +220,7 @@ struct Walker {
         break;
       }
       found.push_back(e - 16);
-      e = (e >> 12) ^ stored;
+      e = L.unmangle(e, stored);
     }
     if (why.empty() && e != 0) why = fmt::format("the list goes on past its {} entries", count);
     if (!why.empty())
@@ -244,12 +251,11 @@ struct Walker {
   }
 };
 
-bool plausible_main_arena(const Reader& rd, const Ranges& anon, uint64_t p) {
+bool plausible_main_arena(const Reader& rd, const GlibcLayout& L, const Ranges& anon, uint64_t p) {
   uint64_t next, top, sysmem, tophead;
-  if (!rd.u64(p + kOffNext, &next) || !rd.u64(p + kOffTop, &top) ||
-      !rd.u64(p + kOffSystemMem, &sysmem))
+  if (!rd.u64(p + L.next, &next) || !rd.u64(p + L.top, &top) || !rd.u64(p + L.system_mem, &sysmem))
     return false;
-  if (next != p && (next & (kHeapMax - 1)) != kHeapInfoSize) return false;
+  if (next != p && (next & (kHeapMax - 1)) != L.heap_info_size) return false;
   if (top % 16 != 0 || sysmem == 0 || sysmem % kPage != 0) return false;
   const auto* r = range_of(anon, top);
   if (!r || !rd.u64(top + 8, &tophead)) return false;
@@ -288,7 +294,7 @@ HeapInput heap_input_from_core(const CoreFile& core, const ModuleSet& mods) {
     }
   }
   for (const auto& m : mods.modules()) {
-    if (m->basename().rfind("libc.so", 0) != 0 && m->basename().rfind("libc-", 0) != 0) continue;
+    if (!is_libc(*m)) continue;
     for (const auto& s : core.segments())
       if (s.kind != SegmentInfo::Kind::kMissing && s.end > m->base && s.start < m->end)
         in.libc_data.emplace_back(std::max(s.start, m->base), std::min(s.end, m->end));
@@ -314,15 +320,16 @@ struct Arenas {
 uint64_t scan_libc_data(const Reader& rd, const HeapInput& in);
 
 Arenas find_arenas(const Reader& rd, const HeapInput& in) {
+  const GlibcLayout& L = in.layout;
   Arenas f;
   for (const auto& r : in.anon) {
     if (r.first > ~uint64_t{0} - kHeapMax) continue;  // no aligned start fits (vsyscall page)
     for (uint64_t a = (r.first + kHeapMax - 1) & ~(kHeapMax - 1);
-         a >= r.first && a < r.second && r.second - a > kHeapInfoSize; a += kHeapMax) {
+         a >= r.first && a < r.second && r.second - a > L.heap_info_size; a += kHeapMax) {
       uint64_t ar;
-      if (!rd.u64(a, &ar)) continue;
+      if (!rd.u64(a + L.heap_ar_ptr, &ar)) continue;
       f.heap_starts.push_back(a);
-      if (ar == a + kHeapInfoSize) f.arenas.push_back(ar);
+      if (ar == a + L.heap_info_size) f.arenas.push_back(ar);
     }
   }
   // glibc keeps the arenas in one ring through `next`; a ring that ends
@@ -333,7 +340,7 @@ Arenas find_arenas(const Reader& rd, const HeapInput& in) {
     uint64_t p = from;
     for (int n = 0; n < 4096; ++n) {
       uint64_t next = 0;
-      const bool read = rd.u64(p + kOffNext, &next);
+      const bool read = rd.u64(p + L.next, &next);
       if (!read || next == 0) {
         f.warnings.push_back(
             fmt::format("arena {:#x}: its next is {}: the ring of arenas is "
@@ -351,7 +358,7 @@ Arenas find_arenas(const Reader& rd, const HeapInput& in) {
         return;
       }
       seen.push_back(next);
-      if ((next & (kHeapMax - 1)) != kHeapInfoSize)
+      if ((next & (kHeapMax - 1)) != L.heap_info_size)
         f.main_arena = next;
       else if (std::find(f.arenas.begin(), f.arenas.end(), next) == f.arenas.end())
         f.arenas.push_back(next);
@@ -370,10 +377,11 @@ Arenas find_arenas(const Reader& rd, const HeapInput& in) {
 // a forged core can claim terabytes: unreadable pages are skipped and the
 // scan stops after 32 MiB of candidates.
 uint64_t scan_libc_data(const Reader& rd, const HeapInput& in) {
+  const uint64_t state = in.layout.state_size;
   uint64_t budget = uint64_t{1} << 22;
   for (const auto& r : in.libc_data) {
     for (uint64_t p = (r.first + 7) & ~uint64_t{7};
-         p + kStateSize <= r.second && p + kStateSize > p && budget; p += 8, --budget) {
+         p + state <= r.second && p + state > p && budget; p += 8, --budget) {
       uint64_t w;
       if (!rd.u64(p, &w)) {
         uint64_t next_page = (p | (kPage - 1)) + 1;
@@ -381,7 +389,7 @@ uint64_t scan_libc_data(const Reader& rd, const HeapInput& in) {
         p = next_page - 8;
         continue;
       }
-      if (plausible_main_arena(rd, in.anon, p)) return p;
+      if (plausible_main_arena(rd, in.layout, in.anon, p)) return p;
     }
     if (!budget) break;
   }
@@ -392,7 +400,7 @@ uint64_t scan_libc_data(const Reader& rd, const HeapInput& in) {
 // main_arena's top chunk.
 void walk_main_heap(Walker& w, const HeapInput& in, uint64_t main_arena, Ranges& heap_ranges) {
   uint64_t top = 0, tophead = 0;
-  w.rd.u64(main_arena + kOffTop, &top);
+  w.rd.u64(main_arena + w.L.top, &top);
   const auto* r = range_of(in.anon, top);
   if (r && w.rd.u64(top + 8, &tophead) && (tophead & kSizeMask) <= r->second - top) {
     uint64_t end = top + (tophead & kSizeMask);
@@ -412,7 +420,7 @@ void walk_main_heap(Walker& w, const HeapInput& in, uint64_t main_arena, Ranges&
 void walk_thread_heaps(Walker& w, const HeapInput& in, const Arenas& f, Ranges& heap_ranges) {
   for (uint64_t a : f.heap_starts) {
     uint64_t ar, size;
-    if (!w.rd.u64(a, &ar) || !w.rd.u64(a + 16, &size)) continue;
+    if (!w.rd.u64(a + w.L.heap_ar_ptr, &ar) || !w.rd.u64(a + w.L.heap_size, &size)) continue;
     if (std::find(f.arenas.begin(), f.arenas.end(), ar) == f.arenas.end()) continue;
     if (size < kPage || size > kHeapMax) {
       w.out.warnings.push_back(fmt::format("heap {:#x}: implausible size {:#x}", a, size));
@@ -421,8 +429,9 @@ void walk_thread_heaps(Walker& w, const HeapInput& in, const Arenas& f, Ranges& 
     const auto* r = range_of(in.anon, a);
     uint64_t end = std::min(a + size, r->second);
     uint64_t top = 0;
-    w.rd.u64(ar + kOffTop, &top);
-    uint64_t first = ar == a + kHeapInfoSize ? a + kFirstChunkWithState : a + kHeapInfoSize;
+    w.rd.u64(ar + w.L.top, &top);
+    const uint64_t hi = w.L.heap_info_size;
+    uint64_t first = ar == a + hi ? a + w.L.first_chunk_with_state() : a + hi;
     HeapRegion hr{HeapRegion::Kind::kThread, first, end, ar, true};
     hr.complete = w.chain(first, end, top);
     w.out.regions.push_back(hr);
@@ -491,7 +500,7 @@ Result<HeapWalk> walk_glibc_heap(const Memory& mem, const HeapInput& in, const H
   out.allocator = "glibc";
   auto details = std::make_shared<GlibcHeap>();
   GlibcHeap& g = *details;
-  Walker w{rd, limits, out, g, {}, {}, 0};
+  Walker w{rd, in.layout, limits, out, g, {}, {}, 0};
   const Arenas f = find_arenas(rd, in);
   g.main_arena = f.main_arena;
   if (!g.main_arena && f.arenas.empty())
@@ -505,10 +514,11 @@ Result<HeapWalk> walk_glibc_heap(const Memory& mem, const HeapInput& in, const H
   walk_thread_heaps(w, in, f, heap_ranges);
   walk_mmapped(w, in, heap_ranges);
   for (const auto& c : w.cand)
-    if (!c.mmapped() && c.usable() + 8 == kTcacheStructChunk) w.tcache_candidate(c.user);
+    if (!c.mmapped() && c.usable() + 8 == in.layout.tcache_chunk()) w.tcache_candidate(c.user);
   keep_in_use(w);
   read_tcache_key(rd, in, g, out.warnings);
-  if (g.main_arena) out.bookkeeping.emplace_back(g.main_arena, g.main_arena + kMallocStateBytes);
+  if (g.main_arena) out.bookkeeping.emplace_back(g.main_arena, g.main_arena + in.layout.state_size);
+  g.layout = in.layout;
   out.details = std::move(details);
   // A request of n bytes gets at most n + 24 usable bytes (16-byte chunks,
   // 8 bytes of header, 24 usable at least: malloc(0)); an mmapped chunk
@@ -518,11 +528,36 @@ Result<HeapWalk> walk_glibc_heap(const Memory& mem, const HeapInput& in, const H
   return out;
 }
 
+Result<GlibcLayout> glibc_layout_of(const Program& prog) {
+  Module* libc = nullptr;
+  for (const auto& m : prog.modules().modules())
+    if (is_libc(*m) && !m->types_only) libc = m.get();
+  if (!libc)
+    return make_error(Errc::kNotFound,
+                      "no glibc malloc arena found (no libc.so among the core's modules)");
+  const std::string v = glibc_version(prog.mem(), libc->base, libc->end);
+  if (libc->dwarf()) {
+    auto L = glibc_layout_from_dwarf(prog.types(), *libc, v);
+    if (L.ok()) return L;
+    return make_error(Errc::kUnsupported,
+                      fmt::format("glibc {}: {}; its malloc is not one this heap walk reads",
+                                  v.empty() ? "(release unknown)" : v, L.error().message));
+  }
+  if (v.empty())
+    return make_error(Errc::kUnsupported,
+                      fmt::format("{}: no glibc release string in its image and no debuginfo: "
+                                  "which malloc layout it has is not guessed",
+                                  libc->path));
+  return glibc_layout_for_release(v);
+}
+
 namespace {
 Result<HeapWalk> walk_core(const Program& prog, const HeapLimits& limits) {
   if (!prog.core())
     return make_error(Errc::kNotFound, "no glibc malloc arena found (not a process core)");
-  return walk_glibc_heap(prog.mem(), heap_input_from_core(*prog.core(), prog.modules()), limits);
+  HeapInput in = heap_input_from_core(*prog.core(), prog.modules());
+  LR_ASSIGN(in.layout, glibc_layout_of(prog));
+  return walk_glibc_heap(prog.mem(), in, limits);
 }
 }  // namespace
 

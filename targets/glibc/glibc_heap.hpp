@@ -1,6 +1,8 @@
 // glibc's malloc as an allocator the engine walks (corelib/blocks/heap.hpp):
 // finds the arenas, walks every heap chunk by chunk and classifies each chunk
-// as in use or free. glibc 2.36, x86_64 layouts; no libc debuginfo needed.
+// as in use or free, on the layout of the core's own libc (glibc_layout.hpp):
+// from its DWARF when libc's debuginfo is here, else a release leakref has
+// checked; x86_64.
 #pragma once
 
 #include <cstdint>
@@ -10,11 +12,13 @@
 #include "corelib/base/result.hpp"
 #include "corelib/blocks/heap.hpp"
 #include "corelib/dump/memory.hpp"
+#include "targets/glibc/glibc_layout.hpp"
 
 namespace lr {
 
 class CoreFile;
 class ModuleSet;
+class Program;
 
 // Where a heap may be: writable anonymous memory of the image, and the
 // libc data that holds main_arena. Built from a core by heap_input_from_core;
@@ -23,13 +27,9 @@ struct HeapInput {
   std::vector<std::pair<uint64_t, uint64_t>> anon;       // readable, not file-backed
   std::vector<std::pair<uint64_t, uint64_t>> libc_data;  // libc's readable data ranges
   uint64_t tcache_key_at = 0;  // libc's tcache_key variable (2.34+, from its symbol); 0: unknown
+  GlibcLayout layout = glibc_default_layout();  // walk_core: the core's libc's
 };
 HeapInput heap_input_from_core(const CoreFile& core, const ModuleSet& mods);
-
-// Bytes of glibc's struct malloc_state (2.36, x86_64): an arena's own
-// pointers (top, bins) are malloc's bookkeeping, not references a program
-// holds.
-constexpr uint64_t kMallocStateBytes = 2200;
 
 // What the glibc walk knows beyond the chunks (HeapWalk::details).
 struct GlibcHeap : AllocatorDetails {
@@ -40,6 +40,9 @@ struct GlibcHeap : AllocatorDetails {
   // (neither: no symbol and no entry).
   std::string tcache_key_from;
   uint64_t heaps = 0, bin_free = 0, fastbin_free = 0, tcache_free = 0, tcache_structs = 0;
+  // The layout walked: its glibc release and where it came from (an arena's
+  // own pointers, malloc_state's bytes, are bookkeeping, not references).
+  GlibcLayout layout;
 };
 
 // kNotFound when no glibc arena can be identified (not glibc, static malloc
@@ -47,6 +50,10 @@ struct GlibcHeap : AllocatorDetails {
 // partial results and warnings instead.
 Result<HeapWalk> walk_glibc_heap(const Memory& mem, const HeapInput& in,
                                  const HeapLimits& limits = {});
+
+// The layout of the libc `prog` runs: its DWARF, else the table's release
+// named by its banner; kUnsupported naming the release when neither.
+Result<GlibcLayout> glibc_layout_of(const Program& prog);
 
 // glibc's malloc as the engine's allocator "glibc".
 void register_glibc_allocator();

@@ -42,5 +42,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   lim.max_chunks = 1u << 16;
   lim.max_list = 1u << 12;
   (void)lr::walk_glibc_heap(core, in, lim);
+  // libc's banner, searched for in every segment (its release picks a layout).
+  for (const auto& s : core.segments()) (void)lr::glibc_version(core, s.start, s.end);
   return 0;
 }

@@ -1,0 +1,191 @@
+// glibc's malloc layouts: from libc's DWARF, or from the table of releases
+// leakref was checked on (glibc_layout.hpp says which wins when).
+#include "targets/glibc/glibc_layout.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string_view>
+#include <vector>
+
+#include "corelib/debuginfo/modules.hpp"
+#include "corelib/debuginfo/types.hpp"
+#include "corelib/dump/memory.hpp"
+
+namespace lr {
+
+uint64_t GlibcLayout::first_chunk_with_state() const {
+  const uint64_t p = heap_info_size + state_size;
+  return p + (16 - (p + 16) % 16) % 16;  // chunk2mem(p) = p + 16 is 16-aligned
+}
+
+uint64_t GlibcLayout::tcache_chunk() const {
+  return std::max<uint64_t>((tcache_size + 8 + 15) & ~uint64_t{15}, 32);  // request2size
+}
+
+namespace {
+
+// "2.36" out of "... release version 2.36." (glibc's banner, csu/version.c).
+std::string version_after(std::string_view text) {
+  size_t i = 0, dots = 0;
+  while (i < text.size() && i < 16 &&
+         (std::isdigit(static_cast<unsigned char>(text[i])) || (text[i] == '.' && dots++ < 1)))
+    ++i;
+  std::string v(text.substr(0, i));
+  if (!v.empty() && v.back() == '.') v.pop_back();
+  return v.find('.') != std::string::npos ? v : "";
+}
+
+}  // namespace
+
+std::string glibc_version(const Memory& mem, uint64_t base, uint64_t end) {
+  static constexpr std::string_view kKey = "release version ";
+  // libc's banner is in its read-only data, within its first few MiB; read
+  // in windows that overlap by more than a banner, unreadable ones skipped.
+  constexpr uint64_t kWindow = 1 << 16, kOverlap = 256, kMaxScan = 64ull << 20;
+  std::vector<char> buf(kWindow + kOverlap);
+  end = std::min(end, base + kMaxScan);
+  for (uint64_t a = base; a < end && a >= base; a += kWindow) {
+    const uint64_t n = std::min<uint64_t>(end - a, kWindow + kOverlap);
+    if (!mem.read(a, buf.data(), n).ok()) continue;
+    std::string_view w(buf.data(), n);
+    for (size_t at = w.find(kKey); at != std::string_view::npos; at = w.find(kKey, at + 1)) {
+      if (w.substr(0, at).rfind("GNU C Library") == std::string_view::npos) continue;
+      std::string v = version_after(w.substr(at + kKey.size()));
+      if (!v.empty()) return v;
+    }
+  }
+  return "";
+}
+
+namespace {
+
+// A member's offset in `t`, or an error naming it.
+Result<const Member*> member(const Type* t, const char* type_name, const char* name,
+                             uint64_t* off) {
+  *off = 0;
+  const Member* m = find_member(t, name, off);
+  if (!m || !m->type)
+    return make_error(Errc::kNotFound,
+                      fmt::format("libc's DWARF: {} has no member {}", type_name, name));
+  return m;
+}
+
+Result<void> state_from_dwarf(TypeRegistry& types, Module& libc, GlibcLayout& L) {
+  const Type* st = types.find_in(&libc, "struct malloc_state");
+  if (!st || !(st = st->strip()) || !st->is_aggregate())
+    return make_error(Errc::kNotFound, "libc's DWARF has no struct malloc_state");
+  L.state_size = st->size;
+  LR_ASSIGN(const Member* fb, member(st, "struct malloc_state", "fastbinsY", &L.fastbins));
+  const Type* fa = fb->type->strip();
+  L.nfastbins = fa && fa->kind == TypeKind::kArray ? fa->count : 0;
+  LR_TRY(member(st, "struct malloc_state", "top", &L.top));
+  LR_TRY(member(st, "struct malloc_state", "next", &L.next));
+  LR_TRY(member(st, "struct malloc_state", "system_mem", &L.system_mem));
+  return {};
+}
+
+Result<void> heap_info_from_dwarf(TypeRegistry& types, Module& libc, GlibcLayout& L) {
+  const Type* hi = types.find_in(&libc, "heap_info");
+  if (!hi) hi = types.find_in(&libc, "struct _heap_info");
+  if (!hi || !(hi = hi->strip()) || !hi->is_aggregate())
+    return make_error(Errc::kNotFound, "libc's DWARF has no heap_info");
+  L.heap_info_size = hi->size;
+  LR_TRY(member(hi, "heap_info", "ar_ptr", &L.heap_ar_ptr));
+  LR_TRY(member(hi, "heap_info", "size", &L.heap_size));
+  return {};
+}
+
+Result<void> tcache_from_dwarf(TypeRegistry& types, Module& libc, GlibcLayout& L) {
+  const Type* tc = types.find_in(&libc, "struct tcache_perthread_struct");
+  if (!tc || !(tc = tc->strip()) || !tc->is_aggregate())
+    return make_error(Errc::kNotFound, "libc's DWARF has no struct tcache_perthread_struct");
+  L.tcache_size = tc->size;
+  uint64_t counts = 0;
+  LR_ASSIGN(const Member* c, member(tc, "struct tcache_perthread_struct", "counts", &counts));
+  LR_TRY(member(tc, "struct tcache_perthread_struct", "entries", &L.tcache_entries));
+  const Type* ca = c->type->strip();
+  const Type* ce = ca && ca->kind == TypeKind::kArray && ca->target ? ca->target->strip() : nullptr;
+  if (!ce || counts != 0)
+    return make_error(Errc::kNotFound,
+                      "libc's DWARF: tcache_perthread_struct.counts is not an array at offset 0");
+  L.tcache_bins = ca->count;
+  L.tcache_count_width = ce->size;
+  return {};
+}
+
+// The fields the walk reads must lie inside their structs: a hostile or
+// unexpected DWARF is refused rather than read past.
+Result<void> check_bounds(const GlibcLayout& L) {
+  const bool ok =
+      L.nfastbins > 0 && L.nfastbins <= 16 && L.fastbins + 8 * L.nfastbins <= L.state_size &&
+      L.top + 8 <= L.state_size && L.next + 8 <= L.state_size && L.system_mem + 8 <= L.state_size &&
+      L.state_size <= 16384 && L.heap_ar_ptr + 8 <= L.heap_info_size &&
+      L.heap_size + 8 <= L.heap_info_size && L.heap_info_size <= 4096 && L.tcache_bins > 0 &&
+      L.tcache_bins <= 1024 && (L.tcache_count_width == 1 || L.tcache_count_width == 2) &&
+      L.tcache_entries >= L.tcache_bins * L.tcache_count_width &&
+      L.tcache_entries + 8 * L.tcache_bins <= L.tcache_size;
+  if (!ok)
+    return make_error(Errc::kBadFormat,
+                      fmt::format("{}: the malloc structures it describes are not ones the heap "
+                                  "walk can read",
+                                  L.from));
+  return {};
+}
+
+// Safe-linking is a macro (PROTECT_PTR), in no DWARF: from the release.
+bool release_at_least(const std::string& v, int major, int minor) {
+  int a = 0, b = 0;
+  if (std::sscanf(v.c_str(), "%d.%d", &a, &b) != 2) return false;
+  return a > major || (a == major && b >= minor);
+}
+
+}  // namespace
+
+Result<GlibcLayout> glibc_layout_from_dwarf(TypeRegistry& types, Module& libc,
+                                            const std::string& version) {
+  GlibcLayout L;
+  L.version = version;
+  L.from = fmt::format("libc's DWARF ({})", libc.debug_path);
+  LR_TRY(state_from_dwarf(types, libc, L));
+  LR_TRY(heap_info_from_dwarf(types, libc, L));
+  LR_TRY(tcache_from_dwarf(types, libc, L));
+  L.safe_linking = release_at_least(version, 2, 32);
+  LR_TRY(check_bounds(L));
+  return L;
+}
+
+GlibcLayout glibc_default_layout() {
+  GlibcLayout L;
+  L.version = "2.36";
+  L.from = "leakref's table for glibc 2.36";
+  L.state_size = 2200, L.fastbins = 16, L.nfastbins = 10, L.top = 96, L.next = 2160,
+  L.system_mem = 2184;
+  L.heap_info_size = 48, L.heap_ar_ptr = 0, L.heap_size = 16;
+  L.tcache_bins = 64, L.tcache_count_width = 2, L.tcache_entries = 128, L.tcache_size = 640;
+  L.safe_linking = true;
+  return L;
+}
+
+Result<GlibcLayout> glibc_layout_for_release(const std::string& version) {
+  // Each release here was read from its own libc6-dbg (Debian's) and walked
+  // exactly against fx_heap's manifest (tests/test_heap.cpp): 2.36 (Debian
+  // 12), 2.41 (13) share one layout; 2.31 (11) has a 32-byte heap_info (no
+  // pagesize) and links free lists unmangled.
+  if (version == "2.36" || version == "2.41" || version == "2.31") {
+    GlibcLayout L = glibc_default_layout();
+    L.version = version;
+    L.from = "leakref's table for glibc " + version;
+    if (version == "2.31") L.heap_info_size = 32, L.safe_linking = false;
+    return L;
+  }
+  return make_error(
+      Errc::kUnsupported,
+      fmt::format("glibc {}'s malloc layout is not in leakref's table and libc's debuginfo is not "
+                  "here (that release's libc6-dbg, in a debug directory leakref searches, gives "
+                  "it); it is not guessed",
+                  version));
+}
+
+}  // namespace lr
