@@ -181,12 +181,15 @@ int do_inodes(lr::KernelTarget& k, const KArgs& a, const std::string& source,
       auto& ji = js["inodes"] = nlohmann::json::array();
       for (const auto& i : s.inodes) {
         if (!show(i)) continue;
-        nlohmann::json x{
-            {"addr", hex(i.addr)},   {"ino", i.ino},
-            {"i_count", i.i_count},  {"i_nlink", i.i_nlink},
-            {"i_state", i.i_state},  {"i_state_names", lr::inode_state_names(i.i_state)},
-            {"i_mode", i.i_mode},    {"unexplained", i.unexplained},
-            {"flagged", i.flagged()}};
+        nlohmann::json x{{"addr", hex(i.addr)},
+                         {"ino", i.ino},
+                         {"i_count", i.i_count},
+                         {"i_nlink", i.i_nlink},
+                         {"i_state", i.i_state},
+                         {"i_state_names", lr::inode_state_names(i.i_state, rep.state_bits)},
+                         {"i_mode", i.i_mode},
+                         {"unexplained", i.unexplained},
+                         {"flagged", i.flagged()}};
         auto& jd = x["dentries"] = nlohmann::json::array();
         for (const auto& d : i.dentries) {
           nlohmann::json uf = nlohmann::json::array();
@@ -235,7 +238,8 @@ int do_inodes(lr::KernelTarget& k, const KArgs& a, const std::string& source,
           header = true;
         }
         out.print("  inode {} ino {} {} i_count {} nlink {} state {}{}\n", hex(i.addr), i.ino,
-                  mode_string(i.i_mode), i.i_count, i.i_nlink, lr::inode_state_names(i.i_state),
+                  mode_string(i.i_mode), i.i_count, i.i_nlink,
+                  lr::inode_state_names(i.i_state, rep.state_bits),
                   i.unexplained > 0
                       ? fmt::format("  !! {} i_count not held by dentries", i.unexplained)
                       : "");

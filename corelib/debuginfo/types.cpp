@@ -764,16 +764,48 @@ std::string type_hint(const std::string& name, const std::vector<std::string>& n
 }
 }  // namespace
 
-const Type* TypeRegistry::find_in(Module* m, std::string_view raw) {
-  const std::string name = normalize_name(raw);
-  if (!m || name.empty() || !m->dwarf()) return nullptr;
-  const bool tagged =
-      name.rfind("struct ", 0) == 0 || name.rfind("union ", 0) == 0 || name.rfind("enum ", 0) == 0;
-  const std::vector<uint64_t>* v = index_for(m)->lookup(false, name, tagged);
-  if (!v) return nullptr;
-  for (uint64_t off : *v)
-    if (const Type* t = convert(m, m->dwarf(), off)) return t;
-  return nullptr;
+namespace {
+
+// A unit named `file` ("malloc.c", or ".../malloc.c" when built with a path).
+bool unit_is(std::string_view s, std::string_view file) {
+  return s == file || (s.size() > file.size() && s.substr(s.size() - file.size()) == file &&
+                       s[s.size() - file.size() - 1] == '/');
+}
+
+// The DIE offset of a top-level definition named `name` ("struct x", "x")
+// in the unit whose name ends in `unit`; 0 when none.
+uint64_t unit_type_offset(Dwarf* dw, std::string_view unit, std::string_view name) {
+  std::string_view bare = name;
+  int want = DW_TAG_typedef;
+  for (auto [tag, prefix] : {std::pair{DW_TAG_structure_type, std::string_view("struct ")},
+                             std::pair{DW_TAG_union_type, std::string_view("union ")},
+                             std::pair{DW_TAG_enumeration_type, std::string_view("enum ")}})
+    if (name.rfind(prefix, 0) == 0) want = tag, bare = name.substr(prefix.size());
+  Dwarf_CU* cu = nullptr;
+  Dwarf_Die cudie, sub, child;
+  Dwarf_Half version;
+  uint8_t unit_type;
+  for (int units = 0;
+       units < 1'000'000 && dwarf_get_units(dw, cu, &cu, &version, &unit_type, &cudie, &sub) == 0;
+       ++units) {
+    const char* un = dwarf_diename(&cudie);
+    if (!un || !unit_is(un, unit) || dwarf_child(&cudie, &child) != 0) continue;
+    int steps = 0;  // bounded: a corrupt DW_AT_sibling may loop
+    do {
+      const char* n = dwarf_diename(&child);
+      if (n && dwarf_tag(&child) == want && bare == n && !is_decl(&child))
+        return dwarf_dieoffset(&child);
+    } while (++steps < (1 << 24) && dwarf_siblingof(&child, &child) == 0);
+  }
+  return 0;
+}
+
+}  // namespace
+
+const Type* TypeRegistry::find_in_unit(Module* m, std::string_view unit, std::string_view raw) {
+  if (!m || !m->dwarf()) return nullptr;
+  const uint64_t off = unit_type_offset(m->dwarf(), unit, normalize_name(raw));
+  return off ? convert(m, m->dwarf(), off) : nullptr;
 }
 
 Result<const Type*> TypeRegistry::find(std::string_view raw) {

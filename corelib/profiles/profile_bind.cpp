@@ -209,6 +209,28 @@ Result<std::unique_ptr<Expr>> ProfileBinder::named_expr(const BoundType* bt,
       fmt::format("types.{}.exprs.{}: no alternative compiles on this target:{}", tn, name, why));
 }
 
+Result<int64_t> ProfileBinder::constant(const BoundType* bt, const std::string& name) const {
+  LR_ASSIGN(auto e, named_expr(bt, name));
+  // A constant reads nothing; should the expression try, it reads no memory.
+  struct NoMemory final : Memory {
+    const uint8_t* span(uint64_t, size_t) const override { return nullptr; }
+    Result<void> read(uint64_t a, void*, size_t) const override {
+      return make_error(Errc::kInvalidArgument, fmt::format("{:#x}: no memory here", a));
+    }
+  };
+  static const NoMemory kNoMemory;
+  // Evaluated on all-zero and all-one bytes: an expression that reads the
+  // object gives two answers (or none) and is refused, not taken as 0.
+  const uint64_t size = bt->type ? std::max<uint64_t>(bt->type->strip()->size, 1) : 1;
+  std::vector<uint8_t> zeros(size, 0), ones(size, 0xff);
+  ExprValue v = e->eval(kNoMemory, zeros.data(), 0);
+  ExprValue w = e->eval(kNoMemory, ones.data(), 0);
+  if (v.kind != ExprValue::Kind::kInt || w.kind != v.kind || w.i != v.i)
+    return make_error(Errc::kInvalidArgument, fmt::format("types.{}.exprs.{} is not a constant",
+                                                          bt->decl ? bt->decl->name : bt->c, name));
+  return v.i;
+}
+
 Result<Variable> ProfileBinder::variable(const std::string& name) const {
   auto it = p_.symbols.find(name);
   const std::string alts = it == p_.symbols.end() ? name : it->second;

@@ -37,6 +37,10 @@ class ProfileBinder {
   // declares no such expression or none of its alternatives compiles (each
   // one's error is named).
   Result<std::unique_ptr<Expr>> named_expr(const BoundType* bt, const std::string& name) const;
+  // A named expression that is a constant (a literal, or an enumerator the
+  // type's `enums` declare), evaluated on no object: kInvalidArgument when it
+  // reads the object or is not an integer.
+  Result<int64_t> constant(const BoundType* bt, const std::string& name) const;
   // A [symbols] name's address: the first alternative the target has
   // (a name not in [symbols] is looked up as it is). kNotFound names each.
   Result<uint64_t> symbol(const std::string& name) const;

@@ -535,20 +535,25 @@ Result<GlibcLayout> glibc_layout_of(const Program& prog) {
   if (!libc)
     return make_error(Errc::kNotFound,
                       "no glibc malloc arena found (no libc.so among the core's modules)");
+  // The release decides what no DWARF says (safe-linking): without it,
+  // nothing is guessed.
   const std::string v = glibc_version(prog.mem(), libc->base, libc->end);
-  if (libc->dwarf()) {
-    auto L = glibc_layout_from_dwarf(prog.types(), *libc, v);
-    if (L.ok()) return L;
-    return make_error(Errc::kUnsupported,
-                      fmt::format("glibc {}: {}; its malloc is not one this heap walk reads",
-                                  v.empty() ? "(release unknown)" : v, L.error().message));
-  }
   if (v.empty())
     return make_error(Errc::kUnsupported,
-                      fmt::format("{}: no glibc release string in its image and no debuginfo: "
-                                  "which malloc layout it has is not guessed",
+                      fmt::format("{}: no glibc release string in its image (its file is not "
+                                  "here?): which malloc layout it has is not guessed",
                                   libc->path));
-  return glibc_layout_for_release(v);
+  if (!libc->dwarf()) return glibc_layout_for_release(v);
+  auto dwarf = glibc_layout_from_dwarf(prog.types(), *libc, v);
+  if (dwarf.ok()) return dwarf;
+  // DWARF that lacks malloc's structures: the table's, when it has the release.
+  auto table = glibc_layout_for_release(v);
+  if (!table.ok())
+    return make_error(Errc::kUnsupported,
+                      fmt::format("glibc {}: {}; its malloc is not one this heap walk reads", v,
+                                  dwarf.error().message));
+  table->from += " (" + dwarf.error().message + ")";
+  return table;
 }
 
 namespace {

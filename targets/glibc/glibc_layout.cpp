@@ -61,6 +61,9 @@ std::string glibc_version(const Memory& mem, uint64_t base, uint64_t end) {
 
 namespace {
 
+// malloc.c's compile unit defines them all (arena.c is included into it).
+constexpr std::string_view kUnit = "malloc.c";
+
 // A member's offset in `t`, or an error naming it.
 Result<const Member*> member(const Type* t, const char* type_name, const char* name,
                              uint64_t* off) {
@@ -73,7 +76,7 @@ Result<const Member*> member(const Type* t, const char* type_name, const char* n
 }
 
 Result<void> state_from_dwarf(TypeRegistry& types, Module& libc, GlibcLayout& L) {
-  const Type* st = types.find_in(&libc, "struct malloc_state");
+  const Type* st = types.find_in_unit(&libc, kUnit, "struct malloc_state");
   if (!st || !(st = st->strip()) || !st->is_aggregate())
     return make_error(Errc::kNotFound, "libc's DWARF has no struct malloc_state");
   L.state_size = st->size;
@@ -87,8 +90,8 @@ Result<void> state_from_dwarf(TypeRegistry& types, Module& libc, GlibcLayout& L)
 }
 
 Result<void> heap_info_from_dwarf(TypeRegistry& types, Module& libc, GlibcLayout& L) {
-  const Type* hi = types.find_in(&libc, "heap_info");
-  if (!hi) hi = types.find_in(&libc, "struct _heap_info");
+  const Type* hi = types.find_in_unit(&libc, kUnit, "heap_info");
+  if (!hi) hi = types.find_in_unit(&libc, kUnit, "struct _heap_info");
   if (!hi || !(hi = hi->strip()) || !hi->is_aggregate())
     return make_error(Errc::kNotFound, "libc's DWARF has no heap_info");
   L.heap_info_size = hi->size;
@@ -98,7 +101,7 @@ Result<void> heap_info_from_dwarf(TypeRegistry& types, Module& libc, GlibcLayout
 }
 
 Result<void> tcache_from_dwarf(TypeRegistry& types, Module& libc, GlibcLayout& L) {
-  const Type* tc = types.find_in(&libc, "struct tcache_perthread_struct");
+  const Type* tc = types.find_in_unit(&libc, kUnit, "struct tcache_perthread_struct");
   if (!tc || !(tc = tc->strip()) || !tc->is_aggregate())
     return make_error(Errc::kNotFound, "libc's DWARF has no struct tcache_perthread_struct");
   L.tcache_size = tc->size;

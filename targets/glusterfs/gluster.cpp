@@ -154,31 +154,17 @@ struct Resolver {
     return l->offset;
   }
   // A named expression of the type that is a constant (an enumerator the
-  // types declare), evaluated on no object's memory.
+  // types declare), as a 32-bit value.
   uint32_t constant(const T& t, const char* name) {
     if (!t.type || !error.empty()) return 0;
-    auto e = bind.named_expr(t.bound, name);
-    if (!e.ok()) {
-      error = e.error().message;
+    auto v = bind.constant(t.bound, name);
+    if (!v.ok()) {
+      error = v.error().message;
       return 0;
     }
-    // A constant reads nothing; should the expression try, it reads no memory.
-    struct NoMemory final : Memory {
-      const uint8_t* span(uint64_t, size_t) const override { return nullptr; }
-      Result<void> read(uint64_t a, void*, size_t) const override {
-        return make_error(Errc::kInvalidArgument, fmt::format("{:#x}: no memory here", a));
-      }
-    };
-    static const NoMemory kNoMemory;
-    // Evaluated on all-zero and all-one bytes: an expression that reads the
-    // object gives two answers (or none) and is refused, not taken as 0.
-    std::vector<uint8_t> zeros(std::max<uint64_t>(size(t), 1), 0), ones(zeros.size(), 0xff);
-    ExprValue v = e.value()->eval(kNoMemory, zeros.data(), 0);
-    ExprValue w = e.value()->eval(kNoMemory, ones.data(), 0);
-    if (v.kind != ExprValue::Kind::kInt || w.kind != v.kind || w.i != v.i || v.i < 0 ||
-        v.i > UINT32_MAX)
+    if (v.value() < 0 || v.value() > UINT32_MAX)
       error = fmt::format("types.{} expression '{}' is not a 32-bit constant", t.bound->c, name);
-    return static_cast<uint32_t>(v.i);
+    return static_cast<uint32_t>(v.value());
   }
 };
 

@@ -190,6 +190,9 @@ struct KInodeReport {
   uint64_t tasks = 0, inodes = 0, dentries = 0, flagged = 0;
   uint64_t walk_ns = 0;
   std::vector<std::string> warnings;
+  // i_state's bits by name, this kernel's (linux-kernel.toml's
+  // types.inode.exprs I_*), for inode_state_names.
+  std::vector<std::pair<uint64_t, std::string>> state_bits;
 };
 
 Result<KInodeReport> kernel_inodes(KernelTarget& k, const KInodeFilter& f,
@@ -237,6 +240,9 @@ Result<Snapshot> kernel_snapshot(KernelTarget& k, const std::string& source,
                                  const KernelLimits& lim = {});
 
 // "I_DIRTY_SYNC|I_REFERENCED" for an inode i_state (Linux 6.1 values).
-std::string inode_state_names(uint64_t state);
+// "I_NEW|I_FREEING", the bits `state` has by their names in `bits`; a bit
+// no name covers is shown in hex; "0" for none.
+std::string inode_state_names(uint64_t state,
+                              const std::vector<std::pair<uint64_t, std::string>>& bits);
 
 }  // namespace lr

@@ -70,6 +70,13 @@ struct Layout {
   // The profile's named expression `name` on this type (first alternative
   // that compiles here).
   Result<std::unique_ptr<Expr>> expr(KernelTarget& k, const std::string& name) const;
+  // A named expression of this type that is a constant (a literal, or an
+  // enumerator the type's enums declare).
+  Result<int64_t> constant(KernelTarget& k, const std::string& name) const;
+  // The constants of this type whose names start with `prefix` ("I_": the
+  // bits of i_state), by value.
+  Result<std::vector<std::pair<uint64_t, std::string>>> constants(KernelTarget& k,
+                                                                  const std::string& prefix) const;
 
  private:
   Result<FieldLoc> loc(std::string_view path, bool refcount) const;

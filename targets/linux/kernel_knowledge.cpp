@@ -4,6 +4,8 @@
 // enums and named expressions, so a kernel version differs in data only.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "kernel_internal.hpp"
 
 // The profile text, NUL-terminated. The assembler reads the file relative to
@@ -91,6 +93,24 @@ Result<bool> Layout::hlist(std::string_view path) const {
 Result<std::unique_ptr<Expr>> Layout::expr(KernelTarget& k, const std::string& name) const {
   LR_ASSIGN(KernelKnowledge * kn, knowledge(k));
   return kn->binder->named_expr(bound, name);
+}
+
+Result<int64_t> Layout::constant(KernelTarget& k, const std::string& name) const {
+  LR_ASSIGN(KernelKnowledge * kn, knowledge(k));
+  return kn->binder->constant(bound, name);
+}
+
+Result<std::vector<std::pair<uint64_t, std::string>>> Layout::constants(
+    KernelTarget& k, const std::string& prefix) const {
+  std::vector<std::pair<uint64_t, std::string>> out;
+  if (!bound->decl) return out;
+  for (const auto& [name, alts] : bound->decl->exprs) {
+    if (name.rfind(prefix, 0) != 0) continue;
+    LR_ASSIGN(int64_t v, constant(k, name));
+    out.emplace_back(static_cast<uint64_t>(v), name);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 Result<Variable> kvariable(KernelTarget& k, const std::string& name) {

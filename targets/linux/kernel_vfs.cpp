@@ -26,27 +26,11 @@ bool KInode::flagged() const {
   return false;
 }
 
-std::string inode_state_names(uint64_t state) {
-  static const std::pair<uint64_t, const char*> kBits[] = {{1u << 0, "I_DIRTY_SYNC"},
-                                                           {1u << 1, "I_DIRTY_DATASYNC"},
-                                                           {1u << 2, "I_DIRTY_PAGES"},
-                                                           {1u << 3, "I_NEW"},
-                                                           {1u << 4, "I_WILL_FREE"},
-                                                           {1u << 5, "I_FREEING"},
-                                                           {1u << 6, "I_CLEAR"},
-                                                           {1u << 7, "I_SYNC"},
-                                                           {1u << 8, "I_REFERENCED"},
-                                                           {1u << 10, "I_LINKABLE"},
-                                                           {1u << 11, "I_DIRTY_TIME"},
-                                                           {1u << 13, "I_WB_SWITCH"},
-                                                           {1u << 14, "I_OVL_INUSE"},
-                                                           {1u << 15, "I_CREATING"},
-                                                           {1u << 16, "I_DONTCACHE"},
-                                                           {1u << 17, "I_SYNC_QUEUED"},
-                                                           {1u << 18, "I_PINNING_FSCACHE_WB"}};
+std::string inode_state_names(uint64_t state,
+                              const std::vector<std::pair<uint64_t, std::string>>& bits) {
   std::string out;
   uint64_t rest = state;
-  for (const auto& [bit, name] : kBits) {
+  for (const auto& [bit, name] : bits) {
     if (!(state & bit)) continue;
     if (!out.empty()) out += '|';
     out += name;
@@ -672,6 +656,7 @@ Result<KInodeReport> inodes_from(KernelTarget& k, Scan& s, const KInodeFilter& f
   rep.warnings = s.warnings;
   rep.tasks = s.tasks;
   LR_ASSIGN(const InodeLayout l, InodeLayout::of(k));
+  LR_ASSIGN(rep.state_bits, l.ino.constants(k, "I_"));
   InodeReporter r(k.mem(), l, s, lim, rep);
   for (uint64_t b : s.super_blocks) {
     if (interrupted(lim)) return make_error(Errc::kInterrupted, "interrupted");
