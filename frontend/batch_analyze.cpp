@@ -23,6 +23,7 @@
 #include "corelib/analyses/diff.hpp"
 #include "corelib/base/decompress.hpp"
 #include "corelib/base/fileio.hpp"
+#include "corelib/dump/dump_kind.hpp"
 #include "corelib/dump/elfcore.hpp"
 #include "corelib/profiles/profile.hpp"
 #include "snapshot_load.hpp"
@@ -190,31 +191,6 @@ lr::Result<void> analyze_kernel(const std::string& file, const BatchOptions& o, 
   return {};
 }
 
-// What the file holds, by its first bytes.
-struct Sniffed {
-  std::string kind;  // "core", "vmcore", "statedump", "" (none leakref reads)
-  lr::Compression comp = lr::Compression::kNone;
-};
-
-lr::Result<Sniffed> sniff(const std::string& file) {
-  LR_ASSIGN(int fd, lr::open_input(file, "dump"));
-  struct stat st {};
-  ::fstat(fd, &st);
-  char head[64] = {};
-  ssize_t n = ::pread(fd, head, sizeof head, 0);
-  std::string_view h(head, n > 0 ? static_cast<size_t>(n) : 0);
-  Sniffed s;
-  s.comp = lr::sniff_compression(h);
-  if (h.substr(0, 4) == "\177ELF" && h.size() >= 18 && head[16] == 4 && head[17] == 0)
-    s.kind = lr::is_kernel_dump(fd, static_cast<uint64_t>(st.st_size)) ? "vmcore" : "core";
-  else if (h.substr(0, 8) == "KDUMP   " || h.substr(0, 12) == "makedumpfile")
-    s.kind = "vmcore";
-  else if (lr::looks_like_statedump(h))
-    s.kind = "statedump";
-  ::close(fd);
-  return s;
-}
-
 // systemd-coredump's name says when the process died:
 // core.COMM.UID.BOOTID.PID.USEC[.zst] (the file's mtime is when it was copied).
 double coredump_time(const std::string& path) {
@@ -258,10 +234,11 @@ void unguard_expanded() {
 
 lr::Result<void> analyze_file(const DumpFile& d, const BatchOptions& o, json& res,
                               std::string& expanded) {
-  LR_ASSIGN(Sniffed s, sniff(d.path));
+  LR_ASSIGN(lr::DumpId id, lr::identify_dump(d.path));
+  std::string kind = id.name();
   std::string file = d.path, tmpdir;
-  res["compression"] = lr::compression_name(s.comp);
-  if (s.comp != lr::Compression::kNone) {
+  res["compression"] = lr::compression_name(id.compression);
+  if (id.compression != lr::Compression::kNone) {
     std::string base =
         o.work_dir.empty() ? (std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") : o.work_dir;
     std::string tmpl = base + "/leakref-batch-XXXXXX";
@@ -272,15 +249,15 @@ lr::Result<void> analyze_file(const DumpFile& d, const BatchOptions& o, json& re
     file = tmpdir + "/dump";
     expanded = file;
     guard_expanded(file, tmpdir);
-    auto n = lr::decompress_file(d.path, s.comp, file, o.max_core_mib << 20);
+    auto n = lr::decompress_file(d.path, id.compression, file, o.max_core_mib << 20);
     if (!n.ok()) {
       ::unlink(file.c_str());
       ::rmdir(tmpdir.c_str());
       unguard_expanded();
       return n.error();
     }
-    auto inner = sniff(file);
-    if (inner.ok()) s.kind = inner->kind;
+    auto inner = lr::identify_dump(file);
+    if (inner.ok()) kind = inner->name();
   }
   struct Cleanup {
     std::string f, dir;
@@ -292,14 +269,14 @@ lr::Result<void> analyze_file(const DumpFile& d, const BatchOptions& o, json& re
       }
     }
   } cleanup{file, tmpdir};
-  if (s.kind.empty())
+  if (kind.empty())
     return lr::make_error(lr::Errc::kBadFormat,
                           d.path +
                               ": not a dump leakref reads (neither an ELF core, a kdump "
                               "file, a GlusterFS statedump nor one of those compressed)");
-  res["kind"] = s.kind;
+  res["kind"] = kind;
   if (double t = coredump_time(d.path); t > 0) res["taken"] = t;
-  if (s.kind == "vmcore") return analyze_kernel(file, o, res);
+  if (kind == "vmcore") return analyze_kernel(file, o, res);
   return analyze_user(file, o, res);
 }
 

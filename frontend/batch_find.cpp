@@ -14,6 +14,7 @@
 #include "batch.hpp"
 #include "corelib/analyses/diff.hpp"
 #include "corelib/base/decompress.hpp"
+#include "corelib/dump/dump_kind.hpp"
 #include "targets/glusterfs/statedump.hpp"
 
 namespace lrcli {
@@ -32,11 +33,9 @@ bool named_like_dump(const std::string& path) {
          b.find(".dump") != std::string::npos;
 }
 
-// Whether these first bytes start a dump leakref reads.
+// Whether these first bytes start a dump leakref reads (the engine's kinds).
 bool dump_head(std::string_view h) {
-  if (h.size() >= 18 && h.substr(0, 4) == "\177ELF") return h[16] == 4 && h[17] == 0;  // ET_CORE
-  return h.substr(0, 8) == "KDUMP   " || h.substr(0, 12) == "makedumpfile" ||
-         lr::looks_like_statedump(h);
+  return lr::identify_dump_head(h, -1, 0).kind != lr::DumpKind::kNone;
 }
 
 bool is_dump(const std::string& path) {

@@ -18,6 +18,7 @@
 #include "cmd_types.hpp"
 #include "corelib/analyses/correlate.hpp"
 #include "corelib/base/fileio.hpp"
+#include "corelib/dump/dump_kind.hpp"
 #include "corelib/dump/elfcore.hpp"
 #include "corelib/profiles/profile.hpp"
 #include "targets/glusterfs/gluster.hpp"
@@ -194,17 +195,19 @@ lr::Result<lr::Snapshot> load_snapshot(const Common& c, const std::string& path,
                                        const std::string& profile, CoreExtras* extras,
                                        const std::vector<std::string>& traces) {
   LR_ASSIGN(int fd, lr::open_input(path, "input"));
-  char head[32] = {};
+  char head[64] = {};
   ssize_t n = ::pread(fd, head, sizeof head, 0);
   std::string_view h(head, n > 0 ? static_cast<size_t>(n) : 0);
-  bool statedump = lr::looks_like_statedump(h);
+  struct stat st {};
+  ::fstat(fd, &st);
+  const lr::DumpId id = lr::identify_dump_head(h, fd, static_cast<uint64_t>(st.st_size));
+  bool statedump = id.kind == lr::DumpKind::kText && id.text_kind == "statedump";
   // JSON (an object, or anything else a JSON file holds): checked as
   // leakref.snapshot/1, not taken for a core.
   size_t first = h.find_first_not_of(" \t\r\n");
-  bool saved = first != std::string_view::npos && (h[first] == '{' || h[first] == '[');
-  struct stat st {};
-  bool kernel = !statedump && !saved && ::fstat(fd, &st) == 0 &&
-                lr::is_kernel_dump(fd, static_cast<uint64_t>(st.st_size));
+  bool saved =
+      !statedump && first != std::string_view::npos && (h[first] == '{' || h[first] == '[');
+  bool kernel = id.kind == lr::DumpKind::kKernelDump;
   if (!statedump && !saved) {
     ::close(fd);
     if (kernel && !traces.empty())

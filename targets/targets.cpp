@@ -2,7 +2,9 @@
 
 #include <mutex>
 
+#include "corelib/dump/dump_kind.hpp"
 #include "targets/glibc/glibc_heap.hpp"
+#include "targets/glusterfs/statedump.hpp"
 #include "targets/nfs-ganesha/nfs_ganesha.hpp"
 
 namespace lr {
@@ -12,6 +14,7 @@ void register_targets() {
   std::call_once(once, [] {
     register_glibc_allocator();
     register_nfs_ganesha();
+    register_text_dump("statedump", &looks_like_statedump);
   });
 }
 

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "corelib/blocks/heap.hpp"
+#include "corelib/dump/dump_kind.hpp"
 #include "corelib/debuginfo/types.hpp"
 #include "corelib/objects/containers.hpp"
 #include "corelib/objects/filter.hpp"
@@ -487,4 +488,28 @@ TEST_CASE("chunk index: sizes and pointers come back exactly, in address order",
   CHECK(ix.size() == 4);
   for (const auto& c : ix) CHECK(!c.mmapped());
   CHECK(ix[3].usable() == 8 * 1024 * 1024 + 8);
+}
+
+// The engine tells dumps apart by their first bytes, for every front end:
+// an ELF core, a kdump file, a text dump a target registered, compression.
+TEST_CASE("dump kinds: ELF cores, kdump files, registered text dumps, compression", "[unit]") {
+  using lr::DumpKind;
+  std::string elf(64, '\0');
+  elf.replace(0, 4, "\177ELF");
+  elf[16] = 4;  // ET_CORE
+  CHECK(lr::identify_dump_head(elf, -1, 0).kind == DumpKind::kProcessCore);
+  CHECK(lr::identify_dump_head(elf, -1, 0).name() == "core");
+  elf[16] = 2;  // ET_EXEC: an executable is no dump
+  CHECK(lr::identify_dump_head(elf, -1, 0).kind == DumpKind::kNone);
+  CHECK(lr::identify_dump_head("KDUMP   \1\0", -1, 0).name() == "vmcore");
+  CHECK(lr::identify_dump_head("makedumpfile", -1, 0).kind == DumpKind::kKernelDump);
+  // GlusterFS's statedump, registered by its target (register_targets).
+  const auto sd = lr::identify_dump_head("DUMP-START-TIME: 2026-11-26 10:00:00", -1, 0);
+  CHECK(sd.kind == DumpKind::kText);
+  CHECK(sd.name() == "statedump");
+  const auto z = lr::identify_dump_head(std::string("\x28\xb5\x2f\xfd\0\0", 6), -1, 0);
+  CHECK(z.compression == lr::Compression::kZstd);
+  CHECK(z.kind == DumpKind::kNone);
+  CHECK(lr::identify_dump_head("{\"schema\"", -1, 0).name().empty());
+  CHECK(lr::identify_dump_head("", -1, 0).kind == DumpKind::kNone);
 }

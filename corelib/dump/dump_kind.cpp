@@ -1,0 +1,88 @@
+// Telling dumps apart (dump_kind.hpp): ELF cores, kdump files, registered
+// text dumps, compressed files.
+#include "corelib/dump/dump_kind.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "corelib/base/fileio.hpp"
+#include "corelib/dump/elfcore.hpp"
+
+namespace lr {
+
+namespace {
+
+struct TextDump {
+  std::string name;
+  bool (*looks_like)(std::string_view);
+};
+std::mutex g_text_mu;
+std::vector<TextDump>& text_dumps() {
+  static std::vector<TextDump> v;
+  return v;
+}
+
+bool elf_core(std::string_view h) {
+  return h.size() >= 18 && h.substr(0, 4) == "\177ELF" && h[16] == 4 && h[17] == 0;  // ET_CORE
+}
+
+}  // namespace
+
+std::string DumpId::name() const {
+  switch (kind) {
+    case DumpKind::kProcessCore:
+      return "core";
+    case DumpKind::kKernelDump:
+      return "vmcore";
+    case DumpKind::kText:
+      return text_kind;
+    case DumpKind::kNone:
+      break;
+  }
+  return "";
+}
+
+void register_text_dump(const std::string& name, bool (*looks_like)(std::string_view)) {
+  std::lock_guard<std::mutex> lk(g_text_mu);
+  for (const auto& t : text_dumps())
+    if (t.name == name) return;
+  text_dumps().push_back({name, looks_like});
+}
+
+DumpId identify_dump_head(std::string_view h, int fd, uint64_t size) {
+  DumpId id;
+  id.compression = sniff_compression(h);
+  if (elf_core(h)) {
+    id.kind = fd >= 0 && is_kernel_dump(fd, size) ? DumpKind::kKernelDump : DumpKind::kProcessCore;
+  } else if (h.substr(0, 8) == "KDUMP   " || h.substr(0, 12) == "makedumpfile") {
+    id.kind = DumpKind::kKernelDump;
+  } else {
+    std::lock_guard<std::mutex> lk(g_text_mu);
+    for (const auto& t : text_dumps())
+      if (t.looks_like(h)) {
+        id.kind = DumpKind::kText;
+        id.text_kind = t.name;
+        break;
+      }
+  }
+  return id;
+}
+
+Result<DumpId> identify_dump(const std::string& path) {
+  LR_ASSIGN(int fd, open_input(path, "dump"));
+  struct stat st {};
+  ::fstat(fd, &st);
+  char head[64] = {};
+  ssize_t n = ::pread(fd, head, sizeof head, 0);
+  DumpId id = identify_dump_head(std::string_view(head, n > 0 ? static_cast<size_t>(n) : 0), fd,
+                                 static_cast<uint64_t>(st.st_size));
+  ::close(fd);
+  return id;
+}
+
+}  // namespace lr
