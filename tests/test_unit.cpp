@@ -6,8 +6,8 @@
 #include <random>
 
 #include "corelib/blocks/heap.hpp"
-#include "corelib/dump/dump_kind.hpp"
 #include "corelib/debuginfo/types.hpp"
+#include "corelib/dump/dump_kind.hpp"
 #include "corelib/objects/containers.hpp"
 #include "corelib/objects/filter.hpp"
 #include "corelib/objects/objects.hpp"
