@@ -205,8 +205,8 @@ test-build:
 # their hostile-input tests stay in. (GCC 12 reports a false
 # maybe-uninitialized inside <regex> under -fsanitize.)
 SAN_TESTS ?= [hostile],~[kernel]~[batch]~[ganesha]
-# Line tables only (-g1): ASan's reports keep file:line, and the build takes
-# half the time full debug info does (cmd_trend.cpp: 25 s against 47 s).
+# Line tables only (-g1): ASan's reports keep file:line, and a file compiles
+# in about half the time full debug info takes (cmd_trend.cpp: 25 s, 47 s).
 SAN_MAKE = $(MAKE) BUILD=build-san OPT=-O1 DEBUG=-g1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all -Wno-maybe-uninitialized"
 test-sanitize:
 	$(SAN_MAKE) TEST_ARGS='$(SAN_TESTS)' test

@@ -772,15 +772,22 @@ bool unit_is(std::string_view s, std::string_view file) {
                        s[s.size() - file.size() - 1] == '/');
 }
 
-// The DIE offset of a top-level definition named `name` ("struct x", "x")
-// in the unit whose name ends in `unit`; 0 when none.
-uint64_t unit_type_offset(Dwarf* dw, std::string_view unit, std::string_view name) {
-  std::string_view bare = name;
-  int want = DW_TAG_typedef;
+// A name as a DIE tag and the bare name: "struct x" -> (structure_type, x).
+std::pair<int, std::string_view> tagged_name(std::string_view name) {
   for (auto [tag, prefix] : {std::pair{DW_TAG_structure_type, std::string_view("struct ")},
                              std::pair{DW_TAG_union_type, std::string_view("union ")},
                              std::pair{DW_TAG_enumeration_type, std::string_view("enum ")}})
-    if (name.rfind(prefix, 0) == 0) want = tag, bare = name.substr(prefix.size());
+    if (name.rfind(prefix, 0) == 0) return {tag, name.substr(prefix.size())};
+  return {DW_TAG_typedef, name};
+}
+
+// The DIE offsets of top-level definitions of `names` in the first unit
+// named `unit`, in one pass over its children; 0 for a name not defined.
+std::vector<uint64_t> unit_type_offsets(Dwarf* dw, std::string_view unit,
+                                        const std::vector<std::string>& names) {
+  std::vector<uint64_t> offs(names.size(), 0);
+  std::vector<std::pair<int, std::string_view>> want;
+  for (const auto& n : names) want.push_back(tagged_name(n));
   Dwarf_CU* cu = nullptr;
   Dwarf_Die cudie, sub, child;
   Dwarf_Half version;
@@ -789,23 +796,33 @@ uint64_t unit_type_offset(Dwarf* dw, std::string_view unit, std::string_view nam
        units < 1'000'000 && dwarf_get_units(dw, cu, &cu, &version, &unit_type, &cudie, &sub) == 0;
        ++units) {
     const char* un = dwarf_diename(&cudie);
-    if (!un || !unit_is(un, unit) || dwarf_child(&cudie, &child) != 0) continue;
+    if (!un || !unit_is(un, unit)) continue;
+    if (dwarf_child(&cudie, &child) != 0) break;
     int steps = 0;  // bounded: a corrupt DW_AT_sibling may loop
     do {
       const char* n = dwarf_diename(&child);
-      if (n && dwarf_tag(&child) == want && bare == n && !is_decl(&child))
-        return dwarf_dieoffset(&child);
+      if (!n || is_decl(&child)) continue;
+      for (size_t i = 0; i < want.size(); ++i)
+        if (!offs[i] && dwarf_tag(&child) == want[i].first && want[i].second == n)
+          offs[i] = dwarf_dieoffset(&child);
     } while (++steps < (1 << 24) && dwarf_siblingof(&child, &child) == 0);
+    break;
   }
-  return 0;
+  return offs;
 }
 
 }  // namespace
 
-const Type* TypeRegistry::find_in_unit(Module* m, std::string_view unit, std::string_view raw) {
-  if (!m || !m->dwarf()) return nullptr;
-  const uint64_t off = unit_type_offset(m->dwarf(), unit, normalize_name(raw));
-  return off ? convert(m, m->dwarf(), off) : nullptr;
+std::vector<const Type*> TypeRegistry::find_in_unit(Module* m, std::string_view unit,
+                                                    const std::vector<std::string_view>& names) {
+  std::vector<const Type*> out(names.size(), nullptr);
+  if (!m || !m->dwarf()) return out;
+  std::vector<std::string> norm;
+  for (auto n : names) norm.push_back(normalize_name(n));
+  const std::vector<uint64_t> offs = unit_type_offsets(m->dwarf(), unit, norm);
+  for (size_t i = 0; i < offs.size(); ++i)
+    if (offs[i]) out[i] = convert(m, m->dwarf(), offs[i]);
+  return out;
 }
 
 Result<const Type*> TypeRegistry::find(std::string_view raw) {

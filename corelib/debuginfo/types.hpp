@@ -147,12 +147,15 @@ class TypeRegistry {
   // "struct node", "union u", "enum e", "node_t", "unsigned int", with any
   // number of trailing '*'. kNotFound says which modules had DWARF to search.
   Result<const Type*> find(std::string_view name);
-  // A type defined at the top level of `m`'s compile unit of source file
-  // `unit` ("malloc.c", also as ".../malloc.c"): an allocator's layout must come from its library's
-  // own source, not from a program that declares a type of the same name,
-  // and one unit is a few thousand DIEs where an index of the whole module
-  // (libc's) costs 150 ms. nullptr when absent.
-  const Type* find_in_unit(Module* m, std::string_view unit, std::string_view name);
+  // Types defined at the top level of `m`'s compile unit of source file
+  // `unit` ("malloc.c", also as ".../malloc.c"): an allocator's layout must
+  // come from its library's own source, not from a program that declares a
+  // type of the same name, and one unit is a few thousand DIEs where an
+  // index of the whole module (libc's) costs 150 ms. `names` are looked up
+  // in one pass; each answer is in its name's place, nullptr when the unit
+  // does not define it.
+  std::vector<const Type*> find_in_unit(Module* m, std::string_view unit,
+                                        const std::vector<std::string_view>& names);
   // A global variable: address from the symbol table, type from DWARF.
   Result<Variable> find_variable(std::string_view name);
   // A symbol by name (ModuleSet::lookup); when the program has none but a

@@ -23,7 +23,6 @@ namespace {
 constexpr uint64_t kPrevInuse = 1, kIsMmapped = 2, kSizeMask = ~uint64_t{7};
 constexpr uint64_t kHeapMax = 64ull << 20;  // HEAP_MAX_SIZE on 64-bit
 constexpr uint64_t kMinChunk = 32, kPage = 4096;
-constexpr uint64_t kMaxTcacheBins = 1024;  // GlibcLayout's bound
 
 class Reader {
  public:
@@ -169,8 +168,8 @@ struct Walker {
   void tcache_candidate(uint64_t user) {
     const uint64_t bins = L.tcache_bins, width = L.tcache_count_width;
     const uint8_t* b = rd.bytes(user, L.tcache_entries + bins * 8);
-    if (!b || bins > kMaxTcacheBins) return;
-    uint64_t counts[kMaxTcacheBins], entries[kMaxTcacheBins];
+    if (!b || bins > kSmallTcacheBins) return;
+    uint64_t counts[kSmallTcacheBins], entries[kSmallTcacheBins];
     for (uint64_t i = 0; i < bins; ++i) {
       uint16_t c16 = 0;
       std::memcpy(&c16, b + i * width, width);  // little-endian: 1 byte (< 2.30) or 2

@@ -53,7 +53,9 @@ std::string glibc_version(const Memory& mem, uint64_t base, uint64_t end) {
     if (!mem.read(a, buf.data(), n).ok()) continue;
     std::string_view w(buf.data(), n);
     for (size_t at = w.find(kKey); at != std::string_view::npos; at = w.find(kKey, at + 1)) {
-      if (w.substr(0, at).rfind("GNU C Library") == std::string_view::npos) continue;
+      // The banner's own words, not a "GNU C Library" anywhere before.
+      const size_t g = w.substr(0, at).rfind("GNU C Library");
+      if (g == std::string_view::npos || at - g > 160) continue;
       std::string v = version_after(w.substr(at + kKey.size()));
       if (!v.empty()) return v;
     }
@@ -77,8 +79,7 @@ Result<const Member*> member(const Type* t, const char* type_name, const char* n
   return m;
 }
 
-Result<void> state_from_dwarf(TypeRegistry& types, Module& libc, GlibcLayout& L) {
-  const Type* st = types.find_in_unit(&libc, kUnit, "struct malloc_state");
+Result<void> state_from_dwarf(const Type* st, GlibcLayout& L) {
   if (!st || !(st = st->strip()) || !st->is_aggregate())
     return make_error(Errc::kNotFound, "libc's DWARF has no struct malloc_state");
   L.state_size = st->size;
@@ -91,9 +92,7 @@ Result<void> state_from_dwarf(TypeRegistry& types, Module& libc, GlibcLayout& L)
   return {};
 }
 
-Result<void> heap_info_from_dwarf(TypeRegistry& types, Module& libc, GlibcLayout& L) {
-  const Type* hi = types.find_in_unit(&libc, kUnit, "heap_info");
-  if (!hi) hi = types.find_in_unit(&libc, kUnit, "struct _heap_info");
+Result<void> heap_info_from_dwarf(const Type* hi, GlibcLayout& L) {
   if (!hi || !(hi = hi->strip()) || !hi->is_aggregate())
     return make_error(Errc::kNotFound, "libc's DWARF has no heap_info");
   L.heap_info_size = hi->size;
@@ -102,8 +101,7 @@ Result<void> heap_info_from_dwarf(TypeRegistry& types, Module& libc, GlibcLayout
   return {};
 }
 
-Result<void> tcache_from_dwarf(TypeRegistry& types, Module& libc, GlibcLayout& L) {
-  const Type* tc = types.find_in_unit(&libc, kUnit, "struct tcache_perthread_struct");
+Result<void> tcache_from_dwarf(const Type* tc, GlibcLayout& L) {
   if (!tc || !(tc = tc->strip()) || !tc->is_aggregate())
     return make_error(Errc::kNotFound, "libc's DWARF has no struct tcache_perthread_struct");
   L.tcache_size = tc->size;
@@ -117,20 +115,28 @@ Result<void> tcache_from_dwarf(TypeRegistry& types, Module& libc, GlibcLayout& L
                       "libc's DWARF: tcache_perthread_struct.counts is not an array at offset 0");
   L.tcache_bins = ca->count;
   L.tcache_count_width = ce->size;
+  // The walk knows a bin's chunk size only for the small bins (32 + 16 i);
+  // a tcache with more (2.42's large bins) is not one it reads.
+  if (L.tcache_bins > kSmallTcacheBins)
+    return make_error(Errc::kUnsupported,
+                      fmt::format("libc's DWARF: the tcache has {} bins, more than the {} small "
+                                  "ones the heap walk knows the sizes of",
+                                  L.tcache_bins, kSmallTcacheBins));
   return {};
 }
 
 // The fields the walk reads must lie inside their structs: a hostile or
 // unexpected DWARF is refused rather than read past.
 Result<void> check_bounds(const GlibcLayout& L) {
-  const bool ok =
-      L.nfastbins > 0 && L.nfastbins <= 16 && L.fastbins + 8 * L.nfastbins <= L.state_size &&
-      L.top + 8 <= L.state_size && L.next + 8 <= L.state_size && L.system_mem + 8 <= L.state_size &&
-      L.state_size <= 16384 && L.heap_ar_ptr + 8 <= L.heap_info_size &&
-      L.heap_size + 8 <= L.heap_info_size && L.heap_info_size <= 4096 && L.tcache_bins > 0 &&
-      L.tcache_bins <= 1024 && (L.tcache_count_width == 1 || L.tcache_count_width == 2) &&
-      L.tcache_entries >= L.tcache_bins * L.tcache_count_width &&
-      L.tcache_entries + 8 * L.tcache_bins <= L.tcache_size;
+  const bool ok = L.nfastbins > 0 && L.nfastbins <= 16 &&
+                  L.fastbins + 8 * L.nfastbins <= L.state_size && L.top + 8 <= L.state_size &&
+                  L.next + 8 <= L.state_size && L.system_mem + 8 <= L.state_size &&
+                  L.state_size <= 16384 && L.heap_ar_ptr + 8 <= L.heap_info_size &&
+                  L.heap_size + 8 <= L.heap_info_size && L.heap_info_size <= 4096 &&
+                  L.tcache_bins > 0 && L.tcache_bins <= kSmallTcacheBins &&
+                  (L.tcache_count_width == 1 || L.tcache_count_width == 2) &&
+                  L.tcache_entries >= L.tcache_bins * L.tcache_count_width &&
+                  L.tcache_entries + 8 * L.tcache_bins <= L.tcache_size;
   if (!ok)
     return make_error(Errc::kBadFormat,
                       fmt::format("{}: the malloc structures it describes are not ones the heap "
@@ -153,9 +159,12 @@ Result<GlibcLayout> glibc_layout_from_dwarf(TypeRegistry& types, Module& libc,
   GlibcLayout L;
   L.version = version;
   L.from = fmt::format("libc's DWARF ({})", libc.debug_path);
-  LR_TRY(state_from_dwarf(types, libc, L));
-  LR_TRY(heap_info_from_dwarf(types, libc, L));
-  LR_TRY(tcache_from_dwarf(types, libc, L));
+  const std::vector<const Type*> t = types.find_in_unit(
+      &libc, kUnit,
+      {"struct malloc_state", "heap_info", "struct _heap_info", "struct tcache_perthread_struct"});
+  LR_TRY(state_from_dwarf(t[0], L));
+  LR_TRY(heap_info_from_dwarf(t[1] ? t[1] : t[2], L));
+  LR_TRY(tcache_from_dwarf(t[3], L));
   L.safe_linking = release_at_least(version, 2, 32);
   LR_TRY(check_bounds(L));
   return L;

@@ -15,6 +15,9 @@ class Memory;
 class Module;
 class TypeRegistry;
 
+// tcache bins of 32 + 16 i bytes (i < 64): the only ones the heap walk reads.
+inline constexpr uint64_t kSmallTcacheBins = 64;
+
 struct GlibcLayout {
   std::string version;  // "2.36", from libc's banner; "" when not read
   std::string from;     // "libc's DWARF (PATH)" or "leakref's table for glibc 2.36"

@@ -657,6 +657,12 @@ Result<KInodeReport> inodes_from(KernelTarget& k, Scan& s, const KInodeFilter& f
   rep.tasks = s.tasks;
   LR_ASSIGN(const InodeLayout l, InodeLayout::of(k));
   LR_ASSIGN(rep.state_bits, l.ino.constants(k, "I_"));
+  for (const auto& [bit, name] : rep.state_bits)
+    if (bit == 0 || (bit & (bit - 1)) != 0)
+      return make_error(Errc::kBadFormat,
+                        fmt::format("linux-kernel.toml: types.inode.exprs.{} is {:#x}, not one "
+                                    "bit of i_state",
+                                    name, bit));
   InodeReporter r(k.mem(), l, s, lim, rep);
   for (uint64_t b : s.super_blocks) {
     if (interrupted(lim)) return make_error(Errc::kInterrupted, "interrupted");
