@@ -10,6 +10,7 @@
 
 #include "commands.hpp"
 #include "common.hpp"
+#include "corelib/analyses/snapshot_io.hpp"
 #include "snapshot_load.hpp"
 
 namespace lrcli {
@@ -44,7 +45,7 @@ int cmd_snapshot(const Common& c, const SnapshotArgs& a) {
   auto s = load_snapshot(c, a.input, a.profile);
   if (!s.ok()) return fail(s.error());
   if (c.json) {
-    emit_json(snapshot_json(s.value()));
+    emit_json(lr::snapshot_json(s.value()));
   } else {
     print_snapshot(s.value(), a.top);
     print_warnings_text(s.value().warnings);

@@ -34,10 +34,6 @@ struct CoreExtras {
 lr::Result<lr::Snapshot> load_snapshot(const Common& c, const std::string& path,
                                        const std::string& profile, CoreExtras* extras = nullptr,
                                        const std::vector<std::string>& traces = {});
-// leakref.snapshot/1, and back (kBadFormat, naming `path`, when the JSON
-// is not one).
-nlohmann::json snapshot_json(const lr::Snapshot& s);
-lr::Result<lr::Snapshot> snapshot_from_json(const nlohmann::json& j, const std::string& path);
 // A snapshot's time as "2026-11-25 07:19:17 UTC"; `unknown` when it has none.
 std::string snapshot_time(double t, const std::string& unknown);
 

@@ -2,6 +2,7 @@
 
 #include <mutex>
 
+#include "corelib/analyses/snapshot_io.hpp"
 #include "corelib/dump/dump_kind.hpp"
 #include "targets/glibc/glibc_heap.hpp"
 #include "targets/glusterfs/statedump.hpp"
@@ -15,6 +16,7 @@ void register_targets() {
     register_glibc_allocator();
     register_nfs_ganesha();
     register_text_dump("statedump", &looks_like_statedump);
+    register_snapshot_reader("statedump", &snapshot_from_statedump);
   });
 }
 

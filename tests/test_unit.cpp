@@ -5,6 +5,7 @@
 #include <map>
 #include <random>
 
+#include "corelib/analyses/snapshot_io.hpp"
 #include "corelib/blocks/heap.hpp"
 #include "corelib/debuginfo/types.hpp"
 #include "corelib/dump/dump_kind.hpp"
@@ -12,6 +13,7 @@
 #include "corelib/objects/filter.hpp"
 #include "corelib/objects/objects.hpp"
 #include "corelib/objects/walkers.hpp"
+#include "harness.hpp"
 
 namespace {
 
@@ -512,4 +514,34 @@ TEST_CASE("dump kinds: ELF cores, kdump files, registered text dumps, compressio
   CHECK(z.kind == DumpKind::kNone);
   CHECK(lr::identify_dump_head("{\"schema\"", -1, 0).name().empty());
   CHECK(lr::identify_dump_head("", -1, 0).kind == DumpKind::kNone);
+}
+
+TEST_CASE("text snapshots: saved ones and registered text dumps, nothing else", "[unit]") {
+  lr::Snapshot s;
+  s.source = "a.core";
+  s.kind = "core";
+  s.classes.push_back({"heap", "48", 3, 144});
+  s.objects.push_back({"inode@0x10", "itable fuse active", 2, "fuse=2", "inode"});
+  const std::string saved = lrtest::tmp_dir() + "/saved.json";
+  lrtest::write_file(saved, lr::snapshot_json(s).dump());
+  auto back = lr::read_text_snapshot(saved);
+  REQUIRE(back.ok());
+  CHECK(back->classes.size() == 1);
+  CHECK(back->classes[0].bytes == 144);
+  CHECK(back->objects[0].kind == "inode");
+  // GlusterFS's statedump goes to its target's reader (register_targets).
+  const std::string sd = lrtest::tmp_dir() + "/glusterdump.1.dump.1";
+  lrtest::write_file(sd,
+                     "DUMP-START-TIME: 2026-11-26 10:00:00.000000\n\nDUMP-END-TIME: 2026-11-26 "
+                     "10:00:01.000000\n");
+  auto g = lr::read_text_snapshot(sd);
+  REQUIRE(g.ok());
+  CHECK(g->kind == "statedump");
+  const std::string junk = lrtest::tmp_dir() + "/notes.txt";
+  lrtest::write_file(junk, "just some notes\n");
+  auto j = lr::read_text_snapshot(junk);
+  REQUIRE_FALSE(j.ok());
+  CHECK(j.error().message == junk + ": neither a saved snapshot nor a text dump");
+  lrtest::write_file(junk, "{ \"schema\": ");
+  REQUIRE_FALSE(lr::read_text_snapshot(junk).ok());
 }
