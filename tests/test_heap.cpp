@@ -1,6 +1,7 @@
 // The glibc heap walk on a real core: every live block the fixture kept is
 // an in-use chunk, and no block it freed (tcache, fastbins, bins) is.
 #include <fmt/format.h>
+#include <filesystem>
 
 #include <catch2/catch.hpp>
 #include <set>
@@ -292,9 +293,22 @@ TEST_CASE("glibc releases: 2.31 and 2.41 walk exactly from table and DWARF; 2.43
     if (!rel.why.empty()) LR_SKIP(rel.why);
     const auto& fc = lrtest::fixture_core("heap-" + name, rel.exe);
     const std::string v = rel.kv.at("VERSION");
-    auto table = lrtest::leakref({"heap", fc.core, "--json", "--list"});
-    auto dwarf =
-        lrtest::leakref({"heap", fc.core, "--json", "--list", "--debug-dir", rel.kv.at("DEBUG")});
+    // Each release with a cache of its own, empty at first: the table's run
+    // must not find a layout the DWARF's run kept.
+    const std::string cache = lrtest::tmp_dir() + "/layout-cache-" + name;
+    auto heap = [&](std::vector<std::string> extra) {
+      std::vector<std::string> argv = {"env",
+                                       "XDG_CACHE_HOME=" + cache,
+                                       lrtest::build_dir() + "/leakref",
+                                       "heap",
+                                       fc.core,
+                                       "--json",
+                                       "--list"};
+      argv.insert(argv.end(), extra.begin(), extra.end());
+      return lrtest::run(argv, 60);
+    };
+    auto table = heap({});
+    auto dwarf = heap({"--debug-dir", rel.kv.at("DEBUG")});
     if (name == "sid") {
       CHECK(v == "2.43");
       CHECK(table.status == 3);
@@ -318,5 +332,20 @@ TEST_CASE("glibc releases: 2.31 and 2.41 walk exactly from table and DWARF; 2.43
                 0) == 0);
       check_heap_is_manifest(fc, j);
     }
+    // The DWARF's layout is kept by libc's build-id: the next core of that
+    // libc has it with no debuginfo at hand; a damaged cache file is not used.
+    auto kept = heap({});
+    REQUIRE(kept.status == 0);
+    CHECK(kept.json()["glibc"]["layout"] == dwarf.json()["glibc"]["layout"]);
+    check_heap_is_manifest(fc, kept.json());
+    for (const auto& f : std::filesystem::directory_iterator(cache + "/leakref")) {
+      std::string text = lrtest::read_file(f.path());
+      CHECK(text.find("\nnfastbins 10\n") != std::string::npos);
+      lrtest::write_file(f.path(),
+                         text.replace(text.find("\nnfastbins 10\n"), 14, "\nnfastbins 99\n"));
+    }
+    auto damaged = heap({});
+    REQUIRE(damaged.status == 0);
+    CHECK(damaged.json()["glibc"]["layout"] == "leakref's table for glibc " + v);
   }
 }

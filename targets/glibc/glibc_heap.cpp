@@ -542,9 +542,14 @@ Result<GlibcLayout> glibc_layout_of(const Program& prog) {
                       fmt::format("{}: no glibc release string in its image (its file is not "
                                   "here?): which malloc layout it has is not guessed",
                                   libc->path));
+  // A layout this libc's DWARF gave before (same build-id, same DWARF).
+  if (auto kept = cached_glibc_layout(libc->build_id); kept && kept->version == v) return *kept;
   if (!libc->dwarf()) return glibc_layout_for_release(v);
   auto dwarf = glibc_layout_from_dwarf(prog.types(), *libc, v);
-  if (dwarf.ok()) return dwarf;
+  if (dwarf.ok()) {
+    cache_glibc_layout(libc->build_id, dwarf.value());
+    return dwarf;
+  }
   // DWARF that lacks malloc's structures: the table's, when it has the release.
   auto table = glibc_layout_for_release(v);
   if (!table.ok())

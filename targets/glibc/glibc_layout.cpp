@@ -3,16 +3,21 @@
 #include "targets/glibc/glibc_layout.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string_view>
 #include <vector>
 
 #include "corelib/debuginfo/modules.hpp"
 #include "corelib/debuginfo/types.hpp"
+#include "corelib/debuginfo/types_build.hpp"
 #include "corelib/dump/memory.hpp"
 
 namespace lr {
@@ -168,6 +173,87 @@ Result<GlibcLayout> glibc_layout_from_dwarf(TypeRegistry& types, Module& libc,
   L.safe_linking = release_at_least(version, 2, 32);
   LR_TRY(check_bounds(L));
   return L;
+}
+
+namespace {
+
+// The cache file's fields, by name, in the order they are written.
+struct CachedField {
+  const char* name;
+  uint64_t GlibcLayout::*member;
+};
+constexpr CachedField kCachedFields[] = {
+    {"state_size", &GlibcLayout::state_size},
+    {"fastbins", &GlibcLayout::fastbins},
+    {"nfastbins", &GlibcLayout::nfastbins},
+    {"top", &GlibcLayout::top},
+    {"next", &GlibcLayout::next},
+    {"system_mem", &GlibcLayout::system_mem},
+    {"heap_info_size", &GlibcLayout::heap_info_size},
+    {"heap_ar_ptr", &GlibcLayout::heap_ar_ptr},
+    {"heap_size", &GlibcLayout::heap_size},
+    {"tcache_bins", &GlibcLayout::tcache_bins},
+    {"tcache_count_width", &GlibcLayout::tcache_count_width},
+    {"tcache_entries", &GlibcLayout::tcache_entries},
+    {"tcache_size", &GlibcLayout::tcache_size},
+};
+constexpr const char* kCacheMagic = "leakref.glibc-layout/1";
+
+// cache_dir()/glibc-layout-<build-id>; "" when there is no cache directory
+// or the build-id is not hex (it comes from the core).
+std::string layout_cache_path(const std::string& build_id) {
+  const std::string dir = cache_dir();
+  const bool hex = !build_id.empty() && build_id.size() <= 128 &&
+                   std::all_of(build_id.begin(), build_id.end(),
+                               [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
+  return dir.empty() || !hex ? "" : dir + "/glibc-layout-" + build_id;
+}
+
+}  // namespace
+
+std::optional<GlibcLayout> cached_glibc_layout(const std::string& build_id) {
+  const std::string path = layout_cache_path(build_id);
+  std::ifstream in(path);
+  std::string magic;
+  if (path.empty() || !std::getline(in, magic) || magic != kCacheMagic) return std::nullopt;
+  GlibcLayout L;
+  int safe = -1;
+  if (!std::getline(in, L.version) || !std::getline(in, L.from) || !(in >> safe) || safe < 0 ||
+      safe > 1)
+    return std::nullopt;
+  L.safe_linking = safe == 1;
+  for (const auto& f : kCachedFields) {
+    std::string name;
+    if (!(in >> name >> L.*f.member) || name != f.name) return std::nullopt;
+  }
+  if (!check_bounds(L).ok() || version_after(L.version) != L.version) return std::nullopt;
+  return L;
+}
+
+void cache_glibc_layout(const std::string& build_id, const GlibcLayout& L) {
+  const std::string path = layout_cache_path(build_id);
+  if (path.empty()) return;
+  std::ostringstream o;
+  o << kCacheMagic << '\n'
+    << L.version << '\n'
+    << L.from << '\n'
+    << (L.safe_linking ? 1 : 0) << '\n';
+  for (const auto& f : kCachedFields) o << f.name << ' ' << L.*f.member << '\n';
+  // Written whole under a name of its own, then renamed: a reader never
+  // sees half a file. A cache that cannot be written is no error.
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  const std::string tmp = fmt::format("{}.{}", path, ::getpid());
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << o.str();
+    if (!out.flush()) {
+      std::filesystem::remove(tmp, ec);
+      return;
+    }
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) std::filesystem::remove(tmp, ec);
 }
 
 GlibcLayout glibc_default_layout() {

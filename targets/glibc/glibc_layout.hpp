@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "corelib/base/result.hpp"
@@ -54,6 +55,14 @@ Result<GlibcLayout> glibc_layout_from_dwarf(TypeRegistry& types, Module& libc,
 // The table's layout for `version`; kUnsupported naming it when leakref has
 // no table for that release.
 Result<GlibcLayout> glibc_layout_for_release(const std::string& version);
+
+// A layout read from DWARF, kept in leakref's cache directory under libc's
+// build-id: every core of that libc has it, and reading libc's DWARF costs
+// ~110 ms and 16 MB a core (libdw decompresses its .debug_info), which a
+// batch of cores would pay per dump. A cache file that does not read back
+// whole and within bounds is not used (and is written again).
+std::optional<GlibcLayout> cached_glibc_layout(const std::string& build_id);
+void cache_glibc_layout(const std::string& build_id, const GlibcLayout& L);
 
 // glibc 2.36 on x86_64 (Debian 12), for callers with no libc to read (the
 // fuzzers' synthetic cores).
