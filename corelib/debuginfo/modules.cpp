@@ -171,7 +171,12 @@ void Module::set_symbols(std::vector<Symbol> syms) {
   });
 }
 
-void Module::load_symbols_from(Elf* e) {
+namespace {
+
+// Each address symbol of `e`'s symbol tables (functions and objects; not
+// TLS offsets, not undefined ones), biased, that `wanted(name)` accepts.
+template <typename Wanted, typename Add>
+void scan_symbols(Elf* e, uint64_t bias, Wanted wanted, Add add) {
   GElf_Ehdr eh;
   if (gelf_getehdr(e, &eh) && eh.e_type == ET_REL) return;  // values are section offsets
   for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(e, scn));) {
@@ -186,32 +191,60 @@ void Module::load_symbols_from(Elf* e) {
       if (!gelf_getsym(data, static_cast<int>(i), &s)) break;
       int type = GELF_ST_TYPE(s.st_info);
       if (s.st_shndx == SHN_UNDEF || s.st_value == 0) continue;
-      if (type != STT_FUNC && type != STT_OBJECT && type != STT_TLS && type != STT_NOTYPE &&
-          type != STT_GNU_IFUNC)
+      if (type != STT_FUNC && type != STT_OBJECT && type != STT_NOTYPE && type != STT_GNU_IFUNC)
         continue;
-      if (type == STT_TLS) continue;  // TLS offsets are not addresses
       const char* name = elf_strptr(e, sh.sh_link, s.st_name);
-      if (!name || !*name) continue;
+      if (!name || !*name || !wanted(name)) continue;
       Symbol sym;
       sym.addr = s.st_value + bias;
       sym.size = s.st_size;
       sym.name = name;
       sym.is_func = type == STT_FUNC || type == STT_GNU_IFUNC;
       sym.is_object = type == STT_OBJECT;
-      syms_.push_back(std::move(sym));
+      add(std::move(sym));
     }
   }
 }
 
-Dwarf_CFI* Module::cfi() {
-  if (cfi_tried_) return cfi_;
-  cfi_tried_ = true;
+}  // namespace
+
+void Module::load_symbols_from(Elf* e) {
+  scan_symbols(
+      e, bias, [](const char*) { return true; },
+      [&](Symbol&& s) { syms_.push_back(std::move(s)); });
+}
+
+const Symbol* Module::find_one_symbol(const std::string& name) {
+  if (syms_loaded_) return find_symbol(name);
+  auto [it, fresh] = one_symbol_.try_emplace(name);
+  if (!fresh) return it->second.get();
+  std::vector<Symbol> hits;
+  auto want = [&](const char* n) { return name == n; };
+  auto add = [&](Symbol&& s) { hits.push_back(std::move(s)); };
+  if (Elf* main = open_main_elf()) scan_symbols(main, bias, want, add);
+  if (!debug_path.empty() && debug_path != host_path && open_debug_elf())
+    scan_symbols(debug_elf_, bias, want, add);
+  // As find_symbol chooses: an object before others, then the lowest address.
+  auto best = std::min_element(hits.begin(), hits.end(), [](const Symbol& a, const Symbol& b) {
+    return a.is_object != b.is_object ? a.is_object : a.addr < b.addr;
+  });
+  if (best != hits.end()) it->second = std::make_unique<Symbol>(*best);
+  return it->second.get();
+}
+
+Elf* Module::open_main_elf() {
   if (!host_path.empty() && !main_elf_) {
     OpenElf o = open_elf(host_path);
     main_fd_ = o.fd;
     main_elf_ = o.elf;
   }
-  if (main_elf_ && (cfi_ = dwarf_getcfi_elf(main_elf_))) {
+  return main_elf_;
+}
+
+Dwarf_CFI* Module::cfi() {
+  if (cfi_tried_) return cfi_;
+  cfi_tried_ = true;
+  if (open_main_elf() && (cfi_ = dwarf_getcfi_elf(main_elf_))) {
     cfi_owned_ = true;
     return cfi_;
   }
@@ -223,14 +256,7 @@ const std::vector<Symbol>& Module::symbols() {
   if (types_only) return syms_;
   if (syms_loaded_) return syms_;
   syms_loaded_ = true;
-  if (!host_path.empty()) {
-    if (!main_elf_) {
-      OpenElf o = open_elf(host_path);
-      main_fd_ = o.fd;
-      main_elf_ = o.elf;
-    }
-    if (main_elf_) load_symbols_from(main_elf_);
-  }
+  if (Elf* main = open_main_elf()) load_symbols_from(main);
   if (!debug_path.empty() && debug_path != host_path) {
     if (open_debug_elf()) load_symbols_from(debug_elf_);
   }

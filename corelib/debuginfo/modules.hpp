@@ -76,6 +76,10 @@ class Module {
   const std::vector<Symbol>& symbols();
   // The symbol named `name` (an object preferred over others); nullptr if none.
   const Symbol* find_symbol(const std::string& name);
+  // The same for a caller that needs one name and no other symbol: the
+  // tables are scanned for it, not indexed (indexing libc6-dbg's 20,000
+  // symbols costs ~15 ms a core, which a batch pays per dump).
+  const Symbol* find_one_symbol(const std::string& name);
   // Symbols given by the caller (a kernel module's kallsyms read from the
   // dump) instead of read from the module's files, which are then not read.
   void set_symbols(std::vector<Symbol> syms);
@@ -84,6 +88,7 @@ class Module {
  private:
   friend class ModuleSet;
   void load_symbols_from(Elf* e);
+  Elf* open_main_elf();  // nullptr: no file the process ran, or not ELF
   Dwarf* open_relocated_dwarf();
   Elf* open_debug_elf();  // nullptr: no debug file, or not ELF
   int main_fd_ = -1, debug_fd_ = -1;
@@ -97,6 +102,7 @@ class Module {
   bool syms_loaded_ = false;
   std::vector<Symbol> syms_;
   std::unordered_map<std::string, size_t> by_name_;  // name -> index in syms_, built on first use
+  std::unordered_map<std::string, std::unique_ptr<Symbol>> one_symbol_;  // find_one_symbol's
 };
 
 struct SymbolHit {

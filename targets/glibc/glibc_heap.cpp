@@ -298,7 +298,7 @@ HeapInput heap_input_from_core(const CoreFile& core, const ModuleSet& mods) {
       if (s.kind != SegmentInfo::Kind::kMissing && s.end > m->base && s.start < m->end)
         in.libc_data.emplace_back(std::max(s.start, m->base), std::min(s.end, m->end));
     // A local symbol: only libc's .symtab (libc6-dbg) has it.
-    const Symbol* k = m->find_symbol("tcache_key");
+    const Symbol* k = m->find_one_symbol("tcache_key");
     if (k && k->is_object && k->size == 8) in.tcache_key_at = k->addr;
   }
   return in;
