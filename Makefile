@@ -93,19 +93,6 @@ $(PCH).gch: frontend/pch.hpp
 	@mkdir -p $(dir $@)
 	cp $< $(PCH)
 	$(CXX) $(CXXFLAGS) -x c++-header $(PCH) -o $@
-# The engine's and the targets' files likewise, from a header of fmt and
-# the standard containers only (corelib/base/engine_pch.hpp).
-EPCH := $(BUILD)/pch/engine.hpp
-$(EPCH).gch: corelib/base/engine_pch.hpp
-	@mkdir -p $(dir $@)
-	cp $< $(EPCH)
-	$(CXX) $(CXXFLAGS) -x c++-header $(EPCH) -o $@
-$(BUILD)/corelib/%.o: corelib/%.cpp $(EPCH).gch
-	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) -include $(EPCH) -MMD -MP -c $< -o $@
-$(BUILD)/targets/%.o: targets/%.cpp $(EPCH).gch
-	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) -include $(EPCH) -MMD -MP -c $< -o $@
 $(BUILD)/frontend/%.o: frontend/%.cpp $(PCH).gch
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -include $(PCH) -MMD -MP -c $< -o $@
