@@ -151,31 +151,55 @@ struct Walker {
   // size, carrying the key (the first one met sets it). Its stored next
   // pointer goes to `stored`.
   bool tcache_entry(uint64_t e, uint64_t i, uint64_t* key, uint64_t* stored) const {
-    uint64_t head, ek;
-    if (e == 0 || e % 16 != 0 || !rd.u64(e - 8, &head) || (head & kSizeMask) != 32 + 16 * i ||
-        !rd.u64(e + 8, &ek) || ek == 0 || (*key != 0 && ek != *key) || !rd.u64(e, stored))
+    uint64_t head, ek, lo, hi;
+    GlibcLayout::tcache_bin_sizes(i, &lo, &hi);
+    if (e == 0 || e % 16 != 0 || !rd.u64(e - 8, &head) || (head & kSizeMask) < lo ||
+        (head & kSizeMask) > hi || !rd.u64(e + 8, &ek) || ek == 0 || (*key != 0 && ek != *key) ||
+        !rd.u64(e, stored))
       return false;
     *key = ek;
     return true;
   }
 
+  static uint64_t bin_max(uint64_t i) {
+    uint64_t lo, hi;
+    GlibcLayout::tcache_bin_sizes(i, &lo, &hi);
+    return hi;
+  }
+
+  // "48 bytes", or a large bin's "1056-2032 bytes".
+  static std::string bin_bytes(uint64_t i) {
+    uint64_t lo, hi;
+    GlibcLayout::tcache_bin_sizes(i, &lo, &hi);
+    return lo == hi ? fmt::format("{} bytes", lo) : fmt::format("{}-{} bytes", lo, hi);
+  }
+
+  // Each bin's entries from its count as stored: 2.42's slots left are
+  // taken from the number every bin started with, which the emptiest bin
+  // still has (an empty bin's entry must then be NULL, as checked after).
+  void tcache_counts(uint64_t* counts, uint64_t bins) const {
+    if (!L.tcache_slots) return;
+    const uint64_t fill = *std::max_element(counts, counts + bins);
+    for (uint64_t i = 0; i < bins; ++i) counts[i] = fill - counts[i];
+  }
+
   // An in-use chunk of tcache_perthread_struct's size (0x290 in glibc 2.30 to
-  // 2.41) is one when every empty
-  // bin's pointer is NULL and every other bin's first entry is well formed
-  // (right size, one key). Past the first entry, damage (a cycle, an entry
-  // that is not one, a list shorter or longer than its count) keeps the
-  // entries read so far and says what was not read.
+  // 2.41, 0x300 in 2.43) is one when every empty bin's pointer is NULL and
+  // every other bin's first entry is well formed (a size of its bin, one key). Past the first
+  // entry, damage (a cycle, an entry that is not one, a list shorter or longer than its count)
+  // keeps the entries read so far and says what was not read.
   void tcache_candidate(uint64_t user) {
     const uint64_t bins = L.tcache_bins, width = L.tcache_count_width;
     const uint8_t* b = rd.bytes(user, L.tcache_entries + bins * 8);
-    if (!b || bins > kSmallTcacheBins) return;
-    uint64_t counts[kSmallTcacheBins], entries[kSmallTcacheBins];
+    if (!b || bins > kMaxTcacheBins) return;
+    uint64_t counts[kMaxTcacheBins], entries[kMaxTcacheBins];
     for (uint64_t i = 0; i < bins; ++i) {
       uint16_t c16 = 0;
       std::memcpy(&c16, b + i * width, width);  // little-endian: 1 byte (< 2.30) or 2
       counts[i] = c16;
       std::memcpy(&entries[i], b + L.tcache_entries + 8 * i, 8);
     }
+    tcache_counts(counts, bins);
     uint64_t key = 0, stored = 0;
     for (uint64_t i = 0; i < bins; ++i)
       if (counts[i] == 0 ? entries[i] != 0 : !tcache_entry(entries[i], i, &key, &stored)) return;
@@ -193,7 +217,7 @@ struct Walker {
   bool tcache_bin(uint64_t user, uint64_t i, uint64_t count, uint64_t e, uint64_t* key,
                   std::vector<uint64_t>& found) {
     std::unordered_set<uint64_t> seen;
-    uint64_t k = 0, stored = 0;
+    uint64_t k = 0, stored = 0, last_size = 0, head = 0;
     std::string why;
     for (; k < count; ++k) {
       // Counts go up to 65535 per bin; forged candidates must not add up to
@@ -214,19 +238,25 @@ struct Walker {
         break;
       }
       if (!tcache_entry(e, i, key, &stored)) {
-        why = fmt::format("entry {:#x} is not a free chunk of {} bytes with the tcache key", e,
-                          32 + 16 * i);
+        why = fmt::format("entry {:#x} is not a free chunk of {} with the tcache key", e,
+                          bin_bytes(i));
         break;
       }
+      // A large bin is kept sorted by size, smallest first.
+      if (rd.u64(e - 8, &head) && (head & kSizeMask) < last_size) {
+        why = fmt::format("entry {:#x} is smaller than the one before it", e);
+        break;
+      }
+      last_size = head & kSizeMask;
       found.push_back(e - 16);
       e = L.unmangle(e, stored);
     }
     if (why.empty() && e != 0) why = fmt::format("the list goes on past its {} entries", count);
     if (!why.empty())
       out.warnings.push_back(fmt::format(
-          "tcache at {:#x}, bin of {} bytes: its count says {} but {}; {} entries kept, the rest "
+          "tcache at {:#x}, bin of {}: its count says {} but {}; {} entries kept, the rest "
           "(up to {} bytes) may be free chunks counted as in use",
-          user, 32 + 16 * i, count, why, k, (count > k ? count - k : 0) * (32 + 16 * i)));
+          user, bin_bytes(i), count, why, k, (count > k ? count - k : 0) * bin_max(i)));
     return true;
   }
 
@@ -236,12 +266,14 @@ struct Walker {
          p >= start && p < end && end - p >= kPage;) {
       uint64_t prev, head;
       if (rd.u64(p, &prev) && prev == 0 && rd.u64(p + 8, &head) && (head & 7) == kIsMmapped) {
-        uint64_t size = head & kSizeMask;
-        if (size >= kPage && size % kPage == 0 && size <= end - p) {
+        // The chunk is its whole mapping, or (2.43, Debian unstable's) the
+        // mapping but its last 16 bytes: the size tells which.
+        const uint64_t size = head & kSizeMask, tail = size % kPage == 0 ? 0 : 16;
+        if (size >= kPage && (size + tail) % kPage == 0 && size + tail <= end - p) {
           add(p + 16, size - 16, true);
           out.regions.push_back({HeapRegion::Kind::kMmapped, p, p + size, 0, true});
           ++out.stats.mmapped;
-          p += size;
+          p += size + tail;
           continue;
         }
       }

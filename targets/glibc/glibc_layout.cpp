@@ -31,6 +31,17 @@ uint64_t GlibcLayout::tcache_chunk() const {
   return std::max<uint64_t>((tcache_size + 8 + 15) & ~uint64_t{15}, 32);  // request2size
 }
 
+void GlibcLayout::tcache_bin_sizes(uint64_t i, uint64_t* lo, uint64_t* hi) {
+  if (i < kSmallTcacheBins) {
+    *lo = *hi = 32 + 16 * i;
+    return;
+  }
+  // large_csize2tidx: 64 + clz(1040) - clz(size), 1040 the last small size.
+  const uint64_t k = i - kSmallTcacheBins;
+  *lo = std::max<uint64_t>(uint64_t{1} << (10 + k), 32 + 16 * kSmallTcacheBins);
+  *hi = (uint64_t{1} << (11 + k)) - 16;
+}
+
 namespace {
 
 // "2.36" out of "... release version 2.36." (glibc's banner, csu/version.c).
@@ -88,9 +99,16 @@ Result<void> state_from_dwarf(const Type* st, GlibcLayout& L) {
   if (!st || !(st = st->strip()) || !st->is_aggregate())
     return make_error(Errc::kNotFound, "libc's DWARF has no struct malloc_state");
   L.state_size = st->size;
-  LR_ASSIGN(const Member* fb, member(st, "struct malloc_state", "fastbinsY", &L.fastbins));
-  const Type* fa = fb->type->strip();
-  L.nfastbins = fa && fa->kind == TypeKind::kArray ? fa->count : 0;
+  // 2.43's malloc has no fastbins: no fastbinsY, nothing to read.
+  if (const Member* fb = find_member(st, "fastbinsY", &L.fastbins); fb && fb->type) {
+    const Type* fa = fb->type->strip();
+    L.nfastbins = fa && fa->kind == TypeKind::kArray ? fa->count : 0;
+    if (L.nfastbins == 0)
+      return make_error(Errc::kNotFound,
+                        "libc's DWARF: malloc_state.fastbinsY is not an array of bins");
+  } else {
+    L.fastbins = L.nfastbins = 0;
+  }
   LR_TRY(member(st, "struct malloc_state", "top", &L.top));
   LR_TRY(member(st, "struct malloc_state", "next", &L.next));
   LR_TRY(member(st, "struct malloc_state", "system_mem", &L.system_mem));
@@ -110,35 +128,44 @@ Result<void> tcache_from_dwarf(const Type* tc, GlibcLayout& L) {
   if (!tc || !(tc = tc->strip()) || !tc->is_aggregate())
     return make_error(Errc::kNotFound, "libc's DWARF has no struct tcache_perthread_struct");
   L.tcache_size = tc->size;
+  // 2.42 counts each bin's free slots (num_slots) where earlier releases
+  // counted its entries (counts).
   uint64_t counts = 0;
-  LR_ASSIGN(const Member* c, member(tc, "struct tcache_perthread_struct", "counts", &counts));
+  const Member* c = find_member(tc, "num_slots", &counts);
+  L.tcache_slots = c != nullptr;
+  if (!c) {
+    LR_ASSIGN(c, member(tc, "struct tcache_perthread_struct", "counts", &counts));
+  }
   LR_TRY(member(tc, "struct tcache_perthread_struct", "entries", &L.tcache_entries));
-  const Type* ca = c->type->strip();
+  const Type* ca = c->type ? c->type->strip() : nullptr;
   const Type* ce = ca && ca->kind == TypeKind::kArray && ca->target ? ca->target->strip() : nullptr;
   if (!ce || counts != 0)
-    return make_error(Errc::kNotFound,
-                      "libc's DWARF: tcache_perthread_struct.counts is not an array at offset 0");
+    return make_error(Errc::kNotFound, fmt::format("libc's DWARF: tcache_perthread_struct.{} is "
+                                                   "not an array at offset 0",
+                                                   L.tcache_slots ? "num_slots" : "counts"));
   L.tcache_bins = ca->count;
   L.tcache_count_width = ce->size;
-  // The walk knows a bin's chunk size only for the small bins (32 + 16 i);
-  // a tcache with more (2.42's large bins) is not one it reads.
-  if (L.tcache_bins > kSmallTcacheBins)
+  // The walk knows the bins' chunk sizes: 64 small ones, and 2.42's 12
+  // large ones, which came with num_slots. Any other tcache is not one it
+  // reads.
+  const uint64_t most = L.tcache_slots ? kMaxTcacheBins : kSmallTcacheBins;
+  if (L.tcache_bins > most)
     return make_error(Errc::kUnsupported,
-                      fmt::format("libc's DWARF: the tcache has {} bins, more than the {} small "
-                                  "ones the heap walk knows the sizes of",
-                                  L.tcache_bins, kSmallTcacheBins));
+                      fmt::format("libc's DWARF: the tcache has {} bins, more than the {} whose "
+                                  "sizes the heap walk knows",
+                                  L.tcache_bins, most));
   return {};
 }
 
 // The fields the walk reads must lie inside their structs: a hostile or
 // unexpected DWARF is refused rather than read past.
 Result<void> check_bounds(const GlibcLayout& L) {
-  const bool ok = L.nfastbins > 0 && L.nfastbins <= 16 &&
-                  L.fastbins + 8 * L.nfastbins <= L.state_size && L.top + 8 <= L.state_size &&
-                  L.next + 8 <= L.state_size && L.system_mem + 8 <= L.state_size &&
-                  L.state_size <= 16384 && L.heap_ar_ptr + 8 <= L.heap_info_size &&
-                  L.heap_size + 8 <= L.heap_info_size && L.heap_info_size <= 4096 &&
-                  L.tcache_bins > 0 && L.tcache_bins <= kSmallTcacheBins &&
+  const bool ok = L.nfastbins <= 16 && L.fastbins + 8 * L.nfastbins <= L.state_size &&
+                  L.top + 8 <= L.state_size && L.next + 8 <= L.state_size &&
+                  L.system_mem + 8 <= L.state_size && L.state_size <= 16384 &&
+                  L.heap_ar_ptr + 8 <= L.heap_info_size && L.heap_size + 8 <= L.heap_info_size &&
+                  L.heap_info_size <= 4096 && L.tcache_bins > 0 &&
+                  L.tcache_bins <= (L.tcache_slots ? kMaxTcacheBins : kSmallTcacheBins) &&
                   (L.tcache_count_width == 1 || L.tcache_count_width == 2) &&
                   L.tcache_entries >= L.tcache_bins * L.tcache_count_width &&
                   L.tcache_entries + 8 * L.tcache_bins <= L.tcache_size;
@@ -197,7 +224,7 @@ constexpr CachedField kCachedFields[] = {
     {"tcache_entries", &GlibcLayout::tcache_entries},
     {"tcache_size", &GlibcLayout::tcache_size},
 };
-constexpr const char* kCacheMagic = "leakref.glibc-layout/1";
+constexpr const char* kCacheMagic = "leakref.glibc-layout/2";
 
 // cache_dir()/glibc-layout-<build-id>; "" when there is no cache directory
 // or the build-id is not hex (it comes from the core).
@@ -217,11 +244,12 @@ std::optional<GlibcLayout> cached_glibc_layout(const std::string& build_id) {
   std::string magic;
   if (path.empty() || !std::getline(in, magic) || magic != kCacheMagic) return std::nullopt;
   GlibcLayout L;
-  int safe = -1;
-  if (!std::getline(in, L.version) || !std::getline(in, L.from) || !(in >> safe) || safe < 0 ||
-      safe > 1)
+  int safe = -1, slots = -1;
+  if (!std::getline(in, L.version) || !std::getline(in, L.from) || !(in >> safe >> slots) ||
+      safe < 0 || safe > 1 || slots < 0 || slots > 1)
     return std::nullopt;
   L.safe_linking = safe == 1;
+  L.tcache_slots = slots == 1;
   for (const auto& f : kCachedFields) {
     std::string name;
     if (!(in >> name >> L.*f.member) || name != f.name) return std::nullopt;
@@ -237,7 +265,7 @@ void cache_glibc_layout(const std::string& build_id, const GlibcLayout& L) {
   o << kCacheMagic << '\n'
     << L.version << '\n'
     << L.from << '\n'
-    << (L.safe_linking ? 1 : 0) << '\n';
+    << (L.safe_linking ? 1 : 0) << ' ' << (L.tcache_slots ? 1 : 0) << '\n';
   for (const auto& f : kCachedFields) o << f.name << ' ' << L.*f.member << '\n';
   // Written whole under a name of its own, then renamed: a reader never
   // sees half a file. A cache that cannot be written is no error.
@@ -272,12 +300,18 @@ Result<GlibcLayout> glibc_layout_for_release(const std::string& version) {
   // Each release here was read from its own libc6-dbg (Debian's) and walked
   // exactly against fx_heap's manifest (tests/test_heap.cpp): 2.36 (Debian
   // 12), 2.41 (13) share one layout; 2.31 (11) has a 32-byte heap_info (no
-  // pagesize) and links free lists unmangled.
-  if (version == "2.36" || version == "2.41" || version == "2.31") {
+  // pagesize) and links free lists unmangled; 2.43 (unstable) is below.
+  if (version == "2.36" || version == "2.41" || version == "2.31" || version == "2.43") {
     GlibcLayout L = glibc_default_layout();
     L.version = version;
     L.from = "leakref's table for glibc " + version;
     if (version == "2.31") L.heap_info_size = 32, L.safe_linking = false;
+    // 2.43 (Debian unstable): no fastbins; 76 tcache bins counted by slots.
+    if (version == "2.43") {
+      L.state_size = 2112, L.fastbins = 0, L.nfastbins = 0, L.top = 8, L.next = 2072,
+      L.system_mem = 2096;
+      L.tcache_bins = 76, L.tcache_entries = 152, L.tcache_size = 760, L.tcache_slots = true;
+    }
     return L;
   }
   return make_error(

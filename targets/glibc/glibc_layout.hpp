@@ -16,8 +16,11 @@ class Memory;
 class Module;
 class TypeRegistry;
 
-// tcache bins of 32 + 16 i bytes (i < 64): the only ones the heap walk reads.
+// tcache bins of 32 + 16 i bytes (i < 64); from 2.42, 12 large bins after
+// them, bin 64 + k holding chunks of 2^(10+k) to 2^(11+k) - 1 bytes (past
+// the small ones), each list sorted by size.
 inline constexpr uint64_t kSmallTcacheBins = 64;
+inline constexpr uint64_t kMaxTcacheBins = 64 + 12;
 
 struct GlibcLayout {
   std::string version;  // "2.36", from libc's banner; "" when not read
@@ -29,6 +32,9 @@ struct GlibcLayout {
   // tcache_perthread_struct: `bins` counts of `count_width` bytes, then the
   // entries; the struct's own size decides the chunk malloc gives it.
   uint64_t tcache_bins = 0, tcache_count_width = 0, tcache_entries = 0, tcache_size = 0;
+  // 2.42+: the counts are the slots each bin has left (num_slots), all bins
+  // starting from one number (the tcache_count tunable); before, entries.
+  bool tcache_slots = false;
   bool safe_linking = false;  // 2.32+: free-list links stored as (&link >> 12) ^ next
 
   // The first chunk of a thread heap that holds its arena's malloc_state:
@@ -36,6 +42,8 @@ struct GlibcLayout {
   uint64_t first_chunk_with_state() const;
   // The chunk size malloc gives a tcache_perthread_struct.
   uint64_t tcache_chunk() const;
+  // The chunk sizes tcache bin `i` holds: [*lo, *hi].
+  static void tcache_bin_sizes(uint64_t i, uint64_t* lo, uint64_t* hi);
   // A link read from a free list, unmangled (safe-linking) when this glibc
   // mangles them; `link_addr` is where it was stored.
   uint64_t unmangle(uint64_t link_addr, uint64_t stored) const {

@@ -1,7 +1,7 @@
 // libFuzzer target: the ELF core opener and everything it parses (program
 // headers, notes, NT_FILE, reads across segments, build-id notes in memory),
-// the glibc heap walk over whatever the segments hold, and the physical-
-// address view of an ELF kernel dump.
+// the glibc heap walk over whatever the segments hold (as 2.36's malloc and
+// as 2.43's), and the physical-address view of an ELF kernel dump.
 #include <cstddef>
 #include <cstdint>
 
@@ -9,6 +9,7 @@
 #include "corelib/dump/elfcore.hpp"
 #include "corelib/dump/physdump.hpp"
 #include "targets/glibc/glibc_heap.hpp"
+#include "targets/glibc/glibc_layout.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // The same bytes as a kernel ELF dump read by physical address (the crash
@@ -42,6 +43,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   lim.max_chunks = 1u << 16;
   lim.max_list = 1u << 12;
   (void)lr::walk_glibc_heap(core, in, lim);
+  // And as 2.43's: no fastbins, tcache counted by slots, large tcache bins.
+  if (auto l243 = lr::glibc_layout_for_release("2.43"); l243.ok()) {
+    in.layout = l243.value();
+    (void)lr::walk_glibc_heap(core, in, lim);
+  }
   // libc's banner, searched for in every segment (its release picks a layout).
   for (const auto& s : core.segments()) (void)lr::glibc_version(core, s.start, s.end);
   return 0;
