@@ -544,8 +544,9 @@ Result<HeapWalk> walk_glibc_heap(const Memory& mem, const HeapInput& in, const H
   if (g.main_arena) walk_main_heap(w, in, g.main_arena, heap_ranges);
   walk_thread_heaps(w, in, f, heap_ranges);
   walk_mmapped(w, in, heap_ranges);
+  const uint64_t tcache_chunk = in.layout.tcache_chunk();  // once, not per chunk
   for (const auto& c : w.cand)
-    if (!c.mmapped() && c.usable() + 8 == in.layout.tcache_chunk()) w.tcache_candidate(c.user);
+    if (!c.mmapped() && c.usable() + 8 == tcache_chunk) w.tcache_candidate(c.user);
   keep_in_use(w);
   read_tcache_key(rd, in, g, out.warnings);
   if (g.main_arena) out.bookkeeping.emplace_back(g.main_arena, g.main_arena + in.layout.state_size);
