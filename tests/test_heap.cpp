@@ -351,3 +351,61 @@ TEST_CASE("glibc releases: 2.31, 2.41 and 2.43 walk exactly from table and DWARF
     CHECK(damaged.json()["glibc"]["layout"] == "leakref's table for glibc " + v);
   }
 }
+
+// A core from another machine: fx_heap (built here) runs in a mount
+// namespace where Debian unstable's ld.so and libc.so.6 (2.43) sit at this
+// machine's own paths, as on an unstable machine, and is gcore'd there. Out
+// here those paths hold Debian 12's files, another build: leakref must not
+// read them for the core's libc, and says why; with --sysroot the unstable
+// tree, build-ids pick its files and the walk is exact.
+TEST_CASE("a core from another machine: its libc by build-id under --sysroot",
+          "[core][heap][glibc-releases]") {
+  if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed: core tests need it");
+  if (::geteuid() != 0) LR_SKIP("not root: the other machine is a mount namespace");
+  const Release rel = glibc_release("sid");
+  if (!rel.why.empty()) LR_SKIP(rel.why);
+  const std::string root = rel.kv.at("ROOT"), dir = lrtest::tmp_dir() + "/other-machine";
+  std::filesystem::create_directories(dir);
+  // Both files in one process (python's mount()), then every process it
+  // starts loads unstable's pair; Debian 12's processes never mix them.
+  const std::string py = R"(
+import ctypes, os, subprocess, sys, time
+root, fx, out = sys.argv[1:4]
+libc = ctypes.CDLL(None, use_errno=True)
+lib = '/usr/lib/x86_64-linux-gnu/'
+for f in ('ld-linux-x86-64.so.2', 'libc.so.6'):
+    if libc.mount((root + lib + f).encode(), (lib + f).encode(), None, 4096, None):
+        sys.exit('mount %s: %s' % (f, os.strerror(ctypes.get_errno())))
+p = subprocess.Popen([fx, out + '/manifest.json'], stdout=open(out + '/ready', 'w'))
+for _ in range(300):
+    if b'READY' in open(out + '/ready', 'rb').read(): break
+    time.sleep(0.1)
+g = subprocess.run(['gcore', '-o', out + '/core', str(p.pid)], capture_output=True)
+p.kill()
+print(out + '/core.%d' % p.pid)
+sys.exit(g.returncode)
+)";
+  auto made = lrtest::run({"unshare", "-m", "--propagation", "private", "python3", "-c", py, root,
+                           lrtest::fixture_path("fx_heap"), dir},
+                          300);
+  INFO(made.err);
+  REQUIRE(made.status == 0);
+  const std::string core = made.out.substr(0, made.out.find('\n'));
+  auto here = lrtest::leakref({"heap", core});
+  CHECK(here.status == 3);
+  CHECK(here.err.find("libc.so.6: no glibc release string in its image (not in core; "
+                      "file-backed page of /usr/lib/x86_64-linux-gnu/libc.so.6 (build-id "
+                      "mismatch: build-id on disk") != std::string::npos);
+  auto there = lrtest::leakref({"heap", core, "--sysroot", root, "--json", "--list"});
+  INFO(there.err);
+  REQUIRE(there.status == 0);
+  json j = there.json();
+  CHECK(j["glibc"]["release"] == "2.43");
+  CHECK(j["glibc"]["layout"].get<std::string>().rfind("libc's DWARF (" + root, 0) == 0);
+  lrtest::FixtureCore fc;
+  fc.manifest = json::parse(lrtest::read_file(dir + "/manifest.json"));
+  check_heap_is_manifest(fc, j);
+  // Its leaks as well: the same files, the same walk.
+  auto leaks = lrtest::leakref({"leaks", core, "--sysroot", root, "--json"});
+  CHECK(leaks.status == 0);
+}

@@ -570,11 +570,18 @@ Result<GlibcLayout> glibc_layout_of(const Program& prog) {
   // The release decides what no DWARF says (safe-linking): without it,
   // nothing is guessed.
   const std::string v = glibc_version(prog.mem(), libc->base, libc->end);
-  if (v.empty())
+  if (v.empty()) {
+    // Most often its file is not here, or is another build (a core from
+    // another machine): the core's reader says which.
+    std::string why;
+    for (uint64_t a = libc->base; a < libc->end && a >= libc->base && why.empty(); a += kPage)
+      why = prog.mem().why_unreadable(a);
+    if (why.empty()) why = "the banner is not in it";
     return make_error(Errc::kUnsupported,
-                      fmt::format("{}: no glibc release string in its image (its file is not "
-                                  "here?): which malloc layout it has is not guessed",
-                                  libc->path));
+                      fmt::format("{}: no glibc release string in its image ({}): which malloc "
+                                  "layout it has is not guessed",
+                                  libc->path, why));
+  }
   // A layout this libc's DWARF gave before (same build-id, same DWARF).
   if (auto kept = cached_glibc_layout(libc->build_id); kept && kept->version == v) return *kept;
   if (!libc->dwarf()) return glibc_layout_for_release(v);
