@@ -19,7 +19,7 @@ LDLIBS     := -ldw -lelf -ldebuginfod -lkdumpfile -lfmt -lsqlite3 -lzstd -llzma 
 # the crash extension (extension/) share. Includes are written from the top
 # of the tree ("corelib/dump/memory.hpp"), so every include names its layer.
 LAYERS     := base dump debuginfo objects blocks walks profiles analyses
-TARGETS    := glibc linux glusterfs nfs-ganesha
+TARGETS    := glibc jemalloc tcmalloc linux glusterfs nfs-ganesha
 layer_src   = $(wildcard corelib/$(1)/*.cpp)
 target_src  = $(wildcard targets/$(1)/*.cpp)
 CORE_SRC   := $(foreach l,$(LAYERS),$(call layer_src,$(l)))
@@ -321,7 +321,8 @@ TEST_DEPS := catch2 libc6-dbg python3 python3-jsonschema python3-drgn clang libc
              procps util-linux bpftrace bc time strace \
              qemu-system-x86 busybox-static cpio makedumpfile pahole \
              man-db zsh nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils libnfs-dev \
-             libntirpc-dev libkrb5-dev chromium sqlite3 zstd xz-utils lz4 gzip slurm-wlm munge
+             libntirpc-dev libkrb5-dev chromium sqlite3 zstd xz-utils lz4 gzip slurm-wlm munge \
+             libjemalloc2 libgoogle-perftools4
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # apt-get install of the packages of $(1) that are not installed yet.
 define apt_install

@@ -6,7 +6,9 @@
 #include "corelib/dump/dump_kind.hpp"
 #include "targets/glibc/glibc_heap.hpp"
 #include "targets/glusterfs/statedump.hpp"
+#include "targets/jemalloc/jemalloc.hpp"
 #include "targets/nfs-ganesha/nfs_ganesha.hpp"
+#include "targets/tcmalloc/tcmalloc.hpp"
 
 namespace lr {
 
@@ -14,6 +16,8 @@ void register_targets() {
   static std::once_flag once;
   std::call_once(once, [] {
     register_glibc_allocator();
+    register_jemalloc();
+    register_tcmalloc();
     register_nfs_ganesha();
     register_text_dump("statedump", &looks_like_statedump);
     register_snapshot_reader("statedump", &snapshot_from_statedump);

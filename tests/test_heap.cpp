@@ -8,6 +8,7 @@
 
 #include <elf.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstring>
 #include <map>
@@ -408,4 +409,40 @@ sys.exit(g.returncode)
   // Its leaks as well: the same files, the same walk.
   auto leaks = lrtest::leakref({"leaks", core, "--sysroot", root, "--json"});
   CHECK(leaks.status == 0);
+}
+
+// A program on jemalloc or tcmalloc (Debian's libjemalloc2 and
+// libgoogle-perftools4, preloaded into fx_heap): leakref does not walk
+// those heaps yet, so it must say which allocator it found, in one line,
+// exit 4, never read the glibc malloc beside it as the program's heap.
+TEST_CASE("jemalloc and tcmalloc heaps are named, not walked as glibc's", "[core][heap]") {
+  if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed: core tests need it");
+  for (const std::string lib : {"libjemalloc.so.2", "libtcmalloc.so.4"}) {
+    INFO(lib);
+    const std::string so = "/usr/lib/x86_64-linux-gnu/" + lib,
+                      dir = lrtest::tmp_dir() + "/alloc-" + lib;
+    if (!std::filesystem::exists(so)) LR_SKIP(so + " is not installed (make test-deps)");
+    std::filesystem::create_directories(dir);
+    const std::string sh = R"(
+LD_PRELOAD="$1" "$2" "$3/manifest.json" > "$3/ready" &
+p=$!
+for i in $(seq 300); do grep -q READY "$3/ready" && break; sleep 0.1; done
+gcore -o "$3/core" $p > /dev/null 2>&1; s=$?
+kill $p; echo "$3/core.$p"; exit $s
+)";
+    auto made =
+        lrtest::run({"bash", "-c", sh, "sh", so, lrtest::fixture_path("fx_heap"), dir}, 120);
+    REQUIRE(made.status == 0);
+    const std::string core = made.out.substr(0, made.out.find('\n'));
+    const std::string name = lib.substr(3, lib.find('.') - 3);
+    for (const char* cmd : {"heap", "leaks"}) {
+      auto r = lrtest::leakref({cmd, core});
+      CHECK(r.status == 4);
+      // The mapped file's own name: libtcmalloc.so.4 is libtcmalloc.so.4.5.10.
+      CHECK(r.err.find("the heap is " + name + "'s (" + lib) != std::string::npos);
+      CHECK(r.err.find(" is mapped), an allocator leakref does not walk; no glibc malloc arena "
+                       "found") != std::string::npos);
+      CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    }
+  }
 }

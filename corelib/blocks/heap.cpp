@@ -75,8 +75,45 @@ void register_allocator(const Allocator& a) {
   allocators().push_back(a);
 }
 
+namespace {
+std::vector<AllocatorSignature>& signatures() {
+  static std::vector<AllocatorSignature> s;
+  return s;
+}
+
+// "NAME's (libNAME.so.2 is mapped)" for the first signature the
+// program matches; "" when none does.
+std::string foreign_allocator(const Program& prog) {
+  std::vector<AllocatorSignature> list;
+  {
+    std::lock_guard<std::mutex> lk(g_allocators_mu);
+    list = signatures();
+  }
+  for (const auto& sig : list)
+    for (const auto& m : prog.modules().modules()) {
+      if (m->types_only) continue;
+      for (const auto& lib : sig.libraries)
+        if (m->basename().rfind(lib, 0) == 0)
+          return fmt::format("{}'s ({} is mapped)", sig.name, m->basename());
+      if (!m->is_exe) continue;
+      for (const auto& sym : sig.symbols)
+        if (m->find_one_symbol(sym))
+          return fmt::format("{}'s ({} defines {})", sig.name, m->basename(), sym);
+    }
+  return "";
+}
+}  // namespace
+
+void register_allocator_signature(const AllocatorSignature& s) {
+  std::lock_guard<std::mutex> lk(g_allocators_mu);
+  for (const auto& have : signatures())
+    if (have.name == s.name) return;
+  signatures().push_back(s);
+}
+
 // The first allocator that recognises the heap walks it; when none does, the
-// error names what each one looked for.
+// error names the allocator the program uses when a signature says which,
+// and what each walk looked for.
 Result<HeapWalk> walk_heap(const Program& prog, const HeapLimits& limits) {
   std::vector<Allocator> list;
   {
@@ -91,6 +128,10 @@ Result<HeapWalk> walk_heap(const Program& prog, const HeapLimits& limits) {
     if (r.ok() || r.error().code != Errc::kNotFound) return r;
     why += (why.empty() ? "" : "; ") + r.error().message;
   }
+  if (std::string found = foreign_allocator(prog); !found.empty())
+    return make_error(
+        Errc::kNotFound,
+        fmt::format("the heap is {}, an allocator leakref does not walk; {}", found, why));
   return make_error(Errc::kNotFound, why);
 }
 

@@ -187,6 +187,17 @@ struct Allocator {
   Result<HeapWalk> (*walk)(const Program& prog, const HeapLimits& limits) = nullptr;
 };
 void register_allocator(const Allocator& a);  // a name registered twice is kept once
+
+// What marks a heap as an allocator's that no registered walk reads: a
+// library the process maps (the start of its file name) or a
+// symbol a program that links it statically defines. When no walk
+// recognises a heap, walk_heap names the allocator these find.
+struct AllocatorSignature {
+  std::string name;
+  std::vector<std::string> libraries;
+  std::vector<std::string> symbols;
+};
+void register_allocator_signature(const AllocatorSignature& s);
 // The core's heap, walked by the first registered allocator that recognises
 // it; kNotFound naming what each looked for when none does.
 Result<HeapWalk> walk_heap(const Program& prog, const HeapLimits& limits = {});
