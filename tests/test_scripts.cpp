@@ -308,7 +308,7 @@ TEST_CASE("make: header dependencies reach leakref.so and the bench helper", "[s
   // over the targets and the engine's layers, top layer first.
   const std::string lib = build + "/lib/libleakref-";
   std::string layers = lib + "targets.a";
-  for (const char* t : {"glibc", "linux", "glusterfs", "nfs-ganesha"})
+  for (const char* t : {"glibc", "jemalloc", "tcmalloc", "linux", "glusterfs", "nfs-ganesha"})
     layers += " " + lib + "target-" + t + ".a";
   for (const char* l :
        {"analyses", "profiles", "walks", "blocks", "objects", "debuginfo", "dump", "base"})
