@@ -5,13 +5,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <mutex>
 #include <optional>
 #include <set>
 #include <utility>
 #include <vector>
 
 #include "corelib/base/fileio.hpp"
+#include "corelib/base/registry.hpp"
 #include "corelib/dump/dump_kind.hpp"
 
 namespace lr {
@@ -34,22 +34,7 @@ Result<std::string> read_text(const std::string& path, int fd) {
   return text;
 }
 
-struct Reader {
-  std::string kind;
-  TextSnapshotReader read;
-};
-std::mutex g_readers_mu;
-std::vector<Reader>& readers() {
-  static std::vector<Reader> v;
-  return v;
-}
-
-TextSnapshotReader reader_of(const std::string& kind) {
-  std::lock_guard<std::mutex> lk(g_readers_mu);
-  for (const auto& r : readers())
-    if (r.kind == kind) return r.read;
-  return nullptr;
-}
+NamedRegistry<TextSnapshotReader> g_readers;
 
 }  // namespace
 
@@ -59,10 +44,7 @@ bool looks_like_saved_snapshot(std::string_view h) {
 }
 
 void register_snapshot_reader(const std::string& text_kind, TextSnapshotReader read) {
-  std::lock_guard<std::mutex> lk(g_readers_mu);
-  for (const auto& r : readers())
-    if (r.kind == text_kind) return;
-  readers().push_back({text_kind, read});
+  g_readers.add(text_kind, read);
 }
 
 Result<Snapshot> read_text_snapshot(const std::string& path) {
@@ -73,7 +55,8 @@ Result<Snapshot> read_text_snapshot(const std::string& path) {
   std::string_view head = std::string_view(text.value()).substr(0, 64);
   DumpId id = identify_dump_head(head, -1, 0);
   if (id.kind == DumpKind::kText) {
-    if (TextSnapshotReader read = reader_of(id.text_kind)) return read(text.value(), path);
+    if (const TextSnapshotReader* read = g_readers.find(id.text_kind))
+      return (*read)(text.value(), path);
     return make_error(Errc::kUnsupported, path + ": a " + id.text_kind + " no target reads");
   }
   if (!looks_like_saved_snapshot(head))

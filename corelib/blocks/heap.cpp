@@ -6,8 +6,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <mutex>
 
+#include "corelib/base/registry.hpp"
 #include "corelib/debuginfo/program.hpp"
 
 namespace lr {
@@ -61,35 +61,13 @@ void ChunkIndex::sort() {
 }
 
 namespace {
-std::vector<Allocator>& allocators() {
-  static std::vector<Allocator> a;
-  return a;
-}
-std::mutex g_allocators_mu;
-}  // namespace
-
-void register_allocator(const Allocator& a) {
-  std::lock_guard<std::mutex> lk(g_allocators_mu);
-  for (const auto& have : allocators())
-    if (have.name == a.name) return;
-  allocators().push_back(a);
-}
-
-namespace {
-std::vector<AllocatorSignature>& signatures() {
-  static std::vector<AllocatorSignature> s;
-  return s;
-}
+NamedRegistry<Allocator> g_allocators;
+NamedRegistry<AllocatorSignature> g_signatures;
 
 // "NAME's (libNAME.so.2 is mapped)" for the first signature the
 // program matches; "" when none does.
 std::string foreign_allocator(const Program& prog) {
-  std::vector<AllocatorSignature> list;
-  {
-    std::lock_guard<std::mutex> lk(g_allocators_mu);
-    list = signatures();
-  }
-  for (const auto& sig : list)
+  for (const auto& sig : g_signatures.all())
     for (const auto& m : prog.modules().modules()) {
       if (m->types_only) continue;
       for (const auto& lib : sig.libraries)
@@ -104,22 +82,19 @@ std::string foreign_allocator(const Program& prog) {
 }
 }  // namespace
 
+void register_allocator(const Allocator& a) {
+  g_allocators.add(a.name, a);
+}
+
 void register_allocator_signature(const AllocatorSignature& s) {
-  std::lock_guard<std::mutex> lk(g_allocators_mu);
-  for (const auto& have : signatures())
-    if (have.name == s.name) return;
-  signatures().push_back(s);
+  g_signatures.add(s.name, s);
 }
 
 // The first allocator that recognises the heap walks it; when none does, the
 // error names the allocator the program uses when a signature says which,
 // and what each walk looked for.
 Result<HeapWalk> walk_heap(const Program& prog, const HeapLimits& limits) {
-  std::vector<Allocator> list;
-  {
-    std::lock_guard<std::mutex> lk(g_allocators_mu);
-    list = allocators();
-  }
+  const std::vector<Allocator> list = g_allocators.all();
   if (list.empty())
     return make_error(Errc::kUnsupported, "no heap allocator is registered with the engine");
   std::string why;

@@ -6,26 +6,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <mutex>
 #include <utility>
 #include <vector>
 
 #include "corelib/base/fileio.hpp"
+#include "corelib/base/registry.hpp"
 #include "corelib/dump/elfcore.hpp"
 
 namespace lr {
 
 namespace {
 
-struct TextDump {
-  std::string name;
-  bool (*looks_like)(std::string_view);
-};
-std::mutex g_text_mu;
-std::vector<TextDump>& text_dumps() {
-  static std::vector<TextDump> v;
-  return v;
-}
+using LooksLike = bool (*)(std::string_view);
+NamedRegistry<LooksLike> g_text_dumps;
 
 bool elf_core(std::string_view h) {
   return h.size() >= 18 && h.substr(0, 4) == "\177ELF" && h[16] == 4 && h[17] == 0;  // ET_CORE
@@ -48,10 +41,7 @@ std::string DumpId::name() const {
 }
 
 void register_text_dump(const std::string& name, bool (*looks_like)(std::string_view)) {
-  std::lock_guard<std::mutex> lk(g_text_mu);
-  for (const auto& t : text_dumps())
-    if (t.name == name) return;
-  text_dumps().push_back({name, looks_like});
+  g_text_dumps.add(name, looks_like);
 }
 
 DumpId identify_dump_head(std::string_view h, int fd, uint64_t size) {
@@ -62,11 +52,10 @@ DumpId identify_dump_head(std::string_view h, int fd, uint64_t size) {
   } else if (h.substr(0, 8) == "KDUMP   " || h.substr(0, 12) == "makedumpfile") {
     id.kind = DumpKind::kKernelDump;
   } else {
-    std::lock_guard<std::mutex> lk(g_text_mu);
-    for (const auto& t : text_dumps())
-      if (t.looks_like(h)) {
+    for (const auto& [name, looks_like] : g_text_dumps.items())
+      if (looks_like(h)) {
         id.kind = DumpKind::kText;
-        id.text_kind = t.name;
+        id.text_kind = name;
         break;
       }
   }

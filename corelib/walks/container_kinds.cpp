@@ -1,38 +1,24 @@
 #include "corelib/walks/container_kinds.hpp"
 
-#include <deque>
-#include <mutex>
+#include "corelib/base/registry.hpp"
 
 namespace lr {
 
 namespace {
-// A deque: find_container's pointers stay valid as kinds are added.
-std::deque<ContainerKind>& kinds() {
-  static std::deque<ContainerKind> k;
-  return k;
-}
-std::mutex g_mu;
+// find_container's pointers stay valid as kinds are added.
+NamedRegistry<ContainerKind> g_kinds;
 }  // namespace
 
 void register_container(const ContainerKind& k) {
-  std::lock_guard<std::mutex> lk(g_mu);
-  for (const auto& have : kinds())
-    if (have.name == k.name) return;
-  kinds().push_back(k);
+  g_kinds.add(k.name, k);
 }
 
 const ContainerKind* find_container(const std::string& name) {
-  std::lock_guard<std::mutex> lk(g_mu);
-  for (const auto& k : kinds())
-    if (k.name == name) return &k;
-  return nullptr;
+  return g_kinds.find(name);
 }
 
 std::vector<std::string> container_names() {
-  std::lock_guard<std::mutex> lk(g_mu);
-  std::vector<std::string> n;
-  for (const auto& k : kinds()) n.push_back(k.name);
-  return n;
+  return g_kinds.names();
 }
 
 }  // namespace lr
