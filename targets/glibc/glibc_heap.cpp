@@ -150,7 +150,9 @@ struct Walker {
   // One tcache entry `e` of bin `i`: 16-aligned, its chunk of that bin's
   // size, carrying the key (the first one met sets it). Its stored next
   // pointer goes to `stored`.
-  bool tcache_entry(uint64_t e, uint64_t i, uint64_t* key, uint64_t* stored) const {
+  // Its chunk's size goes to `size` (when given).
+  bool tcache_entry(uint64_t e, uint64_t i, uint64_t* key, uint64_t* stored,
+                    uint64_t* size = nullptr) const {
     uint64_t head, ek, lo, hi;
     GlibcLayout::tcache_bin_sizes(i, &lo, &hi);
     if (e == 0 || e % 16 != 0 || !rd.u64(e - 8, &head) || (head & kSizeMask) < lo ||
@@ -158,6 +160,7 @@ struct Walker {
         !rd.u64(e, stored))
       return false;
     *key = ek;
+    if (size) *size = head & kSizeMask;
     return true;
   }
 
@@ -217,7 +220,7 @@ struct Walker {
   bool tcache_bin(uint64_t user, uint64_t i, uint64_t count, uint64_t e, uint64_t* key,
                   std::vector<uint64_t>& found) {
     std::unordered_set<uint64_t> seen;
-    uint64_t k = 0, stored = 0, last_size = 0, head = 0;
+    uint64_t k = 0, stored = 0, last_size = 0, size = 0;
     std::string why;
     for (; k < count; ++k) {
       // Counts go up to 65535 per bin; forged candidates must not add up to
@@ -237,17 +240,17 @@ struct Walker {
         why = fmt::format("entry {:#x} comes round again (a cycle) after {} entries", e, k);
         break;
       }
-      if (!tcache_entry(e, i, key, &stored)) {
+      if (!tcache_entry(e, i, key, &stored, &size)) {
         why = fmt::format("entry {:#x} is not a free chunk of {} with the tcache key", e,
                           bin_bytes(i));
         break;
       }
       // A large bin is kept sorted by size, smallest first.
-      if (rd.u64(e - 8, &head) && (head & kSizeMask) < last_size) {
+      if (size < last_size) {
         why = fmt::format("entry {:#x} is smaller than the one before it", e);
         break;
       }
-      last_size = head & kSizeMask;
+      last_size = size;
       found.push_back(e - 16);
       e = L.unmangle(e, stored);
     }

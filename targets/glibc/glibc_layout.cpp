@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "corelib/base/fileio.hpp"
 #include "corelib/debuginfo/modules.hpp"
 #include "corelib/debuginfo/types.hpp"
 #include "corelib/debuginfo/types_build.hpp"
@@ -239,10 +240,19 @@ std::string layout_cache_path(const std::string& build_id) {
 }  // namespace
 
 std::optional<GlibcLayout> cached_glibc_layout(const std::string& build_id) {
+  // A few hundred bytes when leakref wrote it; read as an input all the
+  // same: never a FIFO that blocks, never more than a page.
   const std::string path = layout_cache_path(build_id);
-  std::ifstream in(path);
+  if (path.empty() || !is_regular_file(path)) return std::nullopt;
+  auto fd = open_input(path, "cached layout");
+  if (!fd.ok()) return std::nullopt;
+  char buf[4096];
+  const ssize_t n = ::read(fd.value(), buf, sizeof buf);
+  ::close(fd.value());
+  if (n <= 0 || static_cast<size_t>(n) == sizeof buf) return std::nullopt;
+  std::istringstream in(std::string(buf, static_cast<size_t>(n)));
   std::string magic;
-  if (path.empty() || !std::getline(in, magic) || magic != kCacheMagic) return std::nullopt;
+  if (!std::getline(in, magic) || magic != kCacheMagic) return std::nullopt;
   GlibcLayout L;
   int safe = -1, slots = -1;
   if (!std::getline(in, L.version) || !std::getline(in, L.from) || !(in >> safe >> slots) ||
