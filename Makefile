@@ -32,6 +32,17 @@ TGT_LIBS   := $(BUILD)/lib/libleakref-targets.a $(foreach t,$(TARGETS),$(BUILD)/
 ENGINE_LIBS := $(TGT_LIBS) $(foreach l,$(shell echo $(LAYERS) | tr ' ' '\n' | tac),$(BUILD)/lib/libleakref-$(l).a)
 FE_SRC     := $(wildcard frontend/*.cpp)
 FE_OBJ     := $(FE_SRC:%.cpp=$(BUILD)/%.o)
+# FE_UNITY=N builds the front end as N unity files (each #includes every
+# Nth front-end source) instead of one object per file: its 30 files repeat
+# the same template instantiations (nlohmann-json, CLI11, fmt), which at -O0
+# are most of their compile time, so N units take a tenth of it. The demo's
+# quick build uses it; everyday builds keep one object per file for quick
+# rebuilds. `make check-unity` keeps the sources fit for it.
+FE_UNITY   ?=
+ifneq ($(FE_UNITY),)
+FE_UNITS   := $(shell seq 1 $(FE_UNITY))
+FE_OBJ     := $(FE_UNITS:%=$(BUILD)/unity/frontend-%.o)
+endif
 FE_LIB     := $(BUILD)/lib/libleakref-frontend.a
 CLI_SRC    := $(wildcard cli/*.cpp)
 CLI_OBJ    := $(CLI_SRC:%.cpp=$(BUILD)/%.o)
@@ -47,7 +58,7 @@ TESTBIN    := $(BUILD)/leakref-tests
 
 NPROC      ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all lib extension bench-kernel test test-build test-sanitize-build test-deps check-layers check-functions test-sanitize fuzz fuzz-build bench bench-trace demo install clean deps fixtures format format-check help
+.PHONY: all lib extension bench-kernel test test-build test-sanitize-build test-deps check-layers check-unity check-functions test-sanitize fuzz fuzz-build bench bench-trace demo install clean deps fixtures format format-check help
 
 # Bundled profiles (data): targets/<target>/*.toml, copied flat
 # beside the binaries, where `--profile NAME` finds them in a build tree; the
@@ -96,9 +107,21 @@ $(PCH).gch: frontend/pch.hpp
 $(BUILD)/frontend/%.o: frontend/%.cpp $(PCH).gch
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -include $(PCH) -MMD -MP -c $< -o $@
-$(BUILD)/cli/%.o: cli/%.cpp $(PCH).gch
+# (A unity build has no other user of the header: main compiles without it.)
+CLI_PCH := $(if $(FE_UNITY),,$(PCH).gch)
+$(BUILD)/cli/%.o: cli/%.cpp $(CLI_PCH)
 	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) -include $(PCH) -MMD -MP -c $< -o $@
+	$(CXX) $(CXXFLAGS) $(if $(CLI_PCH),-include $(PCH)) -MMD -MP -c $< -o $@
+
+# Unity file K of FE_UNITY: sources K, K+N, K+2N, ... of frontend/*.cpp.
+ifneq ($(FE_UNITY),)
+$(FE_OBJ:.o=.cpp): $(BUILD)/unity/frontend-%.cpp: $(FE_SRC) Makefile
+	@mkdir -p $(dir $@)
+	@echo $(FE_SRC) | tr ' ' '\n' | awk -v k=$* -v n=$(FE_UNITY) \
+	  '(NR - 1) % n == k - 1 { printf "#include \"%s\"\n", $$0 }' > $@.tmp && mv $@.tmp $@
+$(FE_OBJ): $(BUILD)/unity/frontend-%.o: $(BUILD)/unity/frontend-%.cpp
+	$(CXX) $(CXXFLAGS) -MMD -MP -c $< -o $@
+endif
 
 # Profiles the engine's own reports read are built into the library
 # (.incbin in the file that loads them): a changed profile rebuilds it.
@@ -191,7 +214,7 @@ $(TESTBIN): $(TEST_OBJ) $(ENGINE_LIBS)
 	$(CXX) $(CXXFLAGS) -o $@ $(TEST_OBJ) $(ENGINE_LIBS) $(LDLIBS)
 
 # Builds in parallel, then runs every test (unit, real cores, scripts).
-test: test-deps check-layers test-build
+test: test-deps check-layers check-unity test-build
 	$(TESTBIN) $(if $(TEST_ARGS),'$(TEST_ARGS)')
 
 # What the tests run, built in parallel.
@@ -268,6 +291,11 @@ fuzz:
 # cli/ and extension/), and the engine names no target (scripts/check-layers).
 check-layers:
 	@python3 scripts/check-layers
+
+# The front end still compiles as one file (FE_UNITY, the demo's build): no
+# two of its files define the same file-local name.
+check-unity: $(call GEN_FIELDS,$(BUILD))
+	@printf '#include "%s"\n' $(FE_SRC) | $(CXX) $(CXXFLAGS) -fsyntax-only -x c++ -
 
 # No function longer than 120 lines but the hot loops docs/architecture.md
 # lists (clang-tidy over the compile database).
@@ -384,7 +412,7 @@ install: $(BIN) $(EXT) $(LIB)
 # minutes more, and `make` makes it when wanted.
 DEMO_BUILD ?= build-demo
 demo:
-	$(MAKE) -j$(NPROC) BUILD=$(DEMO_BUILD) OPT=-O0 DEBUG= $(DEMO_BUILD)/leakref \
+	$(MAKE) -j$(NPROC) BUILD=$(DEMO_BUILD) OPT=-O0 DEBUG= FE_UNITY=$(NPROC) $(DEMO_BUILD)/leakref \
 	  $(DEMO_BUILD)/fixtures/fx_structs_pie
 	BUILD=$(DEMO_BUILD) scripts/demo.sh
 
