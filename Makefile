@@ -308,6 +308,7 @@ help:
 	@echo "make deps       install the Debian 12 packages building and running leakref needs"
 	@echo "make test       install what the tests need (test-deps), check the layers, run every test"
 	@echo "make check-layers   every include goes down the layers; the engine names no target"
+	@echo "make check-unity    the front end compiles as one file (the demo's quick build)"
 	@echo "make check-functions  no function over 120 lines but the hot loops docs/architecture.md lists"
 	@echo "make test-sanitize  the same suite under ASan+UBSan (build-san/)"
 	@echo "make fuzz       each libFuzzer target for FUZZ_SECONDS (build-fuzz/)"
