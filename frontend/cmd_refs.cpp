@@ -19,6 +19,7 @@
 #include "corelib/analyses/trace.hpp"
 #include "corelib/blocks/refindex.hpp"
 #include "corelib/profiles/profile.hpp"
+#include "indexed.hpp"
 #include "refs_names.hpp"
 
 namespace lrcli {
@@ -38,40 +39,6 @@ struct LeaksArgs {
   size_t top = 20;
   std::vector<std::string> fail_on;
 };
-
-struct Opened {
-  std::unique_ptr<lr::Program> prog;
-  GlusterNames gf;  // GlusterFS: the report whose heap walk the index numbers
-  CoreIndex ci;
-  std::vector<std::string> warnings;  // the index's, and why blocks are not named
-};
-
-// The core, its heap and the index (a progress line on a terminal). In a
-// GlusterFS process the objects put back in mem-pools are not scanned: what
-// they still point to is not kept alive by them. `before` (may be empty)
-// runs on the opened program before the index is built: arguments that
-// need the core fail fast.
-lr::Result<Opened> open_indexed(const Common& c,
-                                const std::function<lr::Result<void>(lr::Program&)>& before = {}) {
-  Opened o;
-  LR_ASSIGN(o.prog, open_program(c));
-  if (!o.prog->core())
-    return lr::make_error(lr::Errc::kUnsupported,
-                          "the reference index reads process cores, not kernel dumps");
-  if (before) LR_TRY(before(*o.prog));
-  o.gf = gluster_names(*o.prog, &o.warnings);
-  const lr::GlusterReport* gr = o.gf.report.get();
-  LR_ASSIGN(o.ci, index_core(*o.prog, gr ? &gr->heap_walk : nullptr,
-                             gr ? gr->dead_pooled : std::vector<uint64_t>{}));
-  // What the answer stands on, said first: the core and its files (an
-  // executable of another build), the heap walk (a chain that broke, a free
-  // list dropped) and the index.
-  std::vector<std::string> w = o.prog->warnings();
-  w.insert(w.end(), o.ci.heap->warnings.begin(), o.ci.heap->warnings.end());
-  w.insert(w.end(), o.ci.index->warnings().begin(), o.ci.index->warnings().end());
-  o.warnings.insert(o.warnings.begin(), w.begin(), w.end());
-  return o;
-}
 
 // refs' arguments, once the core is open: each PLACE's address, and the
 // profile's objects (its errors before the index is built).
@@ -178,40 +145,6 @@ int cmd_refs(const Common& c, const RefsArgs& a) {
   else
     print_warnings_text(o.value().warnings);
   return status;
-}
-
-// Per block: leaked (bit 0), referenced by something (bit 1), or free in a
-// GlusterFS mem-pool (4: neither live nor leaked); 0 for a live block. And
-// each leaked block's type: by its vtable or GlusterFS's pool/header first,
-// then through typed pointers between leaked blocks. One byte per block.
-constexpr uint8_t kLeaked = 1, kRefd = 2, kPoolFree = 4;
-struct LeakSet {
-  std::vector<uint8_t> state;
-  uint64_t pool_free = 0;
-};
-LeakSet find_leaked(const lr::RefIndex& ix, const GlusterNames& gf, RefNamer& names) {
-  LeakSet ls;
-  const auto& chunks = ix.heap().in_use;
-  ls.state = ix.reachable();  // rewritten in place
-  std::vector<uint64_t> pooled = gf.report ? gf.report->dead_pooled : std::vector<uint64_t>{};
-  std::sort(pooled.begin(), pooled.end());
-  for (size_t i = 0; i < chunks.size(); ++i) {
-    uint8_t& st = ls.state[i];
-    if (st & lr::RefIndex::kReached) {
-      st = 0;
-    } else if (std::binary_search(pooled.begin(), pooled.end(), chunks[i].user)) {
-      st = kPoolFree;
-      ++ls.pool_free;
-    } else {
-      // Unreferenced (chap's word): nothing at all points into it.
-      st = kLeaked | (st & lr::RefIndex::kReferenced ? kRefd : 0);
-      if (names.types().from_vtable(i) || !gf.namer) continue;
-      std::string n = gf.namer->name(chunks[i]);
-      if (!n.empty()) names.types().set(i, lr::BlockType{nullptr, n, "GlusterFS"});
-    }
-  }
-  names.types().propagate(ls.state);  // within the leaked blocks (bit 0)
-  return ls;
 }
 
 // What was scanned as roots, and the references each kind holds.

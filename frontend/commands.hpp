@@ -36,6 +36,7 @@ Command register_snapshot(CLI::App& app, Common& c);
 Command register_trend(CLI::App& app, Common& c);
 Command register_refs(CLI::App& app, Common& c);
 Command register_leaks(CLI::App& app, Common& c);
+Command register_account(CLI::App& app, Common& c);
 Command register_trace_plan(CLI::App& app);
 Command register_trace_info(CLI::App& app);
 Command register_types(CLI::App& app);  // types build, types gluster

@@ -147,10 +147,30 @@ struct AllocatorDetails {
   virtual ~AllocatorDetails() = default;
 };
 
+// Bytes of the allocator's memory that are no in-use chunk's usable bytes,
+// by what the allocator keeps there, per arena (0: mmapped chunks): free
+// chunks by the list that holds them, and its own structures. With the
+// in-use chunks' usable bytes they add up to HeapWalk::managed.
+struct HeapSpace {
+  enum class Kind : uint8_t { kFree, kOverhead, kUnknown };
+  Kind kind = Kind::kFree;
+  std::string what;  // "tcache", "fastbins", "bins", "top", "chunk headers", ...
+  uint64_t arena = 0;
+  uint64_t bytes = 0, blocks = 0;
+};
+
 struct HeapWalk {
   std::string allocator;  // the registered allocator that walked it
   ChunkIndex in_use;      // sorted by address
   std::vector<HeapRegion> regions;
+  // Every range the allocator holds from the system (heaps with their
+  // headers, mmapped chunks' mappings), and what it keeps there (above).
+  // Empty when the allocator's walk does not account its bytes.
+  std::vector<std::pair<uint64_t, uint64_t>> managed;
+  std::vector<HeapSpace> space;
+  // In-use chunks that are the allocator's own structures (a thread's tcache),
+  // by user pointer, sorted: counted in `space`, not as the program's.
+  std::vector<uint64_t> own_chunks;
   // The allocator's own state outside its regions (a main arena in libc's
   // data): its pointers are bookkeeping, never references a program holds.
   std::vector<std::pair<uint64_t, uint64_t>> bookkeeping;

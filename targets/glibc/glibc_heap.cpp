@@ -11,6 +11,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
+#include <tuple>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "corelib/debuginfo/modules.hpp"
@@ -56,15 +59,43 @@ const std::pair<uint64_t, uint64_t>* range_of(const Ranges& rs, uint64_t a) {
   return nullptr;
 }
 
+// Where each byte of the allocator's memory went (HeapWalk::space), summed
+// per (kind, what, arena) as the walk meets them.
+class SpaceTally {
+ public:
+  void add(HeapSpace::Kind k, const char* what, uint64_t arena, int64_t bytes, int64_t blocks) {
+    auto& v = sums_[{k, what, arena}];
+    v.first += bytes;
+    v.second += blocks;
+  }
+  std::vector<HeapSpace> take() const {
+    std::vector<HeapSpace> out;
+    for (const auto& [k, v] : sums_)
+      if (v.first || v.second)
+        out.push_back({std::get<0>(k), std::get<1>(k), std::get<2>(k),
+                       static_cast<uint64_t>(v.first), static_cast<uint64_t>(v.second)});
+    return out;
+  }
+
+ private:
+  std::map<std::tuple<HeapSpace::Kind, std::string, uint64_t>, std::pair<int64_t, int64_t>> sums_;
+};
+using SK = HeapSpace::Kind;
+
+// What a free chunk that keeps its in-use bit is on.
+enum class FreeList : uint8_t { kFastbin, kTcache };
+
 struct Walker {
   const Reader& rd;
   const GlibcLayout& L;
   const HeapLimits& lim;
   HeapWalk& out;
   GlibcHeap& g;
-  ChunkIndex cand;                           // in-use by the PREV_INUSE test
-  std::unordered_set<uint64_t> free_chunks;  // fastbin and tcache chunk addresses
-  uint64_t tcache_steps = 0;                 // entries all tcache candidates have followed
+  ChunkIndex cand;                                     // in-use by the PREV_INUSE test
+  std::unordered_map<uint64_t, FreeList> free_chunks;  // fastbin and tcache chunk addresses
+  uint64_t tcache_steps = 0;  // entries all tcache candidates have followed
+  SpaceTally space;
+  std::vector<uint64_t> tcache_structs;  // user pointers
 
   // A candidate in-use chunk; one larger than leakref indexes is a warning
   // (left out, never recorded with a wrong size).
@@ -84,9 +115,21 @@ struct Walker {
     cand.push_back(HeapChunk::make(user, usable, mmapped));
   }
 
-  // Walks chunks in [first, end) up to `top` (excluded). Returns false when
-  // the chain broke before reaching top/end.
-  bool chain(uint64_t first, uint64_t end, uint64_t top) {
+  // Walks chunks in [first, end) up to `top` (excluded), accounting their
+  // bytes to `arena`. Returns false when the chain broke before reaching
+  // top/end (the bytes not walked are accounted as unknown).
+  bool chain(uint64_t first, uint64_t end, uint64_t top, uint64_t arena) {
+    uint64_t in_use_n = 0, free_n = 0, free_bytes = 0;
+    const bool ok = chain_tally(first, end, top, arena, &in_use_n, &free_n, &free_bytes);
+    // 8 bytes of header each (the prev_size word before it belongs to the
+    // chunk before: it is in that one's usable bytes when it is in use).
+    space.add(SK::kOverhead, "chunk headers", arena, 8 * in_use_n, in_use_n);
+    space.add(SK::kFree, "bins", arena, free_bytes, free_n);
+    return ok;
+  }
+
+  bool chain_tally(uint64_t first, uint64_t end, uint64_t top, uint64_t arena, uint64_t* in_use_n,
+                   uint64_t* free_n, uint64_t* free_bytes) {
     uint64_t c = first, n = 0;
     while (c < end && end - c >= 16) {
       if (c == top) return true;
@@ -95,6 +138,7 @@ struct Walker {
       if (n > lim.max_chunks) {
         out.warnings.push_back(
             fmt::format("heap at {:#x}: more than {} chunks, walk stopped", first, lim.max_chunks));
+        space.add(SK::kUnknown, "not walked", arena, (top > c && top < end ? top : end) - c, 1);
         return false;
       }
       uint64_t head;
@@ -102,7 +146,10 @@ struct Walker {
       uint64_t size = head & kSizeMask;
       // A fencepost closes an old heap; one before the arena's top ends
       // the walk early, which is said, with the bytes not walked.
-      if ((size == 0 || size == 16) && !(top > c && top < end)) return true;
+      if ((size == 0 || size == 16) && !(top > c && top < end)) {
+        space.add(SK::kOverhead, "fenceposts", arena, end - c, 1);
+        return true;
+      }
       if (size == 0 || size == 16) break;
       if (size < kMinChunk || size % 16 != 0 || size > end - c) break;  // no wrap-around
       ++out.stats.chunks;
@@ -112,14 +159,19 @@ struct Walker {
         in_use = nhead & kPrevInuse;
       else
         in_use = next >= end;  // nothing follows: the chunk ends the heap
-      if (in_use)
+      if (in_use) {
         add(c + 16, size - 8, false);
-      else
+        ++*in_use_n;
+      } else {
         ++g.bin_free;
+        ++*free_n;
+        *free_bytes += size;
+      }
       c = next;
     }
     if (c == top || c == end) return true;
     uint64_t stop = top > c && top < end ? top : end;
+    space.add(SK::kUnknown, "not walked", arena, stop - c, 1);
     out.warnings.push_back(fmt::format(
         "heap [{:#x}, {:#x}): chunk chain breaks at {:#x}; chunks after it are not seen ({} "
         "bytes not walked)",
@@ -138,7 +190,7 @@ struct Walker {
               fmt::format("arena {:#x}: fastbin {} is corrupt at {:#x}", state, i, p));
           break;
         }
-        free_chunks.insert(p);
+        free_chunks.emplace(p, FreeList::kFastbin);
         ++g.fastbin_free;
         uint64_t stored;
         if (!rd.u64(p + 16, &stored)) break;
@@ -210,8 +262,9 @@ struct Walker {
     for (uint64_t i = 0; i < bins; ++i)
       if (counts[i] && !tcache_bin(user, i, counts[i], entries[i], &key, found)) return;
     ++g.tcache_structs;
+    tcache_structs.push_back(user);
     if (key) g.tcache_key = key;
-    for (uint64_t c : found) free_chunks.insert(c);
+    for (uint64_t c : found) free_chunks.emplace(c, FreeList::kTcache);
     g.tcache_free += found.size();
   }
 
@@ -263,6 +316,17 @@ struct Walker {
     return true;
   }
 
+  // The top chunk of `arena` when it lies in [first, end): free, and any
+  // bytes between its end and `end` (none in a sound heap) unknown.
+  void account_top(uint64_t arena, uint64_t first, uint64_t end, uint64_t top) {
+    uint64_t head = 0;
+    if (top < first || top >= end || end - top < 16 || !rd.u64(top + 8, &head)) return;
+    const uint64_t size = std::min(head & kSizeMask, end - top);
+    space.add(SK::kFree, "top", arena, size, 1);
+    if (top + size < end)
+      space.add(SK::kUnknown, "after the top chunk", arena, end - top - size, 1);
+  }
+
   void mmapped(uint64_t start, uint64_t end) {
     if (start > ~uint64_t{0} - kPage) return;
     for (uint64_t p = (start + kPage - 1) & ~(kPage - 1);
@@ -275,6 +339,8 @@ struct Walker {
         if (size >= kPage && (size + tail) % kPage == 0 && size + tail <= end - p) {
           add(p + 16, size - 16, true);
           out.regions.push_back({HeapRegion::Kind::kMmapped, p, p + size, 0, true});
+          out.managed.emplace_back(p, p + size + tail);
+          space.add(SK::kOverhead, "mmapped chunk headers", 0, 16 + tail, 1);
           ++out.stats.mmapped;
           p += size + tail;
           continue;
@@ -439,8 +505,10 @@ void walk_main_heap(Walker& w, const HeapInput& in, uint64_t main_arena, Ranges&
   if (r && w.rd.u64(top + 8, &tophead) && (tophead & kSizeMask) <= r->second - top) {
     uint64_t end = top + (tophead & kSizeMask);
     HeapRegion hr{HeapRegion::Kind::kMain, r->first, end, main_arena, true};
-    hr.complete = w.chain(r->first, end, top);
+    hr.complete = w.chain(r->first, end, top, main_arena);
+    w.account_top(main_arena, r->first, end, top);
     w.out.regions.push_back(hr);
+    w.out.managed.emplace_back(r->first, end);
     heap_ranges.emplace_back(r->first, end);
     ++w.g.heaps;
   } else {
@@ -467,8 +535,12 @@ void walk_thread_heaps(Walker& w, const HeapInput& in, const Arenas& f, Ranges& 
     const uint64_t hi = w.L.heap_info_size;
     uint64_t first = ar == a + hi ? a + w.L.first_chunk_with_state() : a + hi;
     HeapRegion hr{HeapRegion::Kind::kThread, first, end, ar, true};
-    hr.complete = w.chain(first, end, top);
+    w.space.add(SK::kOverhead, ar == a + hi ? "heap_info and arena" : "heap_info", ar,
+                std::min(first, end) - a, 1);
+    hr.complete = w.chain(first, end, top, ar);
+    w.account_top(ar, first, end, top);
     w.out.regions.push_back(hr);
+    w.out.managed.emplace_back(a, end);
     heap_ranges.emplace_back(a, a + kHeapMax);  // the whole reservation: no mmapped chunk there
     ++w.g.heaps;
   }
@@ -493,22 +565,80 @@ void walk_mmapped(Walker& w, const HeapInput& in, const Ranges& heap_ranges) {
 
 // The candidates less the free chunks found on lists, filtered in place:
 // the walk's memory stays at one record per chunk instead of two copies.
+// A free chunk left out of the in-use ones is free bytes of its arena (its
+// header was counted as an in-use chunk's).
+void account_listed(Walker& w, const HeapChunk& c, FreeList on,
+                    const std::vector<HeapRegion>& by_start) {
+  auto it = std::upper_bound(by_start.begin(), by_start.end(), c.user,
+                             [](uint64_t a, const HeapRegion& r) { return a < r.start; });
+  const uint64_t arena = it == by_start.begin() ? 0 : std::prev(it)->arena;
+  w.space.add(SK::kFree, on == FreeList::kTcache ? "tcache" : "fastbins", arena, c.usable() + 8, 1);
+  w.space.add(SK::kOverhead, "chunk headers", arena, -8, -1);
+}
+
+// The allocator's own chunks (each thread's tcache_perthread_struct): in
+// use, but the allocator's bytes.
+void account_own(Walker& w) {
+  std::sort(w.tcache_structs.begin(), w.tcache_structs.end());
+  for (uint64_t u : w.tcache_structs)
+    if (auto c = w.out.chunk_containing(u); c && c->user == u) {
+      uint64_t arena = 0;
+      for (const auto& r : w.out.regions)
+        if (u >= r.start && u < r.end) arena = r.arena;
+      w.space.add(SK::kOverhead, "tcache structures", arena, c->usable(), 1);
+      w.out.own_chunks.push_back(u);
+    }
+}
+
 void keep_in_use(Walker& w) {
   HeapWalk& out = w.out;
   out.in_use = std::move(w.cand);
-  if (!w.free_chunks.empty())
-    out.in_use.filter(
-        [&](const HeapChunk& c) { return c.mmapped() || !w.free_chunks.count(c.user - 16); });
+  if (!w.free_chunks.empty()) {
+    std::vector<HeapRegion> by_start;
+    for (const auto& r : out.regions)
+      if (r.kind != HeapRegion::Kind::kMmapped) by_start.push_back(r);
+    std::sort(by_start.begin(), by_start.end(),
+              [](const HeapRegion& a, const HeapRegion& b) { return a.start < b.start; });
+    out.in_use.filter([&](const HeapChunk& c) {
+      if (c.mmapped()) return true;
+      auto it = w.free_chunks.find(c.user - 16);
+      if (it == w.free_chunks.end()) return true;
+      account_listed(w, c, it->second, by_start);
+      return false;
+    });
+  }
   out.in_use.shrink_to_fit();  // in place (mremap): the tail was never touched
   for (const auto& c : out.in_use) out.stats.in_use_bytes += c.usable();
   out.stats.index_bytes = out.in_use.bytes();
   out.in_use.sort();
   out.stats.in_use = out.in_use.size();
+  account_own(w);
+  out.space = w.space.take();
 }
 
 }  // namespace
 
 namespace {
+// Each arena's system_mem against the bytes of its heaps the walk found:
+// what the account's total stands on, said when the two differ.
+void check_system_mem(Walker& w, const Arenas& f) {
+  std::vector<uint64_t> arenas = f.arenas;
+  if (f.main_arena) arenas.push_back(f.main_arena);
+  for (uint64_t ar : arenas) {
+    uint64_t sysmem = 0, found = 0;
+    if (!w.rd.u64(ar + w.L.system_mem, &sysmem)) continue;
+    for (const auto& r : w.out.regions)
+      if (r.arena == ar && r.kind != HeapRegion::Kind::kMmapped)
+        found +=
+            r.end - (r.kind == HeapRegion::Kind::kThread ? r.start & ~(kHeapMax - 1) : r.start);
+    w.g.system_mem.emplace_back(ar, sysmem);
+    if (found != sysmem)
+      w.out.warnings.push_back(
+          fmt::format("arena {:#x}: its system_mem says {} bytes but its heaps in the core hold {}",
+                      ar, sysmem, found));
+  }
+}
+
 // gdb reads libc's tcache_key; without its symbol the key the free tcache
 // entries carry is the same value, and with neither it is unknown.
 void read_tcache_key(const Reader& rd, const HeapInput& in, GlibcHeap& g,
@@ -534,7 +664,7 @@ Result<HeapWalk> walk_glibc_heap(const Memory& mem, const HeapInput& in, const H
   out.allocator = "glibc";
   auto details = std::make_shared<GlibcHeap>();
   GlibcHeap& g = *details;
-  Walker w{rd, in.layout, limits, out, g, {}, {}, 0};
+  Walker w{rd, in.layout, limits, out, g, {}, {}, 0, {}, {}};
   const Arenas f = find_arenas(rd, in);
   g.main_arena = f.main_arena;
   if (!g.main_arena && f.arenas.empty())
@@ -551,6 +681,7 @@ Result<HeapWalk> walk_glibc_heap(const Memory& mem, const HeapInput& in, const H
   for (const auto& c : w.cand)
     if (!c.mmapped() && c.usable() + 8 == tcache_chunk) w.tcache_candidate(c.user);
   keep_in_use(w);
+  check_system_mem(w, f);
   read_tcache_key(rd, in, g, out.warnings);
   if (g.main_arena) out.bookkeeping.emplace_back(g.main_arena, g.main_arena + in.layout.state_size);
   g.layout = in.layout;

@@ -40,6 +40,8 @@ struct GlibcHeap : AllocatorDetails {
   // (neither: no symbol and no entry).
   std::string tcache_key_from;
   uint64_t heaps = 0, bin_free = 0, fastbin_free = 0, tcache_free = 0, tcache_structs = 0;
+  // Each arena's malloc_state.system_mem (bytes it has from the system), as read.
+  std::vector<std::pair<uint64_t, uint64_t>> system_mem;
   // The layout walked: its glibc release and where it came from (an arena's
   // own pointers, malloc_state's bytes, are bookkeeping, not references).
   GlibcLayout layout;

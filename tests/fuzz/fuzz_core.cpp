@@ -1,10 +1,12 @@
 // libFuzzer target: the ELF core opener and everything it parses (program
 // headers, notes, NT_FILE, reads across segments, build-id notes in memory),
 // the glibc heap walk over whatever the segments hold (as 2.36's malloc and
-// as 2.43's), and the physical-address view of an ELF kernel dump.
+// as 2.43's) and the account of its bytes, and the physical-address view
+// of an ELF kernel dump.
 #include <cstddef>
 #include <cstdint>
 
+#include "corelib/analyses/account.hpp"
 #include "corelib/blocks/heap.hpp"
 #include "corelib/dump/elfcore.hpp"
 #include "corelib/dump/physdump.hpp"
@@ -42,7 +44,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   lr::HeapLimits lim;
   lim.max_chunks = 1u << 16;
   lim.max_list = 1u << 12;
-  (void)lr::walk_glibc_heap(core, in, lim);
+  if (auto w = lr::walk_glibc_heap(core, in, lim); w.ok()) {
+    // Every byte in one category, whatever the walk made of the heap.
+    auto mods = lr::ModuleSet::empty({});
+    lr::AccountInput ai;
+    ai.core = &core;
+    ai.mods = mods.get();
+    ai.heap = &w.value();
+    ai.chunk_class.assign(w->in_use.size(), lr::ChunkClass::kLive);
+    (void)lr::build_account(ai);
+  }
   // And as 2.43's: no fastbins, tcache counted by slots, large tcache bins.
   if (auto l243 = lr::glibc_layout_for_release("2.43"); l243.ok()) {
     in.layout = l243.value();

@@ -1,0 +1,237 @@
+// The account (account.hpp): the heap from the allocator's walk, then the
+// rest of the writable address space painted in order of precedence (heap,
+// stacks, TLS, module data, file mappings, anonymous), each byte once.
+#include "corelib/analyses/account.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+namespace lr {
+
+namespace {
+
+// The writable bytes not yet given a category, as disjoint [start, end).
+class Unclaimed {
+ public:
+  explicit Unclaimed(const CoreFile& core) {
+    for (const auto& s : core.segments())
+      if (s.writable && s.end > s.start) add(s.start, s.end);
+  }
+  uint64_t total() const { return total_; }
+  // Removes [a, b) and returns how many of its bytes were unclaimed.
+  uint64_t take(uint64_t a, uint64_t b) {
+    uint64_t got = 0;
+    auto it = free_.upper_bound(a);
+    if (it != free_.begin()) --it;
+    while (it != free_.end() && it->first < b) {
+      const uint64_t s = it->first, e = it->second;
+      if (e <= a) {
+        ++it;
+        continue;
+      }
+      it = free_.erase(it);
+      if (s < a) free_.emplace(s, a);
+      if (e > b) free_.emplace(b, e);
+      got += std::min(e, b) - std::max(s, a);
+    }
+    return got;
+  }
+  // The segment-sized pieces left, for the last category.
+  std::vector<std::pair<uint64_t, uint64_t>> rest() const { return {free_.begin(), free_.end()}; }
+
+ private:
+  // Overlapping program headers (a forged core) count once.
+  void add(uint64_t a, uint64_t b) {
+    const uint64_t twice = take(a, b);
+    free_.emplace(a, b);
+    total_ += b - a - twice;
+  }
+  std::map<uint64_t, uint64_t> free_;
+  uint64_t total_ = 0;
+};
+
+AccountNode* child(AccountNode& n, const std::string& name) {
+  for (auto& c : n.children)
+    if (c.name == name) return &c;
+  n.children.push_back({name, 0, 0, {}});
+  return &n.children.back();
+}
+
+void add_to(AccountNode& n, uint64_t bytes, uint64_t blocks) {
+  n.bytes += bytes;
+  n.blocks += blocks;
+}
+
+// Children summed bottom-up, largest first; past `keep`, one "(N more)".
+void finish(AccountNode& n, size_t keep) {
+  if (n.children.empty()) return;
+  n.bytes = n.blocks = 0;
+  for (auto& c : n.children) {
+    finish(c, keep);
+    add_to(n, c.bytes, c.blocks);
+  }
+  std::stable_sort(n.children.begin(), n.children.end(),
+                   [](const AccountNode& a, const AccountNode& b) { return a.bytes > b.bytes; });
+  if (n.children.size() <= keep) return;
+  AccountNode more{fmt::format("({} more)", n.children.size() - keep), 0, 0, {}};
+  for (size_t i = keep; i < n.children.size(); ++i)
+    add_to(more, n.children[i].bytes, n.children[i].blocks);
+  n.children.resize(keep);
+  n.children.push_back(std::move(more));
+}
+
+std::string arena_name(const HeapWalk& h, uint64_t arena) {
+  if (arena == 0) return "mmapped chunks";
+  for (const auto& r : h.regions)
+    if (r.arena == arena && r.kind == HeapRegion::Kind::kMain)
+      return fmt::format("arena {:#x} (main)", arena);
+  return fmt::format("arena {:#x}", arena);
+}
+
+// In-use chunks by class and key; the allocator's own chunks are in its
+// space, not here.
+void account_chunks(const AccountInput& in, AccountNode& live, AccountNode& leaked,
+                    AccountNode& pooled) {
+  const HeapWalk& h = *in.heap;
+  std::unordered_map<std::string, size_t> slot[3];
+  AccountNode* parent[3] = {&live, &leaked, &pooled};
+  for (size_t i = 0; i < h.in_use.size(); ++i) {
+    const HeapChunk c = h.in_use[i];
+    if (std::binary_search(h.own_chunks.begin(), h.own_chunks.end(), c.user)) continue;
+    const int k = static_cast<int>(in.chunk_class[i]);
+    if (!in.key_of) {
+      add_to(*parent[k], c.usable(), 1);
+      continue;
+    }
+    std::string key = in.key_of(i);
+    if (key.empty()) key = "(unknown)";
+    auto [it, fresh] = slot[k].try_emplace(key, parent[k]->children.size());
+    if (fresh) parent[k]->children.push_back({key, 0, 0, {}});
+    add_to(parent[k]->children[it->second], c.usable(), 1);
+  }
+}
+
+// The allocator's free lists, structures and unwalked bytes, per arena.
+uint64_t account_space(const HeapWalk& h, AccountNode& free_, AccountNode& overhead,
+                       AccountNode& unknown) {
+  uint64_t sum = 0;
+  for (const auto& s : h.space) {
+    AccountNode& cat = s.kind == HeapSpace::Kind::kFree       ? free_
+                       : s.kind == HeapSpace::Kind::kOverhead ? overhead
+                                                              : unknown;
+    AccountNode* what = child(cat, s.what);
+    add_to(*child(*what, arena_name(h, s.arena)), s.bytes, s.blocks);
+    sum += s.bytes;
+  }
+  return sum;
+}
+
+// The heap's categories; the bytes the allocator's ranges take from the
+// writable memory are claimed, and the two totals are checked against
+// each other.
+void account_heap(const AccountInput& in, Unclaimed& u, AccountNode& total, Account& out) {
+  const HeapWalk& h = *in.heap;
+  AccountNode &live = total.children[0], &leaked = total.children[1], &free_ = total.children[2],
+              &overhead = total.children[3], &unknown = total.children[4];
+  AccountNode pooled{"pooled", 0, 0, {}};
+  account_chunks(in, live, leaked, pooled);
+  if (pooled.blocks) free_.children.push_back(std::move(pooled));
+  uint64_t inside = account_space(h, free_, overhead, unknown);
+  for (const auto& c : h.in_use)
+    if (!std::binary_search(h.own_chunks.begin(), h.own_chunks.end(), c.user)) inside += c.usable();
+  uint64_t claimed = 0, managed = 0;
+  for (const auto& [a, b] : h.managed) {
+    claimed += u.take(a, b);
+    managed += b - a;
+  }
+  if (inside != managed)
+    out.warnings.push_back(fmt::format(
+        "the {} heap's walk accounts {} bytes of the {} its ranges hold; the difference is "
+        "counted as unknown",
+        h.allocator, inside, managed));
+  if (managed > inside)
+    add_to(*child(unknown, "not accounted by the heap walk"), managed - inside, 0);
+  if (claimed != managed)
+    out.warnings.push_back(fmt::format(
+        "{} bytes of the heap's ranges are not in the core's writable memory", managed - claimed));
+}
+
+// Stacks (the mapping each thread's stack pointer is in) and TLS (the
+// mapping of a thread pointer that is no stack: the main thread's, which
+// the dynamic linker maps).
+void account_threads(const CoreFile& core, Unclaimed& u, AccountNode& stacks, AccountNode& tls) {
+  auto seg_at = [&](uint64_t a) -> const SegmentInfo* {
+    for (const auto& s : core.segments())
+      if (s.writable && a >= s.start && a < s.end) return &s;
+    return nullptr;
+  };
+  for (const auto& t : core.threads())
+    if (const SegmentInfo* s = seg_at(t.sp()))
+      if (uint64_t n = u.take(s->start, s->end))  // 0: a stack in the heap (a coroutine's)
+        add_to(*child(stacks, fmt::format("thread {}", t.tid)), n, 1);
+  for (const auto& t : core.threads())
+    if (const SegmentInfo* s = t.fs_base() ? seg_at(t.fs_base()) : nullptr)
+      if (uint64_t n = u.take(s->start, s->end))
+        add_to(*child(tls, fmt::format("thread {}", t.tid)), n, 1);
+}
+
+// Each module's writable data, and its .bss: the anonymous mapping that
+// starts where the module's last mapping ends.
+void account_modules(const CoreFile& core, const ModuleSet& mods, Unclaimed& u, AccountNode& data) {
+  for (const auto& m : mods.modules()) {
+    if (!m->end || m->types_only) continue;
+    uint64_t n = u.take(m->base, m->end), blocks = n ? 1 : 0;
+    for (const auto& s : core.segments())
+      if (s.writable && s.start == m->end) n += u.take(s.start, s.end), ++blocks;
+    if (n) add_to(*child(data, m->basename()), n, blocks);
+  }
+}
+
+void account_files(const CoreFile& core, Unclaimed& u, AccountNode& files) {
+  for (const auto& f : core.mapped_ranges())
+    if (uint64_t n = u.take(f.start, f.end)) add_to(*child(files, f.path), n, 1);
+}
+
+}  // namespace
+
+const std::vector<std::string>& account_categories() {
+  static const std::vector<std::string> names{"live",        "leaked",   "free", "overhead",
+                                              "unknown",     "stacks",   "tls",  "data",
+                                              "file-backed", "anonymous"};
+  return names;
+}
+
+Result<Account> build_account(const AccountInput& in) {
+  if (in.heap->managed.empty() && !in.heap->in_use.empty())
+    return make_error(Errc::kUnsupported,
+                      fmt::format("the {} heap walk does not say where its bytes are; it cannot "
+                                  "be accounted",
+                                  in.heap->allocator));
+  if (in.chunk_class.size() != in.heap->in_use.size())
+    return make_error(Errc::kInvalidArgument, "account: one class per in-use chunk is needed");
+  Account out;
+  out.total.name = "total";
+  for (const auto& n : account_categories()) out.total.children.push_back({n, 0, 0, {}});
+  Unclaimed u(*in.core);
+  out.writable_bytes = u.total();
+  auto& cat = out.total.children;
+  account_heap(in, u, out.total, out);
+  account_threads(*in.core, u, cat[5], cat[6]);
+  account_modules(*in.core, *in.mods, u, cat[7]);
+  account_files(*in.core, u, cat[8]);
+  for (const auto& [a, b] : u.rest()) add_to(cat[9], b - a, 1);
+  for (auto& c : cat) finish(c, in.max_children);
+  for (const auto& c : cat) add_to(out.total, c.bytes, 0);
+  uint64_t missing = 0;
+  for (const auto& s : in.core->segments())
+    if (s.writable && s.kind == SegmentInfo::Kind::kMissing) missing += s.end - s.start;
+  if (missing)
+    out.warnings.push_back(fmt::format(
+        "{} writable bytes are not in the core (counted where their mapping belongs)", missing));
+  return out;
+}
+
+}  // namespace lr

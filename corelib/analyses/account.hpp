@@ -1,0 +1,58 @@
+// Where a process core's memory went: every byte of its writable memory in
+// exactly one category. The heap's bytes come from the allocator's walk
+// (in-use chunks as the caller's leak analysis classed them, free chunks by
+// list, the allocator's own structures); the rest of the address space is
+// painted by what holds it: thread stacks, TLS, modules' data and .bss,
+// file-backed writable mappings, other anonymous mappings. The categories
+// add up to the core's writable memory; what the walk could not place is
+// `unknown`, never guessed into another category.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "corelib/base/result.hpp"
+#include "corelib/blocks/heap.hpp"
+#include "corelib/debuginfo/modules.hpp"
+#include "corelib/dump/elfcore.hpp"
+
+namespace lr {
+
+// One category and its breakdown; a node's bytes are its children's sum
+// when it has children.
+struct AccountNode {
+  std::string name;
+  uint64_t bytes = 0, blocks = 0;
+  std::vector<AccountNode> children;
+};
+
+// What the caller's reachability decided of each in-use chunk.
+enum class ChunkClass : uint8_t { kLive, kLeaked, kPooled };
+
+struct AccountInput {
+  const CoreFile* core = nullptr;
+  const ModuleSet* mods = nullptr;
+  const HeapWalk* heap = nullptr;
+  std::vector<ChunkClass> chunk_class;  // one per heap->in_use chunk
+  // Each chunk's breakdown key under live, leaked and pooled (its type,
+  // allocation site...); "" groups as "(unknown)". Null: no breakdown.
+  std::function<std::string(size_t)> key_of;
+  // Breakdowns keep this many largest children, the rest summed as one.
+  size_t max_children = 50;
+};
+
+struct Account {
+  AccountNode total;            // children: the categories, in a fixed order
+  uint64_t writable_bytes = 0;  // the core's writable memory, which `total` adds up to
+  std::vector<std::string> warnings;
+};
+
+// The category names, in the order `total`'s children come.
+const std::vector<std::string>& account_categories();
+
+// kUnsupported when the heap's allocator does not account its bytes.
+Result<Account> build_account(const AccountInput& in);
+
+}  // namespace lr

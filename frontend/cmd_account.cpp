@@ -1,0 +1,139 @@
+// `leakref account CORE`: every byte of the core's writable memory in one
+// category (corelib/analyses/account.hpp), the heap's in-use blocks as
+// live or leaked by the same reachability as `leaks`, broken down by type
+// or by allocation site.
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "alloc_sites.hpp"
+#include "commands.hpp"
+#include "common.hpp"
+#include "corelib/analyses/account.hpp"
+#include "indexed.hpp"
+
+namespace lrcli {
+
+namespace {
+
+struct AccountArgs {
+  std::string by = "type";
+  std::vector<std::string> traces;
+  size_t top = 10;
+  size_t depth = 3;
+};
+
+nlohmann::json node_json(const lr::AccountNode& n) {
+  nlohmann::json j{{"name", n.name}, {"bytes", n.bytes}, {"blocks", n.blocks}};
+  nlohmann::json kids = nlohmann::json::array();
+  for (const auto& c : n.children) kids.push_back(node_json(c));
+  j["children"] = std::move(kids);
+  return j;
+}
+
+std::string share(uint64_t part, uint64_t whole) {
+  return whole ? fmt::format("{:.1f}%", 100.0 * static_cast<double>(part) / whole) : "-";
+}
+
+void print_node(const lr::AccountNode& n, uint64_t whole, size_t level, size_t depth) {
+  out_stdout().print("{:<44} {:>14} {:>10} {:>7}\n", std::string(2 * level, ' ') + n.name, n.bytes,
+                     n.blocks, share(n.bytes, whole));
+  if (level + 1 < depth)
+    for (const auto& c : n.children) print_node(c, whole, level + 1, depth);
+}
+
+void print_account_text(const lr::Account& acc, const AccountArgs& a, const std::string& core) {
+  const uint64_t whole = acc.total.bytes;
+  out_stdout().print("{}: {} bytes of writable memory, each in one category (blocks: by {})\n\n",
+                     core, acc.writable_bytes, a.by);
+  out_stdout().print("{:<44} {:>14} {:>10} {:>7}\n", "CATEGORY", "BYTES", "BLOCKS", "SHARE");
+  for (const auto& c : acc.total.children) print_node(c, whole, 0, a.depth);
+  out_stdout().print("{:<44} {:>14}\n", "total", whole);
+}
+
+// Each in-use chunk's key for the breakdown: its type (vtable, GlusterFS
+// pool or GF_MALLOC type, then typed pointers) or its allocation site.
+lr::Result<std::function<std::string(size_t)>> breakdown(const AccountArgs& a, Opened& o,
+                                                         RefNamer& names, LiveSites& sites) {
+  const auto& chunks = o.ci.heap->in_use;
+  if (a.by == "type") {
+    return std::function<std::string(size_t)>([&names](size_t i) {
+      const lr::BlockType* bt = names.types().get(i);
+      return bt ? bt->name : std::string();
+    });
+  }
+  if (a.traces.empty())
+    return lr::make_error(lr::Errc::kInvalidArgument,
+                          "--by site needs the allocations' trace (--trace FILE)");
+  LR_ASSIGN(sites, live_sites(*o.prog, *o.ci.heap, a.traces));
+  return std::function<std::string(size_t)>([&chunks, &sites](size_t i) {
+    auto s = sites.by_ptr.find(chunks[i].user);
+    return s == sites.by_ptr.end() ? std::string("(not in the trace)") : s->second;
+  });
+}
+
+int cmd_account(const Common& c, const AccountArgs& a) {
+  if (a.by != "type" && a.by != "site")
+    return fail_usage("--by: '" + a.by + "' is not one of type, site");
+  if (a.by == "type" && !a.traces.empty())
+    return fail_usage("--trace is for --by site (the blocks' allocation sites)");
+  auto o = open_indexed(c);
+  if (!o.ok()) return fail(o.error());
+  Opened& op = o.value();
+  KnownObjects none;
+  RefNamer names(*op.prog, *op.ci.index, none, op.gf);
+  const LeakSet ls = find_leaked(*op.ci.index, op.gf, names);
+  lr::AccountInput in;
+  in.core = op.prog->core();
+  in.mods = &op.prog->modules();
+  in.heap = op.ci.heap;
+  in.chunk_class.reserve(ls.state.size());
+  for (uint8_t st : ls.state)
+    in.chunk_class.push_back(st & kPoolFree ? lr::ChunkClass::kPooled
+                             : st & kLeaked ? lr::ChunkClass::kLeaked
+                                            : lr::ChunkClass::kLive);
+  LiveSites sites;
+  auto key = breakdown(a, op, names, sites);
+  if (!key.ok()) return fail(key.error());
+  in.key_of = key.value();
+  in.max_children = c.json ? 1000 : a.top;
+  auto acc = lr::build_account(in);
+  if (!acc.ok()) return fail(acc.error());
+  std::vector<std::string> warnings = op.warnings;
+  warnings.insert(warnings.end(), sites.warnings.begin(), sites.warnings.end());
+  warnings.insert(warnings.end(), acc->warnings.begin(), acc->warnings.end());
+  if (c.json) {
+    nlohmann::json cats = nlohmann::json::array();
+    for (const auto& n : acc->total.children) cats.push_back(node_json(n));
+    emit_json({{"schema", "leakref.account/1"},
+               {"core", c.core},
+               {"allocator", op.ci.heap->allocator},
+               {"by", a.by},
+               {"total_bytes", acc->total.bytes},
+               {"writable_bytes", acc->writable_bytes},
+               {"categories", std::move(cats)},
+               {"warnings", warnings}});
+    return kOk;
+  }
+  print_warnings_text(warnings);
+  print_account_text(acc.value(), a, c.core);
+  return kOk;
+}
+
+}  // namespace
+
+Command register_account(CLI::App& app, Common& c) {
+  auto a = std::make_shared<AccountArgs>();
+  auto* sub = app.add_subcommand(
+      "account",
+      "every byte of the core's writable memory in one category (live, leaked, free...)");
+  add_common(sub, c);
+  sub->add_option("--by", a->by, "break the heap's blocks down by: type (default), site");
+  sub->add_option("--trace", a->traces,
+                  "allocation trace (leakref-trace --malloc, mmleak, bcc), for --by site");
+  sub->add_option("--top", a->top, "largest entries listed under each category (default 10)");
+  sub->add_option("--depth", a->depth, "levels of the table shown (default 3)");
+  return {sub, [&c, a] { return cmd_account(c, *a); }, [&c] { return c.json; }};
+}
+
+}  // namespace lrcli

@@ -1,0 +1,57 @@
+// The opened-and-indexed core and the blocks' states (indexed.hpp).
+#include "indexed.hpp"
+
+#include <algorithm>
+
+#include "corelib/blocks/refindex.hpp"
+
+namespace lrcli {
+
+lr::Result<Opened> open_indexed(const Common& c,
+                                const std::function<lr::Result<void>(lr::Program&)>& before) {
+  Opened o;
+  LR_ASSIGN(o.prog, open_program(c));
+  if (!o.prog->core())
+    return lr::make_error(lr::Errc::kUnsupported,
+                          "the reference index reads process cores, not kernel dumps");
+  if (before) LR_TRY(before(*o.prog));
+  o.gf = gluster_names(*o.prog, &o.warnings);
+  const lr::GlusterReport* gr = o.gf.report.get();
+  LR_ASSIGN(o.ci, index_core(*o.prog, gr ? &gr->heap_walk : nullptr,
+                             gr ? gr->dead_pooled : std::vector<uint64_t>{}));
+  // What the answer stands on, said first: the core and its files (an
+  // executable of another build), the heap walk (a chain that broke, a free
+  // list dropped) and the index.
+  std::vector<std::string> w = o.prog->warnings();
+  w.insert(w.end(), o.ci.heap->warnings.begin(), o.ci.heap->warnings.end());
+  w.insert(w.end(), o.ci.index->warnings().begin(), o.ci.index->warnings().end());
+  o.warnings.insert(o.warnings.begin(), w.begin(), w.end());
+  return o;
+}
+
+LeakSet find_leaked(const lr::RefIndex& ix, const GlusterNames& gf, RefNamer& names) {
+  LeakSet ls;
+  const auto& chunks = ix.heap().in_use;
+  ls.state = ix.reachable();  // rewritten in place
+  std::vector<uint64_t> pooled = gf.report ? gf.report->dead_pooled : std::vector<uint64_t>{};
+  std::sort(pooled.begin(), pooled.end());
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    uint8_t& st = ls.state[i];
+    if (st & lr::RefIndex::kReached) {
+      st = 0;
+    } else if (std::binary_search(pooled.begin(), pooled.end(), chunks[i].user)) {
+      st = kPoolFree;
+      ++ls.pool_free;
+    } else {
+      // Unreferenced (chap's word): nothing at all points into it.
+      st = kLeaked | (st & lr::RefIndex::kReferenced ? kRefd : 0);
+      if (names.types().from_vtable(i) || !gf.namer) continue;
+      std::string n = gf.namer->name(chunks[i]);
+      if (!n.empty()) names.types().set(i, lr::BlockType{nullptr, n, "GlusterFS"});
+    }
+  }
+  names.types().propagate(ls.state);  // within the leaked blocks (bit 0)
+  return ls;
+}
+
+}  // namespace lrcli
