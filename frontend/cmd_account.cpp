@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <memory>
+#include <unordered_map>
 
 #include "alloc_sites.hpp"
 #include "commands.hpp"
@@ -51,17 +52,38 @@ void print_account_text(const lr::Account& acc, const AccountArgs& a, const std:
   out_stdout().print("{:<44} {:>14}\n", "total", whole);
 }
 
-// Each in-use chunk's key for the breakdown: its type (vtable, GlusterFS
-// pool or GF_MALLOC type, then typed pointers) or its allocation site.
+// A block's type for the breakdown: the one leaks' analysis gave it (the
+// leaked ones), else its vtable's class, else GlusterFS's pool or GF_MALLOC
+// type. Nothing is stored per block; vtable names are kept per vtable
+// pointer (only words into a module are looked up: a first word that is
+// data is no vtable).
+class TypeKeys {
+ public:
+  TypeKeys(const Opened& o, RefNamer& names) : o_(&o), names_(&names) {}
+  std::string operator()(size_t i) {
+    if (const lr::BlockType* bt = names_->types().get(i)) return bt->name;
+    const lr::HeapChunk c = o_->ci.heap->in_use[i];
+    uint64_t vp = 0;
+    if (o_->prog->mem().read(c.user, &vp, 8).ok() && o_->prog->modules().module_at(vp)) {
+      auto it = vtables_->find(vp);
+      if (it == vtables_->end()) it = vtables_->emplace(vp, names_->types().vtable_class(vp)).first;
+      if (!it->second.empty()) return it->second;
+    }
+    return o_->gf.namer ? o_->gf.namer->name(c) : std::string();
+  }
+
+ private:
+  const Opened* o_;
+  RefNamer* names_;
+  std::shared_ptr<std::unordered_map<uint64_t, std::string>> vtables_ =
+      std::make_shared<std::unordered_map<uint64_t, std::string>>();
+};
+
+// Each in-use chunk's key for the breakdown: its type or its allocation site.
 lr::Result<std::function<std::string(size_t)>> breakdown(const AccountArgs& a, Opened& o,
                                                          RefNamer& names, LiveSites& sites) {
   const auto& chunks = o.ci.heap->in_use;
-  if (a.by == "type") {
-    return std::function<std::string(size_t)>([&names](size_t i) {
-      const lr::BlockType* bt = names.types().get(i);
-      return bt ? bt->name : std::string();
-    });
-  }
+  if (a.by == "type") return std::function<std::string(size_t)>(TypeKeys(o, names));
   if (a.traces.empty())
     return lr::make_error(lr::Errc::kInvalidArgument,
                           "--by site needs the allocations' trace (--trace FILE)");

@@ -444,3 +444,35 @@ TEST_CASE("walk --reconcile: a list or hlist membership is one reference", "[ref
     CHECK(j["summary"]["over_referenced"] == over);
   }
 }
+
+// account's leaked blocks are leaks' blocks, typed the same way (vtable,
+// then typed pointers between leaked blocks); a live C++ object by its vtable.
+TEST_CASE("account: leaked blocks by type as leaks groups them; live ones by vtable",
+          "[refs][account]") {
+  const auto& c = leaks_core();
+  NEED_LEAKS_CORE(c);
+  auto l = lrtest::leakref({"leaks", c.core, "--json"});
+  auto a = lrtest::leakref({"account", c.core, "--json"});
+  INFO(a.err);
+  REQUIRE(l.status == 0);
+  REQUIRE(a.status == 0);
+  std::map<std::string, std::pair<uint64_t, uint64_t>> by_type;  // bytes, blocks
+  const json lj = l.json(), aj = a.json();  // kept: the loops below read into them
+  for (const auto& g : lj["groups"]) {
+    auto& t = by_type[g["type"].is_null() ? "(unknown)" : g["type"].get<std::string>()];
+    t.first += g["bytes"].get<uint64_t>();
+    t.second += g["count"].get<uint64_t>();
+  }
+  std::map<std::string, std::pair<uint64_t, uint64_t>> acc;
+  std::set<std::string> live_types;
+  for (const auto& cat : aj["categories"]) {
+    if (cat["name"] == "leaked")
+      for (const auto& k : cat["children"])
+        acc[k["name"]] = {k["bytes"].get<uint64_t>(), k["blocks"].get<uint64_t>()};
+    if (cat["name"] == "live")
+      for (const auto& k : cat["children"]) live_types.insert(k["name"]);
+  }
+  CHECK(acc == by_type);
+  CHECK(by_type.count("Widget"));
+  CHECK(live_types.count("Widget"));  // g_widget, by its vtable
+}
