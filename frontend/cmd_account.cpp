@@ -4,6 +4,8 @@
 // or by allocation site.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstring>
 #include <memory>
 #include <unordered_map>
 
@@ -59,38 +61,52 @@ void print_account_text(const lr::Account& acc, const AccountArgs& a, const std:
 // data is no vtable).
 class TypeKeys {
  public:
-  TypeKeys(const Opened& o, RefNamer& names) : o_(&o), names_(&names) {}
-  std::string operator()(size_t i) {
+  TypeKeys(const Opened& o, RefNamer& names) : o_(&o), names_(&names) {
+    for (const auto& m : o.prog->modules().modules())
+      if (m->end) lo_ = std::min(lo_, m->base), hi_ = std::max(hi_, m->end);
+  }
+  std::string_view operator()(size_t i) {
     if (const lr::BlockType* bt = names_->types().get(i)) return bt->name;
     const lr::HeapChunk c = o_->ci.heap->in_use[i];
     uint64_t vp = 0;
-    if (o_->prog->mem().read(c.user, &vp, 8).ok() && o_->prog->modules().module_at(vp)) {
+    // Most blocks' first word is data, outside every module: one compare.
+    if (first_word(c.user, &vp) && vp >= lo_ && vp < hi_ && o_->prog->modules().module_at(vp)) {
       auto it = vtables_->find(vp);
       if (it == vtables_->end()) it = vtables_->emplace(vp, names_->types().vtable_class(vp)).first;
       if (!it->second.empty()) return it->second;
     }
-    return o_->gf.namer ? o_->gf.namer->name(c) : std::string();
+    if (!o_->gf.namer) return {};
+    *named_ = o_->gf.namer->name(c);
+    return *named_;
   }
 
  private:
+  bool first_word(uint64_t a, uint64_t* v) {
+    if (const uint8_t* p = o_->prog->mem().direct(*w_, a, 8)) return std::memcpy(v, p, 8), true;
+    return o_->prog->mem().read(a, v, 8).ok();
+  }
   const Opened* o_;
   RefNamer* names_;
+  uint64_t lo_ = UINT64_MAX, hi_ = 0;
+  std::shared_ptr<std::string> named_ = std::make_shared<std::string>();  // the last GlusterFS name
+  std::shared_ptr<lr::Memory::Window> w_ = std::make_shared<lr::Memory::Window>();
   std::shared_ptr<std::unordered_map<uint64_t, std::string>> vtables_ =
       std::make_shared<std::unordered_map<uint64_t, std::string>>();
 };
 
 // Each in-use chunk's key for the breakdown: its type or its allocation site.
-lr::Result<std::function<std::string(size_t)>> breakdown(const AccountArgs& a, Opened& o,
-                                                         RefNamer& names, LiveSites& sites) {
+lr::Result<std::function<std::string_view(size_t)>> breakdown(const AccountArgs& a, Opened& o,
+                                                              RefNamer& names, LiveSites& sites) {
   const auto& chunks = o.ci.heap->in_use;
-  if (a.by == "type") return std::function<std::string(size_t)>(TypeKeys(o, names));
+  if (a.by == "type") return std::function<std::string_view(size_t)>(TypeKeys(o, names));
   if (a.traces.empty())
     return lr::make_error(lr::Errc::kInvalidArgument,
                           "--by site needs the allocations' trace (--trace FILE)");
   LR_ASSIGN(sites, live_sites(*o.prog, *o.ci.heap, a.traces));
-  return std::function<std::string(size_t)>([&chunks, &sites](size_t i) {
+  return std::function<std::string_view(size_t)>([&chunks, &sites](size_t i) {
     auto s = sites.by_ptr.find(chunks[i].user);
-    return s == sites.by_ptr.end() ? std::string("(not in the trace)") : s->second;
+    return s == sites.by_ptr.end() ? std::string_view("(not in the trace)")
+                                   : std::string_view(s->second);
   });
 }
 

@@ -6,6 +6,9 @@
 #     given (CHAP=/path/to/chap: chap is not in Debian, so CI never has it;
 #     build it from github.com/vmware/chap). Both must find the manifest's
 #     leaked and unreferenced counts.
+#     `leakref account` on the same core, alternating with leaks (issue 29's
+#     target: no longer than leaks plus 20 %), its leaked bytes checked
+#     against the manifest too.
 #  2. A core of >= 8 GB (fx_heapscale, BENCH_REFS_GB, default 8): index build
 #     time, GB/s of scanned memory, and peak memory beyond the core's mapped
 #     pages (peak anonymous RSS, sampled every 5 ms), against the targets
@@ -55,6 +58,16 @@ print(f"{dt:.3f} {anon} {hwm}")
 EOF
 }
 
+check_account() {  # check JSON MANIFEST: account's leaked bytes against the fixture's own
+  python3 - "$1" "$2" <<'EOF'
+import json, sys
+j, m = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+got = next(c["bytes"] for c in j["categories"] if c["name"] == "leaked")
+if got != m["leaked_bytes"]: sys.exit(f"leakref account: leaked {got} != manifest {m['leaked_bytes']}")
+if j["total_bytes"] != j["writable_bytes"]: sys.exit("leakref account: the total is not the writable memory")
+EOF
+}
+
 check() {  # check JSON MANIFEST: leaks' counts against the fixture's own
   python3 - "$1" "$2" <<'EOF'
 import json, sys
@@ -71,14 +84,22 @@ core=$(snap many 240 64)
 allocs=$(python3 -c "import json;print(json.load(open('$work/many.json'))['blocks_allocated'])")
 echo "core 1: $(du -h "$core" | cut -f1), $allocs allocations (fx_heapscale 240 MB, payload <= 64 B)"
 times=""
+acc_times=""
 for i in 1 2 3 4 5; do
   read -r s anon hwm < <(measure "$work/many.out.json" "$LR" leaks "$core" --json)
   check "$work/many.out.json" "$work/many.json"
   times="$times $s"
+  read -r s acc_anon acc_hwm < <(measure "$work/many.acc.json" "$LR" account "$core" --json)
+  check_account "$work/many.acc.json" "$work/many.json"
+  acc_times="$acc_times $s"
 done
 read -r lr_best lr_med < <(echo $times | tr ' ' '\n' | sort -n | awk 'NR==1{b=$1} NR==3{m=$1} END{print b, m}')
 echo "leakref leaks: best ${lr_best} s, median ${lr_med} s, peak RSS $((hwm >> 20)) MiB" \
      "(anonymous $((anon >> 20)) MiB); leaked/unreferenced = manifest"
+read -r ac_best ac_med < <(echo $acc_times | tr ' ' '\n' | sort -n | awk 'NR==1{b=$1} NR==3{m=$1} END{print b, m}')
+echo "leakref account: best ${ac_best} s, median ${ac_med} s, peak RSS $((acc_hwm >> 20)) MiB;" \
+     "leaked bytes = manifest; total = writable memory"
+python3 -c "print(f'account / leaks (paired, alternating): {$ac_med / $lr_med:.2f}x (median); target <= 1.20x')"
 if [ -n "${CHAP:-}" ] && [ -x "$CHAP" ]; then
   printf 'count leaked\ncount unreferenced\n' > "$work/chap.cmd"
   times=""
@@ -107,6 +128,9 @@ size=$(stat -c %s "$core")
 echo "core 2: $(du -h "$core" | cut -f1) ($size bytes)"
 read -r s anon hwm < <(measure "$work/huge.out.json" "$LR" leaks "$core" --json)
 check "$work/huge.out.json" "$work/huge.json"
+read -r acc_s acc_anon acc_hwm < <(measure "$work/huge.acc.json" "$LR" account "$core" --json)
+check_account "$work/huge.acc.json" "$work/huge.json"
+python3 -c "print(f'leakref account on core 2: {$acc_s:.2f} s against leaks {$s:.2f} s = {$acc_s / $s:.2f}x (target <= 1.20x); peak RSS {$acc_hwm / 2**30:.2f} GiB')"
 python3 - "$work/huge.out.json" "$size" "$s" "$anon" "$hwm" <<'EOF'
 import json, sys
 ix = json.load(open(sys.argv[1]))["index"]

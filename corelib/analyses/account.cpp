@@ -92,26 +92,37 @@ std::string arena_name(const HeapWalk& h, uint64_t arena) {
 }
 
 // In-use chunks by class and key; the allocator's own chunks are in its
-// space, not here.
-void account_chunks(const AccountInput& in, AccountNode& live, AccountNode& leaked,
-                    AccountNode& pooled) {
+// space, not here. Returns the usable bytes counted.
+uint64_t account_chunks(const AccountInput& in, AccountNode& live, AccountNode& leaked,
+                        AccountNode& pooled) {
   const HeapWalk& h = *in.heap;
   std::unordered_map<std::string, size_t> slot[3];
   AccountNode* parent[3] = {&live, &leaked, &pooled};
+  auto own = h.own_chunks.begin();  // both sorted by address
+  std::string last_key[3];          // neighbours mostly share a key: no hash then
+  size_t last_slot[3] = {SIZE_MAX, SIZE_MAX, SIZE_MAX};
+  uint64_t sum = 0;
   for (size_t i = 0; i < h.in_use.size(); ++i) {
     const HeapChunk c = h.in_use[i];
-    if (std::binary_search(h.own_chunks.begin(), h.own_chunks.end(), c.user)) continue;
+    while (own != h.own_chunks.end() && *own < c.user) ++own;
+    if (own != h.own_chunks.end() && *own == c.user) continue;
     const int k = static_cast<int>(in.chunk_class[i]);
+    sum += c.usable();
     if (!in.key_of) {
       add_to(*parent[k], c.usable(), 1);
       continue;
     }
-    std::string key = in.key_of(i);
+    std::string_view key = in.key_of(i);
     if (key.empty()) key = "(unknown)";
-    auto [it, fresh] = slot[k].try_emplace(key, parent[k]->children.size());
-    if (fresh) parent[k]->children.push_back({key, 0, 0, {}});
-    add_to(parent[k]->children[it->second], c.usable(), 1);
+    if (last_slot[k] == SIZE_MAX || key != last_key[k]) {
+      last_key[k] = key;
+      auto [it, fresh] = slot[k].try_emplace(last_key[k], parent[k]->children.size());
+      if (fresh) parent[k]->children.push_back({last_key[k], 0, 0, {}});
+      last_slot[k] = it->second;
+    }
+    add_to(parent[k]->children[last_slot[k]], c.usable(), 1);
   }
+  return sum;
 }
 
 // The allocator's free lists, structures and unwalked bytes, per arena.
@@ -137,11 +148,9 @@ void account_heap(const AccountInput& in, Unclaimed& u, AccountNode& total, Acco
   AccountNode &live = total.children[0], &leaked = total.children[1], &free_ = total.children[2],
               &overhead = total.children[3], &unknown = total.children[4];
   AccountNode pooled{"pooled", 0, 0, {}};
-  account_chunks(in, live, leaked, pooled);
+  uint64_t inside = account_chunks(in, live, leaked, pooled);
   if (pooled.blocks) free_.children.push_back(std::move(pooled));
-  uint64_t inside = account_space(h, free_, overhead, unknown);
-  for (const auto& c : h.in_use)
-    if (!std::binary_search(h.own_chunks.begin(), h.own_chunks.end(), c.user)) inside += c.usable();
+  inside += account_space(h, free_, overhead, unknown);
   uint64_t claimed = 0, managed = 0;
   for (const auto& [a, b] : h.managed) {
     claimed += u.take(a, b);

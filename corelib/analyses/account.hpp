@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "corelib/base/result.hpp"
@@ -37,8 +38,9 @@ struct AccountInput {
   const HeapWalk* heap = nullptr;
   std::vector<ChunkClass> chunk_class;  // one per heap->in_use chunk
   // Each chunk's breakdown key under live, leaked and pooled (its type,
-  // allocation site...); "" groups as "(unknown)". Null: no breakdown.
-  std::function<std::string(size_t)> key_of;
+  // allocation site...); "" groups as "(unknown)". Null: no breakdown. The
+  // view need only last until the next call.
+  std::function<std::string_view(size_t)> key_of;
   // Breakdowns keep this many largest children, the rest summed as one.
   size_t max_children = 50;
 };
