@@ -127,3 +127,32 @@ TEST_CASE("account: a site breakdown needs a trace; a wrong --by is refused", "[
   CHECK(r.status == 2);
   CHECK(r.err.find("'colour' is not one of type, site") != std::string::npos);
 }
+
+// A broken chunk chain: what the walk did not see is `unknown` (with the
+// heap's warning), never live or free, and the table still adds up.
+TEST_CASE("account: a damaged heap's unwalked bytes are unknown, and the total holds",
+          "[core][account][hostile]") {
+  if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed: core tests need it");
+  const auto& fc = lrtest::fixture_core("account", lrtest::fixture_path("fx_account"));
+  const auto& live = fc.manifest["live"];
+  REQUIRE(live.size() > 10);
+  const uint64_t block = std::stoull(live[5][0].get<std::string>(), nullptr, 16);
+  const std::string bad =
+      lrtest::patched(fc.core, lrtest::tmp_dir() + "/account-broken.core", {{block - 8, 0x7}});
+  auto r = lrtest::leakref({"account", bad, "--json"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  json j = r.json();
+  const json& cats = j["categories"];
+  CHECK(j["total_bytes"] == j["writable_bytes"]);
+  CHECK(j["total_bytes"] == fc.manifest["writable_bytes"]);
+  const json& mi = fc.manifest["mallinfo2"];
+  CHECK(bytes_of(cats, "live") + bytes_of(cats, "leaked") + bytes_of(cats, "free") +
+            bytes_of(cats, "overhead") + bytes_of(cats, "unknown") ==
+        mi["arena"].get<uint64_t>() + mi["hblkhd"].get<uint64_t>());
+  CHECK(bytes_of(cats, "unknown") > 0);
+  bool said = false;
+  for (const auto& w : j["warnings"])
+    said |= w.get<std::string>().find("chunk chain breaks at") != std::string::npos;
+  CHECK(said);
+}

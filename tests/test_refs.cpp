@@ -380,6 +380,21 @@ TEST_CASE("leaks --trace: sites of leaked blocks, and the trace's warnings", "[r
   auto t = lrtest::leakref({"leaks", c.core, "--trace", trace}, 120);
   CHECK(t.status == 0);
   CHECK(t.err.find("1 line(s) not understood were skipped") != std::string::npos);
+  // account --by site: the same blocks under the trace's site, the rest not in it.
+  auto a = lrtest::leakref({"account", c.core, "--by", "site", "--trace", trace, "--json"}, 120);
+  INFO(a.err);
+  REQUIRE(a.status == 0);
+  const json aj = a.json();
+  uint64_t want = 0, got = 0;
+  for (const auto& i : c.manifest["items"])
+    if (i["kind"] == "leaked") want += 1;
+  for (const auto& cat : aj["categories"])
+    if (cat["name"] == "leaked")
+      for (const auto& k : cat["children"])
+        if (k["name"] != "(not in the trace)") got += k["blocks"].get<uint64_t>();
+  CHECK(got == want);
+  CHECK(aj["by"] == "site");
+  CHECK(aj["warnings"].dump().find("1 line(s) not understood were skipped") != std::string::npos);
 }
 
 TEST_CASE("leaks: nothing leaked behind a pointer-dense block", "[refs]") {
