@@ -110,6 +110,26 @@ lr::Result<std::function<std::string_view(size_t)>> breakdown(const AccountArgs&
   });
 }
 
+// Each block's class: objects put back on a GlusterFS mem-pool's free lists
+// are pooled (free) whether or not the lists reach them; the rest are live
+// or leaked as leaks decided.
+std::vector<lr::ChunkClass> chunk_classes(const Opened& o, const LeakSet& ls) {
+  std::vector<uint64_t> pooled = o.gf.report ? o.gf.report->dead_pooled : std::vector<uint64_t>{};
+  std::sort(pooled.begin(), pooled.end());
+  const auto& chunks = o.ci.heap->in_use;
+  std::vector<lr::ChunkClass> out;
+  out.reserve(ls.state.size());
+  auto p = pooled.begin();  // chunks are sorted by address too
+  for (size_t i = 0; i < ls.state.size(); ++i) {
+    while (p != pooled.end() && *p < chunks[i].user) ++p;
+    const bool put_back = p != pooled.end() && *p == chunks[i].user;
+    out.push_back(put_back || ls.state[i] & kPoolFree ? lr::ChunkClass::kPooled
+                  : ls.state[i] & kLeaked             ? lr::ChunkClass::kLeaked
+                                                      : lr::ChunkClass::kLive);
+  }
+  return out;
+}
+
 int cmd_account(const Common& c, const AccountArgs& a) {
   if (a.by != "type" && a.by != "site")
     return fail_usage("--by: '" + a.by + "' is not one of type, site");
@@ -125,11 +145,7 @@ int cmd_account(const Common& c, const AccountArgs& a) {
   in.core = op.prog->core();
   in.mods = &op.prog->modules();
   in.heap = op.ci.heap;
-  in.chunk_class.reserve(ls.state.size());
-  for (uint8_t st : ls.state)
-    in.chunk_class.push_back(st & kPoolFree ? lr::ChunkClass::kPooled
-                             : st & kLeaked ? lr::ChunkClass::kLeaked
-                                            : lr::ChunkClass::kLive);
+  in.chunk_class = chunk_classes(op, ls);
   LiveSites sites;
   auto key = breakdown(a, op, names, sites);
   if (!key.ok()) return fail(key.error());

@@ -276,6 +276,7 @@ json report_json(const lr::GlusterReport& r, const std::string& types_from, bool
                {"in_use_bytes", r.heap.in_use_bytes},
                {"arenas", r.heap.arenas},
                {"pooled_objects", r.pooled_live},
+               {"pooled_free", r.dead_pooled.size()},
                {"gf_malloc_blocks", r.gf_blocks}};
   if (stats) {  // timing only on request: the same core gives the same output
     j["heap"]["walk_ns"] = static_cast<uint64_t>(r.heap_ms * 1e6);

@@ -263,6 +263,50 @@ TEST_CASE("gluster: FUSE client core equals its own statedump", "[gluster][root]
   for (const auto& d : j["dicts"]) CHECK(d["count"] == d["pairs"].size());
 }
 
+// account on a real FUSE client: each mem-pool's objects in use (live or
+// leaked, named by their pool) are the statedump's active-count for it, and
+// the objects put back on the pools' free lists (reachable from them or
+// not) are `pooled` free memory, as many as the report finds; the table
+// adds up to the writable memory.
+TEST_CASE("gluster: account's pool objects against the statedump's mem-pools",
+          "[gluster][root][account]") {
+  Volume& v = volume();
+  NEED_VOLUME(v);
+  Dump real;
+  const std::string snap = v.snapshot("fuse", &real);
+  auto a = lrtest::leakref({"account", snap + "/core", "--json"}, 300);
+  INFO(a.err);
+  REQUIRE(a.status == 0);
+  const json aj = a.json();
+  CHECK(aj["total_bytes"] == aj["writable_bytes"]);
+  std::map<std::string, uint64_t> in_use;  // "dict_t (pool, glusterfs)" -> blocks
+  uint64_t pooled = 0;
+  for (const auto& cat : aj["categories"]) {
+    if (cat["name"] == "live" || cat["name"] == "leaked")
+      for (const auto& k : cat["children"]) in_use[k["name"]] += k["blocks"].get<uint64_t>();
+    if (cat["name"] == "free")
+      for (const auto& k : cat["children"])
+        if (k["name"] == "pooled") pooled = k["blocks"].get<uint64_t>();
+  }
+  std::map<std::string, uint64_t> want;
+  for (const auto& p : real.pools) {
+    std::map<std::string, std::string> f;
+    for (const auto& kv : p) f[kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
+    want[f["pool-name"] + " (pool, " + f["xlator-name"] + ")"] += std::stoull(f["active-count"]);
+  }
+  REQUIRE(want.size() > 10);
+  size_t active = 0;
+  for (const auto& [k, n] : want) {
+    INFO(k);
+    CHECK(in_use[k] == n);
+    active += n > 0;
+  }
+  CHECK(active > 3);
+  const json gj = gluster_json(snap + "/core");
+  CHECK(pooled == gj["heap"]["pooled_free"].get<uint64_t>());
+  CHECK(pooled > 0);
+}
+
 TEST_CASE("gluster: brick core equals its own statedump", "[gluster][root]") {
   compare_with_statedump("brick");
   Volume& v = volume();

@@ -149,7 +149,7 @@ void account_heap(const AccountInput& in, Unclaimed& u, AccountNode& total, Acco
               &overhead = total.children[3], &unknown = total.children[4];
   AccountNode pooled{"pooled", 0, 0, {}};
   uint64_t inside = account_chunks(in, live, leaked, pooled);
-  if (pooled.blocks) free_.children.push_back(std::move(pooled));
+  if (pooled.blocks || !pooled.children.empty()) free_.children.push_back(std::move(pooled));
   inside += account_space(h, free_, overhead, unknown);
   uint64_t claimed = 0, managed = 0;
   for (const auto& [a, b] : h.managed) {

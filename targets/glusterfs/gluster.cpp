@@ -434,8 +434,9 @@ void classify_blocks(Ctx& c, const HeapWalk& hw,
     if (magic == kPoolInvalidMagic && ch.usable() >= H.pooled_size) {
       // mem_put() marks the header; the chunk waits on a pool free list.
       std::memcpy(&pool, h + H.pooled_pool, 8);
-      if (pool_at.count(pool)) {
+      if (auto pit = pool_at.find(pool); pit != pool_at.end()) {
         r.dead_pooled.push_back(ch.user);
+        r.dead_pool.push_back(static_cast<uint32_t>(pit->second));
         continue;
       }
     }
@@ -563,13 +564,18 @@ GfBlockNamer::GfBlockNamer(const GlusterReport& r, const Memory& mem) : r_(r), m
   for (size_t i = 0; i < r.pools.size(); ++i)
     for (uint64_t o : r.pools[i].live) pooled_[o] = i;
   for (size_t i = 0; i < r.memacct.size(); ++i) acct_[r.memacct[i].addr] = i;
+  for (size_t i = 0; i < r.dead_pooled.size() && i < r.dead_pool.size(); ++i)
+    dead_[r.dead_pooled[i]] = r.dead_pool[i];
 }
 
 std::string GfBlockNamer::name(const HeapChunk& c) const {
-  if (auto it = pooled_.find(c.user + r_.headers.pooled_size); it != pooled_.end()) {
-    const GfPool& p = r_.pools[it->second];
-    return fmt::format("{} (pool, {})", p.name, p.xl_name);
-  }
+  // A pooled object, in use or put back on its pool's free lists: its pool.
+  auto pool = [this](size_t i) {
+    return fmt::format("{} (pool, {})", r_.pools[i].name, r_.pools[i].xl_name);
+  };
+  if (auto it = pooled_.find(c.user + r_.headers.pooled_size); it != pooled_.end())
+    return pool(it->second);
+  if (auto it = dead_.find(c.user); it != dead_.end()) return pool(it->second);
   Memory::Window w;
   gf::GfHeader gh;
   if (!gf::gf_header(mem_, w, c.user, c.usable(), r_.headers, &gh)) return "";

@@ -185,6 +185,7 @@ struct GlusterReport {
   double heap_ms = 0, total_ms = 0;
   uint64_t pooled_live = 0, gf_blocks = 0;
   std::vector<uint64_t> dead_pooled;    // in-use chunks holding put-back pooled objects
+  std::vector<uint32_t> dead_pool;      // each one's pool (index into pools)
   HeapWalk heap_walk;                   // the walk the report was built from
   GfHeaderLayout headers;               // this build's block headers (from its types)
   uint64_t dict_size = 0, fd_size = 0;  // sizeof(dict_t), sizeof(fd_t) in this build
@@ -215,6 +216,7 @@ class GfBlockNamer {
   const GlusterReport& r_;
   const Memory& mem_;
   std::unordered_map<uint64_t, size_t> pooled_;  // object (chunk + 40) -> pool
+  std::unordered_map<uint64_t, size_t> dead_;    // put-back object's chunk -> pool
   std::unordered_map<uint64_t, size_t> acct_;    // mem_acct address -> memacct index
 };
 
