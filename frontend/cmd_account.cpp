@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <unordered_map>
 
+#include "account_html.hpp"
 #include "alloc_sites.hpp"
 #include "commands.hpp"
 #include "common.hpp"
@@ -24,6 +26,7 @@ struct AccountArgs {
   std::vector<std::string> traces;
   size_t top = 10;
   size_t depth = 3;
+  std::string html;
 };
 
 nlohmann::json node_json(const lr::AccountNode& n) {
@@ -156,6 +159,12 @@ int cmd_account(const Common& c, const AccountArgs& a) {
   std::vector<std::string> warnings = op.warnings;
   warnings.insert(warnings.end(), sites.warnings.begin(), sites.warnings.end());
   warnings.insert(warnings.end(), acc->warnings.begin(), acc->warnings.end());
+  if (!a.html.empty()) {
+    std::ofstream out(a.html, std::ios::trunc);
+    out << account_html(acc.value(), c.core);
+    if (!out.flush())
+      return fail(lr::make_error(lr::Errc::kIo, "--html " + a.html + ": could not be written"));
+  }
   if (c.json) {
     nlohmann::json cats = nlohmann::json::array();
     for (const auto& n : acc->total.children) cats.push_back(node_json(n));
@@ -187,6 +196,7 @@ Command register_account(CLI::App& app, Common& c) {
                   "allocation trace (leakref-trace --malloc, mmleak, bcc), for --by site");
   sub->add_option("--top", a->top, "largest entries listed under each category (default 10)");
   sub->add_option("--depth", a->depth, "levels of the table shown (default 3)");
+  sub->add_option("--html", a->html, "also write the account as a treemap: one page, no scripts");
   return {sub, [&c, a] { return cmd_account(c, *a); }, [&c] { return c.json; }};
 }
 

@@ -5,8 +5,10 @@
 #include <fmt/format.h>
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <functional>
 #include <map>
+#include <sstream>
 #include <string>
 
 #include "harness.hpp"
@@ -155,4 +157,51 @@ TEST_CASE("account: a damaged heap's unwalked bytes are unknown, and the total h
   for (const auto& w : j["warnings"])
     said |= w.get<std::string>().find("chunk chain breaks at") != std::string::npos;
   CHECK(said);
+}
+
+// --html: one page with no scripts, an SVG treemap whose columns are each
+// category's share of the total, that a real browser renders.
+TEST_CASE("account --html: a treemap page, rendered in a real browser", "[core][account][html]") {
+  if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed: core tests need it");
+  const auto& fc = lrtest::fixture_core("account", lrtest::fixture_path("fx_account"));
+  const std::string d = lrtest::tmp_dir(), html = d + "/account.html";
+  auto r = lrtest::leakref({"account", fc.core, "--json", "--html", html});
+  REQUIRE(r.status == 0);
+  const json j = r.json();
+  const std::string page = lrtest::read_file(html);
+  CHECK(page.find("<script") == std::string::npos);
+  CHECK(page.find("http://") == page.find("http://www.w3.org/2000/svg"));  // the namespace only
+  // The category columns (the pale rectangles, full height) against the JSON.
+  auto cols = lrtest::run({"python3", "-c",
+                           "import sys,xml.dom.minidom as m,re\n"
+                           "p=open(sys.argv[1]).read()\n"
+                           "s=m.parseString(re.search(r'<svg.*?</svg>',p,re.S).group(0))\n"
+                           "for r in s.getElementsByTagName('rect'):\n"
+                           "  if r.getAttribute('fill-opacity')=='0.35':\n"
+                           "    t=r.getElementsByTagName('title')[0].firstChild.data\n"
+                           "    print(t.split(':')[0], r.getAttribute('width'))",
+                           html});
+  INFO(cols.err);
+  REQUIRE(cols.status == 0);
+  std::map<std::string, double> width;
+  std::istringstream in(cols.out);
+  for (std::string name, w; in >> name >> w;) width[name] = std::stod(w);
+  const double total = j["total_bytes"].get<double>();
+  size_t shown = 0;
+  for (const auto& c : j["categories"]) {
+    const double bytes = c["bytes"].get<double>();
+    if (bytes == 0) continue;
+    INFO(c["name"]);
+    REQUIRE(width.count(c["name"]));
+    CHECK(std::abs(width[c["name"]] - 1160 * bytes / total) < 0.1);
+    ++shown;
+  }
+  CHECK(shown == width.size());
+  if (!lrtest::have_program("chromium"))
+    FAIL("chromium is not installed (make test installs it): the page's rendering is untested");
+  long blank = lrtest::screenshot("about:blank", d + "/account-blank.png");
+  long shot = lrtest::screenshot("file://" + html, d + "/account.png");
+  INFO("screenshot bytes: page " << shot << ", blank page " << blank);
+  REQUIRE(blank > 0);
+  CHECK(shot > 4 * blank);
 }
