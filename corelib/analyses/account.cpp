@@ -16,8 +16,8 @@ namespace {
 // The writable bytes not yet given a category, as disjoint [start, end).
 class Unclaimed {
  public:
-  explicit Unclaimed(const CoreFile& core) {
-    for (const auto& s : core.segments())
+  explicit Unclaimed(const std::vector<SegmentInfo>& segs) {
+    for (const auto& s : segs)
       if (s.writable && s.end > s.start) add(s.start, s.end);
   }
   uint64_t total() const { return total_; }
@@ -171,9 +171,10 @@ void account_heap(const AccountInput& in, Unclaimed& u, AccountNode& total, Acco
 // Stacks (the mapping each thread's stack pointer is in) and TLS (the
 // mapping of a thread pointer that is no stack: the main thread's, which
 // the dynamic linker maps).
-void account_threads(const CoreFile& core, Unclaimed& u, AccountNode& stacks, AccountNode& tls) {
+void account_threads(const CoreFile& core, const std::vector<SegmentInfo>& segs, Unclaimed& u,
+                     AccountNode& stacks, AccountNode& tls) {
   auto seg_at = [&](uint64_t a) -> const SegmentInfo* {
-    for (const auto& s : core.segments())
+    for (const auto& s : segs)
       if (s.writable && a >= s.start && a < s.end) return &s;
     return nullptr;
   };
@@ -189,11 +190,12 @@ void account_threads(const CoreFile& core, Unclaimed& u, AccountNode& stacks, Ac
 
 // Each module's writable data, and its .bss: the anonymous mapping that
 // starts where the module's last mapping ends.
-void account_modules(const CoreFile& core, const ModuleSet& mods, Unclaimed& u, AccountNode& data) {
+void account_modules(const std::vector<SegmentInfo>& segs, const ModuleSet& mods, Unclaimed& u,
+                     AccountNode& data) {
   for (const auto& m : mods.modules()) {
     if (!m->end || m->types_only) continue;
     uint64_t n = u.take(m->base, m->end), blocks = n ? 1 : 0;
-    for (const auto& s : core.segments())
+    for (const auto& s : segs)
       if (s.writable && s.start == m->end) n += u.take(s.start, s.end), ++blocks;
     if (n) add_to(*child(data, m->basename()), n, blocks);
   }
@@ -224,18 +226,20 @@ Result<Account> build_account(const AccountInput& in) {
   Account out;
   out.total.name = "total";
   for (const auto& n : account_categories()) out.total.children.push_back({n, 0, 0, {}});
-  Unclaimed u(*in.core);
+  // The core's segments, once (segments() builds them anew on each call).
+  const std::vector<SegmentInfo> segs = in.core->segments();
+  Unclaimed u(segs);
   out.writable_bytes = u.total();
   auto& cat = out.total.children;
   account_heap(in, u, out.total, out);
-  account_threads(*in.core, u, cat[5], cat[6]);
-  account_modules(*in.core, *in.mods, u, cat[7]);
+  account_threads(*in.core, segs, u, cat[5], cat[6]);
+  account_modules(segs, *in.mods, u, cat[7]);
   account_files(*in.core, u, cat[8]);
   for (const auto& [a, b] : u.rest()) add_to(cat[9], b - a, 1);
   for (auto& c : cat) finish(c, in.max_children);
   for (const auto& c : cat) add_to(out.total, c.bytes, 0);
   uint64_t missing = 0;
-  for (const auto& s : in.core->segments())
+  for (const auto& s : segs)
     if (s.writable && s.kind == SegmentInfo::Kind::kMissing) missing += s.end - s.start;
   if (missing)
     out.warnings.push_back(fmt::format(
