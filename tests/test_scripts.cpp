@@ -442,6 +442,7 @@ TEST_CASE("man pages: one per front end, complete against --help", "[scripts][ma
                                                 {"kernel", "slab"},
                                                 {"refs"},
                                                 {"leaks"},
+                                                {"account"},
                                                 {"diff"},
                                                 {"snapshot"},
                                                 {"trend"},
