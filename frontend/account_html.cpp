@@ -8,7 +8,7 @@
 #include <iterator>
 
 #include "account_html.hpp"
-#include "cmd_trend.hpp"
+#include "common.hpp"
 
 namespace lrcli {
 

@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
 #include <iterator>
 #include <map>
 
@@ -173,12 +172,9 @@ int cmd_report(const ReportOptions& a) {
                                return true;
                              });
   if (!r.ok()) return fail(r.error());
-  if (!a.html.empty()) {
-    std::ofstream f(a.html, std::ios::trunc);
-    f << report_html(bs.value(), totals, a.top);
-    if (!f.flush())
-      return fail(lr::make_error(lr::Errc::kIo, a.html + ": cannot write the HTML report"));
-  }
+  if (!a.html.empty())
+    if (auto w = write_html_page(a.html, report_html(bs.value(), totals, a.top)); !w.ok())
+      return fail(w.error());
   if (a.json)
     emit_json(report_json(bs.value(), totals));
   else

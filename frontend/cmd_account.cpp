@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <fstream>
 #include <memory>
 #include <unordered_map>
 
@@ -159,12 +158,9 @@ int cmd_account(const Common& c, const AccountArgs& a) {
   std::vector<std::string> warnings = op.warnings;
   warnings.insert(warnings.end(), sites.warnings.begin(), sites.warnings.end());
   warnings.insert(warnings.end(), acc->warnings.begin(), acc->warnings.end());
-  if (!a.html.empty()) {
-    std::ofstream out(a.html, std::ios::trunc);
-    out << account_html(acc.value(), c.core);
-    if (!out.flush())
-      return fail(lr::make_error(lr::Errc::kIo, "--html " + a.html + ": could not be written"));
-  }
+  if (!a.html.empty())
+    if (auto w = write_html_page(a.html, account_html(acc.value(), c.core)); !w.ok())
+      return fail(w.error());
   if (c.json) {
     nlohmann::json cats = nlohmann::json::array();
     for (const auto& n : acc->total.children) cats.push_back(node_json(n));

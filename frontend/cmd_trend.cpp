@@ -7,7 +7,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
 #include <memory>
 #include <set>
 
@@ -203,13 +202,9 @@ int cmd_trend(const Common& c, const TrendArgs& a) {
   if (a.inputs.size() < 2) return fail_usage("trend needs at least two snapshots");
   auto s = load_series(c, a);
   if (!s.ok()) return fail(s.error());
-  if (!a.html.empty()) {
-    std::ofstream out(a.html, std::ios::trunc);
-    out << trend_html(s.value(), a.top);
-    out.close();
-    if (!out)
-      return fail(lr::make_error(lr::Errc::kIo, "--html " + a.html + ": could not be written"));
-  }
+  if (!a.html.empty())
+    if (auto w = write_html_page(a.html, trend_html(s.value(), a.top)); !w.ok())
+      return fail(w.error());
   if (c.json) {
     emit_json(trend_json(s.value()));
   } else {

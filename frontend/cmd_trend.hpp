@@ -22,9 +22,8 @@ struct Series {
 // steepest as SVG line plots of count over time, and the last snapshot's
 // refcount histogram.
 std::string trend_html(const Series& s, size_t top);
-// Pieces the batch report's HTML shares: text escaped for HTML, one class's
-// counts over `s` as an SVG line plot, the page style.
-std::string html_escape(const std::string& s);
+// Pieces the batch report's HTML shares: one class's counts over `s` as an
+// SVG line plot, the page style (html_escape is in common.hpp).
 void svg_line_plot(fmt::memory_buffer& b, const Series& s, const lr::ClassSeries& c);
 extern const char* const kReportStyle;
 

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 
 #include "corelib/debuginfo/open_core.hpp"
 #include "corelib/debuginfo/types_build.hpp"
@@ -192,6 +193,36 @@ Out& out_stderr() {
 
 void print_warnings_text(const std::vector<std::string>& w, Out& err) {
   for (const auto& s : w) err.print("leakref: warning: {}\n", s);
+}
+
+std::string html_escape(const std::string& s) {
+  std::string o;
+  for (char ch : s) {
+    switch (ch) {
+      case '&':
+        o += "&amp;";
+        break;
+      case '<':
+        o += "&lt;";
+        break;
+      case '>':
+        o += "&gt;";
+        break;
+      case '"':
+        o += "&quot;";
+        break;
+      default:
+        o += ch;
+    }
+  }
+  return o;
+}
+
+lr::Result<void> write_html_page(const std::string& path, const std::string& page) {
+  std::ofstream f(path, std::ios::trunc);
+  f << page;
+  if (!f.flush()) return lr::make_error(lr::Errc::kIo, "--html " + path + ": could not be written");
+  return {};
 }
 
 void emit_json(const nlohmann::json& j, Out& out) {

@@ -92,5 +92,9 @@ bool fail_on_wants(const std::vector<std::string>& fail_on, const char* what);
 nlohmann::json value_json(const lr::FieldValue& v);
 void print_warnings_text(const std::vector<std::string>& w, Out& err = out_stderr());
 void emit_json(const nlohmann::json& j, Out& out = out_stdout());
+// Text escaped for HTML (&, <, >, ").
+std::string html_escape(const std::string& s);
+// Writes a command's --html page to `path`; kIo naming it when it cannot.
+lr::Result<void> write_html_page(const std::string& path, const std::string& page);
 
 }  // namespace lrcli

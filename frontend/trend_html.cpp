@@ -12,29 +12,6 @@
 
 namespace lrcli {
 
-std::string html_escape(const std::string& s) {
-  std::string o;
-  for (char ch : s) {
-    switch (ch) {
-      case '&':
-        o += "&amp;";
-        break;
-      case '<':
-        o += "&lt;";
-        break;
-      case '>':
-        o += "&gt;";
-        break;
-      case '"':
-        o += "&quot;";
-        break;
-      default:
-        o += ch;
-    }
-  }
-  return o;
-}
-
 namespace {
 constexpr int kW = 360, kH = 180, kL = 56, kR = 12, kT = 12, kB = 28;  // plot box and margins
 const auto& esc = html_escape;
