@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 
 #include "harness.hpp"
@@ -23,11 +24,15 @@ const json* find_child(const json& node, const std::string& name) {
   return nullptr;
 }
 
-uint64_t bytes_of(const json& cats, const std::string& name) {
+const json& category(const json& cats, const std::string& name) {
   for (const auto& c : cats)
-    if (c["name"] == name) return c["bytes"].get<uint64_t>();
+    if (c["name"] == name) return c;
   FAIL("no category " << name);
-  return 0;
+  throw std::logic_error("unreachable");
+}
+
+uint64_t bytes_of(const json& cats, const std::string& name) {
+  return category(cats, name)["bytes"].get<uint64_t>();
 }
 
 // Every node's bytes and blocks are its children's sums.
@@ -75,10 +80,7 @@ TEST_CASE("account: every byte in one category, against mallinfo2 and the kernel
   CHECK(heap == mi["arena"].get<uint64_t>() + mi["hblkhd"].get<uint64_t>());
   CHECK(bytes_of(cats, "unknown") == 0);
   // Free as mallinfo2 counts it (tcache entries are in use to it).
-  const json* free_ = nullptr;
-  for (const auto& c : cats)
-    if (c["name"] == "free") free_ = &c;
-  REQUIRE(free_);
+  const json* free_ = &category(cats, "free");
   uint64_t fordblks = 0;
   for (const char* k : {"bins", "fastbins", "top"}) {
     const json* n = find_child(*free_, k);
@@ -94,19 +96,16 @@ TEST_CASE("account: every byte in one category, against mallinfo2 and the kernel
   // Leaked: exactly the fixture's dropped blocks, their usable bytes.
   uint64_t leaked = 0;
   for (const auto& b : fc.manifest["leaked"]) leaked += b[1].get<uint64_t>();
-  for (const auto& c : cats)
-    if (c["name"] == "leaked") {
-      CHECK(c["bytes"].get<uint64_t>() == leaked);
-      CHECK(c["blocks"].get<uint64_t>() == fc.manifest["leaked"].size());
-    }
+  REQUIRE(fc.manifest["leaked"].size() == 93);
+  CHECK(category(cats, "leaked")["bytes"].get<uint64_t>() == leaked);
+  CHECK(category(cats, "leaked")["blocks"].get<uint64_t>() == fc.manifest["leaked"].size());
   uint64_t live = 0;
   for (const auto& b : fc.manifest["live"]) live += b[1].get<uint64_t>();
   CHECK(bytes_of(cats, "live") >= live);
   CHECK(bytes_of(cats, "live") < live + 8192);  // and only a few of libc's own blocks
 
   // The rest: three stacks, each module's data, the main thread's TLS.
-  for (const auto& c : cats)
-    if (c["name"] == "stacks") CHECK(c["children"].size() == 3);
+  CHECK(category(cats, "stacks")["children"].size() == 3);
   CHECK(bytes_of(cats, "data") > 0);
   CHECK(bytes_of(cats, "tls") > 0);
 
@@ -197,6 +196,7 @@ TEST_CASE("account --html: a treemap page, rendered in a real browser", "[core][
     ++shown;
   }
   CHECK(shown == width.size());
+  CHECK(shown >= 5);  // the heap's categories, stacks, data
   if (!lrtest::have_program("chromium"))
     FAIL("chromium is not installed (make test installs it): the page's rendering is untested");
   long blank = lrtest::screenshot("about:blank", d + "/account-blank.png");
