@@ -119,6 +119,9 @@ struct Walker {
   // bytes to `arena`. Returns false when the chain broke before reaching
   // top/end (the bytes not walked are accounted as unknown).
   bool chain(uint64_t first, uint64_t end, uint64_t top, uint64_t arena) {
+    // A heap whose mapping in the core ends before its first chunk (a
+    // forged heap_info size) has no chunks: nothing to walk, nothing unknown.
+    if (first >= end) return true;
     uint64_t in_use_n = 0, free_n = 0, free_bytes = 0;
     const bool ok = chain_tally(first, end, top, arena, &in_use_n, &free_n, &free_bytes);
     // 8 bytes of header each (the prev_size word before it belongs to the
