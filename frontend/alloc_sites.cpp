@@ -39,9 +39,17 @@ lr::Result<LiveSites> live_sites(const lr::Program& prog, const lr::HeapWalk& he
     if (!al.live) continue;
     const lr::Trace& t = traces[al.ev.trace];
     const auto& e = t.events[al.ev.event];
-    std::string site = "(no caller)";
-    if (e.stack && !t.stacks[e.stack].empty()) site = fr.resolve(t, t.stacks[e.stack][0]).text;
-    out.by_ptr[al.ptr] = site;
+    std::string site = "(no caller)", module = "(no caller)";
+    if (e.stack && !t.stacks[e.stack].empty()) {
+      const lr::ResolvedFrame f = fr.resolve(t, t.stacks[e.stack][0]);
+      site = f.text;
+      // The key is "MODULE+0xOFFSET" or "MODULE:SYMBOL+0xOFFSET" when the
+      // frame's module is known, a bare address or "?" when not.
+      const size_t end = f.key.find_first_of(":+");
+      module = end == std::string::npos || end == 0 ? "(no module)" : f.key.substr(0, end);
+    }
+    out.module_of.emplace(site, module);
+    out.by_ptr[al.ptr] = std::move(site);
   }
   out.sites = std::move(rep.alloc_sites);
   out.warnings = std::move(rep.warnings);

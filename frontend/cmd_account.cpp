@@ -14,6 +14,7 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "corelib/analyses/account.hpp"
+#include "corelib/base/fileio.hpp"
 #include "indexed.hpp"
 
 namespace lrcli {
@@ -22,16 +23,20 @@ namespace {
 
 struct AccountArgs {
   std::string by = "type";
+  std::string profile;
+  std::vector<std::string> sets;
   std::vector<std::string> traces;
   size_t top = 10;
   size_t depth = 3;
   std::string html;
+  std::string smaps, pagemap;  // default: CORE.smaps and CORE.pagemap, when both exist
 };
 
-nlohmann::json node_json(const lr::AccountNode& n) {
+nlohmann::json node_json(const lr::AccountNode& n, bool resident) {
   nlohmann::json j{{"name", n.name}, {"bytes", n.bytes}, {"blocks", n.blocks}};
+  if (resident) j["resident_bytes"] = n.resident;
   nlohmann::json kids = nlohmann::json::array();
-  for (const auto& c : n.children) kids.push_back(node_json(c));
+  for (const auto& c : n.children) kids.push_back(node_json(c, resident));
   j["children"] = std::move(kids);
   return j;
 }
@@ -40,76 +45,168 @@ std::string share(uint64_t part, uint64_t whole) {
   return whole ? fmt::format("{:.1f}%", 100.0 * static_cast<double>(part) / whole) : "-";
 }
 
-void print_node(const lr::AccountNode& n, uint64_t whole, size_t level, size_t depth) {
-  out_stdout().print("{:<44} {:>14} {:>10} {:>7}\n", std::string(2 * level, ' ') + n.name, n.bytes,
-                     n.blocks, share(n.bytes, whole));
-  if (level + 1 < depth)
-    for (const auto& c : n.children) print_node(c, whole, level + 1, depth);
+// One row; the RESIDENT column only when the capture said which pages were.
+// The total row has no blocks or share: it ends after its bytes then.
+void print_row(const std::string& name, uint64_t bytes, std::string_view blocks,
+               std::string_view pct, const lr::Residency* res, uint64_t resident) {
+  if (blocks.empty() && !res) return out_stdout().print("{:<44} {:>14}\n", name, bytes);
+  out_stdout().print("{:<44} {:>14} {:>10} {:>7}", name, bytes, blocks, pct);
+  if (res) out_stdout().print(" {:>14}", resident);
+  out_stdout().print("\n");
 }
 
-void print_account_text(const lr::Account& acc, const AccountArgs& a, const std::string& core) {
+void print_node(const lr::AccountNode& n, uint64_t whole, size_t level, size_t depth,
+                const lr::Residency* res) {
+  print_row(std::string(2 * level, ' ') + n.name, n.bytes, fmt::to_string(n.blocks),
+            share(n.bytes, whole), res, n.resident);
+  if (level + 1 < depth)
+    for (const auto& c : n.children) print_node(c, whole, level + 1, depth, res);
+}
+
+void print_account_text(const lr::Account& acc, const AccountArgs& a, const std::string& core,
+                        const lr::Residency* res) {
   const uint64_t whole = acc.total.bytes;
   out_stdout().print("{}: {} bytes of writable memory, each in one category (blocks: by {})\n\n",
                      core, acc.writable_bytes, a.by);
-  out_stdout().print("{:<44} {:>14} {:>10} {:>7}\n", "CATEGORY", "BYTES", "BLOCKS", "SHARE");
-  for (const auto& c : acc.total.children) print_node(c, whole, 0, a.depth);
-  out_stdout().print("{:<44} {:>14}\n", "total", whole);
+  out_stdout().print("{:<44} {:>14} {:>10} {:>7}{}\n", "CATEGORY", "BYTES", "BLOCKS", "SHARE",
+                     res ? fmt::format(" {:>14}", "RESIDENT") : "");
+  for (const auto& c : acc.total.children) print_node(c, whole, 0, a.depth, res);
+  print_row("total", whole, "", "", res, acc.total.resident);
+  if (res)
+    out_stdout().print(
+        "\nsmaps at capture: {} bytes resident in writable mappings, {} in all ({} read-only)\n",
+        res->smaps_writable_rss(), res->smaps_rss(), res->smaps_rss() - res->smaps_writable_rss());
 }
 
-// A block's type for the breakdown: the one leaks' analysis gave it (the
-// leaked ones), else its vtable's class, else GlusterFS's pool or GF_MALLOC
-// type. Nothing is stored per block; vtable names are kept per vtable
-// pointer (only words into a module are looked up: a first word that is
-// data is no vtable).
-class TypeKeys {
+// The capture's smaps and pagemap: the ones named, else CORE.smaps and
+// CORE.pagemap when both are there. Named files that do not fit are an
+// error; found ones a warning (the account is given without residency).
+lr::Result<void> load_residency(lr::Program& prog, const Common& c, const AccountArgs& a,
+                                std::vector<std::string>* warnings) {
+  const bool named = !a.smaps.empty() || !a.pagemap.empty();
+  if (named && (a.smaps.empty() || a.pagemap.empty()))
+    return lr::make_error(lr::Errc::kInvalidArgument, "--smaps and --pagemap go together");
+  const std::string sm = named ? a.smaps : c.core + ".smaps";
+  const std::string pm = named ? a.pagemap : c.core + ".pagemap";
+  if (!named && !(lr::is_regular_file(sm) && lr::is_regular_file(pm))) return {};
+  auto r = lr::Residency::load(sm, pm);
+  if (r.ok()) {
+    uint64_t outside = 0;
+    for (const auto& s : prog.core()->segments())
+      if (s.writable) outside += (s.end - s.start) - r->mapped(s.start, s.end);
+    if (outside == 0) {
+      prog.set_residency(std::make_unique<lr::Residency>(std::move(r.value())));
+      return {};
+    }
+    r = lr::make_error(lr::Errc::kBadFormat,
+                       fmt::format("{}: {} writable bytes of the core are in no mapping it "
+                                   "lists; not this core's process",
+                                   sm, outside));
+  }
+  if (named) return r.error();
+  warnings->push_back(r.error().message + "; no resident figures");
+  return {};
+}
+
+// The first object of a profile's sets inside the block; null when none is.
+const KnownObjects::Object* object_in(const KnownObjects& known, const lr::HeapChunk& c) {
+  const auto& all = known.all();
+  auto it = std::lower_bound(all.begin(), all.end(), c.user,
+                             [](const KnownObjects::Object& o, uint64_t a) { return o.addr < a; });
+  return it != all.end() && it->addr - c.user < c.usable() ? &*it : nullptr;
+}
+
+// A block's key for the breakdown, by what is known of it. Type: the one
+// leaks' analysis gave it (the leaked ones), else the profile object's in
+// it, else its vtable's class, else GlusterFS's pool or GF_MALLOC type.
+// Set: the profile set of the object in it. Module: the library of its
+// vtable, else its GlusterFS xlator. Nothing is stored per block; vtable
+// names are kept per vtable pointer (only words into a module are looked
+// up: a first word that is data is no vtable).
+class BlockKeys {
  public:
-  TypeKeys(const Opened& o, RefNamer& names) : o_(&o), names_(&names) {
+  BlockKeys(const Opened& o, RefNamer& names, const KnownObjects& known, std::string by)
+      : o_(&o), names_(&names), known_(&known), by_(std::move(by)) {
     for (const auto& m : o.prog->modules().modules())
       if (m->end) lo_ = std::min(lo_, m->base), hi_ = std::max(hi_, m->end);
   }
   std::string_view operator()(size_t i) {
-    if (const lr::BlockType* bt = names_->types().get(i)) return bt->name;
     const lr::HeapChunk c = o_->ci.heap->in_use[i];
-    uint64_t vp = 0;
-    // Most blocks' first word is data, outside every module: one compare.
-    if (first_word(c.user, &vp) && vp >= lo_ && vp < hi_ && o_->prog->modules().module_at(vp)) {
-      auto it = vtables_->find(vp);
-      if (it == vtables_->end()) it = vtables_->emplace(vp, names_->types().vtable_class(vp)).first;
-      if (!it->second.empty()) return it->second;
+    if (by_ == "set") {
+      const KnownObjects::Object* k = object_in(*known_, c);
+      return k ? std::string_view(k->set) : std::string_view("(in no set)");
     }
+    if (by_ == "type") {
+      if (const lr::BlockType* bt = names_->types().get(i)) return bt->name;
+      if (const KnownObjects::Object* k = object_in(*known_, c); k && k->type)
+        return *named_ = k->type->display();
+    }
+    if (std::string_view v = vtable_key(c); !v.empty()) return v;
     if (!o_->gf.namer) return {};
-    *named_ = o_->gf.namer->name(c);
-    return *named_;
+    if (by_ == "module") return *named_ = o_->gf.namer->parts(c).xlator;
+    return *named_ = o_->gf.namer->name(c);
   }
 
  private:
+  // The vtable's class (by type) or library (by module); "" when the first
+  // word is no vtable.
+  std::string_view vtable_key(const lr::HeapChunk& c) {
+    uint64_t vp = 0;
+    // Most blocks' first word is data, outside every module: one compare.
+    if (!first_word(c.user, &vp) || vp < lo_ || vp >= hi_) return {};
+    const lr::Module* m = o_->prog->modules().module_at(vp);
+    if (!m) return {};
+    auto it = vtables_->find(vp);
+    if (it == vtables_->end()) it = vtables_->emplace(vp, names_->types().vtable_class(vp)).first;
+    if (it->second.empty()) return {};
+    return by_ == "module" ? std::string_view(*named_ = m->basename()) : it->second;
+  }
   bool first_word(uint64_t a, uint64_t* v) {
     if (const uint8_t* p = o_->prog->mem().direct(*w_, a, 8)) return std::memcpy(v, p, 8), true;
     return o_->prog->mem().read(a, v, 8).ok();
   }
   const Opened* o_;
   RefNamer* names_;
+  const KnownObjects* known_;
+  std::string by_;
   uint64_t lo_ = UINT64_MAX, hi_ = 0;
-  std::shared_ptr<std::string> named_ = std::make_shared<std::string>();  // the last GlusterFS name
+  std::shared_ptr<std::string> named_ = std::make_shared<std::string>();  // the last name made
   std::shared_ptr<lr::Memory::Window> w_ = std::make_shared<lr::Memory::Window>();
   std::shared_ptr<std::unordered_map<uint64_t, std::string>> vtables_ =
       std::make_shared<std::unordered_map<uint64_t, std::string>>();
 };
 
-// Each in-use chunk's key for the breakdown: its type or its allocation site.
+// Each in-use chunk's key for the breakdown; site and module with a trace:
+// the allocating frame and its module.
 lr::Result<std::function<std::string_view(size_t)>> breakdown(const AccountArgs& a, Opened& o,
-                                                              RefNamer& names, LiveSites& sites) {
+                                                              RefNamer& names,
+                                                              const KnownObjects& known,
+                                                              LiveSites& sites) {
   const auto& chunks = o.ci.heap->in_use;
-  if (a.by == "type") return std::function<std::string_view(size_t)>(TypeKeys(o, names));
   if (a.traces.empty())
-    return lr::make_error(lr::Errc::kInvalidArgument,
-                          "--by site needs the allocations' trace (--trace FILE)");
+    return std::function<std::string_view(size_t)>(BlockKeys(o, names, known, a.by));
   LR_ASSIGN(sites, live_sites(*o.prog, *o.ci.heap, a.traces));
-  return std::function<std::string_view(size_t)>([&chunks, &sites](size_t i) {
+  const bool module = a.by == "module";
+  return std::function<std::string_view(size_t)>([&chunks, &sites, module](size_t i) {
     auto s = sites.by_ptr.find(chunks[i].user);
-    return s == sites.by_ptr.end() ? std::string_view("(not in the trace)")
-                                   : std::string_view(s->second);
+    if (s == sites.by_ptr.end()) return std::string_view("(not in the trace)");
+    return std::string_view(module ? sites.module_of.at(s->second) : s->second);
   });
+}
+
+// The combinations that cannot be answered, said before the core is read.
+std::string usage_error(const AccountArgs& a) {
+  if (a.by != "type" && a.by != "site" && a.by != "set" && a.by != "module")
+    return "--by: '" + a.by + "' is not one of type, set, site, module";
+  if (a.by == "site" && a.traces.empty())
+    return "--by site needs the allocations' trace (--trace FILE)";
+  if (a.by == "set" && a.profile.empty())
+    return "--by set needs a profile (--profile FILE or NAME) whose sets the blocks are in";
+  if (!a.traces.empty() && a.by != "site" && a.by != "module")
+    return "--trace is for --by site or module (the blocks' allocation sites)";
+  if (!a.sets.empty() && a.profile.empty())
+    return "--set chooses among a profile's sets (--profile)";
+  return "";
 }
 
 // Each block's class: objects put back on a GlusterFS mem-pool's free lists
@@ -133,29 +230,32 @@ std::vector<lr::ChunkClass> chunk_classes(const Opened& o, const LeakSet& ls) {
 }
 
 int cmd_account(const Common& c, const AccountArgs& a) {
-  if (a.by != "type" && a.by != "site")
-    return fail_usage("--by: '" + a.by + "' is not one of type, site");
-  if (a.by == "type" && !a.traces.empty())
-    return fail_usage("--trace is for --by site (the blocks' allocation sites)");
-  auto o = open_indexed(c);
+  if (std::string why = usage_error(a); !why.empty()) return fail_usage(why);
+  std::vector<std::string> res_warnings;
+  KnownObjects known;
+  auto o = open_indexed(c, [&](lr::Program& p) -> lr::Result<void> {
+    LR_TRY(load_residency(p, c, a, &res_warnings));
+    return load_known_objects(p, a.profile, a.sets, &known);
+  });
   if (!o.ok()) return fail(o.error());
   Opened& op = o.value();
-  KnownObjects none;
-  RefNamer names(*op.prog, *op.ci.index, none, op.gf);
+  RefNamer names(*op.prog, *op.ci.index, known, op.gf);
   const LeakSet ls = find_leaked(*op.ci.index, op.gf, names);
   lr::AccountInput in;
   in.core = op.prog->core();
   in.mods = &op.prog->modules();
   in.heap = op.ci.heap;
+  in.residency = op.prog->residency();
   in.chunk_class = chunk_classes(op, ls);
   LiveSites sites;
-  auto key = breakdown(a, op, names, sites);
+  auto key = breakdown(a, op, names, known, sites);
   if (!key.ok()) return fail(key.error());
   in.key_of = key.value();
   in.max_children = c.json ? 1000 : a.top;
   auto acc = lr::build_account(in);
   if (!acc.ok()) return fail(acc.error());
-  std::vector<std::string> warnings = op.warnings;
+  std::vector<std::string> warnings = res_warnings;
+  warnings.insert(warnings.end(), op.warnings.begin(), op.warnings.end());
   warnings.insert(warnings.end(), sites.warnings.begin(), sites.warnings.end());
   warnings.insert(warnings.end(), acc->warnings.begin(), acc->warnings.end());
   if (!a.html.empty())
@@ -163,19 +263,21 @@ int cmd_account(const Common& c, const AccountArgs& a) {
       return fail(w.error());
   if (c.json) {
     nlohmann::json cats = nlohmann::json::array();
-    for (const auto& n : acc->total.children) cats.push_back(node_json(n));
-    emit_json({{"schema", "leakref.account/1"},
-               {"core", c.core},
-               {"allocator", op.ci.heap->allocator},
-               {"by", a.by},
-               {"total_bytes", acc->total.bytes},
-               {"writable_bytes", acc->writable_bytes},
-               {"categories", std::move(cats)},
-               {"warnings", warnings}});
+    const lr::Residency* res = in.residency;
+    for (const auto& n : acc->total.children) cats.push_back(node_json(n, res));
+    nlohmann::json j{{"schema", "leakref.account/1"},      {"core", c.core},
+                     {"allocator", op.ci.heap->allocator}, {"by", a.by},
+                     {"total_bytes", acc->total.bytes},    {"writable_bytes", acc->writable_bytes},
+                     {"categories", std::move(cats)},      {"warnings", warnings}};
+    if (res)
+      j["resident"] = {{"total_bytes", acc->total.resident},
+                       {"smaps_rss_bytes", res->smaps_rss()},
+                       {"smaps_writable_rss_bytes", res->smaps_writable_rss()}};
+    emit_json(j);
     return kOk;
   }
   print_warnings_text(warnings);
-  print_account_text(acc.value(), a, c.core);
+  print_account_text(acc.value(), a, c.core, in.residency);
   return kOk;
 }
 
@@ -187,12 +289,23 @@ Command register_account(CLI::App& app, Common& c) {
       "account",
       "every byte of the core's writable memory in one category (live, leaked, free...)");
   add_common(sub, c);
-  sub->add_option("--by", a->by, "break the heap's blocks down by: type (default), site");
+  sub->add_option("--by", a->by,
+                  "break the heap's blocks down by: type (default), set (a profile's), site (with "
+                  "--trace), module");
+  sub->add_option("-p,--profile", a->profile,
+                  "profile file (or NAME): blocks holding its objects take their type and set");
+  sub->add_option("--set", a->sets, "only these sets of the profile")->delimiter(',');
   sub->add_option("--trace", a->traces,
-                  "allocation trace (leakref-trace --malloc, mmleak, bcc), for --by site");
+                  "allocation trace (leakref-trace --malloc, mmleak, bcc), for --by site or "
+                  "module (the allocating frame's)");
   sub->add_option("--top", a->top, "largest entries listed under each category (default 10)");
   sub->add_option("--depth", a->depth, "levels of the table shown (default 3)");
   sub->add_option("--html", a->html, "also write the account as a treemap: one page, no scripts");
+  sub->add_option("--smaps", a->smaps,
+                  "the process's /proc/PID/smaps at capture (default: CORE.smaps), with --pagemap");
+  sub->add_option("--pagemap", a->pagemap,
+                  "its mappings' pagemap entries as leakref-snap saves them (default: "
+                  "CORE.pagemap): a RESIDENT column");
   return {sub, [&c, a] { return cmd_account(c, *a); }, [&c] { return c.json; }};
 }
 

@@ -54,12 +54,7 @@ lr::Result<void> resolve_refs_args(lr::Program& p, const RefsArgs& a, std::vecto
     if (!r.ok()) return lr::make_error(r.error().code, "refs: " + s + ": " + r.error().message);
     want->push_back(r.value());
   }
-  if (a.profile.empty()) return {};
-  LR_ASSIGN(lr::Profile prof, lr::find_profile(a.profile, profile_dirs()));
-  if (std::string why = lr::profile_mismatch(p, prof, false); !why.empty())
-    return lr::make_error(lr::Errc::kUnsupported, why);
-  LR_TRY(ensure_profile_types(p, prof, out_stderr()));
-  return known->add_profile(p, prof, a.sets);
+  return load_known_objects(p, a.profile, a.sets, known);
 }
 
 void print_refs_text(RefNamer& names, const lr::HeapChunk& h, size_t ch, uint64_t addr,

@@ -3,7 +3,10 @@
 
 #include <algorithm>
 
+#include "cmd_profile.hpp"
+#include "cmd_types.hpp"
 #include "corelib/blocks/refindex.hpp"
+#include "corelib/profiles/profile.hpp"
 
 namespace lrcli {
 
@@ -27,6 +30,16 @@ lr::Result<Opened> open_indexed(const Common& c,
   w.insert(w.end(), o.ci.index->warnings().begin(), o.ci.index->warnings().end());
   o.warnings.insert(o.warnings.begin(), w.begin(), w.end());
   return o;
+}
+
+lr::Result<void> load_known_objects(lr::Program& prog, const std::string& profile,
+                                    const std::vector<std::string>& sets, KnownObjects* known) {
+  if (profile.empty()) return {};
+  LR_ASSIGN(lr::Profile prof, lr::find_profile(profile, profile_dirs()));
+  if (std::string why = lr::profile_mismatch(prog, prof, false); !why.empty())
+    return lr::make_error(lr::Errc::kUnsupported, why);
+  LR_TRY(ensure_profile_types(prog, prof, out_stderr()));
+  return known->add_profile(prog, prof, sets);
 }
 
 LeakSet find_leaked(const lr::RefIndex& ix, const GlusterNames& gf, RefNamer& names) {

@@ -29,6 +29,12 @@ struct Opened {
 lr::Result<Opened> open_indexed(const Common& c,
                                 const std::function<lr::Result<void>(lr::Program&)>& before = {});
 
+// The objects of `profile`'s sets (all, or `sets`), when a profile is
+// named: the profile found, checked against the program and its types
+// bound first.
+lr::Result<void> load_known_objects(lr::Program& prog, const std::string& profile,
+                                    const std::vector<std::string>& sets, KnownObjects* known);
+
 // Per block: leaked (bit 0), referenced by something (bit 1), or free in a
 // GlusterFS mem-pool (4: neither live nor leaked); 0 for a live block. And
 // each leaked block's type: by its vtable or GlusterFS's pool/header first,

@@ -3,7 +3,9 @@
 // the fixture at the moment of the core, and the fixture's own list of
 // the blocks it leaked (with malloc_usable_size).
 #include <fmt/format.h>
+#include <signal.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <functional>
@@ -126,7 +128,13 @@ TEST_CASE("account: a site breakdown needs a trace; a wrong --by is refused", "[
   CHECK(r.err.find("--by site needs the allocations' trace (--trace FILE)") != std::string::npos);
   r = lrtest::leakref({"account", fc.core, "--by", "colour"});
   CHECK(r.status == 2);
-  CHECK(r.err.find("'colour' is not one of type, site") != std::string::npos);
+  CHECK(r.err.find("'colour' is not one of type, set, site, module") != std::string::npos);
+  r = lrtest::leakref({"account", fc.core, "--by", "set"});
+  CHECK(r.status == 2);
+  CHECK(r.err.find("--by set needs a profile") != std::string::npos);
+  r = lrtest::leakref({"account", fc.core, "--trace", fc.core});
+  CHECK(r.status == 2);
+  CHECK(r.err.find("--trace is for --by site or module") != std::string::npos);
 }
 
 // A broken chunk chain: what the walk did not see is `unknown` (with the
@@ -204,4 +212,126 @@ TEST_CASE("account --html: a treemap page, rendered in a real browser", "[core][
   INFO("screenshot bytes: page " << shot << ", blank page " << blank);
   REQUIRE(blank > 0);
   CHECK(shot > 4 * blank);
+}
+
+namespace {
+
+// The Rss line of /proc/PID/smaps_rollup, in bytes.
+uint64_t rollup_rss(int pid) {
+  std::istringstream in(lrtest::read_file(fmt::format("/proc/{}/smaps_rollup", pid)));
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("Rss:", 0) == 0) return std::stoull(line.substr(4)) * 1024;
+  FAIL("no Rss line in smaps_rollup");
+  return 0;
+}
+
+// Every node's resident bytes: at most its bytes, its children's sum.
+void check_resident(const json& n) {
+  INFO(n["name"]);
+  REQUIRE(n.contains("resident_bytes"));
+  CHECK(n["resident_bytes"].get<uint64_t>() <= n["bytes"].get<uint64_t>());
+  if (n["children"].empty()) return;
+  uint64_t r = 0;
+  for (const auto& c : n["children"]) {
+    check_resident(c);
+    r += c["resident_bytes"].get<uint64_t>();
+  }
+  CHECK(n["resident_bytes"].get<uint64_t>() == r);
+}
+
+// The pagemap bytes an smaps file's user-space mappings need.
+uint64_t pagemap_size(const std::string& smaps) {
+  std::istringstream in(smaps);
+  std::string line;
+  uint64_t n = 0;
+  while (std::getline(in, line)) {
+    size_t dash = line.find('-'), sp = line.find(' ');
+    if (dash == std::string::npos || sp == std::string::npos || dash > sp) continue;
+    uint64_t a = std::stoull(line.substr(0, dash), nullptr, 16);
+    uint64_t b = std::stoull(line.substr(dash + 1, sp - dash - 1), nullptr, 16);
+    if (a < (uint64_t{1} << 47)) n += (std::min(b, uint64_t{1} << 47) - a) / 4096 * 8;
+  }
+  return n;
+}
+
+uint64_t manifest_resident(const json& blocks) {
+  uint64_t r = 0;
+  for (const auto& b : blocks) r += b[2].get<uint64_t>();
+  return r;
+}
+
+}  // namespace
+
+// leakref-snap saves smaps and pagemap beside the core; the RESIDENT figures
+// are checked against the kernel: each block's pages by mincore() in the
+// fixture, and the whole by smaps_rollup. malloc_trim(0) has given the
+// free pages back, so free bytes are mostly not resident.
+TEST_CASE("account: resident bytes from leakref-snap's smaps and pagemap, against mincore",
+          "[core][account][resident]") {
+  if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed: core tests need it");
+  const std::string dir = lrtest::tmp_dir(), manifest = dir + "/resident.manifest.json";
+  auto fx = lrtest::spawn({lrtest::fixture_path("fx_account"), manifest, "trim"});
+  REQUIRE(lrtest::wait_for_text(fx.out_path, "READY", 60));
+  const json m = json::parse(lrtest::read_file(manifest));
+  const uint64_t rss = rollup_rss(fx.pid);  // before the core is written, which reads every page
+  const std::string core = dir + "/resident.core";
+  auto snap = lrtest::run(
+      {std::string(LR_SOURCE_DIR) + "/scripts/leakref-snap", "--out", core, std::to_string(fx.pid)},
+      300);
+  lrtest::finish(fx, SIGKILL);
+  INFO(snap.err);
+  REQUIRE(snap.status == 0);
+  REQUIRE(lrtest::read_file(core + ".smaps").find("[heap]") != std::string::npos);
+
+  auto r = lrtest::leakref({"account", core, "--json"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const json j = r.json();
+  CHECK(j["warnings"].empty());
+  const json& cats = j["categories"];
+  uint64_t resident = 0;
+  for (const auto& c : cats) {
+    check_resident(c);
+    resident += c["resident_bytes"].get<uint64_t>();
+  }
+  // The whole: the pagemap's pages are smaps' Rss, which is the kernel's.
+  CHECK(j["resident"]["total_bytes"] == resident);
+  CHECK(j["resident"]["smaps_rss_bytes"] == rss);
+  CHECK(resident == j["resident"]["smaps_writable_rss_bytes"].get<uint64_t>());
+  // Each block, as mincore() saw it: the untouched mmapped ones are mostly
+  // not resident, and neither are the free bytes malloc_trim gave back.
+  CHECK(category(cats, "leaked")["resident_bytes"].get<uint64_t>() ==
+        manifest_resident(m["leaked"]));
+  const uint64_t live_res = category(cats, "live")["resident_bytes"].get<uint64_t>();
+  CHECK(live_res >= manifest_resident(m["live"]));
+  CHECK(live_res < manifest_resident(m["live"]) + 8192);  // libc's own few blocks
+  CHECK(bytes_of(cats, "live") - live_res > 3 * 140000);  // three untouched 150000-byte blocks
+  const json& free_ = category(cats, "free");
+  CHECK(free_["resident_bytes"].get<uint64_t>() < free_["bytes"].get<uint64_t>() / 2);
+
+  // Text: the RESIDENT column and smaps' figures beside the total.
+  auto t = lrtest::leakref({"account", core});
+  REQUIRE(t.status == 0);
+  CHECK(t.out.find("RESIDENT") != std::string::npos);
+  CHECK(t.out.find(fmt::format("{} in all", rss)) != std::string::npos);
+
+  // A pagemap of another size, or smaps of another process, is refused when
+  // named and said (no resident figures) when only found beside the core.
+  const std::string bad = dir + "/resident.bad.pagemap";
+  lrtest::write_file(bad, lrtest::read_file(core + ".pagemap").substr(8));
+  auto e = lrtest::leakref({"account", core, "--smaps", core + ".smaps", "--pagemap", bad});
+  CHECK(e.status != 0);
+  CHECK(e.err.find("not their pagemap") != std::string::npos);
+  const std::string other = dir + "/resident.other.core";
+  REQUIRE(lrtest::run({"cp", core, other}).status == 0);
+  const std::string self = lrtest::read_file("/proc/self/smaps");
+  lrtest::write_file(other + ".smaps", self);
+  lrtest::write_file(other + ".pagemap", std::string(pagemap_size(self), '\0'));
+  auto w = lrtest::leakref({"account", other, "--json"});
+  INFO(w.err);
+  REQUIRE(w.status == 0);
+  CHECK(!w.json().contains("resident"));
+  CHECK(w.json()["warnings"][0].get<std::string>().find(
+            "not this core's process; no resident figures") != std::string::npos);
 }

@@ -16,13 +16,14 @@ namespace {
 // The writable bytes not yet given a category, as disjoint [start, end).
 class Unclaimed {
  public:
-  explicit Unclaimed(const std::vector<SegmentInfo>& segs) {
+  Unclaimed(const std::vector<SegmentInfo>& segs, const Residency* res) : res_(res) {
     for (const auto& s : segs)
       if (s.writable && s.end > s.start) add(s.start, s.end);
   }
   uint64_t total() const { return total_; }
-  // Removes [a, b) and returns how many of its bytes were unclaimed.
-  uint64_t take(uint64_t a, uint64_t b) {
+  // Removes [a, b) and returns how many of its bytes were unclaimed (and
+  // in `resident`, how many of those were resident).
+  uint64_t take(uint64_t a, uint64_t b, uint64_t* resident = nullptr) {
     uint64_t got = 0;
     auto it = free_.upper_bound(a);
     if (it != free_.begin()) --it;
@@ -36,6 +37,7 @@ class Unclaimed {
       if (s < a) free_.emplace(s, a);
       if (e > b) free_.emplace(b, e);
       got += std::min(e, b) - std::max(s, a);
+      if (resident && res_) *resident += res_->bytes(std::max(s, a), std::min(e, b));
     }
     return got;
   }
@@ -51,34 +53,43 @@ class Unclaimed {
   }
   std::map<uint64_t, uint64_t> free_;
   uint64_t total_ = 0;
+  const Residency* res_;
 };
 
 AccountNode* child(AccountNode& n, const std::string& name) {
   for (auto& c : n.children)
     if (c.name == name) return &c;
-  n.children.push_back({name, 0, 0, {}});
+  n.children.push_back({name, 0, 0, 0, {}});
   return &n.children.back();
 }
 
-void add_to(AccountNode& n, uint64_t bytes, uint64_t blocks) {
+void add_to(AccountNode& n, uint64_t bytes, uint64_t blocks, uint64_t resident = 0) {
   n.bytes += bytes;
   n.blocks += blocks;
+  n.resident += resident;
+}
+
+// A node's resident bytes before finish() has summed its children.
+uint64_t resident_in(const AccountNode& n) {
+  uint64_t r = n.resident;
+  for (const auto& c : n.children) r += resident_in(c);
+  return r;
 }
 
 // Children summed bottom-up, largest first; past `keep`, one "(N more)".
 void finish(AccountNode& n, size_t keep) {
   if (n.children.empty()) return;
-  n.bytes = n.blocks = 0;
+  n.bytes = n.blocks = n.resident = 0;
   for (auto& c : n.children) {
     finish(c, keep);
-    add_to(n, c.bytes, c.blocks);
+    add_to(n, c.bytes, c.blocks, c.resident);
   }
   std::stable_sort(n.children.begin(), n.children.end(),
                    [](const AccountNode& a, const AccountNode& b) { return a.bytes > b.bytes; });
   if (n.children.size() <= keep) return;
-  AccountNode more{fmt::format("({} more)", n.children.size() - keep), 0, 0, {}};
+  AccountNode more{fmt::format("({} more)", n.children.size() - keep), 0, 0, 0, {}};
   for (size_t i = keep; i < n.children.size(); ++i)
-    add_to(more, n.children[i].bytes, n.children[i].blocks);
+    add_to(more, n.children[i].bytes, n.children[i].blocks, n.children[i].resident);
   n.children.resize(keep);
   n.children.push_back(std::move(more));
 }
@@ -108,8 +119,9 @@ uint64_t account_chunks(const AccountInput& in, AccountNode& live, AccountNode& 
     if (own != h.own_chunks.end() && *own == c.user) continue;
     const int k = static_cast<int>(in.chunk_class[i]);
     sum += c.usable();
+    const uint64_t res = in.residency ? in.residency->bytes(c.user, c.user + c.usable()) : 0;
     if (!in.key_of) {
-      add_to(*parent[k], c.usable(), 1);
+      add_to(*parent[k], c.usable(), 1, res);
       continue;
     }
     std::string_view key = in.key_of(i);
@@ -117,10 +129,10 @@ uint64_t account_chunks(const AccountInput& in, AccountNode& live, AccountNode& 
     if (last_slot[k] == SIZE_MAX || key != last_key[k]) {
       last_key[k] = key;
       auto [it, fresh] = slot[k].try_emplace(last_key[k], parent[k]->children.size());
-      if (fresh) parent[k]->children.push_back({last_key[k], 0, 0, {}});
+      if (fresh) parent[k]->children.push_back({last_key[k], 0, 0, 0, {}});
       last_slot[k] = it->second;
     }
-    add_to(parent[k]->children[last_slot[k]], c.usable(), 1);
+    add_to(parent[k]->children[last_slot[k]], c.usable(), 1, res);
   }
   return sum;
 }
@@ -134,7 +146,7 @@ uint64_t account_space(const HeapWalk& h, AccountNode& free_, AccountNode& overh
                        : s.kind == HeapSpace::Kind::kOverhead ? overhead
                                                               : unknown;
     AccountNode* what = child(cat, s.what);
-    add_to(*child(*what, arena_name(h, s.arena)), s.bytes, s.blocks);
+    add_to(*child(*what, arena_name(h, s.arena)), s.bytes, s.blocks, s.resident);
     sum += s.bytes;
   }
   return sum;
@@ -147,22 +159,28 @@ void account_heap(const AccountInput& in, Unclaimed& u, AccountNode& total, Acco
   const HeapWalk& h = *in.heap;
   AccountNode &live = total.children[0], &leaked = total.children[1], &free_ = total.children[2],
               &overhead = total.children[3], &unknown = total.children[4];
-  AccountNode pooled{"pooled", 0, 0, {}};
+  AccountNode pooled{"pooled", 0, 0, 0, {}};
   uint64_t inside = account_chunks(in, live, leaked, pooled);
   if (pooled.blocks || !pooled.children.empty()) free_.children.push_back(std::move(pooled));
   inside += account_space(h, free_, overhead, unknown);
-  uint64_t claimed = 0, managed = 0;
+  uint64_t claimed = 0, managed = 0, managed_res = 0;
   for (const auto& [a, b] : h.managed) {
     claimed += u.take(a, b);
     managed += b - a;
+    if (in.residency) managed_res += in.residency->bytes(a, b);
   }
   if (inside != managed)
     out.warnings.push_back(fmt::format(
         "the {} heap's walk accounts {} bytes of the {} its ranges hold; the difference is "
         "counted as unknown",
         h.allocator, inside, managed));
-  if (managed > inside)
-    add_to(*child(unknown, "not accounted by the heap walk"), managed - inside, 0);
+  if (managed > inside) {
+    // Its resident bytes: the ranges' less what the walk placed.
+    uint64_t placed = 0;
+    for (const auto* c : {&live, &leaked, &free_, &overhead, &unknown}) placed += resident_in(*c);
+    add_to(*child(unknown, "not accounted by the heap walk"), managed - inside, 0,
+           managed_res > placed ? managed_res - placed : 0);
+  }
   if (claimed != managed)
     out.warnings.push_back(fmt::format(
         "{} bytes of the heap's ranges are not in the core's writable memory", managed - claimed));
@@ -180,12 +198,12 @@ void account_threads(const CoreFile& core, const std::vector<SegmentInfo>& segs,
   };
   for (const auto& t : core.threads())
     if (const SegmentInfo* s = seg_at(t.sp()))
-      if (uint64_t n = u.take(s->start, s->end))  // 0: a stack in the heap (a coroutine's)
-        add_to(*child(stacks, fmt::format("thread {}", t.tid)), n, 1);
+      if (uint64_t r = 0, n = u.take(s->start, s->end, &r); n)  // 0: a stack in the heap
+        add_to(*child(stacks, fmt::format("thread {}", t.tid)), n, 1, r);
   for (const auto& t : core.threads())
     if (const SegmentInfo* s = t.fs_base() ? seg_at(t.fs_base()) : nullptr)
-      if (uint64_t n = u.take(s->start, s->end))
-        add_to(*child(tls, fmt::format("thread {}", t.tid)), n, 1);
+      if (uint64_t r = 0, n = u.take(s->start, s->end, &r); n)
+        add_to(*child(tls, fmt::format("thread {}", t.tid)), n, 1, r);
 }
 
 // Each module's writable data, and its .bss: the anonymous mapping that
@@ -194,16 +212,16 @@ void account_modules(const std::vector<SegmentInfo>& segs, const ModuleSet& mods
                      AccountNode& data) {
   for (const auto& m : mods.modules()) {
     if (!m->end || m->types_only) continue;
-    uint64_t n = u.take(m->base, m->end), blocks = n ? 1 : 0;
+    uint64_t r = 0, n = u.take(m->base, m->end, &r), blocks = n ? 1 : 0;
     for (const auto& s : segs)
-      if (s.writable && s.start == m->end) n += u.take(s.start, s.end), ++blocks;
-    if (n) add_to(*child(data, m->basename()), n, blocks);
+      if (s.writable && s.start == m->end) n += u.take(s.start, s.end, &r), ++blocks;
+    if (n) add_to(*child(data, m->basename()), n, blocks, r);
   }
 }
 
 void account_files(const CoreFile& core, Unclaimed& u, AccountNode& files) {
   for (const auto& f : core.mapped_ranges())
-    if (uint64_t n = u.take(f.start, f.end)) add_to(*child(files, f.path), n, 1);
+    if (uint64_t r = 0, n = u.take(f.start, f.end, &r); n) add_to(*child(files, f.path), n, 1, r);
 }
 
 }  // namespace
@@ -225,19 +243,20 @@ Result<Account> build_account(const AccountInput& in) {
     return make_error(Errc::kInvalidArgument, "account: one class per in-use chunk is needed");
   Account out;
   out.total.name = "total";
-  for (const auto& n : account_categories()) out.total.children.push_back({n, 0, 0, {}});
+  for (const auto& n : account_categories()) out.total.children.push_back({n, 0, 0, 0, {}});
   // The core's segments, once (segments() builds them anew on each call).
   const std::vector<SegmentInfo> segs = in.core->segments();
-  Unclaimed u(segs);
+  Unclaimed u(segs, in.residency);
   out.writable_bytes = u.total();
   auto& cat = out.total.children;
   account_heap(in, u, out.total, out);
   account_threads(*in.core, segs, u, cat[5], cat[6]);
   account_modules(segs, *in.mods, u, cat[7]);
   account_files(*in.core, u, cat[8]);
-  for (const auto& [a, b] : u.rest()) add_to(cat[9], b - a, 1);
+  for (const auto& [a, b] : u.rest())
+    add_to(cat[9], b - a, 1, in.residency ? in.residency->bytes(a, b) : 0);
   for (auto& c : cat) finish(c, in.max_children);
-  for (const auto& c : cat) add_to(out.total, c.bytes, 0);
+  for (const auto& c : cat) add_to(out.total, c.bytes, 0, c.resident);
   uint64_t missing = 0;
   for (const auto& s : segs)
     if (s.writable && s.kind == SegmentInfo::Kind::kMissing) missing += s.end - s.start;

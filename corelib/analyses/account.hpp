@@ -18,6 +18,7 @@
 #include "corelib/blocks/heap.hpp"
 #include "corelib/debuginfo/modules.hpp"
 #include "corelib/dump/elfcore.hpp"
+#include "corelib/dump/residency.hpp"
 
 namespace lr {
 
@@ -26,6 +27,7 @@ namespace lr {
 struct AccountNode {
   std::string name;
   uint64_t bytes = 0, blocks = 0;
+  uint64_t resident = 0;  // of `bytes`, resident when captured (with a Residency)
   std::vector<AccountNode> children;
 };
 
@@ -35,7 +37,10 @@ enum class ChunkClass : uint8_t { kLive, kLeaked, kPooled };
 struct AccountInput {
   const CoreFile* core = nullptr;
   const ModuleSet* mods = nullptr;
-  const HeapWalk* heap = nullptr;
+  const HeapWalk* heap = nullptr;  // walked with the same `residency` when one is given
+  // Which pages were resident when the core was taken (leakref-snap's
+  // smaps and pagemap), or null: no resident figures.
+  const Residency* residency = nullptr;
   std::vector<ChunkClass> chunk_class;  // one per heap->in_use chunk
   // Each chunk's breakdown key under live, leaked and pooled (its type,
   // allocation site...); "" groups as "(unknown)". Null: no breakdown. The

@@ -43,6 +43,34 @@ Result<int> open_input(const std::string& path, const char* what) {
   return fd;
 }
 
+Result<std::string> read_input(const std::string& path, const char* what, uint64_t max_bytes) {
+  LR_ASSIGN(int fd, open_input(path, what));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int e = errno;
+    ::close(fd);
+    return make_error(Errc::kIo, fmt::format("{}: {}", path, strerror(e)));
+  }
+  if (static_cast<uint64_t>(st.st_size) > max_bytes) {
+    ::close(fd);
+    return make_error(
+        Errc::kBadFormat,
+        max_bytes % (1 << 20) == 0
+            ? fmt::format("{}: larger than {} MiB; not a {}", path, max_bytes >> 20, what)
+            : fmt::format("{}: larger than {} bytes; not a {}", path, max_bytes, what));
+  }
+  std::string text(static_cast<size_t>(st.st_size), '\0');
+  size_t got = 0;
+  while (got < text.size()) {
+    const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  text.resize(got);
+  return text;
+}
+
 bool is_regular_file(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);

@@ -1,6 +1,7 @@
 // Opening input files (cores, executables, debuginfo, traces, dumps) safely.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "corelib/base/result.hpp"
@@ -12,6 +13,10 @@ namespace lr {
 // naming the kind) instead of waiting forever for a writer. Returns the
 // descriptor (blocking mode restored); the caller closes it.
 Result<int> open_input(const std::string& path, const char* what);
+
+// The whole of `path` (opened as open_input does), refused with kBadFormat
+// naming `what` when it is larger than `max_bytes`.
+Result<std::string> read_input(const std::string& path, const char* what, uint64_t max_bytes);
 
 // Whether `path` is a regular file, checked without opening it for reading.
 bool is_regular_file(const std::string& path);

@@ -97,9 +97,11 @@ Result<HeapWalk> walk_heap(const Program& prog, const HeapLimits& limits) {
   const std::vector<Allocator> list = g_allocators.all();
   if (list.empty())
     return make_error(Errc::kUnsupported, "no heap allocator is registered with the engine");
+  HeapLimits lim = limits;
+  if (!lim.residency) lim.residency = prog.residency();
   std::string why;
   for (const auto& a : list) {
-    auto r = a.walk(prog, limits);
+    auto r = a.walk(prog, lim);
     if (r.ok() || r.error().code != Errc::kNotFound) return r;
     why += (why.empty() ? "" : "; ") + r.error().message;
   }

@@ -134,6 +134,7 @@ struct HeapRegion {
 };
 
 class Program;
+class Residency;
 
 // What every allocator's walk counts.
 struct HeapStats {
@@ -157,6 +158,7 @@ struct HeapSpace {
   std::string what;  // "tcache", "fastbins", "bins", "top", "chunk headers", ...
   uint64_t arena = 0;
   uint64_t bytes = 0, blocks = 0;
+  uint64_t resident = 0;  // of `bytes`, resident when captured (HeapLimits::residency)
 };
 
 struct HeapWalk {
@@ -197,6 +199,9 @@ struct HeapLimits {
   // Chunks read so far, in steps of 4096, for a front end's progress
   // display (relaxed; may be null).
   std::atomic<uint64_t>* progress = nullptr;
+  // Which pages were resident when the core was taken: given, the walk
+  // counts each HeapSpace's resident bytes too.
+  const Residency* residency = nullptr;
 };
 
 // An allocator a program registers: `walk` gives kNotFound when the core's

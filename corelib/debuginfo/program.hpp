@@ -12,6 +12,7 @@
 #include "corelib/debuginfo/modules.hpp"
 #include "corelib/debuginfo/types.hpp"
 #include "corelib/dump/elfcore.hpp"
+#include "corelib/dump/residency.hpp"
 
 namespace lr {
 
@@ -40,6 +41,11 @@ class Program {
     fallback_ = fn;
     fallback_ctx_ = ctx;
   }
+  // Which pages were resident when the core was taken, when the capture
+  // saved that beside it (residency.hpp); null otherwise. Heap walks of this
+  // program count resident bytes with it.
+  const Residency* residency() const { return residency_.get(); }
+  void set_residency(std::unique_ptr<Residency> r) { residency_ = std::move(r); }
   // Warnings from every layer, in order (core, modules).
   std::vector<std::string> warnings() const;
 
@@ -61,6 +67,7 @@ class Program {
   std::unique_ptr<TypeRegistry> types_;
   SymbolFallback fallback_ = nullptr;
   void* fallback_ctx_ = nullptr;
+  std::unique_ptr<Residency> residency_;
 };
 
 // Parses a number with optional 0x prefix; false if it is not one.

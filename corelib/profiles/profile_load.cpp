@@ -553,25 +553,8 @@ Result<Profile> parse_profile(std::string_view text, const std::string& source) 
 }
 
 Result<Profile> load_profile(const std::string& path) {
-  LR_ASSIGN(int fd, open_input(path, "profile"));  // a FIFO is refused, not waited on
-  struct stat st {};
-  if (fstat(fd, &st) != 0) {
-    ::close(fd);
-    return make_error(Errc::kIo, fmt::format("{}: {}", path, std::strerror(errno)));
-  }
-  if (static_cast<uint64_t>(st.st_size) > kMaxProfileBytes) {
-    ::close(fd);
-    return make_error(Errc::kBadFormat, path + ": larger than 1 MiB; not a profile");
-  }
-  std::string text(static_cast<size_t>(st.st_size), '\0');
-  size_t got = 0;
-  while (got < text.size()) {
-    ssize_t n = ::read(fd, text.data() + got, text.size() - got);
-    if (n <= 0) break;
-    got += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  text.resize(got);
+  // A FIFO is refused, not waited on.
+  LR_ASSIGN(std::string text, read_input(path, "profile", kMaxProfileBytes));
   return parse_profile(text, path);
 }
 

@@ -19,6 +19,7 @@
 #include "corelib/debuginfo/modules.hpp"
 #include "corelib/debuginfo/program.hpp"
 #include "corelib/dump/elfcore.hpp"
+#include "corelib/dump/residency.hpp"
 
 namespace lr {
 namespace {
@@ -63,22 +64,29 @@ const std::pair<uint64_t, uint64_t>* range_of(const Ranges& rs, uint64_t a) {
 // per (kind, what, arena) as the walk meets them.
 class SpaceTally {
  public:
-  void add(HeapSpace::Kind k, const char* what, uint64_t arena, int64_t bytes, int64_t blocks) {
+  // `resident`: how many of the bytes were resident (0 when not known).
+  void add(HeapSpace::Kind k, const char* what, uint64_t arena, int64_t bytes, int64_t blocks,
+           int64_t resident) {
     auto& v = sums_[{k, what, arena}];
-    v.first += bytes;
-    v.second += blocks;
+    v.bytes += bytes;
+    v.blocks += blocks;
+    v.resident += resident;
   }
   std::vector<HeapSpace> take() const {
     std::vector<HeapSpace> out;
     for (const auto& [k, v] : sums_)
-      if (v.first || v.second)
+      if (v.bytes || v.blocks)
         out.push_back({std::get<0>(k), std::get<1>(k), std::get<2>(k),
-                       static_cast<uint64_t>(v.first), static_cast<uint64_t>(v.second)});
+                       static_cast<uint64_t>(v.bytes), static_cast<uint64_t>(v.blocks),
+                       static_cast<uint64_t>(v.resident)});
     return out;
   }
 
  private:
-  std::map<std::tuple<HeapSpace::Kind, std::string, uint64_t>, std::pair<int64_t, int64_t>> sums_;
+  struct Sums {
+    int64_t bytes = 0, blocks = 0, resident = 0;
+  };
+  std::map<std::tuple<HeapSpace::Kind, std::string, uint64_t>, Sums> sums_;
 };
 using SK = HeapSpace::Kind;
 
@@ -122,17 +130,26 @@ struct Walker {
     // A heap whose mapping in the core ends before its first chunk (a
     // forged heap_info size) has no chunks: nothing to walk, nothing unknown.
     if (first >= end) return true;
-    uint64_t in_use_n = 0, free_n = 0, free_bytes = 0;
-    const bool ok = chain_tally(first, end, top, arena, &in_use_n, &free_n, &free_bytes);
+    ChainTally t;
+    const bool ok = chain_tally(first, end, top, arena, &t);
     // 8 bytes of header each (the prev_size word before it belongs to the
     // chunk before: it is in that one's usable bytes when it is in use).
-    space.add(SK::kOverhead, "chunk headers", arena, 8 * in_use_n, in_use_n);
-    space.add(SK::kFree, "bins", arena, free_bytes, free_n);
+    space.add(SK::kOverhead, "chunk headers", arena, 8 * t.in_use_n, t.in_use_n, t.header_res);
+    space.add(SK::kFree, "bins", arena, t.free_bytes, t.free_n, t.free_res);
     return ok;
   }
 
-  bool chain_tally(uint64_t first, uint64_t end, uint64_t top, uint64_t arena, uint64_t* in_use_n,
-                   uint64_t* free_n, uint64_t* free_bytes) {
+  // Resident bytes of [a, b), when the capture says which pages were.
+  int64_t res(uint64_t a, uint64_t b) const {
+    return lim.residency ? static_cast<int64_t>(lim.residency->bytes(a, b)) : 0;
+  }
+
+  struct ChainTally {
+    uint64_t in_use_n = 0, free_n = 0, free_bytes = 0;
+    int64_t header_res = 0, free_res = 0;
+  };
+
+  bool chain_tally(uint64_t first, uint64_t end, uint64_t top, uint64_t arena, ChainTally* t) {
     uint64_t c = first, n = 0;
     while (c < end && end - c >= 16) {
       if (c == top) return true;
@@ -141,7 +158,8 @@ struct Walker {
       if (n > lim.max_chunks) {
         out.warnings.push_back(
             fmt::format("heap at {:#x}: more than {} chunks, walk stopped", first, lim.max_chunks));
-        space.add(SK::kUnknown, "not walked", arena, (top > c && top < end ? top : end) - c, 1);
+        const uint64_t stop = top > c && top < end ? top : end;
+        space.add(SK::kUnknown, "not walked", arena, stop - c, 1, res(c, stop));
         return false;
       }
       uint64_t head;
@@ -150,7 +168,7 @@ struct Walker {
       // A fencepost closes an old heap; one before the arena's top ends
       // the walk early, which is said, with the bytes not walked.
       if ((size == 0 || size == 16) && !(top > c && top < end)) {
-        space.add(SK::kOverhead, "fenceposts", arena, end - c, 1);
+        space.add(SK::kOverhead, "fenceposts", arena, end - c, 1, res(c, end));
         return true;
       }
       if (size == 0 || size == 16) break;
@@ -164,17 +182,19 @@ struct Walker {
         in_use = next >= end;  // nothing follows: the chunk ends the heap
       if (in_use) {
         add(c + 16, size - 8, false);
-        ++*in_use_n;
+        ++t->in_use_n;
+        if (lim.residency) t->header_res += res(c + 8, c + 16);
       } else {
         ++g.bin_free;
-        ++*free_n;
-        *free_bytes += size;
+        ++t->free_n;
+        t->free_bytes += size;
+        if (lim.residency) t->free_res += res(c, next);
       }
       c = next;
     }
     if (c == top || c == end) return true;
     uint64_t stop = top > c && top < end ? top : end;
-    space.add(SK::kUnknown, "not walked", arena, stop - c, 1);
+    space.add(SK::kUnknown, "not walked", arena, stop - c, 1, res(c, stop));
     out.warnings.push_back(fmt::format(
         "heap [{:#x}, {:#x}): chunk chain breaks at {:#x}; chunks after it are not seen ({} "
         "bytes not walked)",
@@ -325,9 +345,10 @@ struct Walker {
     uint64_t head = 0;
     if (top < first || top >= end || end - top < 16 || !rd.u64(top + 8, &head)) return;
     const uint64_t size = std::min(head & kSizeMask, end - top);
-    space.add(SK::kFree, "top", arena, size, 1);
+    space.add(SK::kFree, "top", arena, size, 1, res(top, top + size));
     if (top + size < end)
-      space.add(SK::kUnknown, "after the top chunk", arena, end - top - size, 1);
+      space.add(SK::kUnknown, "after the top chunk", arena, end - top - size, 1,
+                res(top + size, end));
   }
 
   void mmapped(uint64_t start, uint64_t end) {
@@ -343,7 +364,8 @@ struct Walker {
           add(p + 16, size - 16, true);
           out.regions.push_back({HeapRegion::Kind::kMmapped, p, p + size, 0, true});
           out.managed.emplace_back(p, p + size + tail);
-          space.add(SK::kOverhead, "mmapped chunk headers", 0, 16 + tail, 1);
+          space.add(SK::kOverhead, "mmapped chunk headers", 0, 16 + tail, 1,
+                    res(p, p + 16) + res(p + size, p + size + tail));
           ++out.stats.mmapped;
           p += size + tail;
           continue;
@@ -539,7 +561,7 @@ void walk_thread_heaps(Walker& w, const HeapInput& in, const Arenas& f, Ranges& 
     uint64_t first = ar == a + hi ? a + w.L.first_chunk_with_state() : a + hi;
     HeapRegion hr{HeapRegion::Kind::kThread, first, end, ar, true};
     w.space.add(SK::kOverhead, ar == a + hi ? "heap_info and arena" : "heap_info", ar,
-                std::min(first, end) - a, 1);
+                std::min(first, end) - a, 1, w.res(a, std::min(first, end)));
     hr.complete = w.chain(first, end, top, ar);
     w.account_top(ar, first, end, top);
     w.out.regions.push_back(hr);
@@ -575,8 +597,10 @@ void account_listed(Walker& w, const HeapChunk& c, FreeList on,
   auto it = std::upper_bound(by_start.begin(), by_start.end(), c.user,
                              [](uint64_t a, const HeapRegion& r) { return a < r.start; });
   const uint64_t arena = it == by_start.begin() ? 0 : std::prev(it)->arena;
-  w.space.add(SK::kFree, on == FreeList::kTcache ? "tcache" : "fastbins", arena, c.usable() + 8, 1);
-  w.space.add(SK::kOverhead, "chunk headers", arena, -8, -1);
+  const int64_t header_res = w.res(c.user - 8, c.user);
+  w.space.add(SK::kFree, on == FreeList::kTcache ? "tcache" : "fastbins", arena, c.usable() + 8, 1,
+              header_res + w.res(c.user, c.user + c.usable()));
+  w.space.add(SK::kOverhead, "chunk headers", arena, -8, -1, -header_res);
 }
 
 // The allocator's own chunks (each thread's tcache_perthread_struct): in
@@ -588,7 +612,8 @@ void account_own(Walker& w) {
       uint64_t arena = 0;
       for (const auto& r : w.out.regions)
         if (u >= r.start && u < r.end) arena = r.arena;
-      w.space.add(SK::kOverhead, "tcache structures", arena, c->usable(), 1);
+      w.space.add(SK::kOverhead, "tcache structures", arena, c->usable(), 1,
+                  w.res(u, u + c->usable()));
       w.out.own_chunks.push_back(u);
     }
 }

@@ -569,24 +569,27 @@ GfBlockNamer::GfBlockNamer(const GlusterReport& r, const Memory& mem) : r_(r), m
 }
 
 std::string GfBlockNamer::name(const HeapChunk& c) const {
+  Parts p = parts(c);
+  return p.type.empty() ? "" : fmt::format("{} ({}, {})", p.type, p.how, p.xlator);
+}
+
+GfBlockNamer::Parts GfBlockNamer::parts(const HeapChunk& c) const {
   // A pooled object, in use or put back on its pool's free lists: its pool.
-  auto pool = [this](size_t i) {
-    return fmt::format("{} (pool, {})", r_.pools[i].name, r_.pools[i].xl_name);
-  };
+  auto pool = [this](size_t i) { return Parts{r_.pools[i].name, "pool", r_.pools[i].xl_name}; };
   if (auto it = pooled_.find(c.user + r_.headers.pooled_size); it != pooled_.end())
     return pool(it->second);
   if (auto it = dead_.find(c.user); it != dead_.end()) return pool(it->second);
   Memory::Window w;
   gf::GfHeader gh;
-  if (!gf::gf_header(mem_, w, c.user, c.usable(), r_.headers, &gh)) return "";
+  if (!gf::gf_header(mem_, w, c.user, c.usable(), r_.headers, &gh)) return {};
   auto it = acct_.find(gh.acct);
-  if (it == acct_.end()) return "";
+  if (it == acct_.end()) return {};
   const GfMemAcct& ma = r_.memacct[it->second];
   // Types with no counter and no live block were dropped from the report.
   for (const auto& t : ma.types)
     if (t.type == gh.type && !t.typestr.empty())
-      return fmt::format("{} (GF_MALLOC, {})", t.typestr, r_.xlators[ma.xlator].name);
-  return fmt::format("type {} (GF_MALLOC, {})", gh.type, r_.xlators[ma.xlator].name);
+      return {t.typestr, "GF_MALLOC", r_.xlators[ma.xlator].name};
+  return {fmt::format("type {}", gh.type), "GF_MALLOC", r_.xlators[ma.xlator].name};
 }
 
 }  // namespace lr

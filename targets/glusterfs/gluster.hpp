@@ -211,6 +211,13 @@ class GfBlockNamer {
  public:
   GfBlockNamer(const GlusterReport& r, const Memory& mem);
   std::string name(const HeapChunk& c) const;
+  // The same in parts: the type ("dict_t", "gf_common_mt_char", "type 7"),
+  // how GlusterFS made it ("pool", "GF_MALLOC") and its xlator's name; all
+  // empty when name() is "".
+  struct Parts {
+    std::string type, how, xlator;
+  };
+  Parts parts(const HeapChunk& c) const;
 
  private:
   const GlusterReport& r_;
