@@ -395,6 +395,16 @@ TEST_CASE("leaks --trace: sites of leaked blocks, and the trace's warnings", "[r
   REQUIRE(want > 0);
   CHECK(got == want);
   CHECK(aj["by"] == "site");
+  // By module through the trace: its one caller is in no module of the core.
+  auto am = lrtest::leakref({"account", c.core, "--by", "module", "--trace", trace, "--json"}, 120);
+  REQUIRE(am.status == 0);
+  const json amj = am.json();
+  uint64_t no_module = 0;
+  for (const auto& cat : amj["categories"])
+    if (cat["name"] == "leaked")
+      for (const auto& k : cat["children"])
+        if (k["name"] == "(no module)") no_module = k["blocks"].get<uint64_t>();
+  CHECK(no_module == want);
   CHECK(aj["warnings"].dump().find("1 line(s) not understood were skipped") != std::string::npos);
 }
 
@@ -491,4 +501,52 @@ TEST_CASE("account: leaked blocks by type as leaks groups them; live ones by vta
   CHECK(acc == by_type);
   CHECK(by_type.count("Widget"));
   CHECK(live_types.count("Widget"));  // g_widget, by its vtable
+
+  // By module: a C++ object by its vtable's, the executable's here.
+  auto m = lrtest::leakref({"account", c.core, "--by", "module", "--json"});
+  INFO(m.err);
+  REQUIRE(m.status == 0);
+  const json mj = m.json();
+  const json* leaked_mod = nullptr;
+  for (const auto& cat : mj["categories"])
+    if (cat["name"] == "leaked")
+      for (const auto& k : cat["children"])
+        if (k["name"] == "fx_leaks") leaked_mod = &k;
+  REQUIRE(leaked_mod);
+  CHECK((*leaked_mod)["blocks"].get<uint64_t>() == by_type["Widget"].second);
+}
+
+// With a profile, the blocks holding its objects take its type and set: the
+// six objects on g_list are live, under set objs and under struct obj.
+TEST_CASE("account --profile: blocks by the profile's sets and types", "[refs][account][profile]") {
+  const auto& c = leaks_core();
+  NEED_LEAKS_CORE(c);
+  const std::string prof = std::string(LR_SOURCE_DIR) + "/tests/profiles/fx_leaks.toml";
+  uint64_t objects = 0;
+  for (const auto& i : c.manifest["items"])
+    if (i["kind"] == "object") ++objects;
+  REQUIRE(objects == 6);
+  auto blocks_under = [](const json& j, const std::string& cat, const std::string& key) {
+    for (const auto& n : j["categories"])
+      if (n["name"] == cat)
+        for (const auto& k : n["children"])
+          if (k["name"] == key) return k["blocks"].get<uint64_t>();
+    return uint64_t{0};
+  };
+  auto s = lrtest::leakref({"account", c.core, "--profile", prof, "--by", "set", "--json"}, 120);
+  INFO(s.err);
+  REQUIRE(s.status == 0);
+  const json sj = s.json();
+  CHECK(blocks_under(sj, "live", "objs") == objects);
+  CHECK(blocks_under(sj, "leaked", "objs") == 0);
+  CHECK(blocks_under(sj, "live", "(in no set)") > 0);
+  auto t = lrtest::leakref({"account", c.core, "--profile", prof, "--json"}, 120);
+  REQUIRE(t.status == 0);
+  CHECK(blocks_under(t.json(), "live", "struct obj") == objects);
+  // A profile for another program is refused in one line, as refs does.
+  auto other = lrtest::leakref(
+      {"account", c.core, "--profile", std::string(LR_SOURCE_DIR) + "/tests/profiles/fx_locks.toml"},
+      120);
+  CHECK(other.status != 0);
+  CHECK(other.err.find("fx_locks") != std::string::npos);
 }

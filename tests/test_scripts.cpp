@@ -112,6 +112,9 @@ TEST_CASE("leakref-snap snapshots a live process and removes the core", "[script
   CHECK(r.status == 0);
   CHECK(r.out.find("threads:") != std::string::npos);
   CHECK(!lrtest::read_file(kept).empty());
+  // Its smaps and pagemap beside it (leakref account's RESIDENT column).
+  CHECK(lrtest::read_file(kept + ".smaps").find("Rss:") != std::string::npos);
+  CHECK(!lrtest::read_file(kept + ".pagemap").empty());
   r = lrtest::run({repo_dir() + "/scripts/leakref-snap", "999999999"});
   CHECK(r.status != 0);
   // man leakref-snap's EXAMPLES that name this program's structures, as
