@@ -65,18 +65,22 @@ lr::Result<std::vector<Bucket>> load_buckets(BatchDb& db) {
                  b.series.snaps.push_back(std::move(s));
                  return true;
                }));
-  LR_TRY(db.query("SELECT dump_id, kind, name, count FROM classes", [&](auto&, auto& v) {
+  LR_TRY(db.query("SELECT dump_id, kind, name, count, bytes FROM classes", [&](auto&, auto& v) {
     auto it = dump_snap.find(std::atoll(v[0]));
     if (it == dump_snap.end()) return true;
     out[it->second.first].series.snaps[it->second.second].classes.push_back(
-        {col(v[1]), col(v[2]), std::atoll(col(v[3]).c_str()), -1});
+        {col(v[1]), col(v[2]), std::atoll(col(v[3]).c_str()),
+         v[4] ? std::atoll(v[4]) : int64_t{-1}});
     return true;
   }));
   for (auto& b : out) {
     if (b.series.snaps.size() < 2) continue;
     b.series.trend = lr::trend_of(b.series.snaps);
+    // The account's categories count blocks and mappings alike: the verdict
+    // speaks for them.
     for (const auto& c : b.series.trend.classes)
-      if (c.slope > 0 && c.counts.back() > c.counts.front()) b.grow.push_back(&c);
+      if (c.kind != "account" && c.slope > 0 && c.counts.back() > c.counts.front())
+        b.grow.push_back(&c);
   }
   return out;
 }
@@ -93,13 +97,17 @@ json report_json(const std::vector<Bucket>& bs, const json& totals) {
                    {"slope", c->slope},
                    {"per", b.series.trend.per_hour ? "hour" : "dump"},
                    {"only_grows", c->only_grows}});
-    j["buckets"].push_back({{"signature", b.signature},
-                            {"signature_text", b.text},
-                            {"dumps", b.dumps},
-                            {"first_seen", b.first},
-                            {"last_seen", b.last},
-                            {"example", b.example},
-                            {"growing", g}});
+    j["buckets"].push_back(
+        {{"signature", b.signature},
+         {"signature_text", b.text},
+         {"dumps", b.dumps},
+         {"first_seen", b.first},
+         {"last_seen", b.last},
+         {"example", b.example},
+         {"growing", g},
+         {"verdict", b.series.snaps.size() < 2
+                         ? json(nullptr)
+                         : verdict_json(b.series.snaps.front(), b.series.snaps.back())}});
   }
   return j;
 }
@@ -114,6 +122,9 @@ void print_text(const std::vector<Bucket>& bs, const json& totals, size_t top) {
     const Bucket& b = bs[i];
     fmt::print("\nbucket {}  {} dumps, first {}, last {}\n  {}\n  e.g. {}\n", b.signature, b.dumps,
                snapshot_time(b.first, "?"), snapshot_time(b.last, "?"), b.text, b.example);
+    if (b.series.snaps.size() >= 2)
+      if (std::string v = verdict_line(b.series.snaps.front(), b.series.snaps.back()); !v.empty())
+        fmt::print("  {}", v);
     for (size_t k = 0; k < b.grow.size() && k < 3; ++k)
       fmt::print("  grows: {} {}: {} -> {} ({:+.1f} per {}{})\n", b.grow[k]->kind, b.grow[k]->name,
                  b.grow[k]->counts.front(), b.grow[k]->counts.back(), b.grow[k]->slope,

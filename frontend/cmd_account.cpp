@@ -209,26 +209,6 @@ std::string usage_error(const AccountArgs& a) {
   return "";
 }
 
-// Each block's class: objects put back on a GlusterFS mem-pool's free lists
-// are pooled (free) whether or not the lists reach them; the rest are live
-// or leaked as leaks decided.
-std::vector<lr::ChunkClass> chunk_classes(const Opened& o, const LeakSet& ls) {
-  std::vector<uint64_t> pooled = o.gf.report ? o.gf.report->dead_pooled : std::vector<uint64_t>{};
-  std::sort(pooled.begin(), pooled.end());
-  const auto& chunks = o.ci.heap->in_use;
-  std::vector<lr::ChunkClass> out;
-  out.reserve(ls.state.size());
-  auto p = pooled.begin();  // chunks are sorted by address too
-  for (size_t i = 0; i < ls.state.size(); ++i) {
-    while (p != pooled.end() && *p < chunks[i].user) ++p;
-    const bool put_back = p != pooled.end() && *p == chunks[i].user;
-    out.push_back(put_back || ls.state[i] & kPoolFree ? lr::ChunkClass::kPooled
-                  : ls.state[i] & kLeaked             ? lr::ChunkClass::kLeaked
-                                                      : lr::ChunkClass::kLive);
-  }
-  return out;
-}
-
 int cmd_account(const Common& c, const AccountArgs& a) {
   if (std::string why = usage_error(a); !why.empty()) return fail_usage(why);
   std::vector<std::string> res_warnings;

@@ -103,6 +103,7 @@ nlohmann::json diff_json(const lr::Snapshot& a, const lr::Snapshot& b, const lr:
             {"same", d.objects_same},
             {"objects_unknown", d.objects_unknown}}},
           {"classes", classes},
+          {"verdict", verdict_json(a, b)},
           {"unknown", unknown},
           {"objects", objects},
           {"warnings", warnings}};
@@ -138,6 +139,25 @@ void print_classes(const std::vector<const lr::ClassDelta*>& rows, size_t total,
                c->after, c->delta(), ratio(*c));
 }
 
+// The account's categories by bytes (their counts are blocks, mappings and
+// threads alike: not ranked with the classes of one kind of object).
+void print_account(const lr::SnapDiff& d) {
+  std::vector<const lr::ClassDelta*> rows;
+  for (const auto& c : d.classes)
+    if (c.kind == "account" && c.before_bytes >= 0 && c.after_bytes >= 0) rows.push_back(&c);
+  if (rows.empty()) return;
+  const auto& order = lr::account_categories();
+  auto rank = [&](const lr::ClassDelta* c) {
+    return std::find(order.begin(), order.end(), c->name) - order.begin();
+  };
+  std::sort(rows.begin(), rows.end(), [&](auto* x, auto* y) { return rank(x) < rank(y); });
+  fmt::print("\naccount (bytes):\n{:<12} {:>14} {:>14} {:>14}\n", "CATEGORY", "BEFORE", "AFTER",
+             "DELTA");
+  for (const auto* c : rows)
+    fmt::print("{:<12} {:>14} {:>14} {:>+14}\n", c->name, c->before_bytes, c->after_bytes,
+               c->after_bytes - c->before_bytes);
+}
+
 void print_text(const lr::Snapshot& a, const lr::Snapshot& b, const lr::SnapDiff& d, size_t top) {
   Counts n = count(d);
   fmt::print("{} ({}) -> {} ({})\n", a.source, a.kind, b.source, b.kind);
@@ -150,13 +170,20 @@ void print_text(const lr::Snapshot& a, const lr::Snapshot& b, const lr::SnapDiff
     fmt::print("; {} objects of a kind one side could not list whole, not compared",
                d.objects_unknown);
   fmt::print("\n");
+  fmt::print("{}", verdict_line(a, b));
   // Grown classes are first in d.classes, shrunk ones last (most shrunk at the end).
+  // The account's categories have a table of their own, by bytes.
   std::vector<const lr::ClassDelta*> grew, shrank;
-  for (size_t i = 0; i < std::min(top, n.grew); ++i) grew.push_back(&d.classes[i]);
-  for (size_t i = 0; i < std::min(top, n.shrank); ++i)
-    shrank.push_back(&d.classes[d.classes.size() - 1 - i]);
-  print_classes(grew, n.grew, "grew most", top);
-  print_classes(shrank, n.shrank, "shrank most", top);
+  size_t grew_n = 0, shrank_n = 0;
+  for (size_t i = 0; i < n.grew; ++i)
+    if (d.classes[i].kind != "account" && grew_n++ < top) grew.push_back(&d.classes[i]);
+  for (size_t i = 0; i < n.shrank; ++i)
+    if (const auto& c = d.classes[d.classes.size() - 1 - i];
+        c.kind != "account" && shrank_n++ < top)
+      shrank.push_back(&c);
+  print_classes(grew, grew_n, "grew most", top);
+  print_classes(shrank, shrank_n, "shrank most", top);
+  print_account(d);
   using C = lr::ObjectDelta::Change;
   print_objects(d, C::kClimbed, "refcount climbed", top);
   print_objects(d, C::kNew, "new", top);

@@ -150,6 +150,7 @@ nlohmann::json trend_json(const Series& s) {
           {"snapshots", snaps},
           {"slope_unit", s.trend.per_hour ? "per hour" : "per snapshot"},
           {"classes", classes},
+          {"verdict", verdict_json(s.snaps.front(), s.snaps.back())},
           {"summary",
            {{"snapshots", s.snaps.size()}, {"classes", classes.size()}, {"only_grow", only}}},
           {"warnings", s.warnings}};
@@ -175,8 +176,10 @@ void print_trend(const Series& s, size_t top) {
   };
   fmt::print("{} snapshots, {} ({}) to {} ({}); slopes per {}\n", s.snaps.size(), f.source, when(f),
              l.source, when(l), s.trend.per_hour ? "hour" : "snapshot");
+  fmt::print("{}", verdict_line(f, l));  // first to last
   std::vector<const lr::ClassSeries*> only, steep;
   for (const auto& c : s.trend.classes) {
+    if (c.kind == "account") continue;  // blocks and mappings alike: the verdict speaks for them
     if (c.only_grows) only.push_back(&c);
     if (c.slope > 0 && steep.size() < top) steep.push_back(&c);
   }

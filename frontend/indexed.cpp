@@ -67,4 +67,42 @@ LeakSet find_leaked(const lr::RefIndex& ix, const GlusterNames& gf, RefNamer& na
   return ls;
 }
 
+// Each block's class: objects put back on a GlusterFS mem-pool's free lists
+// are pooled (free) whether or not the lists reach them; the rest are live
+// or leaked as leaks decided.
+std::vector<lr::ChunkClass> chunk_classes(const Opened& o, const LeakSet& ls) {
+  std::vector<uint64_t> pooled = o.gf.report ? o.gf.report->dead_pooled : std::vector<uint64_t>{};
+  std::sort(pooled.begin(), pooled.end());
+  const auto& chunks = o.ci.heap->in_use;
+  std::vector<lr::ChunkClass> out;
+  out.reserve(ls.state.size());
+  auto p = pooled.begin();  // chunks are sorted by address too
+  for (size_t i = 0; i < ls.state.size(); ++i) {
+    while (p != pooled.end() && *p < chunks[i].user) ++p;
+    const bool put_back = p != pooled.end() && *p == chunks[i].user;
+    out.push_back(put_back || ls.state[i] & kPoolFree ? lr::ChunkClass::kPooled
+                  : ls.state[i] & kLeaked             ? lr::ChunkClass::kLeaked
+                                                      : lr::ChunkClass::kLive);
+  }
+  return out;
+}
+
+lr::Result<lr::Account> plain_account(lr::Program& prog, const lr::HeapWalk& heap) {
+  Opened o;
+  o.gf = gluster_names(prog, &o.warnings);
+  const lr::GlusterReport* gr = o.gf.report.get();
+  LR_ASSIGN(o.ci, index_core(prog, gr ? &gr->heap_walk : &heap,
+                             gr ? gr->dead_pooled : std::vector<uint64_t>{}));
+  KnownObjects none;
+  RefNamer names(prog, *o.ci.index, none, o.gf);
+  const LeakSet ls = find_leaked(*o.ci.index, o.gf, names);
+  lr::AccountInput in;
+  in.core = prog.core();
+  in.mods = &prog.modules();
+  in.heap = o.ci.heap;
+  in.residency = prog.residency();
+  in.chunk_class = chunk_classes(o, ls);
+  return lr::build_account(in);
+}
+
 }  // namespace lrcli

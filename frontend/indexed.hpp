@@ -10,6 +10,7 @@
 
 #include "cmd_heap.hpp"
 #include "common.hpp"
+#include "corelib/analyses/account.hpp"
 #include "refs_names.hpp"
 
 namespace lrcli {
@@ -45,5 +46,13 @@ struct LeakSet {
   uint64_t pool_free = 0;
 };
 LeakSet find_leaked(const lr::RefIndex& ix, const GlusterNames& gf, RefNamer& names);
+
+// Each in-use block's class for the account (pooled, leaked, live).
+std::vector<lr::ChunkClass> chunk_classes(const Opened& o, const LeakSet& ls);
+
+// The core's account without a breakdown (the categories' sums), for the
+// snapshots diff, trend and batch compare: the program's heap `heap`
+// indexed (leaks' reachability), a GlusterFS process's own walk instead.
+lr::Result<lr::Account> plain_account(lr::Program& prog, const lr::HeapWalk& heap);
 
 }  // namespace lrcli

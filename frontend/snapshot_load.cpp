@@ -22,6 +22,7 @@
 #include "corelib/dump/dump_kind.hpp"
 #include "corelib/dump/elfcore.hpp"
 #include "corelib/profiles/profile.hpp"
+#include "indexed.hpp"
 #include "targets/glusterfs/gluster.hpp"
 #include "targets/glusterfs/statedump.hpp"
 #include "targets/linux/kernel.hpp"
@@ -117,6 +118,22 @@ lr::Result<void> add_sites(lr::Program& prog, const lr::HeapWalk& heap,
   return {};
 }
 
+// The account's categories as classes (live, leaked, free...): what lets
+// diff and trend tell a leak from memory the allocator keeps. Not whole when
+// the heap walk met damage.
+void add_account(lr::Program& prog, const lr::HeapWalk& heap, const std::string& path,
+                 lr::Snapshot& s) {
+  auto acc = plain_account(prog, heap);
+  if (!acc.ok()) {
+    s.warnings.push_back(path + ": no account classes: " + acc.error().message);
+    s.unknown_kinds.push_back("account");
+    return;
+  }
+  lr::add_account_classes(s, acc.value());
+  for (const auto& w : acc->warnings) s.warnings.push_back(path + ": account: " + w);
+  if (!heap.warnings.empty() || !acc->warnings.empty()) s.unknown_kinds.push_back("account");
+}
+
 lr::Result<lr::Snapshot> load_core(const Common& c, const std::string& path,
                                    const std::string& profile, CoreExtras* x,
                                    const std::vector<std::string>& traces) {
@@ -136,9 +153,11 @@ lr::Result<lr::Snapshot> load_core(const Common& c, const std::string& path,
     for (const auto& w : heap->warnings) s.warnings.push_back(path + ": heap: " + w);
     // A walk that met damage counted a part: its classes are not the whole.
     if (!heap->warnings.empty()) s.unknown_kinds.push_back("heap");
+    add_account(*prog, heap.value(), path, s);
   } else {
     s.warnings.push_back(path + ": no heap classes: " + heap.error().message);
     s.unknown_kinds.push_back("heap");
+    s.unknown_kinds.push_back("account");
   }
   if (!traces.empty()) {
     if (!heap.ok())
@@ -207,6 +226,17 @@ std::string snapshot_time(double t, const std::string& unknown) {
   std::tm tm{};
   gmtime_r(&s, &tm);
   return fmt::format("{:%Y-%m-%d %H:%M:%S} UTC", tm);
+}
+
+nlohmann::json verdict_json(const lr::Snapshot& older, const lr::Snapshot& newer) {
+  const lr::GrowthVerdict v = lr::growth_verdict(older, newer);
+  if (v.kind.empty()) return nullptr;
+  return {{"kind", v.kind}, {"text", v.text}};
+}
+
+std::string verdict_line(const lr::Snapshot& older, const lr::Snapshot& newer) {
+  const lr::GrowthVerdict v = lr::growth_verdict(older, newer);
+  return v.kind.empty() ? "" : fmt::format("verdict: {}: {}\n", v.kind, v.text);
 }
 
 }  // namespace lrcli

@@ -37,4 +37,10 @@ lr::Result<lr::Snapshot> load_snapshot(const Common& c, const std::string& path,
 // A snapshot's time as "2026-11-25 07:19:17 UTC"; `unknown` when it has none.
 std::string snapshot_time(double t, const std::string& unknown);
 
+// What the account's classes say of the growth from `older` to `newer`
+// (lr::growth_verdict): {kind, text}, or null when nothing is said; and the
+// text line diff and trend print ("" when nothing is said).
+nlohmann::json verdict_json(const lr::Snapshot& older, const lr::Snapshot& newer);
+std::string verdict_line(const lr::Snapshot& older, const lr::Snapshot& newer);
+
 }  // namespace lrcli

@@ -544,9 +544,9 @@ TEST_CASE("account --profile: blocks by the profile's sets and types", "[refs][a
   REQUIRE(t.status == 0);
   CHECK(blocks_under(t.json(), "live", "struct obj") == objects);
   // A profile for another program is refused in one line, as refs does.
-  auto other = lrtest::leakref(
-      {"account", c.core, "--profile", std::string(LR_SOURCE_DIR) + "/tests/profiles/fx_locks.toml"},
-      120);
+  auto other = lrtest::leakref({"account", c.core, "--profile",
+                                std::string(LR_SOURCE_DIR) + "/tests/profiles/fx_locks.toml"},
+                               120);
   CHECK(other.status != 0);
   CHECK(other.err.find("fx_locks") != std::string::npos);
 }

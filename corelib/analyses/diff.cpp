@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <map>
 #include <unordered_map>
@@ -42,6 +43,52 @@ void add_heap_classes(Snapshot& s, const HeapWalk& heap) {
     bytes += n * static_cast<int64_t>(c.usable());
   }
   for (const auto& [name, nb] : by) s.classes.push_back({"heap", name, nb.first, nb.second});
+}
+
+void add_account_classes(Snapshot& s, const Account& a) {
+  for (const auto& c : a.total.children)
+    s.classes.push_back(
+        {"account", c.name, static_cast<int64_t>(c.blocks), static_cast<int64_t>(c.bytes)});
+}
+
+namespace {
+
+// An account class's bytes; -1 when the snapshot has none.
+int64_t account_bytes(const Snapshot& s, const char* name) {
+  for (const auto& c : s.classes)
+    if (c.kind == "account" && c.name == name) return c.bytes;
+  return -1;
+}
+
+}  // namespace
+
+GrowthVerdict growth_verdict(const Snapshot& older, const Snapshot& newer) {
+  const char* heap[] = {"live", "leaked", "free", "overhead", "unknown"};
+  int64_t before = 0, d[5];
+  for (int i = 0; i < 5; ++i) {
+    const int64_t a = account_bytes(older, heap[i]), b = account_bytes(newer, heap[i]);
+    if (a < 0 || b < 0 || !older.knows("account") || !newer.knows("account")) return {};
+    before += a;
+    d[i] = b - a;
+  }
+  const int64_t live = d[0], leaked = d[1], free_ = d[2], grew = d[0] + d[1] + d[2] + d[3] + d[4];
+  if (grew < std::max<int64_t>(int64_t{1} << 20, before / 100)) return {};
+  const int64_t in_use = live + leaked;
+  if (free_ > 0 && std::abs(in_use) * 4 <= free_)
+    return {"fragmentation",
+            fmt::format("free memory inside the allocator grew {:+} bytes while in use changed "
+                        "{:+}: memory the allocator keeps (fragmentation, or freed blocks not "
+                        "given back), not a leak",
+                        free_, in_use)};
+  if (leaked >= live && leaked >= free_)
+    return {"leak",
+            fmt::format("leaked grew {:+} bytes: blocks nothing reaches any more; a leak", leaked)};
+  if (live >= free_)
+    return {"held", fmt::format("live grew {:+} bytes: blocks the program still reaches (a "
+                                "cache, a queue, references never dropped)",
+                                live)};
+  return {"mixed", fmt::format("the heap grew {:+} bytes: live {:+}, leaked {:+}, free {:+}", grew,
+                               live, leaked, free_)};
 }
 
 const char* change_name(ObjectDelta::Change c) {

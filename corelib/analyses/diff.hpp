@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "corelib/analyses/account.hpp"
 #include "corelib/base/result.hpp"
 #include "corelib/blocks/heap.hpp"
 
@@ -55,6 +56,21 @@ struct Snapshot {
 // to 1024 bytes, then one per power-of-two range ("1025-2048"), and mmapped
 // chunks as "mmapped".
 void add_heap_classes(Snapshot& s, const HeapWalk& heap);
+
+// The account's categories (account.hpp) as "account" classes, one per
+// category with its blocks and bytes.
+void add_account_classes(Snapshot& s, const Account& a);
+
+// What the account's classes say of the heap's growth from `older` to
+// `newer`, by the category that grew most: "leak" (leaked bytes: blocks
+// nothing reaches), "held" (live bytes: still reached), "fragmentation"
+// (free bytes inside the allocator grew while in-use bytes stayed within a
+// quarter of that), "mixed"; "" with no text when either side has no
+// account or the heap did not grow by 1 MiB and 1 % of what it was.
+struct GrowthVerdict {
+  std::string kind, text;
+};
+GrowthVerdict growth_verdict(const Snapshot& older, const Snapshot& newer);
 
 // Identities are unique within a snapshot: an object whose key is already
 // there is told apart by its class (" in CLASS").
