@@ -325,9 +325,10 @@ TEST_CASE("account: resident bytes from leakref-snap's smaps and pagemap, agains
   CHECK(e.err.find("not their pagemap") != std::string::npos);
   const std::string other = dir + "/resident.other.core";
   REQUIRE(lrtest::run({"cp", core, other}).status == 0);
-  const std::string self = lrtest::read_file("/proc/self/smaps");
-  lrtest::write_file(other + ".smaps", self);
-  lrtest::write_file(other + ".pagemap", std::string(pagemap_size(self), '\0'));
+  // One mapping, below the core's: a well-formed pair of another process.
+  const std::string foreign = "10000-12000 rw-p 00000000 00:00 0\nRss:                   4 kB\n";
+  lrtest::write_file(other + ".smaps", foreign);
+  lrtest::write_file(other + ".pagemap", std::string(pagemap_size(foreign), '\0'));
   auto w = lrtest::leakref({"account", other, "--json"});
   INFO(w.err);
   REQUIRE(w.status == 0);
