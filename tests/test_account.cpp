@@ -240,21 +240,6 @@ void check_resident(const json& n) {
   CHECK(n["resident_bytes"].get<uint64_t>() == r);
 }
 
-// The pagemap bytes an smaps file's user-space mappings need.
-uint64_t pagemap_size(const std::string& smaps) {
-  std::istringstream in(smaps);
-  std::string line;
-  uint64_t n = 0;
-  while (std::getline(in, line)) {
-    size_t dash = line.find('-'), sp = line.find(' ');
-    if (dash == std::string::npos || sp == std::string::npos || dash > sp) continue;
-    uint64_t a = std::stoull(line.substr(0, dash), nullptr, 16);
-    uint64_t b = std::stoull(line.substr(dash + 1, sp - dash - 1), nullptr, 16);
-    if (a < (uint64_t{1} << 47)) n += (std::min(b, uint64_t{1} << 47) - a) / 4096 * 8;
-  }
-  return n;
-}
-
 uint64_t manifest_resident(const json& blocks) {
   uint64_t r = 0;
   for (const auto& b : blocks) r += b[2].get<uint64_t>();
@@ -318,17 +303,25 @@ TEST_CASE("account: resident bytes from leakref-snap's smaps and pagemap, agains
 
   // A pagemap of another size, or smaps of another process, is refused when
   // named and said (no resident figures) when only found beside the core.
-  const std::string bad = dir + "/resident.bad.pagemap";
-  lrtest::write_file(bad, lrtest::read_file(core + ".pagemap").substr(8));
+  const std::string bad = dir + "/resident.bad.pagemap",
+                    pagemap = lrtest::read_file(core + ".pagemap");
+  REQUIRE(pagemap.size() >= 8);  // partly resident mappings: stacks, untouched mmapped blocks
+  lrtest::write_file(bad, pagemap.substr(8));
   auto e = lrtest::leakref({"account", core, "--smaps", core + ".smaps", "--pagemap", bad});
   CHECK(e.status != 0);
   CHECK(e.err.find("not their pagemap") != std::string::npos);
+  // A maps file given as smaps says nothing of residency: refused, not read as "none".
+  const std::string maps_only = dir + "/resident.maps";
+  lrtest::write_file(maps_only, "10000-12000 rw-p 00000000 00:00 0\n");
+  e = lrtest::leakref({"account", core, "--smaps", maps_only, "--pagemap", bad});
+  CHECK(e.status != 0);
+  CHECK(e.err.find("has no Rss line") != std::string::npos);
   const std::string other = dir + "/resident.other.core";
   REQUIRE(lrtest::run({"cp", core, other}).status == 0);
-  // One mapping, below the core's: a well-formed pair of another process.
-  const std::string foreign = "10000-12000 rw-p 00000000 00:00 0\nRss:                   4 kB\n";
-  lrtest::write_file(other + ".smaps", foreign);
-  lrtest::write_file(other + ".pagemap", std::string(pagemap_size(foreign), '\0'));
+  // One mapping, below the core's, not resident (so no pagemap entries): a
+  // well-formed pair of another process.
+  lrtest::write_file(other + ".smaps", "10000-12000 rw-p 00000000 00:00 0\nRss:    0 kB\n");
+  lrtest::write_file(other + ".pagemap", "");
   auto w = lrtest::leakref({"account", other, "--json"});
   INFO(w.err);
   REQUIRE(w.status == 0);

@@ -19,11 +19,16 @@ namespace {
 constexpr uint64_t kPage = 4096, kUserTop = uint64_t{1} << 47;
 constexpr uint64_t kPresent = uint64_t{1} << 63;
 constexpr uint64_t kMaxSmaps = uint64_t{1} << 30;
+// 512 GiB of partly resident mappings: a bound on what is read into memory.
+constexpr uint64_t kMaxPagemap = uint64_t{1} << 30;
 
 struct Mapping {
   uint64_t start = 0, end = 0;
   bool writable = false;
-  uint64_t rss_kb = 0;
+  bool has_rss = false;
+  uint64_t rss = 0;  // bytes
+  // Whether the pagemap file holds this mapping's entries.
+  bool sliced() const { return start < kUserTop && rss != 0 && rss != end - start; }
 };
 
 bool hex(std::string_view s, uint64_t* v) {
@@ -73,29 +78,44 @@ Result<std::vector<Mapping>> parse_smaps(const std::string& text, const std::str
                           fmt::format("{}: line {}: mappings out of order", path, lineno));
       maps.push_back(m);
     } else if (rss_line(line, &kb) && !maps.empty()) {
-      maps.back().rss_kb = kb;
+      Mapping& b = maps.back();
+      if (b.has_rss || kb > (b.end - b.start) / 1024)
+        return make_error(Errc::kBadFormat,
+                          fmt::format("{}: line {}: a second Rss, or one larger than its "
+                                      "mapping",
+                                      path, lineno));
+      b.has_rss = true;
+      b.rss = kb * 1024;
     }
   }
   if (maps.empty())
     return make_error(Errc::kBadFormat, path + ": no mappings; not a /proc/PID/smaps file");
+  // Without its Rss a mapping's residency is not known (a maps file given as smaps).
+  for (const auto& m : maps)
+    if (!m.has_rss)
+      return make_error(Errc::kBadFormat,
+                        fmt::format("{}: the mapping at {:#x} has no Rss line; not a "
+                                    "/proc/PID/smaps file",
+                                    path, m.start));
   return maps;
 }
 
 }  // namespace
 
 struct ResidencyBuilder {
-  static void add_page(Residency& r, uint64_t page) {
-    if (!r.runs_.empty() && r.runs_.back().second == page)
-      r.runs_.back().second += kPage;
+  // [a, b) resident, merged with the run before it when they touch.
+  static void add_run(Residency& r, uint64_t a, uint64_t b) {
+    if (!r.runs_.empty() && r.runs_.back().second == a)
+      r.runs_.back().second = b;
     else
-      r.runs_.emplace_back(page, page + kPage);
+      r.runs_.emplace_back(a, b);
   }
 
-  // The pagemap bytes the mappings need.
+  // The pagemap bytes the partly resident mappings need.
   static uint64_t need(const std::vector<Mapping>& maps) {
     uint64_t n = 0;
     for (const auto& m : maps)
-      if (m.start < kUserTop) n += (std::min(m.end, kUserTop) - m.start) / kPage * 8;
+      if (m.sliced()) n += (std::min(m.end, kUserTop) - m.start) / kPage * 8;
     return n;
   }
 
@@ -104,8 +124,8 @@ struct ResidencyBuilder {
     Residency r;
     for (const auto& m : maps) {
       r.maps_.emplace_back(m.start, m.end);
-      r.rss_ += m.rss_kb * 1024;
-      if (m.writable) r.writable_rss_ += m.rss_kb * 1024;
+      r.rss_ += m.rss;
+      if (m.writable) r.writable_rss_ += m.rss;
     }
     if (need(maps) != pagemap.size())
       return make_error(Errc::kBadFormat,
@@ -115,10 +135,14 @@ struct ResidencyBuilder {
     size_t off = 0;
     for (const auto& m : maps) {
       if (m.start >= kUserTop) continue;
+      if (!m.sliced()) {
+        if (m.rss) add_run(r, m.start, m.end);  // wholly resident
+        continue;
+      }
       for (uint64_t p = m.start; p < std::min(m.end, kUserTop); p += kPage, off += 8) {
         uint64_t e;
         std::memcpy(&e, pagemap.data() + off, 8);
-        if (e & kPresent) add_page(r, p);
+        if (e & kPresent) add_run(r, p, p + kPage);
       }
     }
     return r;
@@ -128,8 +152,14 @@ struct ResidencyBuilder {
 Result<Residency> Residency::load(const std::string& smaps_path, const std::string& pagemap_path) {
   LR_ASSIGN(std::string text, read_input(smaps_path, "smaps file", kMaxSmaps));
   LR_ASSIGN(std::vector<Mapping> maps, parse_smaps(text, smaps_path));
-  // The size the mappings need bounds what is read.
-  LR_ASSIGN(std::string pm, read_input(pagemap_path, "pagemap file", ResidencyBuilder::need(maps)));
+  // The size the mappings need bounds what is read, and so does kMaxPagemap.
+  const uint64_t need = ResidencyBuilder::need(maps);
+  if (need > kMaxPagemap)
+    return make_error(Errc::kUnsupported,
+                      fmt::format("{}: its partly resident mappings need {} bytes of pagemap, "
+                                  "more than leakref reads ({})",
+                                  smaps_path, need, kMaxPagemap));
+  LR_ASSIGN(std::string pm, read_input(pagemap_path, "pagemap file", need));
   return ResidencyBuilder::build(maps, pm, pagemap_path);
 }
 

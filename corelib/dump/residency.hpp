@@ -5,8 +5,11 @@
 // two files say which it was.
 //
 // The pagemap file is the 8-byte entries of each user-space mapping the
-// smaps file lists (start below 2^47), in the smaps file's order, one per
-// 4096-byte page; bit 63 of an entry is "present".
+// smaps file lists (start below 2^47) that is partly resident (its Rss
+// neither 0 nor its size: the others need no entry), in the smaps file's
+// order, one per 4096-byte page; bit 63 of an entry is "present". A process
+// with terabytes reserved (an ASan build, a JVM) thus needs entries only for
+// what it touched.
 #pragma once
 
 #include <cstdint>
