@@ -125,25 +125,33 @@ const KnownObjects::Object* object_in(const KnownObjects& known, const lr::HeapC
 // up: a first word that is data is no vtable).
 class BlockKeys {
  public:
-  BlockKeys(const Opened& o, RefNamer& names, const KnownObjects& known, std::string by)
-      : o_(&o), names_(&names), known_(&known), by_(std::move(by)) {
+  BlockKeys(const Opened& o, RefNamer& names, const KnownObjects& known, const std::string& by)
+      : o_(&o),
+        names_(&names),
+        known_(&known),
+        by_(by == "set"      ? By::kSet
+            : by == "module" ? By::kModule
+                             : By::kType) {
     for (const auto& m : o.prog->modules().modules())
       if (m->end) lo_ = std::min(lo_, m->base), hi_ = std::max(hi_, m->end);
   }
   std::string_view operator()(size_t i) {
     const lr::HeapChunk c = o_->ci.heap->in_use[i];
-    if (by_ == "set") {
+    if (by_ == By::kSet) {
       const KnownObjects::Object* k = object_in(*known_, c);
       return k ? std::string_view(k->set) : std::string_view("(in no set)");
     }
-    if (by_ == "type") {
+    if (by_ == By::kType) {
       if (const lr::BlockType* bt = names_->types().get(i)) return bt->name;
-      if (const KnownObjects::Object* k = object_in(*known_, c); k && k->type)
-        return *named_ = k->type->display();
+      if (const KnownObjects::Object* k = object_in(*known_, c); k && k->type) {
+        auto it = types_->find(k->type);  // a type's name is made once
+        if (it == types_->end()) it = types_->emplace(k->type, k->type->display()).first;
+        return it->second;
+      }
     }
     if (std::string_view v = vtable_key(c); !v.empty()) return v;
     if (!o_->gf.namer) return {};
-    if (by_ == "module") return *named_ = o_->gf.namer->parts(c).xlator;
+    if (by_ == By::kModule) return *named_ = o_->gf.namer->parts(c).xlator;
     return *named_ = o_->gf.namer->name(c);
   }
 
@@ -159,7 +167,7 @@ class BlockKeys {
     auto it = vtables_->find(vp);
     if (it == vtables_->end()) it = vtables_->emplace(vp, names_->types().vtable_class(vp)).first;
     if (it->second.empty()) return {};
-    return by_ == "module" ? std::string_view(*named_ = m->basename()) : it->second;
+    return by_ == By::kModule ? std::string_view(*named_ = m->basename()) : it->second;
   }
   bool first_word(uint64_t a, uint64_t* v) {
     if (const uint8_t* p = o_->prog->mem().direct(*w_, a, 8)) return std::memcpy(v, p, 8), true;
@@ -168,12 +176,14 @@ class BlockKeys {
   const Opened* o_;
   RefNamer* names_;
   const KnownObjects* known_;
-  std::string by_;
+  enum class By { kType, kSet, kModule } by_;  // compared per block: no string compares
   uint64_t lo_ = UINT64_MAX, hi_ = 0;
   std::shared_ptr<std::string> named_ = std::make_shared<std::string>();  // the last name made
   std::shared_ptr<lr::Memory::Window> w_ = std::make_shared<lr::Memory::Window>();
   std::shared_ptr<std::unordered_map<uint64_t, std::string>> vtables_ =
       std::make_shared<std::unordered_map<uint64_t, std::string>>();
+  std::shared_ptr<std::unordered_map<const lr::Type*, std::string>> types_ =
+      std::make_shared<std::unordered_map<const lr::Type*, std::string>>();
 };
 
 // Each in-use chunk's key for the breakdown; site and module with a trace:

@@ -11,14 +11,11 @@
 
 #include "alloc_sites.hpp"
 #include "cmd_heap.hpp"
-#include "cmd_profile.hpp"
-#include "cmd_types.hpp"
 #include "commands.hpp"
 #include "common.hpp"
 #include "corelib/analyses/correlate.hpp"
 #include "corelib/analyses/trace.hpp"
 #include "corelib/blocks/refindex.hpp"
-#include "corelib/profiles/profile.hpp"
 #include "indexed.hpp"
 #include "refs_names.hpp"
 

@@ -63,11 +63,12 @@ int64_t account_bytes(const Snapshot& s, const char* name) {
 }  // namespace
 
 GrowthVerdict growth_verdict(const Snapshot& older, const Snapshot& newer) {
+  if (!older.knows("account") || !newer.knows("account")) return {};
   const char* heap[] = {"live", "leaked", "free", "overhead", "unknown"};
   int64_t before = 0, d[5];
   for (int i = 0; i < 5; ++i) {
     const int64_t a = account_bytes(older, heap[i]), b = account_bytes(newer, heap[i]);
-    if (a < 0 || b < 0 || !older.knows("account") || !newer.knows("account")) return {};
+    if (a < 0 || b < 0) return {};
     before += a;
     d[i] = b - a;
   }
