@@ -178,9 +178,22 @@ TEST_CASE("the gdb macro snapshots the inferior and runs leakref", "[scripts]") 
   const std::string walk =
       "leakref walk --json --type \"struct obj\" --head obj_list --list-member link --refcount ref "
       "--show name,state,flags --where \"refcount >= 1\" --limit 1000 --fail-on cycle,corrupt";
+  // A slot left by a gdb that is gone (its pid: a process that has exited)
+  // is taken back, and removed with the others.
+  auto gone = lrtest::spawn({"true"});
+  const int gone_pid = gone.pid;
+  lrtest::finish(gone, 0, 10);
+  const std::string stale = "/tmp/leakref-gdb.1";
+  lrtest::run({"sh", "-c",
+               "rm -rf " + stale + " && mkdir " + stale + " && echo " + std::to_string(gone_pid) +
+                   " > " + stale + "/owner"});
   auto ga = gdb(a.pid, walk), gb = gdb(b.pid, walk);
-  REQUIRE(lrtest::finish(ga, 0, 120) == 0);
-  REQUIRE(lrtest::finish(gb, 0, 120) == 0);
+  const int sa = lrtest::finish(ga, 0, 120), sb = lrtest::finish(gb, 0, 120);
+  INFO(lrtest::read_file(ga.out_path)
+       << lrtest::read_file(ga.err_path) << lrtest::read_file(gb.out_path)
+       << lrtest::read_file(gb.err_path));
+  REQUIRE(sa == 0);
+  REQUIRE(sb == 0);
   for (auto* p : {&ga, &gb}) {
     std::string out = lrtest::read_file(p->out_path);
     INFO(out << lrtest::read_file(p->err_path));
