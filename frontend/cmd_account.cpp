@@ -45,33 +45,51 @@ std::string share(uint64_t part, uint64_t whole) {
   return whole ? fmt::format("{:.1f}%", 100.0 * static_cast<double>(part) / whole) : "-";
 }
 
+// The rows' layout: the name column as wide as the widest name shown (at
+// least 44, at most 120 characters: past that a name runs over).
+struct Columns {
+  size_t name = 44;
+  const lr::Residency* res = nullptr;
+};
+
+size_t widest(const lr::AccountNode& n, size_t level, size_t depth) {
+  size_t w = 2 * level + n.name.size();
+  if (level + 1 < depth)
+    for (const auto& c : n.children) w = std::max(w, widest(c, level + 1, depth));
+  return w;
+}
+
 // One row; the RESIDENT column only when the capture said which pages were.
 // The total row has no blocks or share: it ends after its bytes then.
-void print_row(const std::string& name, uint64_t bytes, std::string_view blocks,
-               std::string_view pct, const lr::Residency* res, uint64_t resident) {
-  if (blocks.empty() && !res) return out_stdout().print("{:<44} {:>14}\n", name, bytes);
-  out_stdout().print("{:<44} {:>14} {:>10} {:>7}", name, bytes, blocks, pct);
-  if (res) out_stdout().print(" {:>14}", resident);
+void print_row(const Columns& col, const std::string& name, uint64_t bytes, std::string_view blocks,
+               std::string_view pct, uint64_t resident) {
+  if (blocks.empty() && !col.res)
+    return out_stdout().print("{:<{}} {:>14}\n", name, col.name, bytes);
+  out_stdout().print("{:<{}} {:>14} {:>10} {:>7}", name, col.name, bytes, blocks, pct);
+  if (col.res) out_stdout().print(" {:>14}", resident);
   out_stdout().print("\n");
 }
 
-void print_node(const lr::AccountNode& n, uint64_t whole, size_t level, size_t depth,
-                const lr::Residency* res) {
-  print_row(std::string(2 * level, ' ') + n.name, n.bytes, fmt::to_string(n.blocks),
-            share(n.bytes, whole), res, n.resident);
+void print_node(const Columns& col, const lr::AccountNode& n, uint64_t whole, size_t level,
+                size_t depth) {
+  print_row(col, std::string(2 * level, ' ') + n.name, n.bytes, fmt::to_string(n.blocks),
+            share(n.bytes, whole), n.resident);
   if (level + 1 < depth)
-    for (const auto& c : n.children) print_node(c, whole, level + 1, depth, res);
+    for (const auto& c : n.children) print_node(col, c, whole, level + 1, depth);
 }
 
 void print_account_text(const lr::Account& acc, const AccountArgs& a, const std::string& core,
                         const lr::Residency* res) {
   const uint64_t whole = acc.total.bytes;
+  Columns col{44, res};
+  for (const auto& c : acc.total.children)
+    col.name = std::max(col.name, std::min<size_t>(120, widest(c, 0, a.depth)));
   out_stdout().print("{}: {} bytes of writable memory, each in one category (blocks: by {})\n\n",
                      core, acc.writable_bytes, a.by);
-  out_stdout().print("{:<44} {:>14} {:>10} {:>7}{}\n", "CATEGORY", "BYTES", "BLOCKS", "SHARE",
-                     res ? fmt::format(" {:>14}", "RESIDENT") : "");
-  for (const auto& c : acc.total.children) print_node(c, whole, 0, a.depth, res);
-  print_row("total", whole, "", "", res, acc.total.resident);
+  out_stdout().print("{:<{}} {:>14} {:>10} {:>7}{}\n", "CATEGORY", col.name, "BYTES", "BLOCKS",
+                     "SHARE", res ? fmt::format(" {:>14}", "RESIDENT") : "");
+  for (const auto& c : acc.total.children) print_node(col, c, whole, 0, a.depth);
+  print_row(col, "total", whole, "", "", acc.total.resident);
   if (res)
     out_stdout().print(
         "\nsmaps at capture: {} bytes resident in writable mappings, {} in all ({} read-only)\n",
@@ -134,6 +152,7 @@ class BlockKeys {
                              : By::kType) {
     for (const auto& m : o.prog->modules().modules())
       if (m->end) lo_ = std::min(lo_, m->base), hi_ = std::max(hi_, m->end);
+    if (by_ == By::kType && o.gf.report) held_by_lru(*o.gf.report, o.ci.heap->in_use);
   }
   std::string_view operator()(size_t i) {
     const lr::HeapChunk c = o_->ci.heap->in_use[i];
@@ -141,21 +160,43 @@ class BlockKeys {
       const KnownObjects::Object* k = object_in(*known_, c);
       return k ? std::string_view(k->set) : std::string_view("(in no set)");
     }
-    if (by_ == By::kType) {
-      if (const lr::BlockType* bt = names_->types().get(i)) return bt->name;
-      if (const KnownObjects::Object* k = object_in(*known_, c); k && k->type) {
-        auto it = types_->find(k->type);  // a type's name is made once
-        if (it == types_->end()) it = types_->emplace(k->type, k->type->display()).first;
-        return it->second;
-      }
+    if (by_ == By::kModule) {
+      if (std::string_view v = vtable_key(c); !v.empty()) return v;
+      return o_->gf.namer ? std::string_view(*named_ = o_->gf.namer->parts(c).xlator) : "";
     }
-    if (std::string_view v = vtable_key(c); !v.empty()) return v;
-    if (!o_->gf.namer) return {};
-    if (by_ == By::kModule) return *named_ = o_->gf.namer->parts(c).xlator;
-    return *named_ = o_->gf.namer->name(c);
+    std::string_view t = type_key(i, c);
+    auto l = lru_->find(c.user);
+    if (l == lru_->end()) return t;
+    return *named_ = fmt::format("{} kept by the {}", t.empty() ? "(unknown)" : t,
+                                 (*lru_keys_)[l->second]);
   }
 
  private:
+  // By type: the leak analysis's, else the profile object's in it, else its
+  // vtable's class, else GlusterFS's pool or GF_MALLOC type.
+  std::string_view type_key(size_t i, const lr::HeapChunk& c) {
+    if (const lr::BlockType* bt = names_->types().get(i)) return bt->name;
+    if (const KnownObjects::Object* k = object_in(*known_, c); k && k->type) {
+      auto it = types_->find(k->type);  // a type's name is made once
+      if (it == types_->end()) it = types_->emplace(k->type, k->type->display()).first;
+      return it->second;
+    }
+    if (std::string_view v = vtable_key(c); !v.empty()) return v;
+    return o_->gf.namer ? std::string_view(*named_ = o_->gf.namer->name(c)) : "";
+  }
+  // The blocks holding the objects GlusterFS's inode LRUs keep (by the
+  // block's address): their type's entry says so, with the LRU's size.
+  void held_by_lru(const lr::GlusterReport& r, const lr::ChunkIndex& chunks) {
+    lr::GfLruHeld h = lr::gluster_lru_held(r);
+    *lru_keys_ = std::move(h.keys);
+    for (const auto& [addr, k] : h.objects) {
+      auto it = std::upper_bound(chunks.begin(), chunks.end(), addr,
+                                 [](uint64_t a, const lr::HeapChunk& c) { return a < c.user; });
+      if (it == chunks.begin()) continue;
+      const lr::HeapChunk c = *(it - 1);
+      if (addr - c.user < c.usable()) lru_->emplace(c.user, k);
+    }
+  }
   // The vtable's class (by type) or library (by module); "" when the first
   // word is no vtable.
   std::string_view vtable_key(const lr::HeapChunk& c) {
@@ -182,6 +223,10 @@ class BlockKeys {
   std::shared_ptr<lr::Memory::Window> w_ = std::make_shared<lr::Memory::Window>();
   std::shared_ptr<std::unordered_map<uint64_t, std::string>> vtables_ =
       std::make_shared<std::unordered_map<uint64_t, std::string>>();
+  std::shared_ptr<std::unordered_map<uint64_t, uint32_t>> lru_ =
+      std::make_shared<std::unordered_map<uint64_t, uint32_t>>();
+  std::shared_ptr<std::vector<std::string>> lru_keys_ =
+      std::make_shared<std::vector<std::string>>();
   std::shared_ptr<std::unordered_map<const lr::Type*, std::string>> types_ =
       std::make_shared<std::unordered_map<const lr::Type*, std::string>>();
 };
@@ -223,10 +268,13 @@ int cmd_account(const Common& c, const AccountArgs& a) {
   if (std::string why = usage_error(a); !why.empty()) return fail_usage(why);
   std::vector<std::string> res_warnings;
   KnownObjects known;
-  auto o = open_indexed(c, [&](lr::Program& p) -> lr::Result<void> {
-    LR_TRY(load_residency(p, c, a, &res_warnings));
-    return load_known_objects(p, a.profile, a.sets, &known);
-  });
+  auto o = open_indexed(
+      c,
+      [&](lr::Program& p) -> lr::Result<void> {
+        LR_TRY(load_residency(p, c, a, &res_warnings));
+        return load_known_objects(p, a.profile, a.sets, &known);
+      },
+      /*gluster_itables=*/a.by == "type");
   if (!o.ok()) return fail(o.error());
   Opened& op = o.value();
   RefNamer names(*op.prog, *op.ci.index, known, op.gf);
@@ -242,6 +290,14 @@ int cmd_account(const Common& c, const AccountArgs& a) {
   if (!key.ok()) return fail(key.error());
   in.key_of = key.value();
   in.max_children = c.json ? 1000 : a.top;
+  if (op.gf.report) {
+    in.ranges = lr::gluster_iobuf_ranges(*op.gf.report);
+    for (const auto& ar : op.gf.report->iobuf_arenas)
+      if (!ar.why.empty())
+        res_warnings.push_back(fmt::format(
+            "GlusterFS iobuf arena {:#x}: {}; {}", ar.addr, ar.why,
+            ar.region ? "its bytes are unknown" : "its bytes are counted by their mapping"));
+  }
   auto acc = lr::build_account(in);
   if (!acc.ok()) return fail(acc.error());
   std::vector<std::string> warnings = res_warnings;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 
@@ -252,6 +253,21 @@ json clients_json(const lr::GlusterReport& r) {
   return clients;
 }
 
+// Each iobuf arena with its counters and what its buffers' refs say.
+json iobufs_json(const lr::GlusterReport& r) {
+  json out = json::array();
+  for (const auto& a : r.iobuf_arenas) {
+    json j{{"addr", hex(a.addr)},          {"mem_base", hex(a.mem_base)},
+           {"arena_size", a.arena_size},   {"page_size", a.page_size},
+           {"page_count", a.page_count},   {"active_cnt", a.active_cnt},
+           {"passive_cnt", a.passive_cnt}, {"buffers_read", !a.active.empty()}};
+    j["active_buffers"] = std::count(a.active.begin(), a.active.end(), true);
+    if (!a.why.empty()) j["why"] = a.why;
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
 json report_json(const lr::GlusterReport& r, const std::string& types_from, bool stats) {
   json j = {{"schema", "leakref.gluster/1"}, {"types", types_from}, {"validated", r.validated}};
   json ctxs = json::array();
@@ -262,6 +278,7 @@ json report_json(const lr::GlusterReport& r, const std::string& types_from, bool
   j["mempool"] = pools_json(r);
   j["memusage"] = memacct_json(r);
   j["itables"] = itables_json(r);
+  j["iobuf_arenas"] = iobufs_json(r);
   j["stacks"] = stacks_json(r);
   j["dicts"] = dicts_json(r);
   j["clients"] = clients_json(r);

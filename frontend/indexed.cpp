@@ -11,14 +11,15 @@
 namespace lrcli {
 
 lr::Result<Opened> open_indexed(const Common& c,
-                                const std::function<lr::Result<void>(lr::Program&)>& before) {
+                                const std::function<lr::Result<void>(lr::Program&)>& before,
+                                bool gluster_itables) {
   Opened o;
   LR_ASSIGN(o.prog, open_program(c));
   if (!o.prog->core())
     return lr::make_error(lr::Errc::kUnsupported,
                           "the reference index reads process cores, not kernel dumps");
   if (before) LR_TRY(before(*o.prog));
-  o.gf = gluster_names(*o.prog, &o.warnings);
+  o.gf = gluster_names(*o.prog, &o.warnings, gluster_itables);
   const lr::GlusterReport* gr = o.gf.report.get();
   LR_ASSIGN(o.ci, index_core(*o.prog, gr ? &gr->heap_walk : nullptr,
                              gr ? gr->dead_pooled : std::vector<uint64_t>{}));
@@ -102,6 +103,7 @@ lr::Result<lr::Account> plain_account(lr::Program& prog, const lr::HeapWalk& hea
   in.heap = o.ci.heap;
   in.residency = prog.residency();
   in.chunk_class = chunk_classes(o, ls);
+  if (gr) in.ranges = lr::gluster_iobuf_ranges(*gr);
   return lr::build_account(in);
 }
 

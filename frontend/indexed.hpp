@@ -27,8 +27,10 @@ struct Opened {
 // they still point to is not kept alive by them. `before` (may be empty)
 // runs on the opened program before the index is built: arguments that
 // need the core fail fast.
+// `gluster_itables`: GlusterFS's inode tables are read as well.
 lr::Result<Opened> open_indexed(const Common& c,
-                                const std::function<lr::Result<void>(lr::Program&)>& before = {});
+                                const std::function<lr::Result<void>(lr::Program&)>& before = {},
+                                bool gluster_itables = false);
 
 // The objects of `profile`'s sets (all, or `sets`), when a profile is
 // named: the profile found, checked against the program and its types

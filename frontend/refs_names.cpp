@@ -69,7 +69,7 @@ class Collect final : public lr::ProfileSink {
 
 }  // namespace
 
-GlusterNames gluster_names(lr::Program& prog, std::vector<std::string>* warnings) {
+GlusterNames gluster_names(lr::Program& prog, std::vector<std::string>* warnings, bool itables) {
   GlusterNames g;
   if (!prog.modules().by_name("libglusterfs.so.0")) return g;
   if (auto t = ensure_gluster_types(prog, ""); !t.ok()) {
@@ -77,7 +77,8 @@ GlusterNames gluster_names(lr::Program& prog, std::vector<std::string>* warnings
     return g;
   }
   lr::GlusterSections sec;
-  sec.itable = sec.dicts = sec.clients = sec.fds = false;
+  sec.dicts = sec.clients = sec.fds = false;
+  sec.itable = itables;
   auto r = lr::analyze_gluster(prog, sec);
   if (!r.ok()) {
     warnings->push_back("GlusterFS blocks are not named: " + r.error().message);

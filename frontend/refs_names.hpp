@@ -28,7 +28,9 @@ struct GlusterNames {
   std::unique_ptr<lr::GlusterReport> report;  // the namer borrows it: a stable address
   std::unique_ptr<lr::GfBlockNamer> namer;
 };
-GlusterNames gluster_names(lr::Program& prog, std::vector<std::string>* warnings);
+// `itables`: the inode tables are read too (an account's inode LRU).
+GlusterNames gluster_names(lr::Program& prog, std::vector<std::string>* warnings,
+                           bool itables = false);
 
 // The objects of a profile's sets, by address: a referring word inside one
 // is named by the set and the member it lies in.

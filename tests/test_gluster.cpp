@@ -6,6 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <map>
@@ -263,6 +265,57 @@ TEST_CASE("gluster: FUSE client core equals its own statedump", "[gluster][root]
   for (const auto& d : j["dicts"]) CHECK(d["count"] == d["pairs"].size());
 }
 
+namespace {
+
+// The statedump's iobuf arenas ([arena.N], [purge.N], [filled.N]: mem_base,
+// page_size, active_cnt, passive_cnt) against the report's, whose buffers'
+// refs must say as many are in use as the arena's counter; and the
+// account's iobuf entries (live and pooled) against the same counters.
+void check_iobufs(const json& gj, const json& aj, const std::string& dump) {
+  std::map<std::string, std::map<std::string, std::string>> want;  // "arena.3" -> field -> value
+  std::istringstream in(dump);
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    static const std::regex re(R"(^((?:arena|purge|filled)\.\d+)\.(\w+)=(.*)$)");
+    if (std::regex_match(line, m, re)) want[m[1]][m[2]] = m[3];
+  }
+  REQUIRE(want.size() >= 8);  // GlusterFS 10 starts with one arena per buffer size
+  std::set<std::string> real, mine;
+  uint64_t active_bytes = 0, passive_bytes = 0;
+  for (const auto& [name, f] : want) {
+    real.insert(fmt::format("{:#x} {} {} {}", std::stoull(f.at("mem_base"), nullptr, 16),
+                            f.at("page_size"), f.at("active_cnt"), f.at("passive_cnt")));
+    active_bytes += std::stoull(f.at("active_cnt")) * std::stoull(f.at("page_size"));
+    passive_bytes += std::stoull(f.at("passive_cnt")) * std::stoull(f.at("page_size"));
+  }
+  for (const auto& a : gj["iobuf_arenas"]) {
+    mine.insert(fmt::format("{} {} {} {}", a["mem_base"].get<std::string>(),
+                            a["page_size"].get<uint64_t>(), a["active_cnt"].get<int>(),
+                            a["passive_cnt"].get<int>()));
+    CHECK(a["buffers_read"] == true);
+    CHECK(a["active_buffers"] == a["active_cnt"]);
+  }
+  CHECK(real == mine);
+  uint64_t live = 0, pooled = 0;
+  auto iobufs = [](const json& node) {
+    uint64_t n = 0;
+    for (const auto& k : node["children"])
+      if (k["name"].get<std::string>().rfind("iobufs of ", 0) == 0) n += k["bytes"].get<uint64_t>();
+    return n;
+  };
+  for (const auto& cat : aj["categories"]) {
+    if (cat["name"] == "live") live = iobufs(cat);
+    if (cat["name"] == "free")
+      for (const auto& k : cat["children"])
+        if (k["name"] == "pooled") pooled = iobufs(k);
+  }
+  CHECK(live == active_bytes);
+  CHECK(pooled == passive_bytes);
+  CHECK(pooled > 12'000'000);  // the eight arenas GlusterFS 10 maps at start: 12976128 bytes
+}
+
+}  // namespace
+
 // account on a real FUSE client: each mem-pool's objects in use (live or
 // leaked, named by their pool) are the statedump's active-count for it, and
 // the objects put back on the pools' free lists (reachable from them or
@@ -286,11 +339,18 @@ TEST_CASE("gluster: account's pool objects against the statedump's mem-pools",
   std::map<std::string, uint64_t> in_use;  // "dict_t (pool, glusterfs)" -> blocks
   uint64_t pooled = 0;
   for (const auto& cat : aj["categories"]) {
+    // "inode_t (pool, fuse) kept by the inode LRU of ...": an inode_t too.
     if (cat["name"] == "live" || cat["name"] == "leaked")
-      for (const auto& k : cat["children"]) in_use[k["name"]] += k["blocks"].get<uint64_t>();
-    if (cat["name"] == "free")
+      for (const auto& k : cat["children"]) {
+        const std::string name = k["name"];
+        in_use[name.substr(0, name.find(" kept by the "))] += k["blocks"].get<uint64_t>();
+      }
+    if (cat["name"] == "free")  // pooled objects, not the iobufs waiting in their arenas
       for (const auto& k : cat["children"])
-        if (k["name"] == "pooled") pooled = k["blocks"].get<uint64_t>();
+        if (k["name"] == "pooled")
+          for (const auto& e : k["children"])
+            if (e["name"].get<std::string>().rfind("iobufs of ", 0) != 0)
+              pooled += e["blocks"].get<uint64_t>();
   }
   std::map<std::string, uint64_t> want;
   for (const auto& p : real.pools) {
@@ -309,6 +369,7 @@ TEST_CASE("gluster: account's pool objects against the statedump's mem-pools",
   const json gj = gluster_json(snap + "/core");
   CHECK(pooled == gj["heap"]["pooled_free"].get<uint64_t>());
   CHECK(pooled > 0);
+  check_iobufs(gj, aj, lrtest::read_file(snap + "/dump1"));
 }
 
 TEST_CASE("gluster: brick core equals its own statedump", "[gluster][root]") {
@@ -388,6 +449,31 @@ TEST_CASE("gluster: a gfapi program's inode table equals what the program report
   size_t fds = 0;
   for (const auto& in : (*got)["active"]) fds += in["fds"].size();
   CHECK(fds == fc.manifest["open"].get<size_t>());
+  // The account names what the LRU keeps: the program's own count of those
+  // blocks and of their usable bytes (malloc_usable_size).
+  auto a = lrtest::leakref({"account", fc.core, "--json"}, 300);
+  INFO(a.err);
+  REQUIRE(a.status == 0);
+  REQUIRE(want["lru"].size() > 0);
+  // Each type the LRU keeps is an entry of its own: "inode_t (pool, gfapi)
+  // kept by the inode LRU of ... (N inodes, lru_limit L)".
+  const std::string key = fmt::format(" kept by the inode LRU of {} ({} inodes, lru_limit {})",
+                                      want["name"].get<std::string>(), want["lru"].size(),
+                                      want["lru_limit"].get<uint64_t>());
+  const json aj = a.json();
+  uint64_t blocks = 0, bytes = 0, entries = 0;
+  for (const auto& cat : aj["categories"])
+    for (const auto& k : cat["children"]) {
+      const std::string name = k["name"];
+      if (name.size() < key.size() || name.compare(name.size() - key.size(), key.size(), key))
+        continue;
+      CHECK(cat["name"] == "live");
+      blocks += k["blocks"].get<uint64_t>(), bytes += k["bytes"].get<uint64_t>(), ++entries;
+    }
+  INFO(key);
+  CHECK(entries >= 2);  // inodes and dentries at least
+  CHECK(blocks == want["lru_blocks"].get<uint64_t>());
+  CHECK(bytes == want["lru_bytes"].get<uint64_t>());
 }
 
 // ---- trace capture x core (issue: trace correlation) ----------------------

@@ -186,6 +186,21 @@ void account_heap(const AccountInput& in, Unclaimed& u, AccountNode& total, Acco
         "{} bytes of the heap's ranges are not in the core's writable memory", managed - claimed));
 }
 
+// The program's own ranges, each under its key when blocks are broken
+// down (else straight into the category, as the heap's blocks are then).
+void account_ranges(const AccountInput& in, Unclaimed& u, AccountNode& total) {
+  auto& cat = total.children;
+  for (const auto& r : in.ranges) {
+    uint64_t res = 0;
+    const uint64_t n = r.end > r.start ? u.take(r.start, r.end, &res) : 0;
+    if (!n) continue;
+    AccountNode* parent = r.cls == AccountRange::Class::kLive     ? &cat[0]
+                          : r.cls == AccountRange::Class::kPooled ? child(cat[2], "pooled")
+                                                                  : &cat[4];
+    add_to(in.key_of ? *child(*parent, r.key) : *parent, n, r.blocks, res);
+  }
+}
+
 // Stacks (the mapping each thread's stack pointer is in) and TLS (the
 // mapping of a thread pointer that is no stack: the main thread's, which
 // the dynamic linker maps).
@@ -250,6 +265,7 @@ Result<Account> build_account(const AccountInput& in) {
   out.writable_bytes = u.total();
   auto& cat = out.total.children;
   account_heap(in, u, out.total, out);
+  account_ranges(in, u, out.total);
   account_threads(*in.core, segs, u, cat[5], cat[6]);
   account_modules(segs, *in.mods, u, cat[7]);
   account_files(*in.core, u, cat[8]);

@@ -34,6 +34,17 @@ struct AccountNode {
 // What the caller's reachability decided of each in-use chunk.
 enum class ChunkClass : uint8_t { kLive, kLeaked, kPooled };
 
+// Memory a program manages itself outside the allocator's heap (its own
+// buffer arenas: mmapped regions cut into buffers), as its target read it:
+// in use, kept for reuse (pooled, a kind of free), or not known.
+struct AccountRange {
+  enum class Class : uint8_t { kLive, kPooled, kUnknown };
+  uint64_t start = 0, end = 0;
+  Class cls = Class::kLive;
+  std::string key;  // the breakdown's entry ("buffers of 128 KiB")
+  uint64_t blocks = 1;
+};
+
 struct AccountInput {
   const CoreFile* core = nullptr;
   const ModuleSet* mods = nullptr;
@@ -46,6 +57,9 @@ struct AccountInput {
   // allocation site...); "" groups as "(unknown)". Null: no breakdown. The
   // view need only last until the next call.
   std::function<std::string_view(size_t)> key_of;
+  // Placed after the heap, before stacks and mappings: bytes the heap or an
+  // earlier range already holds are not counted again.
+  std::vector<AccountRange> ranges;
   // Breakdowns keep this many largest children, the rest summed as one.
   size_t max_children = 50;
 };

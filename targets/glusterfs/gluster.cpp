@@ -543,6 +543,7 @@ Result<GlusterReport> analyze_gluster(Program& prog, const GlusterSections& sec)
   counter_findings(r);
 
   if (sec.itable) read_itables(c);
+  read_iobufs(c);
   if (sec.dicts) read_dicts(c);
   uint64_t root_priv = 0;
   for (const auto& x : r.xlators)

@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "corelib/analyses/account.hpp"
 #include "corelib/analyses/correlate.hpp"
 #include "corelib/base/result.hpp"
 #include "corelib/blocks/heap.hpp"
@@ -75,7 +76,7 @@ struct GfFd {
 };
 
 struct GfDentry {
-  uint64_t addr = 0, parent = 0;
+  uint64_t addr = 0, parent = 0, name_addr = 0;
   std::string name;
 };
 
@@ -106,7 +107,8 @@ struct GfInode {
   int32_t ia_type = 0;
   bool invalidate_sent = false, in_lru_list = false, in_invalidate_list = false;
   std::vector<std::pair<size_t, int32_t>>
-      ref_by_xl;  // (xlator index or SIZE_MAX, ref), nonzero only
+      ref_by_xl;           // (xlator index or SIZE_MAX, ref), nonzero only
+  uint64_t ctx_array = 0;  // inode->_ctx, one slot per xlator (GF_CALLOC'd)
   std::vector<GfDentry> dentries;
   std::vector<GfFd> fds;
   uint32_t child_dentries = 0;  // dentries anywhere in the table whose parent is this inode
@@ -126,6 +128,19 @@ struct GfItable {
   std::string stop[kNumLists];            // "" when the ring closed normally
 };
 const char* itable_list_name(int list);  // "active", "lru", "purge", "invalidate"
+
+// An iobuf arena: one mmapped region of `page_count` buffers of
+// `page_size` bytes at mem_base, each in use (its iobuf's ref > 0) or
+// waiting in the arena. `active` has one entry per buffer, in address
+// order; it is empty when the region does not add up or the arena's iobufs
+// could not be read or did not describe it (`why` says which).
+struct GfIobufArena {
+  uint64_t addr = 0, mem_base = 0, arena_size = 0, page_size = 0, page_count = 0;
+  int32_t active_cnt = 0, passive_cnt = 0;  // the arena's counters (statedump's)
+  bool region = false;  // mem_base, arena_size and the buffers agree (and are bounded)
+  std::vector<bool> active;
+  std::string why;
+};
 
 struct GfDictPair {
   std::string key;
@@ -174,6 +189,7 @@ struct GlusterReport {
   std::vector<GfPool> pools;
   std::vector<GfMemAcct> memacct;  // global_xlator first, then graph order
   std::vector<GfItable> itables;
+  std::vector<GfIobufArena> iobuf_arenas;  // every ctx's iobuf pool's arenas
   std::vector<GfDict> dicts;
   std::vector<GfClient> clients;
   std::vector<std::pair<int32_t, GfFd>> fuse_fds;  // FUSE fdtable slots
@@ -201,6 +217,21 @@ struct GlusterCorrelateObjects {
   std::vector<std::pair<uint64_t, uint64_t>> scan;
 };
 GlusterCorrelateObjects gluster_correlate_objects(const GlusterReport& r);
+
+// The iobuf arenas as an account's ranges: each arena's runs of buffers in
+// use (live) and waiting in it (pooled), keyed by buffer size; an arena
+// whose buffers could not be read is one range of unknown bytes.
+std::vector<AccountRange> gluster_iobuf_ranges(const GlusterReport& r);
+
+// What each inode table's LRU holds: inodes nothing references, kept until
+// the table passes lru_limit. Each object (the inode, its ctx array, its
+// dentries and their names) by address, with its table's entry in `keys`
+// ("inode LRU of fuse/inode (412 inodes, lru_limit 65536)").
+struct GfLruHeld {
+  std::vector<std::string> keys;
+  std::vector<std::pair<uint64_t, uint32_t>> objects;  // (address, index into keys)
+};
+GfLruHeld gluster_lru_held(const GlusterReport& r);
 
 // What GlusterFS made a heap block for, from a report of the same core:
 // "dict_t (pool, fuse)" for a live pooled object, "gf_common_mt_char

@@ -112,6 +112,8 @@ struct Ctx {
 };
 
 void read_itables(Ctx& c);
+// Every ctx's iobuf pool: each arena on its all_arenas list.
+void read_iobufs(Ctx& c);
 void read_dicts(Ctx& c);
 void read_clients(Ctx& c, uint64_t root_private);
 void check_invariants(Ctx& c);

@@ -45,7 +45,8 @@ GfInode read_inode(Ctx& c, uint64_t a, uint32_t ctxcount, std::string* warn) {
   in.in_invalidate_list = v.u8(c.L[F::inode_in_invalidate_list]);
   in.invalidate_sent = v.u8(c.L[F::inode_invalidate_sent]);
   in.in_lru_list = v.u8(c.L[F::inode_in_lru_list]);
-  if (uint64_t ctx = v.u64(c.L[F::inode_ctx]); ctx && ctxcount) {
+  in.ctx_array = v.u64(c.L[F::inode_ctx]);
+  if (uint64_t ctx = in.ctx_array; ctx && ctxcount) {
     View cv = view(c.mem, ctx, ctxcount * c.L.size(T::inode_ctx));
     for (uint32_t i = 0; cv && i < ctxcount; ++i) {
       int32_t ref = cv.i32(i * c.L.size(T::inode_ctx) + c.L[F::inode_ctx_ref]);
@@ -60,8 +61,8 @@ GfInode read_inode(Ctx& c, uint64_t a, uint32_t ctxcount, std::string* warn) {
        c.list(a + c.L[F::inode_dentry_list], c.L[F::dentry_inode_list], kMaxPerInode, &stop)) {
     View dv = view(c.mem, d, c.L.size(T::dentry));
     if (!dv) continue;
-    in.dentries.push_back(
-        {d, dv.u64(c.L[F::dentry_parent]), cstr(c.mem, dv.u64(c.L[F::dentry_name]))});
+    const uint64_t name = dv.u64(c.L[F::dentry_name]);
+    in.dentries.push_back({d, dv.u64(c.L[F::dentry_parent]), name, cstr(c.mem, name)});
   }
   if (!stop.empty()) *warn = fmt::format("inode {:#x} dentry_list: {}", a, stop);
   for (uint64_t f : c.list(a + c.L[F::inode_fd_list], c.L[F::fd_inode_list], kMaxPerInode, &stop))
