@@ -43,6 +43,7 @@ Dump make_dump(const std::string& kernel) {
       kv[line.substr(0, eq)] = line.substr(eq + 1);
   r.vmlinux = kv["VMLINUX"];
   r.pelf = kv["PELF"];
+  r.elf = kv["ELF"];
   r.pelf_b = kv["PELF_B"];
   r.kdump = kv["KDUMP"];
   r.serial = kv["SERIAL"];

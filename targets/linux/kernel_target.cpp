@@ -74,6 +74,13 @@ std::string vmcoreinfo_value(const std::string& text, const std::string& key) {
   return "";
 }
 
+Error process_core_error(const std::string& vmcore) {
+  return make_error(Errc::kBadFormat,
+                    fmt::format("{}: a process core (it has an auxiliary vector and mapped "
+                                "files), not a kernel dump: leakref info, walk or leaks read it",
+                                vmcore));
+}
+
 bool has_kernel_vaddrs(const CoreFile& c) {
   for (const auto& s : c.segments())
     if (s.kind == SegmentInfo::Kind::kCore && s.start >= 0xffff800000000000ull) return true;
@@ -146,6 +153,11 @@ Result<std::unique_ptr<KernelTarget>> KernelTarget::open(const std::string& vmco
   ssize_t n = pread(fd, magic, sizeof magic, 0);
   std::string vmcoreinfo;
   bool via_kdump = true;
+  // An ELF dump with physical addresses only (QEMU's dump-guest-memory
+  // without -p, virsh dump --memory-only): libkdumpfile reads it, turning
+  // kernel addresses into physical ones through the kernel's own page
+  // tables (VMCOREINFO names them, with phys_base and the KASLR offset).
+  bool phys_elf = false;
   if (n >= 4 && std::memcmp(magic, "\177ELF", 4) == 0) {
     CoreOptions co;
     co.fill_from_files = false;
@@ -160,6 +172,11 @@ Result<std::unique_ptr<KernelTarget>> KernelTarget::open(const std::string& vmco
       for (const auto& w : core.value()->warnings()) k->warnings_.push_back(w);
       k->owned_mem_ = std::move(core).value();
       k->format_ = "elf";
+    } else if (is_process_core(vmcore)) {
+      close(fd);
+      return process_core_error(vmcore);
+    } else {
+      phys_elf = true;  // the engine's reader checked its headers first
     }
   } else if (n >= 12 && std::memcmp(magic, "makedumpfile", 12) == 0) {
     close(fd);
@@ -168,14 +185,14 @@ Result<std::unique_ptr<KernelTarget>> KernelTarget::open(const std::string& vmco
                                   "'makedumpfile -R {}.kdump < {}'",
                                   vmcore, vmcore, vmcore));
   }
-  if (via_kdump && (n < 8 || std::memcmp(magic, "KDUMP   ", 8) != 0)) {
+  if (via_kdump && !phys_elf && (n < 8 || std::memcmp(magic, "KDUMP   ", 8) != 0)) {
     close(fd);
     return make_error(Errc::kBadFormat,
                       fmt::format("{}: not a kernel dump leakref reads (neither an ELF vmcore "
                                   "nor kdump-compressed)",
                                   vmcore));
   }
-  if (via_kdump) {
+  if (via_kdump && !phys_elf) {
     auto layout = check_kdump_file(fd, vmcore);
     if (!layout.ok()) {
       close(fd);
@@ -186,6 +203,8 @@ Result<std::unique_ptr<KernelTarget>> KernelTarget::open(const std::string& vmco
           "{}: {} of the {} dumped pages lie past the end of the file (it was cut off); reads of "
           "them fail",
           vmcore, past, layout.value().dumped_pages));
+  }
+  if (via_kdump) {
     k->kdump_ = std::make_unique<Kdump>();
     k->kdump_->fd = fd;
     fd = -1;
@@ -213,11 +232,7 @@ Result<std::unique_ptr<KernelTarget>> KernelTarget::open(const std::string& vmco
     k->owned_mem_ = std::make_unique<PagedMemory>(&Kdump::read, k->kdump_.get(), vmcore);
   }
   if (fd >= 0) close(fd);
-  if (vmcoreinfo.empty() && is_process_core(vmcore))
-    return make_error(Errc::kBadFormat,
-                      fmt::format("{}: a process core (it has an auxiliary vector and mapped "
-                                  "files), not a kernel dump: leakref info, walk or leaks read it",
-                                  vmcore));
+  if (vmcoreinfo.empty() && is_process_core(vmcore)) return process_core_error(vmcore);
   if (vmcoreinfo.empty())
     return make_error(Errc::kBadFormat,
                       fmt::format("{}: no VMCOREINFO in the dump (QEMU needs -device vmcoreinfo "
