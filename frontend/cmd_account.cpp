@@ -150,12 +150,17 @@ class BlockKeys {
         by_(by == "set"      ? By::kSet
             : by == "module" ? By::kModule
                              : By::kType) {
-    for (const auto& m : o.prog->modules().modules())
-      if (m->end) lo_ = std::min(lo_, m->base), hi_ = std::max(hi_, m->end);
+    vtable_span(o);
     if (by_ == By::kType && o.gf.report) held_by_lru(*o.gf.report, o.ci.heap->in_use);
   }
   std::string_view operator()(size_t i) {
     const lr::HeapChunk c = o_->ci.heap->in_use[i];
+    // Blocks come in address order: the first word of one a few blocks on
+    // is fetched while this one is named (each is a cache miss otherwise).
+    if (hi_ > lo_ && i + kAhead < o_->ci.heap->in_use.size())
+      if (const uint8_t* p =
+              o_->prog->mem().direct(*ahead_, o_->ci.heap->in_use[i + kAhead].user, 8))
+        __builtin_prefetch(p);
     if (by_ == By::kSet) {
       const KnownObjects::Object* k = object_in(*known_, c);
       return k ? std::string_view(k->set) : std::string_view("(in no set)");
@@ -197,12 +202,23 @@ class BlockKeys {
       if (addr - c.user < c.usable()) lru_->emplace(c.user, k);
     }
   }
+  // Where the modules' vtables (their `_ZTV` symbols) lie: only a first
+  // word inside that span is looked up, and a program with none (C) reads
+  // no block's first word at all.
+  void vtable_span(const Opened& o) {
+    for (const auto& m : o.prog->modules().modules()) {
+      if (!m->end || m->types_only) continue;
+      for (const auto& sym : m->symbols())
+        if (sym.name.compare(0, 4, "_ZTV") == 0 && sym.size)
+          lo_ = std::min(lo_, sym.addr), hi_ = std::max(hi_, sym.addr + sym.size);
+    }
+  }
   // The vtable's class (by type) or library (by module); "" when the first
   // word is no vtable.
   std::string_view vtable_key(const lr::HeapChunk& c) {
     uint64_t vp = 0;
-    // Most blocks' first word is data, outside every module: one compare.
-    if (!first_word(c.user, &vp) || vp < lo_ || vp >= hi_) return {};
+    // Most blocks' first word is data, outside every vtable: one compare.
+    if (hi_ <= lo_ || !first_word(c.user, &vp) || vp < lo_ || vp >= hi_) return {};
     const lr::Module* m = o_->prog->modules().module_at(vp);
     if (!m) return {};
     auto it = vtables_->find(vp);
@@ -218,9 +234,11 @@ class BlockKeys {
   RefNamer* names_;
   const KnownObjects* known_;
   enum class By { kType, kSet, kModule } by_;  // compared per block: no string compares
-  uint64_t lo_ = UINT64_MAX, hi_ = 0;
+  static constexpr size_t kAhead = 16;
+  uint64_t lo_ = UINT64_MAX, hi_ = 0;                                     // the vtables' span
   std::shared_ptr<std::string> named_ = std::make_shared<std::string>();  // the last name made
   std::shared_ptr<lr::Memory::Window> w_ = std::make_shared<lr::Memory::Window>();
+  std::shared_ptr<lr::Memory::Window> ahead_ = std::make_shared<lr::Memory::Window>();
   std::shared_ptr<std::unordered_map<uint64_t, std::string>> vtables_ =
       std::make_shared<std::unordered_map<uint64_t, std::string>>();
   std::shared_ptr<std::unordered_map<uint64_t, uint32_t>> lru_ =
