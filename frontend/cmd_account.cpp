@@ -170,6 +170,7 @@ class BlockKeys {
       return o_->gf.namer ? std::string_view(*named_ = o_->gf.namer->parts(c).xlator) : "";
     }
     std::string_view t = type_key(i, c);
+    if (lru_->empty()) return t;  // no GlusterFS inode LRU: no lookup per block
     auto l = lru_->find(c.user);
     if (l == lru_->end()) return t;
     return *named_ = fmt::format("{} kept by the {}", t.empty() ? "(unknown)" : t,
