@@ -2,6 +2,7 @@
 // rendering shared by `leakref kernel` and the crash extension, which differ
 // only in where memory comes from and where text goes.
 #include "cmd_kernel.hpp"
+#include "cmd_kleaks.hpp"
 #include "cmd_kslab.hpp"
 #include "commands.hpp"
 
@@ -398,6 +399,13 @@ int run_kernel_command(const KernelOpener& open, const std::vector<std::string>&
   auto* chk = app.add_subcommand("check", "kernel invariants: list integrity, counts vs holders");
   chk->add_option("--fail-on", ka.fail_on, "exit 1 if: violation")->delimiter(',');
   chk->add_flag("--json", ka.json, "leakref.kernel.check/1 JSON");
+  KLeaksArgs la;
+  auto* leaks = app.add_subcommand(
+      "leaks", "allocated objects nothing reachable points to (kmemleak's answer, no tracing)");
+  add_kleaks_options(leaks, la);
+  KRefsArgs ra;
+  auto* refs = app.add_subcommand("refs", "who points into a kernel object, named");
+  add_krefs_options(refs, ra);
 
   one_value_per_option(&app);
   // (kernel-level options were taken by the caller: args[0] is the subcommand)
@@ -419,13 +427,18 @@ int run_kernel_command(const KernelOpener& open, const std::vector<std::string>&
     err.print("leakref: error: {}\n", e.what());
     return kUsage;
   }
-  json_errors(ka.json || w.jsonl || pa.jsonl || sw.jsonl);  // the CLI's errors only (fail() checks)
+  json_errors(ka.json || w.jsonl || pa.jsonl || sw.jsonl || la.json || ra.json);  // the CLI's errors only (fail() checks)
   lr::KernelLimits lim;
   lim.interrupted = interrupted;
   if (w.limit) lim.max_objects = w.limit;
   if (prof->parsed()) {
     if (auto u = check_profile_args(pa); !u.ok()) return fail(u.error(), err);
   }
+  for (const auto& f : la.fail_on)
+    if (f != "leak" && f != "any") {
+      err.print("leakref: error: --fail-on: unknown finding '{}' (leaks: leak)\n", f);
+      return kUsage;
+    }
   for (const auto& f : prof->parsed() ? std::vector<std::string>{} : ka.fail_on) {
     bool ok = f == "any" || (ino->parsed() && f == "flagged") ||
               (mods->parsed() && f == "unexplained") || (chk->parsed() && f == "violation");
@@ -473,6 +486,8 @@ int run_kernel_command(const KernelOpener& open, const std::vector<std::string>&
                                   err);
   }
   if (slab->parsed()) return do_slab(k, sa, sw, ka.json, source, lim, out, err);
+  if (leaks->parsed()) return do_kleaks(k, la, source, lim, out, err);
+  if (refs->parsed()) return do_krefs(k, ra, source, lim, out, err);
   if (ino->parsed()) return do_inodes(k, ka, source, lim, out, err);
   if (mods->parsed()) return do_modules(k, ka, source, lim, out, err);
   return do_check(k, ka, source, lim, out, err);
@@ -485,7 +500,8 @@ namespace lrcli {
 int cmd_kernel(const std::string& vmcore, const std::string& vmlinux, const lr::DebugOptions& dbg,
                const std::vector<std::string>& args, bool help) {
   if (args.empty())
-    return fail_usage("kernel: give a subcommand: walk, inodes, modules, check, slab, profile");
+    return fail_usage(
+        "kernel: give a subcommand: walk, inodes, modules, check, slab, leaks, refs, profile");
   std::vector<std::string> a = args;
   if (help) a.push_back("--help");
   std::unique_ptr<lr::KernelTarget> k;
@@ -507,7 +523,8 @@ Command register_kernel(CLI::App& app) {
   auto a = std::make_shared<Args>();
   auto* sub = app.add_subcommand(
       "kernel",
-      "a kernel vmcore: walk, inodes, modules, check, slab, profile (as crash> leakref ...)");
+      "a kernel vmcore: walk, inodes, modules, check, slab, leaks, refs, profile (as crash> "
+      "leakref ...)");
   // Required for analyses, not for a subcommand's --help (cmd_kernel checks).
   sub->add_option("--vmcore", a->vmcore, "ELF or kdump-compressed vmcore");
   sub->add_option("--vmlinux", a->vmlinux,
@@ -523,6 +540,8 @@ Command register_kernel(CLI::App& app) {
       "  modules                     module refcounts and their holders\n"
       "  check                       kernel invariants: list integrity, counts vs holders\n"
       "  slab                        SLUB caches, their objects and who allocated them\n"
+      "  leaks                       allocated objects nothing reachable points to\n"
+      "  refs                        who points into a kernel object\n"
       "  profile                     a profile file's object sets, holders and invariants\n"
       "'leakref help kernel SUBCOMMAND' for each one's options.");
   // Its JSON flag is among the remaining words; cmd_kernel sets JSON errors.

@@ -22,6 +22,7 @@
 namespace lr {
 
 struct KernelKnowledge;  // targets/linux/kernel_internal.hpp
+class KRefIndex;         // targets/linux/kernel_refs.hpp
 
 // What check_kdump_file found in a kdump-compressed file.
 struct KdumpLayout {
@@ -77,13 +78,22 @@ class KernelTarget {
   Result<void> add_module_debuginfo(const std::string& ko);
   // Loaded modules (name, struct module address), read once.
   Result<std::vector<std::pair<std::string, uint64_t>>> loaded_modules();
+  // A loaded module's kallsyms symbols (`module`: its struct module), and
+  // with `types` each one's kallsyms type letter ('b' .bss, 'd' .data, 't'
+  // text, 'r' read-only; capital when global), in the same order.
+  Result<std::vector<Symbol>> module_symbols(const std::string& name, uint64_t module,
+                                             std::string* types);
   // Where the kernel reports (targets/linux) keep what they know
   // of this kernel once bound to its types; empty until first used.
   std::shared_ptr<KernelKnowledge>& knowledge_slot() { return knowledge_; }
+  // The reference index of this image, once built (a crash session's next
+  // leaks or refs reuses it: the image of a dump never changes).
+  std::shared_ptr<KRefIndex>& refs_slot() { return refs_; }
 
  private:
   KernelTarget() = default;
-  Result<std::vector<Symbol>> module_kallsyms(const std::string& name, uint64_t module);
+  Result<std::vector<Symbol>> module_kallsyms(const std::string& name, uint64_t module,
+                                             std::string* types = nullptr);
   static bool module_symbol_fallback(void* self, const char* spec, uint64_t* addr);
   std::optional<std::vector<std::pair<std::string, uint64_t>>> loaded_;
   std::optional<std::unordered_map<std::string, uint64_t>> modsyms_;  // standalone fallback
@@ -97,6 +107,7 @@ class KernelTarget {
   std::string format_, vmlinux_, vmcoreinfo_;
   std::vector<std::string> warnings_;
   std::shared_ptr<KernelKnowledge> knowledge_;
+  std::shared_ptr<KRefIndex> refs_;
 };
 
 // Bounds shared by the kernel walks.

@@ -86,6 +86,9 @@ struct Layout {
 // has (its address; kvariable: with its DWARF type when known).
 Result<uint64_t> ksymbol(KernelTarget& k, const std::string& name);
 Result<Variable> kvariable(KernelTarget& k, const std::string& name);
+// An unsigned integer variable (a [symbols] name) of the width its DWARF
+// type gives (8 without); kFault when the dump lacks it.
+Result<uint64_t> read_uint_var(KernelTarget& k, const std::string& name);
 
 uint64_t ptr_at(const uint8_t* obj, uint64_t off);
 std::string cstr_at(const uint8_t* obj, uint64_t off, size_t max);

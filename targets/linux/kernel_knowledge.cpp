@@ -125,5 +125,18 @@ Result<uint64_t> ksymbol(KernelTarget& k, const std::string& name) {
   return v.addr;
 }
 
+// An unsigned integer variable of the width its DWARF type gives (8 without).
+Result<uint64_t> read_uint_var(KernelTarget& k, const std::string& name) {
+  LR_ASSIGN(Variable v, kint::kvariable(k, name));
+  const uint64_t addr = v.addr;
+  uint64_t width = 8;
+  if (v.type && v.type->strip()) width = std::clamp<uint64_t>(v.type->strip()->size, 1, 8);
+  uint64_t out = 0;
+  if (auto r = k.mem().read(addr, &out, width); !r.ok())
+    return make_error(Errc::kFault, fmt::format("{} at {:#x} is not readable in this dump: {}",
+                                                name, addr, k.mem().why_unreadable(addr)));
+  return out;
+}
+
 }  // namespace kint
 }  // namespace lr

@@ -113,7 +113,13 @@ Result<std::vector<std::pair<std::string, uint64_t>>> KernelTarget::loaded_modul
 }
 
 // A module's kallsyms: every named, defined symbol with its runtime address.
-Result<std::vector<Symbol>> KernelTarget::module_kallsyms(const std::string& name, uint64_t m) {
+Result<std::vector<Symbol>> KernelTarget::module_symbols(const std::string& name, uint64_t m,
+                                                         std::string* types) {
+  return module_kallsyms(name, m, types);
+}
+
+Result<std::vector<Symbol>> KernelTarget::module_kallsyms(const std::string& name, uint64_t m,
+                                                          std::string* types) {
   LR_ASSIGN(kint::Layout mod, kint::Layout::of(*this, "module"));
   LR_ASSIGN(uint64_t o_symtab, mod.off("core_kallsyms.symtab"));
   LR_ASSIGN(IntField o_num, mod.field("core_kallsyms.num_symtab"));
@@ -128,9 +134,16 @@ Result<std::vector<Symbol>> KernelTarget::module_kallsyms(const std::string& nam
         fmt::format("module {} at {:#x}: {} kallsyms symbols (corrupt?)", name, m, n));
   std::vector<Elf64_Sym> raw(static_cast<size_t>(n));
   if (n) LR_TRY(mem().read(symtab, raw.data(), raw.size() * sizeof(Elf64_Sym)));
+  // The type letters (kallsyms' typetab, since 5.2); '?' when unreadable.
+  std::string letters(raw.size(), '?');
+  if (auto o_types = mod.off("core_kallsyms.typetab"); types && o_types.ok() && n)
+    if (uint64_t tt = kint::ptr_at(mb.data(), o_types.value()); tt)
+      if (!mem().read(tt, letters.data(), letters.size()).ok()) letters.assign(raw.size(), '?');
   std::vector<Symbol> out;
   out.reserve(raw.size());
-  for (const Elf64_Sym& s : raw) {
+  if (types) types->clear();
+  for (size_t i = 0; i < raw.size(); ++i) {
+    const Elf64_Sym& s = raw[i];
     int t = ELF64_ST_TYPE(s.st_info);
     if (s.st_shndx == SHN_UNDEF || s.st_value == 0 || s.st_name == 0) continue;
     auto nm = mem().read_cstring(strtab + s.st_name, 512);
@@ -142,6 +155,7 @@ Result<std::vector<Symbol>> KernelTarget::module_kallsyms(const std::string& nam
     sym.is_func = t == STT_FUNC;
     sym.is_object = t == STT_OBJECT;
     out.push_back(std::move(sym));
+    if (types) types->push_back(letters[i]);
   }
   return out;
 }

@@ -47,6 +47,7 @@ const char* slab_where_name(KSlabWhere w) {
 namespace {
 
 using kint::Layout;
+using kint::read_uint_var;
 
 constexpr uint64_t kPage = 4096;
 constexpr uint64_t kMaxCpus = 8192, kMaxNodes = 1024;
@@ -140,18 +141,6 @@ Result<SlubLayout> slub_layout(KernelTarget& k) {
   return L;
 }
 
-// An unsigned integer variable of the width its DWARF type gives (8 without).
-Result<uint64_t> read_uint_var(KernelTarget& k, const std::string& name) {
-  LR_ASSIGN(Variable v, kint::kvariable(k, name));
-  const uint64_t addr = v.addr;
-  uint64_t width = 8;
-  if (v.type && v.type->strip()) width = std::clamp<uint64_t>(v.type->strip()->size, 1, 8);
-  uint64_t out = 0;
-  if (auto r = k.mem().read(addr, &out, width); !r.ok())
-    return make_error(Errc::kFault, fmt::format("{} at {:#x} is not readable in this dump: {}",
-                                                name, addr, k.mem().why_unreadable(addr)));
-  return out;
-}
 
 uint64_t swab64(uint64_t v) {
   return __builtin_bswap64(v);

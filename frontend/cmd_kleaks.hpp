@@ -1,0 +1,35 @@
+// `leakref kernel … leaks` and `… refs` (and the same in crash): kernel
+// objects nothing reachable points to, and who points at one.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "common.hpp"
+#include "targets/linux/kernel.hpp"
+
+namespace lrcli {
+
+struct KLeaksArgs {
+  std::vector<std::string> caches;
+  uint64_t min_age = 0;  // jiffies
+  std::vector<std::string> fail_on;
+  bool json = false;
+};
+
+struct KRefsArgs {
+  std::string place;
+  size_t depth = 0;
+  bool json = false;
+};
+
+void add_kleaks_options(CLI::App* sub, KLeaksArgs& a);
+void add_krefs_options(CLI::App* sub, KRefsArgs& a);
+// Each runs on `k`; `source` names the dump. An exit code (README "Exit codes").
+int do_kleaks(lr::KernelTarget& k, const KLeaksArgs& a, const std::string& source,
+              const lr::KernelLimits& lim, Out& out, Out& err);
+int do_krefs(lr::KernelTarget& k, const KRefsArgs& a, const std::string& source,
+             const lr::KernelLimits& lim, Out& out, Out& err);
+
+}  // namespace lrcli

@@ -1,0 +1,113 @@
+// Layer 5 (kernel): who points at every kernel object, from a vmcore, as
+// kmemleak would scan it but without CONFIG_DEBUG_KMEMLEAK. Objects are the
+// slab caches' allocated objects (exact bounds from the slab pass) and
+// vmalloc's allocated areas. Roots are the kernel's .data, .bss and
+// ro_after_init, each CPU's per-CPU area, each task's kernel stack from its
+// saved stack pointer up, every loaded module's memory, and every other
+// page of kernel memory (large kmalloc buffers, memblock allocations such
+// as the struct page array and boot-time hash tables, page tables): a page
+// in use that is no slab, no vmalloc page, and holds no file or anonymous
+// data. Free objects and free pages are neither. docs/kernel-leaks.md says
+// exactly what is treated how.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "corelib/blocks/objgraph.hpp"
+#include "targets/linux/kernel.hpp"
+#include "targets/linux/kernel_slab.hpp"
+
+namespace lr {
+
+// One object of the index.
+struct KObject {
+  enum class Kind : uint8_t { kSlab, kVmalloc, kStack };
+  Kind kind = Kind::kSlab;
+  uint64_t addr = 0, size = 0;
+  uint32_t cache = 0;    // kSlab: index into KRefIndex::caches()
+  uint64_t caller = 0;   // kVmalloc, kStack: vm_struct.caller
+  int32_t track = -1;    // kSlab: index into KRefIndex::tracks() (slub_debug=U caches)
+};
+
+// What a root range is.
+struct KRoot {
+  enum class Kind : uint8_t { kKernelData, kPerCpu, kStack, kModule, kPage };
+  Kind kind = Kind::kKernelData;
+  std::string section;   // kKernelData, kModule: ".data", ".bss", ".data..ro_after_init"
+  std::string module;    // kModule
+  int cpu = -1;          // kPerCpu
+  int pid = 0;           // kStack
+  std::string comm;      // kStack
+  uint64_t base = 0;     // kPerCpu: the CPU's offset; kStack: stack bottom; kModule: the area
+  uint64_t sp = 0;       // kStack: where the scan started
+};
+
+struct KRefStats {
+  uint64_t slab_objects = 0, vmalloc_areas = 0, module_areas = 0, stacks = 0;
+  uint64_t kernel_pages = 0, pages = 0, free_pages = 0, data_pages = 0;
+  uint64_t collect_ns = 0;
+};
+
+class KRefIndex {
+ public:
+  // Builds the index of `k` (standalone or hosted). Damaged lists, stacks
+  // and pages are warnings; kInterrupted when asked to stop.
+  static Result<std::unique_ptr<KRefIndex>> build(KernelTarget& k, const KernelLimits& lim = {});
+  ~KRefIndex();
+
+  const ObjectGraph& graph() const { return *graph_; }
+  const std::vector<KObject>& objects() const { return objects_; }  // graph order
+  const std::vector<KSlabCache>& caches() const { return caches_; }
+  const std::vector<KSlabTrack>& tracks() const { return tracks_; }
+  const std::vector<KRoot>& roots() const { return roots_; }  // by GraphRoot::tag
+  const KRefStats& stats() const { return stats_; }
+  const std::vector<std::string>& warnings() const { return warnings_; }
+  // The object holding `addr`; SIZE_MAX when none.
+  size_t find(uint64_t addr) const { return graph_->find(addr); }
+
+  struct Parts;
+
+ private:
+  KRefIndex() = default;
+  std::unique_ptr<ObjectGraph> graph_;
+  std::vector<KObject> objects_;
+  std::vector<KSlabCache> caches_;
+  std::vector<KSlabTrack> tracks_;
+  std::vector<KRoot> roots_;
+  KRefStats stats_;
+  std::vector<std::string> warnings_;
+};
+
+// A referring word named for people: "struct dentry.d_inode of
+// 0xffff…", "lrk_list (module lrkleak, .bss)", "task 1234 (cat) kernel
+// stack, frame vfs_read", "per-CPU area of CPU 0 (runqueues+0x10)".
+struct KRefNamer {
+  explicit KRefNamer(KernelTarget& k, const KRefIndex& ix);
+  ~KRefNamer();
+  std::string referrer(const GraphRef& r);
+  // A kernel or module text address: "lrk_new+0x2e [lrkleak]", "vfs_read+0x9".
+  std::string symbol(uint64_t addr);
+  // An object: "dentry 0xffff… (struct dentry)", "kmalloc-64 0xffff…".
+  std::string object(size_t i);
+  // The DWARF type of a cache's objects, when known (the profile's types
+  // with allocation "slab:NAME", or struct NAME of the object's size).
+  const Type* cache_type(uint32_t cache);
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// The unreferenced objects: allocated, and no chain from a root reaches
+// them (cycles included).
+struct KLeak {
+  size_t object = 0;       // index in the KRefIndex
+  bool referenced = false;  // something (another unreached object) points into it
+};
+std::vector<KLeak> kernel_leaks(const KRefIndex& ix);
+
+}  // namespace lr

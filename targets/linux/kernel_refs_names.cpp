@@ -1,0 +1,249 @@
+// Names for the kernel reference index's referring words and objects
+// (KRefNamer in kernel_refs.hpp): what a support engineer reads in crash.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "targets/linux/kernel_internal.hpp"
+#include "targets/linux/kernel_refs.hpp"
+
+namespace lr {
+
+namespace {
+
+// A module's symbol with its kallsyms type letter.
+struct ModSym {
+  uint64_t addr = 0, size = 0;
+  std::string name;
+  const std::string* module = nullptr;
+  char type = '?';
+};
+
+const char* section_of(char type) {
+  switch (type | 0x20) {  // lower case
+    case 'b':
+      return ".bss";
+    case 'd':
+      return ".data";
+    case 'r':
+      return ".rodata";
+    case 't':
+      return ".text";
+    default:
+      return "?";
+  }
+}
+
+constexpr size_t kMaxFrameWords = 2048;  // how far down a stack a frame is looked for
+
+}  // namespace
+
+struct KRefNamer::Impl {
+  KernelTarget& k;
+  const KRefIndex& ix;
+  std::vector<std::string> mod_names;
+  std::vector<ModSym> mod_syms;  // sorted by address, made on first use
+  bool mod_syms_read = false;
+  std::vector<std::optional<const Type*>> types;  // per cache, on first use
+  uint64_t stext = 0, etext = 0;
+
+  Impl(KernelTarget& kt, const KRefIndex& x) : k(kt), ix(x) {
+    if (auto a = k.symbol("_stext"); a.ok()) stext = a.value();
+    if (auto a = k.symbol("_etext"); a.ok()) etext = a.value();
+  }
+  const ModSym* mod_sym(uint64_t a);
+  std::string kernel_sym(uint64_t a, const char* section);
+  std::string module_sym(uint64_t a, const std::string& module);
+  bool is_return_address(uint64_t w);
+  std::string frame(const KRoot& r, uint64_t at);
+  std::string root(const KRoot& r, uint64_t at);
+  std::string sym(uint64_t a);
+};
+
+const ModSym* KRefNamer::Impl::mod_sym(uint64_t a) {
+  if (!mod_syms_read) {
+    mod_syms_read = true;
+    auto mods = k.loaded_modules();
+    if (mods.ok()) {
+      mod_names.reserve(mods.value().size());
+      for (const auto& [name, m] : mods.value()) mod_names.push_back(name);
+      size_t mi = 0;
+      for (const auto& [name, m] : mods.value()) {
+        std::string types;
+        auto syms = k.module_symbols(name, m, &types);
+        const std::string* mn = &mod_names[mi++];
+        if (!syms.ok()) continue;
+        for (size_t i = 0; i < syms.value().size(); ++i) {
+          const Symbol& s = syms.value()[i];
+          mod_syms.push_back({s.addr, s.size, s.name, mn, i < types.size() ? types[i] : '?'});
+        }
+      }
+      std::sort(mod_syms.begin(), mod_syms.end(),
+                [](const ModSym& x, const ModSym& y) { return x.addr < y.addr; });
+    }
+  }
+  auto it = std::upper_bound(mod_syms.begin(), mod_syms.end(), a,
+                             [](uint64_t v, const ModSym& s) { return v < s.addr; });
+  if (it == mod_syms.begin()) return nullptr;
+  --it;
+  return a - it->addr < std::max<uint64_t>(it->size, 1) ? &*it : nullptr;
+}
+
+// "sym+0x10 [module]" or "sym+0x10" for vmlinux; the address when no
+// symbol covers it.
+std::string KRefNamer::Impl::sym(uint64_t a) {
+  SymbolHit h = k.prog().modules().symbolize(a);
+  if (h.module && h.sym)
+    return h.offset ? fmt::format("{}+{:#x}", h.sym->name, h.offset) : h.sym->name;
+  if (const ModSym* s = mod_sym(a))
+    return a > s->addr ? fmt::format("{}+{:#x} [{}]", s->name, a - s->addr, *s->module)
+                       : fmt::format("{} [{}]", s->name, *s->module);
+  return fmt::format("{:#x}", a);
+}
+
+// A word of the kernel's data: its variable, and the member when the
+// variable's type is known ("super_blocks.next (.data)").
+std::string KRefNamer::Impl::kernel_sym(uint64_t a, const char* section) {
+  SymbolHit h = k.prog().modules().symbolize(a);
+  if (!h.module || !h.sym) return fmt::format("{:#x} ({})", a, section);
+  auto v = k.prog().resolve(h.sym->name);
+  std::string path = v.ok() && v.value().type && v.value().addr == h.sym->addr
+                         ? member_path_at(v.value().type, a - h.sym->addr)
+                         : "";
+  if (!path.empty()) return fmt::format("{}{} ({})", h.sym->name, path, section);
+  return h.offset ? fmt::format("{}+{:#x} ({})", h.sym->name, h.offset, section)
+                  : fmt::format("{} ({})", h.sym->name, section);
+}
+
+std::string KRefNamer::Impl::module_sym(uint64_t a, const std::string& module) {
+  const ModSym* s = mod_sym(a);
+  if (!s) return fmt::format("{:#x} (module {})", a, module);
+  const std::string at = a > s->addr ? fmt::format("{}+{:#x}", s->name, a - s->addr) : s->name;
+  return fmt::format("{} (module {}, {})", at, *s->module, section_of(s->type));
+}
+
+// A kernel text address right after a call instruction: a return address.
+bool KRefNamer::Impl::is_return_address(uint64_t w) {
+  const bool text = (w >= stext && w < etext) || [&] {
+    const ModSym* s = mod_sym(w);
+    return s && (s->type | 0x20) == 't';
+  }();
+  if (!text) return false;
+  uint8_t b[8];
+  if (!k.mem().read(w - 8, b, 8).ok()) return false;
+  // call rel32 (e8), or call r/m64 (ff /2) of 2, 3, 6 or 7 bytes.
+  auto ff2 = [&](int len) { return b[8 - len] == 0xff && ((b[9 - len] >> 3) & 7) == 2; };
+  return b[3] == 0xe8 || ff2(2) || ff2(3) || ff2(6) || ff2(7);
+}
+
+// The function whose frame holds stack word `at`: the one the nearest
+// return address below it returns into (the frame above a call belongs to
+// the caller). Return addresses are found as crash's `bt -t` finds them.
+std::string KRefNamer::Impl::frame(const KRoot& r, uint64_t at) {
+  for (uint64_t a = at, n = 0; a >= r.sp + 8 && n < kMaxFrameWords; a -= 8, ++n) {
+    uint64_t w = 0;
+    if (!k.mem().read(a - 8, &w, 8).ok()) break;
+    if (!is_return_address(w)) continue;
+    SymbolHit h = k.prog().modules().symbolize(w);
+    if (h.sym) return h.sym->name;
+    if (const ModSym* s = mod_sym(w)) return s->name;
+  }
+  return "";
+}
+
+std::string KRefNamer::Impl::root(const KRoot& r, uint64_t at) {
+  switch (r.kind) {
+    case KRoot::Kind::kKernelData:
+      return kernel_sym(at, r.section.c_str());
+    case KRoot::Kind::kModule:
+      return module_sym(at, r.module);
+    case KRoot::Kind::kPerCpu: {
+      // A per-CPU variable's vmlinux value is its offset in the area.
+      SymbolHit h = k.prog().modules().symbolize(at - r.base + k.kaslr_offset());
+      std::string var = h.sym && h.sym->is_object
+                            ? (h.offset ? fmt::format(" ({}+{:#x})", h.sym->name, h.offset)
+                                        : fmt::format(" ({})", h.sym->name))
+                            : "";
+      return fmt::format("per-CPU area of CPU {}{}", r.cpu, var);
+    }
+    case KRoot::Kind::kStack: {
+      std::string f = frame(r, at);
+      return fmt::format("task {} ({}) kernel stack, {}", r.pid, r.comm,
+                         f.empty() ? fmt::format("{:#x} above its stack pointer", at - r.sp)
+                                   : "frame " + f);
+    }
+    case KRoot::Kind::kPage: {
+      return fmt::format("kernel page {:#x} (no slab or vmalloc memory)", at & ~uint64_t{4095});
+    }
+  }
+  return "?";
+}
+
+KRefNamer::KRefNamer(KernelTarget& k, const KRefIndex& ix)
+    : impl_(std::make_unique<Impl>(k, ix)) {}
+KRefNamer::~KRefNamer() = default;
+
+const Type* KRefNamer::cache_type(uint32_t cache) {
+  Impl& m = *impl_;
+  if (cache >= m.ix.caches().size()) return nullptr;
+  if (m.types.empty()) m.types.resize(m.ix.caches().size());
+  if (m.types[cache]) return *m.types[cache];
+  const KSlabCache& c = m.ix.caches()[cache];
+  const Type* found = nullptr;
+  // The profile's types that say which cache holds them.
+  if (auto kn = kint::knowledge(m.k); kn.ok())
+    for (const auto& t : kn.value()->profile.types)
+      if (t.allocation == "slab:" + c.name)
+        if (auto L = kint::Layout::of(m.k, t.name); L.ok()) found = L.value().type;
+  // A cache KMEM_CACHE made is named after its struct, of that struct's size.
+  if (!found)
+    if (auto t = m.k.prog().types().find("struct " + c.name);
+        t.ok() && t.value()->strip() && t.value()->strip()->size == c.object_size)
+      found = t.value()->strip();
+  m.types[cache] = found;
+  return found;
+}
+
+std::string KRefNamer::object(size_t i) {
+  const KObject& o = impl_->ix.objects()[i];
+  switch (o.kind) {
+    case KObject::Kind::kSlab: {
+      const KSlabCache& c = impl_->ix.caches()[o.cache];
+      const Type* t = cache_type(o.cache);
+      return t ? fmt::format("{} {:#x} ({})", c.name, o.addr, t->name)
+               : fmt::format("{} {:#x}", c.name, o.addr);
+    }
+    case KObject::Kind::kVmalloc:
+      return fmt::format("vmalloc area {:#x} ({} KiB, from {})", o.addr, o.size / 1024,
+                         impl_->sym(o.caller));
+    case KObject::Kind::kStack:
+      return fmt::format("spare kernel stack {:#x}", o.addr);
+  }
+  return "?";
+}
+
+std::string KRefNamer::symbol(uint64_t addr) {
+  return impl_->sym(addr);
+}
+
+std::string KRefNamer::referrer(const GraphRef& r) {
+  Impl& m = *impl_;
+  if (r.object != GraphRef::kNone) {
+    const KObject& o = m.ix.objects()[r.object];
+    const uint64_t off = r.from - o.addr;
+    if (o.kind == KObject::Kind::kSlab)
+      if (const Type* t = cache_type(o.cache)) {
+        std::string path = member_path_at(t, off);
+        if (!path.empty()) return fmt::format("{}{} of {:#x}", t->name, path, o.addr);
+      }
+    return fmt::format("{}+{:#x}", object(r.object), off);
+  }
+  if (r.root != GraphRef::kNone) {
+    const GraphRoot& g = m.ix.graph().roots()[r.root];
+    if (g.tag < m.ix.roots().size()) return m.root(m.ix.roots()[g.tag], r.from);
+  }
+  return fmt::format("{:#x}", r.from);
+}
+
+}  // namespace lr
