@@ -33,25 +33,6 @@ const char* reg_names[27] = {"r15",     "r14",      "r13", "r12", "rbp",    "rbx
                              "rdi",     "orig_rax", "rip", "cs",  "eflags", "rsp", "ss",
                              "fs_base", "gs_base",  "ds",  "es",  "fs",     "gs"};
 
-// JSON for a value tree: structs as objects with their members in
-// declaration order (anonymous members numbered), arrays as lists (with a
-// trailing {"more": N} when cut), scalars as values (as walk renders them).
-nlohmann::ordered_json tree_json(const lr::ValueNode& n) {
-  if (n.value.kind != lr::FieldValue::Kind::kAggregate || (n.children.empty() && !n.is_array))
-    return nlohmann::ordered_json(value_json(n.value));
-  if (n.is_array) {
-    nlohmann::ordered_json arr = nlohmann::ordered_json::array();
-    for (const auto& c : n.children) arr.push_back(tree_json(c));
-    if (n.more) arr.push_back({{"more", n.more}});
-    return arr;
-  }
-  nlohmann::ordered_json o = nlohmann::ordered_json::object();
-  int anon = 0;
-  for (const auto& c : n.children)
-    o[c.name.empty() ? fmt::format("<anonymous{}>", anon++) : c.name] = tree_json(c);
-  return o;
-}
-
 }  // namespace
 
 static int cmd_info(const Common& c) {

@@ -403,9 +403,11 @@ int run_kernel_command(const KernelOpener& open, const std::vector<std::string>&
   auto* leaks = app.add_subcommand(
       "leaks", "allocated objects nothing reachable points to (kmemleak's answer, no tracing)");
   add_kleaks_options(leaks, la);
+  leaks->add_option("--ko", ka.kos, ko_help);
   KRefsArgs ra;
   auto* refs = app.add_subcommand("refs", "who points into a kernel object, named");
   add_krefs_options(refs, ra);
+  refs->add_option("--ko", ka.kos, ko_help);
 
   one_value_per_option(&app);
   // (kernel-level options were taken by the caller: args[0] is the subcommand)

@@ -19,6 +19,9 @@ void add_kleaks_options(CLI::App* sub, KLeaksArgs& a) {
   sub->add_option("--min-age", a.min_age,
                   "only objects allocated at least this many jiffies before the dump "
                   "(caches with slub_debug=U)");
+  sub->add_option("--type", a.type,
+                  "with one --cache: its objects' type, shown for each (default: the profile's "
+                  "types, or struct CACHE when its size matches)");
   sub->add_option("--fail-on", a.fail_on, "exit 1 if: leak")->delimiter(',');
   sub->add_flag("--json", a.json, "leakref.kernel.leaks/1 JSON");
 }
@@ -43,7 +46,8 @@ lr::Result<std::shared_ptr<lr::KRefIndex>> index_of(lr::KernelTarget& k,
   return k.refs_slot();
 }
 
-nlohmann::json index_json(const lr::KRefIndex& ix) {
+// `reused`: a crash session's earlier command built it.
+nlohmann::json index_json(const lr::KRefIndex& ix, bool reused) {
   const auto& g = ix.graph().stats();
   const auto& s = ix.stats();
   return {{"objects", g.objects},
@@ -57,7 +61,8 @@ nlohmann::json index_json(const lr::KRefIndex& ix) {
           {"bytes_scanned", g.bytes_scanned},
           {"unreadable_bytes", g.unreadable_bytes},
           {"memory_bytes", g.memory_bytes},
-          {"build_ns", s.collect_ns + g.build_ns}};
+          {"build_ns", s.collect_ns + g.build_ns},
+          {"reused", reused}};
 }
 
 struct LeakLine {
@@ -89,6 +94,14 @@ nlohmann::json leak_json(lr::KernelTarget& k, const lr::KRefIndex& ix, lr::KRefN
     j["alloc"] = std::move(a);
   }
   if (o.kind == lr::KObject::Kind::kVmalloc) j["caller"] = names.symbol(o.caller);
+  if (const lr::Type* t = o.kind == lr::KObject::Kind::kSlab ? names.cache_type(o.cache) : nullptr) {
+    std::vector<uint8_t> scratch;
+    if (const uint8_t* b = lr::object_bytes(k.mem(), o.addr, o.size, scratch)) {
+      lr::TreeLimits tl;
+      tl.max_depth = 2;
+      j["value"] = tree_json(lr::value_tree(b, o.size, t, tl));
+    }
+  }
   return j;
 }
 
@@ -119,6 +132,20 @@ std::vector<std::pair<std::string, std::vector<LeakLine>>> group_leaks(
   return out;
 }
 
+// An object of a cache whose type is known, as `show` prints it (one level).
+void print_typed(lr::KernelTarget& k, lr::KRefNamer& names, const lr::KObject& o, Out& out) {
+  const lr::Type* t = o.kind == lr::KObject::Kind::kSlab ? names.cache_type(o.cache) : nullptr;
+  if (!t) return;
+  std::string text = lr::format_object(k.mem(), o.addr, t, &k.prog().modules(), 1);
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t nl = text.find('\n', at);
+    if (nl == std::string::npos) nl = text.size();
+    out.print("      | {}\n", std::string_view(text).substr(at, nl - at));
+    at = nl + 1;
+  }
+}
+
 void print_leak(lr::KernelTarget& k, const lr::KRefIndex& ix, lr::KRefNamer& names,
                 const LeakLine& l, const lr::StackDepot* depot, uint64_t now, Out& out) {
   const lr::KObject& o = ix.objects()[l.object];
@@ -126,29 +153,41 @@ void print_leak(lr::KernelTarget& k, const lr::KRefIndex& ix, lr::KRefNamer& nam
   if (o.kind == lr::KObject::Kind::kVmalloc) out.print("  from {}", names.symbol(o.caller));
   if (o.track < 0) {
     out.print("\n");
+    print_typed(k, names, o, out);
     return;
   }
   const lr::KSlabTrack& t = ix.tracks()[static_cast<size_t>(o.track)];
   out.print("  allocated by pid {} on cpu {}", t.pid, t.cpu);
   if (now >= t.when) out.print(", {} jiffies before the dump", now - t.when);
   out.print("\n");
+  bool stack = false;
   if (depot && t.handle)
     if (auto s = depot->stack(t.handle); s.ok()) {
       for (uint64_t x : s.value()) out.print("      {}\n", names.symbol(x));
-      return;
+      stack = true;
     }
-  out.print("      {}\n", names.symbol(t.addr));
-  (void)k;
+  if (!stack) out.print("      {}\n", names.symbol(t.addr));
+  print_typed(k, names, o, out);
 }
 
 }  // namespace
 
 int do_kleaks(lr::KernelTarget& k, const KLeaksArgs& a, const std::string& source,
               const lr::KernelLimits& lim, Out& out, Out& err) {
+  const bool reused = k.refs_slot() != nullptr;
   auto ixr = index_of(k, lim);
   if (!ixr.ok()) return fail(ixr.error(), err);
   const lr::KRefIndex& ix = *ixr.value();
   lr::KRefNamer names(k, ix);
+  if (!a.type.empty()) {
+    if (a.caches.size() != 1)
+      return fail(lr::make_error(lr::Errc::kInvalidArgument,
+                                 "--type needs exactly one --cache (whose objects are of that type)"),
+                  err);
+    auto t = k.prog().types().find(a.type);
+    if (!t.ok()) return fail(t.error(), err);
+    if (auto r = names.set_cache_type(a.caches[0], t.value()); !r.ok()) return fail(r.error(), err);
+  }
   const uint64_t now = dump_jiffies(k);
   auto depot = lr::StackDepot::open(k);
   const lr::StackDepot* dp = depot.ok() ? depot.value().get() : nullptr;
@@ -157,13 +196,13 @@ int do_kleaks(lr::KernelTarget& k, const KLeaksArgs& a, const std::string& sourc
   for (const auto& [name, v] : groups)
     for (const auto& l : v) ++n, bytes += ix.objects()[l.object].size;
   if (a.json) {
-    nlohmann::json j{{"schema", "leakref.kernel.leaks/1"}, {"source", source}};
+    nlohmann::json j{{"schema", "leakref.kernel.leaks/1"}, {"dump", source}};
     auto& jc = j["caches"] = nlohmann::json::array();
     for (const auto& [name, v] : groups) {
       nlohmann::json c{{"name", name}, {"leaked", v.size()}};
       const lr::KObject& first = ix.objects()[v.front().object];
       if (first.kind == lr::KObject::Kind::kSlab)
-        if (const lr::Type* t = names.cache_type(first.cache)) c["type"] = t->name;
+        if (const lr::Type* t = names.cache_type(first.cache)) c["type"] = t->display();
       auto& objs = c["objects"] = nlohmann::json::array();
       uint64_t b = 0;
       for (const auto& l : v) {
@@ -174,7 +213,7 @@ int do_kleaks(lr::KernelTarget& k, const KLeaksArgs& a, const std::string& sourc
       jc.push_back(std::move(c));
     }
     j["summary"] = {{"objects", n}, {"bytes", bytes}, {"caches", groups.size()}};
-    j["index"] = index_json(ix);
+    j["index"] = index_json(ix, reused);
     j["warnings"] = ix.warnings();
     out.print("{}\n", j.dump(1));
   } else {
@@ -185,7 +224,7 @@ int do_kleaks(lr::KernelTarget& k, const KLeaksArgs& a, const std::string& sourc
       const lr::Type* t =
           first.kind == lr::KObject::Kind::kSlab ? names.cache_type(first.cache) : nullptr;
       out.print("{}: {} unreferenced, {} bytes{}\n", name, v.size(), b,
-                t ? fmt::format(" ({})", t->name) : "");
+                t ? fmt::format(" ({})", t->display()) : "");
       for (const auto& l : v) print_leak(k, ix, names, l, dp, now, out);
     }
     const auto& g = ix.graph().stats();
@@ -214,6 +253,7 @@ lr::Result<uint64_t> place_address(lr::KernelTarget& k, const std::string& p) {
 
 int do_krefs(lr::KernelTarget& k, const KRefsArgs& a, const std::string& source,
              const lr::KernelLimits& lim, Out& out, Out& err) {
+  const bool reused = k.refs_slot() != nullptr;
   auto ixr = index_of(k, lim);
   if (!ixr.ok()) return fail(ixr.error(), err);
   const lr::KRefIndex& ix = *ixr.value();
@@ -234,7 +274,7 @@ int do_krefs(lr::KernelTarget& k, const KRefsArgs& a, const std::string& source,
   const lr::KObject& o = ix.objects()[i];
   if (a.json) {
     nlohmann::json j{{"schema", "leakref.kernel.refs/1"},
-                     {"source", source},
+                     {"dump", source},
                      {"object", {{"addr", hex(o.addr)}, {"size", o.size}, {"name", names.object(i)}}},
                      {"reachable", reached}};
     auto& jr = j["referrers"] = nlohmann::json::array();
@@ -243,6 +283,7 @@ int do_krefs(lr::KernelTarget& k, const KRefsArgs& a, const std::string& source,
                     {"value", hex(r.value)},
                     {"root", r.object == lr::GraphRef::kNone},
                     {"name", names.referrer(r)}});
+    j["index"] = index_json(ix, reused);
     if (a.depth) {
       auto& jc = j["chain"] = nlohmann::json::array();
       for (const auto& r : chain)

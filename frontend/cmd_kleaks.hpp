@@ -14,6 +14,7 @@ namespace lrcli {
 struct KLeaksArgs {
   std::vector<std::string> caches;
   uint64_t min_age = 0;  // jiffies
+  std::string type;      // with one cache: its objects' type
   std::vector<std::string> fail_on;
   bool json = false;
 };

@@ -90,6 +90,9 @@ std::string hex(uint64_t v);
 // Whether --fail-on list `fail_on` asks for finding `what` (or "any").
 bool fail_on_wants(const std::vector<std::string>& fail_on, const char* what);
 nlohmann::json value_json(const lr::FieldValue& v);
+// A value tree as JSON: structs as objects (members in order), arrays as
+// lists, scalars as value_json renders them.
+nlohmann::ordered_json tree_json(const lr::ValueNode& n);
 void print_warnings_text(const std::vector<std::string>& w, Out& err = out_stderr());
 void emit_json(const nlohmann::json& j, Out& out = out_stdout());
 // Text escaped for HTML (&, <, >, ").

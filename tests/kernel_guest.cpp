@@ -48,6 +48,7 @@ Dump make_dump(const std::string& kernel) {
   r.kdump = kv["KDUMP"];
   r.serial = kv["SERIAL"];
   r.ko = kv["KO"];
+  r.ko_leak = kv["KO_LEAK"];
   r.kver = kv["KVER"];
   r.hdrs = kv["HDRS"];
   r.ok = !r.vmlinux.empty() && !r.pelf.empty() && !r.pelf_b.empty();

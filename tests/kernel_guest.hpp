@@ -23,6 +23,7 @@ struct Dump {
   bool broken = false;  // our own set-up failed: a failure, not a skip
   std::string why;
   std::string vmlinux, pelf, kdump, pelf_b, serial, ko, kver;
+  std::string ko_leak;  // fixtures/kernel/lrkleak.c, as loaded in the guest
   std::string elf;   // QEMU's default ELF dump: physical addresses only
   std::string hdrs;  // the guest kernel's linux-headers tree (unpacked in the cache)
 };

@@ -95,6 +95,9 @@ struct KRefNamer {
   // The DWARF type of a cache's objects, when known (the profile's types
   // with allocation "slab:NAME", or struct NAME of the object's size).
   const Type* cache_type(uint32_t cache);
+  // Says cache `name`'s objects are `t`s: kNotFound for a cache the index
+  // has no object of, kInvalidArgument when `t` is larger than its objects.
+  Result<void> set_cache_type(const std::string& name, const Type* t);
 
   struct Impl;
 

@@ -205,13 +205,32 @@ const Type* KRefNamer::cache_type(uint32_t cache) {
   return found;
 }
 
+Result<void> KRefNamer::set_cache_type(const std::string& name, const Type* t) {
+  Impl& m = *impl_;
+  const auto& cs = m.ix.caches();
+  for (uint32_t c = 0; c < cs.size(); ++c) {
+    if (cs[c].name != name) continue;
+    const Type* s = t ? t->strip() : nullptr;
+    if (!s || s->size == 0 || s->size > cs[c].object_size)
+      return make_error(Errc::kInvalidArgument,
+                        fmt::format("{} is {} bytes: not the type of {}'s {}-byte objects",
+                                    t ? t->display() : "?", s ? s->size : 0, name,
+                                    cs[c].object_size));
+    if (m.types.empty()) m.types.resize(cs.size());
+    m.types[c] = s;
+    return {};
+  }
+  return make_error(Errc::kNotFound, fmt::format("no allocated object of cache {} in the index",
+                                                 name));
+}
+
 std::string KRefNamer::object(size_t i) {
   const KObject& o = impl_->ix.objects()[i];
   switch (o.kind) {
     case KObject::Kind::kSlab: {
       const KSlabCache& c = impl_->ix.caches()[o.cache];
       const Type* t = cache_type(o.cache);
-      return t ? fmt::format("{} {:#x} ({})", c.name, o.addr, t->name)
+      return t ? fmt::format("{} {:#x} ({})", c.name, o.addr, t->display())
                : fmt::format("{} {:#x}", c.name, o.addr);
     }
     case KObject::Kind::kVmalloc:
@@ -235,7 +254,7 @@ std::string KRefNamer::referrer(const GraphRef& r) {
     if (o.kind == KObject::Kind::kSlab)
       if (const Type* t = cache_type(o.cache)) {
         std::string path = member_path_at(t, off);
-        if (!path.empty()) return fmt::format("{}{} of {:#x}", t->name, path, o.addr);
+        if (!path.empty()) return fmt::format("{}{} of {:#x}", t->display(), path, o.addr);
       }
     return fmt::format("{}+{:#x}", object(r.object), off);
   }

@@ -1,0 +1,202 @@
+// Kernel leaks without traces: `leakref kernel … leaks` and `… refs` on the
+// 6.1 and 6.12 guests, against what the lrkleak fixture module
+// (fixtures/kernel/lrkleak.c) says it left: objects on a global list,
+// objects held through a kmalloc'd array, one held only by a pointer into
+// its middle, objects whose last pointer was dropped, and unreferenced
+// cycles. The guest's second moment, after the module freed everything,
+// must show none of them.
+#include <fmt/format.h>
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "harness.hpp"
+#include "kernel_guest.hpp"
+
+using namespace lrtest;
+using namespace kguest;
+using nlohmann::json;
+
+namespace {
+
+struct LeakTruth {
+  std::map<std::string, std::set<uint64_t>> by_state;  // list, array, middle, dropped, cycle
+  std::vector<uint64_t> array_slots;                   // array objects in slot order
+  uint64_t array = 0;
+};
+
+LeakTruth lrkleak_truth(const Dump& d) {
+  LeakTruth t;
+  std::istringstream in(read_file(d.serial));
+  std::regex obj(R"(LRKLEAK (\w+) id=(\d+) addr=([0-9a-f]+))");
+  std::regex arr(R"(LRKLEAK array addr=([0-9a-f]+) slots=)");
+  std::smatch m;
+  for (std::string line; std::getline(in, line);) {
+    if (std::regex_search(line, m, obj)) {
+      uint64_t a = std::stoull(m[3], nullptr, 16);
+      t.by_state[m[1]].insert(a);
+      if (m[1] == "array") t.array_slots.push_back(a);
+    } else if (std::regex_search(line, m, arr)) {
+      t.array = std::stoull(m[1], nullptr, 16);
+    }
+  }
+  return t;
+}
+
+uint64_t hexv(const json& j) {
+  return std::stoull(j.get<std::string>(), nullptr, 16);
+}
+
+std::vector<std::string> args(const Dump& d, std::vector<std::string> a) {
+  a.push_back("--ko");
+  a.push_back(d.ko_leak);
+  return a;
+}
+
+// leaks on dump A: exactly the dropped objects and the cycles, each with
+// its allocation stack and typed contents.
+void check_leaks(const Dump& d, const LeakTruth& t) {
+  json j = kernel_json(d, d.pelf, args(d, {"leaks", "--cache", "lrk_obj", "--json"}));
+  CHECK(j["schema"] == "leakref.kernel.leaks/1");
+  REQUIRE(j["caches"].size() == 1);
+  const json& c = j["caches"][0];
+  CHECK(c["name"] == "lrk_obj");
+  CHECK(c["type"] == "struct lrk_obj");
+  std::set<uint64_t> got, want = t.by_state.at("dropped");
+  for (uint64_t a : t.by_state.at("cycle")) want.insert(a);
+  for (const auto& o : c["objects"]) {
+    uint64_t a = hexv(o["addr"]);
+    got.insert(a);
+    INFO("object " << o["addr"]);
+    // A cycle's objects are referenced (by each other); dropped ones are not.
+    CHECK(o["referenced"].get<bool>() == (t.by_state.at("cycle").count(a) == 1));
+    CHECK(o["size"] == 72);
+    CHECK(o["alloc"]["caller"].get<std::string>().find("lrk_new") == 0);
+    CHECK(o["alloc"]["stack"].dump().find("do_one_initcall") != std::string::npos);
+    CHECK(o["value"]["id"].get<int64_t>() > 20);
+  }
+  CHECK(got == want);
+  CHECK(j["summary"]["objects"] == 7);
+  CHECK(j["warnings"].empty());
+  // Index figures the issue asks for: a 768 MiB guest in at most 5 % of it.
+  CHECK(j["index"]["memory_bytes"].get<uint64_t>() < (768ull << 20) / 20);
+  CHECK(j["index"]["reused"] == false);
+  // Without --cache: the fixture's objects are among every cache's leaks.
+  json all = kernel_json(d, d.pelf, args(d, {"leaks", "--json"}));
+  bool found = false;
+  for (const auto& cc : all["caches"])
+    if (cc["name"] == "lrk_obj") found = cc["leaked"] == 7;
+  CHECK(found);
+  // The kdump-compressed dump of the same moment gives the same answer.
+  json k = kernel_json(d, d.kdump, args(d, {"leaks", "--cache", "lrk_obj", "--json"}));
+  CHECK(k["caches"] == j["caches"]);
+}
+
+const json* referrer_named(const json& r, const std::string& prefix) {
+  for (const auto& x : r["referrers"])
+    if (x["name"].get<std::string>().rfind(prefix, 0) == 0) return &x;
+  return nullptr;
+}
+
+void check_refs(const Dump& d, const LeakTruth& t) {
+  // A list object: the list head in the module's .bss (or a neighbour).
+  bool head_seen = false;
+  for (uint64_t a : t.by_state.at("list")) {
+    json r = kernel_json(d, d.pelf, args(d, {"refs", fmt::format("{:#x}", a), "--json"}));
+    CHECK(r["reachable"] == true);
+    head_seen |= referrer_named(r, "lrk_list (module lrkleak, .bss)") != nullptr;
+    CHECK(referrer_named(r, "struct lrk_obj.node.") != nullptr);
+  }
+  CHECK(head_seen);
+  // Array objects: the slot of the kmalloc'd array, by address.
+  for (size_t i = 0; i < t.array_slots.size(); ++i) {
+    json r = kernel_json(d, d.pelf,
+                         args(d, {"refs", fmt::format("{:#x}", t.array_slots[i]), "--json",
+                                  "--depth", "4"}));
+    INFO("slot " << i << ": " << r.dump());
+    REQUIRE(r["referrers"].size() == 1);
+    CHECK(hexv(r["referrers"][0]["from"]) == t.array + 8 * i);
+    CHECK(r["referrers"][0]["name"].get<std::string>().rfind("kmalloc-", 0) == 0);
+    REQUIRE(r["chain"].size() == 2);
+    CHECK(r["chain"][0]["name"] == "lrk_array (module lrkleak, .bss)");
+  }
+  // Held only by a pointer 24 bytes into it.
+  uint64_t mid = *t.by_state.at("middle").begin();
+  json r = kernel_json(d, d.pelf, args(d, {"refs", fmt::format("{:#x}", mid + 30), "--json"}));
+  CHECK(hexv(r["object"]["addr"]) == mid);
+  REQUIRE(r["referrers"].size() == 1);
+  CHECK(r["referrers"][0]["name"] == "lrk_middle (module lrkleak, .bss)");
+  CHECK(hexv(r["referrers"][0]["value"]) == mid + 24);
+  // A dropped object: nothing points at it, and no chain reaches it.
+  uint64_t dropped = *t.by_state.at("dropped").begin();
+  json dr = kernel_json(d, d.pelf,
+                        args(d, {"refs", fmt::format("{:#x}", dropped), "--json", "--depth", "8"}));
+  CHECK(dr["reachable"] == false);
+  CHECK(dr["referrers"].empty());
+  CHECK(dr["chain"].empty());
+  // Symbols as places: what lrk_array points to.
+  json ar = kernel_json(d, d.pelf, args(d, {"refs", "*lrk_array@lrkleak", "--json"}));
+  CHECK(hexv(ar["object"]["addr"]) == t.array);
+}
+
+}  // namespace
+
+TEST_CASE("kernel leaks: exactly the dropped objects and cycles of the lrkleak module on 6.1 "
+          "and 6.12; refs names the list head and the array slot",
+          "[kernel][kleaks]") {
+  for (const auto& kv : kernels()) {
+    const Dump& d = dump(kv);
+    NEED_KERNEL(d);
+    SECTION("kernel " + kv) {
+      LeakTruth t = lrkleak_truth(d);
+      REQUIRE(t.by_state["list"].size() == 5);
+      REQUIRE(t.array_slots.size() == 4);
+      REQUIRE(t.by_state["dropped"].size() == 3);
+      REQUIRE(t.by_state["cycle"].size() == 4);
+      REQUIRE(t.by_state["middle"].size() == 1);
+      check_leaks(d, t);
+      check_refs(d, t);
+      // Moment B: the module freed every object; none is left to report,
+      // and a freed object's address is in no object any more.
+      json b = kernel_json(d, d.pelf_b, args(d, {"leaks", "--cache", "lrk_obj", "--json"}));
+      CHECK(b["summary"]["objects"] == 0);
+      RunResult gone = leakref({"kernel", "--vmcore", d.pelf_b, "--vmlinux", d.vmlinux, "refs",
+                                fmt::format("{:#x}", *t.by_state["list"].begin())});
+      CHECK(gone.status == 4);
+      CHECK(gone.err.find("inside no allocated slab object or vmalloc area") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("kernel leaks: text output, --min-age, --type and --fail-on", "[kernel][kleaks]") {
+  NEED_DUMP();
+  const Dump& d = dump();
+  LeakTruth t = lrkleak_truth(d);
+  RunResult r = leakref({"kernel", "--vmcore", d.pelf, "--vmlinux", d.vmlinux, "leaks", "--cache",
+                         "lrk_obj", "--ko", d.ko_leak, "--fail-on", "leak"});
+  CHECK(r.status == 1);
+  CHECK(r.out.find("lrk_obj: 7 unreferenced, 504 bytes (struct lrk_obj)") != std::string::npos);
+  CHECK(r.out.find("lrk_new+0x") != std::string::npos);
+  CHECK(r.out.find("| struct lrk_obj {") != std::string::npos);
+  // Every object is older than 0 jiffies; none is older than the guest.
+  json old = kernel_json(d, d.pelf, {"leaks", "--cache", "lrk_obj", "--min-age", "1", "--json"});
+  CHECK(old["summary"]["objects"] == 7);
+  json none = kernel_json(
+      d, d.pelf, {"leaks", "--cache", "lrk_obj", "--min-age", "100000000", "--json"});
+  CHECK(none["summary"]["objects"] == 0);
+  // --type names a cache's type; one larger than its objects is refused.
+  json typed = kernel_json(d, d.pelf,
+                           {"leaks", "--cache", "lrk_obj", "--type", "struct list_head", "--json"});
+  CHECK(typed["caches"][0]["type"] == "struct list_head");
+  RunResult big = leakref({"kernel", "--vmcore", d.pelf, "--vmlinux", d.vmlinux, "leaks",
+                           "--cache", "lrk_obj", "--type", "struct task_struct"});
+  CHECK(big.status != 0);
+  CHECK(big.err.find("not the type of lrk_obj's 72-byte objects") != std::string::npos);
+  RunResult bad = leakref({"kernel", "--vmcore", d.pelf, "--vmlinux", d.vmlinux, "leaks",
+                           "--fail-on", "nonsense"});
+  CHECK(bad.status == 2);
+  (void)t;
+}
