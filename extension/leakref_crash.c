@@ -14,8 +14,8 @@ static void cmd_leakref(void);
 
 static char* help_leakref[] = {
     "leakref",
-    "refcounts and their holders: walks, inodes, modules, slabs, invariants",
-    "walk|inodes|modules|check|slab|profile [options] [--json]",
+    "refcounts and their holders: walks, inodes, modules, slabs, leaks, invariants",
+    "walk|inodes|modules|check|slab|leaks|refs|profile [options] [--json]",
     "  Walks the kernel's own refcounted structures through the vmlinux DWARF,",
     "  with the same engine as the standalone leakref tool (leakref kernel).",
     "  Every walk is bounded and cycle-safe; Ctrl-C and '| head' stop it.",
@@ -54,6 +54,18 @@ static char* help_leakref[] = {
     "       stack (the stack depot). --type walks the objects like 'walk'.",
     "       Flagged dentries in 'inodes' show the files no task holds and their",
     "       allocation stacks from the same data.",
+    "  leaks [--cache NAME].. [--min-age JIFFIES] [--type TYPE] [--ko FILE]",
+    "       Allocated objects nothing reachable points to (kmemleak's answer",
+    "       without CONFIG_DEBUG_KMEMLEAK): every word of kernel memory that",
+    "       points into a slab object or vmalloc area, from the roots kmemleak",
+    "       scans (kernel and module data, per-CPU areas, task stacks, other",
+    "       kernel pages). Unreferenced cycles count. Grouped by cache, with",
+    "       slub_debug=U's allocation stack and the typed contents when known.",
+    "       The index is built once per session; refs reuses it.",
+    "  refs ADDR|PLACE [--depth N] [--ko FILE]",
+    "       Who points into the object holding ADDR, each word named (a member",
+    "       of an object, a variable of the kernel or a module, a task's stack",
+    "       frame, a per-CPU area); --depth N adds a chain from a root.",
     "  profile --profile FILE|NAME [--set S] [--all] [--flagged] [--fail-on ...]",
     "       The object sets, holders and invariants a profile file declares.",
     " ",
@@ -73,6 +85,10 @@ static char* help_leakref[] = {
     "    %s> leakref slab",
     "    %s> leakref slab --cache dentry --type dentry --refcount d_lockref \\",
     "          --where 'd_lockref.count > 1' --show d_name.name --summary",
+    " ",
+    "  Objects nothing points to, then who points at the first super block:\n",
+    "    %s> leakref leaks",
+    "    %s> leakref refs *super_blocks.next --depth 4",
     NULL};
 
 static struct command_table_entry command_table[] = {

@@ -200,3 +200,44 @@ TEST_CASE("kernel leaks: text output, --min-age, --type and --fail-on", "[kernel
   CHECK(bad.status == 2);
   (void)t;
 }
+
+// Inside crash: the same leaks as the CLI, refs named the same, and the
+// index built once per session (the second command reuses it), timed by
+// crash itself. crash's own `search -k` finds the words refs lists.
+TEST_CASE("kernel leaks: crash 8.0.2 with the extension agrees with the CLI and reuses the index",
+          "[kernel][kleaks]") {
+  NEED_CRASH();
+  const Dump& d = dump();
+  LeakTruth t = lrkleak_truth(d);
+  json cli = kernel_json(d, d.pelf, args(d, {"leaks", "--cache", "lrk_obj", "--json"}));
+  const uint64_t slot1 = t.array_slots[1];
+  json cli_refs = kernel_json(d, d.pelf, args(d, {"refs", fmt::format("{:#x}", slot1), "--json"}));
+  std::string dir = tmp_dir() + "/kleaks-crash";
+  REQUIRE(run({"mkdir", "-p", dir}).status == 0);
+  std::vector<std::string> cmds = {
+      "extend " + build_dir() + "/leakref.so",
+      "mod -s lrkleak " + d.ko_leak,
+      "leakref leaks --cache lrk_obj --json > " + dir + "/leaks.json",
+      fmt::format("leakref refs {:#x} --json > {}/refs.json", slot1, dir),
+      "leakref leaks --cache lrk_obj --json > " + dir + "/leaks2.json",
+      "!echo MARK search",
+      fmt::format("search -k {:x}", slot1),
+      "!echo MARK end",
+  };
+  RunResult r;
+  crash_session(cmds, &r);
+  INFO(r.err.substr(0, 4000));
+  REQUIRE(r.status == 0);
+  json l1 = json::parse(read_file(dir + "/leaks.json"));
+  json rf = json::parse(read_file(dir + "/refs.json"));
+  json l2 = json::parse(read_file(dir + "/leaks2.json"));
+  CHECK(l1["caches"] == cli["caches"]);
+  CHECK(l1["index"]["reused"] == false);
+  CHECK(rf["index"]["reused"] == true);
+  CHECK(l2["index"]["reused"] == true);
+  CHECK(l2["caches"] == cli["caches"]);
+  CHECK(rf["referrers"] == cli_refs["referrers"]);
+  // crash's search finds the array slot refs names.
+  auto sec = sections(r.out);
+  CHECK(sec["search"].find(fmt::format("{:x}", t.array + 8)) != std::string::npos);
+}
