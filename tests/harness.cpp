@@ -412,23 +412,40 @@ long screenshot(const std::string& url, const std::string& png) {
   return static_cast<long>(read_file(png).size());
 }
 
+// The file offset of the `len` bytes at virtual address `va` of the ELF
+// file open at `fd` (the PT_LOAD that holds them all); 0 when none does. A
+// dump with 65,535 program headers or more keeps their count in section
+// header 0 (PN_XNUM), as QEMU's paging dumps of a few GB do.
+uint64_t elf_offset(int fd, uint64_t va, size_t len) {
+  Elf64_Ehdr eh;
+  if (::pread(fd, &eh, sizeof eh, 0) != sizeof eh) return 0;
+  uint64_t phnum = eh.e_phnum;
+  if (phnum == PN_XNUM) {
+    Elf64_Shdr sh;
+    if (::pread(fd, &sh, sizeof sh, static_cast<off_t>(eh.e_shoff)) != sizeof sh) return 0;
+    phnum = sh.sh_info;
+  }
+  for (uint64_t i = 0; i < phnum; ++i) {
+    Elf64_Phdr ph;
+    if (::pread(fd, &ph, sizeof ph, static_cast<off_t>(eh.e_phoff + i * sizeof ph)) != sizeof ph)
+      return 0;
+    if (ph.p_type == PT_LOAD && va >= ph.p_vaddr && va + len <= ph.p_vaddr + ph.p_filesz)
+      return ph.p_offset + (va - ph.p_vaddr);
+  }
+  return 0;
+}
+
 // (patched: see harness.hpp)
 std::string patched(const std::string& core, const std::string& out,
                     const std::vector<std::pair<uint64_t, uint64_t>>& writes, int width) {
   REQUIRE(run({"/bin/cp", core, out}, 120).status == 0);
   int fd = ::open(out.c_str(), O_RDWR);
   REQUIRE(fd >= 0);
-  Elf64_Ehdr eh;
-  REQUIRE(::pread(fd, &eh, sizeof eh, 0) == sizeof eh);
   for (auto [va, v] : writes) {
-    bool done = false;
-    for (int i = 0; i < eh.e_phnum && !done; ++i) {
-      Elf64_Phdr ph;
-      REQUIRE(::pread(fd, &ph, sizeof ph, eh.e_phoff + i * sizeof ph) == sizeof ph);
-      if (ph.p_type == PT_LOAD && va >= ph.p_vaddr && va + width <= ph.p_vaddr + ph.p_filesz)
-        done = ::pwrite(fd, &v, width, ph.p_offset + (va - ph.p_vaddr)) == width;
-    }
-    CHECK(done);
+    const uint64_t off = elf_offset(fd, va, static_cast<size_t>(width));
+    INFO("patching " << std::hex << va);
+    CHECK(off != 0);
+    if (off) CHECK(::pwrite(fd, &v, width, static_cast<off_t>(off)) == width);
   }
   ::close(fd);
   return out;

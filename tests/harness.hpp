@@ -64,6 +64,9 @@ std::string sha256_file(const std::string& path);
 // endian: 1 to 8) written at virtual addresses (the PT_LOAD that holds
 // each); the original is never modified. Fails the test when a copy or a
 // write fails.
+// The file offset of `len` bytes at virtual address `va` of the ELF file
+// open at `fd` (PN_XNUM program header counts too); 0 when no PT_LOAD holds them.
+uint64_t elf_offset(int fd, uint64_t va, size_t len);
 std::string patched(const std::string& core, const std::string& out,
                     const std::vector<std::pair<uint64_t, uint64_t>>& writes, int width = 8);
 

@@ -7,6 +7,11 @@
 // must show none of them.
 #include <fmt/format.h>
 #include <catch2/catch.hpp>
+#include <elf.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstring>
 
 #include <map>
 #include <regex>
@@ -240,4 +245,93 @@ TEST_CASE("kernel leaks: crash 8.0.2 with the extension agrees with the CLI and 
   // crash's search finds the array slot refs names.
   auto sec = sections(r.out);
   CHECK(sec["search"].find(fmt::format("{:x}", t.array + 8)) != std::string::npos);
+}
+
+namespace {
+
+// `len` bytes at virtual address `va` of ELF dump `path` (its PT_LOADs).
+std::string read_virtual(const std::string& path, uint64_t va, size_t len) {
+  std::string out(len, '\0');
+  int fd = ::open(path.c_str(), O_RDONLY);
+  REQUIRE(fd >= 0);
+  const uint64_t off = elf_offset(fd, va, len);
+  const bool done = off && ::pread(fd, out.data(), len, static_cast<off_t>(off)) == ssize_t(len);
+  ::close(fd);
+  REQUIRE(done);
+  return out;
+}
+
+// Where in the `len` bytes at `va` the 8-byte value `v` lies (its address).
+uint64_t find_word(const std::string& path, uint64_t va, size_t len, uint64_t v) {
+  std::string b = read_virtual(path, va, len);
+  for (size_t o = 0; o + 8 <= len; o += 8)
+    if (std::memcmp(b.data() + o, &v, 8) == 0) return va + o;
+  FAIL("value " << std::hex << v << " not found in " << va);
+  return 0;
+}
+
+json walk_one(const Dump& d, const std::vector<std::string>& a) {
+  json j = kernel_json(d, d.pelf, a);
+  REQUIRE(j["objects"].size() == 1);
+  return j["objects"][0];
+}
+
+}  // namespace
+
+// Hostile dumps: a task's saved stack pointer outside its stack, a page
+// full of pointers, a slab page naming a cache that does not exist. Each is
+// a warning (or an exact consequence) and a bounded result, never a hang.
+TEST_CASE("kernel leaks: hostile dumps give warnings and bounded results", "[kernel][kleaks]") {
+  NEED_DUMP();
+  const Dump& d = dump();
+  LeakTruth t = lrkleak_truth(d);
+  std::string dir = tmp_dir();
+  // lrholder's saved stack pointer, moved below its stack.
+  json task = walk_one(d, {"walk", "--type", "task_struct", "--head", "init_task.tasks",
+                           "--list-member", "tasks", "--show", "thread.sp", "--where",
+                           "comm == \"lrholder\"", "--json"});
+  const uint64_t ta = hexv(task["addr"]);
+  const uint64_t sp = task["fields"]["thread.sp"].get<uint64_t>();
+  const uint64_t sp_at = find_word(d.pelf, ta, 16384, sp);
+  // The lrk_array's slab page, every word pointing 8 bytes into dropped
+  // object 21: the array is reachable, so that object is too.
+  const uint64_t dropped = *t.by_state.at("dropped").begin();
+  std::vector<std::pair<uint64_t, uint64_t>> w = {{sp_at, 0x1000}};
+  for (uint64_t a = t.array & ~uint64_t{4095}; a < (t.array | 4095); a += 8)
+    w.emplace_back(a, dropped + 8);
+  std::string bad1 = patched(d.pelf, dir + "/dense.pelf", w);
+  RunResult r1 = leakref({"kernel", "--vmcore", bad1, "--vmlinux", d.vmlinux, "leaks", "--cache",
+                          "lrk_obj", "--json"},
+                         300);
+  INFO(r1.err);
+  REQUIRE(r1.status == 0);
+  json j1 = r1.json();
+  // Dropped object 21 is reachable now; the array's slots no longer point
+  // at the array objects, which nothing else holds.
+  std::set<uint64_t> want(t.by_state.at("cycle"));
+  for (uint64_t a : t.by_state.at("dropped"))
+    if (a != dropped) want.insert(a);
+  for (uint64_t a : t.array_slots) want.insert(a);
+  std::set<uint64_t> got;
+  for (const auto& o : j1["caches"][0]["objects"]) got.insert(hexv(o["addr"]));
+  CHECK(got == want);
+  CHECK(j1["warnings"].dump().find("lrholder): saved stack pointer 0x1000 is outside its stack") !=
+        std::string::npos);
+  CHECK(j1["warnings"].dump().find("kmalloc-") != std::string::npos);  // its freelist is garbage
+  // The lrk_obj slab's struct slab naming no cache: its objects are in no
+  // cache the dump has, so they are not objects; the slab pass says so.
+  json cache = walk_one(d, {"walk", "--type", "kmem_cache", "--head", "slab_caches",
+                            "--list-member", "list", "--show", "name", "--where",
+                            "name == \"lrk_obj\"", "--json"});
+  json slab = kernel_json(d, d.pelf, {"slab", "--cache", "lrk_obj", "--json"});
+  const uint64_t page = hexv(slab["objects"][0]["slab"]);
+  const uint64_t cache_at = find_word(d.pelf, page, 64, hexv(cache["addr"]));
+  std::string bad2 = patched(d.pelf, dir + "/nocache.pelf", {{cache_at, 0xffff8b01deadbe00}});
+  RunResult r2 =
+      leakref({"kernel", "--vmcore", bad2, "--vmlinux", d.vmlinux, "leaks", "--json"}, 300);
+  INFO(r2.err);
+  REQUIRE(r2.status == 0);
+  json j2 = r2.json();
+  for (const auto& c : j2["caches"]) CHECK(c["name"] != "lrk_obj");
+  CHECK(j2["warnings"].dump().find(fmt::format("{:#x}", page)) != std::string::npos);
 }
