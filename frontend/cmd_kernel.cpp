@@ -13,6 +13,7 @@
 #include "cmd_profile.hpp"
 #include "cmd_walk.hpp"
 #include "corelib/profiles/profile.hpp"
+#include "targets/linux/kernel_refs.hpp"
 
 namespace lrcli {
 
@@ -396,6 +397,7 @@ int run_kernel_command(const KernelOpener& open, const std::vector<std::string>&
       "slab", "SLUB caches, every allocated object, who allocated it (slub_debug=U)");
   add_slab_options(slab, sa, sw);
   slab->add_flag("--json", ka.json, "leakref.kernel.slab/1 JSON (with --type: leakref.walk/1)");
+  slab->add_option("--ko", ka.kos, ko_help);
   auto* chk = app.add_subcommand("check", "kernel invariants: list integrity, counts vs holders");
   chk->add_option("--fail-on", ka.fail_on, "exit 1 if: violation")->delimiter(',');
   chk->add_flag("--json", ka.json, "leakref.kernel.check/1 JSON");
@@ -452,12 +454,6 @@ int run_kernel_command(const KernelOpener& open, const std::vector<std::string>&
   if (walk->parsed()) {
     if (auto u = check_walk_args(w); !u.ok()) return fail(u.error(), err);
   }
-  if ((walk->parsed() && w.reconcile) || (slab->parsed() && sw.reconcile) ||
-      (prof->parsed() && pa.reconcile))
-    return fail(lr::make_error(lr::Errc::kInvalidArgument,
-                               "--reconcile reads a process core's reference index; kernel "
-                               "dumps have none yet"),
-                err);
   if (slab->parsed()) {
     for (const auto& f : sw.fail_on)
       if (f != "any" && f != "warning" && (sw.type.empty() || f == "warning")) {
@@ -476,6 +472,17 @@ int run_kernel_command(const KernelOpener& open, const std::vector<std::string>&
   lr::KernelTarget& k = *target.value();
   for (const auto& ko : ka.kos)
     if (auto r = k.add_module_debuginfo(ko); !r.ok()) return fail(r.error(), err);
+  // --reconcile: the image's reference index (built once per target).
+  std::shared_ptr<lr::KRefIndex> ix;
+  std::unique_ptr<lr::KRefSource> found;
+  if ((walk->parsed() && w.reconcile) || (slab->parsed() && sw.reconcile) ||
+      (prof->parsed() && pa.reconcile)) {
+    auto r = kernel_ref_index(k, lim);
+    if (!r.ok()) return fail(r.error(), err);
+    ix = r.value();
+    found = std::make_unique<lr::KRefSource>(*ix);
+    w.index = sw.index = pa.index = found.get();
+  }
   if (walk->parsed()) {
     w.interrupted = interrupted;
     return run_and_render_walk(k.prog(), w, ka.json, true, source, k.warnings(), out, err);

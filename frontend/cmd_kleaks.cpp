@@ -34,17 +34,16 @@ void add_krefs_options(CLI::App* sub, KRefsArgs& a) {
   sub->add_flag("--json", a.json, "leakref.kernel.refs/1 JSON");
 }
 
-namespace {
-
-// The index of `k`'s image: built once per target.
-lr::Result<std::shared_ptr<lr::KRefIndex>> index_of(lr::KernelTarget& k,
-                                                    const lr::KernelLimits& lim) {
+lr::Result<std::shared_ptr<lr::KRefIndex>> kernel_ref_index(lr::KernelTarget& k,
+                                                            const lr::KernelLimits& lim) {
   if (!k.refs_slot()) {
     LR_ASSIGN(auto ix, lr::KRefIndex::build(k, lim));
     k.refs_slot() = std::move(ix);
   }
   return k.refs_slot();
 }
+
+namespace {
 
 // `reused`: a crash session's earlier command built it.
 nlohmann::json index_json(const lr::KRefIndex& ix, bool reused) {
@@ -175,7 +174,7 @@ void print_leak(lr::KernelTarget& k, const lr::KRefIndex& ix, lr::KRefNamer& nam
 int do_kleaks(lr::KernelTarget& k, const KLeaksArgs& a, const std::string& source,
               const lr::KernelLimits& lim, Out& out, Out& err) {
   const bool reused = k.refs_slot() != nullptr;
-  auto ixr = index_of(k, lim);
+  auto ixr = kernel_ref_index(k, lim);
   if (!ixr.ok()) return fail(ixr.error(), err);
   const lr::KRefIndex& ix = *ixr.value();
   lr::KRefNamer names(k, ix);
@@ -254,7 +253,7 @@ lr::Result<uint64_t> place_address(lr::KernelTarget& k, const std::string& p) {
 int do_krefs(lr::KernelTarget& k, const KRefsArgs& a, const std::string& source,
              const lr::KernelLimits& lim, Out& out, Out& err) {
   const bool reused = k.refs_slot() != nullptr;
-  auto ixr = index_of(k, lim);
+  auto ixr = kernel_ref_index(k, lim);
   if (!ixr.ok()) return fail(ixr.error(), err);
   const lr::KRefIndex& ix = *ixr.value();
   auto addr = place_address(k, a.place);

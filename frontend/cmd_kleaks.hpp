@@ -3,6 +3,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,11 @@ struct KRefsArgs {
   size_t depth = 0;
   bool json = false;
 };
+
+// The reference index of `k`'s image, built on first use and kept on the
+// target (a crash session's later commands reuse it).
+lr::Result<std::shared_ptr<lr::KRefIndex>> kernel_ref_index(lr::KernelTarget& k,
+                                                            const lr::KernelLimits& lim);
 
 void add_kleaks_options(CLI::App* sub, KLeaksArgs& a);
 void add_krefs_options(CLI::App* sub, KRefsArgs& a);

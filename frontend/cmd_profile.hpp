@@ -13,7 +13,7 @@
 namespace lr {
 struct Profile;
 struct ProfileObject;
-class RefIndex;
+class RefSource;
 }  // namespace lr
 
 namespace lrcli {
@@ -25,7 +25,7 @@ struct ProfileArgs {
   bool reconcile = false;  // --reconcile (process cores: `index` is then built)
   std::vector<std::string> fail_on;
   const std::atomic<bool>* interrupted = nullptr;
-  const lr::RefIndex* index = nullptr;  // borrowed; the references --reconcile counts
+  const lr::RefSource* index = nullptr;  // borrowed; the references --reconcile counts
 };
 // Registers --profile, --set, --all, --flagged, --histogram, --jsonl,
 // --fail-on, --reconcile.

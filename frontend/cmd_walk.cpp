@@ -143,8 +143,8 @@ void add_walk_run_options(CLI::App* sub, WalkArgs& w) {
                   "them all in memory");
   sub->add_flag("--jsonl", w.jsonl, "one JSON record per line: the walk, each object, the summary");
   sub->add_flag("--reconcile", w.reconcile,
-                "each refcount against the references found in memory (a process core's "
-                "reference index): counted references nobody holds are flagged");
+                "each refcount against the references found in memory (the core's or the "
+                "kernel image's reference index): counted references nobody holds are flagged");
   sub->add_option("--profile", w.profile,
                   "walk a profile set (with --set) instead of --type/--head/...");
   sub->add_option("--set", w.profile_set, "the profile set to walk (one walked from a symbol)");

@@ -42,7 +42,7 @@ struct WalkArgs {
   const std::vector<uint64_t>* addresses = nullptr;
   std::string addresses_mode;
   uint64_t addresses_at = 0;
-  const lr::RefIndex* index = nullptr;  // --reconcile's (borrowed; built by the command)
+  const lr::RefSource* index = nullptr;  // --reconcile's (borrowed; built by the command)
 };
 
 // Registers the walk options (--type, --head, --next, ...) on `sub`.

@@ -31,12 +31,13 @@ struct LeakTruth {
   std::map<std::string, std::set<uint64_t>> by_state;  // list, array, middle, dropped, cycle
   std::vector<uint64_t> array_slots;                   // array objects in slot order
   uint64_t array = 0;
+  std::map<uint64_t, int64_t> ref, id;  // each object's refcount and id
 };
 
 LeakTruth lrkleak_truth(const Dump& d) {
   LeakTruth t;
   std::istringstream in(read_file(d.serial));
-  std::regex obj(R"(LRKLEAK (\w+) id=(\d+) addr=([0-9a-f]+))");
+  std::regex obj(R"(LRKLEAK (\w+) id=(\d+) addr=([0-9a-f]+) ref=(\d+))");
   std::regex arr(R"(LRKLEAK array addr=([0-9a-f]+) slots=)");
   std::smatch m;
   for (std::string line; std::getline(in, line);) {
@@ -44,6 +45,8 @@ LeakTruth lrkleak_truth(const Dump& d) {
       uint64_t a = std::stoull(m[3], nullptr, 16);
       t.by_state[m[1]].insert(a);
       if (m[1] == "array") t.array_slots.push_back(a);
+      t.ref[a] = std::stoll(m[4]);
+      t.id[a] = std::stoll(m[2]);
     } else if (std::regex_search(line, m, arr)) {
       t.array = std::stoull(m[1], nullptr, 16);
     }
@@ -78,7 +81,7 @@ void check_leaks(const Dump& d, const LeakTruth& t) {
     INFO("object " << o["addr"]);
     // A cycle's objects are referenced (by each other); dropped ones are not.
     CHECK(o["referenced"].get<bool>() == (t.by_state.at("cycle").count(a) == 1));
-    CHECK(o["size"] == 72);
+    CHECK(o["size"] == 80);
     CHECK(o["alloc"]["caller"].get<std::string>().find("lrk_new") == 0);
     CHECK(o["alloc"]["stack"].dump().find("do_one_initcall") != std::string::npos);
     CHECK(o["value"]["id"].get<int64_t>() > 20);
@@ -183,7 +186,7 @@ TEST_CASE("kernel leaks: text output, --min-age, --type and --fail-on", "[kernel
   RunResult r = leakref({"kernel", "--vmcore", d.pelf, "--vmlinux", d.vmlinux, "leaks", "--cache",
                          "lrk_obj", "--ko", d.ko_leak, "--fail-on", "leak"});
   CHECK(r.status == 1);
-  CHECK(r.out.find("lrk_obj: 7 unreferenced, 504 bytes (struct lrk_obj)") != std::string::npos);
+  CHECK(r.out.find("lrk_obj: 7 unreferenced, 560 bytes (struct lrk_obj)") != std::string::npos);
   CHECK(r.out.find("lrk_new+0x") != std::string::npos);
   CHECK(r.out.find("| struct lrk_obj {") != std::string::npos);
   // Every object is older than 0 jiffies; none is older than the guest.
@@ -199,7 +202,7 @@ TEST_CASE("kernel leaks: text output, --min-age, --type and --fail-on", "[kernel
   RunResult big = leakref({"kernel", "--vmcore", d.pelf, "--vmlinux", d.vmlinux, "leaks",
                            "--cache", "lrk_obj", "--type", "struct task_struct"});
   CHECK(big.status != 0);
-  CHECK(big.err.find("not the type of lrk_obj's 72-byte objects") != std::string::npos);
+  CHECK(big.err.find("not the type of lrk_obj's 80-byte objects") != std::string::npos);
   RunResult bad = leakref({"kernel", "--vmcore", d.pelf, "--vmlinux", d.vmlinux, "leaks",
                            "--fail-on", "nonsense"});
   CHECK(bad.status == 2);
@@ -334,4 +337,42 @@ TEST_CASE("kernel leaks: hostile dumps give warnings and bounded results", "[ker
   json j2 = r2.json();
   for (const auto& c : j2["caches"]) CHECK(c["name"] != "lrk_obj");
   CHECK(j2["warnings"].dump().find(fmt::format("{:#x}", page)) != std::string::npos);
+}
+
+// --reconcile on kernel objects: each refcount against the references the
+// index found. The module's list object 3 counts two references nobody
+// holds, each dropped object one; the cycles' and the held objects' counts
+// are explained. Struct files' f_count is explained by fd slots, mappings
+// and executables on both kernels.
+TEST_CASE("kernel --reconcile: refcounts above the references found are flagged, no trace",
+          "[kernel][kleaks]") {
+  for (const auto& kv : kernels()) {
+    const Dump& d = dump(kv);
+    NEED_KERNEL(d);
+    SECTION("kernel " + kv) {
+      LeakTruth t = lrkleak_truth(d);
+      json j = kernel_json(d, d.pelf,
+                           args(d, {"slab", "--cache", "lrk_obj", "--type", "struct lrk_obj",
+                                    "--refcount", "ref", "--show", "id", "--reconcile", "--json"}));
+      REQUIRE(j["objects"].size() == 17);
+      std::map<uint64_t, int64_t> over, want;
+      for (const auto& o : j["objects"]) {
+        const uint64_t a = hexv(o["addr"]);
+        CHECK(o["refcount"] == t.ref.at(a));
+        if (o.value("over", int64_t{0}) > 0) over[a] = o["over"];
+      }
+      for (const auto& [a, id] : t.id)
+        if (id == 3) want[a] = 2;
+      for (uint64_t a : t.by_state.at("dropped")) want[a] = 1;
+      CHECK(over == want);
+      CHECK(j["summary"]["over_referenced"] == 4);
+      CHECK(j["summary"]["not_indexed"] == 0);
+      json f = kernel_json(d, d.pelf,
+                           {"slab", "--cache", "filp", "--type", "struct file", "--refcount",
+                            "f_count", "--reconcile", "--json"});
+      CHECK(f["summary"]["matched"].get<int64_t>() > 20);
+      CHECK(f["summary"]["over_referenced"] == 0);
+      CHECK(f["summary"]["not_indexed"] == 0);
+    }
+  }
 }

@@ -69,7 +69,18 @@ struct RefIndexStats {
   uint64_t table_bytes = 0;  // per chunk and per 256 heap bytes: lookup tables
 };
 
-class RefIndex {
+// Who points into an object: what --reconcile asks of a reference index,
+// a process core's (RefIndex) or a kernel image's.
+class RefSource {
+ public:
+  virtual ~RefSource() = default;
+  // The references whose word points into [addr, addr + size), from outside
+  // it (each Ref's value is the word). kNotFound when the index covers no
+  // object holding `addr`.
+  virtual Result<std::vector<Ref>> refs_into(uint64_t addr, uint64_t size) const = 0;
+};
+
+class RefIndex final : public RefSource {
  public:
   // Scans `core` once. The index borrows `heap` (its chunk order is the
   // target numbering): keep it alive and unchanged while the index is used.
@@ -77,7 +88,7 @@ class RefIndex {
   static Result<std::unique_ptr<RefIndex>> build(const CoreFile& core, const ModuleSet& mods,
                                                  const HeapWalk& heap,
                                                  const RefIndexOptions& o = {});
-  ~RefIndex();
+  ~RefIndex() override;
 
   const HeapWalk& heap() const { return heap_; }
   size_t chunks() const { return heap_.in_use.size(); }
@@ -90,7 +101,7 @@ class RefIndex {
   // (an object inside a heap block: a block of its own, or one of a pool's),
   // from outside it; each Ref's value is the word. kNotFound when `addr` is
   // in no in-use heap block (the index holds references to heap blocks).
-  Result<std::vector<Ref>> refs_into(uint64_t addr, uint64_t size) const;
+  Result<std::vector<Ref>> refs_into(uint64_t addr, uint64_t size) const override;
   // How many references chunk `c` has (from other chunks and from roots).
   uint32_t ref_count(size_t c) const;
   // The chunks chunk `c` points into (its outgoing references), in order.

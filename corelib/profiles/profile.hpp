@@ -207,7 +207,7 @@ struct ProfileRunOptions {
   const std::atomic<bool>* interrupted = nullptr;
   // Reconcile each object's refcount with the references to it found in
   // memory (borrowed; null: not reconciled).
-  const RefIndex* reconcile = nullptr;
+  const RefSource* reconcile = nullptr;
 };
 
 // Binds `p` to `prog` (types, members, expressions) and runs every set,

@@ -242,7 +242,7 @@ class ObjectEvaluator {
   WalkReport* rep_;
   void (*on_object_)(void*, const WalkedObject&);
   void* on_object_ctx_;
-  const RefIndex* reconcile_;
+  const RefSource* reconcile_;
   std::vector<uint64_t> dense_;
   std::vector<uint8_t> scratch_;
   Memory::Window w_;

@@ -73,7 +73,7 @@ struct WalkSpec {
   void* on_object_ctx = nullptr;
   // Reconcile each object's refcount with the references found in memory
   // (borrowed; null: not reconciled).
-  const RefIndex* reconcile = nullptr;
+  const RefSource* reconcile = nullptr;
 };
 
 struct WalkedObject {

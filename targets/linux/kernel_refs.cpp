@@ -465,6 +465,31 @@ Result<std::unique_ptr<KRefIndex>> KRefIndex::build(KernelTarget& k, const Kerne
 
 KRefIndex::~KRefIndex() = default;
 
+Result<std::vector<Ref>> KRefSource::refs_into(uint64_t addr, uint64_t size) const {
+  const size_t i = ix_.find(addr);
+  if (i == SIZE_MAX)
+    return make_error(Errc::kNotFound,
+                      fmt::format("{:#x} is inside no allocated slab object or vmalloc area", addr));
+  std::vector<Ref> out;
+  for (const GraphRef& g : ix_.graph().referrers(i)) {
+    if (g.value - addr >= size || (g.from >= addr && g.from - addr < size)) continue;
+    Ref r;
+    r.from = g.from;
+    r.value = g.value;
+    r.target = static_cast<uint32_t>(i);
+    r.kind = RefFrom::kChunk;
+    if (g.root != GraphRef::kNone) {
+      const KRoot& k = ix_.roots()[ix_.graph().roots()[g.root].tag];
+      r.kind = k.kind == KRoot::Kind::kStack  ? RefFrom::kStack
+               : k.kind == KRoot::Kind::kPage ? RefFrom::kMapping
+                                              : RefFrom::kGlobal;
+      r.tid = k.pid;
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
 std::vector<KLeak> kernel_leaks(const KRefIndex& ix) {
   std::vector<KLeak> out;
   const auto seen = ix.graph().reachable();

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "corelib/blocks/objgraph.hpp"
+#include "corelib/blocks/refindex.hpp"
 #include "targets/linux/kernel.hpp"
 #include "targets/linux/kernel_slab.hpp"
 
@@ -103,6 +104,19 @@ struct KRefNamer {
 
  private:
   std::unique_ptr<Impl> impl_;
+};
+
+// The kernel index as --reconcile asks it (walk, slab --type, profile): a
+// word in an object is RefFrom::kChunk; in kernel or module data or a
+// per-CPU area kGlobal; in a task's stack kStack (tid: the task's pid); in
+// another kernel page kMapping.
+class KRefSource final : public RefSource {
+ public:
+  explicit KRefSource(const KRefIndex& ix) : ix_(ix) {}
+  Result<std::vector<Ref>> refs_into(uint64_t addr, uint64_t size) const override;
+
+ private:
+  const KRefIndex& ix_;
 };
 
 // The unreferenced objects: allocated, and no chain from a root reaches
