@@ -55,6 +55,7 @@ nlohmann::json index_json(const lr::KRefIndex& ix, bool reused) {
           {"module_areas", s.module_areas},
           {"stacks", s.stacks},
           {"kernel_pages", s.kernel_pages},
+          {"rcu_pending", s.rcu_pending},
           {"references", g.refs},
           {"root_references", g.root_refs},
           {"bytes_scanned", g.bytes_scanned},

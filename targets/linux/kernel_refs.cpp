@@ -67,6 +67,8 @@ struct KRefIndex::Parts {
   Result<void> percpu();
   Result<void> kernel_data();
   Result<void> pages();
+  void rcu_chain(uint64_t head, const char* what);
+  Result<void> rcu_pending();
 };
 
 Result<void> KRefIndex::Parts::bases() {
@@ -425,6 +427,62 @@ Result<void> KRefIndex::Parts::pages() {
   return {};
 }
 
+// Marks the object holding each rcu_head of the chain from `head` as
+// waiting to be freed; bounded (a looping chain is a warning).
+void KRefIndex::Parts::rcu_chain(uint64_t head, const char* what) {
+  const auto& objs = ix.objects_;
+  uint64_t h = head, n = 0;
+  for (; h && n < lim.max_objects; ++n) {
+    auto it = std::upper_bound(objs.begin(), objs.end(), h,
+                               [](uint64_t v, const KObject& o) { return v < o.addr; });
+    if (it != objs.begin() && h - (it - 1)->addr < (it - 1)->size) {
+      KObject& o = ix.objects_[static_cast<size_t>(it - 1 - objs.begin())];
+      if (!o.rcu) ++ix.stats_.rcu_pending;
+      o.rcu = true;
+    }
+    if (!k.mem().read(h, &h, 8).ok()) {
+      warn(fmt::format("{}: rcu_head {:#x} is not readable; the list was cut there", what, h));
+      return;
+    }
+  }
+  if (h) warn(fmt::format("{}: more than {} callbacks (a loop?); the rest were not marked", what, n));
+}
+
+// Objects waiting for a grace period: each CPU's RCU callback list and
+// kfree_rcu's lists (kfree_rcu_cpu.head, and each batch's head_free). Their
+// contents are dead: neither leaks nor roots. kfree_rcu's page-sized bulk
+// arrays of pointers are kernel pages, so the objects they list are
+// reachable and scanned (never reported as leaks).
+Result<void> KRefIndex::Parts::rcu_pending() {
+  LR_ASSIGN(uint64_t ncpu, kint::read_uint_var(k, "nr_cpu_ids"));
+  LR_ASSIGN(uint64_t offs, kint::ksymbol(k, "per_cpu_offset"));
+  LR_ASSIGN(uint64_t rd, kint::ksymbol(k, "rcu_data"));
+  LR_ASSIGN(kint::Layout R, kint::Layout::of(k, "rcu_data"));
+  LR_ASSIGN(uint64_t o_head, R.off("cblist.head"));
+  // kfree_rcu's lists are optional: a kernel without them has RCU's only.
+  auto krc = kint::ksymbol(k, "krc");
+  auto K = kint::Layout::of(k, "kfree_rcu_cpu");
+  auto W = kint::Layout::of(k, "kfree_rcu_cpu_work");
+  for (uint64_t c = 0; c < std::min<uint64_t>(ncpu, 8192); ++c) {
+    uint64_t off = 0, head = 0;
+    LR_TRY(k.mem().read(offs + c * 8, &off, 8));
+    // A per-CPU variable's vmlinux value is its offset: without KASLR's.
+    const uint64_t a = rd - k.kaslr_offset() + off;
+    if (k.mem().read(a + o_head, &head, 8).ok()) rcu_chain(head, "rcu_data.cblist");
+    if (!krc.ok() || !K.ok() || !W.ok()) continue;
+    const uint64_t kc = krc.value() - k.kaslr_offset() + off;
+    if (auto o = K.value().off("head"); o.ok() && k.mem().read(kc + o.value(), &head, 8).ok())
+      rcu_chain(head, "krc.head");
+    auto o_arr = K.value().off("krw_arr");
+    auto o_free = W.value().off("head_free");
+    if (!o_arr.ok() || !o_free.ok()) continue;
+    for (uint64_t b = 0; b < 2; ++b)
+      if (k.mem().read(kc + o_arr.value() + b * W.value().size + o_free.value(), &head, 8).ok())
+        rcu_chain(head, "krc.krw_arr.head_free");
+  }
+  return {};
+}
+
 Result<std::unique_ptr<KRefIndex>> KRefIndex::build(KernelTarget& k, const KernelLimits& lim) {
   const auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<KRefIndex> ix(new KRefIndex());
@@ -450,10 +508,11 @@ Result<std::unique_ptr<KRefIndex>> KRefIndex::build(KernelTarget& k, const Kerne
   }
   std::sort(ix->objects_.begin(), ix->objects_.end(),
             [](const KObject& a, const KObject& b) { return a.addr < b.addr; });
+  if (auto r = P.rcu_pending(); !r.ok()) P.warn("RCU callbacks: " + r.error().message);
   std::vector<GraphObject> objs;
   objs.reserve(ix->objects_.size());
   for (const KObject& o : ix->objects_)
-    objs.push_back({o.addr, o.size, o.kind != KObject::Kind::kStack});
+    objs.push_back({o.addr, o.size, o.kind != KObject::Kind::kStack && !o.rcu});
   ix->stats_.collect_ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                                     std::chrono::steady_clock::now() - t0)
                                                     .count());
@@ -496,6 +555,7 @@ std::vector<KLeak> kernel_leaks(const KRefIndex& ix) {
   for (size_t i = 0; i < seen.size(); ++i) {
     if (seen[i] & ObjectGraph::kReached) continue;
     if (ix.objects()[i].kind == KObject::Kind::kStack) continue;  // a spare stack
+    if (ix.objects()[i].rcu) continue;                             // being freed
     out.push_back({i, (seen[i] & ObjectGraph::kReferenced) != 0});
   }
   return out;

@@ -31,6 +31,7 @@ struct KObject {
   uint32_t cache = 0;    // kSlab: index into KRefIndex::caches()
   uint64_t caller = 0;   // kVmalloc, kStack: vm_struct.caller
   int32_t track = -1;    // kSlab: index into KRefIndex::tracks() (slub_debug=U caches)
+  bool rcu = false;      // on an RCU callback list: waiting to be freed (not scanned)
 };
 
 // What a root range is.
@@ -49,6 +50,7 @@ struct KRoot {
 struct KRefStats {
   uint64_t slab_objects = 0, vmalloc_areas = 0, module_areas = 0, stacks = 0;
   uint64_t kernel_pages = 0, pages = 0, free_pages = 0, data_pages = 0;
+  uint64_t rcu_pending = 0;  // objects on RCU callback lists
   uint64_t collect_ns = 0;
 };
 
