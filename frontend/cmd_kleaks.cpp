@@ -229,9 +229,10 @@ int do_kleaks(lr::KernelTarget& k, const KLeaksArgs& a, const std::string& sourc
     }
     const auto& g = ix.graph().stats();
     out.print(
-        "\n{} unreferenced objects, {} bytes, in {} caches (of {} objects; {} references, "
+        "\n{} unreferenced object{}, {} bytes, in {} cache{} (of {} objects; {} references, "
         "{:.1f} MiB scanned)\n",
-        n, bytes, groups.size(), g.objects, g.refs, g.bytes_scanned / 1048576.0);
+        n, n == 1 ? "" : "s", bytes, groups.size(), groups.size() == 1 ? "" : "s", g.objects,
+        g.refs, g.bytes_scanned / 1048576.0);
     for (const auto& w : ix.warnings()) err.print("leakref: warning: {}\n", w);
   }
   for (const auto& f : a.fail_on)
@@ -296,8 +297,12 @@ int do_krefs(lr::KernelTarget& k, const KRefsArgs& a, const std::string& source,
   out.print("{}: {} bytes, {}\n", names.object(i), o.size,
             reached ? "reachable from a root" : "reached from no root (leaked)");
   out.print("{} referring word{}:\n", refs.size(), refs.size() == 1 ? "" : "s");
-  for (const auto& r : refs)
-    out.print("  {:#x} -> +{:#x}  {}\n", r.from, (r.value - o.addr), names.referrer(r));
+  for (const auto& r : refs) {
+    // A pointer to the start is to the object; inside it, to a member.
+    const std::string m = r.value == o.addr ? "" : names.member(i, r.value - o.addr);
+    out.print("  {:#x} -> +{:#x}{}  {}\n", r.from, r.value - o.addr, m.empty() ? "" : " (" + m + ")",
+              names.referrer(r));
+  }
   if (a.depth) {
     if (chain.empty())
       out.print("no chain from a root within {} steps\n", a.depth);

@@ -172,3 +172,49 @@ for f in "$PELF" "$KDUMP"; do
   /usr/bin/time -f "  standalone slab --cache filp on $(basename "$f"): %e s wall, %M KB max RSS (whole process)" \
     "$LR" kernel --vmcore "$f" --vmlinux "$VMLINUX" slab --cache filp 2>&1 >/dev/null | tail -n 1
 done
+
+# The reference index (`kernel leaks`, `kernel refs`): the whole index of
+# the 768 MiB guest, standalone (goal: at most 2 s, and at most 5 % of the
+# dump's memory held by the index), and in one crash session: the first
+# `leaks` builds it, a later `refs` reuses it; crash's own answer to "who
+# points here", `search -k VALUE`, scans all memory for one value, timed
+# beside it.
+echo "  reference index (kernel leaks / refs), guest RAM 768 MiB:"
+for f in "$PELF" "$KDUMP"; do
+  /usr/bin/time -f "%e %M" -o "$W/time" "$LR" kernel --vmcore "$f" --vmlinux "$VMLINUX" leaks \
+    --json > "$W/leaks.json"
+  python3 - "$f" "$W/leaks.json" "$W/time" <<'PY'
+import json, os, sys
+j = json.load(open(sys.argv[2]))
+wall, rss = open(sys.argv[3]).read().split()
+ix = j["index"]
+ram = 768 << 20
+print(f"    standalone leaks on {os.path.basename(sys.argv[1])}: {float(wall):.2f} s wall "
+      f"(index {ix['build_ns']/1e9:.2f} s: {ix['objects']} objects, {ix['references']} references, "
+      f"{ix['bytes_scanned']/2**20:.0f} MiB scanned); index memory {ix['memory_bytes']/2**20:.1f} MiB = "
+      f"{100*ix['memory_bytes']/ram:.2f} % of the guest's RAM; {int(rss)/1024:.0f} MiB max RSS "
+      f"(whole process: the dump pages it read, mapped or cached, included); {j['summary']['objects']} unreferenced objects")
+PY
+done
+target=$("$LR" kernel --vmcore "$PELF" --vmlinux "$VMLINUX" leaks --cache lrk_obj --json |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["caches"][0]["objects"][0]["addr"])')
+cat > "$W/refs.cmds" <<CMDS
+extend $PWD/$B/leakref.so
+!date +R0=%s.%N
+leakref leaks > $W/crash-leaks.txt
+!date +R1=%s.%N
+leakref refs $target > $W/crash-refs.txt
+!date +R2=%s.%N
+search -k ${target#0x} > $W/crash-search.txt
+!date +R3=%s.%N
+exit
+CMDS
+timeout -k 5 1200 crash -s --no_crashrc "$VMLINUX" "$PELF" -i "$W/refs.cmds" > "$W/refs.out" 2> "$W/refs.err" || true
+grep -q '^R3=' "$W/refs.out" || { echo "bench-kernel: the refs session did not finish"; tail -n 20 "$W/refs.out" "$W/refs.err"; exit 1; }
+eval "$(grep -E '^R[0-3]=' "$W/refs.out")"
+python3 - "$R0" "$R1" "$R2" "$R3" <<'PY'
+import sys
+r0, r1, r2, r3 = map(float, sys.argv[1:5])
+print(f"    in crash: leakref leaks (builds the index, 1st command) {r1-r0:.2f} s; "
+      f"leakref refs (reuses it) {(r2-r1)*1e3:.0f} ms; crash's search -k for the same value {r3-r2:.2f} s")
+PY

@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 
 #include <catch2/catch.hpp>
+#include <fcntl.h>
+#include <unistd.h>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -372,46 +374,19 @@ TEST_CASE("README: the 6.12 slab and inodes example runs as written", "[kernel][
 
 namespace {
 
-// An ELF vmcore's PT_LOAD segments: virtual address -> file offset.
+// An ELF vmcore's file offsets by virtual address (harness: elf_offset).
 struct ElfSegs {
-  struct Seg {
-    uint64_t vaddr, off, size;
-  };
-  std::vector<Seg> segs;
-  explicit ElfSegs(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    char eh[64];
-    f.read(eh, 64);
-    uint64_t phoff;
-    uint16_t phentsize, phnum;
-    std::memcpy(&phoff, eh + 32, 8);
-    std::memcpy(&phentsize, eh + 54, 2);
-    std::memcpy(&phnum, eh + 56, 2);
-    uint32_t count = phnum;
-    if (phnum == 0xffff) {  // PN_XNUM: the count is section 0's sh_info
-      uint64_t shoff;
-      std::memcpy(&shoff, eh + 40, 8);
-      f.seekg(static_cast<std::streamoff>(shoff + 44));
-      f.read(reinterpret_cast<char*>(&count), 4);
-    }
-    for (uint32_t i = 0; i < count; ++i) {
-      char ph[56];
-      f.seekg(static_cast<std::streamoff>(phoff + uint64_t{i} * phentsize));
-      f.read(ph, 56);
-      uint32_t type;
-      Seg s;
-      std::memcpy(&type, ph, 4);
-      std::memcpy(&s.off, ph + 8, 8);
-      std::memcpy(&s.vaddr, ph + 16, 8);
-      std::memcpy(&s.size, ph + 32, 8);
-      if (type == 1) segs.push_back(s);
-    }
+  int fd;
+  explicit ElfSegs(const std::string& path) : fd(::open(path.c_str(), O_RDONLY)) {}
+  ~ElfSegs() {
+    if (fd >= 0) ::close(fd);
   }
+  ElfSegs(const ElfSegs&) = delete;
+  ElfSegs& operator=(const ElfSegs&) = delete;
   uint64_t offset(uint64_t va) const {
-    for (const auto& s : segs)
-      if (va >= s.vaddr && va - s.vaddr < s.size) return s.off + (va - s.vaddr);
-    FAIL("virtual address " << std::hex << va << " is not in the dump");
-    return 0;
+    const uint64_t o = elf_offset(fd, va, 1);
+    if (!o) FAIL("virtual address " << std::hex << va << " is not in the dump");
+    return o;
   }
 };
 

@@ -95,6 +95,9 @@ struct KRefNamer {
   std::string symbol(uint64_t addr);
   // An object: "dentry 0xffff… (struct dentry)", "kmalloc-64 0xffff…".
   std::string object(size_t i);
+  // The member at `off` in object `i` when its type is known (".d_inode",
+  // ".payload[8]"); "" otherwise.
+  std::string member(size_t i, uint64_t off);
   // The DWARF type of a cache's objects, when known (the profile's types
   // with allocation "slab:NAME", or struct NAME of the object's size).
   const Type* cache_type(uint32_t cache);

@@ -94,8 +94,14 @@ const ModSym* KRefNamer::Impl::mod_sym(uint64_t a) {
 // symbol covers it.
 std::string KRefNamer::Impl::sym(uint64_t a) {
   SymbolHit h = k.prog().modules().symbolize(a);
-  if (h.module && h.sym)
-    return h.offset ? fmt::format("{}+{:#x}", h.sym->name, h.offset) : h.sym->name;
+  if (h.module && h.sym) {
+    // A module's .ko given with --ko is a module of the program too.
+    std::string mod = h.module->basename();
+    if (mod.size() > 3 && mod.compare(mod.size() - 3, 3, ".ko") == 0) mod.resize(mod.size() - 3);
+    const std::string at =
+        h.offset ? fmt::format("{}+{:#x}", h.sym->name, h.offset) : h.sym->name;
+    return mod.rfind("vmlinux", 0) == 0 ? at : fmt::format("{} [{}]", at, mod);
+  }
   if (const ModSym* s = mod_sym(a))
     return a > s->addr ? fmt::format("{}+{:#x} [{}]", s->name, a - s->addr, *s->module)
                        : fmt::format("{} [{}]", s->name, *s->module);
@@ -244,6 +250,12 @@ std::string KRefNamer::object(size_t i) {
 
 std::string KRefNamer::symbol(uint64_t addr) {
   return impl_->sym(addr);
+}
+
+std::string KRefNamer::member(size_t i, uint64_t off) {
+  const KObject& o = impl_->ix.objects()[i];
+  const Type* t = o.kind == KObject::Kind::kSlab ? cache_type(o.cache) : nullptr;
+  return t ? member_path_at(t, off) : "";
 }
 
 std::string KRefNamer::referrer(const GraphRef& r) {
