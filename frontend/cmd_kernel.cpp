@@ -358,21 +358,33 @@ int do_check(lr::KernelTarget& k, const KArgs& a, const std::string& source,
 
 }  // namespace
 
-int run_kernel_command(const KernelOpener& open, const std::vector<std::string>& args,
-                       const std::string& source, Out& out, Out& err,
-                       const std::atomic<bool>* interrupted, const std::string& usage_name) {
-  CLI::App app{"leakref kernel analyses", usage_name};
-  use_leakref_help(app);
-  app.require_subcommand(1);
+namespace {
+
+// Every kernel subcommand's options, and which subcommand was given.
+struct KernelCli {
   KArgs ka;
-  WalkArgs w;
-  auto* walk = app.add_subcommand("walk", "walk any list, hlist, chain, array or hash table");
+  WalkArgs w, sw;
+  ProfileArgs pa;
+  SlabArgs sa;
+  KLeaksArgs la;
+  KRefsArgs ra;
+  CLI::App *walk = nullptr, *ino = nullptr, *mods = nullptr, *prof = nullptr, *slab = nullptr,
+           *chk = nullptr, *leaks = nullptr, *refs = nullptr;
+
+  void define(CLI::App& app);
+  int check(Out& err, lr::KernelLimits& lim, const std::atomic<bool>* interrupted);
+  int run(lr::KernelTarget& k, const std::string& source, const lr::KernelLimits& lim,
+          const std::atomic<bool>* interrupted, Out& out, Out& err);
+};
+
+void KernelCli::define(CLI::App& app) {
+  walk = app.add_subcommand("walk", "walk any list, hlist, chain, array or hash table");
   add_walk_options(walk, w, false);  // or --profile/--set: check_walk_args
   add_walk_run_options(walk, w);
   walk->add_flag("--json", ka.json, "leakref.walk/1 JSON");
   const char* ko_help = "a loaded module's .ko: its types, checked against the dump (repeatable)";
   walk->add_option("--ko", ka.kos, ko_help);
-  auto* ino = app.add_subcommand("inodes", "inodes with their dentries and open files");
+  ino = app.add_subcommand("inodes", "inodes with their dentries and open files");
   ino->add_option("-s,--super-block", ka.sb, "only this super_block (ADDR)");
   ino->add_option("-t,--fstype", ka.fstype, "only super blocks of this type (tmpfs, ext4, ...)");
   ino->add_flag("--all", ka.all, "every inode, not only held or flagged ones");
@@ -380,60 +392,34 @@ int run_kernel_command(const KernelOpener& open, const std::vector<std::string>&
   ino->add_option("--fail-on", ka.fail_on, "exit 1 if: flagged")->delimiter(',');
   ino->add_flag("--json", ka.json, "leakref.kernel.inodes/1 JSON");
   ino->add_flag("--stats", ka.stats, "timing in the JSON (summary.walk_ns)");
-  auto* mods = app.add_subcommand("modules", "module refcounts and their holders");
+  mods = app.add_subcommand("modules", "module refcounts and their holders");
   mods->add_option("names", ka.names, "only these modules");
   mods->add_option("--fail-on", ka.fail_on, "exit 1 if: unexplained")->delimiter(',');
   mods->add_flag("--json", ka.json, "leakref.kernel.modules/1 JSON");
   mods->add_flag("--stats", ka.stats, "timing in the JSON (summary.walk_ns)");
-  ProfileArgs pa;
-  auto* prof =
-      app.add_subcommand("profile", "object sets, holders and invariants of a profile file");
+  prof = app.add_subcommand("profile", "object sets, holders and invariants of a profile file");
   add_profile_options(prof, pa);
   prof->add_flag("--json", ka.json, "leakref.profile/1 JSON");
   prof->add_option("--ko", ka.kos, ko_help);
-  SlabArgs sa;
-  WalkArgs sw;
-  auto* slab = app.add_subcommand(
-      "slab", "SLUB caches, every allocated object, who allocated it (slub_debug=U)");
+  slab = app.add_subcommand("slab",
+                            "SLUB caches, every allocated object, who allocated it (slub_debug=U)");
   add_slab_options(slab, sa, sw);
   slab->add_flag("--json", ka.json, "leakref.kernel.slab/1 JSON (with --type: leakref.walk/1)");
   slab->add_option("--ko", ka.kos, ko_help);
-  auto* chk = app.add_subcommand("check", "kernel invariants: list integrity, counts vs holders");
+  chk = app.add_subcommand("check", "kernel invariants: list integrity, counts vs holders");
   chk->add_option("--fail-on", ka.fail_on, "exit 1 if: violation")->delimiter(',');
   chk->add_flag("--json", ka.json, "leakref.kernel.check/1 JSON");
-  KLeaksArgs la;
-  auto* leaks = app.add_subcommand(
+  leaks = app.add_subcommand(
       "leaks", "allocated objects nothing reachable points to (kmemleak's answer, no tracing)");
   add_kleaks_options(leaks, la);
   leaks->add_option("--ko", ka.kos, ko_help);
-  KRefsArgs ra;
-  auto* refs = app.add_subcommand("refs", "who points into a kernel object, named");
+  refs = app.add_subcommand("refs", "who points into a kernel object, named");
   add_krefs_options(refs, ra);
   refs->add_option("--ko", ka.kos, ko_help);
+}
 
-  one_value_per_option(&app);
-  // (kernel-level options were taken by the caller: args[0] is the subcommand)
-  if (!args.empty())
-    if (std::string u = unknown_subcommand(app, args[0]); !u.empty()) {
-      err.print("leakref: error: {}\n", u);
-      return kUsage;
-    }
-  std::vector<std::string> rev(args.rbegin(), args.rend());
-  try {
-    app.parse(rev);
-  } catch (const CLI::CallForHelp&) {
-    out.put(app.help());
-    return kOk;
-  } catch (const CLI::CallForAllHelp&) {
-    out.put(app.help("", CLI::AppFormatMode::All));
-    return kOk;
-  } catch (const CLI::ParseError& e) {
-    err.print("leakref: error: {}\n", e.what());
-    return kUsage;
-  }
-  json_errors(ka.json || w.jsonl || pa.jsonl || sw.jsonl || la.json || ra.json);  // the CLI's errors only (fail() checks)
-  lr::KernelLimits lim;
-  lim.interrupted = interrupted;
+// The checks made before the dump is opened; -1 when the command line holds.
+int KernelCli::check(Out& err, lr::KernelLimits& lim, const std::atomic<bool>* interrupted) {
   if (w.limit) lim.max_objects = w.limit;
   if (prof->parsed()) {
     if (auto u = check_profile_args(pa); !u.ok()) return fail(u.error(), err);
@@ -467,9 +453,11 @@ int run_kernel_command(const KernelOpener& open, const std::vector<std::string>&
     sw.interrupted = interrupted;
     if (sw.limit) lim.max_objects = std::max<uint64_t>(lim.max_objects, sw.limit);
   }
-  auto target = open();
-  if (!target.ok()) return fail(target.error(), err);
-  lr::KernelTarget& k = *target.value();
+  return -1;
+}
+
+int KernelCli::run(lr::KernelTarget& k, const std::string& source, const lr::KernelLimits& lim,
+                   const std::atomic<bool>* interrupted, Out& out, Out& err) {
   for (const auto& ko : ka.kos)
     if (auto r = k.add_module_debuginfo(ko); !r.ok()) return fail(r.error(), err);
   // --reconcile: the image's reference index (built once per target).
@@ -500,6 +488,46 @@ int run_kernel_command(const KernelOpener& open, const std::vector<std::string>&
   if (ino->parsed()) return do_inodes(k, ka, source, lim, out, err);
   if (mods->parsed()) return do_modules(k, ka, source, lim, out, err);
   return do_check(k, ka, source, lim, out, err);
+}
+
+}  // namespace
+
+int run_kernel_command(const KernelOpener& open, const std::vector<std::string>& args,
+                       const std::string& source, Out& out, Out& err,
+                       const std::atomic<bool>* interrupted, const std::string& usage_name) {
+  CLI::App app{"leakref kernel analyses", usage_name};
+  use_leakref_help(app);
+  app.require_subcommand(1);
+  KernelCli c;
+  c.define(app);
+  one_value_per_option(&app);
+  // (kernel-level options were taken by the caller: args[0] is the subcommand)
+  if (!args.empty())
+    if (std::string u = unknown_subcommand(app, args[0]); !u.empty()) {
+      err.print("leakref: error: {}\n", u);
+      return kUsage;
+    }
+  std::vector<std::string> rev(args.rbegin(), args.rend());
+  try {
+    app.parse(rev);
+  } catch (const CLI::CallForHelp&) {
+    out.put(app.help());
+    return kOk;
+  } catch (const CLI::CallForAllHelp&) {
+    out.put(app.help("", CLI::AppFormatMode::All));
+    return kOk;
+  } catch (const CLI::ParseError& e) {
+    err.print("leakref: error: {}\n", e.what());
+    return kUsage;
+  }
+  // The CLI's errors only (fail() checks).
+  json_errors(c.ka.json || c.w.jsonl || c.pa.jsonl || c.sw.jsonl || c.la.json || c.ra.json);
+  lr::KernelLimits lim;
+  lim.interrupted = interrupted;
+  if (int rc = c.check(err, lim, interrupted); rc >= 0) return rc;
+  auto target = open();
+  if (!target.ok()) return fail(target.error(), err);
+  return c.run(*target.value(), source, lim, interrupted, out, err);
 }
 
 }  // namespace lrcli

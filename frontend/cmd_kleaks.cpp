@@ -94,7 +94,8 @@ nlohmann::json leak_json(lr::KernelTarget& k, const lr::KRefIndex& ix, lr::KRefN
     j["alloc"] = std::move(a);
   }
   if (o.kind == lr::KObject::Kind::kVmalloc) j["caller"] = names.symbol(o.caller);
-  if (const lr::Type* t = o.kind == lr::KObject::Kind::kSlab ? names.cache_type(o.cache) : nullptr) {
+  if (const lr::Type* t =
+          o.kind == lr::KObject::Kind::kSlab ? names.cache_type(o.cache) : nullptr) {
     std::vector<uint8_t> scratch;
     if (const uint8_t* b = lr::object_bytes(k.mem(), o.addr, o.size, scratch)) {
       lr::TreeLimits tl;
@@ -106,8 +107,9 @@ nlohmann::json leak_json(lr::KernelTarget& k, const lr::KRefIndex& ix, lr::KRefN
 }
 
 // Leaked objects grouped by cache ("vmalloc" for areas), caches by bytes.
-std::vector<std::pair<std::string, std::vector<LeakLine>>> group_leaks(
-    const lr::KRefIndex& ix, const KLeaksArgs& a, uint64_t now) {
+std::vector<std::pair<std::string, std::vector<LeakLine>>> group_leaks(const lr::KRefIndex& ix,
+                                                                       const KLeaksArgs& a,
+                                                                       uint64_t now) {
   std::map<std::string, std::vector<LeakLine>> by;
   for (const lr::KLeak& l : lr::kernel_leaks(ix)) {
     const lr::KObject& o = ix.objects()[l.object];
@@ -181,9 +183,10 @@ int do_kleaks(lr::KernelTarget& k, const KLeaksArgs& a, const std::string& sourc
   lr::KRefNamer names(k, ix);
   if (!a.type.empty()) {
     if (a.caches.size() != 1)
-      return fail(lr::make_error(lr::Errc::kInvalidArgument,
-                                 "--type needs exactly one --cache (whose objects are of that type)"),
-                  err);
+      return fail(
+          lr::make_error(lr::Errc::kInvalidArgument,
+                         "--type needs exactly one --cache (whose objects are of that type)"),
+          err);
     auto t = k.prog().types().find(a.type);
     if (!t.ok()) return fail(t.error(), err);
     if (auto r = names.set_cache_type(a.caches[0], t.value()); !r.ok()) return fail(r.error(), err);
@@ -274,10 +277,11 @@ int do_krefs(lr::KernelTarget& k, const KRefsArgs& a, const std::string& source,
   const auto chain = a.depth ? ix.graph().chain(i, a.depth) : std::vector<lr::GraphRef>{};
   const lr::KObject& o = ix.objects()[i];
   if (a.json) {
-    nlohmann::json j{{"schema", "leakref.kernel.refs/1"},
-                     {"dump", source},
-                     {"object", {{"addr", hex(o.addr)}, {"size", o.size}, {"name", names.object(i)}}},
-                     {"reachable", reached}};
+    nlohmann::json j{
+        {"schema", "leakref.kernel.refs/1"},
+        {"dump", source},
+        {"object", {{"addr", hex(o.addr)}, {"size", o.size}, {"name", names.object(i)}}},
+        {"reachable", reached}};
     auto& jr = j["referrers"] = nlohmann::json::array();
     for (const auto& r : refs)
       jr.push_back({{"from", hex(r.from)},
@@ -288,7 +292,8 @@ int do_krefs(lr::KernelTarget& k, const KRefsArgs& a, const std::string& source,
     if (a.depth) {
       auto& jc = j["chain"] = nlohmann::json::array();
       for (const auto& r : chain)
-        jc.push_back({{"from", hex(r.from)}, {"name", names.referrer(r)},
+        jc.push_back({{"from", hex(r.from)},
+                      {"name", names.referrer(r)},
                       {"to", hex(ix.objects()[r.target].addr)}});
     }
     out.print("{}\n", j.dump(1));
@@ -300,8 +305,8 @@ int do_krefs(lr::KernelTarget& k, const KRefsArgs& a, const std::string& source,
   for (const auto& r : refs) {
     // A pointer to the start is to the object; inside it, to a member.
     const std::string m = r.value == o.addr ? "" : names.member(i, r.value - o.addr);
-    out.print("  {:#x} -> +{:#x}{}  {}\n", r.from, r.value - o.addr, m.empty() ? "" : " (" + m + ")",
-              names.referrer(r));
+    out.print("  {:#x} -> +{:#x}{}  {}\n", r.from, r.value - o.addr,
+              m.empty() ? "" : " (" + m + ")", names.referrer(r));
   }
   if (a.depth) {
     if (chain.empty())

@@ -169,8 +169,8 @@ class TextRenderer final : public Renderer {
     if (a_.index) out_.print(", {} with a refcount above the references found", s.over_referenced);
     out_.put("\n");
     if (a_.index && s.not_indexed)
-      out_.print("  {} object{} in no object the reference index holds: not reconciled\n", s.not_indexed,
-                 s.not_indexed == 1 ? "" : "s");
+      out_.print("  {} object{} in no object the reference index holds: not reconciled\n",
+                 s.not_indexed, s.not_indexed == 1 ? "" : "s");
     for (const auto& [k, v] : s.violations)
       out_.print("  invariant {}: {} object{}\n", k, v, v == 1 ? "" : "s");
     if (!d.refcount.empty() && a_.histogram) {

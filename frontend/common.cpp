@@ -250,5 +250,4 @@ nlohmann::ordered_json tree_json(const lr::ValueNode& n) {
   return o;
 }
 
-
 }  // namespace lrcli

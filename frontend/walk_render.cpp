@@ -429,8 +429,8 @@ void WalkRenderer::text_summary(const lr::WalkReport& rep) {
         "above them (counted references nobody holds)\n",
         rep.over_referenced, rep.over_referenced == 1 ? "" : "s");
     if (rep.not_indexed)
-      out_.print("  {} object{} in no object the reference index holds: not reconciled\n", rep.not_indexed,
-                 rep.not_indexed == 1 ? "" : "s");
+      out_.print("  {} object{} in no object the reference index holds: not reconciled\n",
+                 rep.not_indexed, rep.not_indexed == 1 ? "" : "s");
   }
   if (wr.issue_count) {
     out_.print("issues: {}\n", wr.issue_count);

@@ -24,8 +24,8 @@ struct Dump {
   std::string why;
   std::string vmlinux, pelf, kdump, pelf_b, serial, ko, kver;
   std::string ko_leak;  // fixtures/kernel/lrkleak.c, as loaded in the guest
-  std::string elf;   // QEMU's default ELF dump: physical addresses only
-  std::string hdrs;  // the guest kernel's linux-headers tree (unpacked in the cache)
+  std::string elf;      // QEMU's default ELF dump: physical addresses only
+  std::string hdrs;     // the guest kernel's linux-headers tree (unpacked in the cache)
 };
 const Dump& dump(const std::string& kernel = "6.1");
 // The kernels the tests run on: "6.1" and "6.12".

@@ -5,11 +5,11 @@
 // its middle, objects whose last pointer was dropped, and unreferenced
 // cycles. The guest's second moment, after the module freed everything,
 // must show none of them.
-#include <fmt/format.h>
-#include <catch2/catch.hpp>
 #include <elf.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <unistd.h>
+#include <catch2/catch.hpp>
 
 #include <cstring>
 
@@ -121,9 +121,9 @@ void check_refs(const Dump& d, const LeakTruth& t) {
   CHECK(head_seen);
   // Array objects: the slot of the kmalloc'd array, by address.
   for (size_t i = 0; i < t.array_slots.size(); ++i) {
-    json r = kernel_json(d, d.pelf,
-                         args(d, {"refs", fmt::format("{:#x}", t.array_slots[i]), "--json",
-                                  "--depth", "4"}));
+    json r = kernel_json(
+        d, d.pelf,
+        args(d, {"refs", fmt::format("{:#x}", t.array_slots[i]), "--json", "--depth", "4"}));
     INFO("slot " << i << ": " << r.dump());
     REQUIRE(r["referrers"].size() == 1);
     CHECK(hexv(r["referrers"][0]["from"]) == t.array + 8 * i);
@@ -152,9 +152,10 @@ void check_refs(const Dump& d, const LeakTruth& t) {
 
 }  // namespace
 
-TEST_CASE("kernel leaks: exactly the dropped objects and cycles of the lrkleak module on 6.1 "
-          "and 6.12; refs names the list head and the array slot",
-          "[kernel][kleaks]") {
+TEST_CASE(
+    "kernel leaks: exactly the dropped objects and cycles of the lrkleak module on 6.1 "
+    "and 6.12; refs names the list head and the array slot",
+    "[kernel][kleaks]") {
   for (const auto& kv : kernels()) {
     const Dump& d = dump(kv);
     NEED_KERNEL(d);
@@ -192,19 +193,19 @@ TEST_CASE("kernel leaks: text output, --min-age, --type and --fail-on", "[kernel
   // Every object is older than 0 jiffies; none is older than the guest.
   json old = kernel_json(d, d.pelf, {"leaks", "--cache", "lrk_obj", "--min-age", "1", "--json"});
   CHECK(old["summary"]["objects"] == 7);
-  json none = kernel_json(
-      d, d.pelf, {"leaks", "--cache", "lrk_obj", "--min-age", "100000000", "--json"});
+  json none =
+      kernel_json(d, d.pelf, {"leaks", "--cache", "lrk_obj", "--min-age", "100000000", "--json"});
   CHECK(none["summary"]["objects"] == 0);
   // --type names a cache's type; one larger than its objects is refused.
   json typed = kernel_json(d, d.pelf,
                            {"leaks", "--cache", "lrk_obj", "--type", "struct list_head", "--json"});
   CHECK(typed["caches"][0]["type"] == "struct list_head");
-  RunResult big = leakref({"kernel", "--vmcore", d.pelf, "--vmlinux", d.vmlinux, "leaks",
-                           "--cache", "lrk_obj", "--type", "struct task_struct"});
+  RunResult big = leakref({"kernel", "--vmcore", d.pelf, "--vmlinux", d.vmlinux, "leaks", "--cache",
+                           "lrk_obj", "--type", "struct task_struct"});
   CHECK(big.status != 0);
   CHECK(big.err.find("not the type of lrk_obj's 80-byte objects") != std::string::npos);
-  RunResult bad = leakref({"kernel", "--vmcore", d.pelf, "--vmlinux", d.vmlinux, "leaks",
-                           "--fail-on", "nonsense"});
+  RunResult bad = leakref(
+      {"kernel", "--vmcore", d.pelf, "--vmlinux", d.vmlinux, "leaks", "--fail-on", "nonsense"});
   CHECK(bad.status == 2);
   (void)t;
 }
@@ -290,9 +291,9 @@ TEST_CASE("kernel leaks: hostile dumps give warnings and bounded results", "[ker
   LeakTruth t = lrkleak_truth(d);
   std::string dir = tmp_dir();
   // lrholder's saved stack pointer, moved below its stack.
-  json task = walk_one(d, {"walk", "--type", "task_struct", "--head", "init_task.tasks",
-                           "--list-member", "tasks", "--show", "thread.sp", "--where",
-                           "comm == \"lrholder\"", "--json"});
+  json task =
+      walk_one(d, {"walk", "--type", "task_struct", "--head", "init_task.tasks", "--list-member",
+                   "tasks", "--show", "thread.sp", "--where", "comm == \"lrholder\"", "--json"});
   const uint64_t ta = hexv(task["addr"]);
   const uint64_t sp = task["fields"]["thread.sp"].get<uint64_t>();
   const uint64_t sp_at = find_word(d.pelf, ta, 16384, sp);
@@ -303,9 +304,9 @@ TEST_CASE("kernel leaks: hostile dumps give warnings and bounded results", "[ker
   for (uint64_t a = t.array & ~uint64_t{4095}; a < (t.array | 4095); a += 8)
     w.emplace_back(a, dropped + 8);
   std::string bad1 = patched(d.pelf, dir + "/dense.pelf", w);
-  RunResult r1 = leakref({"kernel", "--vmcore", bad1, "--vmlinux", d.vmlinux, "leaks", "--cache",
-                          "lrk_obj", "--json"},
-                         300);
+  RunResult r1 = leakref(
+      {"kernel", "--vmcore", bad1, "--vmlinux", d.vmlinux, "leaks", "--cache", "lrk_obj", "--json"},
+      300);
   INFO(r1.err);
   REQUIRE(r1.status == 0);
   json j1 = r1.json();
@@ -323,9 +324,9 @@ TEST_CASE("kernel leaks: hostile dumps give warnings and bounded results", "[ker
   CHECK(j1["warnings"].dump().find("kmalloc-") != std::string::npos);  // its freelist is garbage
   // The lrk_obj slab's struct slab naming no cache: its objects are in no
   // cache the dump has, so they are not objects; the slab pass says so.
-  json cache = walk_one(d, {"walk", "--type", "kmem_cache", "--head", "slab_caches",
-                            "--list-member", "list", "--show", "name", "--where",
-                            "name == \"lrk_obj\"", "--json"});
+  json cache =
+      walk_one(d, {"walk", "--type", "kmem_cache", "--head", "slab_caches", "--list-member", "list",
+                   "--show", "name", "--where", "name == \"lrk_obj\"", "--json"});
   json slab = kernel_json(d, d.pelf, {"slab", "--cache", "lrk_obj", "--json"});
   const uint64_t page = hexv(slab["objects"][0]["slab"]);
   const uint64_t cache_at = find_word(d.pelf, page, 64, hexv(cache["addr"]));

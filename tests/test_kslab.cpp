@@ -7,9 +7,9 @@
 // with openat(2), whose allocation stack must say so).
 #include <fmt/format.h>
 
-#include <catch2/catch.hpp>
 #include <fcntl.h>
 #include <unistd.h>
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <fstream>
 #include <map>

@@ -557,7 +557,7 @@ TEST_CASE("object graph: reachability, referrers and chains", "[unit][objgraph]"
   auto at = [&](uint64_t off) { return base + off; };
   enum { A, B, C, D, E, F, G, H };
   std::vector<lr::GraphObject> objs = {
-      {at(0x1000), 64}, {at(0x1100), 64}, {at(0x1200), 64},   {at(0x1300), 64},
+      {at(0x1000), 64}, {at(0x1100), 64},   {at(0x1200), 64},        {at(0x1300), 64},
       {at(0x1400), 64}, {at(0x2000), 4096}, {at(0x4000), 64, false}, {at(0x4100), 64}};
   mem.set(at(0x8000), at(0x1000));       // root -> A
   mem.set(at(0x8008), at(0x1100) + 24);  // root -> inside B
@@ -620,8 +620,8 @@ TEST_CASE("object graph: a pointer-dense page", "[unit][objgraph]") {
   const uint64_t base = 0xffff888000000000ull;
   ByteMemory mem(base, 64 << 10);
   for (uint64_t w = 0; w < 4096; w += 8) mem.set(base + 0x8000 + w, base + 0x1000 + (w % 64));
-  auto g = lr::ObjectGraph::build(mem, {{base + 0x1000, 64}}, {{base + 0x8000, base + 0x9000, 0}},
-                                  {});
+  auto g =
+      lr::ObjectGraph::build(mem, {{base + 0x1000, 64}}, {{base + 0x8000, base + 0x9000, 0}}, {});
   REQUIRE(g.ok());
   CHECK(g.value()->stats().root_refs == 512);
   CHECK(g.value()->referrers(0).size() == 512);

@@ -158,8 +158,8 @@ namespace {
 
 Result<void> check_objects(const std::vector<GraphObject>& objs) {
   if (objs.size() >= UINT32_MAX)
-    return make_error(Errc::kUnsupported, fmt::format("{} objects: more than the graph numbers",
-                                                      objs.size()));
+    return make_error(Errc::kUnsupported,
+                      fmt::format("{} objects: more than the graph numbers", objs.size()));
   for (size_t i = 1; i < objs.size(); ++i)
     if (objs[i].start < objs[i - 1].start + objs[i - 1].size)
       return make_error(Errc::kInvalidArgument,
@@ -246,9 +246,9 @@ Result<std::unique_ptr<ObjectGraph>> ObjectGraph::build(const Memory& mem,
   st.memory_bytes = ix->objs.capacity() * sizeof(GraphObject) + ix->row.capacity() * 4 +
                     ix->target.size() * 4 + ix->root_refs.size() * sizeof(RootRef) + span_bytes +
                     ix->roots.capacity() * sizeof(GraphRoot);
-  st.build_ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                          std::chrono::steady_clock::now() - t0)
-                                          .count());
+  st.build_ns = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+          .count());
   return std::unique_ptr<ObjectGraph>(new ObjectGraph(std::move(ix)));
 }
 
@@ -327,9 +327,10 @@ std::vector<uint64_t> ObjectGraph::Impl::words_into(size_t src, size_t dst) cons
   // A const rescan: the stats it would add are not the build's.
   Impl& self = const_cast<Impl&>(*this);
   const ObjectGraphStats keep = stats;
-  self.scan(objs[src].start, objs[src].start + objs[src].size, [&](uint64_t at, uint64_t, size_t t) {
-    if (t == dst) out.push_back(at);
-  });
+  self.scan(objs[src].start, objs[src].start + objs[src].size,
+            [&](uint64_t at, uint64_t, size_t t) {
+              if (t == dst) out.push_back(at);
+            });
   self.stats = keep;
   return out;
 }

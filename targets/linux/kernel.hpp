@@ -93,7 +93,7 @@ class KernelTarget {
  private:
   KernelTarget() = default;
   Result<std::vector<Symbol>> module_kallsyms(const std::string& name, uint64_t module,
-                                             std::string* types = nullptr);
+                                              std::string* types = nullptr);
   static bool module_symbol_fallback(void* self, const char* spec, uint64_t* addr);
   std::optional<std::vector<std::pair<std::string, uint64_t>>> loaded_;
   std::optional<std::unordered_map<std::string, uint64_t>> modsyms_;  // standalone fallback

@@ -76,8 +76,8 @@ Result<void> KRefIndex::Parts::bases() {
   LR_ASSIGN(vmemmap, kint::read_uint_var(k, "vmemmap_base"));
   LR_ASSIGN(max_pfn, kint::read_uint_var(k, "max_pfn"));
   if (max_pfn > (1ull << 36))
-    return make_error(Errc::kBadFormat, fmt::format("max_pfn {:#x}: not a machine's (corrupt?)",
-                                                    max_pfn));
+    return make_error(Errc::kBadFormat,
+                      fmt::format("max_pfn {:#x}: not a machine's (corrupt?)", max_pfn));
   skip_pfn.assign(max_pfn, 0);
   return {};
 }
@@ -220,8 +220,8 @@ Result<std::vector<uint64_t>> KRefIndex::Parts::threads(const std::vector<uint64
     uint64_t sig = 0;
     if (!k.mem().read(t + o_signal, &sig, 8).ok() || !sig) continue;
     std::vector<std::string> w;
-    for (uint64_t th : kint::list_objects(k.mem(), sig + o_head, o_node, lim, "thread_head", &w,
-                                          nullptr))
+    for (uint64_t th :
+         kint::list_objects(k.mem(), sig + o_head, o_node, lim, "thread_head", &w, nullptr))
       if (seen.insert(th).second) out.push_back(th);
     for (auto& s : w) warn(fmt::format("task {:#x}: {}", t, s));
   }
@@ -274,9 +274,10 @@ Result<void> KRefIndex::Parts::tasks() {
     r.sp = r.base;
     if (!running && sp - r.base < size) r.sp = sp & ~uint64_t{7};
     if (!running && sp - r.base >= size)
-      warn(fmt::format("task {} ({}): saved stack pointer {:#x} is outside its stack {:#x}; the "
-                       "whole stack was scanned",
-                       r.pid, r.comm, sp, r.base));
+      warn(
+          fmt::format("task {} ({}): saved stack pointer {:#x} is outside its stack {:#x}; the "
+                      "whole stack was scanned",
+                      r.pid, r.comm, sp, r.base));
     const uint64_t a = r.sp, e = r.base + size;
     roots.push_back({a, e, root(std::move(r))});
     ++ix.stats_.stacks;
@@ -342,10 +343,10 @@ Result<void> KRefIndex::Parts::percpu() {
 // The kernel image's writable data; its pages in the direct map are not
 // scanned again as kernel pages (nor its text and read-only data).
 Result<void> KRefIndex::Parts::kernel_data() {
-  static const char* kSections[][3] = {{"_sdata", "_edata", ".data"},
-                                       {"__start_ro_after_init", "__end_ro_after_init",
-                                        ".data..ro_after_init"},
-                                       {"__bss_start", "__bss_stop", ".bss"}};
+  static const char* kSections[][3] = {
+      {"_sdata", "_edata", ".data"},
+      {"__start_ro_after_init", "__end_ro_after_init", ".data..ro_after_init"},
+      {"__bss_start", "__bss_stop", ".bss"}};
   for (const auto& s : kSections) {
     LR_ASSIGN(uint64_t a, k.symbol(s[0]));
     LR_ASSIGN(uint64_t b, k.symbol(s[1]));
@@ -445,7 +446,8 @@ void KRefIndex::Parts::rcu_chain(uint64_t head, const char* what) {
       return;
     }
   }
-  if (h) warn(fmt::format("{}: more than {} callbacks (a loop?); the rest were not marked", what, n));
+  if (h)
+    warn(fmt::format("{}: more than {} callbacks (a loop?); the rest were not marked", what, n));
 }
 
 // Objects waiting for a grace period: each CPU's RCU callback list and
@@ -513,9 +515,9 @@ Result<std::unique_ptr<KRefIndex>> KRefIndex::build(KernelTarget& k, const Kerne
   objs.reserve(ix->objects_.size());
   for (const KObject& o : ix->objects_)
     objs.push_back({o.addr, o.size, o.kind != KObject::Kind::kStack && !o.rcu});
-  ix->stats_.collect_ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                                    std::chrono::steady_clock::now() - t0)
-                                                    .count());
+  ix->stats_.collect_ns = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+          .count());
   ObjectGraphOptions go;
   go.interrupted = lim.interrupted;
   LR_ASSIGN(ix->graph_, ObjectGraph::build(k.mem(), std::move(objs), std::move(P.roots), {}, go));
@@ -527,8 +529,9 @@ KRefIndex::~KRefIndex() = default;
 Result<std::vector<Ref>> KRefSource::refs_into(uint64_t addr, uint64_t size) const {
   const size_t i = ix_.find(addr);
   if (i == SIZE_MAX)
-    return make_error(Errc::kNotFound,
-                      fmt::format("{:#x} is inside no allocated slab object or vmalloc area", addr));
+    return make_error(
+        Errc::kNotFound,
+        fmt::format("{:#x} is inside no allocated slab object or vmalloc area", addr));
   std::vector<Ref> out;
   for (const GraphRef& g : ix_.graph().referrers(i)) {
     if (g.value - addr >= size || (g.from >= addr && g.from - addr < size)) continue;
@@ -555,7 +558,7 @@ std::vector<KLeak> kernel_leaks(const KRefIndex& ix) {
   for (size_t i = 0; i < seen.size(); ++i) {
     if (seen[i] & ObjectGraph::kReached) continue;
     if (ix.objects()[i].kind == KObject::Kind::kStack) continue;  // a spare stack
-    if (ix.objects()[i].rcu) continue;                             // being freed
+    if (ix.objects()[i].rcu) continue;                            // being freed
     out.push_back({i, (seen[i] & ObjectGraph::kReferenced) != 0});
   }
   return out;

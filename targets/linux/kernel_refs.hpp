@@ -28,23 +28,23 @@ struct KObject {
   enum class Kind : uint8_t { kSlab, kVmalloc, kStack };
   Kind kind = Kind::kSlab;
   uint64_t addr = 0, size = 0;
-  uint32_t cache = 0;    // kSlab: index into KRefIndex::caches()
-  uint64_t caller = 0;   // kVmalloc, kStack: vm_struct.caller
-  int32_t track = -1;    // kSlab: index into KRefIndex::tracks() (slub_debug=U caches)
-  bool rcu = false;      // on an RCU callback list: waiting to be freed (not scanned)
+  uint32_t cache = 0;   // kSlab: index into KRefIndex::caches()
+  uint64_t caller = 0;  // kVmalloc, kStack: vm_struct.caller
+  int32_t track = -1;   // kSlab: index into KRefIndex::tracks() (slub_debug=U caches)
+  bool rcu = false;     // on an RCU callback list: waiting to be freed (not scanned)
 };
 
 // What a root range is.
 struct KRoot {
   enum class Kind : uint8_t { kKernelData, kPerCpu, kStack, kModule, kPage };
   Kind kind = Kind::kKernelData;
-  std::string section;   // kKernelData, kModule: ".data", ".bss", ".data..ro_after_init"
-  std::string module;    // kModule
-  int cpu = -1;          // kPerCpu
-  int pid = 0;           // kStack
-  std::string comm;      // kStack
-  uint64_t base = 0;     // kPerCpu: the CPU's offset; kStack: stack bottom; kModule: the area
-  uint64_t sp = 0;       // kStack: where the scan started
+  std::string section;  // kKernelData, kModule: ".data", ".bss", ".data..ro_after_init"
+  std::string module;   // kModule
+  int cpu = -1;         // kPerCpu
+  int pid = 0;          // kStack
+  std::string comm;     // kStack
+  uint64_t base = 0;    // kPerCpu: the CPU's offset; kStack: stack bottom; kModule: the area
+  uint64_t sp = 0;      // kStack: where the scan started
 };
 
 struct KRefStats {
@@ -127,7 +127,7 @@ class KRefSource final : public RefSource {
 // The unreferenced objects: allocated, and no chain from a root reaches
 // them (cycles included).
 struct KLeak {
-  size_t object = 0;       // index in the KRefIndex
+  size_t object = 0;        // index in the KRefIndex
   bool referenced = false;  // something (another unreached object) points into it
 };
 std::vector<KLeak> kernel_leaks(const KRefIndex& ix);

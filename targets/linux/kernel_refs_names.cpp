@@ -98,8 +98,7 @@ std::string KRefNamer::Impl::sym(uint64_t a) {
     // A module's .ko given with --ko is a module of the program too.
     std::string mod = h.module->basename();
     if (mod.size() > 3 && mod.compare(mod.size() - 3, 3, ".ko") == 0) mod.resize(mod.size() - 3);
-    const std::string at =
-        h.offset ? fmt::format("{}+{:#x}", h.sym->name, h.offset) : h.sym->name;
+    const std::string at = h.offset ? fmt::format("{}+{:#x}", h.sym->name, h.offset) : h.sym->name;
     return mod.rfind("vmlinux", 0) == 0 ? at : fmt::format("{} [{}]", at, mod);
   }
   if (const ModSym* s = mod_sym(a))
@@ -175,9 +174,9 @@ std::string KRefNamer::Impl::root(const KRoot& r, uint64_t at) {
     }
     case KRoot::Kind::kStack: {
       std::string f = frame(r, at);
-      return fmt::format("task {} ({}) kernel stack, {}", r.pid, r.comm,
-                         f.empty() ? fmt::format("{:#x} above its stack pointer", at - r.sp)
-                                   : "frame " + f);
+      return fmt::format(
+          "task {} ({}) kernel stack, {}", r.pid, r.comm,
+          f.empty() ? fmt::format("{:#x} above its stack pointer", at - r.sp) : "frame " + f);
     }
     case KRoot::Kind::kPage: {
       return fmt::format("kernel page {:#x} (no slab or vmalloc memory)", at & ~uint64_t{4095});
@@ -186,8 +185,7 @@ std::string KRefNamer::Impl::root(const KRoot& r, uint64_t at) {
   return "?";
 }
 
-KRefNamer::KRefNamer(KernelTarget& k, const KRefIndex& ix)
-    : impl_(std::make_unique<Impl>(k, ix)) {}
+KRefNamer::KRefNamer(KernelTarget& k, const KRefIndex& ix) : impl_(std::make_unique<Impl>(k, ix)) {}
 KRefNamer::~KRefNamer() = default;
 
 const Type* KRefNamer::cache_type(uint32_t cache) {
@@ -218,16 +216,16 @@ Result<void> KRefNamer::set_cache_type(const std::string& name, const Type* t) {
     if (cs[c].name != name) continue;
     const Type* s = t ? t->strip() : nullptr;
     if (!s || s->size == 0 || s->size > cs[c].object_size)
-      return make_error(Errc::kInvalidArgument,
-                        fmt::format("{} is {} bytes: not the type of {}'s {}-byte objects",
-                                    t ? t->display() : "?", s ? s->size : 0, name,
-                                    cs[c].object_size));
+      return make_error(
+          Errc::kInvalidArgument,
+          fmt::format("{} is {} bytes: not the type of {}'s {}-byte objects",
+                      t ? t->display() : "?", s ? s->size : 0, name, cs[c].object_size));
     if (m.types.empty()) m.types.resize(cs.size());
     m.types[c] = s;
     return {};
   }
-  return make_error(Errc::kNotFound, fmt::format("no allocated object of cache {} in the index",
-                                                 name));
+  return make_error(Errc::kNotFound,
+                    fmt::format("no allocated object of cache {} in the index", name));
 }
 
 std::string KRefNamer::object(size_t i) {

@@ -141,7 +141,6 @@ Result<SlubLayout> slub_layout(KernelTarget& k) {
   return L;
 }
 
-
 uint64_t swab64(uint64_t v) {
   return __builtin_bswap64(v);
 }
