@@ -123,6 +123,12 @@ std::vector<std::pair<std::string, std::vector<LeakLine>>> group_leaks(const lr:
     }
     by[name].push_back({l.object, l.referenced});
   }
+  // In each cache, the objects nothing points to (where a leak starts)
+  // before those only other leaked objects point to (cycles, chains).
+  for (auto& [name, v] : by)
+    std::stable_sort(v.begin(), v.end(), [](const LeakLine& x, const LeakLine& y) {
+      return x.referenced < y.referenced;
+    });
   std::vector<std::pair<std::string, std::vector<LeakLine>>> out(by.begin(), by.end());
   auto bytes = [&](const std::vector<LeakLine>& v) {
     uint64_t b = 0;
