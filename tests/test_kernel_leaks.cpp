@@ -145,6 +145,18 @@ void check_refs(const Dump& d, const LeakTruth& t) {
   CHECK(dr["reachable"] == false);
   CHECK(dr["referrers"].empty());
   CHECK(dr["chain"].empty());
+  // A sleeping task's own stack holds its task_struct: named by task, comm
+  // and the frame (found as crash's `bt -t` finds return addresses).
+  json task = kernel_json(d, d.pelf,
+                          {"walk", "--type", "task_struct", "--head", "init_task.tasks",
+                           "--list-member", "tasks", "--where", "comm == \"lrholder\"", "--json"});
+  REQUIRE(task["objects"].size() == 1);
+  json tr = kernel_json(d, d.pelf, {"refs", task["objects"][0]["addr"], "--json"});
+  bool frame = false;
+  std::regex own(R"(task [0-9]+ \(lrholder\) kernel stack, frame [a-z_]+)");
+  for (const auto& x : tr["referrers"])
+    frame |= std::regex_search(x["name"].get<std::string>(), own);
+  CHECK(frame);
   // Symbols as places: what lrk_array points to.
   json ar = kernel_json(d, d.pelf, args(d, {"refs", "*lrk_array@lrkleak", "--json"}));
   CHECK(hexv(ar["object"]["addr"]) == t.array);

@@ -59,7 +59,26 @@ struct KRefNamer::Impl {
   std::string frame(const KRoot& r, uint64_t at);
   std::string root(const KRoot& r, uint64_t at);
   std::string sym(uint64_t a);
+  std::string percpu_var(uint64_t off);
 };
+
+// " (runqueues+0x10)": the per-CPU variable at offset `off` of a CPU's area
+// (vmlinux gives per-CPU variables their offset as value; the symbol table
+// has them with the KASLR bias every symbol gets, but they lie outside the
+// image, so symbolize() does not look there). "" when none covers it.
+std::string KRefNamer::Impl::percpu_var(uint64_t off) {
+  Module* m = k.prog().modules().module_at(stext);
+  if (!m) return "";
+  const uint64_t a = off + k.kaslr_offset();
+  const auto& syms = m->symbols();
+  auto it = std::upper_bound(syms.begin(), syms.end(), a,
+                             [](uint64_t v, const Symbol& s) { return v < s.addr; });
+  if (it == syms.begin()) return "";
+  --it;
+  if (!it->is_object || a - it->addr >= std::max<uint64_t>(it->size, 1)) return "";
+  return a > it->addr ? fmt::format(" ({}+{:#x})", it->name, a - it->addr)
+                      : fmt::format(" ({})", it->name);
+}
 
 const ModSym* KRefNamer::Impl::mod_sym(uint64_t a) {
   if (!mod_syms_read) {
@@ -163,15 +182,8 @@ std::string KRefNamer::Impl::root(const KRoot& r, uint64_t at) {
       return kernel_sym(at, r.section.c_str());
     case KRoot::Kind::kModule:
       return module_sym(at, r.module);
-    case KRoot::Kind::kPerCpu: {
-      // A per-CPU variable's vmlinux value is its offset in the area.
-      SymbolHit h = k.prog().modules().symbolize(at - r.base + k.kaslr_offset());
-      std::string var = h.sym && h.sym->is_object
-                            ? (h.offset ? fmt::format(" ({}+{:#x})", h.sym->name, h.offset)
-                                        : fmt::format(" ({})", h.sym->name))
-                            : "";
-      return fmt::format("per-CPU area of CPU {}{}", r.cpu, var);
-    }
+    case KRoot::Kind::kPerCpu:
+      return fmt::format("per-CPU area of CPU {}{}", r.cpu, percpu_var(at - r.base));
     case KRoot::Kind::kStack: {
       std::string f = frame(r, at);
       return fmt::format(
