@@ -56,6 +56,7 @@ nlohmann::json index_json(const lr::KRefIndex& ix, bool reused) {
           {"stacks", s.stacks},
           {"kernel_pages", s.kernel_pages},
           {"rcu_pending", s.rcu_pending},
+          {"cpu_registers", s.cpu_registers},
           {"references", g.refs},
           {"root_references", g.root_refs},
           {"bytes_scanned", g.bytes_scanned},

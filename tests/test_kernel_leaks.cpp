@@ -92,6 +92,8 @@ void check_leaks(const Dump& d, const LeakTruth& t) {
   // Index figures the issue asks for: a 768 MiB guest in at most 5 % of it.
   CHECK(j["index"]["memory_bytes"].get<uint64_t>() < (768ull << 20) / 20);
   CHECK(j["index"]["reused"] == false);
+  // QEMU's ELF dump has one NT_PRSTATUS note (the guest has one CPU).
+  CHECK(j["index"]["cpu_registers"] == 1);
   // Without --cache: the fixture's objects are among every cache's leaks.
   json all = kernel_json(d, d.pelf, args(d, {"leaks", "--json"}));
   bool found = false;

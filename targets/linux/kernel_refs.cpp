@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "corelib/dump/elfcore.hpp"
 #include "targets/linux/kernel_internal.hpp"
 
 namespace lr {
@@ -42,6 +43,7 @@ struct KRefIndex::Parts {
   std::vector<Area> areas;
   std::vector<GraphObject> objs;
   std::vector<GraphRoot> roots;
+  std::vector<GraphValue> values;  // CPU registers
 
   Parts(KernelTarget& kt, const KernelLimits& l, KRefIndex& x) : k(kt), lim(l), ix(x) {}
   void warn(std::string w) {
@@ -67,6 +69,7 @@ struct KRefIndex::Parts {
   Result<void> percpu();
   Result<void> kernel_data();
   Result<void> pages();
+  void registers();
   void rcu_chain(uint64_t head, const char* what);
   Result<void> rcu_pending();
 };
@@ -428,6 +431,22 @@ Result<void> KRefIndex::Parts::pages() {
   return {};
 }
 
+// The CPUs' registers when the dump was taken: an ELF dump's NT_PRSTATUS
+// notes, one per CPU (kdump files and crash's memory have none here: a
+// running task's whole stack is scanned instead).
+void KRefIndex::Parts::registers() {
+  const auto* core = dynamic_cast<const CoreFile*>(&k.mem());
+  if (!core) return;
+  for (size_t c = 0; c < core->threads().size(); ++c) {
+    KRoot r;
+    r.kind = KRoot::Kind::kRegisters;
+    r.cpu = static_cast<int>(c);
+    const uint32_t tag = root(std::move(r));
+    ++ix.stats_.cpu_registers;
+    for (uint32_t i = 0; i < 27; ++i) values.push_back({core->threads()[c].regs[i], tag, i});
+  }
+}
+
 // Marks the object holding each rcu_head of the chain from `head` as
 // waiting to be freed; bounded (a looping chain is a warning).
 void KRefIndex::Parts::rcu_chain(uint64_t head, const char* what) {
@@ -497,6 +516,7 @@ Result<std::unique_ptr<KRefIndex>> KRefIndex::build(KernelTarget& k, const Kerne
   LR_TRY(P.percpu());
   LR_TRY(P.kernel_data());
   LR_TRY(P.pages());
+  P.registers();
   // Objects: slab objects and the vmalloc areas that are neither a module's
   // nor a task's stack, in address order.
   for (const Area& a : P.areas) {
@@ -520,7 +540,9 @@ Result<std::unique_ptr<KRefIndex>> KRefIndex::build(KernelTarget& k, const Kerne
           .count());
   ObjectGraphOptions go;
   go.interrupted = lim.interrupted;
-  LR_ASSIGN(ix->graph_, ObjectGraph::build(k.mem(), std::move(objs), std::move(P.roots), {}, go));
+  ix->values_ = P.values;
+  LR_ASSIGN(ix->graph_,
+            ObjectGraph::build(k.mem(), std::move(objs), std::move(P.roots), std::move(P.values), go));
   return ix;
 }
 
@@ -540,7 +562,9 @@ Result<std::vector<Ref>> KRefSource::refs_into(uint64_t addr, uint64_t size) con
     r.value = g.value;
     r.target = static_cast<uint32_t>(i);
     r.kind = RefFrom::kChunk;
-    if (g.root != GraphRef::kNone) {
+    if (g.value_root != GraphRef::kNone) {
+      r.kind = RefFrom::kRegister;
+    } else if (g.root != GraphRef::kNone) {
       const KRoot& k = ix_.roots()[ix_.graph().roots()[g.root].tag];
       r.kind = k.kind == KRoot::Kind::kStack  ? RefFrom::kStack
                : k.kind == KRoot::Kind::kPage ? RefFrom::kMapping

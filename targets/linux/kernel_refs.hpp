@@ -36,7 +36,7 @@ struct KObject {
 
 // What a root range is.
 struct KRoot {
-  enum class Kind : uint8_t { kKernelData, kPerCpu, kStack, kModule, kPage };
+  enum class Kind : uint8_t { kKernelData, kPerCpu, kStack, kModule, kPage, kRegisters };
   Kind kind = Kind::kKernelData;
   std::string section;  // kKernelData, kModule: ".data", ".bss", ".data..ro_after_init"
   std::string module;   // kModule
@@ -51,6 +51,7 @@ struct KRefStats {
   uint64_t slab_objects = 0, vmalloc_areas = 0, module_areas = 0, stacks = 0;
   uint64_t kernel_pages = 0, pages = 0, free_pages = 0, data_pages = 0;
   uint64_t rcu_pending = 0;  // objects on RCU callback lists
+  uint64_t cpu_registers = 0;  // CPUs whose registers the dump holds (NT_PRSTATUS)
   uint64_t collect_ns = 0;
 };
 
@@ -66,6 +67,7 @@ class KRefIndex {
   const std::vector<KSlabCache>& caches() const { return caches_; }
   const std::vector<KSlabTrack>& tracks() const { return tracks_; }
   const std::vector<KRoot>& roots() const { return roots_; }  // by GraphRoot::tag
+  const std::vector<GraphValue>& values() const { return values_; }  // CPU registers
   const KRefStats& stats() const { return stats_; }
   const std::vector<std::string>& warnings() const { return warnings_; }
   // The object holding `addr`; SIZE_MAX when none.
@@ -80,6 +82,7 @@ class KRefIndex {
   std::vector<KSlabCache> caches_;
   std::vector<KSlabTrack> tracks_;
   std::vector<KRoot> roots_;
+  std::vector<GraphValue> values_;
   KRefStats stats_;
   std::vector<std::string> warnings_;
 };

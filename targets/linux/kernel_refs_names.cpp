@@ -190,6 +190,8 @@ std::string KRefNamer::Impl::root(const KRoot& r, uint64_t at) {
           "task {} ({}) kernel stack, {}", r.pid, r.comm,
           f.empty() ? fmt::format("{:#x} above its stack pointer", at - r.sp) : "frame " + f);
     }
+    case KRoot::Kind::kRegisters:  // named from the value (referrer)
+      return fmt::format("CPU {}'s registers", r.cpu);
     case KRoot::Kind::kPage: {
       return fmt::format("kernel page {:#x} (no slab or vmalloc memory)", at & ~uint64_t{4095});
     }
@@ -283,6 +285,15 @@ std::string KRefNamer::referrer(const GraphRef& r) {
   if (r.root != GraphRef::kNone) {
     const GraphRoot& g = m.ix.graph().roots()[r.root];
     if (g.tag < m.ix.roots().size()) return m.root(m.ix.roots()[g.tag], r.from);
+  }
+  if (r.value_root != GraphRef::kNone) {
+    const GraphValue& v = m.ix.values()[r.value_root];
+    static const char* kRegs[27] = {"r15", "r14", "r13", "r12", "rbp", "rbx", "r11",
+                                    "r10", "r9",  "r8",  "rax", "rcx", "rdx", "rsi",
+                                    "rdi", "orig_rax", "rip", "cs", "eflags", "rsp",
+                                    "ss",  "fs_base", "gs_base", "ds", "es", "fs", "gs"};
+    return fmt::format("CPU {}'s register {}", m.ix.roots()[v.tag].cpu,
+                       v.index < 27 ? kRegs[v.index] : "?");
   }
   return fmt::format("{:#x}", r.from);
 }
