@@ -541,8 +541,8 @@ Result<std::unique_ptr<KRefIndex>> KRefIndex::build(KernelTarget& k, const Kerne
   ObjectGraphOptions go;
   go.interrupted = lim.interrupted;
   ix->values_ = P.values;
-  LR_ASSIGN(ix->graph_,
-            ObjectGraph::build(k.mem(), std::move(objs), std::move(P.roots), std::move(P.values), go));
+  LR_ASSIGN(ix->graph_, ObjectGraph::build(k.mem(), std::move(objs), std::move(P.roots),
+                                           std::move(P.values), go));
   return ix;
 }
 

@@ -50,7 +50,7 @@ struct KRoot {
 struct KRefStats {
   uint64_t slab_objects = 0, vmalloc_areas = 0, module_areas = 0, stacks = 0;
   uint64_t kernel_pages = 0, pages = 0, free_pages = 0, data_pages = 0;
-  uint64_t rcu_pending = 0;  // objects on RCU callback lists
+  uint64_t rcu_pending = 0;    // objects on RCU callback lists
   uint64_t cpu_registers = 0;  // CPUs whose registers the dump holds (NT_PRSTATUS)
   uint64_t collect_ns = 0;
 };
@@ -66,7 +66,7 @@ class KRefIndex {
   const std::vector<KObject>& objects() const { return objects_; }  // graph order
   const std::vector<KSlabCache>& caches() const { return caches_; }
   const std::vector<KSlabTrack>& tracks() const { return tracks_; }
-  const std::vector<KRoot>& roots() const { return roots_; }  // by GraphRoot::tag
+  const std::vector<KRoot>& roots() const { return roots_; }         // by GraphRoot::tag
   const std::vector<GraphValue>& values() const { return values_; }  // CPU registers
   const KRefStats& stats() const { return stats_; }
   const std::vector<std::string>& warnings() const { return warnings_; }

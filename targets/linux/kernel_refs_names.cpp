@@ -288,10 +288,10 @@ std::string KRefNamer::referrer(const GraphRef& r) {
   }
   if (r.value_root != GraphRef::kNone) {
     const GraphValue& v = m.ix.values()[r.value_root];
-    static const char* kRegs[27] = {"r15", "r14", "r13", "r12", "rbp", "rbx", "r11",
-                                    "r10", "r9",  "r8",  "rax", "rcx", "rdx", "rsi",
-                                    "rdi", "orig_rax", "rip", "cs", "eflags", "rsp",
-                                    "ss",  "fs_base", "gs_base", "ds", "es", "fs", "gs"};
+    static const char* kRegs[27] = {"r15",     "r14",      "r13", "r12", "rbp",    "rbx", "r11",
+                                    "r10",     "r9",       "r8",  "rax", "rcx",    "rdx", "rsi",
+                                    "rdi",     "orig_rax", "rip", "cs",  "eflags", "rsp", "ss",
+                                    "fs_base", "gs_base",  "ds",  "es",  "fs",     "gs"};
     return fmt::format("CPU {}'s register {}", m.ix.roots()[v.tag].cpu,
                        v.index < 27 ? kRegs[v.index] : "?");
   }
