@@ -33,7 +33,13 @@ void add_slab_options(CLI::App* sub, SlabArgs& s, WalkArgs& w) {
 
 std::string ksym(lr::KernelTarget& k, uint64_t a) {
   lr::SymbolHit h = k.prog().modules().symbolize(a);
-  if (!h.module || !h.sym) return hex(a);
+  if (!h.module || !h.sym) {
+    // A loaded module's text, from its kallsyms.
+    if (const lr::KModSymbol* s = k.module_symbol_at(a))
+      return a > s->addr ? fmt::format("{}+{:#x} [{}]", s->name, a - s->addr, s->module)
+                         : fmt::format("{} [{}]", s->name, s->module);
+    return hex(a);
+  }
   std::string mod = h.module->basename();
   std::string s = h.offset ? fmt::format("{}+{:#x}", h.sym->name, h.offset) : h.sym->name;
   return mod.rfind("vmlinux", 0) == 0 ? s : s + " [" + mod + "]";

@@ -22,7 +22,15 @@
 namespace lr {
 
 struct KernelKnowledge;  // targets/linux/kernel_internal.hpp
-class KRefIndex;         // targets/linux/kernel_refs.hpp
+
+// A loaded module's symbol (its kallsyms) with its type letter: 'b' .bss,
+// 'd' .data, 'r' read-only, 't' text (capital when global), '?' unknown.
+struct KModSymbol {
+  uint64_t addr = 0, size = 0;
+  std::string name, module;
+  char type = '?';
+};
+class KRefIndex;  // targets/linux/kernel_refs.hpp
 
 // What check_kdump_file found in a kdump-compressed file.
 struct KdumpLayout {
@@ -83,6 +91,9 @@ class KernelTarget {
   // text, 'r' read-only; capital when global), in the same order.
   Result<std::vector<Symbol>> module_symbols(const std::string& name, uint64_t module,
                                              std::string* types);
+  // The loaded module symbol covering `addr` (every module's kallsyms, read
+  // once); null when none does. Valid as long as the target.
+  const KModSymbol* module_symbol_at(uint64_t addr);
   // Where the kernel reports (targets/linux) keep what they know
   // of this kernel once bound to its types; empty until first used.
   std::shared_ptr<KernelKnowledge>& knowledge_slot() { return knowledge_; }
@@ -97,6 +108,7 @@ class KernelTarget {
   static bool module_symbol_fallback(void* self, const char* spec, uint64_t* addr);
   std::optional<std::vector<std::pair<std::string, uint64_t>>> loaded_;
   std::optional<std::unordered_map<std::string, uint64_t>> modsyms_;  // standalone fallback
+  std::optional<std::vector<KModSymbol>> modsym_table_;  // by address (module_symbol_at)
   Result<void> load_vmlinux(const Memory* mem, const std::string& vmlinux, uint64_t kaslr_offset);
   Result<void> check_banner(const std::string& vmcore, bool pages_missing);
   std::unique_ptr<Memory> owned_mem_;  // standalone only; attach() borrows

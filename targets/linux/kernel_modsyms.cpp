@@ -160,6 +160,37 @@ Result<std::vector<Symbol>> KernelTarget::module_kallsyms(const std::string& nam
   return out;
 }
 
+const KModSymbol* KernelTarget::module_symbol_at(uint64_t addr) {
+  if (!modsym_table_.has_value()) {
+    modsym_table_.emplace();
+    auto mods = loaded_modules();
+    std::vector<std::pair<std::string, uint64_t>> none;
+    for (const auto& [name, m] : mods.ok() ? mods.value() : none) {
+      std::string types;
+      auto syms = module_kallsyms(name, m, &types);
+      if (!syms.ok()) continue;  // module_symbol_fallback says why once
+      for (size_t i = 0; i < syms.value().size(); ++i) {
+        const Symbol& sy = syms.value()[i];
+        KModSymbol ks;
+        ks.addr = sy.addr;
+        ks.size = sy.size;
+        ks.name = sy.name;
+        ks.module = name;
+        ks.type = i < types.size() ? types[i] : '?';
+        modsym_table_->push_back(std::move(ks));
+      }
+    }
+    std::sort(modsym_table_->begin(), modsym_table_->end(),
+              [](const KModSymbol& a, const KModSymbol& b) { return a.addr < b.addr; });
+  }
+  const auto& t = *modsym_table_;
+  auto it = std::upper_bound(t.begin(), t.end(), addr,
+                             [](uint64_t v, const KModSymbol& s) { return v < s.addr; });
+  if (it == t.begin()) return nullptr;
+  --it;
+  return addr - it->addr < std::max<uint64_t>(it->size, 1) ? &*it : nullptr;
+}
+
 Result<void> KernelTarget::add_module_debuginfo(const std::string& ko) {
   KoFile f;
   // O_NONBLOCK: a FIFO named as the .ko must not block the open.

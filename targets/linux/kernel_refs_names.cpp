@@ -12,14 +12,6 @@ namespace lr {
 
 namespace {
 
-// A module's symbol with its kallsyms type letter.
-struct ModSym {
-  uint64_t addr = 0, size = 0;
-  std::string name;
-  const std::string* module = nullptr;
-  char type = '?';
-};
-
 const char* section_of(char type) {
   switch (type | 0x20) {  // lower case
     case 'b':
@@ -42,9 +34,6 @@ constexpr size_t kMaxFrameWords = 2048;  // how far down a stack a frame is look
 struct KRefNamer::Impl {
   KernelTarget& k;
   const KRefIndex& ix;
-  std::vector<std::string> mod_names;
-  std::vector<ModSym> mod_syms;  // sorted by address, made on first use
-  bool mod_syms_read = false;
   std::vector<std::optional<const Type*>> types;  // per cache, on first use
   uint64_t stext = 0, etext = 0;
 
@@ -52,7 +41,7 @@ struct KRefNamer::Impl {
     if (auto a = k.symbol("_stext"); a.ok()) stext = a.value();
     if (auto a = k.symbol("_etext"); a.ok()) etext = a.value();
   }
-  const ModSym* mod_sym(uint64_t a);
+  const KModSymbol* mod_sym(uint64_t a) { return k.module_symbol_at(a); }
   std::string kernel_sym(uint64_t a, const char* section);
   std::string module_sym(uint64_t a, const std::string& module);
   bool is_return_address(uint64_t w);
@@ -80,35 +69,6 @@ std::string KRefNamer::Impl::percpu_var(uint64_t off) {
                       : fmt::format(" ({})", it->name);
 }
 
-const ModSym* KRefNamer::Impl::mod_sym(uint64_t a) {
-  if (!mod_syms_read) {
-    mod_syms_read = true;
-    auto mods = k.loaded_modules();
-    if (mods.ok()) {
-      mod_names.reserve(mods.value().size());
-      for (const auto& [name, m] : mods.value()) mod_names.push_back(name);
-      size_t mi = 0;
-      for (const auto& [name, m] : mods.value()) {
-        std::string types;
-        auto syms = k.module_symbols(name, m, &types);
-        const std::string* mn = &mod_names[mi++];
-        if (!syms.ok()) continue;
-        for (size_t i = 0; i < syms.value().size(); ++i) {
-          const Symbol& s = syms.value()[i];
-          mod_syms.push_back({s.addr, s.size, s.name, mn, i < types.size() ? types[i] : '?'});
-        }
-      }
-      std::sort(mod_syms.begin(), mod_syms.end(),
-                [](const ModSym& x, const ModSym& y) { return x.addr < y.addr; });
-    }
-  }
-  auto it = std::upper_bound(mod_syms.begin(), mod_syms.end(), a,
-                             [](uint64_t v, const ModSym& s) { return v < s.addr; });
-  if (it == mod_syms.begin()) return nullptr;
-  --it;
-  return a - it->addr < std::max<uint64_t>(it->size, 1) ? &*it : nullptr;
-}
-
 // "sym+0x10 [module]" or "sym+0x10" for vmlinux; the address when no
 // symbol covers it.
 std::string KRefNamer::Impl::sym(uint64_t a) {
@@ -120,9 +80,9 @@ std::string KRefNamer::Impl::sym(uint64_t a) {
     const std::string at = h.offset ? fmt::format("{}+{:#x}", h.sym->name, h.offset) : h.sym->name;
     return mod.rfind("vmlinux", 0) == 0 ? at : fmt::format("{} [{}]", at, mod);
   }
-  if (const ModSym* s = mod_sym(a))
-    return a > s->addr ? fmt::format("{}+{:#x} [{}]", s->name, a - s->addr, *s->module)
-                       : fmt::format("{} [{}]", s->name, *s->module);
+  if (const KModSymbol* s = mod_sym(a))
+    return a > s->addr ? fmt::format("{}+{:#x} [{}]", s->name, a - s->addr, s->module)
+                       : fmt::format("{} [{}]", s->name, s->module);
   return fmt::format("{:#x}", a);
 }
 
@@ -141,16 +101,16 @@ std::string KRefNamer::Impl::kernel_sym(uint64_t a, const char* section) {
 }
 
 std::string KRefNamer::Impl::module_sym(uint64_t a, const std::string& module) {
-  const ModSym* s = mod_sym(a);
+  const KModSymbol* s = mod_sym(a);
   if (!s) return fmt::format("{:#x} (module {})", a, module);
   const std::string at = a > s->addr ? fmt::format("{}+{:#x}", s->name, a - s->addr) : s->name;
-  return fmt::format("{} (module {}, {})", at, *s->module, section_of(s->type));
+  return fmt::format("{} (module {}, {})", at, s->module, section_of(s->type));
 }
 
 // A kernel text address right after a call instruction: a return address.
 bool KRefNamer::Impl::is_return_address(uint64_t w) {
   const bool text = (w >= stext && w < etext) || [&] {
-    const ModSym* s = mod_sym(w);
+    const KModSymbol* s = mod_sym(w);
     return s && (s->type | 0x20) == 't';
   }();
   if (!text) return false;
@@ -171,7 +131,7 @@ std::string KRefNamer::Impl::frame(const KRoot& r, uint64_t at) {
     if (!is_return_address(w)) continue;
     SymbolHit h = k.prog().modules().symbolize(w);
     if (h.sym) return h.sym->name;
-    if (const ModSym* s = mod_sym(w)) return s->name;
+    if (const KModSymbol* s = mod_sym(w)) return s->name;
   }
   return "";
 }
