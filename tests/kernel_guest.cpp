@@ -351,4 +351,24 @@ std::map<std::string, std::string> sections(const std::string& out) {
   return s;
 }
 
+size_t run_doc_section(const std::string& name, const std::map<std::string, std::string>& links,
+                       const std::function<std::string(std::string)>& norm) {
+  std::string part = readme_section(name);
+  REQUIRE(!part.empty());
+  std::string dir = tmp_dir() + "/doc-" + name;
+  REQUIRE(run({"/bin/mkdir", "-p", dir}).status == 0);
+  for (const auto& [file, target] : links)
+    REQUIRE(run({"/bin/ln", "-sf", target, dir + "/" + file}).status == 0);
+  size_t commands = 0;
+  for (const auto& [cmd, want] : readme_commands(part)) {
+    INFO(cmd);
+    RunResult r = run(
+        {"/bin/bash", "-c", "cd '" + dir + "' && PATH='" + build_dir() + "':$PATH " + cmd}, 300);
+    CHECK(r.status == 0);
+    CHECK(norm(r.out) == norm(want));
+    ++commands;
+  }
+  return commands;
+}
+
 }  // namespace kguest

@@ -5,6 +5,7 @@
 // 8.0.2 cannot open 6.12 dumps).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -83,6 +84,12 @@ std::string write_cmds(const std::vector<std::string>& cmds);
 void crash_session(const std::vector<std::string>& cmds, lrtest::RunResult* out);
 // Values crash prints for `struct TYPE.a,b ADDR`: the last "NAME = N" per name.
 std::map<std::string, int64_t> crash_values(const std::string& text);
+// Runs each command of the docs section `name` (README's or docs/'s
+// test:NAME-begin markers) in a directory holding `links` (file name ->
+// target), checking its exit status and its output against the text, both
+// through `norm`; returns how many commands ran.
+size_t run_doc_section(const std::string& name, const std::map<std::string, std::string>& links,
+                       const std::function<std::string(std::string)>& norm);
 // Splits output at "MARK name" lines printed with crash's shell escape.
 std::map<std::string, std::string> sections(const std::string& out);
 

@@ -8,6 +8,8 @@
 // asked, by rescanning the one object. Roots are kept whole (16 bytes).
 #include "corelib/blocks/objgraph.hpp"
 
+#include "corelib/blocks/reach.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -58,8 +60,9 @@ struct ObjectGraph::Impl {
 
   void build_spans();
   size_t find(uint64_t v) const;
+  // `st` (null for a question's rescan) counts what the build scanned.
   template <class F>
-  void scan(uint64_t a, uint64_t b, F&& fn);
+  void scan(uint64_t a, uint64_t b, ObjectGraphStats* st, F&& fn) const;
   void reverse() const;
   std::pair<const RootRef*, const RootRef*> roots_of(size_t i) const {
     auto a = std::lower_bound(root_refs.begin(), root_refs.end(), uint32_t(i),
@@ -127,7 +130,7 @@ size_t ObjectGraph::Impl::find(uint64_t v) const {
 // Calls fn(address, word, object) for each 8-aligned word of [a, b) that
 // points into an object; unreadable pages are skipped and counted.
 template <class F>
-void ObjectGraph::Impl::scan(uint64_t a, uint64_t b, F&& fn) {
+void ObjectGraph::Impl::scan(uint64_t a, uint64_t b, ObjectGraphStats* st, F&& fn) const {
   a = (a + 7) & ~uint64_t{7};
   Memory::Window w;
   uint8_t page[kPage];
@@ -136,7 +139,7 @@ void ObjectGraph::Impl::scan(uint64_t a, uint64_t b, F&& fn) {
     const uint8_t* p = mem.direct(w, a, pe - a);
     if (!p && mem.read(a, page, pe - a).ok()) p = page;
     if (!p) {
-      stats.unreadable_bytes += pe - a;
+      if (st) st->unreadable_bytes += pe - a;
       a = pe;
       continue;
     }
@@ -148,8 +151,7 @@ void ObjectGraph::Impl::scan(uint64_t a, uint64_t b, F&& fn) {
       const size_t t = find(v);
       if (t != kNone) fn(a + k * 8, v, t);
     }
-    stats.words += n;
-    stats.bytes_scanned += pe - a;
+    if (st) st->words += n, st->bytes_scanned += pe - a;
     a = pe;
   }
 }
@@ -214,7 +216,7 @@ Result<std::unique_ptr<ObjectGraph>> ObjectGraph::build(const Memory& mem,
     ix->row[i] = static_cast<uint32_t>(ix->target.size());
     const GraphObject& ob = ix->objs[i];
     if (!ob.scan) continue;
-    ix->scan(ob.start, ob.start + ob.size, [&](uint64_t, uint64_t, size_t t) {
+    ix->scan(ob.start, ob.start + ob.size, &ix->stats, [&](uint64_t, uint64_t, size_t t) {
       if (t != i) ix->target.push_back(static_cast<uint32_t>(t));
     });
     if (ix->target.size() > o.max_refs)
@@ -224,9 +226,10 @@ Result<std::unique_ptr<ObjectGraph>> ObjectGraph::build(const Memory& mem,
   ix->row.back() = static_cast<uint32_t>(ix->target.size());
   for (size_t r = 0; r < ix->roots.size(); ++r) {
     if (stop()) return make_error(Errc::kInterrupted, "interrupted");
-    ix->scan(ix->roots[r].start, ix->roots[r].end, [&](uint64_t at, uint64_t, size_t t) {
-      ix->root_refs.push_back({at, static_cast<uint32_t>(t), static_cast<uint32_t>(r)});
-    });
+    ix->scan(ix->roots[r].start, ix->roots[r].end, &ix->stats,
+             [&](uint64_t at, uint64_t, size_t t) {
+               ix->root_refs.push_back({at, static_cast<uint32_t>(t), static_cast<uint32_t>(r)});
+             });
   }
   for (size_t v = 0; v < ix->values.size(); ++v) {
     const size_t t = ix->find(ix->values[v].value);
@@ -273,24 +276,11 @@ const ObjectGraphStats& ObjectGraph::stats() const {
 
 std::vector<uint8_t> ObjectGraph::reachable() const {
   const Impl& ix = *impl_;
-  std::vector<uint8_t> seen(ix.objs.size(), 0);
-  for (uint32_t t : ix.target) seen[t] = kReferenced;
-  std::vector<uint32_t> todo;
-  for (const RootRef& r : ix.root_refs)
-    if (!(seen[r.target] & kReached)) {
-      seen[r.target] |= kReached | kReferenced;
-      todo.push_back(r.target);
-    }
-  while (!todo.empty()) {
-    const uint32_t c = todo.back();
-    todo.pop_back();
-    for (uint32_t e = ix.row[c]; e < ix.row[c + 1]; ++e)
-      if (!(seen[ix.target[e]] & kReached)) {
-        seen[ix.target[e]] |= kReached;
-        todo.push_back(ix.target[e]);
-      }
-  }
-  return seen;
+  std::vector<uint32_t> roots;
+  roots.reserve(ix.root_refs.size());
+  for (const RootRef& r : ix.root_refs) roots.push_back(r.target);
+  return mark_reachable(
+      ix.objs.size(), roots, [&](size_t c) { return ix.row[c]; }, ix.target);
 }
 
 // Who points at each object, made on first use.
@@ -324,14 +314,10 @@ GraphRef ObjectGraph::Impl::root_ref(const RootRef& r) const {
 
 std::vector<uint64_t> ObjectGraph::Impl::words_into(size_t src, size_t dst) const {
   std::vector<uint64_t> out;
-  // A const rescan: the stats it would add are not the build's.
-  Impl& self = const_cast<Impl&>(*this);
-  const ObjectGraphStats keep = stats;
-  self.scan(objs[src].start, objs[src].start + objs[src].size,
-            [&](uint64_t at, uint64_t, size_t t) {
-              if (t == dst) out.push_back(at);
-            });
-  self.stats = keep;
+  scan(objs[src].start, objs[src].start + objs[src].size, nullptr,
+       [&](uint64_t at, uint64_t, size_t t) {
+         if (t == dst) out.push_back(at);
+       });
   return out;
 }
 

@@ -16,6 +16,7 @@
 
 #include "corelib/base/podarray.hpp"
 #include "corelib/base/result.hpp"
+#include "corelib/blocks/reach.hpp"
 #include "corelib/dump/memory.hpp"
 
 namespace lr {
@@ -79,7 +80,7 @@ class ObjectGraph {
   size_t find(uint64_t addr) const;
   const std::vector<GraphRoot>& roots() const;
 
-  static constexpr uint8_t kReached = 1, kReferenced = 2;
+  static constexpr uint8_t kReached = kReachMark, kReferenced = kReferencedMark;
   // Per object: kReached when a chain from a root reaches it, kReferenced
   // when anything points into it.
   std::vector<uint8_t> reachable() const;

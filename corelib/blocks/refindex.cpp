@@ -20,6 +20,7 @@
 #include <unordered_set>
 
 #include "corelib/base/podarray.hpp"
+#include "corelib/blocks/reach.hpp"
 
 namespace lr {
 
@@ -607,27 +608,11 @@ std::vector<uint32_t> RefIndex::points_to(size_t c) const {
 
 std::vector<uint8_t> RefIndex::reachable() const {
   const Impl& ix = *impl_;
-  const auto& ch = heap_.in_use;
-  std::vector<uint8_t> seen(ch.size(), 0);
-  for (uint32_t t : ix.target) seen[t] = kReferenced;
-  std::vector<uint32_t> todo;
-  for (const auto& r : ix.roots)
-    if (!(seen[r.target] & kReached)) {
-      seen[r.target] |= kReached | kReferenced;
-      todo.push_back(r.target);
-    }
-  while (!todo.empty()) {
-    const uint32_t c = todo.back();
-    todo.pop_back();
-    for (uint32_t r = ix.rows.begin(c), e = ix.rows.begin(c + 1); r < e; ++r) {
-      const uint32_t t = ix.target[r];
-      if (!(seen[t] & kReached)) {
-        seen[t] |= kReached;
-        todo.push_back(t);
-      }
-    }
-  }
-  return seen;
+  std::vector<uint32_t> roots;
+  roots.reserve(ix.roots.size());
+  for (const auto& r : ix.roots) roots.push_back(r.target);
+  return mark_reachable(
+      heap_.in_use.size(), roots, [&](size_t c) { return ix.rows.begin(c); }, ix.target);
 }
 
 std::vector<Ref> RefIndex::anchor_chain(size_t c, size_t max_depth) const {

@@ -17,6 +17,7 @@
 
 #include "corelib/base/result.hpp"
 #include "corelib/blocks/heap.hpp"
+#include "corelib/blocks/reach.hpp"
 #include "corelib/debuginfo/modules.hpp"
 #include "corelib/dump/elfcore.hpp"
 
@@ -109,7 +110,7 @@ class RefIndex final : public RefSource {
 
   // Per chunk: kReached when a chain of references from a root reaches it,
   // kReferenced when anything (a root or a chunk) points into it.
-  static constexpr uint8_t kReached = 1, kReferenced = 2;
+  static constexpr uint8_t kReached = kReachMark, kReferenced = kReferencedMark;
   std::vector<uint8_t> reachable() const;
   // One shortest chain of references from a root to chunk `c` (the root's
   // reference first, the one into `c` last); empty when unreachable or when

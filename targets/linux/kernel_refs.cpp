@@ -25,6 +25,7 @@ constexpr uint64_t kStartKernelMap = 0xffffffff80000000ull;
 constexpr uint64_t kThreadSize = 16384;
 constexpr uint64_t kMaxAreas = 1u << 22;
 constexpr size_t kMaxWarnings = 200;
+constexpr uint64_t kMaxHolePages = uint64_t{1} << 28;
 
 struct Area {
   uint64_t addr = 0, size = 0, caller = 0, vm = 0;
@@ -39,7 +40,10 @@ struct KRefIndex::Parts {
   const KernelLimits& lim;
   KRefIndex& ix;
   uint64_t page_offset = 0, vmemmap = 0, max_pfn = 0;
-  std::vector<uint8_t> skip_pfn;  // pages scanned otherwise, or not at all
+  // Pages scanned otherwise or not at all (vmalloc's, stacks, per-CPU
+  // units, the kernel image): a list, sorted before the page pass, so a
+  // corrupt max_pfn costs no memory.
+  std::vector<uint64_t> skip_pfn;
   std::vector<Area> areas;
   std::vector<GraphObject> objs;
   std::vector<GraphRoot> roots;
@@ -56,8 +60,8 @@ struct KRefIndex::Parts {
   // Pages of the direct map the range covers are not scanned as kernel pages.
   void skip_direct(uint64_t a, uint64_t b) {
     if (a < page_offset || b <= a) return;
-    for (uint64_t p = (a - page_offset) / kPage; p < (b - page_offset + kPage - 1) / kPage; ++p)
-      if (p < skip_pfn.size()) skip_pfn[p] = 1;
+    const uint64_t last = std::min((b - page_offset + kPage - 1) / kPage, max_pfn);
+    for (uint64_t p = (a - page_offset) / kPage; p < last; ++p) skip_pfn.push_back(p);
   }
   Result<void> bases();
   Result<void> slab();
@@ -70,7 +74,7 @@ struct KRefIndex::Parts {
   Result<void> kernel_data();
   Result<void> pages();
   void registers();
-  void rcu_chain(uint64_t head, const char* what);
+  void rcu_chain(uint64_t head, uint64_t o_next, const char* what);
   Result<void> rcu_pending();
 };
 
@@ -81,7 +85,6 @@ Result<void> KRefIndex::Parts::bases() {
   if (max_pfn > (1ull << 36))
     return make_error(Errc::kBadFormat,
                       fmt::format("max_pfn {:#x}: not a machine's (corrupt?)", max_pfn));
-  skip_pfn.assign(max_pfn, 0);
   return {};
 }
 
@@ -146,7 +149,7 @@ static void vm_area(KRefIndex::Parts& P, uint64_t vm, const VmLayout& V, std::ve
   } else {
     for (uint64_t p : pg) {
       const uint64_t pfn = (p - P.vmemmap) / V.page_size;
-      if (p >= P.vmemmap && pfn < P.skip_pfn.size()) P.skip_pfn[pfn] = 1;
+      if (p >= P.vmemmap && pfn < P.max_pfn) P.skip_pfn.push_back(pfn);
     }
   }
   P.areas.push_back(a);
@@ -385,6 +388,9 @@ Result<void> KRefIndex::Parts::pages() {
   const uint32_t tag = root(pr);
   const uint64_t ps = P.size, per = kPage / ps;
   std::vector<uint8_t> buf(kPage);
+  std::sort(skip_pfn.begin(), skip_pfn.end());
+  auto skip = skip_pfn.begin();  // the next skipped pfn at or past the page
+  uint64_t hole = 0;             // unreadable struct pages in a row
   enum Kind : uint8_t { kSkip, kKernel };
   uint64_t head = 0, run = UINT64_MAX;
   Kind head_kind = kSkip;
@@ -399,8 +405,18 @@ Result<void> KRefIndex::Parts::pages() {
     ix.stats_.pages += n;
     if (!k.mem().read(at, buf.data(), n * ps).ok()) {
       close(pfn);
+      // As the slab pass: 2^28 missing struct pages in a row (1 TiB of
+      // RAM) end the pass, so a corrupt max_pfn costs seconds.
+      if ((hole += n) >= kMaxHolePages && pfn + n < max_pfn) {
+        warn(
+            fmt::format("struct page array: the {} struct pages from pfn {:#x} are not in the "
+                        "dump; the page pass stopped there",
+                        hole, pfn + n - hole));
+        return {};
+      }
       continue;
     }
+    hole = 0;
     for (uint64_t j = 0; j < n; ++j) {
       const uint8_t* pb = buf.data() + j * ps;
       const uint64_t ch = kint::ptr_at(pb, o_head), page = at + j * ps;
@@ -418,7 +434,8 @@ Result<void> KRefIndex::Parts::pages() {
         }
         head_kind = kind;
       }
-      if (kind == kKernel && skip_pfn[pfn + j]) kind = kSkip;
+      while (skip != skip_pfn.end() && *skip < pfn + j) ++skip;
+      if (kind == kKernel && skip != skip_pfn.end() && *skip == pfn + j) kind = kSkip;
       if (kind == kKernel) {
         ++ix.stats_.kernel_pages;
         if (run == UINT64_MAX) run = pfn + j;
@@ -449,7 +466,7 @@ void KRefIndex::Parts::registers() {
 
 // Marks the object holding each rcu_head of the chain from `head` as
 // waiting to be freed; bounded (a looping chain is a warning).
-void KRefIndex::Parts::rcu_chain(uint64_t head, const char* what) {
+void KRefIndex::Parts::rcu_chain(uint64_t head, uint64_t o_next, const char* what) {
   const auto& objs = ix.objects_;
   uint64_t h = head, n = 0;
   for (; h && n < lim.max_objects; ++n) {
@@ -460,10 +477,12 @@ void KRefIndex::Parts::rcu_chain(uint64_t head, const char* what) {
       if (!o.rcu) ++ix.stats_.rcu_pending;
       o.rcu = true;
     }
-    if (!k.mem().read(h, &h, 8).ok()) {
+    uint64_t next = 0;
+    if (!k.mem().read(h + o_next, &next, 8).ok()) {
       warn(fmt::format("{}: rcu_head {:#x} is not readable; the list was cut there", what, h));
       return;
     }
+    h = next;
   }
   if (h)
     warn(fmt::format("{}: more than {} callbacks (a loop?); the rest were not marked", what, n));
@@ -480,6 +499,8 @@ Result<void> KRefIndex::Parts::rcu_pending() {
   LR_ASSIGN(uint64_t rd, kint::ksymbol(k, "rcu_data"));
   LR_ASSIGN(kint::Layout R, kint::Layout::of(k, "rcu_data"));
   LR_ASSIGN(uint64_t o_head, R.off("cblist.head"));
+  LR_ASSIGN(kint::Layout CH, kint::Layout::of(k, "callback_head"));
+  LR_ASSIGN(uint64_t o_next, CH.off("next"));
   // kfree_rcu's lists are optional: a kernel without them has RCU's only.
   auto krc = kint::ksymbol(k, "krc");
   auto K = kint::Layout::of(k, "kfree_rcu_cpu");
@@ -489,17 +510,17 @@ Result<void> KRefIndex::Parts::rcu_pending() {
     LR_TRY(k.mem().read(offs + c * 8, &off, 8));
     // A per-CPU variable's vmlinux value is its offset: without KASLR's.
     const uint64_t a = rd - k.kaslr_offset() + off;
-    if (k.mem().read(a + o_head, &head, 8).ok()) rcu_chain(head, "rcu_data.cblist");
+    if (k.mem().read(a + o_head, &head, 8).ok()) rcu_chain(head, o_next, "rcu_data.cblist");
     if (!krc.ok() || !K.ok() || !W.ok()) continue;
     const uint64_t kc = krc.value() - k.kaslr_offset() + off;
     if (auto o = K.value().off("head"); o.ok() && k.mem().read(kc + o.value(), &head, 8).ok())
-      rcu_chain(head, "krc.head");
+      rcu_chain(head, o_next, "krc.head");
     auto o_arr = K.value().off("krw_arr");
     auto o_free = W.value().off("head_free");
     if (!o_arr.ok() || !o_free.ok()) continue;
     for (uint64_t b = 0; b < 2; ++b)
       if (k.mem().read(kc + o_arr.value() + b * W.value().size + o_free.value(), &head, 8).ok())
-        rcu_chain(head, "krc.krw_arr.head_free");
+        rcu_chain(head, o_next, "krc.krw_arr.head_free");
   }
   return {};
 }

@@ -1,0 +1,42 @@
+// Layer 4c: which nodes of a reference graph a chain from a root reaches,
+// shared by the process core's reference index and the object graph (both
+// keep each node's outgoing references as a compressed row).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace lr {
+
+// Per node of `n`: kReachMark when a chain of references from a root reaches
+// it, kReferencedMark when anything (a root or a node) points into it.
+constexpr uint8_t kReachMark = 1, kReferencedMark = 2;
+
+// `root_targets` iterates the node each root reference points into;
+// node c's references are targets[row_begin(c) .. row_begin(c + 1)).
+template <class RootTargets, class RowBegin, class Targets>
+std::vector<uint8_t> mark_reachable(size_t n, const RootTargets& root_targets,
+                                    const RowBegin& row_begin, const Targets& targets) {
+  std::vector<uint8_t> seen(n, 0);
+  for (uint32_t t : targets) seen[t] = kReferencedMark;
+  std::vector<uint32_t> todo;
+  for (uint32_t t : root_targets)
+    if (!(seen[t] & kReachMark)) {
+      seen[t] |= kReachMark | kReferencedMark;
+      todo.push_back(t);
+    }
+  while (!todo.empty()) {
+    const uint32_t c = todo.back();
+    todo.pop_back();
+    for (uint32_t e = row_begin(c), end = row_begin(c + 1); e < end; ++e) {
+      const uint32_t t = targets[e];
+      if (!(seen[t] & kReachMark)) {
+        seen[t] |= kReachMark;
+        todo.push_back(t);
+      }
+    }
+  }
+  return seen;
+}
+
+}  // namespace lr
