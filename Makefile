@@ -352,11 +352,12 @@ DEB_DEPS := g++ make python3 pkg-config libdw-dev libelf-dev libfmt-dev libcli11
 # they run (GlusterFS, nfs-ganesha, Slurm, bpftrace, QEMU and what a guest
 # needs, chromium for the HTML pages), the fuzzers' and formatter's clang,
 # and the tools the tests read with. Kernels and their headers are not
-# here: scripts/kernel-vmcore downloads them into its cache.
+# here: scripts/kernel-vmcore downloads them into its cache (and
+# scripts/kernel-kmemleak builds one from linux-source-6.1: flex and bison).
 TEST_DEPS := catch2 libc6-dbg python3 python3-jsonschema python3-drgn clang libclang-rt-14-dev clang-format clang-tidy \
              glusterfs-server glusterfs-client libglusterfs-dev liburcu-dev libtirpc-dev fuse3 \
              procps util-linux bpftrace bc time strace \
-             qemu-system-x86 busybox-static cpio makedumpfile pahole \
+             qemu-system-x86 busybox-static cpio makedumpfile pahole flex bison \
              man-db zsh nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils libnfs-dev \
              libntirpc-dev libkrb5-dev chromium sqlite3 zstd xz-utils lz4 gzip slurm-wlm munge \
              libjemalloc2 libgoogle-perftools4

@@ -56,6 +56,9 @@ nlohmann::json index_json(const lr::KRefIndex& ix, bool reused) {
           {"stacks", s.stacks},
           {"kernel_pages", s.kernel_pages},
           {"rcu_pending", s.rcu_pending},
+          {"untracked", s.untracked},
+          {"kmemleak_not_leak", s.kmemleak_not_leak},
+          {"kmemleak_no_scan", s.kmemleak_no_scan},
           {"cpu_registers", s.cpu_registers},
           {"references", g.refs},
           {"root_references", g.root_refs},
@@ -260,6 +263,26 @@ lr::Result<uint64_t> place_address(lr::KernelTarget& k, const std::string& p) {
   return k.prog().resolve_address(p);
 }
 
+// What the index makes of an object (refs' "state"), and in words: only
+// "leaked" is one `leaks` lists. Objects whose contents are not scanned
+// say so whether a root reaches them or not.
+std::pair<const char*, std::string> object_state(const lr::KObject& o, bool reached) {
+  const char* how = reached ? "reachable from a root" : "reached from no root";
+  if (o.untracked)
+    return {
+        "untracked",
+        fmt::format("kmemleak's own metadata (SLAB_NOLEAKTRACE: not scanned, no leak), {}", how)};
+  if (o.rcu)
+    return {"rcu_pending",
+            fmt::format("waiting for an RCU grace period to be freed (no leak), {}", how)};
+  if (o.kind == lr::KObject::Kind::kStack)
+    return {"spare_stack", fmt::format("a spare kernel stack kept for reuse (no leak), {}", how)};
+  if (reached) return {"reachable", how};
+  if (o.kmemleak & lr::KmemleakNote::kNotLeak)
+    return {"not_leak", "reached from no root, but marked kmemleak_not_leak (no leak)"};
+  return {"leaked", "reached from no root (leaked)"};
+}
+
 }  // namespace
 
 int do_krefs(lr::KernelTarget& k, const KRefsArgs& a, const std::string& source,
@@ -283,12 +306,14 @@ int do_krefs(lr::KernelTarget& k, const KRefsArgs& a, const std::string& source,
   const bool reached = seen[i] & lr::ObjectGraph::kReached;
   const auto chain = a.depth ? ix.graph().chain(i, a.depth) : std::vector<lr::GraphRef>{};
   const lr::KObject& o = ix.objects()[i];
+  const auto [state, state_text] = object_state(o, reached);
   if (a.json) {
     nlohmann::json j{
         {"schema", "leakref.kernel.refs/1"},
         {"dump", source},
         {"object", {{"addr", hex(o.addr)}, {"size", o.size}, {"name", names.object(i)}}},
-        {"reachable", reached}};
+        {"reachable", reached},
+        {"state", state}};
     auto& jr = j["referrers"] = nlohmann::json::array();
     for (const auto& r : refs)
       jr.push_back({{"from", hex(r.from)},
@@ -306,8 +331,7 @@ int do_krefs(lr::KernelTarget& k, const KRefsArgs& a, const std::string& source,
     out.print("{}\n", j.dump(1));
     return kOk;
   }
-  out.print("{}: {} bytes, {}\n", names.object(i), o.size,
-            reached ? "reachable from a root" : "reached from no root (leaked)");
+  out.print("{}: {} bytes, {}\n", names.object(i), o.size, state_text);
   out.print("{} referring word{}:\n", refs.size(), refs.size() == 1 ? "" : "s");
   for (const auto& r : refs) {
     // A pointer to the start is to the object; inside it, to a member.

@@ -19,7 +19,7 @@ using nlohmann::json;
 
 // One kernel's guest dumps (scripts/kernel-vmcore --kernel KERNEL), made once.
 struct Dump {
-  std::string kernel;  // "6.1", "6.12"
+  std::string kernel;  // "6.1", "6.12"; "kmemleak": scripts/kernel-kmemleak's (pelf only)
   bool ok = false;
   bool broken = false;  // our own set-up failed: a failure, not a skip
   std::string why;

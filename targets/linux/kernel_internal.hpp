@@ -90,6 +90,12 @@ Result<Variable> kvariable(KernelTarget& k, const std::string& name);
 // type gives (8 without); kFault when the dump lacks it.
 Result<uint64_t> read_uint_var(KernelTarget& k, const std::string& name);
 
+// x86-64's direct map of physical memory and its struct page array.
+struct MemoryBases {
+  uint64_t page_offset = 0, vmemmap = 0;
+};
+Result<MemoryBases> memory_bases(KernelTarget& k);
+
 uint64_t ptr_at(const uint8_t* obj, uint64_t off);
 std::string cstr_at(const uint8_t* obj, uint64_t off, size_t max);
 bool interrupted(const KernelLimits& lim);

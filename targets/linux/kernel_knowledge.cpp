@@ -138,5 +138,31 @@ Result<uint64_t> read_uint_var(KernelTarget& k, const std::string& name) {
   return out;
 }
 
+// With CONFIG_RANDOMIZE_MEMORY (every distribution's kernel) both bases are
+// variables; without it they are the fixed addresses of the paging mode,
+// which VMCOREINFO's pgtable_l5_enabled gives (Documentation/arch/x86/
+// x86_64/mm.rst).
+Result<MemoryBases> memory_bases(KernelTarget& k) {
+  MemoryBases b;
+  auto po = read_uint_var(k, "page_offset_base");
+  if (po.ok() || po.error().code != Errc::kNotFound) {
+    LR_ASSIGN(b.page_offset, std::move(po));
+    LR_ASSIGN(b.vmemmap, read_uint_var(k, "vmemmap_base"));
+    return b;
+  }
+  const std::string l5 = k.vmcoreinfo("NUMBER(pgtable_l5_enabled)");
+  if (l5 != "0" && l5 != "1")
+    return make_error(Errc::kNotFound,
+                      "this kernel has no page_offset_base (no CONFIG_RANDOMIZE_MEMORY) and its "
+                      "VMCOREINFO no pgtable_l5_enabled: the direct map's address is unknown");
+  if (!ksymbol(k, "vmemmap_populate").ok())
+    return make_error(Errc::kUnsupported,
+                      "this kernel keeps its struct pages in mem_section (no "
+                      "CONFIG_SPARSEMEM_VMEMMAP); leakref finds them only in the vmemmap");
+  b.page_offset = l5 == "1" ? 0xff11000000000000 : 0xffff888000000000;
+  b.vmemmap = l5 == "1" ? 0xffd4000000000000 : 0xffffea0000000000;
+  return b;
+}
+
 }  // namespace kint
 }  // namespace lr

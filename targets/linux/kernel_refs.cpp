@@ -74,13 +74,16 @@ struct KRefIndex::Parts {
   Result<void> kernel_data();
   Result<void> pages();
   void registers();
+  KObject* object_at(uint64_t a);
   void rcu_chain(uint64_t head, uint64_t o_next, const char* what);
+  void kmemleak();
   Result<void> rcu_pending();
 };
 
 Result<void> KRefIndex::Parts::bases() {
-  LR_ASSIGN(page_offset, kint::read_uint_var(k, "page_offset_base"));
-  LR_ASSIGN(vmemmap, kint::read_uint_var(k, "vmemmap_base"));
+  LR_ASSIGN(kint::MemoryBases mb, kint::memory_bases(k));
+  page_offset = mb.page_offset;
+  vmemmap = mb.vmemmap;
   LR_ASSIGN(max_pfn, kint::read_uint_var(k, "max_pfn"));
   if (max_pfn > (1ull << 36))
     return make_error(Errc::kBadFormat,
@@ -104,6 +107,8 @@ Result<void> KRefIndex::Parts::slab() {
         ko.addr = o.addr;
         ko.size = o.cache->object_size;
         ko.cache = it->second;
+        ko.untracked = o.cache->no_leak_trace;
+        ix.stats_.untracked += ko.untracked;
         if (o.has_tracks) {
           ko.track = static_cast<int32_t>(ix.tracks_.size());
           ix.tracks_.push_back(o.alloc);
@@ -464,18 +469,23 @@ void KRefIndex::Parts::registers() {
   }
 }
 
+// The object holding `a` (objects sorted by address), nullptr when none.
+KObject* KRefIndex::Parts::object_at(uint64_t a) {
+  auto& objs = ix.objects_;
+  auto it = std::upper_bound(objs.begin(), objs.end(), a,
+                             [](uint64_t v, const KObject& o) { return v < o.addr; });
+  if (it == objs.begin() || a - (it - 1)->addr >= (it - 1)->size) return nullptr;
+  return &*(it - 1);
+}
+
 // Marks the object holding each rcu_head of the chain from `head` as
 // waiting to be freed; bounded (a looping chain is a warning).
 void KRefIndex::Parts::rcu_chain(uint64_t head, uint64_t o_next, const char* what) {
-  const auto& objs = ix.objects_;
   uint64_t h = head, n = 0;
   for (; h && n < lim.max_objects; ++n) {
-    auto it = std::upper_bound(objs.begin(), objs.end(), h,
-                               [](uint64_t v, const KObject& o) { return v < o.addr; });
-    if (it != objs.begin() && h - (it - 1)->addr < (it - 1)->size) {
-      KObject& o = ix.objects_[static_cast<size_t>(it - 1 - objs.begin())];
-      if (!o.rcu) ++ix.stats_.rcu_pending;
-      o.rcu = true;
+    if (KObject* o = object_at(h)) {
+      if (!o->rcu) ++ix.stats_.rcu_pending;
+      o->rcu = true;
     }
     uint64_t next = 0;
     if (!k.mem().read(h + o_next, &next, 8).ok()) {
@@ -525,6 +535,23 @@ Result<void> KRefIndex::Parts::rcu_pending() {
   return {};
 }
 
+// kmemleak's marks on the objects, on a kernel built with it.
+void KRefIndex::Parts::kmemleak() {
+  std::vector<std::string> w;
+  auto notes = kmemleak_notes(k, lim, &w);
+  for (auto& s : w) warn("kmemleak: " + s);
+  if (!notes.ok()) {
+    warn("kmemleak's metadata is not readable: " + notes.error().message);
+    return;
+  }
+  for (const KmemleakNote& n : notes.value())
+    if (KObject* o = object_at(n.pointer)) o->kmemleak |= n.mark;
+  for (const KObject& o : ix.objects_) {
+    ix.stats_.kmemleak_not_leak += (o.kmemleak & KmemleakNote::kNotLeak) != 0;
+    ix.stats_.kmemleak_no_scan += (o.kmemleak & KmemleakNote::kNoScan) != 0;
+  }
+}
+
 Result<std::unique_ptr<KRefIndex>> KRefIndex::build(KernelTarget& k, const KernelLimits& lim) {
   const auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<KRefIndex> ix(new KRefIndex());
@@ -552,10 +579,13 @@ Result<std::unique_ptr<KRefIndex>> KRefIndex::build(KernelTarget& k, const Kerne
   std::sort(ix->objects_.begin(), ix->objects_.end(),
             [](const KObject& a, const KObject& b) { return a.addr < b.addr; });
   if (auto r = P.rcu_pending(); !r.ok()) P.warn("RCU callbacks: " + r.error().message);
+  P.kmemleak();
   std::vector<GraphObject> objs;
   objs.reserve(ix->objects_.size());
   for (const KObject& o : ix->objects_)
-    objs.push_back({o.addr, o.size, o.kind != KObject::Kind::kStack && !o.rcu});
+    objs.push_back({o.addr, o.size,
+                    o.kind != KObject::Kind::kStack && !o.rcu && !o.untracked &&
+                        !(o.kmemleak & KmemleakNote::kNoScan)});
   ix->stats_.collect_ns = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
           .count());
@@ -602,8 +632,10 @@ std::vector<KLeak> kernel_leaks(const KRefIndex& ix) {
   const auto seen = ix.graph().reachable();
   for (size_t i = 0; i < seen.size(); ++i) {
     if (seen[i] & ObjectGraph::kReached) continue;
-    if (ix.objects()[i].kind == KObject::Kind::kStack) continue;  // a spare stack
-    if (ix.objects()[i].rcu) continue;                            // being freed
+    if (ix.objects()[i].kind == KObject::Kind::kStack) continue;      // a spare stack
+    if (ix.objects()[i].rcu) continue;                                // being freed
+    if (ix.objects()[i].untracked) continue;                          // kmemleak's metadata
+    if (ix.objects()[i].kmemleak & KmemleakNote::kNotLeak) continue;  // kmemleak_not_leak
     out.push_back({i, (seen[i] & ObjectGraph::kReferenced) != 0});
   }
   return out;

@@ -32,7 +32,24 @@ struct KObject {
   uint64_t caller = 0;  // kVmalloc, kStack: vm_struct.caller
   int32_t track = -1;   // kSlab: index into KRefIndex::tracks() (slub_debug=U caches)
   bool rcu = false;     // on an RCU callback list: waiting to be freed (not scanned)
+  // In a SLAB_NOLEAKTRACE cache: kmemleak's own metadata, whose words point
+  // at every object kmemleak tracks. Neither scanned nor a leak, as for
+  // kmemleak itself.
+  bool untracked = false;
+  uint8_t kmemleak = 0;  // KmemleakNote bits: what kmemleak's metadata says of it
 };
+
+// A mark kmemleak's metadata keeps on the object at `pointer`, on a kernel
+// built with kmemleak (kernel_refs_kmemleak.cpp).
+struct KmemleakNote {
+  static constexpr uint8_t kNotLeak = 1;  // kmemleak_not_leak / kmemleak_ignore
+  static constexpr uint8_t kNoScan = 2;   // kmemleak_no_scan / kmemleak_ignore
+  uint64_t pointer = 0;
+  uint8_t mark = 0;
+};
+// Every marked object kmemleak tracks; none on a kernel without kmemleak.
+Result<std::vector<KmemleakNote>> kmemleak_notes(KernelTarget& k, const KernelLimits& lim,
+                                                 std::vector<std::string>* warnings);
 
 // What a root range is.
 struct KRoot {
@@ -50,7 +67,11 @@ struct KRoot {
 struct KRefStats {
   uint64_t slab_objects = 0, vmalloc_areas = 0, module_areas = 0, stacks = 0;
   uint64_t kernel_pages = 0, pages = 0, free_pages = 0, data_pages = 0;
-  uint64_t rcu_pending = 0;    // objects on RCU callback lists
+  uint64_t rcu_pending = 0;  // objects on RCU callback lists
+  uint64_t untracked = 0;    // objects of SLAB_NOLEAKTRACE caches (kmemleak's metadata)
+  // On a kernel with kmemleak: objects it was told are no leak (including
+  // the ignored), and told not to scan.
+  uint64_t kmemleak_not_leak = 0, kmemleak_no_scan = 0;
   uint64_t cpu_registers = 0;  // CPUs whose registers the dump holds (NT_PRSTATUS)
   uint64_t collect_ns = 0;
 };

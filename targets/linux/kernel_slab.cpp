@@ -65,7 +65,7 @@ struct SlubLayout {
   uint64_t c_list, c_name, c_cpu_slab, c_node;
   IntField c_size, c_object_size, c_offset, c_inuse, c_flags, c_red_left_pad, c_oo, c_random;
   bool has_random = false;
-  std::unique_ptr<Expr> store_user, red_zone, slab_head;
+  std::unique_ptr<Expr> store_user, red_zone, no_leak_trace, slab_head;
   uint64_t cpu_freelist, cpu_slab;
   std::optional<uint64_t> cpu_partial;
   uint64_t n_partial;
@@ -111,6 +111,7 @@ Result<SlubLayout> slub_layout(KernelTarget& k) {
   }
   LR_ASSIGN(L.store_user, c.expr(k, "store_user"));
   LR_ASSIGN(L.red_zone, c.expr(k, "red_zone"));
+  LR_ASSIGN(L.no_leak_trace, c.expr(k, "no_leak_trace"));
   LR_ASSIGN(L.cpu_freelist, L.cpu.off("freelist"));
   LR_ASSIGN(L.cpu_slab, L.cpu.off("slab"));
   LR_ASSIGN(L.cpu_partial, optional_off(L.cpu, "partial"));
@@ -246,6 +247,7 @@ Result<void> Scanner::read_caches() {
     i.hardened = L_.has_random;
     if (L_.has_random) c.random = static_cast<uint64_t>(L_.c_random.load(cb));
     i.store_user = L_.store_user->eval(mem_, cb, a).truthy();
+    i.no_leak_trace = L_.no_leak_trace->eval(mem_, cb, a).truthy();
     if (!L_.red_zone->eval(mem_, cb, a).truthy()) i.red_left_pad = 0;
     c.track_off = i.inuse + (i.offset >= i.inuse ? 8 : 0);
     if (i.size == 0 || i.size > (kPage << 10) || i.order > 10 || i.offset + 8 > i.size ||
@@ -466,8 +468,9 @@ void Scanner::one_slab(CacheState& c, uint64_t page, uint64_t pfn, const uint8_t
 }
 
 Result<void> Scanner::read_bases() {
-  LR_ASSIGN(vmemmap_, read_uint_var(k_, "vmemmap_base"));
-  LR_ASSIGN(page_offset_, read_uint_var(k_, "page_offset_base"));
+  LR_ASSIGN(kint::MemoryBases mb, kint::memory_bases(k_));
+  vmemmap_ = mb.vmemmap;
+  page_offset_ = mb.page_offset;
   LR_ASSIGN(max_pfn_, read_uint_var(k_, "max_pfn"));
   const uint64_t ps = L_.page.size;
   if (ps == 0 || kPage % ps || max_pfn_ > (1ull << 40))
@@ -586,7 +589,10 @@ Result<void> Scanner::scan_pages() {
 Result<void> Scanner::run() {
   LR_TRY(read_caches());
   LR_ASSIGN(uint64_t ncpu, read_uint_var(k_, "nr_cpu_ids"));
-  LR_ASSIGN(uint64_t nnodes, read_uint_var(k_, "nr_node_ids"));
+  // Without CONFIG_NUMA nr_node_ids is the constant 1, not a variable.
+  auto nn = read_uint_var(k_, "nr_node_ids");
+  if (!nn.ok() && nn.error().code != Errc::kNotFound) return nn.error();
+  const uint64_t nnodes = nn.ok() ? nn.value() : 1;
   if (ncpu == 0 || ncpu > kMaxCpus || nnodes == 0 || nnodes > kMaxNodes)
     return make_error(
         Errc::kBadFormat,

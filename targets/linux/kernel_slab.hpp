@@ -28,6 +28,7 @@ struct KSlabCache {
   uint64_t objects_per_slab = 0, order = 0;  // kmem_cache.oo
   bool hardened = false;                     // free pointers stored encoded (kmem_cache.random)
   bool store_user = false;                   // objects carry alloc/free tracks (slub_debug=U)
+  bool no_leak_trace = false;                // SLAB_NOLEAKTRACE: kmemleak's own metadata
   // What the page scan and the freelists found.
   uint64_t slabs = 0, objects = 0, allocated = 0, free = 0;
   uint64_t cpu_slabs = 0, cpu_partial_slabs = 0, node_partial_slabs = 0, full_slabs = 0;
