@@ -92,9 +92,8 @@ nlohmann::json leak_json(lr::KernelTarget& k, const lr::KRefIndex& ix, lr::KRefN
     a["caller"] = names.symbol(t.addr);
     if (now >= t.when) a["age"] = now - t.when;
     auto& st = a["stack"] = nlohmann::json::array();
-    if (depot && t.handle)
-      if (auto s = depot->stack(t.handle); s.ok())
-        for (uint64_t x : s.value()) st.push_back(names.symbol(x));
+    if (auto s = lr::track_stack(t, depot); s.ok())
+      for (uint64_t x : s.value()) st.push_back(names.symbol(x));
     j["alloc"] = std::move(a);
   }
   if (o.kind == lr::KObject::Kind::kVmalloc) j["caller"] = names.symbol(o.caller);
@@ -173,11 +172,10 @@ void print_leak(lr::KernelTarget& k, const lr::KRefIndex& ix, lr::KRefNamer& nam
   if (now >= t.when) out.print(", {} jiffies before the dump", now - t.when);
   out.print("\n");
   bool stack = false;
-  if (depot && t.handle)
-    if (auto s = depot->stack(t.handle); s.ok()) {
-      for (uint64_t x : s.value()) out.print("      {}\n", names.symbol(x));
-      stack = true;
-    }
+  if (auto s = lr::track_stack(t, depot); s.ok()) {
+    for (uint64_t x : s.value()) out.print("      {}\n", names.symbol(x));
+    stack = true;
+  }
   if (!stack) out.print("      {}\n", names.symbol(t.addr));
   print_typed(k, names, o, out);
 }

@@ -57,6 +57,9 @@ struct StackGroup {
   uint64_t first = 0;  // an object allocated there
   uint64_t caller = 0;
 };
+// Objects are grouped by their allocation stack: a depot handle, or the
+// frames a track keeps itself (before 5.17; handle 0 then).
+using StackKey = std::pair<uint32_t, std::vector<uint64_t>>;
 
 std::string sym(lr::KernelTarget& k, uint64_t a) {
   return ksym(k, a);
@@ -120,26 +123,32 @@ void cache_table(const lr::KSlabReport& rep, Out& out) {
 }
 
 // The N most common allocation stacks, each resolved once.
-nlohmann::json stacks_out(lr::KernelTarget& k, const std::map<uint32_t, StackGroup>& groups,
+nlohmann::json stacks_out(lr::KernelTarget& k, const std::map<StackKey, StackGroup>& groups,
                           uint64_t top, bool json, Out& out, std::vector<std::string>* warnings) {
-  std::vector<std::pair<uint32_t, StackGroup>> v(groups.begin(), groups.end());
+  std::vector<std::pair<StackKey, StackGroup>> v(groups.begin(), groups.end());
   std::stable_sort(v.begin(), v.end(),
                    [](const auto& a, const auto& b) { return a.second.count > b.second.count; });
   if (v.size() > top) v.resize(top);
+  bool by_handle = false;
+  for (const auto& [key, g] : v) by_handle |= key.first != 0;
   auto depot = lr::StackDepot::open(k);
-  if (!depot.ok() && !v.empty()) warnings->push_back(depot.error().message);
+  if (!depot.ok() && by_handle) warnings->push_back(depot.error().message);
   nlohmann::json arr = nlohmann::json::array();
-  for (const auto& [h, g] : v) {
+  for (const auto& [key, g] : v) {
+    const uint32_t h = key.first;
     std::vector<std::string> frames;
     std::string err;
-    if (h == 0) {
-      err = "no stack recorded (handle 0)";
-    } else if (depot.ok()) {
-      auto st = depot.value()->stack(h);
+    lr::KSlabTrack t;
+    t.handle = h;
+    t.frames = key.second;
+    if (h || !t.frames.empty()) {
+      auto st = lr::track_stack(t, depot.ok() ? depot.value().get() : nullptr);
       if (st.ok())
         for (uint64_t a : st.value()) frames.push_back(sym(k, a));
-      else
+      else if (depot.ok())
         err = st.error().message;
+    } else {
+      err = "no stack recorded (handle 0)";
     }
     if (json) {
       nlohmann::json j{{"handle", h},
@@ -237,7 +246,7 @@ struct SlabLister {
   Out& out;
   bool json, jsonl, typed, list;
   std::vector<uint64_t> objs;
-  std::map<uint32_t, StackGroup> groups;
+  std::map<StackKey, StackGroup> groups;
   uint64_t listed = 0;
   bool head = false;
   fmt::memory_buffer rows;
@@ -264,7 +273,7 @@ struct SlabLister {
       return;
     }
     if (s.stacks && o.has_tracks) {
-      StackGroup& g = groups[o.alloc.handle];
+      StackGroup& g = groups[{o.alloc.handle, o.alloc.frames}];
       if (!g.count++) g.first = o.addr, g.caller = o.alloc.addr;
     }
     if (!list || out.failed() || (w.limit && listed >= w.limit)) return;

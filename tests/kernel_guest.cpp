@@ -13,7 +13,7 @@ using namespace lrtest;
 namespace kguest {
 
 const std::vector<std::string>& kernels() {
-  static const std::vector<std::string> k = {"6.1", "6.12"};
+  static const std::vector<std::string> k = {"5.10", "6.1", "6.12"};
   return k;
 }
 
@@ -56,6 +56,7 @@ Dump make_dump(const std::string& kernel) {
   r.ko_leak = kv["KO_LEAK"];
   r.kver = kv["KVER"];
   r.hdrs = kv["HDRS"];
+  r.kcc = kv["KCC"];
   r.ok = !r.vmlinux.empty() && !r.pelf.empty() && (km || !r.pelf_b.empty());
   if (!r.ok) {
     r.broken = true;
@@ -292,7 +293,7 @@ const json& named_set(const json& j, const std::string& name) {
 }
 
 // crash in batch mode on the ELF dump, reading `cmdfile`.
-std::vector<std::string> crash_argv(const std::string& cmdfile) {
+std::vector<std::string> crash_argv(const std::string& cmdfile, const std::string& kernel) {
   std::vector<std::string> argv;
 #ifdef LR_SANITIZE
   // The extension is built with ASan+UBSan: their runtimes must be loaded
@@ -307,8 +308,8 @@ std::vector<std::string> crash_argv(const std::string& cmdfile) {
           "UBSAN_OPTIONS=halt_on_error=1"};
 #endif
   for (const char* a : {"crash", "-s", "--no_crashrc"}) argv.push_back(a);
-  argv.push_back(dump("6.1").vmlinux);
-  argv.push_back(dump("6.1").pelf);
+  argv.push_back(dump(kernel).vmlinux);
+  argv.push_back(dump(kernel).pelf);
   argv.push_back("-i");
   argv.push_back(cmdfile);
   return argv;
@@ -323,9 +324,10 @@ std::string write_cmds(const std::vector<std::string>& cmds) {
   return f;
 }
 
-void crash_session(const std::vector<std::string>& cmds, RunResult* out) {
+void crash_session(const std::vector<std::string>& cmds, RunResult* out,
+                   const std::string& kernel) {
   std::vector<std::string> argv = {"timeout", "-k", "5", "900"};
-  for (auto& a : crash_argv(write_cmds(cmds))) argv.push_back(a);
+  for (auto& a : crash_argv(write_cmds(cmds), kernel)) argv.push_back(a);
   *out = run(argv, 960);
 }
 

@@ -27,9 +27,10 @@ struct Dump {
   std::string ko_leak;  // fixtures/kernel/lrkleak.c, as loaded in the guest
   std::string elf;      // QEMU's default ELF dump: physical addresses only
   std::string hdrs;     // the guest kernel's linux-headers tree (unpacked in the cache)
+  std::string kcc;      // the compiler modules are built with when not the headers' own ("")
 };
 const Dump& dump(const std::string& kernel = "6.1");
-// The kernels the tests run on: "6.1" and "6.12".
+// The kernels the tests run on: "5.10" (Debian 11's), "6.1" and "6.12".
 const std::vector<std::string>& kernels();
 
 // What the guest said it set up (fixtures/kernel/lrholder.c and init).
@@ -78,10 +79,12 @@ struct SlabInfo {
 };
 std::map<std::string, SlabInfo> slabinfo(const Dump& d, bool b = false);
 
-// crash 8.0.2 in batch mode on the 6.1 ELF dump, reading `cmdfile`.
-std::vector<std::string> crash_argv(const std::string& cmdfile);
+// crash 8.0.2 in batch mode on a kernel's ELF dump (6.1's unless told),
+// reading `cmdfile`.
+std::vector<std::string> crash_argv(const std::string& cmdfile, const std::string& kernel = "6.1");
 std::string write_cmds(const std::vector<std::string>& cmds);
-void crash_session(const std::vector<std::string>& cmds, lrtest::RunResult* out);
+void crash_session(const std::vector<std::string>& cmds, lrtest::RunResult* out,
+                   const std::string& kernel = "6.1");
 // Values crash prints for `struct TYPE.a,b ADDR`: the last "NAME = N" per name.
 std::map<std::string, int64_t> crash_values(const std::string& text);
 // Runs each command of the docs section `name` (README's or docs/'s

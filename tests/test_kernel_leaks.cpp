@@ -1,5 +1,5 @@
 // Kernel leaks without traces: `leakref kernel … leaks` and `… refs` on the
-// 6.1 and 6.12 guests, against what the lrkleak fixture module
+// 5.10, 6.1 and 6.12 guests, against what the lrkleak fixture module
 // (fixtures/kernel/lrkleak.c) says it left: objects on a global list,
 // objects held through a kmalloc'd array, one held only by a pointer into
 // its middle, objects whose last pointer was dropped, and unreferenced

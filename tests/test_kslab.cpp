@@ -1,7 +1,7 @@
-// leakref kernel slab on real Debian 6.1 and 6.12 vmcores, against truth
+// leakref kernel slab on real Debian 5.10, 6.1 and 6.12 vmcores, against truth
 // from outside: /proc/slabinfo as the guest printed it right before each dump
 // (every cache's slabs, objects and SLUB's active count), crash 8.0.2's own
-// `kmem -S` on 6.1 (every object it lists, every slab's allocated count, every
+// `kmem -S` on 5.10 and 6.1 (every object it lists, every slab's allocated count, every
 // cache's totals), the inode report (every shmem inode object is an inode it
 // finds), and the guest's own manifest (the SCM_RIGHTS file lrholder opened
 // with openat(2), whose allocation stack must say so).
@@ -63,7 +63,7 @@ void check_slabinfo(const json& j, const std::map<std::string, SlabInfo>& si) {
 
 }  // namespace
 
-TEST_CASE("kernel slab: every cache against the guest's /proc/slabinfo, on 6.1 and 6.12",
+TEST_CASE("kernel slab: every cache against the guest's /proc/slabinfo, on 5.10, 6.1 and 6.12",
           "[kernel][slab]") {
   for (const auto& kv : kernels()) DYNAMIC_SECTION("Linux " << kv) {
       const Dump& d = dump(kv);
@@ -229,14 +229,9 @@ KmemS parse_kmem_s(const std::string& text) {
 
 }  // namespace
 
-// Every cache of the 6.1 dump, address for address as crash's own `kmem -S`
-// lists them (CPU slabs and CPU partial slabs object by object; node partial
-// and tracked full slabs as counts), its totals as `kmem -S` heads them, and
-// the extension's report inside the same session equal to the CLI's.
-TEST_CASE("kernel slab on 6.1: every cache's objects as crash's kmem -S lists them",
-          "[kernel][slab]") {
-  NEED_CRASH();
-  const Dump& d = dump("6.1");
+namespace {
+
+void check_kmem_s(const Dump& d) {
   json a = kernel_json(d, d.pelf, {"slab", "--objects", "--json"});
   std::map<std::string, std::map<uint64_t, std::set<uint64_t>>> ours;  // cache -> slab -> objects
   for (const auto& o : a["objects"]) ours[o["cache"]][hexval(o["slab"])].insert(hexval(o["addr"]));
@@ -253,7 +248,7 @@ TEST_CASE("kernel slab on 6.1: every cache's objects as crash's kmem -S lists th
     cmds.push_back("kmem -S " + n);
   }
   RunResult r;
-  crash_session(cmds, &r);
+  crash_session(cmds, &r, d.kernel);
   INFO(r.err.substr(0, 4000));
   REQUIRE(r.status == 0);
   CHECK(comparable(json::parse(read_file(dir + "/slab.json"))) == comparable(a));
@@ -292,6 +287,22 @@ TEST_CASE("kernel slab on 6.1: every cache's objects as crash's kmem -S lists th
   }
   CHECK(counted > 100);
   CHECK(listed > 100);  // crash listed objects of CPU slabs address for address
+}
+
+}  // namespace
+
+// Every cache of the 5.10 and 6.1 dumps, address for address as crash's own `kmem -S`
+// lists them (CPU slabs and CPU partial slabs object by object; node partial
+// and tracked full slabs as counts), its totals as `kmem -S` heads them, and
+// the extension's report inside the same session equal to the CLI's.
+TEST_CASE("kernel slab on 5.10 and 6.1: every cache's objects as crash's kmem -S lists them",
+          "[kernel][slab]") {
+  NEED_CRASH();
+  for (const char* kv : {"5.10", "6.1"}) DYNAMIC_SECTION("Linux " << kv) {
+      const Dump& d = dump(kv);
+      NEED_KERNEL(d);
+      check_kmem_s(d);
+    }
 }
 
 // crash 8.0.2 (bookworm's) cannot open a 6.12 dump: the README says what it

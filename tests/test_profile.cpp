@@ -388,6 +388,37 @@ TEST_CASE("hostile profiles: one clear error, never a crash or hang", "[profile]
   rc = leakref({"profile", fc->core, "--profile", p});
   CHECK(rc.status == 2);
   CHECK(rc.err.find("both declare struct vcache") != std::string::npos);
+  // A declaration whose `c` falls back to a struct another one declares
+  // (types.slab on 5.10: struct page) shares its binding, whichever is bound
+  // first; its aliases must agree, and it may declare no expressions.
+  const std::string again =
+      "\n[[set]]\nname = \"again\"\ntype = \"vc2\"\nhead = \"afs_vhashT\"\nlink = "
+      "\"next\"\nmember = \"hnext\"\nrefcount = \"refs\"\n";
+  const std::string fallback = "\n[types.vc2]\nc = \"struct no_such_vcache|struct vcache\"\n";
+  for (const bool first : {false, true}) {
+    std::string text = good + fallback + "fields = { refs = \"refCount\" }\n" + again;
+    // The set over the fallback declaration first: it binds struct vcache
+    // before types.vcache does.
+    if (first)
+      text = with("[[set]]", again.substr(1) + "\n[[set]]") + fallback +
+             "fields = { refs = \"refCount\" }\n";
+    lrtest::write_file(p, text);
+    rc = leakref({"profile", fc->core, "--profile", p, "--json"});
+    INFO(rc.err);
+    REQUIRE(rc.status == 0);
+    CHECK(set_of(rc.json(), "again")["objects"].size() ==
+          set_of(via.json(), "vcaches")["objects"].size());
+  }
+  lrtest::write_file(p, good + fallback + "fields = { refs = \"opens\" }\n" + again);
+  rc = leakref({"profile", fc->core, "--profile", p});
+  CHECK(rc.status == 2);
+  CHECK(rc.err.find("'refs' means opens here but refCount in types.vcache") != std::string::npos);
+  lrtest::write_file(p, with("format = 1", "format = 2") + fallback +
+                            "[types.vc2.exprs]\nbusy = \"opens > 0\"\n" + again);
+  rc = leakref({"profile", fc->core, "--profile", p});
+  INFO(rc.err);
+  CHECK(rc.status == 2);
+  CHECK(rc.err.find("a fallback may declare no exprs or lists") != std::string::npos);
   // Not a regular file: a FIFO must not block, a directory is refused.
   std::string fifo = lrtest::tmp_dir() + "/profile.fifo";
   REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);

@@ -53,8 +53,16 @@ Result<BoundType*> ProfileBinder::bind(const std::string& name) {
   // aliases and requirements, not a bare copy without them.
   for (const auto& t : p_.types)
     if (!decl && t.c == name) decl = &t;
-  const std::string c = decl ? decl->c : name;
+  // `c` may list alternatives ("struct slab|struct page"): the first the
+  // target has; `fallback` when it is not the first.
+  const std::vector<std::string> cs = split_alternatives(decl ? decl->c : name);
+  std::string c = cs[0];
   auto t = prog_.types().find(c);
+  bool fallback = false;
+  for (size_t i = 1; i < cs.size() && !t.ok(); ++i) {
+    auto ti = prog_.types().find(cs[i]);
+    if (ti.ok()) c = cs[i], t = std::move(ti), fallback = true;
+  }
   if (!t.ok())
     return fail(t.error().code,
                 decl ? fmt::format("types.{}: {}", decl->name, t.error().message)
@@ -69,6 +77,21 @@ Result<BoundType*> ProfileBinder::bind(const std::string& name) {
   auto prev = by_type_.find(s);
   if (prev != by_type_.end()) {
     BoundType* b = prev->second;
+    if (decl && b->decl && decl != b->decl && (fallback || b->fallback)) {
+      if (!fallback) {  // the struct's own declaration, after a fallback to it
+        const ProfileType* first = b->decl;
+        BoundType fresh;
+        fresh.decl = decl;
+        fresh.c = b->c;
+        fresh.type = b->type;
+        *b = std::move(fresh);
+        LR_TRY(require(*b));
+        LR_TRY(share(*b, *first));
+      } else {
+        LR_TRY(share(*b, *decl));
+      }
+      return bound_[name] = b;
+    }
     if (decl && b->decl && decl != b->decl)
       return fail(Errc::kInvalidArgument, fmt::format("types.{} and types.{} both declare {}",
                                                       b->decl->name, decl->name, s->display()));
@@ -82,10 +105,38 @@ Result<BoundType*> ProfileBinder::bind(const std::string& name) {
   ref.decl = decl;
   ref.c = c;
   ref.type = t.value();
+  ref.fallback = fallback;
   bound_[name] = &ref;
   by_type_[s] = &ref;
   LR_TRY(require(ref));
   return &ref;
+}
+
+// A declaration whose `c` fell back to a struct another declaration binds
+// (types.slab on a kernel before struct slab: struct page) shares that
+// binding: its members must be there, and its aliases must agree with the
+// other's. Expressions and list element types stay the other's, so a
+// fallback declares none.
+Result<void> ProfileBinder::share(BoundType& b, const ProfileType& decl) {
+  if (!decl.exprs.empty() || !decl.lists.empty())
+    return fail(Errc::kInvalidArgument,
+                fmt::format("types.{}: falls back to {}, which types.{} declares; a fallback may "
+                            "declare no exprs or lists",
+                            decl.name, b.type->display(), b.decl->name));
+  BoundType mine;
+  mine.decl = &decl;
+  mine.c = b.c;
+  mine.type = b.type;
+  LR_TRY(require(mine));
+  for (const auto& [from, to] : mine.alias) {
+    auto [it, fresh] = b.alias.emplace(from, to);
+    if (!fresh && it->second != to)
+      return fail(Errc::kInvalidArgument,
+                  fmt::format("types.{}: '{}' means {} here but {} in types.{} ({})", decl.name,
+                              from, to, it->second, b.decl->name, b.type->display()));
+  }
+  b.missing.insert(mine.missing.begin(), mine.missing.end());
+  return {};
 }
 
 // Required members (one alternative must exist), optional ones, and the

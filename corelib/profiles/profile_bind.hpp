@@ -21,6 +21,7 @@ struct BoundType {
   std::map<std::string, std::string> alias;  // name -> the member present
   std::set<std::string> missing;             // optional members the target lacks
   std::map<std::string, int64_t> constants;  // enumerators of the declared `enums` present
+  bool fallback = false;                     // decl's `c` fell back to another declaration's struct
 };
 
 class ProfileBinder {
@@ -54,6 +55,7 @@ class ProfileBinder {
 
  private:
   Error fail(Errc c, const std::string& what) const;
+  Result<void> share(BoundType& b, const ProfileType& decl);
   Result<void> require(BoundType& bt);
   Result<ListElement> element(const Type* owner, std::string_view path);
 

@@ -142,6 +142,9 @@ struct KSlabTrack {
   uint32_t handle = 0;  // stack depot handle; 0 = none recorded
   int cpu = 0, pid = 0;
   uint64_t when = 0;  // jiffies
+  // The stack kept in the track itself (addrs[], before 5.17's stack
+  // depot), innermost first; empty when the depot keeps it.
+  std::vector<uint64_t> frames;
 };
 
 struct KFile {

@@ -90,6 +90,10 @@ Result<Variable> kvariable(KernelTarget& k, const std::string& name);
 // type gives (8 without); kFault when the dump lacks it.
 Result<uint64_t> read_uint_var(KernelTarget& k, const std::string& name);
 
+// The kernel's release as major * 1000 + minor (5010 for "5.10.0-32-amd64"):
+// VMCOREINFO's OSRELEASE, else init_uts_ns's; 0 when neither is readable.
+uint64_t release_number(KernelTarget& k);
+
 // x86-64's direct map of physical memory and its struct page array.
 struct MemoryBases {
   uint64_t page_offset = 0, vmemmap = 0;

@@ -4,6 +4,8 @@
 // enums and named expressions, so a kernel version differs in data only.
 #include <fmt/format.h>
 
+#include <cstdio>
+
 #include <algorithm>
 
 #include "kernel_internal.hpp"
@@ -136,6 +138,20 @@ Result<uint64_t> read_uint_var(KernelTarget& k, const std::string& name) {
     return make_error(Errc::kFault, fmt::format("{} at {:#x} is not readable in this dump: {}",
                                                 name, addr, k.mem().why_unreadable(addr)));
   return out;
+}
+
+uint64_t release_number(KernelTarget& k) {
+  std::string rel = k.vmcoreinfo("OSRELEASE");
+  if (rel.empty()) {
+    auto at = ksymbol(k, "init_uts_ns");
+    auto L = Layout::of(k, "uts_namespace");
+    if (at.ok() && L.ok())
+      if (auto o = L.value().off("name.release"); o.ok())
+        if (auto s = k.mem().read_cstring(at.value() + o.value(), 65); s.ok()) rel = s.value();
+  }
+  unsigned major = 0, minor = 0;
+  if (std::sscanf(rel.c_str(), "%u.%u", &major, &minor) != 2) return 0;
+  return uint64_t{major} * 1000 + minor;
 }
 
 // With CONFIG_RANDOMIZE_MEMORY (every distribution's kernel) both bases are

@@ -352,30 +352,47 @@ Result<void> KRefIndex::Parts::percpu() {
 }
 
 // The kernel image's writable data; its pages in the direct map are not
-// scanned again as kernel pages (nor its text and read-only data).
+// scanned again as kernel pages (nor its text and read-only data). A page
+// of the image the kernel gave back to the page allocator after boot (the
+// unused part of .bss..decrypted without memory encryption, 5.10's 2 MiB
+// of .bss) is no longer PG_reserved: it is no root, and the page pass
+// treats it as any other page.
 Result<void> KRefIndex::Parts::kernel_data() {
   static const char* kSections[][3] = {
       {"_sdata", "_edata", ".data"},
       {"__start_ro_after_init", "__end_ro_after_init", ".data..ro_after_init"},
       {"__bss_start", "__bss_stop", ".bss"}};
+  LR_ASSIGN(uint64_t phys_base, kint::read_uint_var(k, "phys_base"));
+  // __pa_symbol: a runtime image address less the image's virtual base,
+  // plus where the image was loaded.
+  auto direct = [&](uint64_t v) { return v - kStartKernelMap + phys_base + page_offset; };
+  LR_ASSIGN(kint::Layout P, kint::Layout::of(k, "page"));
+  LR_ASSIGN(auto reserved, P.expr(k, "reserved"));
+  std::vector<uint8_t> pb(P.size);
+  // Whether the image page at `v` is still the image's (unreadable: kept).
+  auto kept = [&](uint64_t v) {
+    const uint64_t pg = vmemmap + (direct(v) - page_offset) / kPage * P.size;
+    return !k.mem().read(pg, pb.data(), pb.size()).ok() ||
+           reserved->eval(k.mem(), pb.data(), pg).truthy();
+  };
   for (const auto& s : kSections) {
     LR_ASSIGN(uint64_t a, k.symbol(s[0]));
     LR_ASSIGN(uint64_t b, k.symbol(s[1]));
     KRoot r;
     r.kind = KRoot::Kind::kKernelData;
     r.section = s[2];
-    if (a < b) roots.push_back({a, b, root(std::move(r))});
+    const uint32_t tag = root(std::move(r));
+    for (uint64_t v = a, run = a; v < b; v = run) {
+      run = std::min(b, (v & ~(kPage - 1)) + kPage);
+      if (!kept(v)) continue;
+      while (run < b && kept(run)) run = std::min(b, run + kPage);
+      roots.push_back({v, run, tag});
+      skip_direct(direct(v), direct(run));
+    }
   }
-  LR_ASSIGN(uint64_t phys_base, kint::read_uint_var(k, "phys_base"));
-  // __pa_symbol: a runtime image address less the image's virtual base,
-  // plus where the image was loaded.
-  auto direct = [&](uint64_t v) { return v - kStartKernelMap + phys_base + page_offset; };
   LR_ASSIGN(uint64_t text, k.symbol("_text"));
   LR_ASSIGN(uint64_t init, k.symbol("__init_begin"));
-  LR_ASSIGN(uint64_t bss, k.symbol("__bss_start"));
-  LR_ASSIGN(uint64_t end, k.symbol("_end"));
   skip_direct(direct(text), direct(init));
-  skip_direct(direct(bss), direct(end));
   return {};
 }
 

@@ -76,6 +76,7 @@ struct SlubLayout {
   IntField s_inuse, s_objects, s_frozen;
   uint64_t t_addr, t_cpu, t_pid, t_when;
   std::optional<uint64_t> t_handle;
+  uint64_t t_addrs = 0, t_naddrs = 0;  // addrs[] (before 5.17): where, how many
   IntField t_cpu_f, t_pid_f;
 };
 
@@ -139,6 +140,11 @@ Result<SlubLayout> slub_layout(KernelTarget& k) {
   LR_ASSIGN(L.t_cpu_f, L.track.field("cpu"));
   LR_ASSIGN(L.t_pid_f, L.track.field("pid"));
   LR_ASSIGN(L.t_handle, optional_off(L.track, "handle"));
+  if (!L.track.bound->missing.count("addrs")) {
+    LR_ASSIGN(auto ab, L.track.bytes("addrs"));
+    L.t_addrs = ab.first;
+    L.t_naddrs = ab.second / 8;
+  }
   return L;
 }
 
@@ -389,7 +395,7 @@ void Scanner::emit(const CacheState& c, uint64_t obj, uint64_t slab, const SlabP
   o.where = p.where;
   o.cpu = p.cpu;
   if (f_.tracks && c.info.store_user) {
-    uint8_t t[128] = {};
+    uint8_t t[512] = {};
     const uint64_t ts = L_.track.size;
     if (ts * 2 <= sizeof t && slab_read(obj + c.track_off, t, ts * 2)) {
       o.has_tracks = true;
@@ -401,6 +407,12 @@ void Scanner::emit(const CacheState& c, uint64_t obj, uint64_t slab, const SlabP
         x.cpu = static_cast<int>(L_.t_cpu_f.load(tb));
         x.pid = static_cast<int>(L_.t_pid_f.load(tb));
         x.when = kint::ptr_at(tb, L_.t_when);
+        // addrs[] ends at its first 0 (a stack shorter than the array).
+        for (uint64_t i = 0; i < L_.t_naddrs; ++i) {
+          const uint64_t f = kint::ptr_at(tb, L_.t_addrs + i * 8);
+          if (!f) break;
+          x.frames.push_back(f);
+        }
       }
     }
   }

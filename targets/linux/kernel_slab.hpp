@@ -112,4 +112,9 @@ class StackDepot {
   std::unique_ptr<Impl> impl_;
 };
 
+// A track's stack: the frames it keeps itself (before 5.17), else its
+// depot handle's (`depot` may be null: then kNotFound); kNotFound when it
+// recorded none.
+Result<std::vector<uint64_t>> track_stack(const KSlabTrack& t, const StackDepot* depot);
+
 }  // namespace lr

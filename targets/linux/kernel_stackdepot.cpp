@@ -109,4 +109,11 @@ Result<std::vector<uint64_t>> StackDepot::stack(uint32_t handle) const {
   return frames;
 }
 
+Result<std::vector<uint64_t>> track_stack(const KSlabTrack& t, const StackDepot* depot) {
+  if (!t.frames.empty()) return t.frames;
+  if (!t.handle) return make_error(Errc::kNotFound, "no stack recorded (handle 0)");
+  if (!depot) return make_error(Errc::kNotFound, "this kernel's stack depot is not readable");
+  return depot->stack(t.handle);
+}
+
 }  // namespace lr

@@ -307,15 +307,21 @@ namespace {
 //    simple_fill_super / debugfs family keep the creation reference;
 //    apparmorfs keeps the creation reference and takes another (aafs_create);
 //  - procfs keeps /proc/self and /proc/thread-self in its fs_info;
-//  - apparmorfs's root is pinned once more by its simple_pin_fs mount user.
+//  - apparmorfs's root is pinned once more by its simple_pin_fs mount user;
+//  - before 6.1 securityfs_create_dentry took a second reference (dget)
+//    for its caller, kept with the dentry it returns (seen on Debian 11's
+//    5.10; 6.1's and 6.12's take none): on the files, directories and
+//    symlinks it makes, not on a device node a module adds itself
+//    (apparmor's .null).
 // Looked up once per super block; `dentry_pin` applies it per dentry.
 struct FsPin {
   uint64_t child = 0;  // on every positive non-root dentry
   uint64_t root = 0;   // on the root dentry (besides the super block's own)
+  uint64_t made = 0;   // more on a non-root file, directory or symlink
   bool proc = false;   // procfs: self and thread-self under the root
 };
 
-FsPin fs_pin(const std::string& fstype) {
+FsPin fs_pin(const std::string& fstype, uint64_t release) {
   static const std::map<std::string, uint64_t> kPin = {
       {"tmpfs", 1},       {"ramfs", 1},     {"devtmpfs", 1},   {"rootfs", 1},
       {"debugfs", 1},     {"tracefs", 1},   {"securityfs", 1}, {"configfs", 1},
@@ -323,6 +329,7 @@ FsPin fs_pin(const std::string& fstype) {
       {"bpf", 1},         {"pstore", 1},    {"efivarfs", 1},   {"apparmorfs", 2}};
   FsPin p;
   if (auto it = kPin.find(fstype); it != kPin.end()) p.child = it->second;
+  if (fstype == "securityfs" && release && release < 6001) p.made = 1;
   p.root = fstype == "apparmorfs" ? 1 : 0;
   p.proc = fstype == "proc";
   return p;
@@ -383,7 +390,12 @@ static void attach_unheld_files(KernelTarget& k, Scan& s, KInodeReport& rep,
   for (const auto& w : scan.value().warnings) rep.warnings.push_back(w);
   std::unique_ptr<StackDepot> depot;
   for (KFile& kf : s.files) {
-    if (!kf.unheld || !kf.has_alloc || !kf.alloc.handle) continue;
+    if (!kf.unheld || !kf.has_alloc) continue;
+    if (!kf.alloc.frames.empty()) {  // kept in the track itself (before 5.17)
+      kf.alloc_stack = kf.alloc.frames;
+      continue;
+    }
+    if (!kf.alloc.handle) continue;
     if (!depot) {
       auto d = StackDepot::open(k);
       if (!d.ok()) {
@@ -475,8 +487,8 @@ struct InodeLayout {
 class InodeReporter {
  public:
   InodeReporter(const Memory& mem, const InodeLayout& l, Scan& s, const KernelLimits& lim,
-                KInodeReport& rep)
-      : mem_(mem), l_(l), s_(s), lim_(lim), rep_(rep) {}
+                KInodeReport& rep, uint64_t release)
+      : mem_(mem), l_(l), s_(s), lim_(lim), rep_(rep), release_(release) {}
 
   // One super block's inodes, filtered; false when `flt` leaves it out.
   Result<bool> super_block(uint64_t b, const KInodeFilter& flt, KSuperBlock& ks) {
@@ -500,7 +512,7 @@ class InodeReporter {
         list_objects(mem_, b + l_.sb_inodes, l_.i_sb_list, lim_,
                      fmt::format("super_block {:#x} ({}) s_inodes", b, ks.fstype), &rep_.warnings,
                      &ks.inode_walk);
-    const FsPin pin = fs_pin(ks.fstype);
+    const FsPin pin = fs_pin(ks.fstype, release_);
     for (uint64_t ia : inodes) {
       if (interrupted(lim_)) return make_error(Errc::kInterrupted, "interrupted");
       inode(ia, ks, pin, flt);
@@ -538,7 +550,7 @@ class InodeReporter {
         break;
       }
       name_ptrs.push_back(ptr_at(db, l_.d_name));
-      ki.dentries.push_back(dentry(d, db, ks, pin, name_ptrs.back()));
+      ki.dentries.push_back(dentry(d, db, ks, pin, name_ptrs.back(), ki.i_mode));
       ++rep_.dentries;
     }
     if (auto it = s_.files_by_inode.find(ia); it != s_.files_by_inode.end())
@@ -559,7 +571,7 @@ class InodeReporter {
   // A dentry's count against what holds it: children, open files, mounts,
   // tasks' root and pwd, and the file system's own pin.
   KDentry dentry(uint64_t d, const uint8_t* db, const KSuperBlock& ks, const FsPin& pin,
-                 uint64_t name_ptr) {
+                 uint64_t name_ptr, uint64_t i_mode) {
     KDentry kd;
     kd.addr = d;
     kd.count = l_.d_count.load(db);
@@ -583,7 +595,8 @@ class InodeReporter {
       kd.pinned =
           ptr_at(db, l_.d_parent) == ks.root && (kd.name == "self" || kd.name == "thread-self");
     } else {
-      kd.pinned = pin.child;
+      const uint64_t fmt = i_mode & 0170000;  // S_IFMT: S_IFREG, S_IFDIR, S_IFLNK
+      kd.pinned = pin.child + (fmt == 0100000 || fmt == 0040000 || fmt == 0120000 ? pin.made : 0);
     }
     int64_t held = static_cast<int64_t>(kd.children + kd.files + kd.mount_refs + kd.fs_refs +
                                         kd.pinned + (d == ks.root ? 1 : 0));
@@ -645,6 +658,7 @@ class InodeReporter {
   Scan& s_;
   const KernelLimits& lim_;
   KInodeReport& rep_;
+  uint64_t release_ = 0;  // release_number(): what fs_pin depends on
   std::vector<uint8_t> scratch_, dscratch_;
 };
 
@@ -663,7 +677,7 @@ Result<KInodeReport> inodes_from(KernelTarget& k, Scan& s, const KInodeFilter& f
                         fmt::format("linux-kernel.toml: types.inode.exprs.{} is {:#x}, not one "
                                     "bit of i_state",
                                     name, bit));
-  InodeReporter r(k.mem(), l, s, lim, rep);
+  InodeReporter r(k.mem(), l, s, lim, rep, release_number(k));
   for (uint64_t b : s.super_blocks) {
     if (interrupted(lim)) return make_error(Errc::kInterrupted, "interrupted");
     if (flt.sb && flt.sb != b) continue;
