@@ -403,24 +403,32 @@ TEST_CASE("kernel --reconcile: refcounts above the references found are flagged,
 // (addresses, pids, jiffies, the allocation's call site in the freed init
 // text, and so which dropped object comes first, aside: they differ
 // between boots).
+namespace {
+
+// The docs' leak examples against a run: addresses, pids, jiffies, the
+// whole dump's counts, which dropped object comes first (by address) and
+// the serial console's line ends aside: they differ between boots.
+std::string doc_norm(std::string t) {
+  std::erase(t, '\r');
+  t = std::regex_replace(t, std::regex("0x[0-9a-f]{5,}"), "0xADDR");
+  t = std::regex_replace(t, std::regex("(pid|cpu) [0-9]+"), "$1 N");
+  t = std::regex_replace(t, std::regex("[0-9]+ jiffies"), "N jiffies");
+  t = std::regex_replace(t, std::regex("id = 2[123],"), "id = 2N,");
+  t = std::regex_replace(t, std::regex("of [0-9]+ objects; [0-9]+ references, [0-9.]+ MiB"),
+                         "of N objects; N references, N MiB");
+  while (!t.empty() && t.back() == '\n') t.pop_back();
+  return t;
+}
+
+}  // namespace
+
 TEST_CASE("docs: the kernel leaks example runs as written", "[kernel][kleaks][docs]") {
   const Dump& d = dump();
   NEED_KERNEL(d);
-  auto norm = [](std::string t) {
-    t = std::regex_replace(t, std::regex("0x[0-9a-f]{5,}"), "0xADDR");
-    t = std::regex_replace(t, std::regex("(pid|cpu) [0-9]+"), "$1 N");
-    t = std::regex_replace(t, std::regex("[0-9]+ jiffies"), "N jiffies");
-    // Which dropped object comes first (by address) differs between boots.
-    t = std::regex_replace(t, std::regex("id = 2[123],"), "id = 2N,");
-    t = std::regex_replace(t, std::regex("of [0-9]+ objects; [0-9]+ references, [0-9.]+ MiB"),
-                           "of N objects; N references, N MiB");
-    while (!t.empty() && t.back() == '\n') t.pop_back();
-    return t;
-  };
   CHECK(run_doc_section(
             "kleaks",
             {{"vmcore-6.1.pelf", d.pelf}, {"vmlinux-6.1", d.vmlinux}, {"lrkleak.ko", d.ko_leak}},
-            norm) == 5);
+            doc_norm) == 5);
 }
 
 namespace {
@@ -478,17 +486,9 @@ TEST_CASE("kernel leaks: the same objects as kmemleak, on a kernel built with it
 TEST_CASE("docs: the kmemleak comparison runs as written", "[kernel][kmemleak][docs]") {
   const Dump& d = dump("kmemleak");
   NEED_KERNEL(d);
-  auto norm = [](std::string t) {
-    std::erase(t, '\r');  // the serial console's line ends
-    t = std::regex_replace(t, std::regex("0x[0-9a-f]{5,}"), "0xADDR");
-    t = std::regex_replace(t, std::regex("of [0-9]+ objects; [0-9]+ references, [0-9.]+ MiB"),
-                           "of N objects; N references, N MiB");
-    while (!t.empty() && t.back() == '\n') t.pop_back();
-    return t;
-  };
   CHECK(run_doc_section("kmemleak",
                         {{"serial.log", d.serial},
                          {"vmcore-kmemleak.pelf", d.pelf},
                          {"vmlinux-kmemleak", d.vmlinux}},
-                        norm) == 2);
+                        doc_norm) == 2);
 }

@@ -26,9 +26,10 @@ Result<std::vector<KmemleakNote>> kmemleak_notes(KernelTarget& k, const KernelLi
   const auto objs =
       kint::list_objects(k.mem(), head.value(), o_list, lim, "kmemleak objects", warnings, nullptr);
   std::vector<uint8_t> b(L.value().size);
+  uint64_t unreadable = 0, first_unreadable = 0;  // one warning, however many
   for (uint64_t o : objs) {
     if (!k.mem().read(o, b.data(), b.size()).ok()) {
-      if (warnings) warnings->push_back(fmt::format("kmemleak_object {:#x}: not readable", o));
+      if (!unreadable++) first_unreadable = o;
       continue;
     }
     // OBJECT_PHYS objects are memblock's, by physical address: no object here.
@@ -40,6 +41,11 @@ Result<std::vector<KmemleakNote>> kmemleak_notes(KernelTarget& k, const KernelLi
       mark |= KmemleakNote::kNoScan;
     if (mark) out.push_back({static_cast<uint64_t>(f_ptr.load(b.data())), mark});
   }
+  if (unreadable && warnings)
+    warnings->push_back(
+        fmt::format("{} kmemleak_objects are not readable (the first at {:#x}); "
+                    "their marks were not read",
+                    unreadable, first_unreadable));
   return out;
 }
 

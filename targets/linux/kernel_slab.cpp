@@ -142,6 +142,13 @@ Result<SlubLayout> slub_layout(KernelTarget& k) {
   LR_ASSIGN(L.t_handle, optional_off(L.track, "handle"));
   if (!L.track.bound->missing.count("addrs")) {
     LR_ASSIGN(auto ab, L.track.bytes("addrs"));
+    // Within the track, whatever the DWARF claims: the frames are read
+    // from a copy of it.
+    if (ab.first > L.track.size || ab.second > L.track.size - ab.first)
+      return make_error(Errc::kBadFormat,
+                        fmt::format("struct track.addrs ({} bytes at {}) lies outside the {}-byte "
+                                    "struct",
+                                    ab.second, ab.first, L.track.size));
     L.t_addrs = ab.first;
     L.t_naddrs = ab.second / 8;
   }
