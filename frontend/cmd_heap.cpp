@@ -1,4 +1,4 @@
-// heap: the glibc malloc heap of a core, chunk-state aware.
+// heap: the malloc heap of a core (glibc's or jemalloc's), block-state aware.
 #include <fmt/format.h>
 
 #include <chrono>
@@ -10,6 +10,7 @@
 #include "corelib/blocks/heap.hpp"
 #include "progress.hpp"
 #include "targets/glibc/glibc_heap.hpp"
+#include "targets/jemalloc/jemalloc_heap.hpp"
 
 namespace lrcli {
 
@@ -53,32 +54,53 @@ nlohmann::json ref_brief_json(const lr::Ref& r) {
   return j;
 }
 
-static int cmd_heap(const Common& c, bool list, bool stats) {
-  auto prog_r = open_program(c);
-  if (!prog_r.ok()) return fail(prog_r.error());
-  lr::Program& prog = *prog_r.value();
-  auto t0 = std::chrono::steady_clock::now();
-  auto hw = read_heap(prog);
-  if (!hw.ok())
-    return fail(lr::make_error(hw.error().code, prog.core()->path() + ": " + hw.error().message));
-  double ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  const lr::HeapWalk& h = hw.value();
+namespace {
+
+const char* region_kind(lr::HeapRegion::Kind k) {
+  return k == lr::HeapRegion::Kind::kMain     ? "main"
+         : k == lr::HeapRegion::Kind::kThread ? "thread"
+                                              : "mmapped";
+}
+
+nlohmann::json regions_json(const lr::HeapWalk& h, bool list) {
+  nlohmann::json regions = nlohmann::json::array();
+  for (const auto& r : h.regions)
+    if (r.kind != lr::HeapRegion::Kind::kMmapped || list)
+      regions.push_back({{"kind", region_kind(r.kind)},
+                         {"start", hex(r.start)},
+                         {"end", hex(r.end)},
+                         {"arena", hex(r.arena)},
+                         {"complete", r.complete}});
+  return regions;
+}
+
+// The fields every allocator's report has, and --list's chunks.
+void common_json(nlohmann::json& j, const lr::HeapWalk& h, bool list, bool stats, double ms) {
+  j["allocator"] = h.allocator;
+  j["warnings"] = h.warnings;
+  // Timing only on request: the same core gives the same output.
+  if (stats) j["walk_ns"] = static_cast<uint64_t>(ms * 1e6);
+  j["regions"] = regions_json(h, list);
+  if (list) {
+    nlohmann::json chunks = nlohmann::json::array();
+    for (const auto& ch : h.in_use) chunks.push_back({hex(ch.user), ch.usable(), ch.mmapped()});
+    j["in_use"] = chunks;
+  }
+}
+
+void list_text(const lr::HeapWalk& h, bool list, bool stats, double ms) {
+  if (list)
+    for (const auto& ch : h.in_use)
+      fmt::print("{:#x} {}{}\n", ch.user, ch.usable(), ch.mmapped() ? " mmapped" : "");
+  print_warnings_text(h.warnings);
+  if (stats)
+    fmt::print(stderr, "leakref: heap walked in {:.3f} ms ({} in-use chunks)\n", ms,
+               h.stats.in_use);
+}
+
+int glibc_report(const lr::HeapWalk& h, const lr::GlibcHeap& g, const Common& c, bool list,
+                 bool stats, double ms) {
   const lr::HeapStats& s = h.stats;
-  // The report (and leakref.heap/1) is glibc's arenas and bins: another
-  // allocator's heap is refused, never printed as zeros.
-  const auto* gp = dynamic_cast<const lr::GlibcHeap*>(h.details.get());
-  if (!gp)
-    return fail(lr::make_error(lr::Errc::kUnsupported,
-                               fmt::format("{}: heap reports glibc's arenas; this core's heap is "
-                                           "the {} allocator's",
-                                           prog.core()->path(), h.allocator)));
-  const lr::GlibcHeap& g = *gp;
-  auto kind = [](lr::HeapRegion::Kind k) {
-    return k == lr::HeapRegion::Kind::kMain     ? "main"
-           : k == lr::HeapRegion::Kind::kThread ? "thread"
-                                                : "mmapped";
-  };
   if (c.json) {
     nlohmann::json j = {
         {"schema", "leakref.heap/1"},
@@ -99,24 +121,8 @@ static int cmd_heap(const Common& c, bool list, bool stats) {
           {"fastbin_free", g.fastbin_free},
           {"tcache_free", g.tcache_free},
           {"tcache_structs", g.tcache_structs},
-          {"index_bytes", s.index_bytes}}},
-        {"warnings", h.warnings}};
-    // Timing only on request: the same core gives the same output.
-    if (stats) j["walk_ns"] = static_cast<uint64_t>(ms * 1e6);
-    nlohmann::json regions = nlohmann::json::array();
-    for (const auto& r : h.regions)
-      if (r.kind != lr::HeapRegion::Kind::kMmapped || list)
-        regions.push_back({{"kind", kind(r.kind)},
-                           {"start", hex(r.start)},
-                           {"end", hex(r.end)},
-                           {"arena", hex(r.arena)},
-                           {"complete", r.complete}});
-    j["regions"] = regions;
-    if (list) {
-      nlohmann::json chunks = nlohmann::json::array();
-      for (const auto& ch : h.in_use) chunks.push_back({hex(ch.user), ch.usable(), ch.mmapped()});
-      j["in_use"] = chunks;
-    }
+          {"index_bytes", s.index_bytes}}}};
+    common_json(j, h, list, stats, ms);
     emit_json(j);
     return kOk;
   }
@@ -128,8 +134,8 @@ static int cmd_heap(const Common& c, bool list, bool stats) {
                                g.tcache_key_from == "libc" ? "" : " (from the tcache entries)"));
   for (const auto& r : h.regions)
     if (r.kind != lr::HeapRegion::Kind::kMmapped)
-      fmt::print("  {:<7} [{:#x}, {:#x}) arena {:#x}{}\n", kind(r.kind), r.start, r.end, r.arena,
-                 r.complete ? "" : " (chain broken)");
+      fmt::print("  {:<7} [{:#x}, {:#x}) arena {:#x}{}\n", region_kind(r.kind), r.start, r.end,
+                 r.arena, r.complete ? "" : " (chain broken)");
   fmt::print(
       "chunks {} ({} in heaps, {} mmapped): in use {} ({} bytes); free: bins {}, fastbins {}, "
       "tcache {}\n",
@@ -137,13 +143,69 @@ static int cmd_heap(const Common& c, bool list, bool stats) {
       g.fastbin_free, g.tcache_free);
   fmt::print("glibc {}: malloc layout from {}\n",
              g.layout.version.empty() ? "(release unknown)" : g.layout.version, g.layout.from);
-  if (list)
-    for (const auto& ch : h.in_use)
-      fmt::print("{:#x} {}{}\n", ch.user, ch.usable(), ch.mmapped() ? " mmapped" : "");
-  print_warnings_text(h.warnings);
-  if (stats)
-    fmt::print(stderr, "leakref: heap walked in {:.3f} ms ({} in-use chunks)\n", ms, s.in_use);
+  list_text(h, list, stats, ms);
   return kOk;
+}
+
+int jemalloc_report(const lr::HeapWalk& h, const lr::JemallocHeap& g, const Common& c, bool list,
+                    bool stats, double ms) {
+  const lr::HeapStats& s = h.stats;
+  if (c.json) {
+    nlohmann::json j = {{"schema", "leakref.heap/1"},
+                        {"jemalloc",
+                         {{"layout", g.layout.from},
+                          {"page", g.page},
+                          {"tcaches", g.tcaches},
+                          {"slabs", g.slabs},
+                          {"large", g.large},
+                          {"dirty", g.dirty},
+                          {"muzzy", g.muzzy},
+                          {"retained", g.retained},
+                          {"base_blocks", g.base_blocks}}},
+                        {"stats",
+                         {{"arenas", s.arenas},
+                          {"chunks", s.chunks},
+                          {"in_use", s.in_use},
+                          {"in_use_bytes", s.in_use_bytes},
+                          {"slab_free", g.slab_free},
+                          {"tcache_free", g.tcache_free},
+                          {"index_bytes", s.index_bytes}}}};
+    common_json(j, h, list, stats, ms);
+    emit_json(j);
+    return kOk;
+  }
+  fmt::print("jemalloc: {} arena(s), {} thread cache(s), {}-byte pages; layout from {}\n", s.arenas,
+             g.tcaches, g.page, g.layout.from);
+  fmt::print(
+      "extents: {} slabs, {} large in use; free: {} dirty, {} muzzy ({} retained, unbacked)\n",
+      g.slabs, g.large, g.dirty, g.muzzy, g.retained);
+  fmt::print("blocks {}: in use {} ({} bytes); free: slab regions {}, thread caches {}\n", s.chunks,
+             s.in_use, s.in_use_bytes, g.slab_free, g.tcache_free);
+  list_text(h, list, stats, ms);
+  return kOk;
+}
+
+}  // namespace
+
+static int cmd_heap(const Common& c, bool list, bool stats) {
+  auto prog_r = open_program(c);
+  if (!prog_r.ok()) return fail(prog_r.error());
+  lr::Program& prog = *prog_r.value();
+  auto t0 = std::chrono::steady_clock::now();
+  auto hw = read_heap(prog);
+  if (!hw.ok())
+    return fail(lr::make_error(hw.error().code, prog.core()->path() + ": " + hw.error().message));
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const lr::HeapWalk& h = hw.value();
+  if (const auto* g = dynamic_cast<const lr::GlibcHeap*>(h.details.get()))
+    return glibc_report(h, *g, c, list, stats, ms);
+  if (const auto* g = dynamic_cast<const lr::JemallocHeap*>(h.details.get()))
+    return jemalloc_report(h, *g, c, list, stats, ms);
+  // Another allocator's heap is refused, never printed as glibc's zeros.
+  return fail(lr::make_error(lr::Errc::kUnsupported,
+                             fmt::format("{}: heap has no report for the {} allocator",
+                                         prog.core()->path(), h.allocator)));
 }
 
 Command register_heap(CLI::App& app, Common& c) {
@@ -152,7 +214,7 @@ Command register_heap(CLI::App& app, Common& c) {
   };
   auto a = std::make_shared<Args>();
   auto* sub =
-      app.add_subcommand("heap", "glibc malloc arenas and in-use chunks (chunk-state aware)");
+      app.add_subcommand("heap", "malloc arenas and in-use blocks (glibc, jemalloc; state aware)");
   add_common(sub, c);
   sub->add_flag("--list", a->list, "list every in-use chunk (address, usable size)");
   sub->add_flag("--stats", a->stats, "timing (JSON: walk_ns; text: on stderr)");

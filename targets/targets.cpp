@@ -15,8 +15,9 @@ namespace lr {
 void register_targets() {
   static std::once_flag once;
   std::call_once(once, [] {
-    register_glibc_allocator();
+    // jemalloc first: a program on it still maps libc (see jemalloc.hpp).
     register_jemalloc();
+    register_glibc_allocator();
     register_tcmalloc();
     register_nfs_ganesha();
     register_text_dump("statedump", &looks_like_statedump);

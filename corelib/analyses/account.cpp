@@ -95,7 +95,13 @@ void finish(AccountNode& n, size_t keep) {
 }
 
 std::string arena_name(const HeapWalk& h, uint64_t arena) {
-  if (arena == 0) return "mmapped chunks";
+  // Arena 0: glibc's mmapped chunks, or bytes an allocator counts over all
+  // its arenas (jemalloc's).
+  if (arena == 0) {
+    for (const auto& r : h.regions)
+      if (r.kind == HeapRegion::Kind::kMmapped) return "mmapped chunks";
+    return "all arenas";
+  }
   for (const auto& r : h.regions)
     if (r.arena == arena && r.kind == HeapRegion::Kind::kMain)
       return fmt::format("arena {:#x} (main)", arena);

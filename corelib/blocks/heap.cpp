@@ -27,8 +27,8 @@ void ChunkIndex::push_back(const HeapChunk& c) {
   if (c.user % 16 == 0) {
     if (c.mmapped() && (u + 16) % 4096 == 0 && ((u + 16) >> 12) < kSizeMask)
       code = kMmappedBit | ((u + 16) >> 12);
-    else if (!c.mmapped() && u % 16 == 8 && ((u - 8) >> 4) < kSizeMask)
-      code = (u - 8) >> 4;
+    else if (!c.mmapped() && u >= bias_ && u % 16 == bias_ && ((u - bias_) >> 4) < kSizeMask)
+      code = (u - bias_) >> 4;
   }
   if (code == kSizeMask) side_.push_back(c);
   words_.push_back(((c.user >> 4) << kCodeBits) | code);

@@ -43,9 +43,11 @@ constexpr uint64_t kMaxChunkUsable = (uint64_t{1} << 34) - 8;  // 16 GiB
 // The in-use chunks of a heap, in 8 bytes each: a big core's heap has tens
 // of millions, and every command holds them all. A word is the user
 // pointer / 16 (44 bits; user pointers are 16-aligned below 2^48)
-// and a 20-bit size code: a heap chunk's usable size as (usable - 8) / 16
-// (up to 8 MiB), a mmapped one's in pages (up to 2 GiB); a chunk that fits
-// neither (or an odd pointer) keeps its exact record in a small side table.
+// and a 20-bit size code: a heap chunk's usable size as (usable - bias) / 16
+// (up to 8 MiB; the bias is 8 for glibc's chunks, whose header takes 8 of
+// their 16-byte granules, 0 for size classes that are multiples of 16), a
+// mmapped one's in pages (up to 2 GiB); a chunk that fits neither (or an odd
+// pointer) keeps its exact record in a small side table.
 // Words sort as their user pointers do. Read-only access yields values.
 class ChunkIndex {
  public:
@@ -80,6 +82,9 @@ class ChunkIndex {
     size_t i_ = 0;
   };
 
+  // The allocator's usable sizes are bias + 16 k (8 or 0); set before the
+  // first push_back.
+  void set_size_bias(uint32_t bias) { bias_ = bias; }
   void push_back(const HeapChunk& c);
   HeapChunk operator[](size_t i) const {
     const uint64_t w = words_[i];
@@ -91,7 +96,7 @@ class ChunkIndex {
     if (code & kMmappedBit)
       c.units = static_cast<uint32_t>(((n << 12) - 16) >> 3) | 0x80000000u;
     else
-      c.units = static_cast<uint32_t>(((n << 4) + 8) >> 3);
+      c.units = static_cast<uint32_t>(((n << 4) + bias_) >> 3);
     return c;
   }
   size_t size() const { return words_.size(); }
@@ -123,6 +128,7 @@ class ChunkIndex {
   HeapChunk side(uint64_t user) const;
   PodArray<uint64_t> words_;
   std::vector<HeapChunk> side_;  // the chunks no code fits, by address
+  uint32_t bias_ = 8;
 };
 
 struct HeapRegion {
