@@ -137,7 +137,8 @@ TEST_CASE("a stripped jemalloc is refused, naming its debug symbols", "[core][he
     CHECK(r.status == 3);
     CHECK(r.err.find(so + " is jemalloc but has no symbol je_arena_emap_global: its heap state "
                           "is named only in its full symbol table (install its debug symbols, "
-                          "e.g. libjemalloc2-dbgsym, or pass --debug-dir)") != std::string::npos);
+                          "e.g. libjemalloc2-dbgsym, in a debug directory leakref searches)") !=
+          std::string::npos);
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   }
 }

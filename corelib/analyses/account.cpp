@@ -95,8 +95,8 @@ void finish(AccountNode& n, size_t keep) {
 }
 
 std::string arena_name(const HeapWalk& h, uint64_t arena) {
-  // Arena 0: glibc's mmapped chunks, or bytes an allocator counts over all
-  // its arenas (jemalloc's).
+  // Arena 0: mmapped chunks outside every arena, or bytes an allocator
+  // counts over all its arenas.
   if (arena == 0) {
     for (const auto& r : h.regions)
       if (r.kind == HeapRegion::Kind::kMmapped) return "mmapped chunks";

@@ -44,8 +44,8 @@ constexpr uint64_t kMaxChunkUsable = (uint64_t{1} << 34) - 8;  // 16 GiB
 // of millions, and every command holds them all. A word is the user
 // pointer / 16 (44 bits; user pointers are 16-aligned below 2^48)
 // and a 20-bit size code: a heap chunk's usable size as (usable - bias) / 16
-// (up to 8 MiB; the bias is 8 for glibc's chunks, whose header takes 8 of
-// their 16-byte granules, 0 for size classes that are multiples of 16), a
+// (up to 8 MiB; the bias is 8 for chunks whose 8-byte header shares their
+// first 16-byte granule, 0 for size classes that are multiples of 16), a
 // mmapped one's in pages (up to 2 GiB); a chunk that fits neither (or an odd
 // pointer) keeps its exact record in a small side table.
 // Words sort as their user pointers do. Read-only access yields values.

@@ -93,7 +93,8 @@ Result<void> read_symbols(Module& lib, JemallocLayout& L) {
       return make_error(Errc::kUnsupported,
                         fmt::format("{} is jemalloc but has no symbol {}: its heap state is "
                                     "named only in its full symbol table (install its debug "
-                                    "symbols, e.g. libjemalloc2-dbgsym, or pass --debug-dir)",
+                                    "symbols, e.g. libjemalloc2-dbgsym, in a debug directory "
+                                    "leakref searches)",
                                     lib.path, w.name));
     *w.addr = s->addr;
     if (w.size) *w.size = s->size;
@@ -184,7 +185,8 @@ Result<JemallocLayout> jemalloc_layout_from_dwarf(TypeRegistry& types, Module& l
   if (!lib.dwarf())
     return make_error(Errc::kUnsupported,
                       fmt::format("{} has jemalloc's symbols but no DWARF for their types "
-                                  "(install its debug symbols, or pass --debug-dir)",
+                                  "(install its debug symbols in a debug directory leakref "
+                                  "searches)",
                                   lib.path));
   LR_TRY(read_structs(types, lib, L));
   L.from = fmt::format("{}'s DWARF ({})", lib.basename(), lib.debug_path);
