@@ -5,6 +5,7 @@
 #include <map>
 #include <random>
 
+#include "corelib/analyses/diff.hpp"
 #include "corelib/analyses/snapshot_io.hpp"
 #include "corelib/blocks/heap.hpp"
 #include "corelib/blocks/objgraph.hpp"
@@ -626,4 +627,27 @@ TEST_CASE("object graph: a pointer-dense page", "[unit][objgraph]") {
   CHECK(g.value()->stats().root_refs == 512);
   CHECK(g.value()->referrers(0).size() == 512);
   CHECK(g.value()->chain(0, 1).size() == 1);
+}
+
+// The growth verdict on account classes alone: growth of the allocator's
+// own overhead is said as such, never "leaked grew +0 bytes: a leak".
+TEST_CASE("growth verdict: overhead is not a leak of +0 bytes", "[unit][diff]") {
+  auto snap = [](int64_t live, int64_t leaked, int64_t free_, int64_t overhead) {
+    lr::Snapshot s;
+    s.kind = "core";
+    for (auto [name, bytes] : {std::pair<const char*, int64_t>{"live", live},
+                               {"leaked", leaked},
+                               {"free", free_},
+                               {"overhead", overhead},
+                               {"unknown", 0}})
+      s.classes.push_back({"account", name, 1, bytes});
+    return s;
+  };
+  const int64_t mib = 1 << 20;
+  CHECK(lr::growth_verdict(snap(10 * mib, 0, mib, mib), snap(10 * mib, 0, mib, 5 * mib)).kind ==
+        "overhead");
+  CHECK(lr::growth_verdict(snap(10 * mib, 0, mib, mib), snap(10 * mib, 4 * mib, mib, mib)).kind ==
+        "leak");
+  CHECK(lr::growth_verdict(snap(10 * mib, 0, mib, mib), snap(14 * mib, 0, mib, mib)).kind ==
+        "held");
 }

@@ -81,7 +81,16 @@ GrowthVerdict growth_verdict(const Snapshot& older, const Snapshot& newer) {
                         "{:+}: memory the allocator keeps (fragmentation, or freed blocks not "
                         "given back), not a leak",
                         free_, in_use)};
-  if (leaked >= live && leaked >= free_)
+  // Growth the program's blocks and the free lists do not explain: the
+  // allocator's own structures (its metadata, caches' arrays), named as
+  // such, never called a leak of +0 bytes.
+  const int64_t overhead = d[3];
+  if (overhead > 0 && overhead > std::max({live, leaked, free_}))
+    return {"overhead", fmt::format("the allocator's own overhead grew {:+} bytes (its metadata "
+                                    "and structures) while in use changed {:+}: not the "
+                                    "program's blocks",
+                                    overhead, in_use)};
+  if (leaked > 0 && leaked >= live && leaked >= free_)
     return {"leak",
             fmt::format("leaked grew {:+} bytes: blocks nothing reaches any more; a leak", leaked)};
   if (live >= free_)
