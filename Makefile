@@ -253,7 +253,7 @@ COMMA        := ,
 FUZZ_FLAGS   := -std=c++20 -g1 -O1 -fsanitize=fuzzer,address,undefined -I. -I$(FUZZ_DIR)/gen
 TRACE_PARSERS := leakref bpftrace stap mmleak bcc
 FUZZERS      := $(FUZZ_DIR)/fuzz_core $(FUZZ_DIR)/fuzz_path $(FUZZ_DIR)/fuzz_expr $(FUZZ_DIR)/fuzz_profile \
-                $(FUZZ_DIR)/fuzz_kdump $(FUZZ_DIR)/fuzz_statedump \
+                $(FUZZ_DIR)/fuzz_kdump $(FUZZ_DIR)/fuzz_statedump $(FUZZ_DIR)/fuzz_jemalloc \
                 $(TRACE_PARSERS:%=$(FUZZ_DIR)/fuzz_trace_%)
 
 # corelib is compiled once (instrumented, not linked with the fuzzer main)

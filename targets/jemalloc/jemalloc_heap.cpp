@@ -16,6 +16,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
+#include <map>
 #include <vector>
 
 #include "corelib/dump/memory.hpp"
@@ -40,6 +42,9 @@ struct Extent {
 using Ranges = std::vector<std::pair<uint64_t, uint64_t>>;
 
 struct Walk {
+  Walk(const Memory& m, const JemallocLayout& l, const HeapLimits& lim, HeapWalk& o,
+       JemallocHeap& details)
+      : mem(m), L(l), limits(lim), out(o), g(details) {}
   const Memory& mem;
   const JemallocLayout& L;
   const HeapLimits& limits;
@@ -60,6 +65,7 @@ struct Walk {
   uint64_t slab_pad = 0, large_pad = 0, base_bytes = 0, free_bytes[4] = {0, 0, 0, 0};
   unsigned bad_extents = 0;
   unsigned lg_vaddr = 0, lg_page = 0;  // the tree's, once read_emap has them
+  std::map<uint64_t, uint64_t> nodes;  // rtree nodes read: start -> end
 
   bool u64(uint64_t a, uint64_t* v) const { return mem.read(a, v, 8).ok(); }
   void warn(std::string m) { out.warnings.push_back(std::move(m)); }
@@ -159,6 +165,15 @@ void read_node(Walk& w, const std::vector<unsigned>& levels, size_t lv, uint64_t
                uint64_t prefix, std::vector<Extent>& ext) {
   const bool leaf = lv + 1 == levels.size();
   const uint64_t n = uint64_t{1} << levels[lv], esz = leaf ? w.L.leaf_elm_size : 8;
+  // Nodes never share memory: one that overlaps a node read before is
+  // damage (or a loop), and reading it again and again could take hours.
+  auto next = w.nodes.lower_bound(node);
+  if ((next != w.nodes.end() && next->first < node + n * esz) ||
+      (next != w.nodes.begin() && std::prev(next)->second > node)) {
+    w.warn(fmt::format("jemalloc's rtree node {:#x} overlaps another node; not read", node));
+    return;
+  }
+  w.nodes.emplace(node, node + n * esz);
   std::vector<uint8_t> buf(n * esz);
   if (auto r = w.mem.read(node, buf.data(), buf.size()); !r.ok()) {
     w.warn(fmt::format("jemalloc's rtree {} {:#x} is unreadable: {}", leaf ? "leaf" : "node", node,
@@ -442,8 +457,7 @@ Result<HeapWalk> walk_jemalloc_heap(const Memory& mem, const JemallocLayout& lay
   out.allocator = "jemalloc";
   auto details = std::make_shared<JemallocHeap>();
   details->layout = layout;
-  Walk w{mem, layout, limits, out, *details, {},           {}, {}, {},
-         {},  {},     0,      0,   0,        {0, 0, 0, 0}, 0,  0,  0};
+  Walk w(mem, layout, limits, out, *details);
   LR_TRY(read_classes(w));
   LR_ASSIGN(std::vector<Extent> ext, read_emap(w));
   if (ext.empty())
