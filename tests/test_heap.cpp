@@ -443,8 +443,10 @@ kill $p; echo "$3/core.$p"; exit $s
       CHECK(r.status == 4);
       // The mapped file's own name: libtcmalloc.so.4 is libtcmalloc.so.4.5.10.
       CHECK(r.err.find("the heap is " + name + "'s (" + lib) != std::string::npos);
-      CHECK(r.err.find(" is mapped), an allocator leakref does not walk; no glibc malloc arena "
-                       "found") != std::string::npos);
+      // What each walk looked for: jemalloc's library or symbols, glibc's arena.
+      CHECK(r.err.find(" is mapped), an allocator leakref does not walk; no jemalloc found") !=
+            std::string::npos);
+      CHECK(r.err.find("; no glibc malloc arena found") != std::string::npos);
       CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
     }
   }

@@ -56,12 +56,15 @@ struct Walk {
   };
   std::vector<Bin> bins;
   std::vector<uint64_t> arena_of;  // je_arenas[]
-  std::vector<HeapChunk> blocks;   // allocated regions and large blocks
-  std::vector<uint64_t> cached;    // thread-cached regions: free
+  std::vector<uint64_t> cached;    // thread-cached regions: free (sorted before the extents)
   // The blocks thread caches keep their stacks in (tcache_slow_s.dyn_alloc):
   // below each stack's head lie pointers to regions it handed out long
   // ago, so they are the allocator's, never scanned as the program's.
   std::vector<uint64_t> stacks;
+  size_t next_cached = 0, next_stack = 0;
+  uint64_t walked_end =
+      0;  // the end of the last extent walked  // cursors: blocks come in address order
+  uint64_t blocks = 0, cached_bytes = 0, stack_bytes = 0, nstacks = 0;
   uint64_t slab_pad = 0, large_pad = 0, base_bytes = 0, free_bytes[4] = {0, 0, 0, 0};
   unsigned bad_extents = 0;
   unsigned lg_vaddr = 0, lg_page = 0;  // the tree's, once read_emap has them
@@ -213,6 +216,27 @@ Result<std::vector<Extent>> read_emap(Walk& w) {
   return ext;
 }
 
+// One allocated block, taken in address order: free when a thread cache
+// holds it, the allocator's own when it is a cache's stack, else in use.
+void take(Walk& w, uint64_t user, uint64_t usable) {
+  ++w.blocks;
+  auto at = [user](const std::vector<uint64_t>& v, size_t& i) {
+    while (i < v.size() && v[i] < user) ++i;
+    return i < v.size() && v[i] == user;
+  };
+  if (at(w.cached, w.next_cached)) {
+    ++w.g.tcache_free;
+    w.cached_bytes += usable;
+  } else if (at(w.stacks, w.next_stack)) {
+    ++w.nstacks;
+    w.stack_bytes += usable;
+    w.out.bookkeeping.emplace_back(user, user + usable);
+  } else {
+    w.out.in_use.push_back(HeapChunk::make(user, usable, false));
+    w.out.stats.in_use_bytes += usable;
+  }
+}
+
 // A slab's regions: in use where its bitmap's bit is clear.
 void walk_slab(Walk& w, const Extent& x, const uint8_t* ed, uint64_t base, uint64_t size) {
   const Walk::Bin& b = w.bins[x.szind];
@@ -230,7 +254,7 @@ void walk_slab(Walk& w, const Extent& x, const uint8_t* ed, uint64_t base, uint6
       ++nfree;
       continue;
     }
-    w.blocks.push_back(HeapChunk::make(base + r * b.reg_size, b.reg_size, false));
+    take(w, base + r * b.reg_size, b.reg_size);
   }
   w.g.slab_free += nfree;
   w.free_bytes[0] += nfree * b.reg_size;
@@ -238,25 +262,24 @@ void walk_slab(Walk& w, const Extent& x, const uint8_t* ed, uint64_t base, uint6
 }
 
 // One extent, checked against the rtree entry that named it.
-void walk_extent(Walk& w, const Extent& x, std::vector<uint8_t>& ed, Ranges& managed) {
+void walk_extent(Walk& w, const Extent& x, const uint8_t* ed, Ranges& managed) {
   const JemallocLayout& L = w.L;
   uint64_t bits = 0, addr = 0, size = 0;
-  if (!w.mem.read(x.edata, ed.data(), ed.size()).ok()) {
-    ++w.bad_extents;
-    return;
-  }
-  std::memcpy(&bits, ed.data() + L.e_bits, 8);
-  std::memcpy(&addr, ed.data() + L.e_addr, 8);
-  std::memcpy(&size, ed.data() + L.e_size, 8);
+  std::memcpy(&bits, ed + L.e_bits, 8);
+  std::memcpy(&addr, ed + L.e_addr, 8);
+  std::memcpy(&size, ed + L.e_size, 8);
   const uint64_t page = w.g.page, base = addr & ~(page - 1);
   size &= ~(page - 1);
+  // Extents come in address order and never overlap: one that starts
+  // inside the one before is damage, and its blocks would break the order.
   const bool fits = size > 0 && size <= (uint64_t{1} << w.lg_vaddr) && base + size > base &&
-                    x.key >= base && x.key < base + size &&
+                    base >= w.walked_end && x.key >= base && x.key < base + size &&
                     ((bits >> kStateShift) & kStateMask) == x.state && x.state <= kMaxState;
   if (!fits) {
     ++w.bad_extents;
     return;
   }
+  w.walked_end = base + size;
   if (x.state == kRetained) {
     ++w.g.retained;
     return;  // address space kept, no memory behind it
@@ -271,7 +294,7 @@ void walk_extent(Walk& w, const Extent& x, std::vector<uint8_t>& ed, Ranges& man
     return;
   }
   if (x.state != kActive) return;  // in transition: a thread was between two states
-  if (x.slab && x.szind < w.bins.size()) return walk_slab(w, x, ed.data(), base, size);
+  if (x.slab && x.szind < w.bins.size()) return walk_slab(w, x, ed, base, size);
   const uint64_t usable = x.szind < w.size_of.size() ? w.size_of[x.szind] : 0;
   if (x.slab || usable == 0 || usable % 8 || usable > kMaxChunkUsable || addr < base ||
       addr + usable > base + size) {
@@ -280,7 +303,7 @@ void walk_extent(Walk& w, const Extent& x, std::vector<uint8_t>& ed, Ranges& man
   }
   ++w.g.large;
   w.large_pad += size - usable;
-  w.blocks.push_back(HeapChunk::make(addr, usable, false));
+  take(w, addr, usable);
 }
 
 // Each arena's thread caches: their cached regions are free, and the
@@ -372,34 +395,11 @@ void read_bases(Walk& w, Ranges& managed) {
 
 namespace {
 
-// In use: the allocated regions and large blocks no thread cache holds
-// and that are no thread cache's stack.
-void keep_in_use(Walk& w) {
-  std::sort(w.blocks.begin(), w.blocks.end(),
-            [](const HeapChunk& a, const HeapChunk& b) { return a.user < b.user; });
-  std::sort(w.cached.begin(), w.cached.end());
-  std::sort(w.stacks.begin(), w.stacks.end());
-  w.out.in_use.set_size_bias(0);  // jemalloc's classes: 8, then multiples of 16
-  uint64_t cached_bytes = 0, stack_bytes = 0, nstacks = 0;
-  auto holds = [](const std::vector<uint64_t>& v, uint64_t u) {
-    return std::binary_search(v.begin(), v.end(), u);
-  };
-  for (const HeapChunk& b : w.blocks) {
-    if (holds(w.cached, b.user)) {
-      ++w.g.tcache_free;
-      cached_bytes += b.usable();
-    } else if (holds(w.stacks, b.user)) {
-      ++nstacks;
-      stack_bytes += b.usable();
-      w.out.bookkeeping.emplace_back(b.user, b.user + b.usable());
-    } else {
-      w.out.in_use.push_back(b);
-      w.out.stats.in_use_bytes += b.usable();
-    }
-  }
+// The counts and the allocator's space, once every extent is walked.
+void finish_blocks(Walk& w) {
   w.out.in_use.shrink_to_fit();
   w.out.stats.in_use = w.out.in_use.size();
-  w.out.stats.chunks = w.blocks.size() + w.g.slab_free;
+  w.out.stats.chunks = w.blocks + w.g.slab_free;
   w.out.stats.index_bytes = w.out.in_use.bytes();
   // A cached pointer that is no allocated region: the cache or the bitmap is damaged.
   if (w.g.tcache_free != w.cached.size())
@@ -411,13 +411,41 @@ void keep_in_use(Walk& w) {
     if (bytes) w.out.space.push_back({k, what, 0, bytes, blocks, 0});
   };
   using K = HeapSpace::Kind;
-  space(K::kFree, "thread caches", cached_bytes, w.g.tcache_free);
+  space(K::kFree, "thread caches", w.cached_bytes, w.g.tcache_free);
   space(K::kFree, "free slab regions", w.free_bytes[0], w.g.slab_free);
   space(K::kFree, "dirty extents", w.free_bytes[kDirty], w.g.dirty);
   space(K::kFree, "muzzy extents", w.free_bytes[kMuzzy], w.g.muzzy);
-  space(K::kOverhead, "thread-cache stacks", stack_bytes, nstacks);
+  space(K::kOverhead, "thread-cache stacks", w.stack_bytes, w.nstacks);
   space(K::kOverhead, "slab tails", w.slab_pad, 0);
   space(K::kOverhead, "large-block padding", w.large_pad, 0);
+}
+
+// Every extent's edata, read once, walked in address order: the blocks
+// then come sorted, with nothing to sort afterwards (millions of them).
+void walk_extents(Walk& w, const std::vector<Extent>& ext, Ranges& managed) {
+  const uint64_t esz = w.L.edata_size;
+  std::vector<uint8_t> ed(ext.size() * esz);
+  std::vector<std::pair<uint64_t, size_t>> order;  // (e_addr, extent)
+  order.reserve(ext.size());
+  for (size_t i = 0; i < ext.size(); ++i) {
+    uint8_t* e = ed.data() + i * esz;
+    if (!w.mem.read(ext[i].edata, e, esz).ok()) {
+      ++w.bad_extents;
+      continue;
+    }
+    uint64_t addr = 0;
+    std::memcpy(&addr, e + w.L.e_addr, 8);
+    order.emplace_back(addr, i);
+  }
+  std::sort(order.begin(), order.end());
+  std::sort(w.cached.begin(), w.cached.end());
+  std::sort(w.stacks.begin(), w.stacks.end());
+  w.out.in_use.set_size_bias(0);  // jemalloc's classes: 8, then multiples of 16
+  for (const auto& [addr, i] : order) {
+    walk_extent(w, ext[i], ed.data() + i * esz, managed);
+    if (w.limits.progress && (i & 255) == 0)
+      w.limits.progress->store(w.blocks, std::memory_order_relaxed);
+  }
 }
 
 // Adjacent ranges as one (the refindex and the account look them up).
@@ -463,21 +491,16 @@ Result<HeapWalk> walk_jemalloc_heap(const Memory& mem, const JemallocLayout& lay
   if (ext.empty())
     return make_error(Errc::kNotFound,
                       "no jemalloc extent found (its extent map is empty: nothing allocated)");
+  read_tcaches(w);  // first: the blocks they hold are told apart as the extents are walked
   Ranges managed;
-  std::vector<uint8_t> ed(layout.edata_size);
-  for (const Extent& x : ext) {
-    walk_extent(w, x, ed, managed);
-    if (limits.progress && (w.blocks.size() & 4095) == 0)
-      limits.progress->store(w.blocks.size(), std::memory_order_relaxed);
-  }
+  walk_extents(w, ext, managed);
   if (w.bad_extents)
     out.warnings.push_back(fmt::format(
         "jemalloc: {} of {} extents in its extent map do not match their rtree entries or "
         "their size class; their blocks are not listed",
         w.bad_extents, ext.size()));
-  read_tcaches(w);
   read_bases(w, managed);
-  keep_in_use(w);
+  finish_blocks(w);
   finish_regions(w, std::move(managed));
   out.stats.arenas = details->arenas;
   out.bookkeeping = merged(std::move(out.bookkeeping));
