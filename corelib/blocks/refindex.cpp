@@ -307,8 +307,15 @@ std::vector<RootRange> find_root_ranges(const CoreFile& core, const ModuleSet& m
     taken.emplace_back(s->start, s->end);
   }
   for (const auto& r : heap.regions) taken.emplace_back(r.start, r.end);
-  for (const auto& c : heap.in_use)
-    if (c.mmapped()) taken.emplace_back(c.user, c.user + c.usable());
+  // An allocator that lists its mmapped chunks as regions (glibc's walk
+  // does) has them above; the chunk index (millions of entries, decoded
+  // one by one) is only read when none is listed.
+  const bool mmapped_listed =
+      std::any_of(heap.regions.begin(), heap.regions.end(),
+                  [](const HeapRegion& r) { return r.kind == HeapRegion::Kind::kMmapped; });
+  if (!mmapped_listed)
+    for (const auto& c : heap.in_use)
+      if (c.mmapped()) taken.emplace_back(c.user, c.user + c.usable());
   for (const auto& m : mods.modules()) {
     if (!m->end) continue;
     for (const auto& s : segs) {
@@ -339,8 +346,9 @@ std::vector<RootRange> find_root_ranges(const CoreFile& core, const ModuleSet& m
   std::vector<std::pair<uint64_t, uint64_t>> cut;
   for (const auto& b : heap.bookkeeping) cut.push_back(b);
   for (const auto& r : heap.regions) cut.emplace_back(r.start, r.end);
-  for (const auto& c : heap.in_use)
-    if (c.mmapped()) cut.emplace_back(c.user - 16, c.user + c.usable());
+  if (!mmapped_listed)
+    for (const auto& c : heap.in_use)
+      if (c.mmapped()) cut.emplace_back(c.user - 16, c.user + c.usable());
   out = subtract_ranges(std::move(out), std::move(cut));
   // Ranges that overlap (a thread's TLS inside its stack) are scanned once.
   std::sort(out.begin(), out.end(),
