@@ -307,8 +307,8 @@ std::vector<RootRange> find_root_ranges(const CoreFile& core, const ModuleSet& m
     taken.emplace_back(s->start, s->end);
   }
   for (const auto& r : heap.regions) taken.emplace_back(r.start, r.end);
-  // An allocator that lists its mmapped chunks as regions (glibc's walk
-  // does) has them above; the chunk index (millions of entries, decoded
+  // An allocator that lists its mmapped chunks as regions (HeapRegion
+  // kMmapped) has them above; the chunk index (millions of entries, decoded
   // one by one) is only read when none is listed.
   const bool mmapped_listed =
       std::any_of(heap.regions.begin(), heap.regions.end(),

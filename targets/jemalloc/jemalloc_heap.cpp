@@ -395,6 +395,19 @@ void read_bases(Walk& w, Ranges& managed) {
 
 namespace {
 
+// Arenas list their threads' caches only in a build with statistics (the
+// default, and Debian's): with the caches on and none listed while slabs
+// are in use, the regions they hold cannot be told from in-use ones.
+void check_tcaches_listed(Walk& w) {
+  uint8_t on = 0;
+  if (w.g.tcaches || !w.g.slabs || !w.L.opt_tcache || !w.mem.read(w.L.opt_tcache, &on, 1).ok() ||
+      !on)
+    return;
+  w.warn(
+      "jemalloc: thread caches are on (opt.tcache) but no arena lists one (a build "
+      "without statistics keeps no list): regions they hold are counted in use");
+}
+
 // The counts and the allocator's space, once every extent is walked.
 void finish_blocks(Walk& w) {
   w.out.in_use.shrink_to_fit();
@@ -500,6 +513,7 @@ Result<HeapWalk> walk_jemalloc_heap(const Memory& mem, const JemallocLayout& lay
         "their size class; their blocks are not listed",
         w.bad_extents, ext.size()));
   read_bases(w, managed);
+  check_tcaches_listed(w);
   finish_blocks(w);
   finish_regions(w, std::move(managed));
   out.stats.arenas = details->arenas;

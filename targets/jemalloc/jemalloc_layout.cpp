@@ -99,6 +99,7 @@ Result<void> read_symbols(Module& lib, JemallocLayout& L) {
     *w.addr = s->addr;
     if (w.size) *w.size = s->size;
   }
+  if (const Symbol* s = lib.find_one_symbol("je_opt_tcache")) L.opt_tcache = s->addr;
   L.nsizes = tab_size / 8;
   L.narenas = arenas_size / 8;
   return {};

@@ -34,6 +34,7 @@ struct JemallocLayout {
   uint64_t arenas = 0, narenas = 0;     // je_arenas[MALLOCX_ARENA_LIMIT]
   uint64_t b0 = 0;                      // base.c's b0: the base of metadata not an arena's
   uint64_t nhbins = 0;                  // je_nhbins: thread-cache bins in use
+  uint64_t opt_tcache = 0;              // je_opt_tcache (bool); 0: no such symbol
   uint64_t tcache_bin_info = 0;         // je_tcache_bin_info: points at each bin's ncached_max
   uint64_t tcache_bin_info_size = 0, ncached_max = 0;
   // struct bin_info_s
