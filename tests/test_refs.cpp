@@ -550,3 +550,24 @@ TEST_CASE("account --profile: blocks by the profile's sets and types", "[refs][a
   CHECK(other.status != 0);
   CHECK(other.err.find("fx_locks") != std::string::npos);
 }
+
+// Types inside C++ namespaces are found by their qualified names, as
+// struct, class or bare: fx_leaks's lrfx::Holder (the tcmalloc and Ceph
+// kind of program declares everything in one).
+TEST_CASE("show: a type inside a C++ namespace, by its qualified name", "[refs][types]") {
+  const auto& c = leaks_core();
+  NEED_LEAKS_CORE(c);
+  for (const char* t : {"lrfx::Holder", "struct lrfx::Holder", "class lrfx::Holder"}) {
+    INFO(t);
+    auto r = lrtest::leakref({"show", c.core, "g_holder", "--type", t, "--json"});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    json j = r.json();
+    CHECK(j["type"] == "struct Holder");
+    CHECK(j["size"] == 16);
+    CHECK(j["value"]["id"] == 7);
+  }
+  // The bare name is not the namespaced one's: nothing outside lrfx is Holder.
+  auto bare = lrtest::leakref({"show", c.core, "g_holder", "--type", "Holder"});
+  CHECK(bare.status == 4);
+}

@@ -36,6 +36,7 @@ struct TypeRegistry::Index {
   size_t units = 0;
   // Indexes the next compile unit; false once all are done.
   bool scan_next();
+  void scan_level(Dwarf_Die* first, const std::string& scope, int depth, int* steps);
   // The DIEs named `key` (types or vars), scanning on until one that is a
   // definition is known (`need_def`) or any is (`!need_def`); nullptr when
   // the module has none.
@@ -391,25 +392,24 @@ const Type* TypeRegistry::void_ptr() {
   return voidp_;
 }
 
-bool TypeRegistry::Index::scan_next() {
-  if (done || !dw) return false;
-  Dwarf_Die cudie, sub;
-  Dwarf_Half version;
-  uint8_t unit_type;
-  if (++units > 10'000'000 ||
-      dwarf_get_units(dw, cu, &cu, &version, &unit_type, &cudie, &sub) != 0) {
-    done = true;
-    return false;
-  }
-  Dwarf_Die child;
-  if (dwarf_child(&cudie, &child) != 0) return true;
-  // Bounded like every child loop (corrupt DW_AT_sibling may loop); a real
-  // unit has far fewer top-level DIEs.
-  constexpr int kMaxTopLevel = 1 << 24;
-  int steps = 0;
+// The types and variables among `first` and its siblings, named with
+// `scope` ("ns::" inside C++ namespaces, whose members are indexed by their
+// qualified names: "struct tcmalloc::Span"). Bounded like every child loop
+// (corrupt DW_AT_sibling may loop); a real unit has far fewer DIEs.
+void TypeRegistry::Index::scan_level(Dwarf_Die* first, const std::string& scope, int depth,
+                                     int* steps) {
+  constexpr int kMaxTopLevel = 1 << 24, kMaxNamespaceDepth = 16;
+  Dwarf_Die child = *first;
   do {
     int tag = dwarf_tag(&child);
     const char* name = dwarf_diename(&child);
+    if (tag == DW_TAG_namespace) {
+      Dwarf_Die inner;
+      if (depth < kMaxNamespaceDepth && dwarf_child(&child, &inner) == 0)
+        scan_level(&inner, scope + (name ? name : "(anonymous namespace)") + "::", depth + 1,
+                   steps);
+      continue;
+    }
     if (!name) continue;
     const char* prefix = nullptr;
     switch (tag) {
@@ -428,13 +428,29 @@ bool TypeRegistry::Index::scan_next() {
         prefix = "";
         break;
       case DW_TAG_variable:
-        vars[name].add(dwarf_dieoffset(&child), is_decl(&child));
+        vars[scope + name].add(dwarf_dieoffset(&child), is_decl(&child));
         continue;
       default:
         continue;
     }
-    types[std::string(prefix) + name].add(dwarf_dieoffset(&child), is_decl(&child));
-  } while (++steps < kMaxTopLevel && dwarf_siblingof(&child, &child) == 0);
+    types[std::string(prefix) + scope + name].add(dwarf_dieoffset(&child), is_decl(&child));
+  } while (++*steps < kMaxTopLevel && dwarf_siblingof(&child, &child) == 0);
+}
+
+bool TypeRegistry::Index::scan_next() {
+  if (done || !dw) return false;
+  Dwarf_Die cudie, sub;
+  Dwarf_Half version;
+  uint8_t unit_type;
+  if (++units > 10'000'000 ||
+      dwarf_get_units(dw, cu, &cu, &version, &unit_type, &cudie, &sub) != 0) {
+    done = true;
+    return false;
+  }
+  Dwarf_Die child;
+  if (dwarf_child(&cudie, &child) != 0) return true;
+  int steps = 0;
+  scan_level(&child, "", 0, &steps);
   return true;
 }
 
@@ -827,6 +843,8 @@ std::vector<const Type*> TypeRegistry::find_in_unit(Module* m, std::string_view 
 
 Result<const Type*> TypeRegistry::find(std::string_view raw) {
   std::string name = normalize_name(raw);
+  // C++'s class is a struct with another default access: one index for both.
+  if (name.rfind("class ", 0) == 0) name = "struct " + name.substr(6);
   int stars = 0;
   while (!name.empty() && (name.back() == '*' || name.back() == ' ')) {
     if (name.back() == '*') ++stars;
