@@ -394,7 +394,7 @@ const Type* TypeRegistry::void_ptr() {
 
 // The types and variables among `first` and its siblings, named with
 // `scope` ("ns::" inside C++ namespaces, whose members are indexed by their
-// qualified names: "struct tcmalloc::Span"). Bounded like every child loop
+// qualified names: "struct ns::Span"). Bounded like every child loop
 // (corrupt DW_AT_sibling may loop); a real unit has far fewer DIEs.
 void TypeRegistry::Index::scan_level(Dwarf_Die* first, const std::string& scope, int depth,
                                      int* steps) {
