@@ -253,7 +253,7 @@ COMMA        := ,
 FUZZ_FLAGS   := -std=c++20 -g1 -O1 -fsanitize=fuzzer,address,undefined -I. -I$(FUZZ_DIR)/gen
 TRACE_PARSERS := leakref bpftrace stap mmleak bcc
 FUZZERS      := $(FUZZ_DIR)/fuzz_core $(FUZZ_DIR)/fuzz_path $(FUZZ_DIR)/fuzz_expr $(FUZZ_DIR)/fuzz_profile \
-                $(FUZZ_DIR)/fuzz_kdump $(FUZZ_DIR)/fuzz_statedump $(FUZZ_DIR)/fuzz_jemalloc \
+                $(FUZZ_DIR)/fuzz_kdump $(FUZZ_DIR)/fuzz_statedump $(FUZZ_DIR)/fuzz_jemalloc $(FUZZ_DIR)/fuzz_tcmalloc \
                 $(TRACE_PARSERS:%=$(FUZZ_DIR)/fuzz_trace_%)
 
 # corelib is compiled once (instrumented, not linked with the fuzzer main)
@@ -360,7 +360,7 @@ TEST_DEPS := catch2 libc6-dbg python3 python3-jsonschema python3-drgn clang libc
              qemu-system-x86 busybox-static cpio makedumpfile pahole flex bison \
              man-db zsh nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils libnfs-dev \
              libntirpc-dev libkrb5-dev chromium sqlite3 zstd xz-utils lz4 gzip slurm-wlm munge \
-             libjemalloc2 libgoogle-perftools4
+             libjemalloc2 libgoogle-perftools4 cmake
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # apt-get install of the packages of $(1) that are not installed yet.
 define apt_install

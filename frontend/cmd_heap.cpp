@@ -1,4 +1,4 @@
-// heap: the malloc heap of a core (glibc's or jemalloc's), block-state aware.
+// heap: the malloc heap of a core (glibc's, jemalloc's or tcmalloc's), block-state aware.
 #include <fmt/format.h>
 
 #include <chrono>
@@ -11,6 +11,7 @@
 #include "progress.hpp"
 #include "targets/glibc/glibc_heap.hpp"
 #include "targets/jemalloc/jemalloc_heap.hpp"
+#include "targets/tcmalloc/tcmalloc_heap.hpp"
 
 namespace lrcli {
 
@@ -185,6 +186,42 @@ int jemalloc_report(const lr::HeapWalk& h, const lr::JemallocHeap& g, const Comm
   return kOk;
 }
 
+int tcmalloc_report(const lr::HeapWalk& h, const lr::TcmallocHeap& g, const Common& c, bool list,
+                    bool stats, double ms) {
+  const lr::HeapStats& s = h.stats;
+  uint64_t free_objects = 0;
+  for (const auto& sp : h.space)
+    if (sp.kind == lr::HeapSpace::Kind::kFree && sp.blocks) free_objects += sp.blocks;
+  if (c.json) {
+    nlohmann::json j = {{"schema", "leakref.heap/1"},
+                        {"tcmalloc",
+                         {{"layout", g.layout.from},
+                          {"page", g.page},
+                          {"thread_caches", g.thread_caches},
+                          {"small_spans", g.small_spans},
+                          {"large_spans", g.large_spans},
+                          {"free_spans", g.free_spans}}},
+                        {"stats",
+                         {{"arenas", s.arenas},
+                          {"chunks", s.chunks},
+                          {"in_use", s.in_use},
+                          {"in_use_bytes", s.in_use_bytes},
+                          {"free_objects", free_objects},
+                          {"index_bytes", s.index_bytes}}}};
+    common_json(j, h, list, stats, ms);
+    emit_json(j);
+    return kOk;
+  }
+  fmt::print("tcmalloc: {} thread cache(s), {}-byte pages; layout from {}\n", g.thread_caches,
+             g.page, g.layout.from);
+  fmt::print("spans: {} of small objects, {} large in use; {} free\n", g.small_spans, g.large_spans,
+             g.free_spans);
+  fmt::print("blocks {}: in use {} ({} bytes); free objects {}\n", s.chunks, s.in_use,
+             s.in_use_bytes, free_objects);
+  list_text(h, list, stats, ms);
+  return kOk;
+}
+
 }  // namespace
 
 static int cmd_heap(const Common& c, bool list, bool stats) {
@@ -202,6 +239,8 @@ static int cmd_heap(const Common& c, bool list, bool stats) {
     return glibc_report(h, *g, c, list, stats, ms);
   if (const auto* g = dynamic_cast<const lr::JemallocHeap*>(h.details.get()))
     return jemalloc_report(h, *g, c, list, stats, ms);
+  if (const auto* g = dynamic_cast<const lr::TcmallocHeap*>(h.details.get()))
+    return tcmalloc_report(h, *g, c, list, stats, ms);
   // Another allocator's heap is refused, never printed as glibc's zeros.
   return fail(lr::make_error(lr::Errc::kUnsupported,
                              fmt::format("{}: heap has no report for the {} allocator",
@@ -213,8 +252,8 @@ Command register_heap(CLI::App& app, Common& c) {
     bool list = false, stats = false;
   };
   auto a = std::make_shared<Args>();
-  auto* sub =
-      app.add_subcommand("heap", "malloc arenas and in-use blocks (glibc, jemalloc; state aware)");
+  auto* sub = app.add_subcommand(
+      "heap", "malloc arenas and in-use blocks (glibc, jemalloc, tcmalloc; state aware)");
   add_common(sub, c);
   sub->add_flag("--list", a->list, "list every in-use chunk (address, usable size)");
   sub->add_flag("--stats", a->stats, "timing (JSON: walk_ns; text: on stderr)");

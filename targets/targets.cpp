@@ -15,10 +15,11 @@ namespace lr {
 void register_targets() {
   static std::once_flag once;
   std::call_once(once, [] {
-    // jemalloc first: a program on it still maps libc (see jemalloc.hpp).
+    // jemalloc and tcmalloc first: a program on one still maps libc (see
+    // jemalloc.hpp).
     register_jemalloc();
-    register_glibc_allocator();
     register_tcmalloc();
+    register_glibc_allocator();
     register_nfs_ganesha();
     register_text_dump("statedump", &looks_like_statedump);
     register_snapshot_reader("statedump", &snapshot_from_statedump);

@@ -1,7 +1,8 @@
 // tcmalloc (gperftools 2.x: Debian's libgoogle-perftools4 and
-// libtcmalloc-minimal4). Its heap is not walked yet; the allocator is told
-// from the core itself, so a core of a tcmalloc program is refused naming it,
-// never read as glibc's.
+// libtcmalloc-minimal4) as the engine's allocator "tcmalloc": told from the
+// core itself (its library mapped, or its symbols in the program), walked
+// on the layout its DWARF gives (tcmalloc_heap.hpp). Registered before
+// glibc's walk, as jemalloc's is.
 #pragma once
 
 namespace lr {

@@ -15,52 +15,15 @@
 #include <numeric>
 #include <vector>
 
-#include "corelib/dump/memory.hpp"
 #include "targets/jemalloc/jemalloc_heap.hpp"
+#include "tests/fuzz/sparse_memory.hpp"
 
 namespace {
 
-constexpr uint64_t kBase = 0x10000000, kSpan = 256ull << 20, kPage = 4096;
-
-// Zero-filled sparse memory of kSpan bytes at kBase.
-class SparseMemory : public lr::Memory {
- public:
-  void write(uint64_t a, const uint8_t* p, size_t n) {
-    for (size_t i = 0; i < n; ++i) page(a + i)[(a + i) % kPage] = p[i];
-  }
-  void put64(uint64_t a, uint64_t v) {
-    uint8_t b[8];
-    std::memcpy(b, &v, 8);
-    write(a, b, 8);
-  }
-  const uint8_t* span(uint64_t addr, size_t len) const override {
-    if (!inside(addr, len) || addr / kPage != (addr + len - 1) / kPage) return nullptr;
-    auto it = pages_.find(addr / kPage);
-    return it == pages_.end() ? zero_ + addr % kPage : it->second.get() + addr % kPage;
-  }
-  lr::Result<void> read(uint64_t addr, void* buf, size_t len) const override {
-    if (!inside(addr, len)) return lr::make_error(lr::Errc::kFault, "outside the fuzz space");
-    auto* out = static_cast<uint8_t*>(buf);
-    for (size_t done = 0; done < len;) {
-      const uint64_t a = addr + done, n = std::min<uint64_t>(len - done, kPage - a % kPage);
-      std::memcpy(out + done, span(a, n), n);
-      done += n;
-    }
-    return {};
-  }
-
- private:
-  static bool inside(uint64_t a, size_t n) {
-    return a >= kBase && n <= kSpan && a - kBase <= kSpan - n;
-  }
-  uint8_t* page(uint64_t a) {
-    auto& p = pages_[a / kPage];
-    if (!p) p.reset(new uint8_t[kPage]());
-    return p.get();
-  }
-  std::map<uint64_t, std::unique_ptr<uint8_t[]>> pages_;
-  uint8_t zero_[kPage] = {};
-};
+using lrfuzz::kBase;
+using lrfuzz::kPage;
+using lrfuzz::kSpan;
+using lrfuzz::SparseMemory;
 
 // jemalloc 5.3 as scripts/jemalloc-build 48 builds it, globals at fixed places.
 lr::JemallocLayout layout() {
@@ -110,13 +73,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   SparseMemory mem;
   const lr::JemallocLayout L = layout();
   size_classes(mem, L);
-  for (size_t at = 0; at + 5 <= size;) {
-    uint32_t off = 0;
-    std::memcpy(&off, data + at, 4);
-    const size_t n = std::min<size_t>(data[at + 4], size - at - 5);
-    mem.write(kBase + off % kSpan, data + at + 5, std::min<uint64_t>(n, kSpan - off % kSpan));
-    at += 5 + n;
-  }
+  mem.load(data, size);
   lr::HeapLimits lim;
   auto w = lr::walk_jemalloc_heap(mem, L, lim);
   if (!w.ok()) return 0;
