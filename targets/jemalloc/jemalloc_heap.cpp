@@ -18,6 +18,7 @@
 #include <cstring>
 #include <iterator>
 #include <map>
+#include <set>
 #include <vector>
 
 #include "corelib/dump/memory.hpp"
@@ -57,6 +58,9 @@ struct Walk {
   std::vector<Bin> bins;
   std::vector<uint64_t> arena_of;  // je_arenas[]
   std::vector<uint64_t> cached;    // thread-cached regions: free (sorted before the extents)
+  // At most as many as the extents can hold (and a few more to be told
+  // about): looping rings and forged counts end there, not in memory.
+  uint64_t cached_cap = 0;
   // The blocks thread caches keep their stacks in (tcache_slow_s.dyn_alloc):
   // below each stack's head lie pointers to regions it handed out long
   // ago, so they are the allocator's, never scanned as the program's.
@@ -346,6 +350,13 @@ void read_tcaches(Walk& w) {
                           tcache, b, count, ncached_max[b]));
           continue;
         }
+        if (w.cached.size() + count > w.cached_cap) {
+          w.warn(
+              fmt::format("jemalloc: its thread caches hold more regions than its extents "
+                          "have ({}); the rest are not read",
+                          w.cached_cap));
+          return;
+        }
         std::vector<uint64_t> items(count);
         if (count && w.mem.read(head, items.data(), count * 8).ok())
           w.cached.insert(w.cached.end(), items.begin(), items.end());
@@ -369,10 +380,11 @@ void read_bases(Walk& w, Ranges& managed) {
     if (arena && w.u64(arena + w.L.arena_base, &b) && b) bases.push_back(b);
   std::sort(bases.begin(), bases.end());
   bases.erase(std::unique(bases.begin(), bases.end()), bases.end());
+  std::set<uint64_t> seen;  // a block met twice closes a loop
   for (uint64_t base : bases) {
     uint64_t block = 0, n = 0;
     if (!w.u64(base + w.L.base_blocks, &block)) continue;
-    for (; block && n < kMaxRing; ++n) {
+    for (; block && n < kMaxRing && seen.size() < kMaxRing && seen.insert(block).second; ++n) {
       uint64_t size = 0, next = 0;
       if (!w.u64(block + w.L.block_size, &size) || !w.u64(block + w.L.block_next, &next) ||
           size == 0 || size > (uint64_t{1} << 40) || block + size < block) {
@@ -504,6 +516,9 @@ Result<HeapWalk> walk_jemalloc_heap(const Memory& mem, const JemallocLayout& lay
   if (ext.empty())
     return make_error(Errc::kNotFound,
                       "no jemalloc extent found (its extent map is empty: nothing allocated)");
+  uint64_t most_regions = 1;
+  for (const auto& b : w.bins) most_regions = std::max(most_regions, b.nregs);
+  w.cached_cap = ext.size() * most_regions + 1024;
   read_tcaches(w);  // first: the blocks they hold are told apart as the extents are walked
   Ranges managed;
   walk_extents(w, ext, managed);

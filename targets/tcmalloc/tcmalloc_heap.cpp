@@ -24,7 +24,7 @@ namespace lr {
 namespace {
 
 constexpr unsigned kAddressBits = 48;  // MapSelector<48>: TCMalloc_PageMap2
-constexpr uint64_t kMaxThreads = 1u << 16, kMaxBatch = 1u << 16;
+constexpr uint64_t kMaxThreads = 1u << 16, kMaxBatch = 1024;
 enum Location : uint8_t { kInUse = 0, kNormalFree = 1, kReturned = 2 };
 
 struct SpanRec {
@@ -45,9 +45,13 @@ struct Walk {
   TcmallocHeap& g;
   unsigned shift = 0, leaf_bits = 0;
   uint64_t nclasses = 0;
-  std::vector<uint64_t> class_size;
+  std::vector<uint64_t> class_size, class_pages;
   std::vector<int32_t> to_move;
   std::vector<uint64_t> free_objs;  // every free list's objects, sorted once read
+  // At most as many as the in-use small spans have objects (and a few more
+  // to be told about): looping lists and rings end there, not in memory.
+  uint64_t free_cap = 0;
+  bool capped = false;
   std::map<uint64_t, uint64_t> nodes;
   uint64_t bad_spans = 0, free_matched = 0, free_bytes = 0, tails = 0, free_pages[3] = {0, 0, 0};
 
@@ -81,6 +85,9 @@ Result<void> read_classes(Walk& w) {
   w.class_size.assign(w.nclasses, 0);
   for (uint64_t c = 0; c < w.nclasses; ++c)
     std::memcpy(&w.class_size[c], raw.data() + c * L.class_size_width, L.class_size_width);
+  std::vector<uint64_t> pages(L.nclasses_max);
+  LR_TRY(w.mem.read(L.sizemap + L.class_to_pages, pages.data(), L.nclasses_max * 8));
+  w.class_pages.assign(pages.begin(), pages.begin() + static_cast<long>(w.nclasses));
   w.to_move.assign(L.nclasses_max, 0);
   LR_TRY(w.mem.read(L.sizemap + L.num_objects_to_move, w.to_move.data(), L.nclasses_max * 4));
   return {};
@@ -158,8 +165,10 @@ void read_spans(Walk& w, std::vector<SpanRec>& runs) {
     if (!named) continue;  // stale entries only
     s.cls = static_cast<uint8_t>(bitfield(buf.data(), L.sizeclass_bit, L.sizeclass_bits));
     s.loc = static_cast<uint8_t>(bitfield(buf.data(), L.location_bit, L.location_bits));
+    // A small-object span has its class's pages (SizeMap.class_to_pages_):
+    // more would be objects tcmalloc never carved.
     if (s.start >= pages || s.length > pages - s.start || s.loc > kReturned ||
-        s.cls >= w.nclasses) {
+        s.cls >= w.nclasses || (s.cls && s.length != w.class_pages[s.cls])) {
       ++w.bad_spans;
       continue;
     }
@@ -181,6 +190,15 @@ void read_spans(Walk& w, std::vector<SpanRec>& runs) {
 void follow(Walk& w, uint64_t head, uint64_t most, uint64_t tail, const char* what) {
   uint64_t p = head, n = 0;
   while (p && n < most) {
+    if (w.free_objs.size() >= w.free_cap) {
+      if (!w.capped)
+        w.warn(
+            fmt::format("tcmalloc: its free lists hold more objects than its spans have ({}); "
+                        "the rest are not read",
+                        w.free_cap));
+      w.capped = true;
+      return;
+    }
     w.free_objs.push_back(p);
     ++n;
     if (p == tail) return;
@@ -198,6 +216,9 @@ void follow(Walk& w, uint64_t head, uint64_t most, uint64_t tail, const char* wh
 // lists' transfer batches, the thread caches'.
 void read_free_lists(Walk& w, const std::vector<SpanRec>& spans) {
   const TcmallocLayout& L = w.L;
+  w.free_cap = 1024;
+  for (const SpanRec& s : spans)
+    if (s.loc == kInUse && s.cls) w.free_cap += (s.length << w.shift) / w.class_size[s.cls];
   for (const SpanRec& s : spans)
     if (s.loc == kInUse && s.cls) {
       uint64_t head = 0;
@@ -208,7 +229,7 @@ void read_free_lists(Walk& w, const std::vector<SpanRec>& spans) {
     const uint64_t c = L.central + cl * L.central_size;
     int32_t used = 0;
     if (!w.mem.read(c + L.used_slots, &used, 4).ok() || used <= 0) continue;
-    const uint64_t batch = std::clamp<int64_t>(w.to_move[cl], 1, kMaxBatch);
+    const uint64_t batch = std::clamp<int64_t>(w.to_move[cl], 1, kMaxBatch);  // real: <= 32
     for (uint64_t k = 0; k < std::min<uint64_t>(used, L.tc_nslots); ++k) {
       uint64_t ht[2] = {0, 0};
       if (w.mem.read(c + L.tc_slots + k * L.tc_entry_size, ht, 16).ok())

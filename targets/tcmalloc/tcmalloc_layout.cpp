@@ -110,6 +110,11 @@ void read_classes(TypeRegistry& types, TcmallocLayout& L, std::string& missing) 
   L.class_size_width = e ? e->size : 0;
   L.class_to_size = L.sizemap + s.at("class_to_size_");
   L.num_objects_to_move = s.at("num_objects_to_move_");
+  uint64_t npages = 0;
+  const Type* pe = s.array("class_to_pages_", &npages);
+  L.class_to_pages = s.at("class_to_pages_");
+  if (pe && (pe->size != 8 || npages != L.nclasses_max) && missing.empty())
+    missing = "SizeMap.class_to_pages_ is not a size_t per class";
   L.num_size_classes = s.at("num_size_classes");
   if (!sm) missing = "no tcmalloc::SizeMap";
 }

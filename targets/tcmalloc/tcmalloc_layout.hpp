@@ -24,6 +24,7 @@ struct TcmallocLayout {
   uint64_t sizemap = 0;  // tcmalloc::Static::sizemap_
   uint64_t class_to_size = 0, class_size_width = 0, nclasses_max = 0, num_size_classes = 0;
   uint64_t num_objects_to_move = 0;        // offset in SizeMap: int32 per class
+  uint64_t class_to_pages = 0;             // offset in SizeMap: size_t per class
   uint64_t central = 0, central_size = 0;  // Static::central_cache_[nclasses_max]
   uint64_t tc_slots = 0, tc_entry_size = 0, tc_nslots = 0, used_slots = 0;  // CentralFreeList
   uint64_t thread_heaps = 0;  // ThreadCache::thread_heaps_ (a ThreadCache *)

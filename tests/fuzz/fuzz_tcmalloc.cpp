@@ -24,7 +24,7 @@ lr::TcmallocLayout layout() {
   L.root = kBase + 0x100, L.root_slots = 1u << 17, L.leaf_slots = 1u << 18;  // 8 KiB pages
   L.sizemap = kBase + 0x200000;
   L.class_to_size = L.sizemap, L.class_size_width = 4, L.nclasses_max = 128;
-  L.num_objects_to_move = 0x200, L.num_size_classes = 0x400;
+  L.num_objects_to_move = 0x200, L.num_size_classes = 0x400, L.class_to_pages = 0x800;
   L.central = kBase + 0x210000, L.central_size = 1216;
   L.tc_slots = 16, L.tc_entry_size = 16, L.tc_nslots = 64, L.used_slots = 1040;
   L.thread_heaps = kBase + 0x2f0000;
@@ -47,6 +47,7 @@ void size_classes(SparseMemory& m, const lr::TcmallocLayout& L) {
     m.write(L.class_to_size + 4 * c, b, 4);
     uint8_t mv[4] = {32, 0, 0, 0};
     m.write(L.sizemap + L.num_objects_to_move + 4 * c, mv, 4);
+    m.put64(L.sizemap + L.class_to_pages + 8 * c, 1 + size / 4096);
   }
 }
 
