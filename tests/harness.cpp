@@ -337,6 +337,15 @@ void wait_for_stable_size(const std::string& path, int timeout_s) {
   }
 }
 
+std::set<std::string> manifest_items(const nlohmann::json& m,
+                                     std::initializer_list<const char*> kinds) {
+  std::set<std::string> out;
+  for (const auto& i : m["items"])
+    for (const char* k : kinds)
+      if (i["kind"] == k) out.insert(i["ptr"].get<std::string>());
+  return out;
+}
+
 bool have_program(const std::string& name) {
   return run({"sh", "-c", "command -v " + name}, 10).status == 0;
 }

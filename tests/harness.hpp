@@ -4,6 +4,7 @@
 
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,10 @@ std::string fixture_path(const std::string& name);  // build/fixtures/NAME
 std::string tmp_dir();                              // per-run scratch directory (removed at exit)
 bool have_gcore();
 std::string read_file(const std::string& path);
+// The `ptr` of every item of a fixture manifest (fx_leaks's "items") whose
+// kind is one of `kinds`.
+std::set<std::string> manifest_items(const nlohmann::json& m,
+                                     std::initializer_list<const char*> kinds);
 void write_file(const std::string& path, const std::string& data);
 std::string sha256_file(const std::string& path);
 // A copy of ELF core `core` at `out` with values of `width` bytes (little

@@ -46,13 +46,7 @@ const lrtest::FixtureCore& core_on(const Build& b, const std::string& vaddr,
   return fc;
 }
 
-std::set<std::string> items(const json& m, std::initializer_list<const char*> kinds) {
-  std::set<std::string> out;
-  for (const auto& i : m["items"])
-    for (const char* k : kinds)
-      if (i["kind"] == k) out.insert(i["ptr"].get<std::string>());
-  return out;
-}
+using lrtest::manifest_items;
 
 void check_heap(const lrtest::FixtureCore& fc, const std::string& vaddr) {
   auto r = lrtest::leakref({"heap", fc.core, "--json", "--list"});
@@ -115,11 +109,13 @@ TEST_CASE("jemalloc 5.3: heap, account, leaks and refs read exactly", "[core][he
     }
     // The thread caches' stacks keep pointers to regions handed out long
     // ago: read as roots, they would hide these leaks.
-    CHECK(leaked ==
-          items(lk.manifest, {"leaked", "dead-slot", "cycle", "leaked-widget", "leaked-part"}));
-    CHECK(unreferenced == items(lk.manifest, {"leaked", "dead-slot", "leaked-widget"}));
+    CHECK(leaked == manifest_items(lk.manifest, {"leaked", "dead-slot", "cycle", "leaked-widget",
+                                                 "leaked-part"}));
+    CHECK(unreferenced == manifest_items(lk.manifest, {"leaked", "dead-slot", "leaked-widget"}));
     // A block held only through TLS is found from its root.
-    const std::string tls = *items(lk.manifest, {"reachable"}).begin();
+    const auto reachable = manifest_items(lk.manifest, {"reachable"});
+    REQUIRE(!reachable.empty());
+    const std::string tls = *reachable.begin();
     auto refs = lrtest::leakref({"refs", lk.core, tls, "--json"});
     CHECK(refs.status == 0);
   }

@@ -55,13 +55,7 @@ const LeaksCore& leaks_core() {
     }                                                                     \
   } while (0)
 
-std::set<std::string> items(const json& m, std::initializer_list<const char*> kinds) {
-  std::set<std::string> out;
-  for (const auto& i : m["items"])
-    for (const char* k : kinds)
-      if (i["kind"] == k) out.insert(i["ptr"].get<std::string>());
-  return out;
-}
+using lrtest::manifest_items;
 
 }  // namespace
 
@@ -82,19 +76,19 @@ TEST_CASE("leaks: exactly the blocks the fixture leaked, and the unreferenced on
   // Leaked: overwritten pointers, a pointer left only below the stack
   // pointer (a dead slot is no root), a cycle of two, an object and the
   // two blocks it points to.
-  CHECK(leaked ==
-        items(c.manifest, {"leaked", "dead-slot", "cycle", "leaked-widget", "leaked-part"}));
+  CHECK(leaked == manifest_items(c.manifest,
+                                 {"leaked", "dead-slot", "cycle", "leaked-widget", "leaked-part"}));
   // Unreferenced: all but the cycle, whose blocks point at each other, and
   // the object's parts.
-  CHECK(unreferenced == items(c.manifest, {"leaked", "dead-slot", "leaked-widget"}));
+  CHECK(unreferenced == manifest_items(c.manifest, {"leaked", "dead-slot", "leaked-widget"}));
   CHECK(j["summary"]["leaked"] == 14);
   CHECK(j["summary"]["unreferenced"] == 10);
-  auto cyc = items(c.manifest, {"cycle"});
+  auto cyc = manifest_items(c.manifest, {"cycle"});
   REQUIRE(cyc.size() == 2);
   CHECK(by_ptr[*cyc.begin()]["referenced_by"] == json::array({*cyc.rbegin()}));
   CHECK(by_ptr[*cyc.rbegin()]["referenced_by"] == json::array({*cyc.begin()}));
   // The object's type comes from its vtable.
-  std::string w = *items(c.manifest, {"leaked-widget"}).begin();
+  std::string w = *manifest_items(c.manifest, {"leaked-widget"}).begin();
   CHECK(by_ptr[w]["type"] == "Widget");
   CHECK(by_ptr[w]["type_from"] == "vtable");
   bool grouped = false, parts = false;
@@ -121,7 +115,7 @@ TEST_CASE("leaks: exactly the blocks the fixture leaked, and the unreferenced on
   CHECK(g72);
   CHECK(g200);
   // Nothing kept is called leaked.
-  for (const auto& p : items(c.manifest, {"reachable", "object"})) CHECK(!leaked.count(p));
+  for (const auto& p : manifest_items(c.manifest, {"reachable", "object"})) CHECK(!leaked.count(p));
   CHECK(lrtest::leakref({"leaks", c.core, "--fail-on", "leaked"}, 120).status == 1);
   // Text: the summary and the groups.
   auto t = lrtest::leakref({"leaks", c.core}, 120);
@@ -139,7 +133,7 @@ TEST_CASE("refs: each kept block's referrers and its chain from a root", "[refs]
   REQUIRE(why.size() == 3);
   std::vector<std::string> args = {"refs", c.core};
   for (const auto& [p, w] : why) args.push_back(p);
-  std::string dead = *items(c.manifest, {"dead-slot"}).begin();
+  std::string dead = *manifest_items(c.manifest, {"dead-slot"}).begin();
   args.push_back(dead);
   args.insert(args.end(), {"--depth", "4", "--json"});
   auto r = lrtest::leakref(args, 120);
@@ -359,7 +353,7 @@ TEST_CASE("leaks --trace: sites of leaked blocks, and the trace's warnings", "[r
   const auto& c = leaks_core();
   NEED_LEAKS_CORE(c);
   std::string trace = lrtest::tmp_dir() + "/leaks-mmleak.out", text;
-  auto leaked = items(c.manifest, {"leaked"});
+  auto leaked = manifest_items(c.manifest, {"leaked"});
   REQUIRE(!leaked.empty());
   // Each record's size is the one the fixture asked malloc for.
   for (const auto& i : c.manifest["items"])

@@ -274,8 +274,13 @@ void walk_spans(Walk& w, const std::vector<SpanRec>& spans, Ranges& managed) {
       continue;
     }
     if (!s.cls) {
+      // A block past what the index holds is damage, said with the others.
+      if (bytes > kMaxChunkUsable) {
+        ++w.bad_spans;
+        continue;
+      }
       ++w.g.large_spans;
-      if (bytes <= kMaxChunkUsable) w.out.in_use.push_back(HeapChunk::make(base, bytes, false));
+      w.out.in_use.push_back(HeapChunk::make(base, bytes, false));
       w.out.stats.in_use_bytes += bytes;
       continue;
     }
