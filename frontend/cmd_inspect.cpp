@@ -28,11 +28,6 @@ const char* seg_kind(lr::SegmentInfo::Kind k) {
   return "?";
 }
 
-const char* reg_names[27] = {"r15",     "r14",      "r13", "r12", "rbp",    "rbx", "r11",
-                             "r10",     "r9",       "r8",  "rax", "rcx",    "rdx", "rsi",
-                             "rdi",     "orig_rax", "rip", "cs",  "eflags", "rsp", "ss",
-                             "fs_base", "gs_base",  "ds",  "es",  "fs",     "gs"};
-
 }  // namespace
 
 static int cmd_info(const Common& c) {
@@ -52,6 +47,7 @@ static int cmd_info(const Common& c) {
     j["schema"] = "leakref.info/1";
     j["core"] = c.core;
     j["core_size"] = core.file_size();
+    j["arch"] = lr::arch_name(core.machine());
     j["pid"] = core.pid() ? nlohmann::json(core.pid()) : nlohmann::json(nullptr);
     j["prog_name"] = core.prog_name();
     j["prog_args"] = core.prog_args();
@@ -64,7 +60,9 @@ static int cmd_info(const Common& c) {
       auto hit = prog.modules().symbolize(t.pc());
       jt["pc_symbol"] = hit.module ? nlohmann::json(hit.format()) : nlohmann::json(nullptr);
       auto& regs = jt["registers"] = nlohmann::json::object();
-      for (int i = 0; i < 27; ++i) regs[reg_names[i]] = hex(t.regs[i]);
+      const char* const* names = lr::register_names(t.machine);
+      for (int i = 0; i < t.nregs(); ++i) regs[names[i]] = hex(t.regs[i]);
+      jt["tp"] = t.tp ? nlohmann::json(hex(t.tp)) : nlohmann::json(nullptr);
       th.push_back(jt);
     }
     auto& mods = j["modules"] = nlohmann::json::array();
@@ -111,7 +109,8 @@ static int cmd_info(const Common& c) {
   if (core.pid() == 0 && core.prog_name().empty())  // not "pid 0, ()": nothing was read
     fmt::print("process:     unknown (no NT_PRSTATUS or NT_PRPSINFO note was read)\n");
   else
-    fmt::print("process:     pid {}, {} ({})\n", core.pid(), core.prog_name(), core.prog_args());
+    fmt::print("process:     pid {}, {} ({}), {}\n", core.pid(), core.prog_name(), core.prog_args(),
+               lr::arch_name(core.machine()));
   if (exe)
     fmt::print("executable:  {} (build-id {}, debuginfo: {})\n", exe->path,
                exe->build_id.empty() ? "unknown" : exe->build_id,

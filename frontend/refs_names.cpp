@@ -42,12 +42,9 @@ std::string global_text(const lr::Program& prog, uint64_t addr) {
   return fmt::format("{}{} [{}]", demangle(h.sym->name), path, h.module->basename());
 }
 
-const char* register_name(uint64_t i) {
-  static const char* kRegs[27] = {"r15",     "r14",      "r13", "r12", "rbp",    "rbx", "r11",
-                                  "r10",     "r9",       "r8",  "rax", "rcx",    "rdx", "rsi",
-                                  "rdi",     "orig_rax", "rip", "cs",  "eflags", "rsp", "ss",
-                                  "fs_base", "gs_base",  "ds",  "es",  "fs",     "gs"};
-  return i < 27 ? kRegs[i] : "?";
+const char* register_name(uint16_t machine, uint64_t i) {
+  return i < static_cast<uint64_t>(lr::register_count(machine)) ? lr::register_names(machine)[i]
+                                                                : "?";
 }
 
 // Collects each object of a profile's sets (their type from set_begin).
@@ -149,7 +146,8 @@ std::string RefNamer::block_type(size_t c) {
 std::string RefNamer::describe(const lr::Ref& r) {
   switch (r.kind) {
     case lr::RefFrom::kRegister:
-      return fmt::format("thread {} register {}", r.tid, register_name(r.from));
+      return fmt::format("thread {} register {}", r.tid,
+                         register_name(prog_.core()->machine(), r.from));
     case lr::RefFrom::kStack: {
       uint64_t sp = 0;
       for (const auto& t : prog_.core()->threads())
@@ -160,14 +158,16 @@ std::string RefNamer::describe(const lr::Ref& r) {
     }
     case lr::RefFrom::kTls: {
       // x86_64: static TLS lies below the thread pointer, the thread's
-      // control block at and above it.
+      // control block at and above it; aarch64 the other way round.
       uint64_t tp = 0;
       for (const auto& t : prog_.core()->threads())
-        if (t.tid == r.tid) tp = t.fs_base();
-      return r.from < tp
-                 ? fmt::format("thread {} TLS at {:#x} (fs_base-{:#x})", r.tid, r.from, tp - r.from)
-                 : fmt::format("thread {} control block at {:#x} (fs_base+{:#x})", r.tid, r.from,
-                               r.from - tp);
+        if (t.tid == r.tid) tp = t.tp;
+      const bool arm = prog_.core()->machine() == EM_AARCH64;
+      const char* reg = arm ? "tpidr_el0" : "fs_base";
+      const bool tls = arm ? r.from >= tp : r.from < tp;
+      return fmt::format("thread {} {} at {:#x} ({}{}{:#x})", r.tid, tls ? "TLS" : "control block",
+                         r.from, reg, r.from < tp ? "-" : "+",
+                         r.from < tp ? tp - r.from : r.from - tp);
     }
     case lr::RefFrom::kGlobal: {
       std::string g = global_text(prog_, r.from);

@@ -20,6 +20,7 @@ void register_targets() {
     register_jemalloc();
     register_tcmalloc();
     register_glibc_allocator();
+    register_glibc_threads();
     register_nfs_ganesha();
     register_text_dump("statedump", &looks_like_statedump);
     register_snapshot_reader("statedump", &snapshot_from_statedump);

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -211,6 +213,60 @@ uint64_t core_offset(const std::string& img, uint64_t va) {
   return 0;
 }
 
+namespace {
+
+// Starts `args` (in `cwd` when given, core dumps allowed) and waits for a
+// line starting with `ready` on its stdout; throws when it does not come.
+pid_t start_until_ready(const std::vector<std::string>& args, const std::string& ready,
+                        const std::string& cwd = "") {
+  int out_pipe[2];
+  if (pipe(out_pipe) != 0) throw std::runtime_error("pipe");
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out_pipe[1], 1);
+    close(out_pipe[0]);
+    if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(126);
+    struct rlimit core {
+      RLIM_INFINITY, RLIM_INFINITY
+    };
+    if (!cwd.empty()) setrlimit(RLIMIT_CORE, &core);
+    std::vector<char*> av;
+    for (auto& a : args) av.push_back(const_cast<char*>(a.c_str()));
+    av.push_back(nullptr);
+    execvp(av[0], av.data());
+    _exit(127);
+  }
+  close(out_pipe[1]);
+  std::string out;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  auto has_ready = [&] {
+    for (size_t at = 0; at < out.size();) {
+      size_t nl = out.find('\n', at);
+      if (nl == std::string::npos) return false;
+      if (out.compare(at, ready.size(), ready) == 0) return true;
+      at = nl + 1;
+    }
+    return false;
+  };
+  while (!has_ready() && std::chrono::steady_clock::now() < deadline) {
+    pollfd p{out_pipe[0], POLLIN, 0};
+    if (poll(&p, 1, 500) <= 0) continue;
+    char c[256];
+    ssize_t n = read(out_pipe[0], c, sizeof c);
+    if (n <= 0) break;
+    out.append(c, n);
+  }
+  close(out_pipe[0]);
+  if (!has_ready()) {
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    throw std::runtime_error("fixture " + args[0] + " did not say " + ready + ": '" + out + "'");
+  }
+  return pid;
+}
+
+}  // namespace
+
 const FixtureCore& fixture_core(const std::string& key, const std::string& exe,
                                 const std::vector<std::string>& extra_args) {
   static std::map<std::string, FixtureCore> cache;
@@ -219,37 +275,9 @@ const FixtureCore& fixture_core(const std::string& key, const std::string& exe,
   fc.exe = exe;
   std::string dir = tmp_dir();
   std::string manifest = dir + "/" + key + ".manifest.json";
-  int out_pipe[2];
-  if (pipe(out_pipe) != 0) throw std::runtime_error("pipe");
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(out_pipe[1], 1);
-    close(out_pipe[0]);
-    std::vector<std::string> args{exe, manifest};
-    args.insert(args.end(), extra_args.begin(), extra_args.end());
-    std::vector<char*> av;
-    for (auto& a : args) av.push_back(const_cast<char*>(a.c_str()));
-    av.push_back(nullptr);
-    execv(av[0], av.data());
-    _exit(127);
-  }
-  close(out_pipe[1]);
-  std::string line;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (line.find('\n') == std::string::npos && std::chrono::steady_clock::now() < deadline) {
-    pollfd p{out_pipe[0], POLLIN, 0};
-    if (poll(&p, 1, 500) <= 0) continue;
-    char c[256];
-    ssize_t n = read(out_pipe[0], c, sizeof c);
-    if (n <= 0) break;
-    line.append(c, n);
-  }
-  close(out_pipe[0]);
-  if (line.rfind("READY", 0) != 0) {
-    kill(pid, SIGKILL);
-    waitpid(pid, nullptr, 0);
-    throw std::runtime_error("fixture " + exe + " did not become ready: '" + line + "'");
-  }
+  std::vector<std::string> args{exe, manifest};
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
+  pid_t pid = start_until_ready(args, "READY");
   fc.pid = pid;
   std::string prefix = dir + "/" + key;
   RunResult g = run({"gcore", "-o", prefix, std::to_string(pid)}, 300);
@@ -260,6 +288,42 @@ const FixtureCore& fixture_core(const std::string& key, const std::string& exe,
   if (g.status != 0 || stat(fc.core.c_str(), &st) != 0)
     throw std::runtime_error("gcore of " + exe + " failed: " + g.err);
   fc.manifest = nlohmann::json::parse(read_file(manifest));
+  return cache.emplace(key, std::move(fc)).first->second;
+}
+
+const FixtureCore& qemu_fixture_core(const std::string& key, const std::string& exe,
+                                     const std::string& sysroot,
+                                     const std::vector<std::string>& extra_args,
+                                     const std::string& ready) {
+  static std::map<std::string, FixtureCore> cache;
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  FixtureCore fc;
+  fc.exe = exe;
+  const std::string dir = tmp_dir() + "/" + key + ".qemu";
+  ::mkdir(dir.c_str(), 0700);
+  const std::string manifest = dir + "/manifest.json";
+  std::vector<std::string> args{"qemu-aarch64", "-L", sysroot, exe, manifest};
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
+  pid_t pid = start_until_ready(args, ready, dir);
+  fc.pid = pid;
+  // The guest dies of SIGABRT: qemu writes its core (qemu_PROG_DATE_PID.core).
+  kill(pid, SIGABRT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    const std::string name = e.path().filename();
+    if (name.rfind("qemu_", 0) == 0 && name.size() > 5 && name.ends_with(".core"))
+      fc.core = e.path();
+    else if (name == "core" || name.rfind("core.", 0) == 0)
+      std::filesystem::remove(e.path());  // the host's core of qemu itself
+  }
+  if (fc.core.empty())
+    throw std::runtime_error("qemu-aarch64 wrote no core of " + exe + " (status " +
+                             std::to_string(status) + ")");
+  // A fixture stopped before it writes its manifest (fx_grow at CP1) has none.
+  struct stat st {};
+  if (::stat(manifest.c_str(), &st) == 0 && st.st_size > 0)
+    fc.manifest = nlohmann::json::parse(read_file(manifest));
   return cache.emplace(key, std::move(fc)).first->second;
 }
 

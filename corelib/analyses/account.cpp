@@ -222,7 +222,7 @@ void account_threads(const CoreFile& core, const std::vector<SegmentInfo>& segs,
       if (uint64_t r = 0, n = u.take(s->start, s->end, &r); n)  // 0: a stack in the heap
         add_to(*child(stacks, fmt::format("thread {}", t.tid)), n, 1, r);
   for (const auto& t : core.threads())
-    if (const SegmentInfo* s = t.fs_base() ? seg_at(t.fs_base()) : nullptr)
+    if (const SegmentInfo* s = t.tp ? seg_at(t.tp) : nullptr)
       if (uint64_t r = 0, n = u.take(s->start, s->end, &r); n)
         add_to(*child(tls, fmt::format("thread {}", t.tid)), n, 1, r);
 }

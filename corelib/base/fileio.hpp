@@ -1,6 +1,8 @@
 // Opening input files (cores, executables, debuginfo, traces, dumps) safely.
 #pragma once
 
+#include <unistd.h>
+
 #include <cstdint>
 #include <string>
 
@@ -13,6 +15,17 @@ namespace lr {
 // naming the kind) instead of waiting forever for a writer. Returns the
 // descriptor (blocking mode restored); the caller closes it.
 Result<int> open_input(const std::string& path, const char* what);
+
+// Closes a descriptor when it goes out of scope.
+struct Fd {
+  int fd = -1;
+  explicit Fd(int f) : fd(f) {}
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+};
 
 // The whole of `path` (opened as open_input does), refused with kBadFormat
 // naming `what` when it is larger than `max_bytes`.

@@ -97,6 +97,15 @@ Result<HeapWalk> walk_heap(const Program& prog, const HeapLimits& limits) {
   const std::vector<Allocator> list = g_allocators.all();
   if (list.empty())
     return make_error(Errc::kUnsupported, "no heap allocator is registered with the engine");
+  // A core that lists no mapped files (QEMU's user-mode cores have no
+  // NT_FILE note) has no modules unless its executable is named: say that,
+  // not what each allocator did not find.
+  if (const CoreFile* core = prog.core();
+      core && core->mapped_ranges().empty() && prog.modules().modules().size() <= 1)
+    return make_error(Errc::kNotFound,
+                      core->mapped_files_why().empty()
+                          ? "the core lists no mapped files, so no allocator's library is known"
+                          : core->mapped_files_why());
   HeapLimits lim = limits;
   if (!lim.residency) lim.residency = prog.residency();
   std::string why;

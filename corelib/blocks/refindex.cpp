@@ -47,9 +47,10 @@ namespace {
 constexpr uint64_t kPage = 4096;
 constexpr uint64_t kSpanGap = 16ull << 20;  // chunks further apart start a new span
 constexpr size_t kNone = SIZE_MAX;
-// The thread control block and static TLS around a thread pointer (x86_64:
-// TLS blocks below it, struct pthread at and above it), clipped to its mapping.
-constexpr uint64_t kTlsBelow = 8192, kTlsAbove = 2304;
+// The thread control block and static TLS around a thread pointer, clipped
+// to its mapping. x86_64 (TLS variant II): TLS blocks below it, struct
+// pthread at and above it; aarch64 (variant I) the other way round.
+constexpr uint64_t kTlsSide = 8192, kTcbSide = 2304;
 
 struct Span {
   uint64_t start = 0, end = 0;  // line-aligned
@@ -214,7 +215,8 @@ struct RefIndex::Impl {
     const auto& th = core->threads();
     if (out.kind == RefFrom::kRegister || out.kind == RefFrom::kStack || out.kind == RefFrom::kTls)
       out.tid = ti < th.size() ? th[ti].tid : 0;
-    if (out.kind == RefFrom::kRegister && ti < th.size() && r.from < 27)
+    if (out.kind == RefFrom::kRegister && ti < th.size() &&
+        r.from < static_cast<uint64_t>(th[ti].nregs()))
       out.value = th[ti].regs[r.from];
     else if (!core->read(r.from, &out.value, 8).ok())
       out.value = 0;
@@ -292,14 +294,16 @@ std::vector<RootRange> find_root_ranges(const CoreFile& core, const ModuleSet& m
   // mapping of its own (the main thread's, made by the dynamic linker) is
   // all TLS, control block and DTV.
   for (const auto& t : core.threads()) {
-    const uint64_t tp = t.fs_base();
+    const uint64_t tp = t.tp;
+    const bool v1 = t.machine == EM_AARCH64;
+    const uint64_t below = v1 ? kTcbSide : kTlsSide, above = v1 ? kTlsSide : kTcbSide;
     const SegmentInfo* s = tp ? seg_at(tp) : nullptr;
     if (!s) continue;
     uint64_t a = s->start, b = s->end;
     for (const auto& [ss, sp] : stacks)
       if (ss == s) {
-        a = std::max(sp, tp > kTlsBelow ? tp - kTlsBelow : 0);
-        b = std::min(s->end, tp + kTlsAbove);
+        a = std::max(sp, tp > below ? tp - below : 0);
+        b = std::min(s->end, tp + above);
       }
     if (a < b)
       out.push_back(
@@ -522,7 +526,7 @@ Result<std::unique_ptr<RefIndex>> RefIndex::build(const CoreFile& core, const Mo
     publish(r.end - r.start);
   }
   for (size_t ti = 0; ti < threads.size(); ++ti)
-    for (uint64_t i = 0; i < 27; ++i) {
+    for (uint64_t i = 0; i < static_cast<uint64_t>(threads[ti].nregs()); ++i) {
       const uint64_t v = threads[ti].regs[i];
       const size_t t = ix.lookup(v & ~uint64_t{7});
       if (t != kNone)

@@ -195,6 +195,9 @@ void scan_symbols(Elf* e, uint64_t bias, Wanted wanted, Add add) {
         continue;
       const char* name = elf_strptr(e, sh.sh_link, s.st_name);
       if (!name || !*name || !wanted(name)) continue;
+      // ARM's and AArch64's mapping symbols ($x code, $d data, "$x.12")
+      // mark where code and data start; they name nothing.
+      if (type == STT_NOTYPE && name[0] == '$') continue;
       Symbol sym;
       sym.addr = s.st_value + bias;
       sym.size = s.st_size;

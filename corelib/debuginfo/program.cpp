@@ -1,8 +1,11 @@
 #include "corelib/debuginfo/program.hpp"
 
+#include "corelib/base/registry.hpp"
+
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -58,7 +61,37 @@ Result<std::unique_ptr<Program>> Program::open_core(const std::string& core_path
     p->mods_->add(opts.exe, opts.exe, 0, 0, 0, "", true);
   }
   p->types_ = std::make_unique<TypeRegistry>(p->mods_.get());
+  p->find_thread_pointers();
   return p;
+}
+
+namespace {
+NamedRegistry<ThreadPointerFinder>& tp_finders() {
+  static NamedRegistry<ThreadPointerFinder> r;
+  return r;
+}
+}  // namespace
+
+void register_thread_pointer_finder(const std::string& name, ThreadPointerFinder f) {
+  tp_finders().add(name, f);
+}
+
+// Thread pointers the core lacks, from the first finder that knows them.
+void Program::find_thread_pointers() {
+  // x86_64's thread pointer is a register (fs_base): always in the core.
+  if (core_->machine() != EM_AARCH64) return;
+  const auto& th = core_->threads();
+  if (std::all_of(th.begin(), th.end(), [](const ThreadInfo& t) { return t.tp != 0; })) return;
+  std::string why = "no C library's thread list was found";
+  for (const auto& [name, find] : tp_finders().items()) {
+    std::string w;
+    auto found = find(*this, &w);
+    for (const auto& [tid, tp] : found) core_->set_thread_pointer(tid, tp);
+    if (!found.empty()) return;
+    if (!w.empty()) why = w;
+  }
+  warnings_.push_back("the core holds no thread pointers (" + why +
+                      "): TLS is scanned as plain memory, not named as TLS");
 }
 
 Program::Program(const Memory* mem, std::unique_ptr<ModuleSet> mods)
@@ -68,6 +101,7 @@ std::vector<std::string> Program::warnings() const {
   std::vector<std::string> w;
   if (core_) w = core_->warnings();
   for (const auto& s : mods_->warnings()) w.push_back(s);
+  for (const auto& s : warnings_) w.push_back(s);
   return w;
 }
 

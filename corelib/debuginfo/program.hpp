@@ -61,7 +61,9 @@ class Program {
 
  private:
   Program() = default;
+  void find_thread_pointers();
   std::unique_ptr<CoreFile> core_;
+  std::vector<std::string> warnings_;  // the program's own (thread pointers)
   const Memory* mem_ = nullptr;
   std::unique_ptr<ModuleSet> mods_;
   std::unique_ptr<TypeRegistry> types_;
@@ -69,6 +71,14 @@ class Program {
   void* fallback_ctx_ = nullptr;
   std::unique_ptr<Residency> residency_;
 };
+
+// Finds the thread pointers a core does not hold (aarch64 cores QEMU writes
+// have no NT_ARM_TLS) in a C library's own thread list: (tid, thread
+// pointer) pairs, none when the library is not its own; `why` says what it
+// lacked. Targets register one each; Program::open_core asks them in turn.
+using ThreadPointerFinder = std::vector<std::pair<int, uint64_t>> (*)(Program& prog,
+                                                                      std::string* why);
+void register_thread_pointer_finder(const std::string& name, ThreadPointerFinder f);
 
 // Parses a number with optional 0x prefix; false if it is not one.
 bool parse_u64(const std::string& s, uint64_t* out);

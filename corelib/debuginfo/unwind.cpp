@@ -1,6 +1,6 @@
 // Call frames of a core's thread (unwind.hpp): the CFI rules libdw decodes,
-// evaluated here for the forms compilers emit on x86_64 (CFA = register +
-// offset; a saved register at CFA + offset, or its value there).
+// evaluated here for the forms compilers emit on x86_64 and aarch64 (CFA =
+// register + offset; a saved register at CFA + offset, or its value there).
 #include "corelib/debuginfo/unwind.hpp"
 
 #include <dwarf.h>
@@ -12,14 +12,31 @@ namespace lr {
 
 namespace {
 
-constexpr int kRegs = 17;  // DWARF rax..r15 and the return address (16)
-constexpr int kRsp = 7, kRa = 16;
-// DWARF register number -> index in the core's user_regs_struct.
-constexpr int kUserIndex[kRegs] = {10, 12, 11, 5, 13, 14, 4, 19, 9, 8, 7, 6, 3, 2, 1, 0, 16};
+constexpr int kRegs = 33;  // DWARF numbers up to aarch64's sp (31) and x86_64's RA column (16)
+
+// How a machine's DWARF registers sit in its core's registers.
+struct Arch {
+  int nregs;         // DWARF registers tracked: 0 .. nregs-1
+  int sp;            // DWARF number of the stack pointer
+  int ra;            // the return address column (the caller's pc)
+  const int* user;   // DWARF number -> index in ThreadInfo::regs
+  int pc_index;      // index of the pc in ThreadInfo::regs
+  uint64_t ra_mask;  // bits a return address keeps (aarch64: no pointer signature)
+};
+// x86_64: rax..r15 and the return address column (16), which holds the pc.
+constexpr int kX86User[17] = {10, 12, 11, 5, 13, 14, 4, 19, 9, 8, 7, 6, 3, 2, 1, 0, 16};
+// aarch64: x0..x30, sp. A return address signed by pointer authentication
+// (-mbranch-protection) carries its signature above bit 47; user addresses
+// lie below 2^48, so those bits are cleared.
+constexpr int kArmUser[32] = {0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15,
+                              16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31};
+constexpr Arch kX86{17, 7, 16, kX86User, 16, ~uint64_t{0}};
+constexpr Arch kArm{32, 31, 30, kArmUser, 32, (uint64_t{1} << 48) - 1};
 
 struct Regs {
   uint64_t v[kRegs] = {};
   bool ok[kRegs] = {};
+  uint64_t pc = 0;
 };
 
 // Evaluates a rule's operations (`cfa` for DW_OP_call_frame_cfa); false for
@@ -34,9 +51,9 @@ bool eval(const Dwarf_Op* ops, size_t n, const Regs& r, uint64_t cfa, const Memo
     if (sp >= 8) return false;
     if (a == DW_OP_call_frame_cfa) {
       st[sp++] = cfa;
-    } else if (a >= DW_OP_breg0 && a <= DW_OP_breg16) {
+    } else if (a >= DW_OP_breg0 && a <= DW_OP_breg31) {
       const int reg = a - DW_OP_breg0;
-      if (!r.ok[reg]) return false;
+      if (reg >= kRegs || !r.ok[reg]) return false;
       st[sp++] = r.v[reg] + ops[i].number;
     } else if (a == DW_OP_bregx) {
       if (ops[i].number >= kRegs || !r.ok[ops[i].number]) return false;
@@ -62,11 +79,32 @@ bool eval(const Dwarf_Op* ops, size_t n, const Regs& r, uint64_t cfa, const Memo
   return mem.read(st[0], out, 8).ok();
 }
 
-// One step: the caller's registers from `r` at `pc` (frame 0: exact pc;
+// The caller's registers from `f`'s rules (`cfa` already evaluated).
+Regs caller_regs(const Arch& A, Dwarf_Frame* f, const Regs& r, uint64_t cfa, const Memory& mem) {
+  Regs next;
+  for (int reg = 0; reg < A.nregs; ++reg) {
+    Dwarf_Op mem_ops[3];
+    Dwarf_Op* rops = nullptr;
+    size_t rn = 0;
+    if (dwarf_frame_register(f, reg, mem_ops, &rops, &rn) != 0) continue;
+    if (rn == 0 && rops == nullptr) {  // same value
+      next.v[reg] = r.v[reg];
+      next.ok[reg] = r.ok[reg];
+    } else if (rn > 0) {
+      next.ok[reg] = eval(rops, rn, r, cfa, mem, &next.v[reg]);
+    }  // else undefined
+  }
+  next.v[A.sp] = cfa;  // the CFA is the caller's stack pointer
+  next.ok[A.sp] = true;
+  next.pc = next.v[A.ra] & A.ra_mask;
+  return next;
+}
+
+// One step: the caller's registers from `r` at its pc (frame 0: exact pc;
 // callers: pc - 1, inside the call). False with `why` when it cannot.
-bool step(const Memory& mem, const ModuleSet& mods, Regs& r, bool first, uint64_t* cfa_out,
-          std::string* why) {
-  const uint64_t pc = r.v[kRa];
+bool step(const Arch& A, const Memory& mem, const ModuleSet& mods, Regs& r, bool first,
+          uint64_t* cfa_out, std::string* why) {
+  const uint64_t pc = r.pc;
   Module* m = mods.module_at(pc);
   if (!m) return *why = "pc in no module", false;
   Dwarf_CFI* cfi = m->cfi();
@@ -75,7 +113,6 @@ bool step(const Memory& mem, const ModuleSet& mods, Regs& r, bool first, uint64_
   if (dwarf_cfi_addrframe(cfi, (first ? pc : pc - 1) - m->bias, &f) != 0 || !f)
     return *why = "no CFI entry for the pc in " + m->basename(), false;
   bool ok = false;
-  Regs next;
   Dwarf_Op* ops = nullptr;
   size_t nops = 0;
   uint64_t cfa = 0;
@@ -90,22 +127,9 @@ bool step(const Memory& mem, const ModuleSet& mods, Regs& r, bool first, uint64_
     std::free(f);
     return *why = "a CFA rule this unwinder does not evaluate", false;
   }
-  for (int reg = 0; reg < kRegs; ++reg) {
-    Dwarf_Op mem_ops[3];
-    Dwarf_Op* rops = nullptr;
-    size_t rn = 0;
-    if (dwarf_frame_register(f, reg, mem_ops, &rops, &rn) != 0) continue;
-    if (rn == 0 && rops == nullptr) {  // same value
-      next.v[reg] = r.v[reg];
-      next.ok[reg] = r.ok[reg];
-    } else if (rn > 0) {
-      next.ok[reg] = eval(rops, rn, r, cfa, mem, &next.v[reg]);
-    }  // else undefined
-  }
+  Regs next = caller_regs(A, f, r, cfa, mem);
   std::free(f);
-  next.v[kRsp] = cfa;  // x86_64: the CFA is the caller's stack pointer
-  next.ok[kRsp] = true;
-  if (!next.ok[kRa] || next.v[kRa] == 0) return *why = "outermost frame", false;
+  if (!next.ok[A.ra] || next.pc == 0) return *why = "outermost frame", false;
   r = next;
   *cfa_out = cfa;
   return true;
@@ -117,21 +141,25 @@ std::vector<StackFrame> unwind_thread(const Memory& mem, const ModuleSet& mods, 
                                       size_t max, std::string* why) {
   std::vector<StackFrame> out;
   std::string stop;
+  const Arch& A = t.machine == EM_AARCH64 ? kArm : kX86;
   Regs r;
-  for (int i = 0; i < kRegs; ++i) {
-    r.v[i] = t.regs[kUserIndex[i]];
+  for (int i = 0; i < A.nregs; ++i) {
+    r.v[i] = t.regs[A.user[i]];
     r.ok[i] = true;
   }
+  r.pc = t.regs[A.pc_index];
   while (out.size() < max) {
-    const uint64_t pc = r.v[kRa], sp = r.v[kRsp];
+    const uint64_t pc = r.pc, sp = r.v[A.sp];
     uint64_t cfa = 0;
-    const bool more = step(mem, mods, r, out.empty(), &cfa, &stop);
+    const bool more = step(A, mem, mods, r, out.empty(), &cfa, &stop);
     if (!more) {
       // The last frame reaches as far as anything proves: its stack pointer.
       out.push_back({pc, sp, sp});
       break;
     }
-    if (cfa <= sp) {
+    // An aarch64 leaf function may keep no frame (CFA = sp, the return
+    // address in x30): an empty frame, allowed once the pc moves on.
+    if (cfa < sp || (cfa == sp && r.pc == pc)) {
       stop = "the stack does not grow upwards";
       out.push_back({pc, sp, sp});
       break;

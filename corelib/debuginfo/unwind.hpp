@@ -1,4 +1,4 @@
-// A thread's call frames in a process core (x86_64), from its registers and
+// A thread's call frames in a process core (x86_64, aarch64), from its registers and
 // the modules' call frame information (.eh_frame): which frame a stack word
 // belongs to, for the reference index's "who points here".
 #pragma once

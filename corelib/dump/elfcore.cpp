@@ -22,14 +22,6 @@ namespace {
 
 constexpr uint64_t kPage = 4096;
 
-struct Fd {
-  int fd = -1;
-  explicit Fd(int f) : fd(f) {}
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
 bool ranges_overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) {
   return a0 < b1 && b0 < a1;
 }
@@ -58,6 +50,22 @@ std::string hex_bytes(const uint8_t* p, size_t n) {
     s.push_back(d[p[i] & 15]);
   }
   return s;
+}
+
+const char* const* register_names(uint16_t machine) {
+  static const char* const x86_64[27] = {
+      "r15",    "r14", "r13", "r12",     "rbp",     "rbx", "r11",      "r10", "r9",
+      "r8",     "rax", "rcx", "rdx",     "rsi",     "rdi", "orig_rax", "rip", "cs",
+      "eflags", "rsp", "ss",  "fs_base", "gs_base", "ds",  "es",       "fs",  "gs"};
+  static const char* const aarch64[34] = {
+      "x0",  "x1",  "x2",  "x3",  "x4",  "x5",  "x6",  "x7",  "x8",  "x9",    "x10", "x11",
+      "x12", "x13", "x14", "x15", "x16", "x17", "x18", "x19", "x20", "x21",   "x22", "x23",
+      "x24", "x25", "x26", "x27", "x28", "x29", "x30", "sp",  "pc",  "pstate"};
+  return machine == EM_AARCH64 ? aarch64 : x86_64;
+}
+
+const char* arch_name(uint16_t machine) {
+  return machine == EM_AARCH64 ? "aarch64" : machine == EM_X86_64 ? "x86_64" : "unknown";
 }
 
 const char* mapped_status_name(MappedFileInfo::Status s) {
@@ -182,10 +190,11 @@ Result<void> check_core_header(const Elf64_Ehdr& eh, const std::string& path_) {
         Errc::kBadFormat,
         fmt::format("{}: ELF file is {}, not a core dump (e_type={})", path_, t, eh.e_type));
   }
-  if (eh.e_machine != EM_X86_64)
-    return make_error(
-        Errc::kUnsupported,
-        fmt::format("{}: core is for machine {}, only x86_64 is supported", path_, eh.e_machine));
+  if (eh.e_machine != EM_X86_64 && eh.e_machine != EM_AARCH64)
+    return make_error(Errc::kUnsupported,
+                      fmt::format("{}: core is for machine {}, only x86_64 and aarch64 are "
+                                  "supported",
+                                  path_, eh.e_machine));
   if (eh.e_phentsize != sizeof(Elf64_Phdr))
     return make_error(Errc::kBadFormat, fmt::format("{}: corrupt ELF header (e_phentsize={})",
                                                     path_, eh.e_phentsize));
@@ -202,6 +211,7 @@ Result<void> CoreFile::parse(const CoreOptions* opts) {
   Elf64_Ehdr eh;
   std::memcpy(&eh, base_, sizeof eh);
   LR_TRY(check_core_header(eh, path_));
+  machine_ = eh.e_machine;
 
   elf_version(EV_CURRENT);
   // Native byte order was checked above, so libelf never converts in place
@@ -249,6 +259,7 @@ Result<void> CoreFile::parse(const CoreOptions* opts) {
             [](const Seg& a, const Seg& b) { return a.start < b.start; });
   raw_missing_ = missing;
   build_segments(clean, missing, {});
+  if (opts) ranges_from_link_map(*opts);
   if (opts && opts->fill_from_files) fill_from_files(*opts);
   return {};
 }
@@ -315,6 +326,30 @@ std::vector<CoreFile::Seg> CoreFile::without_overlaps(std::vector<Seg> core) {
   return clean;
 }
 
+// One NT_PRSTATUS: `struct elf_prstatus` has the same header on both 64-bit
+// machines (pr_cursig at 12, pr_pid at 32, pr_reg at 112); the registers
+// that follow are the machine's own.
+void CoreFile::add_thread(const uint8_t* d, size_t dn) {
+  constexpr size_t kCursig = 12, kPid = 32, kReg = 112;
+  ThreadInfo t;
+  t.machine = machine_;
+  const size_t regs = static_cast<size_t>(t.nregs()) * 8;
+  if (dn < kReg + regs) {
+    warnings_.push_back(fmt::format("NT_PRSTATUS note too small ({} bytes)", dn));
+    return;
+  }
+  int16_t sig;
+  int32_t pid;
+  std::memcpy(&sig, d + kCursig, 2);
+  std::memcpy(&pid, d + kPid, 4);
+  t.tid = pid;
+  t.signo = sig;
+  std::memcpy(t.regs, d + kReg, regs);
+  if (machine_ == EM_X86_64) t.tp = t.regs[21];  // fs_base
+  if (threads_.empty()) pid_ = pid;
+  threads_.push_back(t);
+}
+
 void CoreFile::parse_notes(const uint8_t* p, size_t n) {
   size_t off = 0;
   auto align4 = [](size_t v) { return (v + 3) & ~size_t{3}; };
@@ -337,19 +372,10 @@ void CoreFile::parse_notes(const uint8_t* p, size_t n) {
     const uint8_t* d = p + desc_off;
     size_t dn = nh.n_descsz;
     if (name == "CORE" && nh.n_type == NT_PRSTATUS) {
-      if (dn >= sizeof(struct elf_prstatus)) {
-        struct elf_prstatus ps;
-        std::memcpy(&ps, d, sizeof ps);
-        ThreadInfo t;
-        t.tid = ps.pr_pid;
-        t.signo = ps.pr_cursig;
-        static_assert(sizeof(ps.pr_reg) == sizeof(t.regs));
-        std::memcpy(t.regs, &ps.pr_reg, sizeof t.regs);
-        if (threads_.empty()) pid_ = ps.pr_pid;
-        threads_.push_back(t);
-      } else {
-        warnings_.push_back(fmt::format("NT_PRSTATUS note too small ({} bytes)", dn));
-      }
+      add_thread(d, dn);
+    } else if (name == "LINUX" && nh.n_type == NT_ARM_TLS && dn >= 8 && !threads_.empty()) {
+      // TPIDR_EL0 of the thread whose NT_PRSTATUS came last.
+      std::memcpy(&threads_.back().tp, d, 8);
     } else if (name == "CORE" && nh.n_type == NT_PRPSINFO && dn >= sizeof(struct elf_prpsinfo)) {
       struct elf_prpsinfo pi;
       std::memcpy(&pi, d, sizeof pi);
@@ -566,7 +592,10 @@ void CoreFile::verify_file(size_t fidx, const std::vector<size_t>& rs,
     } else {
       auto bid = build_id_of_file(fi.host_path);
       fi.disk_build_id = bid.ok() ? bid.value() : "";
-      if (fi.core_build_id.empty()) {
+      if (fi.core_build_id.empty() && dynamic_matched_.count(fi.path)) {
+        fi.status = MappedFileInfo::Status::kVerified;
+        fi.detail = "the core holds no build-id note; its dynamic section is the file's";
+      } else if (fi.core_build_id.empty()) {
         fi.status = MappedFileInfo::Status::kUnverifiable;
         fi.detail = "the core does not hold this file's build-id note";
       } else if (fi.core_build_id != fi.disk_build_id) {

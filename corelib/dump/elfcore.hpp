@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,15 +34,32 @@ struct CoreOptions {
   bool fill_from_files = true;
 };
 
-// x86_64 general registers, in `struct user_regs_struct` order.
+// A thread's general registers as its core's NT_PRSTATUS holds them:
+// x86_64's `struct user_regs_struct` (27) or aarch64's `struct
+// user_pt_regs` (x0-x30, sp, pc, pstate: 34).
+inline int register_count(uint16_t machine) {
+  return machine == EM_AARCH64 ? 34 : 27;
+}
+
 struct ThreadInfo {
+  static constexpr int kMaxRegs = 34;
   int tid = 0;
-  int signo = 0;  // pending/current signal (pr_cursig)
-  uint64_t regs[27] = {};
-  uint64_t pc() const { return regs[16]; }
-  uint64_t sp() const { return regs[19]; }
-  uint64_t fs_base() const { return regs[21]; }
+  int signo = 0;         // pending/current signal (pr_cursig)
+  uint16_t machine = 0;  // EM_X86_64 or EM_AARCH64
+  uint64_t regs[kMaxRegs] = {};
+  // The thread pointer: x86_64's fs_base (a register), aarch64's TPIDR_EL0
+  // (its own note, NT_ARM_TLS); 0 when the core does not hold it (QEMU's
+  // user-mode cores write no NT_ARM_TLS).
+  uint64_t tp = 0;
+  int nregs() const { return register_count(machine); }
+  uint64_t pc() const { return machine == EM_AARCH64 ? regs[32] : regs[16]; }
+  uint64_t sp() const { return machine == EM_AARCH64 ? regs[31] : regs[19]; }
 };
+
+// The names of a thread's registers, in ThreadInfo::regs order (nregs() of
+// them, register_count); "x86_64" or "aarch64" for arch_name.
+const char* const* register_names(uint16_t machine);
+const char* arch_name(uint16_t machine);
 
 // One NT_FILE entry (one VMA backed by a file).
 struct MappedRange {
@@ -103,6 +121,12 @@ class CoreFile final : public Memory {
   const std::string& path() const { return path_; }
   uint64_t file_size() const { return size_; }
   const std::vector<ThreadInfo>& threads() const { return threads_; }
+  // Sets thread `tid`'s thread pointer when the core did not hold it (a
+  // finder read it from the C library's thread list); no-op otherwise.
+  void set_thread_pointer(int tid, uint64_t tp) {
+    for (auto& t : threads_)
+      if (t.tid == tid && t.tp == 0) t.tp = tp;
+  }
   const std::vector<MappedRange>& mapped_ranges() const { return ranges_; }
   const std::vector<MappedFileInfo>& mapped_files() const { return files_; }
   const std::vector<std::pair<uint64_t, uint64_t>>& auxv() const { return auxv_; }
@@ -110,6 +134,10 @@ class CoreFile final : public Memory {
   const std::string& prog_name() const { return fname_; }   // NT_PRPSINFO pr_fname
   const std::string& prog_args() const { return psargs_; }  // NT_PRPSINFO pr_psargs
   int pid() const { return pid_; }
+  uint16_t machine() const { return machine_; }  // the ELF header's e_machine
+  // Why a core without an NT_FILE note lists no mapped files (no executable
+  // named, or not the core's); "" otherwise.
+  const std::string& mapped_files_why() const { return no_files_why_; }
   bool is_kernel() const { return has_vmcoreinfo_; }
   const std::string& vmcoreinfo() const { return vmcoreinfo_; }
 
@@ -138,6 +166,12 @@ class CoreFile final : public Memory {
   CoreFile() = default;
   Result<void> parse(const CoreOptions* opts);
   void parse_notes(const uint8_t* p, size_t n);
+  void add_thread(const uint8_t* d, size_t dn);
+  // No NT_FILE: the mapped files from the link map (linkmap_files.cpp).
+  void ranges_from_link_map(const CoreOptions& opts);
+  void link_map_object(const std::string& name, uint64_t bias, uint64_t ld,
+                       const std::string& sysroot);
+  uint64_t page_size() const { return auxv_value(AT_PAGESZ) ? auxv_value(AT_PAGESZ) : 4096; }
   void load_phdr(const Elf64_Phdr& ph, size_t i, std::vector<Seg>& core, std::vector<Seg>& missing);
   std::vector<Seg> without_overlaps(std::vector<Seg> core);
   void fill_from_files(const CoreOptions& opts);
@@ -159,11 +193,13 @@ class CoreFile final : public Memory {
   std::vector<MappedFileInfo> files_;
   std::vector<std::pair<uint64_t, uint64_t>> auxv_;
   std::vector<Seg> raw_missing_;
-  std::string fname_, psargs_, vmcoreinfo_;
+  std::string fname_, psargs_, vmcoreinfo_, no_files_why_;
   int pid_ = 0;
+  uint16_t machine_ = 0;
   bool truncated_ = false;
   bool has_vmcoreinfo_ = false;
   std::vector<std::string> warnings_;
+  std::set<std::string> dynamic_matched_;  // files whose dynamic section is the core's
 };
 
 // Maps a whole regular file read-only (the caller munmaps it); `what` names

@@ -434,6 +434,7 @@ HeapInput heap_input_from_core(const CoreFile& core, const ModuleSet& mods) {
     // A local symbol: only libc's .symtab (libc6-dbg) has it.
     const Symbol* k = m->find_one_symbol("tcache_key");
     if (k && k->is_object && k->size == 8) in.tcache_key_at = k->addr;
+    if (const Symbol* mp = m->find_one_symbol("mp_"); mp && mp->is_object) in.mp_at = mp->addr;
   }
   return in;
 }
@@ -529,20 +530,30 @@ uint64_t scan_libc_data(const Reader& rd, const HeapInput& in) {
   return 0;
 }
 
-// The main heap: from the brk base (the start of its VMA) to the end of
-// main_arena's top chunk.
+// Where the main heap starts: mp_.sbrk_base when libc's DWARF says where it
+// is and it lies in the mapping before top, else the mapping's start (where
+// the kernel's brk area starts; qemu-user's starts below glibc's first sbrk).
+uint64_t main_heap_start(const Walker& w, const HeapInput& in, uint64_t vma_start, uint64_t top) {
+  uint64_t base = 0;
+  if (w.L.par_sbrk_base && in.mp_at && w.rd.u64(in.mp_at + w.L.par_sbrk_base, &base) &&
+      base >= vma_start && base <= top && base % 16 == 0)
+    return base;
+  return vma_start;
+}
+
+// The main heap: from the brk base to the end of main_arena's top chunk.
 void walk_main_heap(Walker& w, const HeapInput& in, uint64_t main_arena, Ranges& heap_ranges) {
   uint64_t top = 0, tophead = 0;
   w.rd.u64(main_arena + w.L.top, &top);
   const auto* r = range_of(in.anon, top);
   if (r && w.rd.u64(top + 8, &tophead) && (tophead & kSizeMask) <= r->second - top) {
-    uint64_t end = top + (tophead & kSizeMask);
-    HeapRegion hr{HeapRegion::Kind::kMain, r->first, end, main_arena, true};
-    hr.complete = w.chain(r->first, end, top, main_arena);
-    w.account_top(main_arena, r->first, end, top);
+    const uint64_t end = top + (tophead & kSizeMask), start = main_heap_start(w, in, r->first, top);
+    HeapRegion hr{HeapRegion::Kind::kMain, start, end, main_arena, true};
+    hr.complete = w.chain(start, end, top, main_arena);
+    w.account_top(main_arena, start, end, top);
     w.out.regions.push_back(hr);
-    w.out.managed.emplace_back(r->first, end);
-    heap_ranges.emplace_back(r->first, end);
+    w.out.managed.emplace_back(start, end);
+    heap_ranges.emplace_back(start, end);
     ++w.g.heaps;
   } else {
     w.out.warnings.push_back(fmt::format(

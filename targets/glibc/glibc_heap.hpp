@@ -26,6 +26,7 @@ class Program;
 struct HeapInput {
   std::vector<std::pair<uint64_t, uint64_t>> anon;       // readable, not file-backed
   std::vector<std::pair<uint64_t, uint64_t>> libc_data;  // libc's readable data ranges
+  uint64_t mp_at = 0;          // libc's mp_ (struct malloc_par, from its symbol); 0: unknown
   uint64_t tcache_key_at = 0;  // libc's tcache_key variable (2.34+, from its symbol); 0: unknown
   GlibcLayout layout = glibc_default_layout();  // walk_core: the core's libc's
 };
@@ -59,5 +60,8 @@ Result<GlibcLayout> glibc_layout_of(const Program& prog);
 
 // glibc's malloc as the engine's allocator "glibc".
 void register_glibc_allocator();
+// Thread pointers from glibc's thread list (glibc_threads.cpp), for cores
+// without them.
+void register_glibc_threads();
 
 }  // namespace lr

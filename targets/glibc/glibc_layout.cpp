@@ -192,12 +192,14 @@ Result<GlibcLayout> glibc_layout_from_dwarf(TypeRegistry& types, Module& libc,
   GlibcLayout L;
   L.version = version;
   L.from = fmt::format("libc's DWARF ({})", libc.debug_path);
-  const std::vector<const Type*> t = types.find_in_unit(
-      &libc, kUnit,
-      {"struct malloc_state", "heap_info", "struct _heap_info", "struct tcache_perthread_struct"});
+  const std::vector<const Type*> t =
+      types.find_in_unit(&libc, kUnit,
+                         {"struct malloc_state", "heap_info", "struct _heap_info",
+                          "struct tcache_perthread_struct", "struct malloc_par"});
   LR_TRY(state_from_dwarf(t[0], L));
   LR_TRY(heap_info_from_dwarf(t[1] ? t[1] : t[2], L));
   LR_TRY(tcache_from_dwarf(t[3], L));
+  if (t[4] && t[4]->strip()) find_member(t[4]->strip(), "sbrk_base", &L.par_sbrk_base);
   L.safe_linking = release_at_least(version, 2, 32);
   LR_TRY(check_bounds(L));
   return L;
@@ -224,8 +226,9 @@ constexpr CachedField kCachedFields[] = {
     {"tcache_count_width", &GlibcLayout::tcache_count_width},
     {"tcache_entries", &GlibcLayout::tcache_entries},
     {"tcache_size", &GlibcLayout::tcache_size},
+    {"par_sbrk_base", &GlibcLayout::par_sbrk_base},
 };
-constexpr const char* kCacheMagic = "leakref.glibc-layout/2";
+constexpr const char* kCacheMagic = "leakref.glibc-layout/3";
 
 // cache_dir()/glibc-layout-<build-id>; "" when there is no cache directory
 // or the build-id is not hex (it comes from the core).

@@ -32,6 +32,9 @@ struct GlibcLayout {
   // tcache_perthread_struct: `bins` counts of `count_width` bytes, then the
   // entries; the struct's own size decides the chunk malloc gives it.
   uint64_t tcache_bins = 0, tcache_count_width = 0, tcache_entries = 0, tcache_size = 0;
+  // struct malloc_par (mp_): where sbrk_base is, the main heap's first
+  // chunk; 0 when unknown (a table layout), then the heap's mapping starts it.
+  uint64_t par_sbrk_base = 0;
   // 2.42+: the counts are the slots each bin has left (num_slots), all bins
   // starting from one number (the tcache_count tunable); before, entries.
   bool tcache_slots = false;
