@@ -251,7 +251,7 @@ FUZZ_DIR     := build-fuzz
 FUZZ_CXX     := clang++
 COMMA        := ,
 FUZZ_FLAGS   := -std=c++20 -g1 -O1 -fsanitize=fuzzer,address,undefined -I. -I$(FUZZ_DIR)/gen
-TRACE_PARSERS := leakref bpftrace stap mmleak bcc
+TRACE_PARSERS := leakref bpftrace stap mmleak bcc mtrace
 FUZZERS      := $(FUZZ_DIR)/fuzz_core $(FUZZ_DIR)/fuzz_path $(FUZZ_DIR)/fuzz_expr $(FUZZ_DIR)/fuzz_profile \
                 $(FUZZ_DIR)/fuzz_kdump $(FUZZ_DIR)/fuzz_statedump $(FUZZ_DIR)/fuzz_jemalloc $(FUZZ_DIR)/fuzz_tcmalloc \
                 $(TRACE_PARSERS:%=$(FUZZ_DIR)/fuzz_trace_%)

@@ -294,7 +294,8 @@ const FixtureCore& fixture_core(const std::string& key, const std::string& exe,
 const FixtureCore& qemu_fixture_core(const std::string& key, const std::string& exe,
                                      const std::string& sysroot,
                                      const std::vector<std::string>& extra_args,
-                                     const std::string& ready) {
+                                     const std::string& ready,
+                                     const std::vector<std::string>& guest_env) {
   static std::map<std::string, FixtureCore> cache;
   if (auto it = cache.find(key); it != cache.end()) return it->second;
   FixtureCore fc;
@@ -302,7 +303,9 @@ const FixtureCore& qemu_fixture_core(const std::string& key, const std::string& 
   const std::string dir = tmp_dir() + "/" + key + ".qemu";
   ::mkdir(dir.c_str(), 0700);
   const std::string manifest = dir + "/manifest.json";
-  std::vector<std::string> args{"qemu-aarch64", "-L", sysroot, exe, manifest};
+  std::vector<std::string> args{"qemu-aarch64", "-L", sysroot};
+  for (const auto& e : guest_env) args.insert(args.end(), {"-E", e});
+  args.insert(args.end(), {exe, manifest});
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   pid_t pid = start_until_ready(args, ready, dir);
   fc.pid = pid;

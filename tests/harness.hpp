@@ -54,11 +54,13 @@ const FixtureCore& fixture_core(const std::string& key, const std::string& exe,
                                 const std::vector<std::string>& extra_args = {});
 // The same for an aarch64 fixture run by qemu-aarch64 on the arm64 libc in
 // `sysroot`: once a stdout line starts with `ready`, the guest is sent
-// SIGABRT and the core is the one qemu writes. Cached by `key`.
+// SIGABRT and the core is the one qemu writes. `guest_env` ("K=V") is set
+// for the guest only. Cached by `key`.
 const FixtureCore& qemu_fixture_core(const std::string& key, const std::string& exe,
                                      const std::string& sysroot,
                                      const std::vector<std::string>& extra_args = {},
-                                     const std::string& ready = "READY");
+                                     const std::string& ready = "READY",
+                                     const std::vector<std::string>& guest_env = {});
 
 std::string build_dir();       // absolute build directory
 std::string json_spool_dir();  // where leakref()'s JSON outputs are kept for the schema check

@@ -261,3 +261,47 @@ TEST_CASE("aarch64: diff between fx_grow's two checkpoints", "[aarch64][diff]") 
   REQUIRE(!want.empty());
   for (const auto& [name, d] : want) CHECK(got[name] == d);
 }
+
+TEST_CASE("aarch64: correlate: glibc's own mtrace log of fx_alloc, against its core",
+          "[aarch64][trace]") {
+  const auto& a = arm_root();
+  NEED_ARM(a);
+  if (!lrtest::have_program("mtrace")) LR_SKIP("glibc's mtrace script is not installed");
+  // glibc's tracer: libc_malloc_debug.so preloaded in the guest, MALLOC_TRACE
+  // naming the log; fx_alloc calls mtrace() and muntrace() around its window.
+  const std::string dir = lrtest::tmp_dir() + "/arm-alloc";
+  lrtest::run({"/bin/mkdir", "-p", dir});
+  const std::string go = dir + "/go", log = dir + "/mtrace.log";
+  lrtest::write_file(go, "go");
+  const auto& fc = lrtest::qemu_fixture_core(
+      "aarch64-alloc", arm_fixture("fx_alloc"), a.root, {go}, "READY",
+      {"LD_PRELOAD=/lib/aarch64-linux-gnu/libc_malloc_debug.so.0", "MALLOC_TRACE=" + log});
+  auto r = leakref({"correlate", fc.core, log, "--json", "--exe", fc.exe, "--sysroot", a.root});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const json j = r.json();
+  CHECK(j["traces"][0]["format"] == "mtrace");
+  const json& al = j["allocations"];
+  CHECK(al["heap_checked"] == true);
+  std::map<std::string, std::pair<uint64_t, std::string>> got, want;
+  for (const auto& b : al["blocks"]) {
+    CHECK(b["live"] == true);
+    const std::string site = b["site"];
+    got[b["ptr"]] = {b["size"].get<uint64_t>(), site.substr(0, site.find('+'))};
+  }
+  for (const auto& b : fc.manifest["structures"]["allocs"]["leaked"])
+    want[b["ptr"]] = {b["size"].get<uint64_t>(), b["site"].get<std::string>()};
+  REQUIRE(want.size() == 9);
+  CHECK(got == want);
+  CHECK(al["live_in_core"] == 9);
+  // glibc's own mtrace script reads the same log: its "Memory not freed"
+  // list is the outstanding set.
+  auto mt = lrtest::run({"mtrace", log});
+  std::set<uint64_t> script, ours;
+  std::istringstream in(mt.out);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("0x", 0) == 0)
+      script.insert(std::stoull(line.substr(0, line.find(' ')), nullptr, 16));
+  for (const auto& [p, sb] : got) ours.insert(std::stoull(p, nullptr, 16));
+  CHECK(script == ours);
+}

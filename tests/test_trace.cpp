@@ -51,6 +51,21 @@ const char* kMmleak =
     "0x55e4c1a2b2a0 0x7f3a1c2d4e5f 128\n0x55e4c1a2b340 0x7f3a1c2d4e5f 64\n"
     "0x55e4c1a2b2a0 0x7f3a1c2d4f10\n(nil) 0x7f3a1c2d4e5f 0\n0x55e4c1a2b400 0x7f3a1c2d5000 4096\n";
 
+// glibc's mtrace(): the caller as FILE:[offset] (2.34 and later), with an
+// exported symbol as FILE:(SYM+0xOFF)[offset], or bare [address]; realloc
+// as "<" old and ">" new.
+const char* kMtrace =
+    "= Start\n"
+    "@ /usr/sbin/glusterfsd:[0xf04] + 0x5500022520 0x48\n"
+    "@ /lib/libglusterfs.so.0:(dict_new+0x5b)[0x2a3b4] + 0x5500022580 0x80\n"
+    "@ [0x7f3a1c2d4e5f] + 0x55000225f0 0x20\n"
+    "@ /usr/sbin/glusterfsd:[0x103c] - 0x5500022520\n"
+    "@ /usr/sbin/glusterfsd:[0xec8] < 0x5500022580\n"
+    "@ /usr/sbin/glusterfsd:[0xec8] > 0x5500023000 0x2328\n"
+    "@ /usr/sbin/glusterfsd:[0xec8] + (nil) 0x10\n"
+    "@ what is this\n"
+    "= End\n";
+
 const char* kBccPy =
     "Attaching to pid 1234, Ctrl+C to quit.\n"
     "[11:16:33] Top 2 stacks with outstanding allocations:\n"
@@ -336,6 +351,39 @@ TEST_CASE("trace: lifetimes, balance, nesting, blame and losses", "[trace]") {
   CHECK(rep.history.size() == 7);  // 4 counted + 3 nested
 }
 
+TEST_CASE("trace: glibc mtrace logs: callers in each form, realloc as free and alloc", "[trace]") {
+  auto r = lr::parse_trace(kMtrace, lr::TraceFormat::kAuto, "mtrace.log");
+  REQUIRE(r.ok());
+  const lr::Trace& t = *r;
+  CHECK(t.format == lr::TraceFormat::kMtrace);
+  CHECK(t.bad_lines == 1);  // "@ what is this"; the NULL allocation is dropped
+  REQUIRE(t.events.size() == 6);
+  const char* ops[] = {"alloc", "alloc", "alloc", "free", "free", "alloc"};
+  const uint64_t ptrs[] = {0x5500022520, 0x5500022580, 0x55000225f0,
+                           0x5500022520, 0x5500022580, 0x5500023000};
+  for (size_t i = 0; i < 6; ++i) {
+    INFO(i);
+    CHECK(lr::trace_op_name(t.functions[t.events[i].fn].op) == std::string(ops[i]));
+    CHECK(t.events[i].ptr == ptrs[i]);
+  }
+  CHECK(t.events[5].size == 0x2328);
+  const lr::TraceFrame& f0 = t.stacks[t.events[0].stack][0];
+  CHECK(f0.module == "/usr/sbin/glusterfsd");
+  CHECK(f0.has_modoff);
+  CHECK(f0.modoff == 0xf04);
+  const lr::TraceFrame& f1 = t.stacks[t.events[1].stack][0];
+  CHECK(f1.sym == "dict_new");
+  CHECK(f1.symoff == 0x5b);
+  CHECK(f1.modoff == 0x2a3b4);
+  const lr::TraceFrame& f2 = t.stacks[t.events[2].stack][0];
+  CHECK(f2.module.empty());
+  CHECK(!f2.has_modoff);
+  CHECK(f2.addr == 0x7f3a1c2d4e5f);
+  auto named = lr::trace_format_from_name("mtrace");
+  REQUIRE(named.ok());
+  CHECK(named.value() == lr::TraceFormat::kMtrace);
+}
+
 TEST_CASE("trace: garbage, truncation and empty input never crash", "[trace][hostile]") {
   CHECK(!lr::parse_trace("", lr::TraceFormat::kAuto, "empty").ok());
   CHECK(!lr::parse_trace("hello world\n\x01\x02\x03", lr::TraceFormat::kAuto, "junk").ok());
@@ -347,8 +395,8 @@ TEST_CASE("trace: garbage, truncation and empty input never crash", "[trace][hos
   CHECK(e.error().message.find("elf") != std::string::npos);
   std::string real =
       lrtest::read_file(std::string(LR_SOURCE_DIR) + "/tests/data/bpftrace-capture-fuse-10.3.txt");
-  for (const std::string& s :
-       {real, std::string(kStap), std::string(kMmleak), std::string(kBccPy)}) {
+  for (const std::string& s : {real, std::string(kStap), std::string(kMmleak), std::string(kBccPy),
+                               std::string(kMtrace)}) {
     auto full = lr::parse_trace(s, lr::TraceFormat::kAuto, "full");
     REQUIRE(full.ok());
     for (size_t cut = 0; cut < s.size(); cut += 1 + s.size() / 97) {

@@ -84,6 +84,12 @@ uint64_t FrameResolver::core_address(const Trace& t, const TraceFrame& f) const 
       }
   }
   if (!mod) return 0;
+  // mtrace() prints the caller relative to its object's base since
+  // 2.34 and absolute before: a value inside the object that is no offset in
+  // it is an address.
+  if (f.has_modoff && f.modoff >= mod->end - mod->base && f.modoff >= mod->base &&
+      f.modoff < mod->end)
+    return f.modoff;
   if (f.has_modoff) return mod->base + f.modoff;
   if (!f.sym.empty()) {
     auto hit = mods_->lookup(f.sym + "@" + mod->path);

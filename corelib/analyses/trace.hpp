@@ -1,9 +1,9 @@
 // Layer 3 (independent of the core): ref/unref and malloc/free trace captures
 // read into one model. Parsers exist for leakref-trace v1 (our bpftrace
 // capture), bpftrace printf+ustack text, the SystemTap ref-leak script's
-// rounds, mmleak logs and bcc memleak reports. Every parser is line-based,
-// skips what it cannot read (counted in bad_lines) and never fails on
-// garbage; only an input with nothing recognisable at all is an error.
+// rounds, mmleak logs, bcc memleak reports and the C library's mtrace() logs. Every parser is
+// line-based, skips what it cannot read (counted in bad_lines) and never fails on garbage; only an
+// input with nothing recognisable at all is an error.
 #pragma once
 
 #include <cstdint>
@@ -22,9 +22,9 @@ const char* trace_op_name(TraceOp op);  // "ref", "unref", "new", "free", "alloc
 // The inverse of trace_op_name; false for any other word.
 bool trace_op_from_name(std::string_view name, TraceOp* op);
 
-enum class TraceFormat { kAuto, kLeakref, kBpftrace, kStap, kMmleak, kBccMemleak, kMaps };
+enum class TraceFormat { kAuto, kLeakref, kBpftrace, kStap, kMmleak, kBccMemleak, kMtrace, kMaps };
 const char* trace_format_name(TraceFormat f);  // "leakref", "bpftrace", "stap", ...
-// "auto", "leakref", "bpftrace", "stap", "mmleak", "bcc"/"memleak", "maps";
+// "auto", "leakref", "bpftrace", "stap", "mmleak", "bcc"/"memleak", "mtrace", "maps";
 // kInvalidArgument for anything else.
 Result<TraceFormat> trace_format_from_name(const std::string& name);
 
@@ -140,6 +140,7 @@ void parse_bpftrace(std::string_view text, Trace& t);
 void parse_stap(std::string_view text, Trace& t);
 void parse_mmleak(std::string_view text, Trace& t);
 void parse_bcc(std::string_view text, Trace& t);
+void parse_mtrace(std::string_view text, Trace& t);
 }  // namespace trace_detail
 
 }  // namespace lr

@@ -186,6 +186,69 @@ void parse_mmleak(std::string_view text, Trace& t) {
   }
 }
 
+// The C library's mtrace() log (MALLOC_TRACE; libc_malloc_debug.so from 2.34): one
+// line per call, "@ WHERE OP PTR [SIZE]" with OP "+" (malloc, calloc,
+// memalign), "-" (free), "<" and ">" (realloc's old and new block). WHERE is
+// the caller, "FILE:(SYM+0xOFF)[0xADDR]", "FILE:[0xADDR]" or "[0xADDR]";
+// "= Start" and "= End" bracket the log.
+// With a FILE, the value is the caller's offset from the file's load base
+// (release 2.34 and later; earlier releases printed the address, which the
+// core tells apart); without one it is an address.
+static bool parse_mtrace_where(std::string_view w, TraceFrame* f) {
+  const size_t lb = w.rfind('[');
+  uint64_t v = 0;
+  if (lb == w.npos || w.back() != ']' || !parse_ptr(w.substr(lb + 1, w.size() - lb - 2), &v))
+    return false;
+  w = w.substr(0, lb);
+  if (w.empty()) {
+    f->addr = v;
+    return true;
+  }
+  f->modoff = v;
+  f->has_modoff = true;
+  if (w.back() == ')') {  // "(SYM+0xOFF)": an exported symbol dladdr found
+    const size_t lp = w.rfind('(');
+    if (lp == w.npos) return false;
+    std::string_view so = w.substr(lp + 1, w.size() - lp - 2);
+    const size_t plus = so.find_last_of("+-");
+    uint64_t off = 0;
+    if (plus != so.npos && parse_num(so.substr(plus + 1), &off) && so[plus] == '+') {
+      f->sym = std::string(so.substr(0, plus));
+      f->symoff = off;
+    }
+    w = w.substr(0, lp);
+  }
+  if (w.size() < 2 || w.back() != ':') return false;
+  f->module = std::string(w.substr(0, w.size() - 1));
+  return true;
+}
+
+void parse_mtrace(std::string_view text, Trace& t) {
+  Lines ls(text);
+  std::string_view line;
+  const uint32_t fn_alloc = t.function("malloc", "alloc", TraceOp::kAlloc, true);
+  const uint32_t fn_free = t.function("free", "alloc", TraceOp::kFree, true);
+  while (ls.next(&line)) {
+    if (line.empty() || line[0] == '=') continue;  // "= Start", "= End"
+    auto tok = split(line);
+    TraceEvent e;
+    TraceFrame caller;
+    const bool alloc = tok.size() == 5 && (tok[2] == "+" || tok[2] == ">");
+    const bool free = tok.size() == 4 && (tok[2] == "-" || tok[2] == "<");
+    if (tok.size() < 4 || tok[0] != "@" || !(alloc || free) ||
+        !parse_mtrace_where(tok[1], &caller) || !parse_ptr(tok[3], &e.ptr) ||
+        (alloc && !parse_num(tok[4], &e.size))) {
+      ++t.bad_lines;
+      continue;
+    }
+    if (!e.ptr) continue;
+    e.fn = alloc ? fn_alloc : fn_free;
+    e.stack = t.add_stack({caller});
+    e.seq = t.events.size();
+    t.events.push_back(e);
+  }
+}
+
 // bcc memleak (tools/memleak.py >= 0.25 and libbpf-tools). Every interval
 // reprints everything outstanding, so only the last interval is kept.
 void parse_bcc(std::string_view text, Trace& t) {
@@ -293,6 +356,7 @@ static bool looks_like_maps_line(std::string_view l) {
 TraceFormat detect_trace_format(std::string_view text) {
   std::string_view head = text.substr(0, std::min<size_t>(text.size(), 1 << 16));
   if (starts_with(head, "#leakref-trace")) return TraceFormat::kLeakref;
+  if (starts_with(head, "= Start\n") || starts_with(head, "@ ")) return TraceFormat::kMtrace;
   if (starts_with(head, "ROUND :") || head.find("\nROUND :") != head.npos ||
       head.find("Net ref counts for each ptr") != head.npos)
     return TraceFormat::kStap;
@@ -331,7 +395,7 @@ Result<Trace> parse_trace(std::string_view text, TraceFormat fmt, const std::str
     return make_error(Errc::kBadFormat,
                       source +
                           ": not a trace format leakref reads (leakref-trace, bpftrace, "
-                          "SystemTap ref-leak, mmleak, bcc memleak, /proc/PID/maps)");
+                          "SystemTap ref-leak, mmleak, bcc memleak, mtrace, /proc/PID/maps)");
   t.format = fmt;
   // Every tool ends its lines with '\n': a last line without one was cut
   // (a copy, a full disk, MAXSTRINGLEN) and is dropped, not parsed as a
@@ -358,6 +422,9 @@ Result<Trace> parse_trace(std::string_view text, TraceFormat fmt, const std::str
       break;
     case TraceFormat::kBccMemleak:
       trace_detail::parse_bcc(text, t);
+      break;
+    case TraceFormat::kMtrace:
+      trace_detail::parse_mtrace(text, t);
       break;
     case TraceFormat::kMaps:
       t.mappings = parse_proc_maps(text);

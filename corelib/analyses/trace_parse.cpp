@@ -50,6 +50,8 @@ const char* trace_format_name(TraceFormat f) {
       return "mmleak";
     case TraceFormat::kBccMemleak:
       return "bcc";
+    case TraceFormat::kMtrace:
+      return "mtrace";
     case TraceFormat::kMaps:
       return "maps";
   }
@@ -63,10 +65,11 @@ Result<TraceFormat> trace_format_from_name(const std::string& n) {
   if (n == "stap" || n == "systemtap") return TraceFormat::kStap;
   if (n == "mmleak") return TraceFormat::kMmleak;
   if (n == "bcc" || n == "memleak") return TraceFormat::kBccMemleak;
+  if (n == "mtrace") return TraceFormat::kMtrace;
   if (n == "maps") return TraceFormat::kMaps;
   return make_error(Errc::kInvalidArgument,
                     fmt::format("unknown trace format '{}' (auto, leakref, bpftrace, stap, "
-                                "mmleak, bcc, maps)",
+                                "mmleak, bcc, mtrace, maps)",
                                 n));
 }
 
