@@ -84,8 +84,9 @@ uint64_t FrameResolver::core_address(const Trace& t, const TraceFrame& f) const 
       }
   }
   if (!mod) return 0;
-  // mtrace() prints the caller relative to its object's base since
-  // 2.34 and absolute before: a value inside the object that is no offset in
+  // mtrace() prints the caller relative to its object's base (the C
+  // library's 2.36 does; older releases printed the address, as its own
+  // mtrace script allows): a value inside the object that is no offset in
   // it is an address.
   if (f.has_modoff && f.modoff >= mod->end - mod->base && f.modoff >= mod->base &&
       f.modoff < mod->end)

@@ -192,7 +192,7 @@ void parse_mmleak(std::string_view text, Trace& t) {
 // the caller, "FILE:(SYM+0xOFF)[0xADDR]", "FILE:[0xADDR]" or "[0xADDR]";
 // "= Start" and "= End" bracket the log.
 // With a FILE, the value is the caller's offset from the file's load base
-// (release 2.34 and later; earlier releases printed the address, which the
+// (release 2.36 prints that; older ones printed the address, which the
 // core tells apart); without one it is an address.
 static bool parse_mtrace_where(std::string_view w, TraceFrame* f) {
   const size_t lb = w.rfind('[');
