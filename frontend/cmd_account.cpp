@@ -360,9 +360,10 @@ Command register_account(CLI::App& app, Common& c) {
   sub->add_option("-p,--profile", a->profile,
                   "profile file (or NAME): blocks holding its objects take their type and set");
   sub->add_option("--set", a->sets, "only these sets of the profile")->delimiter(',');
-  sub->add_option("--trace", a->traces,
-                  "allocation trace (leakref-trace --malloc, mmleak, bcc), for --by site or "
-                  "module (the allocating frame's)");
+  sub->add_option(
+      "--trace", a->traces,
+      "allocation trace (leakref-trace --malloc, mmleak, bcc, mtrace), for --by site or "
+      "module (the allocating frame's)");
   sub->add_option("--top", a->top, "largest entries listed under each category (default 10)");
   sub->add_option("--depth", a->depth, "levels of the table shown (default 3)");
   sub->add_option("--html", a->html, "also write the account as a treemap: one page, no scripts");

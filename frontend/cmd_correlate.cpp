@@ -369,11 +369,12 @@ lr::Result<void> gather_core_side(const Common& c, const CorrelateArgs& a, lr::P
   if (cs.heap_mode && !has_alloc_records(traces))
     return lr::make_error(
         lr::Errc::kUnsupported,
-        fmt::format("{}: not a GlusterFS process, and no walk or profile set names the objects "
-                    "this ref/unref trace counts: give --type/--head or --profile/--set (an "
-                    "allocation trace from mmleak, bcc memleak or leakref-trace --malloc needs "
-                    "neither)",
-                    c.core));
+        fmt::format(
+            "{}: not a GlusterFS process, and no walk or profile set names the objects "
+            "this ref/unref trace counts: give --type/--head or --profile/--set (an "
+            "allocation trace from mmleak, bcc memleak, mtrace or leakref-trace --malloc needs "
+            "neither)",
+            c.core));
   if (cs.walk_mode) {
     LR_ASSIGN(cs.objects, correlate_objects(p, a, cs));
   } else if (cs.gluster) {

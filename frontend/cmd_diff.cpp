@@ -249,9 +249,10 @@ Command register_diff(CLI::App& app, Common& c) {
   add_vmlinux_option(sub, c);
   sub->add_option("--profile", a->profile,
                   "also a profile's object sets (file or installed name), objects by its keys");
-  sub->add_option("--trace", a->traces,
-                  "allocation trace (leakref-trace --malloc, mmleak, bcc memleak; repeatable): "
-                  "heap blocks per allocation site too");
+  sub->add_option(
+      "--trace", a->traces,
+      "allocation trace (leakref-trace --malloc, mmleak, bcc memleak, mtrace; repeatable): "
+      "heap blocks per allocation site too");
   sub->add_option("--top", a->top, "classes and objects listed per section in text (default 10)");
   sub->add_option("--fail-on", a->fail_on, "exit 1 if: grew, climbed, new, any")->delimiter(',');
   return {sub, [&c, a] { return cmd_diff(c, *a); }, [&c] { return c.json; }};

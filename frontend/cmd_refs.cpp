@@ -320,8 +320,9 @@ Command register_leaks(CLI::App& app, Common& c) {
       "leaks", "heap blocks nothing live reaches (registers, stacks, globals, TLS)");
   add_common(sub, c);
   sub->add_flag("--list", a->list, "every leaked block, not only sizes");
-  sub->add_option("--trace", a->traces,
-                  "allocation trace (leakref-trace --malloc, mmleak, bcc): each block's site");
+  sub->add_option(
+      "--trace", a->traces,
+      "allocation trace (leakref-trace --malloc, mmleak, bcc, mtrace): each block's site");
   sub->add_option("--top", a->top, "sizes listed in text (default 20)");
   sub->add_option("--fail-on", a->fail_on, "exit 1 if: leaked")->delimiter(',');
   return {sub, [&c, a] { return cmd_leaks(c, *a); }, [&c] { return c.json; }};
