@@ -11,6 +11,7 @@
 #include "corelib/blocks/objgraph.hpp"
 #include "corelib/debuginfo/types.hpp"
 #include "corelib/dump/dump_kind.hpp"
+#include "corelib/dump/elfcore.hpp"
 #include "corelib/objects/containers.hpp"
 #include "corelib/objects/filter.hpp"
 #include "corelib/objects/objects.hpp"
@@ -650,4 +651,87 @@ TEST_CASE("growth verdict: overhead is not a leak of +0 bytes", "[unit][diff]") 
         "leak");
   CHECK(lr::growth_verdict(snap(10 * mib, 0, mib, mib), snap(14 * mib, 0, mib, mib)).kind ==
         "held");
+}
+
+namespace {
+
+// One ELF note: name, type, descriptor, each padded to 4 bytes.
+void add_note(std::string& out, const std::string& name, uint32_t type, const std::string& desc) {
+  const uint32_t hdr[3] = {static_cast<uint32_t>(name.size() + 1),
+                           static_cast<uint32_t>(desc.size()), type};
+  out.append(reinterpret_cast<const char*>(hdr), sizeof hdr);
+  out.append(name).push_back('\0');
+  out.resize((out.size() + 3) & ~size_t{3}, '\0');
+  out.append(desc);
+  out.resize((out.size() + 3) & ~size_t{3}, '\0');
+}
+
+}  // namespace
+
+// A kernel-written aarch64 core (what a real arm64 machine gives) has one
+// NT_PRSTATUS per thread, each followed by that thread's NT_ARM_TLS;
+// qemu-aarch64's cores (the integration tests) have no NT_ARM_TLS.
+TEST_CASE("aarch64 cores: registers and TPIDR_EL0 from NT_PRSTATUS and NT_ARM_TLS", "[unit]") {
+  std::string notes;
+  for (int t = 0; t < 2; ++t) {
+    std::string ps(112 + 34 * 8 + 8, '\0');  // struct elf_prstatus on arm64: 392 bytes
+    const int32_t pid = 4000 + t;
+    const int16_t sig = 6;
+    std::memcpy(&ps[12], &sig, 2);
+    std::memcpy(&ps[32], &pid, 4);
+    for (uint64_t r = 0; r < 34; ++r) {
+      const uint64_t v = 0x1000 * (t + 1) + r;  // x0.. x30, sp (31), pc (32), pstate
+      std::memcpy(&ps[112 + r * 8], &v, 8);
+    }
+    add_note(notes, "CORE", NT_PRSTATUS, ps);
+    const uint64_t tp = 0x7f0000001000ull + 0x100000ull * t;
+    add_note(notes, "LINUX", NT_ARM_TLS, std::string(reinterpret_cast<const char*>(&tp), 8));
+  }
+  Elf64_Ehdr eh{};
+  std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
+  eh.e_ident[EI_CLASS] = ELFCLASS64;
+  eh.e_ident[EI_DATA] = ELFDATA2LSB;
+  eh.e_ident[EI_VERSION] = EV_CURRENT;
+  eh.e_type = ET_CORE;
+  eh.e_machine = EM_AARCH64;
+  eh.e_version = EV_CURRENT;
+  eh.e_phoff = sizeof eh;
+  eh.e_ehsize = sizeof eh;
+  eh.e_phentsize = sizeof(Elf64_Phdr);
+  eh.e_phnum = 1;
+  Elf64_Phdr ph{};
+  ph.p_type = PT_NOTE;
+  ph.p_offset = sizeof eh + sizeof ph;
+  ph.p_filesz = notes.size();
+  std::string img(reinterpret_cast<const char*>(&eh), sizeof eh);
+  img.append(reinterpret_cast<const char*>(&ph), sizeof ph);
+  img += notes;
+  auto c = lr::CoreFile::open_memory(reinterpret_cast<const uint8_t*>(img.data()), img.size(),
+                                     "arm64.core");
+  REQUIRE(c.ok());
+  const auto& th = c.value()->threads();
+  CHECK(c.value()->machine() == EM_AARCH64);
+  REQUIRE(th.size() == 2);
+  for (int t = 0; t < 2; ++t) {
+    INFO(t);
+    CHECK(th[t].tid == 4000 + t);
+    CHECK(th[t].signo == 6);
+    CHECK(th[t].nregs() == 34);
+    CHECK(th[t].sp() == 0x1000u * (t + 1) + 31);
+    CHECK(th[t].pc() == 0x1000u * (t + 1) + 32);
+    CHECK(th[t].tp == 0x7f0000001000ull + 0x100000ull * t);
+  }
+  CHECK(std::string(lr::register_names(EM_AARCH64)[30]) == "x30");
+  // A note too small for 34 registers is a warning, not a thread.
+  std::string small = img;
+  const uint32_t shrunk = 112 + 27 * 8;
+  std::memcpy(&small[sizeof eh + sizeof ph + 4], &shrunk, 4);
+  auto s2 = lr::CoreFile::open_memory(reinterpret_cast<const uint8_t*>(small.data()), small.size(),
+                                      "small.core");
+  REQUIRE(s2.ok());
+  CHECK(s2.value()->threads().empty());
+  const auto& w = s2.value()->warnings();
+  CHECK(std::any_of(w.begin(), w.end(), [](const std::string& m) {
+    return m == "NT_PRSTATUS note too small (328 bytes)";
+  }));
 }
