@@ -12,7 +12,7 @@
 # extended state status"), and it would disturb the process.
 # Each session takes a slot, /tmp/leakref-gdb.N (N from 1 to 250): mkdir is
 # atomic, so two sessions never hold one; the slot records its gdb's pid,
-# and a slot whose gdb is gone is taken back. The snapshot goes into a
+# and a slot whose gdb is gone is taken back (sessions choose one at a time). The snapshot goes into a
 # directory of its own under $LEAKREF_GDB_DIR or /tmp, linked from the slot.
 # The leakref binary is $LEAKREF, else the one `make install` put beside
 # this file (@LEAKREF@), else `leakref` on PATH.
@@ -22,8 +22,11 @@ define leakref
   # this gdb); 0: every slot is held. An owner that is no pid, or a pid
   # that is gone, frees its slot; an empty one is a session starting. Only
   # this user's slots are taken back, and only a snapshot directory of this
-  # user's that mktemp named is removed with one: /tmp is everyone's.
-  shell for n in $(seq 1 250); do s=/tmp/leakref-gdb.$n; o=$(cat "$s/owner" 2>/dev/null); case "$o" in "") g=1;; *[!0-9]*|0*) g=0;; *) kill -0 "$o" 2>/dev/null && g=1 || g=0;; esac; if [ $g = 0 ] && [ -O "$s" ]; then t=$(readlink "$s/snap"); case "$t" in */leakref-gdb-snap.??????) [ -O "$t" ] && rm -rf "$t";; esac; rm -rf "$s"; fi; if mkdir "$s" 2>/dev/null; then echo $PPID > "$s/owner"; d=$(mktemp -d "${LEAKREF_GDB_DIR:-/tmp}/leakref-gdb-snap.XXXXXX") && ln -s "$d" "$s/snap" && : > "$s/args" && exit $n; rm -rf "$s"; exit 0; fi; done; exit 0
+  # user's that mktemp named is removed with one: /tmp is everyone's. The
+  # choice is made under a lock on /tmp (flock): between reading a stale
+  # owner and removing its slot, another session could have taken the slot
+  # back and started in it, and the two would then share one.
+  shell exec 9</tmp; flock 9; for n in $(seq 1 250); do s=/tmp/leakref-gdb.$n; o=$(cat "$s/owner" 2>/dev/null); case "$o" in "") g=1;; *[!0-9]*|0*) g=0;; *) kill -0 "$o" 2>/dev/null && g=1 || g=0;; esac; if [ $g = 0 ] && [ -O "$s" ]; then t=$(readlink "$s/snap"); case "$t" in */leakref-gdb-snap.??????) [ -O "$t" ] && rm -rf "$t";; esac; rm -rf "$s"; fi; if mkdir "$s" 2>/dev/null; then echo $PPID > "$s/owner"; d=$(mktemp -d "${LEAKREF_GDB_DIR:-/tmp}/leakref-gdb-snap.XXXXXX") && ln -s "$d" "$s/snap" && : > "$s/args" && exit $n; rm -rf "$s"; exit 0; fi; done; exit 0
   set $lr_slot = $_shell_exitcode
   if $lr_slot == 0
     echo leakref: no free slot /tmp/leakref-gdb.N (1-250) or no snapshot directory\n
