@@ -281,6 +281,7 @@ TEST_CASE("aarch64: correlate: glibc's own mtrace log of fx_alloc, against its c
   REQUIRE(r.status == 0);
   const json j = r.json();
   CHECK(j["traces"][0]["format"] == "mtrace");
+  CHECK(j["traces"][0]["complete"] == true);  // its "= End": muntrace() closed the log
   const json& al = j["allocations"];
   CHECK(al["heap_checked"] == true);
   std::map<std::string, std::pair<uint64_t, std::string>> got, want;

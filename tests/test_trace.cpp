@@ -357,6 +357,7 @@ TEST_CASE("trace: glibc mtrace logs: callers in each form, realloc as free and a
   const lr::Trace& t = *r;
   CHECK(t.format == lr::TraceFormat::kMtrace);
   CHECK(t.bad_lines == 1);  // "@ what is this"; the NULL allocation is dropped
+  CHECK(t.has_trailer);     // "= End": muntrace() closed it
   REQUIRE(t.events.size() == 6);
   const char* ops[] = {"alloc", "alloc", "alloc", "free", "free", "alloc"};
   const uint64_t ptrs[] = {0x5500022520, 0x5500022580, 0x55000225f0,

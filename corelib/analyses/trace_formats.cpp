@@ -229,6 +229,7 @@ void parse_mtrace(std::string_view text, Trace& t) {
   const uint32_t fn_alloc = t.function("malloc", "alloc", TraceOp::kAlloc, true);
   const uint32_t fn_free = t.function("free", "alloc", TraceOp::kFree, true);
   while (ls.next(&line)) {
+    if (line == "= End") t.has_trailer = true;     // muntrace() closed the log
     if (line.empty() || line[0] == '=') continue;  // "= Start", "= End"
     auto tok = split(line);
     TraceEvent e;
