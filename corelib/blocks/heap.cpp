@@ -98,10 +98,9 @@ Result<HeapWalk> walk_heap(const Program& prog, const HeapLimits& limits) {
   if (list.empty())
     return make_error(Errc::kUnsupported, "no heap allocator is registered with the engine");
   // A core that lists no mapped files (QEMU's user-mode cores have no
-  // NT_FILE note) has no modules unless its executable is named: say that,
-  // not what each allocator did not find.
-  if (const CoreFile* core = prog.core();
-      core && core->mapped_ranges().empty() && prog.modules().modules().size() <= 1)
+  // NT_FILE note, and none could be rebuilt from its link map) has no
+  // library an allocator lives in: say why, not what each allocator lacked.
+  if (const CoreFile* core = prog.core(); core && core->mapped_ranges().empty())
     return make_error(Errc::kNotFound,
                       core->mapped_files_why().empty()
                           ? "the core lists no mapped files, so no allocator's library is known"

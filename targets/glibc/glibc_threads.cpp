@@ -47,6 +47,10 @@ Result<ThreadLayout> thread_layout(Program& prog) {
                       "glibc's DWARF has no struct pthread list and tid, or no _rtld_global "
                       "with _dl_stack_used and _dl_stack_user (glibc before 2.34)");
   L.size = pd->strip()->size;
+  // A descriptor that does not hold its own tid is no layout to place a
+  // thread pointer by.
+  if (L.size < L.tid + 4 || L.size < L.list + 16)
+    return make_error(Errc::kNotFound, "glibc's DWARF gives struct pthread an implausible size");
   L.used = g->addr + used;
   L.user = g->addr + user;
   return L;
