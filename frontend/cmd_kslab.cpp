@@ -97,7 +97,8 @@ nlohmann::json cache_json(const lr::KSlabCache& c) {
                    {"cpu_partial_slabs", c.cpu_partial_slabs},
                    {"node_partial_slabs", c.node_partial_slabs},
                    {"full_slabs", c.full_slabs},
-                   {"other_slabs", c.other_slabs}};
+                   {"other_slabs", c.other_slabs},
+                   {"sheaf_free", c.sheaf_free}};
   nlohmann::json& s = j["slub"];
   s = nlohmann::json::object();
   if (c.nr_slabs >= 0) {

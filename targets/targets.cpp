@@ -7,6 +7,7 @@
 #include "targets/glibc/glibc_heap.hpp"
 #include "targets/glusterfs/statedump.hpp"
 #include "targets/jemalloc/jemalloc.hpp"
+#include "targets/linux/kernel.hpp"
 #include "targets/nfs-ganesha/nfs_ganesha.hpp"
 #include "targets/tcmalloc/tcmalloc.hpp"
 
@@ -21,6 +22,7 @@ void register_targets() {
     register_tcmalloc();
     register_glibc_allocator();
     register_glibc_threads();
+    register_linux_refcounts();
     register_nfs_ganesha();
     register_text_dump("statedump", &looks_like_statedump);
     register_snapshot_reader("statedump", &snapshot_from_statedump);

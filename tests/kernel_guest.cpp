@@ -13,7 +13,7 @@ using namespace lrtest;
 namespace kguest {
 
 const std::vector<std::string>& kernels() {
-  static const std::vector<std::string> k = {"5.10", "6.1", "6.12"};
+  static const std::vector<std::string> k = {"5.10", "6.1", "6.12", "7.x"};
   return k;
 }
 
@@ -55,8 +55,6 @@ Dump make_dump(const std::string& kernel) {
   r.ko = kv["KO"];
   r.ko_leak = kv["KO_LEAK"];
   r.kver = kv["KVER"];
-  r.hdrs = kv["HDRS"];
-  r.kcc = kv["KCC"];
   r.ok = !r.vmlinux.empty() && !r.pelf.empty() && (km || !r.pelf_b.empty());
   if (!r.ok) {
     r.broken = true;
@@ -329,6 +327,56 @@ void crash_session(const std::vector<std::string>& cmds, RunResult* out,
   std::vector<std::string> argv = {"timeout", "-k", "5", "900"};
   for (auto& a : crash_argv(write_cmds(cmds), kernel)) argv.push_back(a);
   *out = run(argv, 960);
+}
+
+const std::string& sid_crash_root(std::string* why) {
+  static std::string root, fail;
+  static bool tried = false;
+  if (!tried) {
+    tried = true;
+    RunResult r = run(
+        {std::string(LR_SOURCE_DIR) + "/scripts/debian-root", "crash-sid", "sid", "crash"}, 900);
+    if (r.status == 0 && r.out.rfind("ROOT=", 0) == 0)
+      root = r.out.substr(5, r.out.find('\n') - 5);
+    else
+      fail = "scripts/debian-root crash-sid sid crash failed: " + r.err.substr(0, 2000);
+  }
+  *why = fail;
+  return root;
+}
+
+void sid_crash_session(const std::vector<std::string>& cmds, RunResult* out,
+                       const std::string& kernel) {
+  std::string why;
+  const std::string& root = sid_crash_root(&why);
+  if (root.empty()) {
+    out->status = -1;
+    out->err = why;
+    return;
+  }
+  const Dump& d = dump(kernel);
+  std::string dir = d.pelf.substr(0, d.pelf.rfind('/'));
+  *out = run({"timeout",
+              "-k",
+              "5",
+              "900",
+              std::string(LR_SOURCE_DIR) + "/scripts/debian-root",
+              "--in",
+              root,
+              "--bind",
+              dir,
+              "--bind",
+              d.vmlinux,
+              "--bind",
+              tmp_dir(),
+              "crash",
+              "-s",
+              "--no_crashrc",
+              d.vmlinux,
+              d.pelf,
+              "-i",
+              write_cmds(cmds)},
+             960);
 }
 
 // Values crash prints for `struct TYPE.a,b ADDR`: the last "NAME = N" per name.

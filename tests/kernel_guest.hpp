@@ -26,11 +26,14 @@ struct Dump {
   std::string vmlinux, pelf, kdump, pelf_b, serial, ko, kver;
   std::string ko_leak;  // fixtures/kernel/lrkleak.c, as loaded in the guest
   std::string elf;      // QEMU's default ELF dump: physical addresses only
-  std::string hdrs;     // the guest kernel's linux-headers tree (unpacked in the cache)
-  std::string kcc;      // the compiler modules are built with when not the headers' own ("")
 };
 const Dump& dump(const std::string& kernel = "6.1");
-// The kernels the tests run on: "5.10" (Debian 11's), "6.1" and "6.12".
+// struct file's count member on the dump's kernel: f_count, f_ref since 6.13.
+inline std::string file_count_member(const Dump& d) {
+  return d.kernel == "7.x" ? "f_ref" : "f_count";
+}
+// The kernels the tests run on: "5.10" (Debian 11's), "6.1" and "6.12"
+// (Debian 12's), "7.x" (sid's).
 const std::vector<std::string>& kernels();
 
 // What the guest said it set up (fixtures/kernel/lrholder.c and init).
@@ -85,6 +88,14 @@ std::vector<std::string> crash_argv(const std::string& cmdfile, const std::strin
 std::string write_cmds(const std::vector<std::string>& cmds);
 void crash_session(const std::vector<std::string>& cmds, lrtest::RunResult* out,
                    const std::string& kernel = "6.1");
+// sid's crash (9.x) in a tree of sid's packages (scripts/debian-root): it
+// opens the 6.12 dumps 8.0.2 cannot. The tree (built once per run), or ""
+// with why it could not be built.
+const std::string& sid_crash_root(std::string* why);
+// As crash_session, with sid's crash (no extension: it is built against
+// bookworm's libraries); status -1 and err when the tree could not be built.
+void sid_crash_session(const std::vector<std::string>& cmds, lrtest::RunResult* out,
+                       const std::string& kernel);
 // Values crash prints for `struct TYPE.a,b ADDR`: the last "NAME = N" per name.
 std::map<std::string, int64_t> crash_values(const std::string& text);
 // Runs each command of the docs section `name` (README's or docs/'s

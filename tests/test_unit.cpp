@@ -1,6 +1,7 @@
 // Unit tests of corelib pieces that need no core: path parsing, filters, and
 // the walkers on an address space built in memory.
 #include <catch2/catch.hpp>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <random>
@@ -734,4 +735,59 @@ TEST_CASE("aarch64 cores: registers and TPIDR_EL0 from NT_PRSTATUS and NT_ARM_TL
   CHECK(std::any_of(w.begin(), w.end(), [](const std::string& m) {
     return m == "NT_PRSTATUS note too small (328 bytes)";
   }));
+}
+
+// A refcount type registered as counting from zero (the kernel's file_ref_t)
+// reads as the count through every path: descend_refcount, IntField and
+// format_scalar; values from the released mark up read 0.
+TEST_CASE("a zero-based refcount type reads as its count", "[unit]") {
+  using namespace lr;
+  Type counter{};
+  counter.kind = TypeKind::kInt;
+  counter.name = "long";
+  counter.size = 8;
+  counter.is_signed = true;
+  Type atomic{};
+  atomic.kind = TypeKind::kStruct;
+  atomic.name = "atomic64_t";
+  atomic.size = 8;
+  atomic.members = {Member{"counter", 0, 0, 0, &counter}};
+  Type anon{};
+  anon.kind = TypeKind::kStruct;
+  anon.size = 8;
+  anon.members = {Member{"refcnt", 0, 0, 0, &atomic}};
+  Type ref{};
+  ref.kind = TypeKind::kTypedef;
+  ref.name = "lr_test_ref_t";
+  ref.size = 8;
+  ref.target = &anon;
+  Type file{};
+  file.kind = TypeKind::kStruct;
+  file.name = "file";
+  file.size = 16;
+  file.members = {Member{"pad", 0, 0, 0, &counter}, Member{"f_ref", 8, 0, 0, &ref}};
+  auto plain = resolve_refcount(&file, "f_ref");
+  REQUIRE(plain.ok());
+  CHECK(!plain.value().enc.zero_based);  // not registered yet: the raw value
+  register_refcount_encoding("lr_test_ref_t", {true, 0xc000000000000000});
+  auto loc = resolve_refcount(&file, "f_ref");
+  REQUIRE(loc.ok());
+  CHECK(loc.value().offset == 8);
+  CHECK(loc.value().enc.zero_based);
+  IntField f = IntField::of(loc.value());
+  uint8_t obj[16] = {};
+  auto at = [&](uint64_t v) {
+    std::memcpy(obj + 8, &v, 8);
+    return f.load(obj);
+  };
+  CHECK(at(0) == 1);
+  CHECK(at(2) == 3);
+  CHECK(at(0xc000000000000000) == 0);  // FILE_REF_RELEASED
+  CHECK(at(0xffffffffffffffff) == 0);  // FILE_REF_NOREF
+  std::memcpy(obj + 8, "\x04\0\0\0\0\0\0\0", 8);
+  CHECK(format_scalar(obj, loc.value()).s == 5);
+  // A 32-bit one (rcuref_t): the mark in its own width.
+  RefEncoding r32{true, 0xc0000000};
+  CHECK(r32.decode(-1, 4) == 0);
+  CHECK(r32.decode(7, 4) == 8);
 }

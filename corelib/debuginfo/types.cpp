@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
 
 #include "corelib/debuginfo/modules.hpp"
 
@@ -331,12 +332,33 @@ Result<FieldLoc> resolve_refcount(const Type* t, std::string_view path) {
   return descend_refcount(t, loc, path);
 }
 
+namespace {
+std::map<std::string, RefEncoding, std::less<>>& encodings() {
+  static std::map<std::string, RefEncoding, std::less<>> m;
+  return m;
+}
+// The encoding `t` or a typedef on the way to its struct was registered with.
+const RefEncoding* encoding_of(const Type* t) {
+  const auto& m = encodings();
+  for (int i = 0; t && i < 16 && !m.empty(); ++i, t = t->target) {
+    if (auto it = m.find(t->name); it != m.end() && !t->name.empty()) return &it->second;
+    if (t->kind != TypeKind::kTypedef) break;
+  }
+  return nullptr;
+}
+}  // namespace
+
+void register_refcount_encoding(const std::string& type_name, RefEncoding e) {
+  encodings()[type_name] = e;
+}
+
 Result<FieldLoc> descend_refcount(const Type* t, FieldLoc loc, std::string_view path) {
   static const char* kNames[] = {"counter", "refs", "refcount", "count", "value",
                                  "ref",     "val",  "usage",    "_count"};
   for (int depth = 0; depth < 16; ++depth) {
     const Type* cur = loc.type ? loc.type->strip() : nullptr;
     if (!cur) return make_error(Errc::kNotFound, "refcount field has no type");
+    if (const RefEncoding* e = encoding_of(loc.type)) loc.enc = *e;
     if (cur->is_integer_like() && cur->kind != TypeKind::kPointer) return within(t, loc);
     if (cur->kind != TypeKind::kStruct && cur->kind != TypeKind::kUnion)
       return make_error(

@@ -93,11 +93,31 @@ struct PathStep {
 // offending character. Never reads memory.
 Result<std::vector<PathStep>> parse_member_path(std::string_view path);
 
+// How a refcount type stores its count, when not as the count itself: some
+// count from zero (one reference reads 0, so the count is the value + 1)
+// and mark a released object by values from `released_from` up (unsigned,
+// in the integer's width), whose count is 0.
+struct RefEncoding {
+  bool zero_based = false;
+  uint64_t released_from = 0;
+  // The count a stored value means (`width` bytes, sign-extended or not).
+  int64_t decode(int64_t raw, unsigned width) const {
+    if (!zero_based) return raw;
+    const uint64_t mask = width >= 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * width)) - 1;
+    const uint64_t u = static_cast<uint64_t>(raw) & mask;
+    return u >= released_from ? 0 : static_cast<int64_t>(u + 1);
+  }
+};
+// Registers the encoding of refcount type `type_name` (a typedef or struct
+// name); a target that knows such a type calls it once, before any walk.
+void register_refcount_encoding(const std::string& type_name, RefEncoding e);
+
 struct FieldLoc {
   uint64_t offset = 0;
   uint16_t bit_offset = 0;
   uint16_t bit_size = 0;
   const Type* type = nullptr;
+  RefEncoding enc;  // set by descend_refcount through a registered type
 };
 
 // The member path of the field holding byte `off` of `t`, as C writes it
@@ -117,7 +137,8 @@ Result<FieldLoc> resolve_path(const Type* t, std::string_view path);
 
 // Like resolve_path, then descends through refcount wrappers to the integer
 // inside: atomic_t.counter, refcount_t.refs, kref.refcount, lockref.count,
-// gf_atomic_t.value, or a struct's only member.
+// gf_atomic_t.value, or a struct's only member. Through a type with a
+// registered encoding, the result carries it (loc.enc).
 Result<FieldLoc> resolve_refcount(const Type* t, std::string_view path);
 // The same descent from an already resolved field `loc` of `t` (`path` only
 // names it in messages). kInvalidArgument when no integer can be chosen.

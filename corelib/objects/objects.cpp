@@ -135,6 +135,7 @@ IntField IntField::of(const FieldLoc& loc) {
   f.bit_size = loc.bit_size;
   f.width = static_cast<uint8_t>(t && t->size && t->size <= 8 ? t->size : 8);
   f.is_signed = t && t->is_signed;
+  f.enc = loc.enc;
   return f;
 }
 
@@ -409,8 +410,8 @@ struct TreeBuilder {
       for (const auto& m : t->members) {
         if (!add(n)) return;
         n.children.back().name = m.name;
-        build(n.children.back(), FieldLoc{loc.offset + m.offset, m.bit_offset, m.bit_size, m.type},
-              depth - 1);
+        build(n.children.back(),
+              FieldLoc{loc.offset + m.offset, m.bit_offset, m.bit_size, m.type, {}}, depth - 1);
       }
       return;
     }
@@ -423,7 +424,7 @@ struct TreeBuilder {
         n.more = t->count - i;
         return;
       }
-      build(n.children.back(), FieldLoc{loc.offset + i * es, 0, 0, t->target}, depth - 1);
+      build(n.children.back(), FieldLoc{loc.offset + i * es, 0, 0, t->target, {}}, depth - 1);
     }
   }
   // Appends a child unless the whole tree is at its node budget.
@@ -492,7 +493,7 @@ void render_text(const Memory& mem, ModuleSet* mods, const ValueNode& n, int ind
 ValueNode value_tree(const uint8_t* obj, uint64_t size, const Type* t, const TreeLimits& lim) {
   TreeBuilder b{obj, size, lim};
   ValueNode root;
-  b.build(root, FieldLoc{0, 0, 0, t}, lim.max_depth);
+  b.build(root, FieldLoc{0, 0, 0, t, {}}, lim.max_depth);
   return root;
 }
 

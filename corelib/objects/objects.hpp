@@ -68,26 +68,28 @@ struct IntField {
   uint16_t bit_offset = 0, bit_size = 0;
   uint8_t width = 8;  // bytes, for whole-byte fields (1..8)
   bool is_signed = false;
+  RefEncoding enc;  // a count stored from zero is read as the count
   static IntField of(const FieldLoc& loc);
-  // Sign- or zero-extended. Whole 4- and 8-byte fields (nearly every
-  // refcount) take the inline path: walks read one per object.
+  // Sign- or zero-extended, and decoded (enc). Whole 4- and 8-byte fields
+  // (nearly every refcount) take the inline path: walks read one per object.
   int64_t load(const uint8_t* obj) const {
-    if (!bit_size && width == 4) {
+    if (!bit_size && width == 4 && !enc.zero_based) {
       uint32_t v;
       std::memcpy(&v, obj + offset, 4);
       return is_signed ? int64_t{static_cast<int32_t>(v)} : int64_t{v};
     }
-    if (!bit_size && width == 8) {
+    if (!bit_size && width == 8 && !enc.zero_based) {
       int64_t v;
       std::memcpy(&v, obj + offset, 8);
       return v;
     }
-    return load_any(obj);
+    return enc.decode(load_any(obj), bit_size ? 8 : width);
   }
   int64_t load_any(const uint8_t* obj) const;  // every width and bitfield
 };
 
 // Raw integer at `loc` in `obj` (bitfields, sign extension, enums, bools).
+// (A refcount field's encoding, loc.enc, applies: the count it means.)
 inline uint64_t load_field_u(const uint8_t* obj, const FieldLoc& loc) {
   IntField f = IntField::of(loc);
   f.is_signed = false;

@@ -211,7 +211,18 @@ Result<ListElement> ProfileBinder::element(const Type* owner, std::string_view p
                 fmt::format("the entries of {}.{} have no declared type (add it to "
                             "[types.NAME.lists])",
                             owner ? owner->display() : "?", path));
-  const std::string& spec = li->second;
+  // "TYPE.PATH", or alternatives "TYPE.PATH|TYPE.PATH2": the first that
+  // this target's types have.
+  const auto alts = split_alternatives(li->second);
+  std::string spec = alts.empty() ? li->second : alts.front();
+  for (const auto& a : alts) {
+    size_t d = a.find('.');
+    auto b = bind(a.substr(0, d));
+    if (b.ok() && make_field_spec(b.value()->type, a.substr(d + 1), false, &alias_).ok()) {
+      spec = a;
+      break;
+    }
+  }
   size_t dot = spec.find('.');
   LR_ASSIGN(BoundType * et, bind(spec.substr(0, dot)));
   LR_ASSIGN(FieldSpec link, make_field_spec(et->type, spec.substr(dot + 1), false, &alias_));

@@ -23,6 +23,10 @@ namespace lr {
 
 struct KernelKnowledge;  // targets/linux/kernel_internal.hpp
 
+// The kernel's refcount types that count from zero (file_ref_t since 6.13,
+// rcuref_t since 6.4): registered with the engine once.
+void register_linux_refcounts();
+
 // A loaded module's symbol (its kallsyms) with its type letter: 'b' .bss,
 // 'd' .data, 'r' read-only, 't' text (capital when global), '?' unknown.
 struct KModSymbol {

@@ -12,7 +12,10 @@
 //    slab->freelist and counts the rest in slab->inuse;
 //  - with SLAB_STORE_USER an object's alloc and free tracks follow its
 //    metadata: at inuse (+ a pointer when the free pointer is stored outside
-//    the object, offset >= inuse).
+//    the object, offset >= inuse);
+//  - a sheaf (6.18+; the only per-CPU cache since 7.0) holds objects taken
+//    from slabs, which count them in inuse: they are free to the cache's
+//    users, so they count as free here, not allocated.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -62,17 +65,30 @@ constexpr uint64_t kMaxHolePages = uint64_t{1} << 28;
 // Offsets and expressions, resolved once per call.
 struct SlubLayout {
   Layout cache, cpu, node, slab, page, track;
-  uint64_t c_list, c_name, c_cpu_slab, c_node;
+  uint64_t c_list, c_name;
+  std::optional<uint64_t> c_cpu_slab;  // until 7.0
+  // Node i's kmem_cache_node pointer at c_node + i * node_stride, its barn
+  // (sheaves) pointer, when there is one, at c_barn + i * node_stride.
+  uint64_t c_node = 0, node_stride = 8;
+  std::optional<uint64_t> c_barn, n_barn;  // in per_node[] (7.0+), in kmem_cache_node (6.18)
+  // Sheaves (6.18+): a CPU's, a sheaf's objects, a barn's lists.
+  std::optional<uint64_t> c_cpu_sheaves;
+  Layout pcs, sheaf, barn;
+  std::vector<uint64_t> pcs_ptrs;  // main, spare, rcu_free
+  uint64_t sh_cache = 0, sh_objects = 0, sh_list = 0, b_full = 0, b_empty = 0;
+  IntField sh_size, c_sheaf_capacity;
+  bool has_sheaf_capacity = false;
   IntField c_size, c_object_size, c_offset, c_inuse, c_flags, c_red_left_pad, c_oo, c_random;
   bool has_random = false;
   std::unique_ptr<Expr> store_user, red_zone, no_leak_trace, slab_head;
-  uint64_t cpu_freelist, cpu_slab;
+  uint64_t cpu_freelist = 0, cpu_slab = 0;
   std::optional<uint64_t> cpu_partial;
   uint64_t n_partial;
   IntField n_nr_partial, n_nr_slabs, n_total_objects;
   bool has_counters = false;
   std::optional<uint64_t> n_full;
-  uint64_t s_cache, s_freelist, s_list, s_next;
+  uint64_t s_cache, s_freelist, s_list;
+  std::optional<uint64_t> s_next;
   IntField s_inuse, s_objects, s_frozen;
   uint64_t t_addr, t_cpu, t_pid, t_when;
   std::optional<uint64_t> t_handle;
@@ -86,10 +102,71 @@ Result<std::optional<uint64_t>> optional_off(const Layout& l, const char* m) {
   return std::optional<uint64_t>{o};
 }
 
+// Where a cache keeps its nodes' lists: node[] of pointers until 6.19,
+// per_node[] of {barn, node} since 7.0.
+Result<void> node_layout(KernelTarget& k, SlubLayout& L) {
+  const Layout& c = L.cache;
+  LR_ASSIGN(L.n_barn, optional_off(L.node, "barn"));
+  if (!c.bound->missing.count("node")) {
+    LR_ASSIGN(L.c_node, c.off("node"));
+    return {};
+  }
+  if (c.bound->missing.count("per_node"))
+    return make_error(Errc::kNotFound,
+                      fmt::format("{} has neither node nor per_node: this kernel keeps its slab "
+                                  "lists in a way linux-kernel.toml does not describe",
+                                  c.type->display()));
+  LR_ASSIGN(Layout pn, Layout::of(k, "kmem_cache_per_node_ptrs"));
+  LR_ASSIGN(uint64_t base, c.off("per_node"));
+  LR_ASSIGN(uint64_t node, pn.off("node"));
+  LR_ASSIGN(uint64_t barn, pn.off("barn"));
+  L.c_node = base + node;
+  L.c_barn = base + barn;
+  L.node_stride = pn.size;
+  return {};
+}
+
+// A CPU's slab (until 7.0) and its sheaves (6.18+): one of them at least.
+Result<void> cpu_layout(KernelTarget& k, SlubLayout& L) {
+  const Layout& c = L.cache;
+  LR_ASSIGN(L.c_cpu_slab, optional_off(c, "cpu_slab"));
+  LR_ASSIGN(L.c_cpu_sheaves, optional_off(c, "cpu_sheaves"));
+  if (!L.c_cpu_slab && !L.c_cpu_sheaves)
+    return make_error(Errc::kNotFound,
+                      fmt::format("{} has neither cpu_slab nor cpu_sheaves: this kernel keeps "
+                                  "its per-CPU objects in a way linux-kernel.toml does not "
+                                  "describe",
+                                  c.type->display()));
+  if (L.c_cpu_slab) {
+    LR_ASSIGN(L.cpu, Layout::of(k, "kmem_cache_cpu"));
+    LR_ASSIGN(L.cpu_freelist, L.cpu.off("freelist"));
+    LR_ASSIGN(L.cpu_slab, L.cpu.off("slab"));
+    LR_ASSIGN(L.cpu_partial, optional_off(L.cpu, "partial"));
+  }
+  if (!L.c_cpu_sheaves) return {};
+  LR_ASSIGN(L.pcs, Layout::of(k, "slub_percpu_sheaves"));
+  LR_ASSIGN(L.sheaf, Layout::of(k, "slab_sheaf"));
+  LR_ASSIGN(L.barn, Layout::of(k, "node_barn"));
+  for (const char* m : {"main", "spare", "rcu_free"}) {
+    LR_ASSIGN(auto o, optional_off(L.pcs, m));
+    if (o) L.pcs_ptrs.push_back(*o);
+  }
+  LR_ASSIGN(L.sh_cache, L.sheaf.off("cache"));
+  LR_ASSIGN(L.sh_objects, L.sheaf.off("objects"));
+  LR_ASSIGN(L.sh_list, L.sheaf.off("barn_list"));
+  LR_ASSIGN(L.sh_size, L.sheaf.field("size"));
+  LR_ASSIGN(L.b_full, L.barn.off("sheaves_full"));
+  LR_ASSIGN(L.b_empty, L.barn.off("sheaves_empty"));
+  L.has_sheaf_capacity = !c.bound->missing.count("sheaf_capacity");
+  if (L.has_sheaf_capacity) {
+    LR_ASSIGN(L.c_sheaf_capacity, c.field("sheaf_capacity"));
+  }
+  return {};
+}
+
 Result<SlubLayout> slub_layout(KernelTarget& k) {
   SlubLayout L;
   LR_ASSIGN(L.cache, Layout::of(k, "kmem_cache"));
-  LR_ASSIGN(L.cpu, Layout::of(k, "kmem_cache_cpu"));
   LR_ASSIGN(L.node, Layout::of(k, "kmem_cache_node"));
   LR_ASSIGN(L.slab, Layout::of(k, "slab"));
   LR_ASSIGN(L.page, Layout::of(k, "page"));
@@ -97,8 +174,8 @@ Result<SlubLayout> slub_layout(KernelTarget& k) {
   const Layout& c = L.cache;
   LR_ASSIGN(L.c_list, c.off("list"));
   LR_ASSIGN(L.c_name, c.off("name"));
-  LR_ASSIGN(L.c_cpu_slab, c.off("cpu_slab"));
-  LR_ASSIGN(L.c_node, c.off("node"));
+  LR_TRY(node_layout(k, L));
+  LR_TRY(cpu_layout(k, L));
   LR_ASSIGN(L.c_size, c.field("size"));
   LR_ASSIGN(L.c_object_size, c.field("object_size"));
   LR_ASSIGN(L.c_offset, c.field("offset"));
@@ -113,9 +190,6 @@ Result<SlubLayout> slub_layout(KernelTarget& k) {
   LR_ASSIGN(L.store_user, c.expr(k, "store_user"));
   LR_ASSIGN(L.red_zone, c.expr(k, "red_zone"));
   LR_ASSIGN(L.no_leak_trace, c.expr(k, "no_leak_trace"));
-  LR_ASSIGN(L.cpu_freelist, L.cpu.off("freelist"));
-  LR_ASSIGN(L.cpu_slab, L.cpu.off("slab"));
-  LR_ASSIGN(L.cpu_partial, optional_off(L.cpu, "partial"));
   LR_ASSIGN(L.n_partial, L.node.off("partial"));
   LR_ASSIGN(L.n_nr_partial, L.node.field("nr_partial"));
   L.has_counters =
@@ -128,7 +202,7 @@ Result<SlubLayout> slub_layout(KernelTarget& k) {
   LR_ASSIGN(L.s_cache, L.slab.off("slab_cache"));
   LR_ASSIGN(L.s_freelist, L.slab.off("freelist"));
   LR_ASSIGN(L.s_list, L.slab.off("slab_list"));
-  LR_ASSIGN(L.s_next, L.slab.off("next"));
+  LR_ASSIGN(L.s_next, optional_off(L.slab, "next"));
   LR_ASSIGN(L.s_inuse, L.slab.field("inuse"));
   LR_ASSIGN(L.s_objects, L.slab.field("objects"));
   LR_ASSIGN(L.s_frozen, L.slab.field("frozen"));
@@ -164,7 +238,9 @@ struct CacheState {
   uint64_t random = 0;
   uint64_t track_off = 0;  // tracks: object + track_off
   bool selected = false;
-  bool usable = true;  // sizes SLUB could have made (its slabs are decoded)
+  bool usable = true;                   // sizes SLUB could have made (its slabs are decoded)
+  std::vector<uint64_t> sheaf_objects;  // free objects in its sheaves, sorted
+  uint64_t sheaf_matched = 0;           // of them, those found in a decoded slab
 };
 
 struct SlabPlace {
@@ -192,6 +268,12 @@ class Scanner {
   }
   Result<void> read_caches();
   void read_places(CacheState& c, const std::vector<uint64_t>& pcpu, uint64_t nr_nodes);
+  void cpu_slabs(CacheState& c, const uint8_t* cb, const std::vector<uint64_t>& pcpu);
+  void read_sheaves(CacheState& c, const uint8_t* cb, const std::vector<uint64_t>& pcpu,
+                    const std::vector<uint64_t>& barns);
+  void one_sheaf(CacheState& c, uint64_t s, uint64_t capacity, std::unordered_set<uint64_t>& seen,
+                 const std::string& what);
+  uint64_t sheaf_free(CacheState& c, uint64_t base, uint64_t objects, uint64_t slab);
   void node_list(CacheState& c, uint64_t head, KSlabWhere where, uint64_t expect, const char* what);
   Result<void> read_bases();
   bool lists_hold_all() const;
@@ -308,10 +390,9 @@ void Scanner::node_list(CacheState& c, uint64_t head, KSlabWhere where, uint64_t
   for (uint64_t s : r.objects) places_.emplace(s, SlabPlace{where, -1, 0, &c});
 }
 
-void Scanner::read_places(CacheState& c, const std::vector<uint64_t>& pcpu, uint64_t nr_nodes) {
-  std::vector<uint8_t> cb(L_.cache.size);
-  if (!mem_.read(c.info.addr, cb.data(), cb.size()).ok()) return;
-  const uint64_t cpu_slab = kint::ptr_at(cb.data(), L_.c_cpu_slab);
+// Each CPU's active slab and partial slabs (kmem_cache_cpu, until 7.0).
+void Scanner::cpu_slabs(CacheState& c, const uint8_t* cb, const std::vector<uint64_t>& pcpu) {
+  const uint64_t cpu_slab = L_.c_cpu_slab ? kint::ptr_at(cb, *L_.c_cpu_slab) : 0;
   for (size_t cpu = 0; cpu < pcpu.size() && cpu_slab; ++cpu) {
     std::vector<uint8_t> cc(L_.cpu.size);
     uint64_t at = cpu_slab + pcpu[cpu];
@@ -324,27 +405,37 @@ void Scanner::read_places(CacheState& c, const std::vector<uint64_t>& pcpu, uint
       places_[s] = SlabPlace{KSlabWhere::kCpu, static_cast<int>(cpu),
                              kint::ptr_at(cc.data(), L_.cpu_freelist), &c};
     std::unordered_set<uint64_t> seen;
-    for (uint64_t p = L_.cpu_partial ? kint::ptr_at(cc.data(), *L_.cpu_partial) : 0; p;) {
+    for (uint64_t p = L_.cpu_partial && L_.s_next ? kint::ptr_at(cc.data(), *L_.cpu_partial) : 0;
+         p;) {
       if (!seen.insert(p).second || seen.size() > kMaxPartialChain) {
         warn(fmt::format("{}: cpu {} partial list loops at {:#x}", c.info.name, cpu, p));
         break;
       }
       places_.emplace(p, SlabPlace{KSlabWhere::kCpuPartial, static_cast<int>(cpu), 0, &c});
-      if (!mem_.read(p + L_.s_next, &p, 8).ok()) {
+      if (!mem_.read(p + *L_.s_next, &p, 8).ok()) {
         warn(fmt::format("{}: cpu {} partial slab {:#x} not readable", c.info.name, cpu, p));
         break;
       }
     }
   }
+}
+
+void Scanner::read_places(CacheState& c, const std::vector<uint64_t>& pcpu, uint64_t nr_nodes) {
+  std::vector<uint8_t> cb(L_.cache.size);
+  if (!mem_.read(c.info.addr, cb.data(), cb.size()).ok()) return;
+  cpu_slabs(c, cb.data(), pcpu);
   int64_t slabs = 0, objs = 0, partial = 0;
   std::vector<uint8_t> nb(L_.node.size);
+  std::vector<uint64_t> barns;
   for (uint64_t n = 0; n < nr_nodes; ++n) {
-    uint64_t np = kint::ptr_at(cb.data(), L_.c_node + 8 * n);
+    uint64_t np = kint::ptr_at(cb.data(), L_.c_node + L_.node_stride * n);
+    if (L_.c_barn) barns.push_back(kint::ptr_at(cb.data(), *L_.c_barn + L_.node_stride * n));
     if (!np) continue;
     if (!mem_.read(np, nb.data(), nb.size()).ok()) {
       warn(fmt::format("{}: kmem_cache_node {} at {:#x} not readable", c.info.name, n, np));
       continue;
     }
+    if (L_.n_barn) barns.push_back(kint::ptr_at(nb.data(), *L_.n_barn));
     int64_t nr_partial = L_.n_nr_partial.load(nb.data());
     partial += nr_partial;
     if (L_.has_counters) {
@@ -361,6 +452,99 @@ void Scanner::read_places(CacheState& c, const std::vector<uint64_t>& pcpu, uint
     c.info.nr_slabs = slabs;
     c.info.total_objects = objs;
   }
+  read_sheaves(c, cb.data(), pcpu, barns);
+}
+
+// The objects of every sheaf of the cache: each CPU's (main, spare,
+// rcu_free) and each node barn's full and empty ones.
+void Scanner::read_sheaves(CacheState& c, const uint8_t* cb, const std::vector<uint64_t>& pcpu,
+                           const std::vector<uint64_t>& barns) {
+  if (!L_.c_cpu_sheaves) return;
+  // A sheaf holds at most the cache's sheaf_capacity objects (SLUB sizes
+  // them so); without that member, a bound no real sheaf reaches.
+  const uint64_t cap = L_.has_sheaf_capacity
+                           ? static_cast<uint64_t>(L_.c_sheaf_capacity.load(cb)) & 0xffffffff
+                           : 1u << 16;
+  const uint64_t pcs = kint::ptr_at(cb, *L_.c_cpu_sheaves);
+  std::unordered_set<uint64_t> seen;
+  std::vector<uint8_t> pb(L_.pcs.size);
+  for (size_t cpu = 0; cpu < pcpu.size() && pcs; ++cpu) {
+    if (!mem_.read(pcs + pcpu[cpu], pb.data(), pb.size()).ok()) {
+      warn(fmt::format("{}: cpu {}'s sheaves at {:#x} not readable", c.info.name, cpu,
+                       pcs + pcpu[cpu]));
+      continue;
+    }
+    for (uint64_t o : L_.pcs_ptrs)
+      one_sheaf(c, kint::ptr_at(pb.data(), o), cap, seen, fmt::format("cpu {}", cpu));
+  }
+  for (uint64_t b : barns) {
+    if (!b) continue;
+    for (uint64_t head : {b + L_.b_full, b + L_.b_empty}) {
+      WalkLimits wl;
+      wl.max_nodes = std::min<uint64_t>(lim_.max_objects, 1u << 20);
+      wl.interrupted = lim_.interrupted;
+      WalkResult r = walk_list(mem_, head, L_.sh_list, wl);
+      if (!r.ok())
+        warn(fmt::format("{}: barn {:#x}: sheaf list walk stopped ({}) at {:#x}", c.info.name, b,
+                         walk_stop_name(r.stop), r.stop_addr));
+      for (uint64_t s : r.objects) one_sheaf(c, s, cap, seen, fmt::format("barn {:#x}", b));
+    }
+  }
+  std::sort(c.sheaf_objects.begin(), c.sheaf_objects.end());
+}
+
+void Scanner::one_sheaf(CacheState& c, uint64_t s, uint64_t capacity,
+                        std::unordered_set<uint64_t>& seen, const std::string& what) {
+  if (!s || !seen.insert(s).second) return;
+  std::vector<uint8_t> sb(L_.sheaf.size);
+  if (!mem_.read(s, sb.data(), sb.size()).ok()) {
+    warn(fmt::format("{}: {}'s sheaf {:#x} not readable", c.info.name, what, s));
+    return;
+  }
+  const uint64_t owner = kint::ptr_at(sb.data(), L_.sh_cache);
+  const uint64_t n = static_cast<uint64_t>(L_.sh_size.load(sb.data())) & 0xffffffff;
+  // An empty sheaf holds nothing to count: a cache without sheaves points
+  // every CPU at one static empty sheaf of no cache (7.x's bootstrap sheaf).
+  if (n == 0) return;
+  if (owner != c.info.addr || n > capacity) {
+    warn(
+        fmt::format("{}: {}'s sheaf {:#x} names cache {:#x} and holds {} objects (capacity {}): "
+                    "not this cache's sheaf (corrupt?); skipped",
+                    c.info.name, what, s, owner, n, capacity));
+    return;
+  }
+  std::vector<uint64_t> objs(n);
+  if (n && !mem_.read(s + L_.sh_objects, objs.data(), n * 8).ok()) {
+    warn(fmt::format("{}: {}'s sheaf {:#x}: its {} objects are not readable", c.info.name, what, s,
+                     n));
+    return;
+  }
+  c.sheaf_objects.insert(c.sheaf_objects.end(), objs.begin(), objs.end());
+}
+
+// Marks the sheaf objects inside the slab at `base` free; how many.
+uint64_t Scanner::sheaf_free(CacheState& c, uint64_t base, uint64_t objects, uint64_t slab) {
+  const KSlabCache& i = c.info;
+  const uint64_t end = base + (kPage << i.order);
+  uint64_t n = 0;
+  auto it = std::lower_bound(c.sheaf_objects.begin(), c.sheaf_objects.end(), base);
+  for (; it != c.sheaf_objects.end() && *it < end; ++it) {
+    const uint64_t rel = *it - base - i.red_left_pad;
+    if (*it < base + i.red_left_pad || rel % i.size || rel / i.size >= objects) {
+      warn(fmt::format("{}: slab {:#x}: sheaf object {:#x} is not one of its objects (corrupt?)",
+                       i.name, slab, *it));
+      continue;
+    }
+    ++c.sheaf_matched;
+    if (is_free_[rel / i.size]) {
+      warn(fmt::format("{}: slab {:#x}: object {:#x} is both on a freelist and in a sheaf", i.name,
+                       slab, *it));
+      continue;
+    }
+    is_free_[rel / i.size] = 1;
+    ++n;
+  }
+  return n;
 }
 
 uint64_t Scanner::walk_freelist(const CacheState& c, uint64_t base, uint64_t objects,
@@ -459,6 +643,10 @@ void Scanner::one_slab(CacheState& c, uint64_t page, uint64_t pfn, const uint8_t
     warn(fmt::format("{}: slab {:#x}: inuse {} but {} of {} objects are on its freelist", i.name,
                      page, inuse, nfree, objects));
   }
+  // Sheaf objects: in use to the slab (so after the inuse check), free to users.
+  const uint64_t nsheaf = c.sheaf_objects.empty() ? 0 : sheaf_free(c, base, objects, page);
+  nfree += nsheaf;
+  i.sheaf_free += nsheaf;
   ++i.slabs;
   i.objects += objects;
   i.free += nfree;
@@ -639,6 +827,9 @@ Result<void> Scanner::run() {
     if (i.nr_slabs >= 0 && static_cast<uint64_t>(i.nr_slabs) != i.slabs)
       warn(fmt::format("{}: SLUB counts {} slabs, the page array holds {}", i.name, i.nr_slabs,
                        i.slabs));
+    if (c.usable && c.sheaf_matched != c.sheaf_objects.size())
+      warn(fmt::format("{}: {} of its {} sheaf objects lie in none of its slabs", i.name,
+                       c.sheaf_objects.size() - c.sheaf_matched, c.sheaf_objects.size()));
     rep_.caches.push_back(i);
   }
   return {};

@@ -34,6 +34,7 @@ struct KSlabCache {
   uint64_t cpu_slabs = 0, cpu_partial_slabs = 0, node_partial_slabs = 0, full_slabs = 0;
   uint64_t other_slabs = 0;        // on no list SLUB keeps (full slabs of non-debug caches)
   uint64_t node_partial_free = 0;  // free objects in node partial slabs
+  uint64_t sheaf_free = 0;         // free objects held in sheaves (6.18+), within `free`
   // SLUB's own counters summed over nodes (kmem_cache_node; -1: this kernel
   // keeps none): /proc/slabinfo shows num_slabs = nr_slabs, num_objs =
   // total_objects and active_objs = total_objects - node_partial_free.
