@@ -197,6 +197,28 @@ $(EXT): $(BUILD)/extension/leakref_crash.o $(BUILD)/extension/crash_glue.o $(FE_
 
 extension: $(EXT)
 
+# The same extension built against another crash's defs.h: CRASH_OTHER is a
+# tree holding usr/include/crash (sid's crash 9, unpacked by
+# scripts/debian-root), and the library goes to
+# $(BUILD)/crash-other/<tree name>/leakref.so. It is loaded by that crash in
+# that tree: its RUNPATH is $$ORIGIN, and the libraries it needs whose sonames
+# the tree lacks (sid ships libfmt 10 and libkdumpfile 12, not bookworm's 9
+# and 10) are copied beside it.
+ifneq ($(CRASH_OTHER),)
+OTHER_DIR := $(BUILD)/crash-other/$(notdir $(CRASH_OTHER))
+$(OTHER_DIR)/leakref_crash.o: extension/leakref_crash.c extension/leakref_host.h
+	@mkdir -p $(dir $@)
+	@test -f $(CRASH_OTHER)/usr/include/crash/defs.h || { echo "no usr/include/crash/defs.h in $(CRASH_OTHER)"; exit 1; }
+	$(CC) $(OPT) -g -Wall -Wextra -Werror -fPIC -DX86_64 -isystem $(CRASH_OTHER)/usr/include/crash $(SAN) -c $< -o $@
+
+$(OTHER_DIR)/leakref.so: $(OTHER_DIR)/leakref_crash.o $(BUILD)/extension/crash_glue.o $(FE_LIB) $(ENGINE_LIBS) extension/leakref.map
+	$(CXX) $(CXXFLAGS) -shared -Wl,--version-script=extension/leakref.map -Wl,-rpath,'$$ORIGIN' -o $@ \
+	  $(OTHER_DIR)/leakref_crash.o $(BUILD)/extension/crash_glue.o $(FE_LIB) $(ENGINE_LIBS) $(LDLIBS)
+	scripts/debian-root --libs-beside $(CRASH_OTHER) $@
+
+extension-other: $(OTHER_DIR)/leakref.so
+endif
+
 include fixtures/fixtures.mk
 
 clean:

@@ -218,3 +218,27 @@ r0, r1, r2, r3 = map(float, sys.argv[1:5])
 print(f"    in crash: leakref leaks (builds the index, 1st command) {r1-r0:.2f} s; "
       f"leakref refs (reuses it) {(r2-r1)*1e3:.0f} ms; crash's search -k for the same value {r3-r2:.2f} s")
 PY
+
+# The slab pass on sid's 7.x (sheaves, per_node lists) against Debian 12's
+# 6.1, the same guest setup (768 MiB, the same files): `leakref kernel slab`
+# whole process, run alternately on the two dumps (the page cache warm for
+# both), the median of 7 pairs. Goal: 7.x within 1.5x of 6.1.
+echo "  slab pass, every cache, standalone, 6.1 vs 7.x (median of 7 alternating pairs):"
+eval "$(scripts/kernel-vmcore --kernel 7.x | sed 's/^/K7_/')"
+pair() {
+  /usr/bin/time -f "%e" -o "$W/t" "$LR" kernel --vmcore "$1" --vmlinux "$2" slab > /dev/null
+  cat "$W/t"
+}
+pair "$PELF" "$VMLINUX" > /dev/null
+pair "$K7_PELF" "$K7_VMLINUX" > /dev/null
+t61=() t7=()
+for _ in 1 2 3 4 5 6 7; do
+  t61+=("$(pair "$PELF" "$VMLINUX")")
+  t7+=("$(pair "$K7_PELF" "$K7_VMLINUX")")
+done
+python3 - "${t61[*]}" "${t7[*]}" <<'PY'
+import statistics, sys
+a = statistics.median(map(float, sys.argv[1].split()))
+b = statistics.median(map(float, sys.argv[2].split()))
+print(f"    6.1 {a:.2f} s, 7.x {b:.2f} s: 7.x/6.1 = {b/a:.2f}x (goal: at most 1.5x)")
+PY

@@ -334,8 +334,11 @@ const std::string& sid_crash_root(std::string* why) {
   static bool tried = false;
   if (!tried) {
     tried = true;
-    RunResult r = run(
-        {std::string(LR_SOURCE_DIR) + "/scripts/debian-root", "crash-sid", "sid", "crash"}, 900);
+    // crash, and what the extension needs that sid has (its own sonames).
+    RunResult r = run({std::string(LR_SOURCE_DIR) + "/scripts/debian-root", "crash-sid", "sid",
+                       "crash", "libdw1t64", "libelf1t64", "libdebuginfod1t64", "libzstd1",
+                       "liblzma5", "liblz4-1", "zlib1g", "libstdc++6", "libaddrxlat3"},
+                      900);
     if (r.status == 0 && r.out.rfind("ROOT=", 0) == 0)
       root = r.out.substr(5, r.out.find('\n') - 5);
     else
@@ -343,6 +346,22 @@ const std::string& sid_crash_root(std::string* why) {
   }
   *why = fail;
   return root;
+}
+
+std::string sid_extension(std::string* why) {
+  const std::string& root = sid_crash_root(why);
+  if (root.empty()) return "";
+  // Always the plain build: sid's crash cannot load this machine's ASan
+  // runtime, so a sanitized run checks it unsanitized.
+  const std::string name = root.substr(root.rfind('/') + 1);
+  RunResult r = run(
+      {"make", "-s", "-C", LR_SOURCE_DIR, "BUILD=build", "CRASH_OTHER=" + root, "extension-other"},
+      1800);
+  if (r.status != 0) {
+    *why = "make extension-other CRASH_OTHER=" + root + " failed: " + r.out + r.err;
+    return "";
+  }
+  return std::string(LR_SOURCE_DIR) + "/build/crash-other/" + name + "/leakref.so";
 }
 
 void sid_crash_session(const std::vector<std::string>& cmds, RunResult* out,
@@ -356,27 +375,31 @@ void sid_crash_session(const std::vector<std::string>& cmds, RunResult* out,
   }
   const Dump& d = dump(kernel);
   std::string dir = d.pelf.substr(0, d.pelf.rfind('/'));
-  *out = run({"timeout",
-              "-k",
-              "5",
-              "900",
-              std::string(LR_SOURCE_DIR) + "/scripts/debian-root",
-              "--in",
-              root,
-              "--bind",
-              dir,
-              "--bind",
-              d.vmlinux,
-              "--bind",
-              tmp_dir(),
-              "crash",
-              "-s",
-              "--no_crashrc",
-              d.vmlinux,
-              d.pelf,
-              "-i",
-              write_cmds(cmds)},
-             960);
+  // The dump, its vmlinux and the sources (the extension, profiles) read-only;
+  // the test's directory (its command file, the extension's output) writable.
+  std::vector<std::string> argv = {"timeout",
+                                   "-k",
+                                   "5",
+                                   "900",
+                                   std::string(LR_SOURCE_DIR) + "/scripts/debian-root",
+                                   "--in",
+                                   root,
+                                   "--bind",
+                                   dir,
+                                   "--bind",
+                                   d.vmlinux,
+                                   "--bind",
+                                   LR_SOURCE_DIR,
+                                   "--bind-rw",
+                                   tmp_dir(),
+                                   "crash",
+                                   "-s",
+                                   "--no_crashrc",
+                                   d.vmlinux,
+                                   d.pelf,
+                                   "-i",
+                                   write_cmds(cmds)};
+  *out = run(argv, 960);
 }
 
 // Values crash prints for `struct TYPE.a,b ADDR`: the last "NAME = N" per name.

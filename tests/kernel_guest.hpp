@@ -92,8 +92,11 @@ void crash_session(const std::vector<std::string>& cmds, lrtest::RunResult* out,
 // opens the 6.12 dumps 8.0.2 cannot. The tree (built once per run), or ""
 // with why it could not be built.
 const std::string& sid_crash_root(std::string* why);
-// As crash_session, with sid's crash (no extension: it is built against
-// bookworm's libraries); status -1 and err when the tree could not be built.
+// The extension built against sid's crash's defs.h (make extension-other),
+// loadable in sid_crash_session; "" with why when it could not be built.
+std::string sid_extension(std::string* why);
+// As crash_session, with sid's crash; status -1 and err when the tree could
+// not be built.
 void sid_crash_session(const std::vector<std::string>& cmds, lrtest::RunResult* out,
                        const std::string& kernel);
 // Values crash prints for `struct TYPE.a,b ADDR`: the last "NAME = N" per name.

@@ -683,33 +683,46 @@ TEST_CASE("trace: a profile's probes and set drive capture and correlation", "[t
 // names exactly the blocks the fixture kept (pointer, size, call site), all
 // still in use in the core's heap; --ptr gives one address's whole
 // alloc/free history.
-TEST_CASE("trace: an allocation capture of any program, by site and pointer", "[trace][root]") {
-  if (geteuid() != 0) LR_SKIP("trace capture: uprobes need root");
-  if (!lrtest::have_program("bpftrace"))
-    LR_SKIP("trace capture: bpftrace is not installed (make test installs it)");
-  if (!lrtest::have_gcore()) LR_SKIP("trace capture: gcore is not installed");
+// fx_alloc on an allocator (`preload`: a jemalloc or tcmalloc library, ""
+// for glibc's), its allocations captured with `leakref-trace --malloc`
+// while it works, then its core.
+struct AllocRun {
+  std::string core, trace, trace_err;
+  json manifest;  // the fixture's structures.allocs
+};
+AllocRun alloc_run(const std::string& tag, const std::string& preload) {
+  AllocRun a;
   std::string dir = lrtest::tmp_dir(), exe = lrtest::fixture_path("fx_alloc");
-  std::string manifest = dir + "/alloc.json", go = dir + "/alloc.go", trace = dir + "/alloc.lrt";
+  std::string manifest = dir + "/" + tag + ".json", go = dir + "/" + tag + ".go";
+  a.trace = dir + "/" + tag + ".lrt";
+  if (!preload.empty()) ::setenv("LD_PRELOAD", preload.c_str(), 1);
   auto fx = lrtest::spawn({exe, manifest, go});
+  ::unsetenv("LD_PRELOAD");
   REQUIRE(lrtest::wait_for_text(fx.out_path, "WAITING", 30));
   std::string pid = std::to_string(fx.pid);
   auto cap = lrtest::spawn({std::string(LR_SOURCE_DIR) + "/scripts/leakref-trace", "-p", pid,
-                            "--malloc", "-o", trace, "--ready", dir + "/alloc.ready"});
-  if (!lrtest::wait_for_file(dir + "/alloc.ready", 120)) {
+                            "--malloc", "-o", a.trace, "--ready", dir + "/" + tag + ".ready"});
+  if (!lrtest::wait_for_file(dir + "/" + tag + ".ready", 120)) {
     lrtest::finish(cap, SIGINT);
     lrtest::finish(fx, SIGKILL);
     FAIL("leakref-trace did not attach: " << lrtest::read_file(cap.err_path));
   }
   lrtest::write_file(go, "go");
   bool done = lrtest::wait_for_text(fx.out_path, "READY", 120);
+  a.trace_err = lrtest::read_file(cap.err_path);
   {
-    INFO(lrtest::read_file(cap.err_path));
+    INFO(a.trace_err);
     CHECK(lrtest::finish(cap, SIGINT, 90) == 0);
   }
-  std::string core = snapshot_and_stop(fx, dir + "/alloc.core", done);
-  json m = json::parse(lrtest::read_file(manifest))["structures"]["allocs"];
+  a.core = snapshot_and_stop(fx, dir + "/" + tag + ".core", done);
+  a.manifest = json::parse(lrtest::read_file(manifest))["structures"]["allocs"];
+  return a;
+}
 
-  auto r = lrtest::leakref({"correlate", core, trace, "--json"}, 120);
+// correlate's allocation report of a run: exactly the fixture's kept blocks
+// (pointer, size, call site), each in use in the core's heap.
+json check_kept_blocks(const AllocRun& a) {
+  auto r = lrtest::leakref({"correlate", a.core, a.trace, "--json"}, 120);
   INFO(r.err);
   REQUIRE(r.status == 0);
   json j = r.json();
@@ -725,11 +738,34 @@ TEST_CASE("trace: an allocation capture of any program, by site and pointer", "[
     std::string site = b["site"];
     got[b["ptr"]] = {b["size"].get<uint64_t>(), site.substr(0, site.find('+'))};
   }
-  for (const auto& b : m["leaked"])
+  for (const auto& b : a.manifest["leaked"])
     want[b["ptr"]] = {b["size"].get<uint64_t>(), b["site"].get<std::string>()};
   CHECK(got == want);
   CHECK(al["outstanding"] == want.size());
   CHECK(al["live_in_core"] == want.size());
+  return j;
+}
+
+// Why a live capture cannot run here ("": it can).
+std::string capture_missing() {
+  if (geteuid() != 0) return "trace capture: uprobes need root";
+  if (!lrtest::have_program("bpftrace"))
+    return "trace capture: bpftrace is not installed (make test installs it)";
+  if (!lrtest::have_gcore()) return "trace capture: gcore is not installed";
+  return "";
+}
+
+TEST_CASE("trace: an allocation capture of any program, by site and pointer", "[trace][root]") {
+  if (auto why = capture_missing(); !why.empty()) LR_SKIP(why);
+  AllocRun a = alloc_run("alloc", "");
+  const std::string core = a.core, trace = a.trace;
+  const json& m = a.manifest;
+  json j = check_kept_blocks(a);
+  const json& al = j["allocations"];
+  lrtest::RunResult r;
+  std::map<std::string, std::pair<uint64_t, std::string>> want;
+  for (const auto& b : m["leaked"])
+    want[b["ptr"]] = {b["size"].get<uint64_t>(), b["site"].get<std::string>()};
   // Sites, biggest live bytes first.
   REQUIRE(al["sites"].size() == 3);
   CHECK(al["sites"][0]["site"].get<std::string>().rfind("table_grow+", 0) == 0);
@@ -784,6 +820,34 @@ TEST_CASE("trace: an allocation capture of any program, by site and pointer", "[
   CHECK(r.status == 3);
   CHECK(r.err.find("not a GlusterFS process") != std::string::npos);
   CHECK(r.err.find("--type/--head") != std::string::npos);
+}
+
+// The same capture on jemalloc and on tcmalloc (preloaded, built with their
+// DWARF by scripts/jemalloc-build and tcmalloc-build): --malloc probes the
+// allocator the process maps, and correlate checks the never-freed blocks
+// against that allocator's heap in the core.
+TEST_CASE("trace: an allocation capture on jemalloc and on tcmalloc, checked in their heaps",
+          "[trace][root][jemalloc][tcmalloc]") {
+  if (auto why = capture_missing(); !why.empty()) LR_SKIP(why);
+  for (const char* which : {"jemalloc", "tcmalloc"}) DYNAMIC_SECTION(which) {
+      const std::string name = which;
+      std::vector<std::string> build = {std::string(LR_SOURCE_DIR) + "/scripts/" + name + "-build"};
+      if (name == "jemalloc") build.push_back("48");
+      auto b = lrtest::run(build, 900);
+      INFO(b.err);
+      REQUIRE(b.status == 0);
+      auto at = b.out.find("LIB=");
+      REQUIRE(at != std::string::npos);
+      std::string lib = b.out.substr(at + 4, b.out.find('\n', at) - at - 4);
+      AllocRun a = alloc_run("alloc-" + name, lib);
+      std::string soname = lib.substr(lib.rfind('/') + 1);
+      CHECK(a.trace_err.find("the process allocates with " + soname) != std::string::npos);
+      json j = check_kept_blocks(a);
+      CHECK(j["allocations"]["sites"].size() == 3);
+      auto h = lrtest::leakref({"heap", a.core, "--json"}, 120);
+      REQUIRE(h.status == 0);
+      CHECK(h.json()["allocator"] == name);
+    }
 }
 
 // diff with an allocation trace: a real `leakref-trace --malloc` capture

@@ -7,6 +7,8 @@
 // so do page_owner, ref_tracker and kmemleak, which can reuse this.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <cstring>
 
 #include "kernel_internal.hpp"
@@ -18,6 +20,7 @@ namespace {
 // DEPOT_POOL_SIZE / STACK_ALLOC_SIZE: PAGE_SIZE << 2 on every kernel with a
 // depot; records never cross a pool.
 constexpr uint64_t kPoolBytes = 4096 << 2;
+constexpr uint64_t kMaxPools = 1u << 17;
 constexpr uint64_t kMaxFrames = 256;
 }  // namespace
 
@@ -50,6 +53,18 @@ Result<std::unique_ptr<StackDepot>> StackDepot::open(KernelTarget& k) {
   // The pool array's length from its DWARF type (static void *stack_pools[N]).
   const Type* pt = pools.type ? pools.type->strip() : nullptr;
   d->npools = pt && pt->kind == TypeKind::kArray && pt->count ? pt->count : 8192;
+  if (pt && pt->kind == TypeKind::kPointer) {
+    // 7.x allocates the array at boot (void **stack_pools), pools_num long;
+    // a handle's 17-bit pool index bounds it.
+    uint64_t base = 0;
+    if (!k.mem().read(pools.addr, &base, 8).ok() || !base)
+      return make_error(Errc::kBadFormat,
+                        fmt::format("the stack depot's pool array pointer at {:#x} is {}",
+                                    pools.addr, base ? "not readable" : "NULL"));
+    d->pools = base;
+    auto n = kint::read_uint_var(k, "stack_pools_count");
+    d->npools = std::min<uint64_t>(n.ok() ? n.value() : kMaxPools, kMaxPools);
+  }
   if (d->handle.size != 4)
     return make_error(
         Errc::kBadFormat,
