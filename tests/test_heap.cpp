@@ -275,8 +275,8 @@ void check_heap_is_manifest(const lrtest::FixtureCore& fc, const json& j) {
   CHECK(freed == 0);
   CHECK(j["stats"]["arenas"] == 3);
   CHECK(j["stats"]["tcache_free"].get<int>() > 0);
-  // 2.43's malloc has no fastbins.
-  if (j["glibc"]["release"] == "2.43")
+  // 2.43's malloc has no fastbins (nor 2.44's).
+  if (j["glibc"]["release"] == "2.43" || j["glibc"]["release"] == "2.44")
     CHECK(j["stats"]["fastbin_free"] == 0);
   else
     CHECK(j["stats"]["fastbin_free"].get<int>() > 0);
@@ -354,6 +354,36 @@ TEST_CASE("glibc releases: 2.31, 2.41 and 2.43 walk exactly from table and DWARF
     REQUIRE(damaged.status == 0);
     CHECK(damaged.json()["glibc"]["layout"] == "leakref's table for glibc " + v);
   }
+}
+
+// A release newer than every table (Debian experimental's 2.44, beyond the
+// 2.28-2.43 leakref is tested on): without its debuginfo the heap is refused
+// in one line naming the release, never walked with a neighbour's layout;
+// with its libc6-dbg the DWARF gives the layout and the walk is exact.
+TEST_CASE("glibc 2.44 (experimental): refused without its debuginfo, exact with it",
+          "[core][heap][glibc-releases]") {
+  if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed: core tests need it");
+  const Release rel = glibc_release("experimental");
+  if (!rel.why.empty()) LR_SKIP(rel.why);
+  const auto& fc = lrtest::fixture_core("heap-experimental", rel.exe);
+  REQUIRE(rel.kv.at("VERSION") == "2.44");
+  const std::string cache = "XDG_CACHE_HOME=" + lrtest::tmp_dir() + "/layout-cache-experimental";
+  auto bare = lrtest::run({"env", cache, lrtest::build_dir() + "/leakref", "heap", fc.core}, 60);
+  CHECK(bare.status == 3);
+  CHECK(bare.err.find("glibc 2.44's malloc layout is not in leakref's table and libc's "
+                      "debuginfo is not here") != std::string::npos);
+  CHECK(bare.err.find("it is not guessed") != std::string::npos);
+  CHECK(bare.out.empty());
+  auto dwarf = lrtest::run({"env", cache, lrtest::build_dir() + "/leakref", "heap", fc.core,
+                            "--debug-dir", rel.kv.at("DEBUG"), "--json", "--list"},
+                           60);
+  INFO(dwarf.err);
+  REQUIRE(dwarf.status == 0);
+  json j = dwarf.json();
+  CHECK(j["glibc"]["release"] == "2.44");
+  CHECK(j["glibc"]["layout"].get<std::string>().rfind("libc's DWARF (" + rel.kv.at("DEBUG"), 0) ==
+        0);
+  check_heap_is_manifest(fc, j);
 }
 
 // A core from another machine: fx_heap (built here) runs in a mount

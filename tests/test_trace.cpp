@@ -814,7 +814,7 @@ TEST_CASE("trace: an allocation capture of any program, by site and pointer", "[
   r = lrtest::leakref({"correlate", core, trace, "--fail-on", "leaked"});
   CHECK(r.status == 1);
   // A ref/unref trace of a program leakref does not know needs its objects.
-  std::string refs = dir + "/refs-only.lrt";
+  std::string refs = lrtest::tmp_dir() + "/refs-only.lrt";
   lrtest::write_file(refs, "#leakref-trace 1\nP obj_ref obj ref\nE 1 1 obj_ref 0x1000 1 0x2000\n");
   r = lrtest::leakref({"correlate", core, refs});
   CHECK(r.status == 3);
