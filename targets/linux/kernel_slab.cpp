@@ -55,6 +55,9 @@ using kint::read_uint_var;
 constexpr uint64_t kPage = 4096;
 constexpr uint64_t kMaxCpus = 8192, kMaxNodes = 1024;
 constexpr uint64_t kMaxPartialChain = 1u << 20;
+// More objects than any sheaf SLUB sizes (its capacities are tens to a few
+// hundred): a corrupt sheaf_capacity cannot make a read of gigabytes.
+constexpr uint64_t kMaxSheafObjects = 1u << 16;
 constexpr size_t kMaxWarnings = 1000;
 // Struct pages in a row the scan may find unreadable before it stops: the
 // struct pages of 1 TiB of RAM, more than any hole between a real machine's
@@ -428,6 +431,14 @@ void Scanner::read_places(CacheState& c, const std::vector<uint64_t>& pcpu, uint
   std::vector<uint8_t> nb(L_.node.size);
   std::vector<uint64_t> barns;
   for (uint64_t n = 0; n < nr_nodes; ++n) {
+    // A node past the cache's own array (a corrupt nr_node_ids) is not read.
+    const uint64_t last = std::max(L_.c_node, L_.c_barn.value_or(0)) + L_.node_stride * n + 8;
+    if (last > cb.size()) {
+      warn(fmt::format("{}: node {} lies past struct kmem_cache's node array; nodes from it on "
+                       "are not read",
+                       c.info.name, n));
+      break;
+    }
     uint64_t np = kint::ptr_at(cb.data(), L_.c_node + L_.node_stride * n);
     if (L_.c_barn) barns.push_back(kint::ptr_at(cb.data(), *L_.c_barn + L_.node_stride * n));
     if (!np) continue;
@@ -464,7 +475,7 @@ void Scanner::read_sheaves(CacheState& c, const uint8_t* cb, const std::vector<u
   // them so); without that member, a bound no real sheaf reaches.
   const uint64_t cap = L_.has_sheaf_capacity
                            ? static_cast<uint64_t>(L_.c_sheaf_capacity.load(cb)) & 0xffffffff
-                           : 1u << 16;
+                           : kMaxSheafObjects;
   const uint64_t pcs = kint::ptr_at(cb, *L_.c_cpu_sheaves);
   std::unordered_set<uint64_t> seen;
   std::vector<uint8_t> pb(L_.pcs.size);
@@ -506,7 +517,7 @@ void Scanner::one_sheaf(CacheState& c, uint64_t s, uint64_t capacity,
   // An empty sheaf holds nothing to count: a cache without sheaves points
   // every CPU at one static empty sheaf of no cache (7.x's bootstrap sheaf).
   if (n == 0) return;
-  if (owner != c.info.addr || n > capacity) {
+  if (owner != c.info.addr || n > capacity || n > kMaxSheafObjects) {
     warn(
         fmt::format("{}: {}'s sheaf {:#x} names cache {:#x} and holds {} objects (capacity {}): "
                     "not this cache's sheaf (corrupt?); skipped",
