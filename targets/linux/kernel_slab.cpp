@@ -434,9 +434,10 @@ void Scanner::read_places(CacheState& c, const std::vector<uint64_t>& pcpu, uint
     // A node past the cache's own array (a corrupt nr_node_ids) is not read.
     const uint64_t last = std::max(L_.c_node, L_.c_barn.value_or(0)) + L_.node_stride * n + 8;
     if (last > cb.size()) {
-      warn(fmt::format("{}: node {} lies past struct kmem_cache's node array; nodes from it on "
-                       "are not read",
-                       c.info.name, n));
+      warn(
+          fmt::format("{}: node {} lies past struct kmem_cache's node array; nodes from it on "
+                      "are not read",
+                      c.info.name, n));
       break;
     }
     uint64_t np = kint::ptr_at(cb.data(), L_.c_node + L_.node_stride * n);
