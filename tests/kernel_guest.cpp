@@ -351,12 +351,13 @@ const std::string& sid_crash_root(std::string* why) {
 std::string sid_extension(std::string* why) {
   const std::string& root = sid_crash_root(why);
   if (root.empty()) return "";
-  // Always the plain build: sid's crash cannot load this machine's ASan
-  // runtime, so a sanitized run checks it unsanitized.
+  // Always the plain build (sid's crash cannot load this machine's ASan
+  // runtime), and none of the calling make's variables: a `make test`'s
+  // MAKEFLAGS would otherwise carry its BUILD, SAN or OPT into this one.
   const std::string name = root.substr(root.rfind('/') + 1);
-  RunResult r = run(
-      {"make", "-s", "-C", LR_SOURCE_DIR, "BUILD=build", "CRASH_OTHER=" + root, "extension-other"},
-      1800);
+  RunResult r = run({"env", "-u", "MAKEFLAGS", "-u", "MFLAGS", "-u", "MAKELEVEL", "make", "-s",
+                     "-C", LR_SOURCE_DIR, "BUILD=build", "CRASH_OTHER=" + root, "extension-other"},
+                    1800);
   if (r.status != 0) {
     *why = "make extension-other CRASH_OTHER=" + root + " failed: " + r.out + r.err;
     return "";
