@@ -379,7 +379,7 @@ DEB_DEPS := g++ make python3 pkg-config libdw-dev libelf-dev libfmt-dev libcli11
 TEST_DEPS := catch2 libc6-dbg python3 python3-jsonschema python3-drgn clang libclang-rt-14-dev clang-format clang-tidy \
              glusterfs-server glusterfs-client libglusterfs-dev liburcu-dev libtirpc-dev fuse3 \
              procps util-linux bpftrace bc time strace \
-             qemu-system-x86 qemu-user gcc-aarch64-linux-gnu g++-aarch64-linux-gnu busybox-static cpio makedumpfile pahole flex bison \
+             qemu-system-x86 qemu-system-arm qemu-user gcc-aarch64-linux-gnu g++-aarch64-linux-gnu busybox-static cpio makedumpfile pahole flex bison \
              man-db zsh nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils libnfs-dev \
              libntirpc-dev libkrb5-dev chromium sqlite3 zstd xz-utils lz4 gzip slurm-wlm munge \
              libjemalloc2 libgoogle-perftools4 cmake

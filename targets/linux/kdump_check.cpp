@@ -89,7 +89,7 @@ Result<KdumpLayout> check_kdump_file(int fd, const std::string& path) {
     return bad(fmt::format("cut off in its header ({} bytes, the header has {})", fsize, kHdr));
   KdumpLayout L;
   L.header_version = field<int32_t>(h, 8);
-  const uint32_t block = field<uint32_t>(h, 428);
+  const uint32_t block = L.block_size = field<uint32_t>(h, 428);
   const uint32_t sub_blocks = field<uint32_t>(h, 432);
   const uint32_t bitmap_blocks = field<uint32_t>(h, 436);
   uint64_t max_mapnr = field<uint32_t>(h, 440);
@@ -125,6 +125,7 @@ Result<KdumpLayout> check_kdump_file(int fd, const std::string& path) {
         return bad(std::string("has an unreadable ") + kName[i]);
       LR_TRY(check_pagesize(text, path));
       if (i == 1) LR_TRY(check_note_pagesizes(text, path));
+      if (i == 0) L.vmcoreinfo = std::move(text);
     }
   }
   if (L.header_version >= 6) max_mapnr = field<uint64_t>(sh, 96);

@@ -5,6 +5,8 @@
 // standalone (memory from an ELF vmcore or libkdumpfile).
 #pragma once
 
+#include <elf.h>
+
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -41,6 +43,8 @@ struct KdumpLayout {
   int header_version = 0;
   uint64_t dumped_pages = 0;    // pages the bitmap says are in the file
   uint64_t pages_past_end = 0;  // of those, pages whose data is not (a cut-off file)
+  uint32_t block_size = 0;      // bytes per dumped page
+  std::string vmcoreinfo;       // the sub-header's text ("" when it has none)
 };
 // Checks a kdump-compressed file's header, sub-header, bitmaps and page
 // table against the file's size before libkdumpfile reads it (it crashes on
@@ -74,6 +78,8 @@ class KernelTarget {
   uint64_t kaslr_offset() const { return kaslr_offset_; }
   const std::string& dump_format() const { return format_; }  // "elf", "kdump", "crash"
   const std::string& vmlinux() const { return vmlinux_; }
+  // The kernel's architecture, from vmlinux's ELF header.
+  bool aarch64() const { return machine_ == EM_AARCH64; }
   // A VMCOREINFO line's value ("OSRELEASE", "BUILD-ID"); "" when the dump
   // has none (always "" under crash, which keeps VMCOREINFO itself).
   std::string vmcoreinfo(const std::string& key) const;
@@ -115,11 +121,13 @@ class KernelTarget {
   std::optional<std::vector<KModSymbol>> modsym_table_;  // by address (module_symbol_at)
   Result<void> load_vmlinux(const Memory* mem, const std::string& vmlinux, uint64_t kaslr_offset);
   Result<void> check_banner(const std::string& vmcore, bool pages_missing);
+  Result<std::string> open_kdump(int fd, const std::string& vmcore, uint16_t machine);
   std::unique_ptr<Memory> owned_mem_;  // standalone only; attach() borrows
   struct Kdump;
   std::unique_ptr<Kdump> kdump_;
   std::unique_ptr<Program> prog_;
   uint64_t kaslr_offset_ = 0;
+  uint16_t machine_ = 0;  // vmlinux's e_machine
   std::string format_, vmlinux_, vmcoreinfo_;
   std::vector<std::string> warnings_;
   std::shared_ptr<KernelKnowledge> knowledge_;

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 #include <algorithm>
 
@@ -154,11 +155,61 @@ uint64_t release_number(KernelTarget& k) {
   return uint64_t{major} * 1000 + minor;
 }
 
+namespace {
+
+// arm64 (Documentation/arch/arm64/memory.rst, asm/memory.h): the linear map
+// puts physical PHYS_OFFSET at PAGE_OFFSET = -(1 << VA_BITS), and vmemmap
+// holds the struct page of frame pfn at VMEMMAP_START + (pfn - PHYS_OFFSET /
+// page size) * sizeof(struct page). Both bases are given here for frame 0,
+// so that page_offset + pfn * page and vmemmap + pfn * sizeof(page) hold as
+// on x86-64 (modulo 2^64). VMCOREINFO gives all three numbers; the
+// VMEMMAP_START formula changed between releases, so a kernel that does not
+// export it is refused, not guessed.
+Result<MemoryBases> arm64_memory_bases(KernelTarget& k) {
+  auto number = [&](const char* key, int base) -> Result<uint64_t> {
+    std::string v = k.vmcoreinfo(std::string("NUMBER(") + key + ")");
+    char* end = nullptr;
+    uint64_t n = v.empty() ? 0 : std::strtoull(v.c_str(), &end, base);
+    if (v.empty() || *end)
+      return make_error(Errc::kNotFound,
+                        fmt::format("this arm64 kernel's VMCOREINFO has no {}{}: its linear map "
+                                    "and vmemmap cannot be placed",
+                                    key, k.dump_format() == "crash" ? " (leakref reads VMCOREINFO "
+                                                                      "only standalone)"
+                                                                    : ""));
+    return n;
+  };
+  LR_ASSIGN(uint64_t va_bits, number("VA_BITS", 10));
+  LR_ASSIGN(uint64_t phys_offset, number("PHYS_OFFSET", 16));
+  LR_ASSIGN(uint64_t vmemmap_start, number("VMEMMAP_START", 16));
+  LR_ASSIGN(Layout page, Layout::of(k, "page"));
+  // The slab and reference passes count in 4 KiB pages (RHEL's arm64
+  // kernels use 64 KiB).
+  const std::string ps = k.vmcoreinfo("PAGESIZE");
+  if (!ps.empty() && ps != "4096")
+    return make_error(Errc::kUnsupported,
+                      fmt::format("this arm64 kernel has {}-byte pages; leakref reads kernels of "
+                                  "4096-byte pages",
+                                  ps));
+  if (va_bits < 36 || va_bits > 52 || phys_offset % 4096)
+    return make_error(Errc::kBadFormat,
+                      fmt::format("VMCOREINFO says VA_BITS={} and PHYS_OFFSET={:#x}: not an "
+                                  "arm64 kernel's (corrupt?)",
+                                  va_bits, phys_offset));
+  MemoryBases b;
+  b.page_offset = (uint64_t{0} - (uint64_t{1} << va_bits)) - phys_offset;
+  b.vmemmap = vmemmap_start - (phys_offset / 4096) * page.size;
+  return b;
+}
+
+}  // namespace
+
 // With CONFIG_RANDOMIZE_MEMORY (every distribution's kernel) both bases are
 // variables; without it they are the fixed addresses of the paging mode,
 // which VMCOREINFO's pgtable_l5_enabled gives (Documentation/arch/x86/
 // x86_64/mm.rst).
 Result<MemoryBases> memory_bases(KernelTarget& k) {
+  if (k.aarch64()) return arm64_memory_bases(k);
   MemoryBases b;
   auto po = read_uint_var(k, "page_offset_base");
   if (po.ok() || po.error().code != Errc::kNotFound) {

@@ -81,6 +81,12 @@ struct KRefIndex::Parts {
 };
 
 Result<void> KRefIndex::Parts::bases() {
+  // The roots (the kernel image's direct map, task stacks and their saved
+  // registers) are laid out for x86-64 here; arm64's would be scanned wrong.
+  if (k.aarch64())
+    return make_error(Errc::kUnsupported,
+                      "the reference scan (leaks, refs, --reconcile) reads x86_64 kernels only; "
+                      "this dump is of an arm64 kernel");
   LR_ASSIGN(kint::MemoryBases mb, kint::memory_bases(k));
   page_offset = mb.page_offset;
   vmemmap = mb.vmemmap;

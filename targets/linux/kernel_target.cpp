@@ -149,14 +149,87 @@ Result<std::string> find_vmlinux(const std::string& vmcore, const std::string& v
                                 rel.empty() ? "RELEASE" : rel));
 }
 
+// An ELF header's e_machine (0 when `h` is not one).
+uint16_t elf_machine(const uint8_t* h) {
+  uint16_t m = 0;
+  if (std::memcmp(h, "\177ELF", 4) == 0) std::memcpy(&m, h + 18, 2);
+  return m;
+}
+
+// The architecture libkdumpfile is told: QEMU leaves a kdump header's
+// utsname empty, so a physical ELF dump's e_machine decides, and a
+// kdump-compressed file's VMCOREINFO (only arm64 exports kimage_voffset).
+const char* kdump_arch(uint16_t machine, const std::string& vmcoreinfo) {
+  if (machine) return machine == EM_AARCH64 ? KDUMP_ARCH_AARCH64 : KDUMP_ARCH_X86_64;
+  return vmcoreinfo_value(vmcoreinfo, "NUMBER(kimage_voffset)").empty() ? KDUMP_ARCH_X86_64
+                                                                         : KDUMP_ARCH_AARCH64;
+}
+
 }  // namespace
+
+// A kdump-compressed file (checked first: libkdumpfile crashes on some bad
+// headers) or a physical-only ELF dump (`machine` its e_machine), read
+// through libkdumpfile, which takes `fd`. Returns the VMCOREINFO text.
+Result<std::string> KernelTarget::open_kdump(int fd, const std::string& vmcore,
+                                             uint16_t machine) {
+  std::string header_info;
+  if (!machine) {
+    auto layout = check_kdump_file(fd, vmcore);
+    if (!layout.ok()) {
+      close(fd);
+      return std::move(layout).error();
+    }
+    const KdumpLayout& L = layout.value();
+    if (uint64_t past = L.pages_past_end)
+      warnings_.push_back(fmt::format(
+          "{}: {} of the {} dumped pages lie past the end of the file (it was cut off); reads of "
+          "them fail",
+          vmcore, past, L.dumped_pages));
+    // QEMU writes aarch64 kdump files in 64 KiB blocks whatever the guest's
+    // page size; libkdumpfile then numbers frames by the kernel's pages and
+    // finds none of them.
+    std::string ps = vmcoreinfo_value(L.vmcoreinfo, "PAGESIZE");
+    if (!ps.empty() && ps != std::to_string(L.block_size)) {
+      close(fd);
+      return make_error(Errc::kUnsupported,
+                        fmt::format("{}: kdump file of {}-byte blocks for a kernel of {}-byte "
+                                    "pages (QEMU's aarch64 dump-guest-memory -z writes so), "
+                                    "which libkdumpfile cannot read; dump as ELF (without -z)",
+                                    vmcore, L.block_size, ps));
+    }
+    header_info = L.vmcoreinfo;
+  }
+  kdump_ = std::make_unique<Kdump>();
+  kdump_->fd = fd;
+  kdump_->ctx = kdump_new();
+  if (!kdump_->ctx) return make_error(Errc::kIo, "libkdumpfile: out of memory");
+  kdump_set_string_attr(kdump_->ctx, KDUMP_ATTR_ARCH_NAME, kdump_arch(machine, header_info));
+  if (kdump_open_fd(kdump_->ctx, kdump_->fd) != KDUMP_OK) {
+    auto e = make_error(Errc::kBadFormat, fmt::format("{}: not a kernel dump leakref can read ({})",
+                                                      vmcore, kdump_get_err(kdump_->ctx)));
+    kdump_->abandon();
+    return e;
+  }
+  kdump_set_string_attr(kdump_->ctx, KDUMP_ATTR_OSTYPE, "linux");
+  std::string vmcoreinfo;
+  char* raw = nullptr;
+  if (kdump_vmcoreinfo_raw(kdump_->ctx, &raw) == KDUMP_OK && raw) {
+    vmcoreinfo = raw;
+    std::free(raw);
+  }
+  const char* fmtname = nullptr;
+  kdump_get_string_attr(kdump_->ctx, KDUMP_ATTR_FILE_FORMAT, &fmtname);
+  format_ = fmtname ? fmtname : "kdump";
+  owned_mem_ = std::make_unique<PagedMemory>(&Kdump::read, kdump_.get(), vmcore);
+  return vmcoreinfo;
+}
 
 Result<std::unique_ptr<KernelTarget>> KernelTarget::open(const std::string& vmcore,
                                                          const std::string& vmlinux,
                                                          const DebugOptions& dbg) {
   std::unique_ptr<KernelTarget> k(new KernelTarget());
   LR_ASSIGN(int fd, open_input(vmcore, "kernel dump"));  // never waits on a FIFO
-  char magic[16] = {};
+  uint8_t magic[20] = {};
   ssize_t n = pread(fd, magic, sizeof magic, 0);
   std::string vmcoreinfo;
   bool via_kdump = true;
@@ -199,44 +272,11 @@ Result<std::unique_ptr<KernelTarget>> KernelTarget::open(const std::string& vmco
                                   "nor kdump-compressed)",
                                   vmcore));
   }
-  if (via_kdump && !phys_elf) {
-    auto layout = check_kdump_file(fd, vmcore);
-    if (!layout.ok()) {
-      close(fd);
-      return std::move(layout).error();
-    }
-    if (uint64_t past = layout.value().pages_past_end)
-      k->warnings_.push_back(fmt::format(
-          "{}: {} of the {} dumped pages lie past the end of the file (it was cut off); reads of "
-          "them fail",
-          vmcore, past, layout.value().dumped_pages));
-  }
   if (via_kdump) {
-    k->kdump_ = std::make_unique<Kdump>();
-    k->kdump_->fd = fd;
-    fd = -1;
-    k->kdump_->ctx = kdump_new();
-    if (!k->kdump_->ctx) return make_error(Errc::kIo, "libkdumpfile: out of memory");
-    // QEMU leaves the kdump header's utsname empty, so libkdumpfile cannot
-    // tell the architecture; leakref only reads x86_64 kernels anyway.
-    kdump_set_string_attr(k->kdump_->ctx, KDUMP_ATTR_ARCH_NAME, KDUMP_ARCH_X86_64);
-    if (kdump_open_fd(k->kdump_->ctx, k->kdump_->fd) != KDUMP_OK) {
-      auto e =
-          make_error(Errc::kBadFormat, fmt::format("{}: not a kernel dump leakref can read ({})",
-                                                   vmcore, kdump_get_err(k->kdump_->ctx)));
-      k->kdump_->abandon();
-      return e;
-    }
-    kdump_set_string_attr(k->kdump_->ctx, KDUMP_ATTR_OSTYPE, "linux");
-    char* raw = nullptr;
-    if (kdump_vmcoreinfo_raw(k->kdump_->ctx, &raw) == KDUMP_OK && raw) {
-      vmcoreinfo = raw;
-      std::free(raw);
-    }
-    const char* fmtname = nullptr;
-    kdump_get_string_attr(k->kdump_->ctx, KDUMP_ATTR_FILE_FORMAT, &fmtname);
-    k->format_ = fmtname ? fmtname : "kdump";
-    k->owned_mem_ = std::make_unique<PagedMemory>(&Kdump::read, k->kdump_.get(), vmcore);
+    auto text = k->open_kdump(fd, vmcore, phys_elf ? elf_machine(magic) : 0);
+    fd = -1;  // the Kdump owns it now, or it was closed
+    if (!text.ok()) return std::move(text).error();
+    vmcoreinfo = std::move(text).value();
   }
   if (fd >= 0) close(fd);
   if (vmcoreinfo.empty() && is_process_core(vmcore)) return process_core_error(vmcore);
@@ -288,8 +328,21 @@ Result<std::unique_ptr<KernelTarget>> KernelTarget::attach(const Memory* mem,
 
 Result<void> KernelTarget::load_vmlinux(const Memory* mem, const std::string& vmlinux,
                                         uint64_t off) {
-  if (::access(vmlinux.c_str(), R_OK) != 0)
-    return make_error(Errc::kIo, fmt::format("{}: cannot open: {}", vmlinux, std::strerror(errno)));
+  {
+    int fd = ::open(vmlinux.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+      return make_error(Errc::kIo,
+                        fmt::format("{}: cannot open: {}", vmlinux, std::strerror(errno)));
+    uint8_t h[20] = {};
+    bool whole = ::pread(fd, h, sizeof h, 0) == static_cast<ssize_t>(sizeof h);
+    ::close(fd);
+    machine_ = whole ? elf_machine(h) : 0;
+    if (machine_ != EM_X86_64 && machine_ != EM_AARCH64)
+      return make_error(Errc::kUnsupported,
+                        fmt::format("{}: a vmlinux for machine {}; leakref reads x86_64 and "
+                                    "aarch64 kernels",
+                                    vmlinux, machine_));
+  }
   vmlinux_ = vmlinux;
   kaslr_offset_ = off;
   auto mods = ModuleSet::empty(DebugOptions{});
