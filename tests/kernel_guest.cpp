@@ -22,7 +22,11 @@ namespace {
 Dump make_dump(const std::string& kernel) {
   Dump r;
   r.kernel = kernel;
-  for (const char* p : {"qemu-system-x86_64", "makedumpfile", "busybox"})
+  const bool arm = kernel == "arm64";
+  const std::vector<const char*> tools =
+      arm ? std::vector<const char*>{"qemu-system-aarch64", "makedumpfile", "aarch64-linux-gnu-gcc"}
+          : std::vector<const char*>{"qemu-system-x86_64", "makedumpfile", "busybox"};
+  for (const char* p : tools)
     if (!have_program(p)) {
       r.why = fmt::format("{} is not installed (make test installs it)", p);
       return r;
@@ -89,6 +93,35 @@ std::map<std::string, SlabInfo> slabinfo(const Dump& d, bool b) {
     m[x[1]] = {std::stoll(x[2]), std::stoll(x[3]), std::stoll(x[5]), std::stoll(x[8])};
   }
   return m;
+}
+
+std::map<std::string, json> caches_of(const json& j) {
+  std::map<std::string, json> m;
+  for (const auto& c : j["caches"]) m[c["name"]] = c;
+  return m;
+}
+
+void check_slabinfo(const json& j, const std::map<std::string, SlabInfo>& si) {
+  auto caches = caches_of(j);
+  REQUIRE(si.size() > 100);
+  std::set<std::string> a, b;
+  for (const auto& [n, c] : caches) a.insert(n);
+  for (const auto& [n, s] : si) b.insert(n);
+  CHECK(a == b);
+  for (const auto& [n, s] : si) {
+    INFO(n);
+    if (!caches.count(n)) continue;
+    const json& c = caches[n];
+    CHECK(c["slabs"] == s.slabs);
+    CHECK(c["objects"] == s.objs);
+    CHECK(c["objects_per_slab"] == s.per_slab);
+    CHECK(c["slub"]["slabinfo_active"] == s.active);
+    CHECK(c["allocated"].get<int64_t>() + c["free"].get<int64_t>() == s.objs);
+    CHECK(c["allocated"].get<int64_t>() <= s.active);  // SLUB counts CPU-free objects as active
+  }
+  // Every kmem_cache is an object of the cache of caches.
+  CHECK(caches["kmem_cache"]["allocated"] == caches.size());
+  CHECK(j["warnings"].empty());
 }
 
 Guest guest(const Dump& d) {

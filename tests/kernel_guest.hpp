@@ -19,7 +19,8 @@ using nlohmann::json;
 
 // One kernel's guest dumps (scripts/kernel-vmcore --kernel KERNEL), made once.
 struct Dump {
-  std::string kernel;  // "6.1", "6.12"; "kmemleak": scripts/kernel-kmemleak's (pelf only)
+  std::string kernel;  // "6.1", "6.12"; "kmemleak": scripts/kernel-kmemleak's (pelf only);
+                       // "arm64": Debian 12's arm64 kernel (pelf is its physical ELF dump)
   bool ok = false;
   bool broken = false;  // our own set-up failed: a failure, not a skip
   std::string why;
@@ -81,6 +82,10 @@ struct SlabInfo {
   int64_t active = 0, objs = 0, per_slab = 0, slabs = 0;
 };
 std::map<std::string, SlabInfo> slabinfo(const Dump& d, bool b = false);
+// Every cache of one slab report by name.
+std::map<std::string, json> caches_of(const json& j);
+// The slab report of a dump against the slabinfo the guest printed before it.
+void check_slabinfo(const json& j, const std::map<std::string, SlabInfo>& si);
 
 // crash 8.0.2 in batch mode on a kernel's ELF dump (6.1's unless told),
 // reading `cmdfile`.
