@@ -13,7 +13,7 @@ using namespace lrtest;
 namespace kguest {
 
 const std::vector<std::string>& kernels() {
-  static const std::vector<std::string> k = {"5.10", "6.1", "6.12", "7.x"};
+  static const std::vector<std::string> k = {"5.10", "6.1", "6.12", "7.x", "arm64"};
   return k;
 }
 
@@ -55,11 +55,13 @@ Dump make_dump(const std::string& kernel) {
   r.elf = kv["ELF"];
   r.pelf_b = kv["PELF_B"];
   r.kdump = kv["KDUMP"];
+  r.kdump_z = kv["KDUMP_Z"];
   r.serial = kv["SERIAL"];
   r.ko = kv["KO"];
   r.ko_leak = kv["KO_LEAK"];
   r.kver = kv["KVER"];
-  r.ok = !r.vmlinux.empty() && !r.pelf.empty() && (km || !r.pelf_b.empty());
+  r.ok = !r.vmlinux.empty() && !r.pelf.empty() && (km || !r.pelf_b.empty()) &&
+         (km || arm || !r.kdump.empty()) && (!arm || !r.kdump_z.empty());
   if (!r.ok) {
     r.broken = true;
     r.why = cmd[0] + " printed no paths";
@@ -122,6 +124,55 @@ void check_slabinfo(const json& j, const std::map<std::string, SlabInfo>& si) {
   // Every kmem_cache is an object of the cache of caches.
   CHECK(caches["kmem_cache"]["allocated"] == caches.size());
   CHECK(j["warnings"].empty());
+}
+
+void vfs_profile_agrees(const Dump& d) {
+  json ia = kernel_json(d, d.pelf, {"inodes", "--all", "--json"});
+  json p = kernel_json(d, d.pelf, {"profile", "--profile", "linux-vfs", "--json"});
+  CHECK(p["schema"] == "leakref.profile/1");
+  REQUIRE(p["sets"].size() == 2);
+  const json& sbs = p["sets"][0];
+  const json& inodes = p["sets"][1];
+  REQUIRE(sbs["name"] == "super_blocks");
+  REQUIRE(inodes["name"] == "inodes");
+  std::set<std::string> sb_c, sb_p;
+  std::map<std::string, std::pair<int64_t, size_t>> want;  // inode -> i_count, dentries
+  for (const auto& sb : ia["super_blocks"]) {
+    sb_c.insert(sb["addr"].get<std::string>());
+    for (const auto& i : sb["inodes"])
+      want[i["addr"]] = {i["i_count"].get<int64_t>(), i["dentries"].size()};
+  }
+  for (const auto& o : sbs["objects"]) sb_p.insert(o["addr"].get<std::string>());
+  CHECK(sb_p == sb_c);
+  REQUIRE(inodes["objects"].size() == want.size());
+  CHECK(want.size() > 40000);  // the 40,000 files of the guest and the rest
+  size_t same = 0;
+  for (const auto& o : inodes["objects"]) {
+    auto it = want.find(o["addr"]);
+    REQUIRE(it != want.end());
+    same += o["refcount"] == it->second.first &&
+            o["holders"]["aliases"] == static_cast<int64_t>(it->second.second);
+    CHECK(o["verdict"] == "ok");
+    CHECK(o["violations"].empty());
+  }
+  CHECK(same == want.size());
+  CHECK(inodes["summary"]["warnings"].empty());
+  if (!d.kdump.empty())
+    CHECK(comparable(kernel_json(d, d.kdump, {"profile", "--profile", "linux-vfs", "--json"})) ==
+          comparable(p));
+}
+
+std::vector<std::string> openat_frames(const Dump& d) {
+  if (d.kernel == "arm64")
+    return {"alloc_empty_file",   "path_openat",    "do_filp_open", "do_sys_openat2",
+            "__arm64_sys_openat", "invoke_syscall", "el0_svc"};
+  return {
+      "alloc_empty_file", "path_openat",      d.kernel == "7.x" ? "do_file_open" : "do_filp_open",
+      "do_sys_openat2",   "__x64_sys_openat", "do_syscall_64"};
+}
+
+std::string syscall_entry(const Dump& d) {
+  return d.kernel == "arm64" ? "el0t_64_sync" : "entry_SYSCALL_64";
 }
 
 Guest guest(const Dump& d) {

@@ -27,6 +27,7 @@ struct Dump {
   std::string vmlinux, pelf, kdump, pelf_b, serial, ko, kver;
   std::string ko_leak;  // fixtures/kernel/lrkleak.c, as loaded in the guest
   std::string elf;      // QEMU's default ELF dump: physical addresses only
+  std::string kdump_z;  // arm64: QEMU's -z dump, which leakref refuses (kdump is "")
 };
 const Dump& dump(const std::string& kernel = "6.1");
 // struct file's count member on the dump's kernel: f_count, f_ref since 6.13.
@@ -34,8 +35,19 @@ inline std::string file_count_member(const Dump& d) {
   return d.kernel == "7.x" ? "f_ref" : "f_count";
 }
 // The kernels the tests run on: "5.10" (Debian 11's), "6.1" and "6.12"
-// (Debian 12's), "7.x" (sid's).
+// (Debian 12's), "7.x" (sid's), all x86-64, and "arm64" (Debian 12's 6.1
+// for arm64).
 const std::vector<std::string>& kernels();
+// The dump read through libkdumpfile: the kdump file, or arm64's
+// physical-address ELF (QEMU's -z dump of an arm64 guest is refused).
+inline const std::string& kdump_or_elf(const Dump& d) {
+  return d.kdump.empty() ? d.elf : d.kdump;
+}
+// openat(2)'s frames in an allocation stack, innermost first, from the
+// allocation down to the architecture's syscall dispatch (7.x renamed
+// do_filp_open do_file_open), and the entry frame that ends the stack.
+std::vector<std::string> openat_frames(const Dump& d);
+std::string syscall_entry(const Dump& d);
 
 // What the guest said it set up (fixtures/kernel/lrholder.c and init).
 struct Hold {
@@ -61,6 +73,11 @@ const json& leak_sb(const json& inodes, uint64_t files);
 // An inodes report / a modules report against the guest's manifest.
 void check_inodes(const json& j, const Guest& g);
 void check_modules(const json& j, const Guest& g);
+// The bundled linux-vfs profile (data, no C++) against the C++ inode report:
+// the same super blocks, every inode with the same i_count and as many
+// aliases as that report lists dentries; the kdump file (where the guest has
+// one leakref reads) gives the same answer.
+void vfs_profile_agrees(const Dump& d);
 
 // What the lrlocks module (fixtures/kernel/lrlocks.c) logged about itself:
 // per object set, addresses in walk order, refcounts, leaked references and

@@ -1,4 +1,4 @@
-// Kernel: real Debian 5.10, 6.1, 6.12 and 7.x vmcores (scripts/kernel-vmcore boots
+// Kernel: real Debian 5.10, 6.1, 6.12, 7.x and arm64 vmcores (scripts/kernel-vmcore boots
 // Debian's kernels under QEMU TCG with a busybox initramfs that sets up known
 // state and prints it), checked three ways: against what the guest says it
 // set up, against crash 8.0.2's own `struct`/`list` output with the extension
@@ -51,7 +51,7 @@ void standalone_reports(const Dump& d) {
   // The ELF dump through the engine's ELF reader, the kdump file through
   // libkdumpfile: the same answers.
   json ie = kernel_json(d, d.pelf, {"inodes", "--json"});
-  json ik = kernel_json(d, d.kdump, {"inodes", "--json"});
+  json ik = kernel_json(d, kdump_or_elf(d), {"inodes", "--json"});
   check_inodes(ie, g);
   CHECK(comparable(ie) == comparable(ik));
   // QEMU's default dump has physical addresses only: libkdumpfile reads it
@@ -59,7 +59,7 @@ void standalone_reports(const Dump& d) {
   CHECK(comparable(ie) == comparable(kernel_json(d, d.elf, {"inodes", "--json"})));
   json me = kernel_json(d, d.pelf, {"modules", "--json"});
   check_modules(me, g);
-  CHECK(comparable(me) == comparable(kernel_json(d, d.kdump, {"modules", "--json"})));
+  CHECK(comparable(me) == comparable(kernel_json(d, kdump_or_elf(d), {"modules", "--json"})));
   json ce = kernel_json(d, d.pelf, {"check", "--json"});
   for (const auto& c : ce["checks"]) {
     INFO(c.dump());
@@ -69,7 +69,7 @@ void standalone_reports(const Dump& d) {
   // The big list walks whole, every inode with i_count 1.
   const json& sb = leak_sb(ie, g.files);
   json w = kernel_json(
-      d, d.kdump,
+      d, kdump_or_elf(d),
       {"walk", "--type", "struct inode", "--head", sb["s_inodes"], "--list-member", "i_sb_list",
        "--refcount", "i_count", "--show", "i_ino", "--group-by", "i_state", "--json"});
   CHECK(w["summary"]["visited"] == g.files + 1);
@@ -92,7 +92,7 @@ void standalone_reports(const Dump& d) {
 }  // namespace
 
 TEST_CASE(
-    "kernel: standalone inodes, modules, check and walk on Debian's 5.10, 6.1, 6.12 and 7.x "
+    "kernel: standalone inodes, modules, check and walk on Debian's 5.10, 6.1, 6.12, 7.x and arm64 "
     "vmcores",
     "[kernel]") {
   for (const auto& kv : kernels()) DYNAMIC_SECTION("Linux " << kv) {
@@ -265,50 +265,9 @@ TEST_CASE("kernel: a damaged VMCOREINFO is refused, a dump not read whole is unk
   CHECK(j["warnings"].dump().find("slab is unknown in " + dir + "/cut.kdump") != std::string::npos);
 }
 
-// The bundled linux-vfs profile (data, no C++) against the C++ inode report:
-// the same super blocks, every inode with the same i_count and as many
-// aliases as that report lists dentries; ELF and kdump give the same answer.
-namespace {
-
-void vfs_profile_agrees(const Dump& d) {
-  json ia = kernel_json(d, d.pelf, {"inodes", "--all", "--json"});
-  json p = kernel_json(d, d.pelf, {"profile", "--profile", "linux-vfs", "--json"});
-  CHECK(p["schema"] == "leakref.profile/1");
-  REQUIRE(p["sets"].size() == 2);
-  const json& sbs = p["sets"][0];
-  const json& inodes = p["sets"][1];
-  REQUIRE(sbs["name"] == "super_blocks");
-  REQUIRE(inodes["name"] == "inodes");
-  std::set<std::string> sb_c, sb_p;
-  std::map<std::string, std::pair<int64_t, size_t>> want;  // inode -> i_count, dentries
-  for (const auto& sb : ia["super_blocks"]) {
-    sb_c.insert(sb["addr"].get<std::string>());
-    for (const auto& i : sb["inodes"])
-      want[i["addr"]] = {i["i_count"].get<int64_t>(), i["dentries"].size()};
-  }
-  for (const auto& o : sbs["objects"]) sb_p.insert(o["addr"].get<std::string>());
-  CHECK(sb_p == sb_c);
-  REQUIRE(inodes["objects"].size() == want.size());
-  CHECK(want.size() > 40000);  // the 40,000 files of the guest and the rest
-  size_t same = 0;
-  for (const auto& o : inodes["objects"]) {
-    auto it = want.find(o["addr"]);
-    REQUIRE(it != want.end());
-    same += o["refcount"] == it->second.first &&
-            o["holders"]["aliases"] == static_cast<int64_t>(it->second.second);
-    CHECK(o["verdict"] == "ok");
-    CHECK(o["violations"].empty());
-  }
-  CHECK(same == want.size());
-  CHECK(inodes["summary"]["warnings"].empty());
-  CHECK(comparable(kernel_json(d, d.kdump, {"profile", "--profile", "linux-vfs", "--json"})) ==
-        comparable(p));
-}
-
-}  // namespace
-
-TEST_CASE("kernel: the linux-vfs profile agrees with the inode report on 5.10, 6.1, 6.12 and 7.x",
-          "[kernel]") {
+TEST_CASE(
+    "kernel: the linux-vfs profile agrees with the inode report on 5.10, 6.1, 6.12, 7.x and arm64",
+    "[kernel]") {
   for (const auto& kv : kernels()) DYNAMIC_SECTION("Linux " << kv) {
       const Dump& d = dump(kv);
       NEED_KERNEL(d);
@@ -491,7 +450,7 @@ void lrlocks_standalone(const Dump& d) {
   int64_t granted = 0;
   for (const auto& r : truth["res"]) granted += r.granted;
   CHECK(named_set(j, "granted")["objects"].size() == static_cast<size_t>(granted));
-  CHECK(comparable(kernel_json(d, d.kdump, args)) == comparable(j));
+  CHECK(comparable(kernel_json(d, kdump_or_elf(d), args)) == comparable(j));
 
   // Without the .ko the module's types are unknown: said, with where they are.
   RunResult r =
@@ -535,7 +494,7 @@ void lrlocks_standalone(const Dump& d) {
 }  // namespace
 
 TEST_CASE(
-    "kernel: a profile file finds the lrlocks module's leaks on 5.10, 6.1, 6.12 and 7.x, "
+    "kernel: a profile file finds the lrlocks module's leaks on 5.10, 6.1, 6.12, 7.x and arm64, "
     "standalone and "
     "in "
     "crash (6.1)",

@@ -1,5 +1,5 @@
 // Kernel leaks without traces: `leakref kernel … leaks` and `… refs` on the
-// 5.10, 6.1, 6.12 and 7.x guests, against what the lrkleak fixture module
+// 5.10, 6.1, 6.12, 7.x and arm64 guests, against what the lrkleak fixture module
 // (fixtures/kernel/lrkleak.c) says it left: objects on a global list,
 // objects held through a kmalloc'd array, one held only by a pointer into
 // its middle, objects whose last pointer was dropped, and unreferenced
@@ -113,7 +113,7 @@ void check_leaks(const Dump& d, const LeakTruth& t) {
     if (cc["name"] == "lrk_obj") found = cc["leaked"] == 7;
   CHECK(found);
   // The kdump-compressed dump of the same moment gives the same answer.
-  json k = kernel_json(d, d.kdump, args(d, {"leaks", "--cache", "lrk_obj", "--json"}));
+  json k = kernel_json(d, kdump_or_elf(d), args(d, {"leaks", "--cache", "lrk_obj", "--json"}));
   CHECK(k["caches"] == j["caches"]);
 }
 
@@ -180,7 +180,7 @@ void check_refs(const Dump& d, const LeakTruth& t) {
 
 TEST_CASE(
     "kernel leaks: exactly the dropped objects and cycles of the lrkleak module on 6.1 "
-    "and 6.12 and 7.x; refs names the list head and the array slot",
+    "and 6.12 and 7.x and arm64; refs names the list head and the array slot",
     "[kernel][kleaks]") {
   for (const auto& kv : kernels()) {
     const Dump& d = dump(kv);

@@ -1,4 +1,4 @@
-// leakref kernel slab on real Debian 5.10, 6.1, 6.12 and 7.x vmcores, against truth
+// leakref kernel slab on real Debian 5.10, 6.1, 6.12, 7.x and arm64 vmcores, against truth
 // from outside: /proc/slabinfo as the guest printed it right before each dump
 // (every cache's slabs, objects and SLUB's active count), crash 8.0.2's own
 // `kmem -S` on 5.10 and 6.1 (every object it lists, every slab's allocated count, every
@@ -33,8 +33,10 @@ uint64_t hexval(const json& j) {
 
 }  // namespace
 
-TEST_CASE("kernel slab: every cache against the guest's /proc/slabinfo, on 5.10, 6.1, 6.12 and 7.x",
-          "[kernel][slab]") {
+TEST_CASE(
+    "kernel slab: every cache against the guest's /proc/slabinfo, on 5.10, 6.1, 6.12, 7.x and "
+    "arm64",
+    "[kernel][slab]") {
   for (const auto& kv : kernels()) DYNAMIC_SECTION("Linux " << kv) {
       const Dump& d = dump(kv);
       NEED_KERNEL(d);
@@ -43,7 +45,7 @@ TEST_CASE("kernel slab: every cache against the guest's /proc/slabinfo, on 5.10,
       CHECK(a["summary"]["scanned"] == true);
       check_slabinfo(a, slabinfo(d));
       // The kdump file through libkdumpfile says the same.
-      json k = kernel_json(d, d.kdump, {"slab", "--json"});
+      json k = kernel_json(d, kdump_or_elf(d), {"slab", "--json"});
       CHECK(comparable(k) == comparable(a));
       // Moment B (25 more files held): its own slabinfo.
       json b = kernel_json(d, d.pelf_b, {"slab", "--json"});
@@ -105,7 +107,7 @@ TEST_CASE("kernel slab: the SCM_RIGHTS file's allocation stack names the openat 
       NEED_KERNEL(d);
       Guest g = guest(d);
       REQUIRE(g.holder_pid > 0);
-      json j = kernel_json(d, d.kdump, {"inodes", "--flagged", "--json"});
+      json j = kernel_json(d, kdump_or_elf(d), {"inodes", "--flagged", "--json"});
       CHECK(j["summary"]["flagged"] == 1);
       CHECK(j["summary"]["unheld_files"] == 1);
       const json& sb = leak_sb(j, g.files);
@@ -129,16 +131,14 @@ TEST_CASE("kernel slab: the SCM_RIGHTS file's allocation stack names the openat 
       }
       INFO(file.dump());
       // Innermost first: the allocation inside alloc_empty_file, down to the
-      // syscall's entry (7.x renamed do_filp_open do_file_open).
-      std::vector<std::string> want = {"alloc_empty_file", "path_openat",      "do_filp_open",
-                                       "do_sys_openat2",   "__x64_sys_openat", "do_syscall_64"};
-      if (d.kernel == "7.x") want[2] = "do_file_open";
+      // syscall's entry.
+      const std::vector<std::string> want = openat_frames(d);
       size_t at = 0;
       for (const auto& f : frames)
         if (at < want.size() && f == want[at]) ++at;
       CHECK(at == want.size());
       REQUIRE(!frames.empty());
-      CHECK(frames.back().rfind("entry_SYSCALL_64", 0) == 0);
+      CHECK(frames.back().rfind(syscall_entry(d), 0) == 0);
       // The text report says the same.
       RunResult t = leakref(
           {"kernel", "--vmcore", d.pelf, "--vmlinux", d.vmlinux, "inodes", "--flagged"}, 300);
@@ -160,7 +160,7 @@ TEST_CASE("kernel slab: the SCM_RIGHTS file's allocation stack names the openat 
       CHECK(total == caches_of(st)["filp"]["allocated"]);
       bool openat = false;
       for (const auto& f : st["stacks"][0]["frames"])
-        openat |= f.get<std::string>().rfind("__x64_sys_openat", 0) == 0;
+        openat |= f.get<std::string>().rfind(openat_frames(d)[4], 0) == 0;
       CHECK(openat);
     }
 }
@@ -653,12 +653,13 @@ TEST_CASE("kernel diff: the guest holds 25 more files between two dumps", "[kern
       CHECK(delta["slab filp"] == 25);
       CHECK(delta["inodes tmpfs tmpfs /mnt/leak"] == 0);
       // The text shows the grown classes first.
-      auto t = leakref({"diff", d.kdump, d.pelf_b, "--vmlinux", d.vmlinux, "--top", "3"}, 600);
+      auto t =
+          leakref({"diff", kdump_or_elf(d), d.pelf_b, "--vmlinux", d.vmlinux, "--top", "3"}, 600);
       CHECK(t.status == 0);
       CHECK(t.out.find("fds       lrholder") != std::string::npos);
       CHECK(t.out.find("refcount climbed (25, first 3):") != std::string::npos);
       // kdump against ELF, and saved snapshots, say the same; --fail-on climbed finds it.
-      auto k = leakref({"diff", d.kdump, d.pelf_b, "--vmlinux", d.vmlinux, "--json"}, 600);
+      auto k = leakref({"diff", kdump_or_elf(d), d.pelf_b, "--vmlinux", d.vmlinux, "--json"}, 600);
       REQUIRE(k.status == 0);
       CHECK(k.json()["objects"] == j["objects"]);
       std::string sa = tmp_dir() + "/ksnap-a-" + kv + ".json",

@@ -97,8 +97,12 @@ uint64_t release_number(KernelTarget& k);
 // x86-64's direct map of physical memory and its struct page array.
 struct MemoryBases {
   uint64_t page_offset = 0, vmemmap = 0;
+  uint64_t min_pfn = 0;  // the first frame that can be RAM (arm64: PHYS_OFFSET's)
 };
 Result<MemoryBases> memory_bases(KernelTarget& k);
+// The kernel image's virtual address less its physical one (__pa_symbol):
+// x86-64's __START_KERNEL_map less phys_base, arm64's kimage_voffset.
+Result<uint64_t> image_voffset(KernelTarget& k);
 
 uint64_t ptr_at(const uint8_t* obj, uint64_t off);
 std::string cstr_at(const uint8_t* obj, uint64_t off, size_t max);

@@ -174,9 +174,10 @@ Result<MemoryBases> arm64_memory_bases(KernelTarget& k) {
       return make_error(Errc::kNotFound,
                         fmt::format("this arm64 kernel's VMCOREINFO has no {}{}: its linear map "
                                     "and vmemmap cannot be placed",
-                                    key, k.dump_format() == "crash" ? " (leakref reads VMCOREINFO "
-                                                                      "only standalone)"
-                                                                    : ""));
+                                    key,
+                                    k.dump_format() == "crash" ? " (leakref reads VMCOREINFO "
+                                                                 "only standalone)"
+                                                               : ""));
     return n;
   };
   LR_ASSIGN(uint64_t va_bits, number("VA_BITS", 10));
@@ -199,10 +200,18 @@ Result<MemoryBases> arm64_memory_bases(KernelTarget& k) {
   MemoryBases b;
   b.page_offset = (uint64_t{0} - (uint64_t{1} << va_bits)) - phys_offset;
   b.vmemmap = vmemmap_start - (phys_offset / 4096) * page.size;
+  b.min_pfn = phys_offset / 4096;
   return b;
 }
 
 }  // namespace
+
+Result<uint64_t> image_voffset(KernelTarget& k) {
+  if (k.aarch64()) return read_uint_var(k, "kimage_voffset");
+  constexpr uint64_t kStartKernelMap = 0xffffffff80000000ull;  // x86-64's image base
+  LR_ASSIGN(uint64_t phys_base, read_uint_var(k, "phys_base"));
+  return kStartKernelMap - phys_base;
+}
 
 // With CONFIG_RANDOMIZE_MEMORY (every distribution's kernel) both bases are
 // variables; without it they are the fixed addresses of the paging mode,

@@ -18,10 +18,8 @@ namespace lr {
 namespace {
 
 constexpr uint64_t kPage = 4096;
-// x86-64: the kernel image's virtual base (the direct map of its physical
-// pages is found from it and phys_base), and THREAD_SIZE for stacks that
-// are not vmalloc areas (a vmalloc'd stack's size is its area's).
-constexpr uint64_t kStartKernelMap = 0xffffffff80000000ull;
+// THREAD_SIZE (x86-64's, and arm64's with 4 KiB pages) for stacks that are
+// not vmalloc areas (a vmalloc'd stack's size is its area's).
 constexpr uint64_t kThreadSize = 16384;
 constexpr uint64_t kMaxAreas = 1u << 22;
 constexpr size_t kMaxWarnings = 200;
@@ -39,7 +37,7 @@ struct KRefIndex::Parts {
   KernelTarget& k;
   const KernelLimits& lim;
   KRefIndex& ix;
-  uint64_t page_offset = 0, vmemmap = 0, max_pfn = 0;
+  uint64_t page_offset = 0, vmemmap = 0, max_pfn = 0, min_pfn = 0;
   // Pages scanned otherwise or not at all (vmalloc's, stacks, per-CPU
   // units, the kernel image): a list, sorted before the page pass, so a
   // corrupt max_pfn costs no memory.
@@ -81,15 +79,10 @@ struct KRefIndex::Parts {
 };
 
 Result<void> KRefIndex::Parts::bases() {
-  // The roots (the kernel image's direct map, task stacks and their saved
-  // registers) are laid out for x86-64 here; arm64's would be scanned wrong.
-  if (k.aarch64())
-    return make_error(Errc::kUnsupported,
-                      "the reference scan (leaks, refs, --reconcile) reads x86_64 kernels only; "
-                      "this dump is of an arm64 kernel");
   LR_ASSIGN(kint::MemoryBases mb, kint::memory_bases(k));
   page_offset = mb.page_offset;
   vmemmap = mb.vmemmap;
+  min_pfn = mb.min_pfn;
   LR_ASSIGN(max_pfn, kint::read_uint_var(k, "max_pfn"));
   if (max_pfn > (1ull << 36))
     return make_error(Errc::kBadFormat,
@@ -253,7 +246,7 @@ Result<void> KRefIndex::Parts::tasks() {
   LR_ASSIGN(kint::Layout T, kint::Layout::of(k, "task"));
   LR_ASSIGN(uint64_t o_tasks, T.off("tasks"));
   LR_ASSIGN(uint64_t o_stack, T.off("stack"));
-  LR_ASSIGN(uint64_t o_sp, T.off("thread.sp"));
+  LR_ASSIGN(auto saved_sp, T.expr(k, "saved_sp"));
   LR_ASSIGN(IntField f_pid, T.field("pid"));
   LR_ASSIGN(auto f_comm, T.bytes("comm"));
   auto f_on_cpu = T.field("on_cpu");
@@ -286,7 +279,7 @@ Result<void> KRefIndex::Parts::tasks() {
     } else {
       skip_direct(r.base, r.base + size);
     }
-    const uint64_t sp = kint::ptr_at(tb.data(), o_sp);
+    const uint64_t sp = static_cast<uint64_t>(saved_sp->eval(k.mem(), tb.data(), t).i);
     const bool running = f_on_cpu.ok() && f_on_cpu.value().load(tb.data()) != 0;
     r.sp = r.base;
     if (!running && sp - r.base < size) r.sp = sp & ~uint64_t{7};
@@ -368,10 +361,10 @@ Result<void> KRefIndex::Parts::kernel_data() {
       {"_sdata", "_edata", ".data"},
       {"__start_ro_after_init", "__end_ro_after_init", ".data..ro_after_init"},
       {"__bss_start", "__bss_stop", ".bss"}};
-  LR_ASSIGN(uint64_t phys_base, kint::read_uint_var(k, "phys_base"));
-  // __pa_symbol: a runtime image address less the image's virtual base,
-  // plus where the image was loaded.
-  auto direct = [&](uint64_t v) { return v - kStartKernelMap + phys_base + page_offset; };
+  // __pa_symbol: a runtime image address less the image's offset from
+  // where it was loaded.
+  LR_ASSIGN(uint64_t voffset, kint::image_voffset(k));
+  auto direct = [&](uint64_t v) { return v - voffset + page_offset; };
   LR_ASSIGN(kint::Layout P, kint::Layout::of(k, "page"));
   LR_ASSIGN(auto reserved, P.expr(k, "reserved"));
   std::vector<uint8_t> pb(P.size);
@@ -427,7 +420,7 @@ Result<void> KRefIndex::Parts::pages() {
       roots.push_back({page_offset + run * kPage, page_offset + pfn * kPage, tag});
     run = UINT64_MAX;
   };
-  for (uint64_t pfn = 0; pfn < max_pfn; pfn += per) {
+  for (uint64_t pfn = min_pfn - min_pfn % per; pfn < max_pfn; pfn += per) {
     if (kint::interrupted(lim)) return make_error(Errc::kInterrupted, "interrupted");
     const uint64_t at = vmemmap + pfn * ps, n = std::min(per, max_pfn - pfn);
     ix.stats_.pages += n;
@@ -488,7 +481,8 @@ void KRefIndex::Parts::registers() {
     r.cpu = static_cast<int>(c);
     const uint32_t tag = root(std::move(r));
     ++ix.stats_.cpu_registers;
-    for (uint32_t i = 0; i < 27; ++i) values.push_back({core->threads()[c].regs[i], tag, i});
+    const uint32_t n = static_cast<uint32_t>(core->threads()[c].nregs());
+    for (uint32_t i = 0; i < n; ++i) values.push_back({core->threads()[c].regs[i], tag, i});
   }
 }
 

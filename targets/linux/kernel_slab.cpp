@@ -309,7 +309,7 @@ class Scanner {
   std::vector<CacheState> caches_;
   std::unordered_map<uint64_t, size_t> by_addr_;  // kmem_cache -> index in caches_
   std::unordered_map<uint64_t, SlabPlace> places_;
-  uint64_t page_offset_ = 0, vmemmap_ = 0, max_pfn_ = 0;
+  uint64_t page_offset_ = 0, vmemmap_ = 0, max_pfn_ = 0, min_pfn_ = 0;
   const uint8_t* sm_ = nullptr;  // the slab being decoded (slab_memory)
   uint64_t sm_base_ = 0, sm_size_ = 0;
   std::vector<uint8_t> sm_copy_;
@@ -690,6 +690,7 @@ Result<void> Scanner::read_bases() {
   LR_ASSIGN(kint::MemoryBases mb, kint::memory_bases(k_));
   vmemmap_ = mb.vmemmap;
   page_offset_ = mb.page_offset;
+  min_pfn_ = mb.min_pfn;
   LR_ASSIGN(max_pfn_, read_uint_var(k_, "max_pfn"));
   const uint64_t ps = L_.page.size;
   if (ps == 0 || kPage % ps || max_pfn_ > (1ull << 40))
@@ -774,7 +775,8 @@ Result<void> Scanner::scan_pages() {
   const uint64_t per = kPage / ps;
   std::vector<uint8_t> buf(kPage);
   uint64_t hole = 0;  // unreadable struct pages in a row
-  for (uint64_t pfn = 0; pfn < max_pfn; pfn += per) {
+  // Frames below the first RAM has (arm64's PHYS_OFFSET) have no struct page.
+  for (uint64_t pfn = min_pfn_ - min_pfn_ % per; pfn < max_pfn; pfn += per) {
     if (kint::interrupted(lim_)) return make_error(Errc::kInterrupted, "interrupted");
     const uint64_t at = vmemmap + pfn * ps;
     const uint64_t n = std::min(per, max_pfn - pfn);
@@ -830,9 +832,11 @@ Result<void> Scanner::run() {
     LR_TRY(scan_pages());
   if (rep_.scanned && rep_.slab_pages == 0 && !caches_.empty())
     return make_error(Errc::kBadFormat,
-                      "no struct page is a slab head, yet slab_caches lists caches: this "
-                      "kernel marks slab pages in a way linux-kernel.toml's page.slab_head "
-                      "does not describe");
+                      fmt::format("no struct page is a slab head, yet slab_caches lists caches: "
+                                  "either the struct pages are not at {:#x} (the vmemmap base "
+                                  "this dump gives) or this kernel marks slab pages in a way "
+                                  "linux-kernel.toml's page.slab_head does not describe",
+                                  vmemmap_));
   for (auto& c : caches_) {
     if (!c.selected) continue;
     const KSlabCache& i = c.info;

@@ -162,7 +162,7 @@ uint16_t elf_machine(const uint8_t* h) {
 const char* kdump_arch(uint16_t machine, const std::string& vmcoreinfo) {
   if (machine) return machine == EM_AARCH64 ? KDUMP_ARCH_AARCH64 : KDUMP_ARCH_X86_64;
   return vmcoreinfo_value(vmcoreinfo, "NUMBER(kimage_voffset)").empty() ? KDUMP_ARCH_X86_64
-                                                                         : KDUMP_ARCH_AARCH64;
+                                                                        : KDUMP_ARCH_AARCH64;
 }
 
 }  // namespace
@@ -170,8 +170,7 @@ const char* kdump_arch(uint16_t machine, const std::string& vmcoreinfo) {
 // A kdump-compressed file (checked first: libkdumpfile crashes on some bad
 // headers) or a physical-only ELF dump (`machine` its e_machine), read
 // through libkdumpfile, which takes `fd`. Returns the VMCOREINFO text.
-Result<std::string> KernelTarget::open_kdump(int fd, const std::string& vmcore,
-                                             uint16_t machine) {
+Result<std::string> KernelTarget::open_kdump(int fd, const std::string& vmcore, uint16_t machine) {
   std::string header_info;
   if (!machine) {
     auto layout = check_kdump_file(fd, vmcore);
