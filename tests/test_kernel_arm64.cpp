@@ -93,6 +93,9 @@ TEST_CASE("docs: the arm64 example runs as written", "[kernel][arm64][docs]") {
     while (!t.empty() && t.back() == '\n') t.pop_back();
     return t;
   };
-  CHECK(run_doc_section("karm64", {{"vmcore-arm64.elf", d.pelf}, {"vmlinux-6.1-arm64", d.vmlinux}},
-                        norm) == 2);
+  CHECK(run_doc_section("karm64",
+                        {{"vmcore-arm64.elf", d.pelf},
+                         {"vmlinux-6.1-arm64", d.vmlinux},
+                         {"lrkleak.ko", d.ko_leak}},
+                        norm) == 3);
 }

@@ -104,8 +104,10 @@ void check_leaks(const Dump& d, const LeakTruth& t) {
   // Index figures the issue asks for: a 768 MiB guest in at most 5 % of it.
   CHECK(j["index"]["memory_bytes"].get<uint64_t>() < (768ull << 20) / 20);
   CHECK(j["index"]["reused"] == false);
-  // QEMU's ELF dump has one NT_PRSTATUS note (the guest has one CPU).
-  CHECK(j["index"]["cpu_registers"] == 1);
+  // QEMU's ELF dump has one NT_PRSTATUS note (the guest has one CPU). The
+  // arm64 dump, physical addresses only, is read through libkdumpfile,
+  // which gives no registers: the running task's whole stack is scanned.
+  CHECK(j["index"]["cpu_registers"] == (d.kernel == "arm64" ? 0 : 1));
   // Without --cache: the fixture's objects are among every cache's leaks.
   json all = kernel_json(d, d.pelf, args(d, {"leaks", "--json"}));
   bool found = false;

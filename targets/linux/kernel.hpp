@@ -119,6 +119,7 @@ class KernelTarget {
   std::optional<std::vector<std::pair<std::string, uint64_t>>> loaded_;
   std::optional<std::unordered_map<std::string, uint64_t>> modsyms_;  // standalone fallback
   std::optional<std::vector<KModSymbol>> modsym_table_;  // by address (module_symbol_at)
+  std::vector<KModSymbol> ko_placed_;  // .ko symbols kallsyms lacks, placed by section
   Result<void> load_vmlinux(const Memory* mem, const std::string& vmlinux, uint64_t kaslr_offset);
   Result<void> check_banner(const std::string& vmcore, bool pages_missing);
   Result<std::string> open_kdump(int fd, const std::string& vmcore, uint16_t machine);

@@ -94,7 +94,10 @@ Result<uint64_t> read_uint_var(KernelTarget& k, const std::string& name);
 // VMCOREINFO's OSRELEASE, else init_uts_ns's; 0 when neither is readable.
 uint64_t release_number(KernelTarget& k);
 
-// x86-64's direct map of physical memory and its struct page array.
+// The direct map of physical memory and the struct page array, as bases
+// for frame 0: frame pfn is at page_offset + pfn * 4096, its struct page at
+// vmemmap + pfn * sizeof(struct page) (x86-64's variables or fixed
+// addresses; arm64's from VMCOREINFO).
 struct MemoryBases {
   uint64_t page_offset = 0, vmemmap = 0;
   uint64_t min_pfn = 0;  // the first frame that can be RAM (arm64: PHYS_OFFSET's)
@@ -103,6 +106,13 @@ Result<MemoryBases> memory_bases(KernelTarget& k);
 // The kernel image's virtual address less its physical one (__pa_symbol):
 // x86-64's __START_KERNEL_map less phys_base, arm64's kimage_voffset.
 Result<uint64_t> image_voffset(KernelTarget& k);
+
+// A loaded module's sections (/sys/module/M/sections): name and address.
+struct ModSection {
+  std::string name;
+  uint64_t addr = 0;
+};
+Result<std::vector<ModSection>> module_sections(KernelTarget& k, uint64_t module);
 
 uint64_t ptr_at(const uint8_t* obj, uint64_t off);
 std::string cstr_at(const uint8_t* obj, uint64_t off, size_t max);

@@ -2,7 +2,9 @@
 // from the dump (struct module's core_kallsyms: a copy of its ELF symbol
 // table with relocated values, kept for /proc/kallsyms), so module globals
 // resolve with or without the module's files; its types come from the .ko
-// given with --ko, checked against the loaded module first.
+// given with --ko, checked against the loaded module first (its symbols'
+// sizes, and its build-id note as loaded), whose loaded sections also place
+// the symbols kallsyms lacks.
 #include <elf.h>
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -15,6 +17,7 @@
 #include <algorithm>
 #include <cstring>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "kernel_internal.hpp"
 #include "targets/linux/kernel.hpp"
@@ -88,6 +91,96 @@ SizeMap ko_sizes(Elf* e) {
   }
   for (auto& [n, v] : out) std::sort(v.begin(), v.end());
   return out;
+}
+
+// The build-id note of a .ko, or of a loaded module read at `at` (its
+// .note.gnu.build-id section): hex, "" when there is none.
+std::string note_build_id(const uint8_t* p, size_t n) {
+  if (n < 16) return "";
+  uint32_t namesz, descsz, type;
+  std::memcpy(&namesz, p, 4);
+  std::memcpy(&descsz, p + 4, 4);
+  std::memcpy(&type, p + 8, 4);
+  const size_t desc = 12 + ((uint64_t{namesz} + 3) & ~uint64_t{3});
+  if (type != NT_GNU_BUILD_ID || namesz != 4 || descsz == 0 || descsz > 64 || desc + descsz > n)
+    return "";
+  return fmt::format("{:02x}", fmt::join(p + desc, p + desc + descsz, ""));
+}
+
+std::string ko_build_id(Elf* e) {
+  Elf_Data* d = section_data(e, ".note.gnu.build-id");
+  return d && d->d_buf ? note_build_id(static_cast<const uint8_t*>(d->d_buf), d->d_size) : "";
+}
+
+// The loaded module must be this file's build where both carry a build-id.
+Result<void> check_build_id(const Memory& mem, Elf* e, const std::string& ko,
+                            const std::string& name, const std::vector<kint::ModSection>& sects) {
+  const std::string file = ko_build_id(e);
+  for (const auto& s : sects) {
+    if (s.name != ".note.gnu.build-id" || file.empty()) continue;
+    uint8_t note[16 + 64] = {};
+    if (!mem.read(s.addr, note, sizeof note).ok()) return {};
+    const std::string dump = note_build_id(note, sizeof note);
+    if (!dump.empty() && dump != file)
+      return make_error(Errc::kBadFormat,
+                        fmt::format("{} does not match the loaded module {}: build-id {} in the "
+                                    "file, {} in the dump",
+                                    ko, name, file, dump));
+  }
+  return {};
+}
+
+// kallsyms' type letter for a symbol of section `sec` (lower case: the
+// module's own).
+char section_letter(const std::string& sec) {
+  for (const auto& [prefix, c] : {std::pair{".bss", 'b'}, {".data", 'd'}, {".rodata", 'r'},
+                                  {".text", 't'}})
+    if (sec.rfind(prefix, 0) == 0) return c;
+  return '?';
+}
+
+// The .ko's object and function symbols kallsyms lacks, placed at their
+// section's load address (kallsyms keeps no data symbols without
+// CONFIG_KALLSYMS_ALL); each one's type letter goes to `letters`.
+void place_ko_symbols(Elf* e, const std::vector<kint::ModSection>& sects,
+                      std::vector<Symbol>* syms, std::string* letters) {
+  std::unordered_map<std::string, uint64_t> at;
+  for (const auto& s : sects) at.emplace(s.name, s.addr);
+  std::unordered_set<std::string> known;
+  for (const Symbol& s : *syms) known.insert(s.name);
+  size_t shstrndx = 0;
+  if (elf_getshdrstrndx(e, &shstrndx) != 0) return;
+  for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(e, scn));) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB || sh.sh_entsize == 0) continue;
+    Elf_Data* d = elf_getdata(scn, nullptr);
+    for (size_t i = 0, n = d ? sh.sh_size / sh.sh_entsize : 0; i < n; ++i) {
+      GElf_Sym s;
+      if (!gelf_getsym(d, static_cast<int>(i), &s)) break;
+      const int t = GELF_ST_TYPE(s.st_info);
+      if ((t != STT_OBJECT && t != STT_FUNC) || s.st_shndx == SHN_UNDEF ||
+          s.st_shndx >= SHN_LORESERVE)
+        continue;
+      const char* nm = elf_strptr(e, sh.sh_link, s.st_name);
+      GElf_Shdr ts;
+      Elf_Scn* in = elf_getscn(e, s.st_shndx);
+      const char* sec = in && gelf_getshdr(in, &ts) ? elf_strptr(e, shstrndx, ts.sh_name) : nullptr;
+      // Init sections are freed once the module is live: their addresses
+      // may be another module's now (kallsyms drops them too).
+      if (!nm || !*nm || !sec || known.count(nm) || std::strncmp(sec, ".init", 5) == 0) continue;
+      auto loaded = at.find(sec);
+      if (loaded == at.end()) continue;
+      Symbol sym;
+      sym.addr = loaded->second + s.st_value;
+      sym.size = s.st_size;
+      sym.name = nm;
+      sym.is_func = t == STT_FUNC;
+      sym.is_object = t == STT_OBJECT;
+      known.insert(nm);
+      syms->push_back(std::move(sym));
+      letters->push_back(section_letter(sec));
+    }
+  }
 }
 
 }  // namespace
@@ -180,6 +273,7 @@ const KModSymbol* KernelTarget::module_symbol_at(uint64_t addr) {
         modsym_table_->push_back(std::move(ks));
       }
     }
+    modsym_table_->insert(modsym_table_->end(), ko_placed_.begin(), ko_placed_.end());
     std::sort(modsym_table_->begin(), modsym_table_->end(),
               [](const KModSymbol& a, const KModSymbol& b) { return a.addr < b.addr; });
   }
@@ -242,6 +336,21 @@ Result<void> KernelTarget::add_module_debuginfo(const std::string& ko) {
   if (common == 0)
     return make_error(Errc::kBadFormat,
                       fmt::format("{} shares no symbol with the loaded module {}", ko, name));
+  // The loaded sections: the build-id the kernel loaded must be the file's,
+  // and they place what kallsyms does not name.
+  if (auto sects = kint::module_sections(*this, it->second); sects.ok()) {
+    LR_TRY(check_build_id(mem(), f.elf, ko, name, sects.value()));
+    const size_t from = syms.size();
+    std::string letters;
+    place_ko_symbols(f.elf, sects.value(), &syms, &letters);
+    for (size_t i = from; i < syms.size(); ++i)
+      ko_placed_.push_back({syms[i].addr, syms[i].size, syms[i].name, name, letters[i - from]});
+    modsym_table_.reset();  // module_symbol_at names them too
+  } else {
+    warnings_.push_back(fmt::format("{}: its loaded sections are not readable ({}); the file is "
+                                    "matched by its symbols' sizes only",
+                                    ko, sects.error().message));
+  }
   Module* m = prog_->modules().add_debug(name, ko, "module file");
   uint64_t lo = UINT64_MAX, hi = 0;
   for (const Symbol& s : syms) lo = std::min(lo, s.addr), hi = std::max(hi, s.addr + s.size);

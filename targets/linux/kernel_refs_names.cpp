@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <optional>
 
 #include "targets/linux/kernel_internal.hpp"
@@ -36,15 +38,18 @@ struct KRefNamer::Impl {
   const KRefIndex& ix;
   std::vector<std::optional<const Type*>> types;  // per cache, on first use
   uint64_t stext = 0, etext = 0;
+  uint64_t pac_mask = 0;  // arm64: the bits a pointer-authentication code takes
 
   Impl(KernelTarget& kt, const KRefIndex& x) : k(kt), ix(x) {
     if (auto a = k.symbol("_stext"); a.ok()) stext = a.value();
     if (auto a = k.symbol("_etext"); a.ok()) etext = a.value();
+    const std::string m = k.vmcoreinfo("NUMBER(KERNELPACMASK)");
+    if (k.aarch64() && !m.empty()) pac_mask = std::strtoull(m.c_str(), nullptr, 16);
   }
   const KModSymbol* mod_sym(uint64_t a) { return k.module_symbol_at(a); }
   std::string kernel_sym(uint64_t a, const char* section);
   std::string module_sym(uint64_t a, const std::string& module);
-  bool is_return_address(uint64_t w);
+  uint64_t return_address(uint64_t w);
   std::string frame(const KRoot& r, uint64_t at);
   std::string root(const KRoot& r, uint64_t at);
   std::string sym(uint64_t a);
@@ -107,18 +112,25 @@ std::string KRefNamer::Impl::module_sym(uint64_t a, const std::string& module) {
   return fmt::format("{} (module {}, {})", at, s->module, section_of(s->type));
 }
 
-// A kernel text address right after a call instruction: a return address.
-bool KRefNamer::Impl::is_return_address(uint64_t w) {
+// A kernel text address right after a call instruction: the return
+// address (arm64's with its pointer-authentication code stripped), else 0.
+uint64_t KRefNamer::Impl::return_address(uint64_t w) {
+  if (pac_mask && (w >> 55 & 1)) w |= pac_mask;
   const bool text = (w >= stext && w < etext) || [&] {
     const KModSymbol* s = mod_sym(w);
     return s && (s->type | 0x20) == 't';
   }();
-  if (!text) return false;
+  if (!text) return 0;
   uint8_t b[8];
-  if (!k.mem().read(w - 8, b, 8).ok()) return false;
+  if (!k.mem().read(w - 8, b, 8).ok()) return 0;
+  if (k.aarch64()) {  // bl imm26, or blr Xn
+    uint32_t insn;
+    std::memcpy(&insn, b + 4, 4);
+    return (insn & 0xfc000000) == 0x94000000 || (insn & 0xfffffc1f) == 0xd63f0000 ? w : 0;
+  }
   // call rel32 (e8), or call r/m64 (ff /2) of 2, 3, 6 or 7 bytes.
   auto ff2 = [&](int len) { return b[8 - len] == 0xff && ((b[9 - len] >> 3) & 7) == 2; };
-  return b[3] == 0xe8 || ff2(2) || ff2(3) || ff2(6) || ff2(7);
+  return b[3] == 0xe8 || ff2(2) || ff2(3) || ff2(6) || ff2(7) ? w : 0;
 }
 
 // The function whose frame holds stack word `at`: the one the nearest
@@ -128,7 +140,7 @@ std::string KRefNamer::Impl::frame(const KRoot& r, uint64_t at) {
   for (uint64_t a = at, n = 0; a >= r.sp + 8 && n < kMaxFrameWords; a -= 8, ++n) {
     uint64_t w = 0;
     if (!k.mem().read(a - 8, &w, 8).ok()) break;
-    if (!is_return_address(w)) continue;
+    if (!(w = return_address(w))) continue;
     SymbolHit h = k.prog().modules().symbolize(w);
     if (h.sym) return h.sym->name;
     if (const KModSymbol* s = mod_sym(w)) return s->name;

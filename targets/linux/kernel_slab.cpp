@@ -833,10 +833,10 @@ Result<void> Scanner::run() {
   if (rep_.scanned && rep_.slab_pages == 0 && !caches_.empty())
     return make_error(Errc::kBadFormat,
                       fmt::format("no struct page is a slab head, yet slab_caches lists caches: "
-                                  "either the struct pages are not at {:#x} (the vmemmap base "
-                                  "this dump gives) or this kernel marks slab pages in a way "
-                                  "linux-kernel.toml's page.slab_head does not describe",
-                                  vmemmap_));
+                                  "either the struct pages are not at {:#x} (where this dump "
+                                  "puts the first frame's) or this kernel marks slab pages in a "
+                                  "way linux-kernel.toml's page.slab_head does not describe",
+                                  vmemmap_ + min_pfn_ * L_.page.size));
   for (auto& c : caches_) {
     if (!c.selected) continue;
     const KSlabCache& i = c.info;
