@@ -478,9 +478,8 @@ void lrlocks_standalone(const Dump& d) {
   CHECK(r.status == 3);
   // Debian's arm64 kernel keeps no data symbols in kallsyms (no
   // CONFIG_KALLSYMS_ALL): there the build-id the kernel loaded tells.
-  const std::string differs = d.kernel == "arm64"
-                                  ? "build-id "
-                                  : "afs_vhashT is 136 bytes in the file and 128 in the dump";
+  const std::string differs =
+      d.kernel == "arm64" ? "build-id " : "afs_vhashT is 136 bytes in the file and 128 in the dump";
   CHECK(r.err.find("does not match the loaded module lrlocks: " + differs) != std::string::npos);
   // The same source a line longer: every size as loaded, another build-id.
   src = read_file(std::string(LR_SOURCE_DIR) + "/fixtures/kernel/lrlocks.c");

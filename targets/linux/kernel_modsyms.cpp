@@ -133,8 +133,8 @@ Result<void> check_build_id(const Memory& mem, Elf* e, const std::string& ko,
 // kallsyms' type letter for a symbol of section `sec` (lower case: the
 // module's own).
 char section_letter(const std::string& sec) {
-  for (const auto& [prefix, c] : {std::pair{".bss", 'b'}, {".data", 'd'}, {".rodata", 'r'},
-                                  {".text", 't'}})
+  for (const auto& [prefix, c] :
+       {std::pair{".bss", 'b'}, {".data", 'd'}, {".rodata", 'r'}, {".text", 't'}})
     if (sec.rfind(prefix, 0) == 0) return c;
   return '?';
 }
@@ -142,8 +142,8 @@ char section_letter(const std::string& sec) {
 // The .ko's object and function symbols kallsyms lacks, placed at their
 // section's load address (kallsyms keeps no data symbols without
 // CONFIG_KALLSYMS_ALL); each one's type letter goes to `letters`.
-void place_ko_symbols(Elf* e, const std::vector<kint::ModSection>& sects,
-                      std::vector<Symbol>* syms, std::string* letters) {
+void place_ko_symbols(Elf* e, const std::vector<kint::ModSection>& sects, std::vector<Symbol>* syms,
+                      std::string* letters) {
   std::unordered_map<std::string, uint64_t> at;
   for (const auto& s : sects) at.emplace(s.name, s.addr);
   std::unordered_set<std::string> known;
@@ -347,9 +347,10 @@ Result<void> KernelTarget::add_module_debuginfo(const std::string& ko) {
       ko_placed_.push_back({syms[i].addr, syms[i].size, syms[i].name, name, letters[i - from]});
     modsym_table_.reset();  // module_symbol_at names them too
   } else {
-    warnings_.push_back(fmt::format("{}: its loaded sections are not readable ({}); the file is "
-                                    "matched by its symbols' sizes only",
-                                    ko, sects.error().message));
+    warnings_.push_back(
+        fmt::format("{}: its loaded sections are not readable ({}); the file is "
+                    "matched by its symbols' sizes only",
+                    ko, sects.error().message));
   }
   Module* m = prog_->modules().add_debug(name, ko, "module file");
   uint64_t lo = UINT64_MAX, hi = 0;
