@@ -64,7 +64,9 @@ TEST_CASE("kernel on arm64: QEMU's -z dump and a VMCOREINFO without the vmemmap 
     const uint64_t at = file_offset_of(copy, key);
     REQUIRE(at > 0);
     patch_file(copy, at, "NUMBER(VMEMMAP_XTART)=0x");
-    CHECK(kernel_json(d, copy, {"modules", "--json"})["modules"].size() == guest(d).modules.size());
+    const size_t mods = guest(d).modules.size();
+    REQUIRE(mods >= 4);  // the guest's manifest was read: the sizes compared are not both 0
+    CHECK(kernel_json(d, copy, {"modules", "--json"})["modules"].size() == mods);
     RunResult s = leakref({"kernel", "--vmcore", copy, "--vmlinux", d.vmlinux, "slab"}, 300);
     CHECK(s.status == 4);
     CHECK(s.out.empty());
