@@ -1,5 +1,6 @@
-// Catch2 runner. Ends with a plain closing line "tests: N passed, N failed,
-// N skipped" (test cases) that CI and humans read.
+// Catch2 runner. Ends with the failed test cases' names and a plain closing
+// line "tests: N passed, N failed, N skipped" (test cases) that CI and
+// humans read.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
@@ -107,6 +108,9 @@ int main(int argc, char** argv) {
   if (slow.size() > 12) slow.resize(12);
   if (!slow.empty()) std::printf("slowest test cases:\n");
   for (const auto& [secs, name] : slow) std::printf("  %7.1f s  %s\n", secs, name.c_str());
+  // Named again at the very end: CI keeps only the tail of the output.
+  if (!g_failed.empty()) std::printf("failed test cases:\n");
+  for (const auto& name : g_failed) std::printf("  %s\n", name.c_str());
   const size_t skipped_cases = std::min(g_totals.testCases.passed, skipped_passed);
   const size_t failed = g_totals.testCases.failed + (under_ci ? unallowed_passed : 0);
   std::printf("tests: %zu passed, %zu failed, %d skipped\n",
