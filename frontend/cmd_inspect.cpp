@@ -151,7 +151,7 @@ static int cmd_show(const Common& c, const std::string& addr_s, const std::strin
   auto prog_r = open_program(c);
   if (!prog_r.ok()) return fail(prog_r.error());
   lr::Program& prog = *prog_r.value();
-  auto target = prog.resolve(addr_s);
+  auto target = prog.resolve_place(addr_s);
   if (!target.ok()) return fail(target.error());
   const lr::Type* t = target.value().type;
   if (!type_s.empty()) {

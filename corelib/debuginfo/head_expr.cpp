@@ -3,6 +3,7 @@
 //   SYMBOL  SYMBOL@module  ADDR  &SYMBOL  *SYMBOL  SYMBOL[3]  a.b  a->b
 //   a.b through a pointer (as gdb and drgn allow)  *(struct T *)ADDR
 //   (struct T *)ADDR  X+0x10 / X-0x10 (bytes; the type is then unknown)
+//   VAR:CPU (a kernel's per-CPU variable on that CPU, as crash writes it)
 // A pointer value (&x, a cast, a plain address) names what it points to.
 // "*X+N" is refused as ambiguous: C reads (*X)+N, the old syntax *(X+N).
 #include <fmt/format.h>
@@ -31,8 +32,15 @@ class HeadParser {
     Program::SymbolFallback fn = nullptr;
     void* ctx = nullptr;
   };
-  HeadParser(TypeRegistry& types, const Memory& mem, const std::string& text, Fallback fb)
-      : types_(types), mem_(mem), s_(text), fb_(fb) {}
+  struct PerCpu {
+    Program::PerCpu fn = nullptr;
+    void* ctx = nullptr;
+  };
+  HeadParser(TypeRegistry& types, const Memory& mem, const std::string& text, Fallback fb,
+             PerCpu pc)
+      : types_(types), mem_(mem), s_(text), fb_(fb), pc_(pc) {}
+  // A per-CPU variable was named without a CPU somewhere in the text.
+  bool per_cpu_seen() const { return per_cpu_seen_; }
 
   Result<Val> parse() {
     LR_ASSIGN(Val v, additive());
@@ -46,6 +54,8 @@ class HeadParser {
   const Memory& mem_;
   const std::string& s_;
   Fallback fb_;
+  PerCpu pc_;
+  bool per_cpu_seen_ = false;
   size_t i_ = 0;
   int depth_ = 0;
 
@@ -233,7 +243,12 @@ class HeadParser {
       LR_ASSIGN(uint64_t a, number());
       return Val{a, nullptr, "", nullptr};
     }
-    // NAME, NAME@module; a GCC local static's ".N" suffix is part of it.
+    return symbol();
+  }
+
+  // NAME, NAME@module; a GCC local static's ".N" suffix is part of it. Then
+  // ":CPU" for a kernel's per-CPU variable.
+  Result<Val> symbol() {
     size_t j = i_;
     auto ident = [&](char c) {
       return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$';
@@ -251,26 +266,51 @@ class HeadParser {
     if (j == i_) return bad("expected a symbol, an address, '*', '&' or '('");
     std::string name = s_.substr(i_, j - i_);
     i_ = j;
+    LR_ASSIGN(int64_t cpu, cpu_suffix());
     auto found = types_.find_variable(name);
     uint64_t host_addr = 0;
+    Val v;
     if (!found.ok() && found.error().code == Errc::kNotFound && fb_.fn &&
         fb_.fn(fb_.ctx, name.c_str(), &host_addr))
-      return Val{host_addr, nullptr, name, nullptr};  // known to the host only: no type
-    if (!found.ok()) return std::move(found).error();
-    return Val{found->addr, found->type, found->name.empty() ? name : found->name, found->module};
+      v = Val{host_addr, nullptr, name, nullptr};  // known to the host only: no type
+    else if (!found.ok())
+      return std::move(found).error();
+    else
+      v = Val{found->addr, found->type, found->name.empty() ? name : found->name, found->module};
+    if (!pc_.fn && cpu >= 0)
+      return bad(fmt::format("{} takes no CPU: only a kernel's per-CPU variables do", name));
+    if (!pc_.fn) return v;
+    bool is_per_cpu = false;
+    auto at = pc_.fn(pc_.ctx, v.addr, cpu, &is_per_cpu);
+    if (!at.ok()) return bad(fmt::format("{}: {}", name, at.error().message));
+    v.addr = at.value();
+    per_cpu_seen_ = per_cpu_seen_ || (cpu < 0 && is_per_cpu);
+    return v;
+  }
+
+  // ":N" right after a symbol (not "::"): the CPU; -1 when none is written.
+  Result<int64_t> cpu_suffix() {
+    if (i_ + 1 >= s_.size() || s_[i_] != ':' ||
+        !std::isdigit(static_cast<unsigned char>(s_[i_ + 1])))
+      return int64_t{-1};
+    ++i_;
+    LR_ASSIGN(uint64_t cpu, number());
+    if (cpu > (1u << 20)) return bad(fmt::format("CPU {} is past any machine's", cpu));
+    return static_cast<int64_t>(cpu);
   }
 };
 
 }  // namespace
 
 Result<Variable> Program::resolve(const std::string& raw) const {
-  HeadParser p(*types_, *mem_, raw, {fallback_, fallback_ctx_});
+  HeadParser p(*types_, *mem_, raw, {fallback_, fallback_ctx_}, {per_cpu_, per_cpu_ctx_});
   LR_ASSIGN(Val v, p.parse());
   Variable out;
   out.name = v.name;
   out.addr = v.addr;
   out.type = v.type;
   out.module = v.module;
+  out.per_cpu = p.per_cpu_seen();
   return out;
 }
 

@@ -105,8 +105,17 @@ std::vector<std::string> Program::warnings() const {
   return w;
 }
 
-Result<uint64_t> Program::resolve_address(const std::string& spec) const {
+Result<Variable> Program::resolve_place(const std::string& spec) const {
   LR_ASSIGN(Variable v, resolve(spec));
+  if (v.per_cpu)
+    return make_error(
+        Errc::kInvalidArgument,
+        fmt::format("'{}': {} is a per-CPU variable: name a CPU, as {}:0", spec, v.name, v.name));
+  return v;
+}
+
+Result<uint64_t> Program::resolve_address(const std::string& spec) const {
+  LR_ASSIGN(Variable v, resolve_place(spec));
   return v.addr;
 }
 

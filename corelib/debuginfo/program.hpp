@@ -41,6 +41,16 @@ class Program {
     fallback_ = fn;
     fallback_ctx_ = ctx;
   }
+  // The host's per-CPU variables (a kernel's): resolve() hands it each
+  // symbol's address with the CPU written after it ("runqueues:1"; -1 for
+  // none). With a CPU it returns that CPU's instance or refuses a variable
+  // that is not per-CPU; without, it returns `addr` and says in *is_per_cpu
+  // whether the variable is one. Without a host, a CPU is refused.
+  using PerCpu = Result<uint64_t> (*)(void* ctx, uint64_t addr, int64_t cpu, bool* is_per_cpu);
+  void set_per_cpu(PerCpu fn, void* ctx) {
+    per_cpu_ = fn;
+    per_cpu_ctx_ = ctx;
+  }
   // Which pages were resident when the core was taken, when the capture
   // saved that beside it (residency.hpp); null otherwise. Heap walks of this
   // program count resident bytes with it.
@@ -52,12 +62,17 @@ class Program {
   // Parses a place as gdb/crash/drgn users write it (head_expr.cpp): "0x1234",
   // "SYMBOL", "SYMBOL@module", "&SYMBOL", "*SYMBOL" (what the pointer at the
   // symbol points to), "SYMBOL[3]", "a.b", "a->b", "*(struct T *)ADDR",
-  // "X+0x10". kNotFound names the symbol; kInvalidArgument a bad expression.
+  // "X+0x10", "VAR:CPU" (a kernel's per-CPU variable on that CPU, as crash
+  // writes it). kNotFound names the symbol; kInvalidArgument a bad
+  // expression. A place to read from (resolve_place's rules).
   Result<uint64_t> resolve_address(const std::string& spec) const;
   // The same, with the DWARF type of what the address holds when known (a
   // symbol's type, a member's, the pointee for "*SYMBOL", a cast's); null for
   // plain addresses and "+offset" forms.
   Result<Variable> resolve(const std::string& spec) const;
+  // resolve() for a place to read from: a per-CPU variable named without a
+  // CPU is refused (its link value holds no CPU's instance).
+  Result<Variable> resolve_place(const std::string& spec) const;
 
  private:
   Program() = default;
@@ -69,6 +84,8 @@ class Program {
   std::unique_ptr<TypeRegistry> types_;
   SymbolFallback fallback_ = nullptr;
   void* fallback_ctx_ = nullptr;
+  PerCpu per_cpu_ = nullptr;
+  void* per_cpu_ctx_ = nullptr;
   std::unique_ptr<Residency> residency_;
 };
 

@@ -137,7 +137,7 @@ class Runner {
     auto ok = check_walk(prog_, ws);
     if (ok.ok()) return {};
     // A top-level head that does not resolve is a head error, as in walk_one.
-    bool head_err = !s.parent && !s.found && !prog_.resolve(d.head).ok();
+    bool head_err = !s.parent && !s.found && !prog_.resolve_place(d.head).ok();
     return fail(ok.error().code, d, (head_err ? "head: " : "") + ok.error().message);
   }
   // Warnings come from the core (every parent may add some): bounded.
@@ -323,7 +323,7 @@ class Runner {
 
   // The walk's head for one parent object (or the set's symbol).
   Result<Variable> head_for(const CompiledSet& s, uint64_t parent, const uint8_t* pbytes) {
-    if (!s.parent) return s.found ? Result<Variable>(*s.found) : prog_.resolve(s.decl->head);
+    if (!s.parent) return s.found ? Result<Variable>(*s.found) : prog_.resolve_place(s.decl->head);
     Variable v;
     v.name = fmt::format("{:#x}->{}", parent, s.decl->head);
     LR_ASSIGN(v.addr, field_address(prog_.mem(), pbytes, parent, s.head_field));

@@ -278,7 +278,7 @@ Result<Variable> walk_head(Program& prog, const WalkSpec& spec, WalkReport* rep)
   if (spec.head_var) {
     hv = *spec.head_var;
   } else {
-    LR_ASSIGN(hv, prog.resolve(spec.head));
+    LR_ASSIGN(hv, prog.resolve_place(spec.head));
   }
   // A symbol whose type nobody knows: a pointer to the first object, the
   // object itself, one list head or an array of them are all plausible, and

@@ -175,7 +175,7 @@ Result<WalkResult> walk_xarray_head(Program& prog, const Variable& head, const W
 }
 
 Result<uint64_t> count_from_target(const Program& prog, const std::string& what) {
-  LR_ASSIGN(Variable v, prog.resolve(what));
+  LR_ASSIGN(Variable v, prog.resolve_place(what));
   const Type* t = v.type ? v.type->strip() : nullptr;
   if (!t || !(t->kind == TypeKind::kInt || t->kind == TypeKind::kEnum) || t->size > 8 || !t->size)
     return make_error(Errc::kInvalidArgument,

@@ -116,6 +116,13 @@ class KernelTarget {
   Result<std::vector<Symbol>> module_kallsyms(const std::string& name, uint64_t module,
                                               std::string* types = nullptr);
   static bool module_symbol_fallback(void* self, const char* spec, uint64_t* addr);
+  // Program::PerCpu for this kernel ("runqueues:1").
+  static Result<uint64_t> per_cpu_hook(void* self, uint64_t addr, int64_t cpu, bool* is_per_cpu);
+  // The static per-CPU variables' symbols, [first, second); {0, 0} when the
+  // vmlinux has no such section. Busy while being looked up (the lookup
+  // resolves names through the same hook).
+  std::optional<std::pair<uint64_t, uint64_t>> pcpu_range_;
+  bool pcpu_busy_ = false;
   std::optional<std::vector<std::pair<std::string, uint64_t>>> loaded_;
   std::optional<std::unordered_map<std::string, uint64_t>> modsyms_;  // standalone fallback
   std::optional<std::vector<KModSymbol>> modsym_table_;  // by address (module_symbol_at)

@@ -213,6 +213,46 @@ Result<uint64_t> image_voffset(KernelTarget& k) {
   return kStartKernelMap - phys_base;
 }
 
+Result<std::pair<uint64_t, uint64_t>> per_cpu_section(KernelTarget& k) {
+  LR_ASSIGN(uint64_t end, ksymbol(k, "per_cpu_end"));
+  // x86-64 (SMP) links the section at 0 (vmlinux.lds.S's PERCPU_VADDR): its
+  // end is a small value, and its start, of value 0, is in no symbol table
+  // of ours (crash knows it, unbiased): KASLR's bias is where it starts here.
+  if (!k.aarch64() && end >= k.kaslr_offset() && end - k.kaslr_offset() < (1ull << 31))
+    return std::pair{k.kaslr_offset(), end};
+  LR_ASSIGN(uint64_t start, ksymbol(k, "per_cpu_start"));
+  return std::pair{start, end};
+}
+
+Result<PerCpu> per_cpu(KernelTarget& k) {
+  PerCpu pc;
+  LR_ASSIGN(auto sec, per_cpu_section(k));
+  pc.start = sec.first;
+  pc.end = sec.second;
+  LR_ASSIGN(pc.offsets, ksymbol(k, "per_cpu_offset"));
+  LR_ASSIGN(pc.ncpu, read_uint_var(k, "nr_cpu_ids"));
+  if (pc.end < pc.start || pc.end - pc.start > (1u << 30) || pc.ncpu == 0 || pc.ncpu > 8192)
+    return make_error(Errc::kBadFormat,
+                      fmt::format("per-CPU section {:#x}-{:#x} and nr_cpu_ids {}: not a "
+                                  "kernel's (corrupt?)",
+                                  pc.start, pc.end, pc.ncpu));
+  // Zero-based (x86-64): the section's symbols carry KASLR's bias here, not
+  // in the kernel.
+  if (pc.start == k.kaslr_offset()) pc.link_delta = k.kaslr_offset();
+  return pc;
+}
+
+Result<uint64_t> per_cpu_var(KernelTarget& k, const PerCpu& pc, uint64_t sym, uint64_t cpu) {
+  if (!pc.holds(sym))
+    return make_error(Errc::kInvalidArgument, fmt::format("{:#x} is not a per-CPU variable", sym));
+  if (cpu >= pc.ncpu)
+    return make_error(Errc::kInvalidArgument,
+                      fmt::format("CPU {}: this kernel has {} (nr_cpu_ids)", cpu, pc.ncpu));
+  uint64_t off = 0;
+  LR_TRY(k.mem().read(pc.offsets + cpu * 8, &off, 8));
+  return sym - pc.link_delta + off;
+}
+
 // With CONFIG_RANDOMIZE_MEMORY (every distribution's kernel) both bases are
 // variables; without it they are the fixed addresses of the paging mode,
 // which VMCOREINFO's pgtable_l5_enabled gives (Documentation/arch/x86/

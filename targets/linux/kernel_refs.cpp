@@ -521,8 +521,7 @@ void KRefIndex::Parts::rcu_chain(uint64_t head, uint64_t o_next, const char* wha
 // arrays of pointers are kernel pages, so the objects they list are
 // reachable and scanned (never reported as leaks).
 Result<void> KRefIndex::Parts::rcu_pending() {
-  LR_ASSIGN(uint64_t ncpu, kint::read_uint_var(k, "nr_cpu_ids"));
-  LR_ASSIGN(uint64_t offs, kint::ksymbol(k, "per_cpu_offset"));
+  LR_ASSIGN(kint::PerCpu pc, kint::per_cpu(k));
   LR_ASSIGN(uint64_t rd, kint::ksymbol(k, "rcu_data"));
   LR_ASSIGN(kint::Layout R, kint::Layout::of(k, "rcu_data"));
   LR_ASSIGN(uint64_t o_head, R.off("cblist.head"));
@@ -532,14 +531,12 @@ Result<void> KRefIndex::Parts::rcu_pending() {
   auto krc = kint::ksymbol(k, "krc");
   auto K = kint::Layout::of(k, "kfree_rcu_cpu");
   auto W = kint::Layout::of(k, "kfree_rcu_cpu_work");
-  for (uint64_t c = 0; c < std::min<uint64_t>(ncpu, 8192); ++c) {
-    uint64_t off = 0, head = 0;
-    LR_TRY(k.mem().read(offs + c * 8, &off, 8));
-    // A per-CPU variable's vmlinux value is its offset: without KASLR's.
-    const uint64_t a = rd - k.kaslr_offset() + off;
+  for (uint64_t c = 0; c < pc.ncpu; ++c) {
+    uint64_t head = 0;
+    LR_ASSIGN(uint64_t a, kint::per_cpu_var(k, pc, rd, c));
     if (k.mem().read(a + o_head, &head, 8).ok()) rcu_chain(head, o_next, "rcu_data.cblist");
     if (!krc.ok() || !K.ok() || !W.ok()) continue;
-    const uint64_t kc = krc.value() - k.kaslr_offset() + off;
+    LR_ASSIGN(uint64_t kc, kint::per_cpu_var(k, pc, krc.value(), c));
     if (auto o = K.value().off("head"); o.ok() && k.mem().read(kc + o.value(), &head, 8).ok())
       rcu_chain(head, o_next, "krc.head");
     auto o_arr = K.value().off("krw_arr");

@@ -38,13 +38,15 @@ struct KRefNamer::Impl {
   const KRefIndex& ix;
   std::vector<std::optional<const Type*>> types;  // per cache, on first use
   uint64_t stext = 0, etext = 0;
-  uint64_t pac_mask = 0;  // arm64: the bits a pointer-authentication code takes
+  uint64_t pac_mask = 0;             // arm64: the bits a pointer-authentication code takes
+  std::optional<kint::PerCpu> pcpu;  // none when the dump does not give it
 
   Impl(KernelTarget& kt, const KRefIndex& x) : k(kt), ix(x) {
     if (auto a = k.symbol("_stext"); a.ok()) stext = a.value();
     if (auto a = k.symbol("_etext"); a.ok()) etext = a.value();
     const std::string m = k.vmcoreinfo("NUMBER(KERNELPACMASK)");
     if (k.aarch64() && !m.empty()) pac_mask = std::strtoull(m.c_str(), nullptr, 16);
+    if (auto pc = kint::per_cpu(k); pc.ok()) pcpu = pc.value();
   }
   const KModSymbol* mod_sym(uint64_t a) { return k.module_symbol_at(a); }
   std::string kernel_sym(uint64_t a, const char* section);
@@ -56,14 +58,15 @@ struct KRefNamer::Impl {
   std::string percpu_var(uint64_t off);
 };
 
-// " (runqueues+0x10)": the per-CPU variable at offset `off` of a CPU's area
-// (vmlinux gives per-CPU variables their offset as value; the symbol table
-// has them with the KASLR bias every symbol gets, but they lie outside the
-// image, so symbolize() does not look there). "" when none covers it.
-std::string KRefNamer::Impl::percpu_var(uint64_t off) {
+// " (runqueues+0x10)": the per-CPU variable whose link value is `link` (a
+// CPU's address less its __per_cpu_offset). symbolize() does not look for
+// it: on x86-64 it lies outside the image (kint::PerCpu). "" when none
+// covers it.
+std::string KRefNamer::Impl::percpu_var(uint64_t link) {
   Module* m = k.prog().modules().module_at(stext);
-  if (!m) return "";
-  const uint64_t a = off + k.kaslr_offset();
+  if (!m || !pcpu) return "";
+  const uint64_t a = link + pcpu->link_delta;
+  if (!pcpu->holds(a)) return "";
   const auto& syms = m->symbols();
   auto it = std::upper_bound(syms.begin(), syms.end(), a,
                              [](uint64_t v, const Symbol& s) { return v < s.addr; });

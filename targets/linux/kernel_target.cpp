@@ -17,6 +17,7 @@
 #include "corelib/dump/elfcore.hpp"
 #include "corelib/dump/pagecache.hpp"
 #include "targets/linux/kernel.hpp"
+#include "targets/linux/kernel_internal.hpp"
 
 namespace lr {
 
@@ -359,6 +360,7 @@ Result<void> KernelTarget::load_vmlinux(const Memory* mem, const std::string& vm
   m->end = end->addr;
   prog_ = std::make_unique<Program>(mem, std::move(mods));
   prog_->types().set_not_found_hint("a loaded module's types are in its .ko file");
+  prog_->set_per_cpu(&KernelTarget::per_cpu_hook, this);
   return {};
 }
 
@@ -394,6 +396,24 @@ Result<void> KernelTarget::check_banner(const std::string& vmcore, bool pages_mi
                     "string says '{}'",
                     vmcore, visible(rel), visible(got)));
   return {};
+}
+
+Result<uint64_t> KernelTarget::per_cpu_hook(void* self, uint64_t addr, int64_t cpu,
+                                            bool* is_per_cpu) {
+  auto* k = static_cast<KernelTarget*>(self);
+  *is_per_cpu = false;
+  if (k->pcpu_busy_) return addr;  // the range's own symbols, being looked up
+  if (!k->pcpu_range_) {
+    k->pcpu_busy_ = true;
+    auto sec = kint::per_cpu_section(*k);
+    k->pcpu_busy_ = false;
+    k->pcpu_range_ = sec.ok() ? sec.value() : std::pair{0ul, 0ul};
+  }
+  *is_per_cpu = addr >= k->pcpu_range_->first && addr < k->pcpu_range_->second;
+  if (cpu < 0) return addr;
+  if (!*is_per_cpu) return make_error(Errc::kInvalidArgument, "not a per-CPU variable");
+  LR_ASSIGN(kint::PerCpu pc, kint::per_cpu(*k));
+  return kint::per_cpu_var(*k, pc, addr, static_cast<uint64_t>(cpu));
 }
 
 Result<uint64_t> KernelTarget::symbol(const std::string& name) const {
