@@ -3,7 +3,8 @@
 //   SYMBOL  SYMBOL@module  ADDR  &SYMBOL  *SYMBOL  SYMBOL[3]  a.b  a->b
 //   a.b through a pointer (as gdb and drgn allow)  *(struct T *)ADDR
 //   (struct T *)ADDR  X+0x10 / X-0x10 (bytes; the type is then unknown)
-//   VAR:CPU (a kernel's per-CPU variable on that CPU, as crash writes it)
+//   VAR:CPU (a per-CPU variable on that CPU, as crash writes it; the host
+//   that has them says where: Program::set_per_cpu)
 // A pointer value (&x, a cast, a plain address) names what it points to.
 // "*X+N" is refused as ambiguous: C reads (*X)+N, the old syntax *(X+N).
 #include <fmt/format.h>
@@ -247,7 +248,7 @@ class HeadParser {
   }
 
   // NAME, NAME@module; a GCC local static's ".N" suffix is part of it. Then
-  // ":CPU" for a kernel's per-CPU variable.
+  // ":CPU" for a per-CPU variable.
   Result<Val> symbol() {
     size_t j = i_;
     auto ident = [&](char c) {
@@ -278,7 +279,7 @@ class HeadParser {
     else
       v = Val{found->addr, found->type, found->name.empty() ? name : found->name, found->module};
     if (!pc_.fn && cpu >= 0)
-      return bad(fmt::format("{} takes no CPU: only a kernel's per-CPU variables do", name));
+      return bad(fmt::format("{} takes no CPU: this program has no per-CPU variables", name));
     if (!pc_.fn) return v;
     bool is_per_cpu = false;
     auto at = pc_.fn(pc_.ctx, v.addr, cpu, &is_per_cpu);

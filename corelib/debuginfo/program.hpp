@@ -41,7 +41,7 @@ class Program {
     fallback_ = fn;
     fallback_ctx_ = ctx;
   }
-  // The host's per-CPU variables (a kernel's): resolve() hands it each
+  // The host's per-CPU variables (a target's): resolve() hands it each
   // symbol's address with the CPU written after it ("runqueues:1"; -1 for
   // none). With a CPU it returns that CPU's instance or refuses a variable
   // that is not per-CPU; without, it returns `addr` and says in *is_per_cpu
@@ -62,8 +62,8 @@ class Program {
   // Parses a place as gdb/crash/drgn users write it (head_expr.cpp): "0x1234",
   // "SYMBOL", "SYMBOL@module", "&SYMBOL", "*SYMBOL" (what the pointer at the
   // symbol points to), "SYMBOL[3]", "a.b", "a->b", "*(struct T *)ADDR",
-  // "X+0x10", "VAR:CPU" (a kernel's per-CPU variable on that CPU, as crash
-  // writes it). kNotFound names the symbol; kInvalidArgument a bad
+  // "X+0x10", "VAR:CPU" (a per-CPU variable on that CPU, as crash writes
+  // it). kNotFound names the symbol; kInvalidArgument a bad
   // expression. A place to read from (resolve_place's rules).
   Result<uint64_t> resolve_address(const std::string& spec) const;
   // The same, with the DWARF type of what the address holds when known (a

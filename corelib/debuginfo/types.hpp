@@ -156,9 +156,9 @@ struct Variable {
   uint64_t addr = 0;
   const Type* type = nullptr;
   Module* module = nullptr;
-  // A kernel's per-CPU variable named without a CPU: `addr` is its link
-  // value (x86-64: an offset; arm64: a template the kernel frees), no CPU's
-  // instance. Program::resolve_place refuses it.
+  // A per-CPU variable (the host's Program::PerCpu says which) named
+  // without a CPU: `addr` is its symbol's, no CPU's instance.
+  // Program::resolve_place refuses it.
   bool per_cpu = false;
 };
 

@@ -118,9 +118,10 @@ class KernelTarget {
   static bool module_symbol_fallback(void* self, const char* spec, uint64_t* addr);
   // Program::PerCpu for this kernel ("runqueues:1").
   static Result<uint64_t> per_cpu_hook(void* self, uint64_t addr, int64_t cpu, bool* is_per_cpu);
-  // The static per-CPU variables' symbols, [first, second); {0, 0} when the
-  // vmlinux has no such section. Busy while being looked up (the lookup
-  // resolves names through the same hook).
+  // The static per-CPU variables' symbols, [first, second) as
+  // kint::per_cpu_section gives them; {0, 0} when the vmlinux has no such
+  // section. Busy while being looked up (the lookup resolves names through
+  // the same hook).
   std::optional<std::pair<uint64_t, uint64_t>> pcpu_range_;
   bool pcpu_busy_ = false;
   std::optional<std::vector<std::pair<std::string, uint64_t>>> loaded_;

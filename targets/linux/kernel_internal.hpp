@@ -113,16 +113,19 @@ Result<uint64_t> image_voffset(KernelTarget& k);
 // and KASLR does not move it; arm64 links it at its template in the image
 // (which KASLR moves, and the kernel frees after boot). Either way the
 // instance is at the link value plus __per_cpu_offset[cpu].
-struct PerCpu {
+struct PerCpuSection {
   uint64_t start = 0, end = 0;  // [start, end): the symbols of per-CPU variables
   uint64_t link_delta = 0;      // symbol-table address less link value (x86-64: KASLR's)
-  uint64_t offsets = 0;         // __per_cpu_offset
-  uint64_t ncpu = 0;            // nr_cpu_ids
   bool holds(uint64_t sym) const { return sym >= start && sym < end; }
 };
+struct PerCpu : PerCpuSection {
+  uint64_t offsets = 0;  // __per_cpu_offset
+  uint64_t ncpu = 0;     // nr_cpu_ids
+};
+// The section alone, from vmlinux's symbols (reads no memory); kBadFormat
+// for a range no kernel has.
+Result<PerCpuSection> per_cpu_section(KernelTarget& k);
 Result<PerCpu> per_cpu(KernelTarget& k);
-// PerCpu's [start, end) alone (read from no memory).
-Result<std::pair<uint64_t, uint64_t>> per_cpu_section(KernelTarget& k);
 // CPU `cpu`'s instance of the per-CPU variable whose symbol-table address is
 // `sym`; kInvalidArgument past nr_cpu_ids or for a symbol outside the section.
 Result<uint64_t> per_cpu_var(KernelTarget& k, const PerCpu& pc, uint64_t sym, uint64_t cpu);

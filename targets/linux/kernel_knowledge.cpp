@@ -213,32 +213,34 @@ Result<uint64_t> image_voffset(KernelTarget& k) {
   return kStartKernelMap - phys_base;
 }
 
-Result<std::pair<uint64_t, uint64_t>> per_cpu_section(KernelTarget& k) {
-  LR_ASSIGN(uint64_t end, ksymbol(k, "per_cpu_end"));
+Result<PerCpuSection> per_cpu_section(KernelTarget& k) {
+  PerCpuSection sec;
+  LR_ASSIGN(sec.end, ksymbol(k, "per_cpu_end"));
   // x86-64 (SMP) links the section at 0 (vmlinux.lds.S's PERCPU_VADDR): its
   // end is a small value, and its start, of value 0, is in no symbol table
-  // of ours (crash knows it, unbiased): KASLR's bias is where it starts here.
-  if (!k.aarch64() && end >= k.kaslr_offset() && end - k.kaslr_offset() < (1ull << 31))
-    return std::pair{k.kaslr_offset(), end};
-  LR_ASSIGN(uint64_t start, ksymbol(k, "per_cpu_start"));
-  return std::pair{start, end};
+  // of ours (crash knows it, unbiased). Its symbols carry KASLR's bias here,
+  // not in the kernel.
+  const uint64_t kaslr = k.kaslr_offset();
+  if (!k.aarch64() && sec.end >= kaslr && sec.end - kaslr < (1ull << 31)) {
+    sec.start = sec.link_delta = kaslr;
+  } else {
+    LR_ASSIGN(sec.start, ksymbol(k, "per_cpu_start"));
+  }
+  if (sec.end < sec.start || sec.end - sec.start > (1u << 30))
+    return make_error(
+        Errc::kBadFormat,
+        fmt::format("per-CPU section {:#x}-{:#x}: not a kernel's (corrupt?)", sec.start, sec.end));
+  return sec;
 }
 
 Result<PerCpu> per_cpu(KernelTarget& k) {
   PerCpu pc;
-  LR_ASSIGN(auto sec, per_cpu_section(k));
-  pc.start = sec.first;
-  pc.end = sec.second;
+  LR_ASSIGN(static_cast<PerCpuSection&>(pc), per_cpu_section(k));
   LR_ASSIGN(pc.offsets, ksymbol(k, "per_cpu_offset"));
   LR_ASSIGN(pc.ncpu, read_uint_var(k, "nr_cpu_ids"));
-  if (pc.end < pc.start || pc.end - pc.start > (1u << 30) || pc.ncpu == 0 || pc.ncpu > 8192)
+  if (pc.ncpu == 0 || pc.ncpu > 8192)
     return make_error(Errc::kBadFormat,
-                      fmt::format("per-CPU section {:#x}-{:#x} and nr_cpu_ids {}: not a "
-                                  "kernel's (corrupt?)",
-                                  pc.start, pc.end, pc.ncpu));
-  // Zero-based (x86-64): the section's symbols carry KASLR's bias here, not
-  // in the kernel.
-  if (pc.start == k.kaslr_offset()) pc.link_delta = k.kaslr_offset();
+                      fmt::format("nr_cpu_ids {}: not a machine's (corrupt?)", pc.ncpu));
   return pc;
 }
 

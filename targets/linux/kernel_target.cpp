@@ -407,7 +407,7 @@ Result<uint64_t> KernelTarget::per_cpu_hook(void* self, uint64_t addr, int64_t c
     k->pcpu_busy_ = true;
     auto sec = kint::per_cpu_section(*k);
     k->pcpu_busy_ = false;
-    k->pcpu_range_ = sec.ok() ? sec.value() : std::pair{0ul, 0ul};
+    k->pcpu_range_ = sec.ok() ? std::pair{sec->start, sec->end} : std::pair{0ul, 0ul};
   }
   *is_per_cpu = addr >= k->pcpu_range_->first && addr < k->pcpu_range_->second;
   if (cpu < 0) return addr;
