@@ -18,7 +18,7 @@ LDLIBS     := -ldw -lelf -ldebuginfod -lkdumpfile -lfmt -lsqlite3 -lzstd -llzma 
 # library over the engine; frontend/ holds the commands the CLI (cli/) and
 # the crash extension (extension/) share. Includes are written from the top
 # of the tree ("corelib/dump/memory.hpp"), so every include names its layer.
-LAYERS     := base dump debuginfo objects blocks walks profiles analyses
+LAYERS     := $(shell sed -e 's/\#.*//' corelib/LAYERS)
 TARGETS    := glibc jemalloc tcmalloc linux glusterfs nfs-ganesha
 layer_src   = $(wildcard corelib/$(1)/*.cpp)
 target_src  = $(wildcard targets/$(1)/*.cpp)
@@ -30,7 +30,7 @@ LAYER_LIBS := $(foreach l,$(LAYERS),$(BUILD)/lib/libleakref-$(l).a)
 TGT_LIBS   := $(BUILD)/lib/libleakref-targets.a $(foreach t,$(TARGETS),$(BUILD)/lib/libleakref-target-$(t).a)
 # Linked top first: targets over the layers, each layer over those below.
 ENGINE_LIBS := $(TGT_LIBS) $(foreach l,$(shell echo $(LAYERS) | tr ' ' '\n' | tac),$(BUILD)/lib/libleakref-$(l).a)
-FE_SRC     := $(wildcard frontend/*.cpp)
+FE_SRC     := $(wildcard frontend/*/*.cpp)
 FE_OBJ     := $(FE_SRC:%.cpp=$(BUILD)/%.o)
 # FE_UNITY=N builds the front end as N unity files (each #includes every
 # Nth front-end source) instead of one object per file: its 30 files repeat
@@ -58,7 +58,7 @@ TESTBIN    := $(BUILD)/leakref-tests
 
 NPROC      ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all lib extension bench-kernel test test-build test-sanitize-build test-deps check-layers check-unity check-functions test-sanitize fuzz fuzz-build bench bench-trace demo install clean deps fixtures format format-check help
+.PHONY: all lib extension bench-kernel test test-quick test-durations provision test-build test-sanitize-build test-deps check-layers check-unity check-functions test-sanitize fuzz fuzz-build bench bench-trace demo install clean deps fixtures format format-check help
 
 # Bundled profiles (data): targets/<target>/*.toml, copied flat
 # beside the binaries, where `--profile NAME` finds them in a build tree; the
@@ -97,10 +97,10 @@ $(BUILD)/%.o: %.cpp
 	$(CXX) $(CXXFLAGS) -MMD -MP -c $< -o $@
 
 # The front end's files (and main's) start from a precompiled header of the
-# third-party headers they all include (frontend/pch.hpp), built with the
+# third-party headers they all include (frontend/base/pch.hpp), built with the
 # same flags; a copy beside its .gch is what -include names.
 PCH := $(BUILD)/pch/pch.hpp
-$(PCH).gch: frontend/pch.hpp
+$(PCH).gch: frontend/base/pch.hpp
 	@mkdir -p $(dir $@)
 	cp $< $(PCH)
 	$(CXX) $(CXXFLAGS) -x c++-header $(PCH) -o $@
@@ -113,7 +113,7 @@ $(BUILD)/cli/%.o: cli/%.cpp $(CLI_PCH)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) $(if $(CLI_PCH),-include $(PCH)) -MMD -MP -c $< -o $@
 
-# Unity file K of FE_UNITY: sources K, K+N, K+2N, ... of frontend/*.cpp.
+# Unity file K of FE_UNITY: sources K, K+N, K+2N, ... of frontend/*/*.cpp.
 ifneq ($(FE_UNITY),)
 $(FE_OBJ:.o=.cpp): $(BUILD)/unity/frontend-%.cpp: $(FE_SRC) Makefile
 	@mkdir -p $(dir $@)
@@ -220,6 +220,7 @@ extension-other: $(OTHER_DIR)/leakref.so
 endif
 
 include fixtures/fixtures.mk
+include provision.mk
 
 clean:
 	rm -rf $(BUILD) build-san build-fuzz $(DEMO_BUILD)
@@ -240,9 +241,33 @@ $(BUILD)/tests/%.o: tests/%.cpp
 $(TESTBIN): $(TEST_OBJ) $(ENGINE_LIBS)
 	$(CXX) $(CXXFLAGS) -o $@ $(TEST_OBJ) $(ENGINE_LIBS) $(LDLIBS)
 
-# Builds in parallel, then runs every test (unit, real cores, scripts).
-test: test-deps check-layers check-unity test-build
-	$(TESTBIN) $(if $(TEST_ARGS),'$(TEST_ARGS)')
+# Builds in parallel while the caches the tests read are filled (make
+# provision: downloads, guests, other software's builds), then runs the suite
+# in SHARDS processes side by side (scripts/run-tests). TEST_ARGS (a Catch
+# test spec) runs only those tests, and fills no cache first.
+SHARDS ?= $(NPROC)
+test: test-deps check-layers
+	@mkdir -p $(BUILD); pv=""; \
+	if [ -z "$(TEST_ARGS)" ]; then \
+	  echo "test: provisioning while building (log: $(BUILD)/provision.log)"; \
+	  scripts/provision > $(BUILD)/provision.log 2>&1 & pv=$$!; fi; \
+	$(MAKE) check-unity test-build; b=$$?; \
+	if [ -n "$$pv" ]; then wait $$pv; cat $(BUILD)/provision.log; fi; \
+	[ $$b -eq 0 ] || exit $$b; \
+	scripts/run-tests $(BUILD) --shards $(SHARDS) $(if $(TEST_ARGS),-- '$(TEST_ARGS)')
+
+# The inner loop (at most 5 minutes on 2 cores, once built): the unit tests
+# and the user-space cores of fixtures, no guests, no GlusterFS or
+# nfs-ganesha, no other releases or architectures.
+QUICK_TESTS ?= ~[kernel]~[gluster]~[batch]~[ganesha]~[glibc-releases]~[aarch64]~[jemalloc]~[tcmalloc]~[slow]
+test-quick: check-layers
+	$(MAKE) test-build
+	scripts/run-tests $(BUILD) --shards $(SHARDS) -- '$(QUICK_TESTS)'
+
+# Every test case's seconds on this machine, for the shards' balance
+# (tests/durations.txt): a whole run, one process.
+test-durations: test-build
+	$(TESTBIN) -d yes | python3 scripts/durations.py $(TESTBIN) > tests/durations.txt
 
 # What the tests run, built in parallel.
 test-build:
@@ -354,7 +379,7 @@ help:
 # .clang-format governs the C++ and the crash shim (fixtures keep the layout
 # of the programs they imitate; the kernel module is kernel style).
 FORMAT_SRC := $(wildcard corelib/*/*.cpp corelib/*/*.hpp targets/*.cpp targets/*/*.cpp targets/*/*.hpp \
-                frontend/*.cpp frontend/*.hpp cli/*.cpp extension/*.cpp extension/*.h extension/*.c \
+                frontend/*/*.cpp frontend/*/*.hpp cli/*.cpp extension/*.cpp extension/*.h extension/*.c \
                 tests/*.cpp tests/*.hpp tests/fuzz/*.cpp bench/*.cpp)
 format:
 	clang-format -i $(FORMAT_SRC)
@@ -362,46 +387,7 @@ format:
 format-check:
 	@clang-format --dry-run --Werror $(FORMAT_SRC) && echo "format-check: $(words $(FORMAT_SRC)) files conform to .clang-format"
 
-# ---- packages, install, demo, bench ----------------------------------------
-# What building and running leakref needs, and nothing else: the libraries,
-# gdb (gcore), crash (its defs.h, for the extension; and crash itself) and
-# python3 (scripts/gen-fields reads targets' TOML at build time).
-DEB_DEPS := g++ make python3 pkg-config libdw-dev libelf-dev libfmt-dev libcli11-dev \
-            nlohmann-json3-dev libdebuginfod-dev libkdumpfile-dev libtomlplusplus-dev \
-            libsqlite3-dev libzstd-dev liblzma-dev liblz4-dev zlib1g-dev \
-            gdb crash elfutils binutils
-# What the tests need besides (make test installs them itself): the programs
-# they run (GlusterFS, nfs-ganesha, Slurm, bpftrace, QEMU and what a guest
-# needs, chromium for the HTML pages), the fuzzers' and formatter's clang,
-# and the tools the tests read with. Kernels and their headers are not
-# here: scripts/kernel-vmcore downloads them into its cache (and
-# scripts/kernel-kmemleak builds one from linux-source-6.1: flex and bison).
-TEST_DEPS := catch2 libc6-dbg python3 python3-jsonschema python3-drgn clang libclang-rt-14-dev clang-format clang-tidy \
-             glusterfs-server glusterfs-client libglusterfs-dev liburcu-dev libtirpc-dev fuse3 \
-             procps util-linux bpftrace bc time strace \
-             qemu-system-x86 qemu-system-arm qemu-user gcc-aarch64-linux-gnu g++-aarch64-linux-gnu busybox-static cpio makedumpfile pahole flex bison \
-             man-db zsh nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils libnfs-dev \
-             libntirpc-dev libkrb5-dev chromium sqlite3 zstd xz-utils lz4 gzip slurm-wlm munge \
-             libjemalloc2 libgoogle-perftools4 cmake
-SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-# apt-get install of the packages of $(1) that are not installed yet.
-define apt_install
-	@missing=$$(for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
-	if [ -n "$$missing" ]; then \
-	  echo "$(2): installing" $$missing; \
-	  $(SUDO) apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
-	else echo "$(2): all installed"; fi
-endef
-
-# Installs the Debian 12 packages leakref needs to build and run.
-deps:
-	$(call apt_install,$(DEB_DEPS),deps)
-
-# Installs what the tests need besides (make test runs it first).
-test-deps: deps
-	$(call apt_install,$(TEST_DEPS),test-deps)
-
+# ---- install, demo, bench -------------------------------------------------
 install: $(BIN) $(EXT) $(LIB)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/leakref
 	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/leakref

@@ -4,9 +4,10 @@
 #include <algorithm>
 
 #include "corelib/base/names.hpp"
-#include "frontend/cmd_kernel.hpp"
-#include "frontend/commands.hpp"
-#include "targets/targets.hpp"
+#include "frontend/kernel/cmd_kernel.hpp"
+#include "frontend/base/commands.hpp"
+#include "frontend/base/errors.hpp"
+#include "frontend/base/options.hpp"
 
 using namespace lrcli;
 
@@ -45,12 +46,12 @@ std::string option_hint(const CLI::App& app, const std::vector<std::string>& wor
 }  // namespace
 
 int main(int argc, char** argv) {
-  lr::register_targets();
+  start_front_end();
   CLI::App app{"leakref: walk refcounted structures in cores through DWARF", "leakref"};
   use_leakref_help(app);
   app.require_subcommand(1);
   app.set_version_flag("--version", "leakref 0.1.0");
-  Common c;
+  DumpOptions c;
   const std::vector<Command> commands = {
       register_info(app, c),    register_walk(app, c),      register_show(app, c),
       register_sym(app, c),     register_heap(app, c),      register_gluster(app, c),

@@ -12,10 +12,12 @@
 
 #include "corelib/dump/pagecache.hpp"
 #include "corelib/dump/physdump.hpp"
-#include "frontend/cmd_kernel.hpp"
+#include "frontend/kernel/cmd_kernel.hpp"
 #include "leakref_host.h"
 #include "targets/linux/kernel.hpp"
-#include "targets/targets.hpp"
+#include "frontend/base/out.hpp"
+#include "frontend/base/errors.hpp"
+#include "frontend/base/options.hpp"
 
 namespace {
 
@@ -137,7 +139,7 @@ int run(const lr_host* host, int argc, char** argv) {
 }  // namespace
 
 extern "C" int leakref_crash_run(const lr_host* host, int argc, char** argv) {
-  lr::register_targets();
+  lrcli::start_front_end();
   try {
     return run(host, argc, argv);
   } catch (const std::exception& e) {

@@ -2,10 +2,9 @@
 
 #include <mutex>
 
-#include "corelib/analyses/snapshot_io.hpp"
-#include "corelib/dump/dump_kind.hpp"
+#include "corelib/registry/target.hpp"
 #include "targets/glibc/glibc_heap.hpp"
-#include "targets/glusterfs/statedump.hpp"
+#include "targets/glusterfs/gluster_target.hpp"
 #include "targets/jemalloc/jemalloc.hpp"
 #include "targets/linux/kernel.hpp"
 #include "targets/nfs-ganesha/nfs_ganesha.hpp"
@@ -17,15 +16,13 @@ void register_targets() {
   static std::once_flag once;
   std::call_once(once, [] {
     // jemalloc and tcmalloc first: a program on one still maps libc (see
-    // jemalloc.hpp).
-    register_jemalloc();
-    register_tcmalloc();
-    register_glibc_allocator();
-    register_glibc_threads();
-    register_linux_refcounts();
-    register_nfs_ganesha();
-    register_text_dump("statedump", &looks_like_statedump);
-    register_snapshot_reader("statedump", &snapshot_from_statedump);
+    // jemalloc.hpp), and allocator walks are tried in registration order.
+    register_target(jemalloc_target());
+    register_target(tcmalloc_target());
+    register_target(glibc_target());
+    register_target(linux_target());
+    register_target(nfs_ganesha_target());
+    register_target(glusterfs_target());
   });
 }
 

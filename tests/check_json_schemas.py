@@ -3,7 +3,8 @@
 
 usage: check_json_schemas.py SPOOL_DIR SCHEMA_DIR [--require-all]
 
-Each file in SPOOL_DIR is one output: a JSON document, or JSON Lines (walk
+Each file under SPOOL_DIR (its subdirectories too: one per test process of a
+sharded run) is one output: a JSON document, or JSON Lines (walk
 --jsonl: a header record naming the schema, object records, a summary),
 checked as {"jsonl": [records]}.
 A document's "schema" value leakref.X/N is checked against
@@ -73,8 +74,8 @@ def main():
             jsonschema.Draft202012Validator.check_schema(schema)
             validators[f] = jsonschema.Draft202012Validator(schema)
     checked = 0
-    for f in sorted(os.listdir(spool)):
-        path = os.path.join(spool, f)
+    paths = sorted(os.path.join(d, f) for d, _, files in os.walk(spool) for f in files)
+    for path in paths:
         try:
             docs = documents(path)
         except ValueError as e:

@@ -165,7 +165,10 @@ RunResult run(const std::vector<std::string>& argv, int timeout_s) {
 }
 
 std::string json_spool_dir() {
-  return build_dir() + "/json-spool";
+  // One directory per test process (the shards of one run, a test that runs
+  // the suite itself): none clears or checks another's.
+  static const std::string dir = build_dir() + "/json-spool/" + std::to_string(::getpid());
+  return dir;
 }
 
 namespace {

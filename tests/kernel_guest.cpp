@@ -435,18 +435,23 @@ const std::string& sid_crash_root(std::string* why) {
 std::string sid_extension(std::string* why) {
   const std::string& root = sid_crash_root(why);
   if (root.empty()) return "";
-  // Always the plain build (sid's crash cannot load this machine's ASan
-  // runtime), and none of the calling make's variables: a `make test`'s
+  // The plain build, never the sanitized one (sid's crash cannot load this
+  // machine's ASan runtime), and none of the calling make's variables: a `make test`'s
   // MAKEFLAGS would otherwise carry its BUILD, SAN or OPT into this one.
   const std::string name = root.substr(root.rfind('/') + 1);
+#ifdef LR_SANITIZE
+  const std::string build = std::string(LR_SOURCE_DIR) + "/build";
+#else
+  const std::string build = lrtest::build_dir();  // this test binary's own build
+#endif
   RunResult r = run({"env", "-u", "MAKEFLAGS", "-u", "MFLAGS", "-u", "MAKELEVEL", "make", "-s",
-                     "-C", LR_SOURCE_DIR, "BUILD=build", "CRASH_OTHER=" + root, "extension-other"},
+                     "-C", LR_SOURCE_DIR, "BUILD=" + build, "CRASH_OTHER=" + root, "extension-other"},
                     1800);
   if (r.status != 0) {
     *why = "make extension-other CRASH_OTHER=" + root + " failed: " + r.out + r.err;
     return "";
   }
-  return std::string(LR_SOURCE_DIR) + "/build/crash-other/" + name + "/leakref.so";
+  return build + "/crash-other/" + name + "/leakref.so";
 }
 
 void sid_crash_session(const std::vector<std::string>& cmds, RunResult* out,

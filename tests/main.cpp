@@ -6,6 +6,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -17,6 +20,99 @@
 #include "targets/targets.hpp"
 
 namespace {
+
+// --shard K/N: this process runs only its share of the test cases the rest
+// of the command line selects (make test runs N side by side, one a core).
+// Test cases that set up one shared environment run in one shard: the
+// GlusterFS volumes (gluster, and batch's archive of GlusterFS dumps) and
+// nfs-ganesha's server. Shares are balanced by each test case's seconds in
+// tests/durations.txt ("SECONDS<TAB>NAME", from a whole run's
+// `make test-durations`); a test case it lacks counts 10 s.
+struct Shard {
+  size_t index = 0, count = 0;  // count 0: not sharded
+};
+
+// Removes "--shard K/N" from argv; false with a message when it is malformed.
+bool take_shard(int& argc, char** argv, Shard* sh) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) != "--shard") continue;
+    unsigned k = 0, n = 0;
+    if (i + 1 >= argc || std::sscanf(argv[i + 1], "%u/%u", &k, &n) != 2 || k < 1 || k > n) {
+      std::fprintf(stderr, "--shard takes K/N with 1 <= K <= N\n");
+      return false;
+    }
+    sh->index = k - 1;
+    sh->count = n;
+    for (int j = i; j + 2 <= argc; ++j) argv[j] = argv[j + 2];
+    argc -= 2;
+    return true;
+  }
+  return true;
+}
+
+std::map<std::string, double> durations() {
+  std::map<std::string, double> d;
+  std::ifstream in(std::string(LR_SOURCE_DIR) + "/tests/durations.txt");
+  for (std::string line; std::getline(in, line);) {
+    const size_t tab = line.find('\t');
+    if (line.empty() || line[0] == '#' || tab == std::string::npos) continue;
+    d[line.substr(tab + 1)] = std::atof(line.substr(0, tab).c_str());
+  }
+  return d;
+}
+
+// The environment a test case shares with others ("" for none).
+std::string shared_env(const Catch::TestCaseInfo& t) {
+  for (const auto& tag : t.tags)
+    if (tag == "gluster" || tag == "batch") return "gluster";
+  for (const auto& tag : t.tags)
+    if (tag == "ganesha") return "ganesha";
+  return "";
+}
+
+// A test name as a Catch test spec matches it exactly: its control
+// characters escaped.
+std::string spec_of(const std::string& name) {
+  std::string out;
+  for (char c : name) {
+    if (std::strchr("\\,[]~\"", c)) out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+// This shard's test cases: units (one test case, or every test case of one
+// shared environment) placed heaviest first on the lightest shard.
+std::vector<std::string> shard_tests(Catch::Session& session, const Shard& sh) {
+  auto& cfg = session.config();
+  auto tests = Catch::filterTests(Catch::getAllTestCasesSorted(cfg), cfg.testSpec(), cfg);
+  const auto secs = durations();
+  std::map<std::string, std::pair<double, std::vector<std::string>>> units;
+  for (const auto& t : tests) {
+    const std::string env = shared_env(t.getTestCaseInfo());
+    auto& u = units[env.empty() ? "test " + t.name : "env " + env];
+    auto it = secs.find(t.name);
+    u.first += it == secs.end() ? 10.0 : it->second;
+    u.second.push_back(t.name);
+  }
+  std::vector<std::pair<double, std::string>> order;
+  for (const auto& [k, u] : units) order.emplace_back(u.first, k);
+  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
+  std::vector<double> load(sh.count, 0.0);
+  std::vector<std::string> mine;
+  for (const auto& [w, k] : order) {
+    const size_t to = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    load[to] += w;
+    if (to == sh.index)
+      for (const auto& n : units[k].second) mine.push_back(n);
+  }
+  std::printf("shard %zu/%zu: %zu test cases, about %.0f s\n", sh.index + 1, sh.count, mine.size(),
+              load[sh.index]);
+  return mine;
+}
+
 Catch::Totals g_totals;
 std::set<std::string> g_failed;  // test cases with a failed assertion
 // Seconds per test case: the slowest are listed at the end (where CI's time
@@ -50,15 +146,31 @@ int main(int argc, char** argv) {
            1);
 #endif
   lr::register_targets();
+  // The scripts the tests run (leakref-snap, leakref-trace) use the leakref
+  // of this test binary's build, not one of another build directory.
+  setenv("LEAKREF", (lrtest::build_dir() + "/leakref").c_str(), 1);
+  Shard shard;
+  if (!take_shard(argc, argv, &shard)) return 2;
   Catch::Session session;
   std::string spool = lrtest::json_spool_dir();
   std::system(("rm -rf '" + spool + "' && mkdir -p '" + spool + "'").c_str());
-  int rc = session.run(argc, argv);
+  if (int e = session.applyCommandLine(argc, argv); e != 0) return e;
+  if (shard.count) {
+    Catch::ConfigData d = session.configData();
+    d.testsOrTags.clear();
+    for (const auto& n : shard_tests(session, shard)) d.testsOrTags.push_back(spec_of(n));
+    // A shard with nothing to run runs nothing (no filter would run all).
+    if (d.testsOrTags.empty()) d.testsOrTags.push_back("~*");
+    session.useConfigData(d);
+  }
+  int rc = session.run();
   // Every JSON document the tests saw must match its schema under schemas/;
   // a whole run (no test names given) must also have seen every schema.
+  // (A shard's share proves nothing of the whole: make test checks every
+  // shard's documents together, --require-all, once all have ended.)
   std::string check = "/usr/bin/python3 '" + std::string(LR_SOURCE_DIR) +
                       "/tests/check_json_schemas.py' '" + spool + "' '" + LR_SOURCE_DIR +
-                      "/schemas'" + (argc > 1 ? "" : " --require-all");
+                      "/schemas'" + (argc > 1 || shard.count ? "" : " --require-all");
   if (std::system(check.c_str()) != 0) {
     std::printf("JSON schema check failed (%s)\n", check.c_str());
     if (rc == 0) rc = 1;
@@ -115,5 +227,8 @@ int main(int argc, char** argv) {
   const size_t failed = g_totals.testCases.failed + (under_ci ? unallowed_passed : 0);
   std::printf("tests: %zu passed, %zu failed, %d skipped\n",
               g_totals.testCases.passed - skipped_cases, failed, skipped);
+  // The documents stay for make test's check over every shard
+  // (LR_KEEP_SPOOL=1); a run by hand leaves nothing behind.
+  if (!std::getenv("LR_KEEP_SPOOL")) std::system(("rm -rf '" + spool + "'").c_str());
   return rc;
 }

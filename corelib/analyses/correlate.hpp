@@ -1,4 +1,4 @@
-// Layer 5: joins ref/unref traces with the objects live in a core. For each
+// Joins ref/unref traces with the objects live in a core. For each
 // object: its trace history split into lifetimes (an address is reused once
 // its count reaches 0), the balance of the last lifetime, whether the core's
 // refcount agrees, and — when the core cannot account for some references

@@ -1,4 +1,4 @@
-// Layer 3 (independent of the core): ref/unref and malloc/free trace captures
+// Ref/unref and malloc/free trace captures
 // read into one model. Parsers exist for leakref-trace v1 (our bpftrace
 // capture), bpftrace printf+ustack text, the SystemTap ref-leak script's
 // rounds, mmleak logs, bcc memleak reports and the C library's mtrace() logs. Every parser is

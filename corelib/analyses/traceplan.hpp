@@ -1,4 +1,4 @@
-// Layer 3: what a capture of a live process probes. Resolves ref/unref
+// What a capture of a live process probes. Resolves ref/unref
 // function names in the process's modules (exported or static), and writes
 // the bpftrace program and the leakref-trace v1 header (mappings with
 // build-ids, probed functions and their roles) that `leakref-trace` runs.

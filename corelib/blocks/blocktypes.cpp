@@ -111,7 +111,7 @@ size_t BlockTypes::propagate(const std::vector<uint8_t>& within, size_t max_bloc
       const size_t d = ix_.chunk_at(v);
       if (d == SIZE_MAX || chunks[d].user != v || !in(d) || get(d)) continue;
       if (s.pointee->size > chunks[d].usable()) continue;  // it cannot hold one
-      set(d, BlockType{s.pointee, s.pointee->display(), from + s.path});
+      set(d, BlockType{s.pointee, s.pointee->display(), from + s.path, true});
       queue.push_back(static_cast<uint32_t>(d));
       if (++typed >= max_blocks) break;
     }

@@ -1,4 +1,4 @@
-// Layer 4d: what a heap block holds, as far as the core itself says. A C++
+// What a heap block holds, as far as the core itself says. A C++
 // object names its class through its vtable; a caller names what it knows
 // (a profile's objects, a target's pools and accounted types); and a block
 // whose type is known names the blocks its typed pointer members point at
@@ -21,7 +21,8 @@ namespace lr {
 struct BlockType {
   const Type* type = nullptr;  // the DWARF type at the block's start (null: a name only)
   std::string name;            // "Widget", "struct part", "dict_t (pool, fuse)"
-  std::string via;             // how it is known: "vtable", "Widget.part", "pool", ...
+  std::string via;             // how it is known: "vtable", "Widget.part", a program's name
+  bool through_pointer = false;  // from a typed pointer of another block (`via` its member)
 };
 
 class BlockTypes {

@@ -1,4 +1,4 @@
-// Layer 4c: references among objects of exact bounds (a kernel's slab
+// References among objects of exact bounds (a kernel's slab
 // objects and vmalloc areas, say), found by one pass over the objects and
 // over root ranges the caller names. A word points into an object when its
 // value lies inside [start, start + size): interior pointers count, and so

@@ -1,4 +1,4 @@
-// Layer 4c: which nodes of a reference graph a chain from a root reaches,
+// Which nodes of a reference graph a chain from a root reaches,
 // shared by the process core's reference index and the object graph (both
 // keep each node's outgoing references as a compressed row).
 #pragma once

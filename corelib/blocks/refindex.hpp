@@ -1,4 +1,4 @@
-// Layer 4c: who points where, for a whole process core, built once. One pass
+// Who points where, for a whole process core, built once. One pass
 // over every readable word of the process's live memory — in-use heap
 // chunks, module data and .bss, each thread's stack from its stack pointer
 // up, each thread's TLS, its registers, and other writable mappings —

@@ -1,4 +1,4 @@
-// Layer 2: the executable and shared libraries of a process image, their load
+// The executable and shared libraries of a process image, their load
 // bias and build-ids, debuginfo search, and ELF symbol tables.
 #pragma once
 

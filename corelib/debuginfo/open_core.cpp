@@ -32,6 +32,16 @@ Result<std::unique_ptr<Program>> open_process_core(const std::string& path,
   return prog;
 }
 
+namespace {
+TypesOrigin& origin_setting() {
+  static TypesOrigin o;
+  return o;
+}
+}  // namespace
+
+void set_types_origin(const TypesOrigin& o) { origin_setting() = o; }
+const TypesOrigin& types_origin() { return origin_setting(); }
+
 std::string cached_types_for(const Program& prog) {
   const Module* exe = prog.modules().exe();
   if (!exe || exe->has_dwarf() || exe->build_id.empty()) return "";

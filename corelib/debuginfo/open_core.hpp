@@ -20,6 +20,11 @@ struct TypesOrigin {
   std::string mismatch_hint;  // after "built for build-id A, but EXE has B"
 };
 
+// How the front end in use names a types file in the engine's messages (its
+// option, "--types "): set once at start-up; empty until then.
+void set_types_origin(const TypesOrigin& o);
+const TypesOrigin& types_origin();
+
 struct CoreOpenOptions {
   ProgramOptions program;
   std::vector<std::string> types;  // DWARF types files for a program without debuginfo

@@ -1,4 +1,4 @@
-// Layer 3: C type layouts from DWARF (libdw). Every type is converted once
+// C type layouts from DWARF (libdw). Every type is converted once
 // and cached; member paths resolve to a FieldLoc (offset, bits, type) that
 // walkers apply to raw object bytes without further lookups.
 #pragma once

@@ -1,4 +1,4 @@
-// Layer 1 backend: an ELF core file (gcore output or a kernel-written core),
+// A memory backend: an ELF core file (gcore output or a kernel-written core),
 // opened read-only and mmapped. Pages the core left out are filled from the
 // mapped files on disk (NT_FILE) when their build-ids match the core's.
 #pragma once

@@ -1,4 +1,4 @@
-// Layer 1: target memory. An address space is a set of read-only byte ranges;
+// Target memory. An address space is a set of read-only byte ranges;
 // backends (ELF core, crash's readmem, libkdumpfile) implement this interface.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Layer 1 backend for targets read through a callback (crash's readmem,
+// A memory backend for targets read through a callback (crash's readmem,
 // libkdumpfile): whole pages are fetched once and kept, so walkers get the
 // same pointer fast path (span/window) as with an mmapped core.
 #pragma once

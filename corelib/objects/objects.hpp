@@ -1,4 +1,4 @@
-// Layer 4a: typed views of target memory. A FieldSpec is resolved once per
+// Typed views of target memory. A FieldSpec is resolved once per
 // walk (type lookups, offsets); evaluating it per object only reads bytes.
 #pragma once
 

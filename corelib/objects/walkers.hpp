@@ -1,4 +1,4 @@
-// Layer 4b: walkers over linked structures in target memory. Every walk is
+// Walkers over linked structures in target memory. Every walk is
 // bounded (max_nodes), detects cycles (Brent, O(1) memory) and corrupt links,
 // and reports exactly where and why it stopped.
 #pragma once

@@ -796,8 +796,8 @@ Result<HeapWalk> walk_core(const Program& prog, const HeapLimits& limits) {
 }
 }  // namespace
 
-void register_glibc_allocator() {
-  register_allocator({"glibc", &walk_core});
+Allocator glibc_allocator() {
+  return {"glibc", &walk_core};
 }
 
 }  // namespace lr

@@ -11,6 +11,7 @@
 
 #include "corelib/base/result.hpp"
 #include "corelib/blocks/heap.hpp"
+#include "corelib/registry/target.hpp"
 #include "corelib/dump/memory.hpp"
 #include "targets/glibc/glibc_layout.hpp"
 
@@ -59,9 +60,9 @@ Result<HeapWalk> walk_glibc_heap(const Memory& mem, const HeapInput& in,
 Result<GlibcLayout> glibc_layout_of(const Program& prog);
 
 // glibc's malloc as the engine's allocator "glibc".
-void register_glibc_allocator();
-// Thread pointers from glibc's thread list (glibc_threads.cpp), for cores
-// without them.
-void register_glibc_threads();
+Allocator glibc_allocator();
+// What glibc registers: its malloc, and the thread pointers its thread list
+// gives (glibc_threads.cpp) for cores without them.
+TargetSpec glibc_target();
 
 }  // namespace lr

@@ -93,8 +93,12 @@ std::vector<std::pair<int, uint64_t>> glibc_thread_pointers(Program& prog, std::
 
 }  // namespace
 
-void register_glibc_threads() {
-  register_thread_pointer_finder("glibc", &glibc_thread_pointers);
+TargetSpec glibc_target() {
+  TargetSpec t;
+  t.name = "glibc";
+  t.allocators.push_back(glibc_allocator());
+  t.thread_pointer_finders.emplace_back("glibc", &glibc_thread_pointers);
+  return t;
 }
 
 }  // namespace lr

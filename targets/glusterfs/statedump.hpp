@@ -18,6 +18,11 @@ Result<Snapshot> snapshot_from_statedump(std::string_view text, const std::strin
 bool looks_like_statedump(std::string_view head);
 
 struct GlusterReport;
+struct GlusterSections;
+// `r` in the section format of GlusterFS's own statedump (`core`'s mtime as
+// the dump time).
+std::string gluster_statedump_text(const GlusterReport& r, const GlusterSections& sec,
+                                   const std::string& core);
 // Adds what a GlusterFS core has beyond its statedump rendering: dicts and
 // fds, known by address (an address is their identity between two cores
 // of one process; a freed and reused one shows as dropped or climbed).

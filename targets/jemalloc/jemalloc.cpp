@@ -40,12 +40,15 @@ Result<HeapWalk> walk_core(const Program& prog, const HeapLimits& limits) {
 
 }  // namespace
 
-void register_jemalloc() {
-  register_allocator({"jemalloc", &walk_core});
+TargetSpec jemalloc_target() {
+  TargetSpec t;
+  t.name = "jemalloc";
+  t.allocators.push_back({"jemalloc", &walk_core});
   // Its own library, or, linked in statically, its public API: mallctl
   // (unprefixed builds) or je_mallctl (builds with the je_ prefix).
-  register_allocator_signature(
+  t.allocator_signatures.push_back(
       {"jemalloc", {"libjemalloc.so"}, {"mallctl", "je_mallctl", "je_malloc_conf"}});
+  return t;
 }
 
 }  // namespace lr

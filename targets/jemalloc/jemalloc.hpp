@@ -6,8 +6,10 @@
 // heap.
 #pragma once
 
+#include "corelib/registry/target.hpp"
+
 namespace lr {
 
-void register_jemalloc();
+TargetSpec jemalloc_target();
 
 }  // namespace lr

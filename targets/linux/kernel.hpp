@@ -1,4 +1,4 @@
-// Layer 5 (kernel): a Linux kernel image (vmcore + vmlinux DWARF) and the
+// A Linux kernel image (vmcore + vmlinux DWARF) and the
 // walks kernel engineers ask of it: super blocks and their inodes with the
 // dentries and open files that hold them, modules and their holders, and
 // invariant checks. The same code runs under crash (memory from readmem) and
@@ -20,14 +20,17 @@
 #include "corelib/debuginfo/modules.hpp"
 #include "corelib/debuginfo/program.hpp"
 #include "corelib/objects/walkers.hpp"
+#include "corelib/registry/target.hpp"
 
 namespace lr {
 
 struct KernelKnowledge;  // targets/linux/kernel_internal.hpp
 
-// The kernel's refcount types that count from zero (file_ref_t since 6.13,
-// rcuref_t since 6.4): registered with the engine once.
-void register_linux_refcounts();
+// What the kernel target registers with the engine: the refcount types that
+// count from zero (file_ref_t since 6.13, rcuref_t since 6.4), and the
+// opener of kernel dumps the engine's snapshots and batch use
+// (linux_target.cpp).
+TargetSpec linux_target();
 
 // A loaded module's symbol (its kallsyms) with its type letter: 'b' .bss,
 // 'd' .data, 'r' read-only, 't' text (capital when global), '?' unknown.

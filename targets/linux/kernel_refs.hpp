@@ -1,4 +1,4 @@
-// Layer 5 (kernel): who points at every kernel object, from a vmcore, as
+// Who points at every kernel object, from a vmcore, as
 // kmemleak would scan it but without CONFIG_DEBUG_KMEMLEAK. Objects are the
 // slab caches' allocated objects (exact bounds from the slab pass) and
 // vmalloc's allocated areas. Roots are the kernel's .data, .bss and

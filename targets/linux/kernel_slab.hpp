@@ -1,4 +1,4 @@
-// Layer 5 (kernel): SLUB slab caches and every object in them, from a vmcore.
+// SLUB slab caches and every object in them, from a vmcore.
 // Slabs are found by one pass over the struct page array (vmemmap), so full
 // slabs SLUB keeps on no list are found too; each slab's free objects are
 // decoded from its freelist and, for a CPU's active slab, that CPU's

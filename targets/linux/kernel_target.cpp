@@ -21,13 +21,6 @@
 
 namespace lr {
 
-// include/linux/file_ref.h and rcuref.h: one reference is stored as 0, and
-// values from FILE_REF_RELEASED / RCUREF_RELEASED up mean released (count 0).
-void register_linux_refcounts() {
-  register_refcount_encoding("file_ref_t", {true, 0xc000000000000000});
-  register_refcount_encoding("rcuref_t", {true, 0xc0000000});
-}
-
 struct KernelTarget::Kdump {
   kdump_ctx_t* ctx = nullptr;
   int fd = -1;

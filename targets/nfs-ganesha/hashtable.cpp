@@ -225,14 +225,17 @@ Result<WalkResult> walk_hashtable_head(Program& prog, const Variable& head, cons
 
 }  // namespace
 
-void register_nfs_ganesha() {
+TargetSpec nfs_ganesha_target() {
   ContainerKind k;
   k.name = "hashtable";
   k.mode = "hash:ganesha";
   k.what = "an nfs-ganesha hash_table_t";
   k.members = {"val", "key"};
   k.walk = &walk_hashtable_head;
-  register_container(k);
+  TargetSpec t;
+  t.name = "nfs-ganesha";
+  t.containers.push_back(k);
+  return t;
 }
 
 }  // namespace lr

@@ -3,8 +3,10 @@
 // "hashtable".
 #pragma once
 
+#include "corelib/registry/target.hpp"
+
 namespace lr {
 
-void register_nfs_ganesha();
+TargetSpec nfs_ganesha_target();
 
 }  // namespace lr

@@ -40,11 +40,14 @@ Result<HeapWalk> walk_core(const Program& prog, const HeapLimits& limits) {
 
 }  // namespace
 
-void register_tcmalloc() {
-  register_allocator({"tcmalloc", &walk_core});
+TargetSpec tcmalloc_target() {
+  TargetSpec t;
+  t.name = "tcmalloc";
+  t.allocators.push_back({"tcmalloc", &walk_core});
   // libtcmalloc.so.4, libtcmalloc_minimal.so.4 and their _debug and
   // _and_profiler variants; linked in statically, its tc_ entry points.
-  register_allocator_signature({"tcmalloc", {"libtcmalloc"}, {"tc_malloc", "tc_mallopt"}});
+  t.allocator_signatures.push_back({"tcmalloc", {"libtcmalloc"}, {"tc_malloc", "tc_mallopt"}});
+  return t;
 }
 
 }  // namespace lr

@@ -5,8 +5,10 @@
 // glibc's walk, as jemalloc's is.
 #pragma once
 
+#include "corelib/registry/target.hpp"
+
 namespace lr {
 
-void register_tcmalloc();
+TargetSpec tcmalloc_target();
 
 }  // namespace lr

@@ -1,0 +1,188 @@
+// Names for referring words and heap blocks (block_names.hpp).
+#include "corelib/answers/block_names.hpp"
+
+#include <cxxabi.h>
+#include <elf.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace lr {
+
+std::string demangle(const std::string& name) {
+  if (name.rfind("_Z", 0) != 0) return name;
+  int st = 0;
+  char* d = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &st);
+  std::string out = st == 0 && d ? d : name;
+  std::free(d);
+  return out;
+}
+
+namespace {
+
+// A global's name with the member the word is in, from the variable's
+// DWARF type: "owner[30]", "g_cfg.list.next"; "" without a symbol.
+std::string global_text(const Program& prog, uint64_t addr) {
+  SymbolHit h = prog.modules().symbolize(addr);
+  if (!h.sym || !h.module) return "";
+  auto v = prog.resolve(h.sym->name + "@" + h.module->basename());
+  std::string path = v.ok() && v.value().type && v.value().addr == h.sym->addr
+                         ? member_path_at(v.value().type, addr - h.sym->addr)
+                         : "";
+  if (path.empty())
+    return h.offset
+               ? fmt::format("{}+{:#x} [{}]", demangle(h.sym->name), h.offset, h.module->basename())
+               : fmt::format("{} [{}]", demangle(h.sym->name), h.module->basename());
+  return fmt::format("{}{} [{}]", demangle(h.sym->name), path, h.module->basename());
+}
+
+const char* register_name(uint16_t machine, uint64_t i) {
+  return i < static_cast<uint64_t>(register_count(machine)) ? register_names(machine)[i] : "?";
+}
+
+// Collects each object of a profile's sets (their type from set_begin).
+class Collect final : public ProfileSink {
+ public:
+  explicit Collect(std::vector<KnownObjects::Object>* out) : out_(out) {}
+  void set_begin(const ProfileSetSummary& s) override {
+    type_ = s.type ? s.type->strip() : nullptr;
+  }
+  void object(const ProfileObject& o) override {
+    if (type_ && type_->size) out_->push_back({o.addr, type_->size, type_, o.set->name});
+  }
+  void set_end(const ProfileSetSummary&) override {}
+
+ private:
+  std::vector<KnownObjects::Object>* out_;
+  const Type* type_ = nullptr;
+};
+
+}  // namespace
+
+Result<void> KnownObjects::add_profile(Program& prog, const Profile& p,
+                                       const std::vector<std::string>& sets) {
+  ProfileRunOptions ro;
+  ro.only_sets = sets;
+  Collect sink(&objs_);
+  LR_TRY(run_profile(prog, p, ro, sink));
+  // By address; of two at one address (an object and its first member's),
+  // the larger first, so the inner one is found last below.
+  std::sort(objs_.begin(), objs_.end(), [](const Object& a, const Object& b) {
+    return a.addr != b.addr ? a.addr < b.addr : a.size > b.size;
+  });
+  return {};
+}
+
+const KnownObjects::Object* KnownObjects::at(uint64_t a) const {
+  auto it = std::upper_bound(objs_.begin(), objs_.end(), a,
+                             [](uint64_t x, const Object& o) { return x < o.addr; });
+  // The nearest objects starting at or below `a`: the first that holds it
+  // (objects nest only a few deep; bounded).
+  for (int i = 0; it != objs_.begin() && i < 64; ++i) {
+    --it;
+    if (a - it->addr < it->size) return &*it;
+  }
+  return nullptr;
+}
+
+const KnownObjects::Object* KnownObjects::in_block(const HeapChunk& c) const {
+  auto it = std::lower_bound(objs_.begin(), objs_.end(), c.user,
+                             [](const Object& o, uint64_t a) { return o.addr < a; });
+  return it != objs_.end() && it->addr - c.user < c.usable() ? &*it : nullptr;
+}
+
+uint64_t ref_value(const Program& prog, const Ref& r) {
+  if (r.kind == RefFrom::kRegister) return r.value;
+  uint64_t v = 0;
+  return prog.mem().read(r.from, &v, 8).ok() ? v : r.value;
+}
+
+std::string RefNamer::frame_text(int tid, uint64_t addr) {
+  auto it = frames_.find(tid);
+  if (it == frames_.end()) {
+    std::vector<StackFrame> f;
+    for (const auto& t : core_.prog->core()->threads())
+      if (t.tid == tid) f = unwind_thread(core_.prog->mem(), core_.prog->modules(), t);
+    it = frames_.emplace(tid, std::move(f)).first;
+  }
+  const int i = frame_of(it->second, addr);
+  if (i < 0) return "";
+  SymbolHit h = core_.prog->modules().symbolize(it->second[i].pc);
+  if (!h.sym) return fmt::format("frame #{} {}", i, h.format());
+  return fmt::format("frame #{} {}+{:#x} [{}]", i, demangle(h.sym->name), h.offset,
+                     h.module ? h.module->basename() : "?");
+}
+
+std::string RefNamer::block_type(size_t c) {
+  const HeapChunk h = core_.ci.index->heap().in_use[c];
+  if (const auto* k = known_.at(h.user); k && k->addr - h.user < h.usable())
+    return fmt::format("{} (set {})", k->type->display(), k->set);
+  if (const BlockType* t = types_.get(c)) return t->name;
+  if (types_.from_vtable(c)) return types_.get(c)->name;
+  return core_.program_name(h);
+}
+
+std::string RefNamer::describe(const Ref& r) {
+  const Program& prog = *core_.prog;
+  switch (r.kind) {
+    case RefFrom::kRegister:
+      return fmt::format("thread {} register {}", r.tid,
+                         register_name(prog.core()->machine(), r.from));
+    case RefFrom::kStack: {
+      uint64_t sp = 0;
+      for (const auto& t : prog.core()->threads())
+        if (t.tid == r.tid) sp = t.sp();
+      std::string f = frame_text(r.tid, r.from);
+      return fmt::format("thread {} stack at {:#x} (sp+{:#x}){}", r.tid, r.from, r.from - sp,
+                         f.empty() ? "" : ", " + f);
+    }
+    case RefFrom::kTls: {
+      // x86_64: static TLS lies below the thread pointer, the thread's
+      // control block at and above it; aarch64 the other way round.
+      uint64_t tp = 0;
+      for (const auto& t : prog.core()->threads())
+        if (t.tid == r.tid) tp = t.tp;
+      const bool arm = prog.core()->machine() == EM_AARCH64;
+      const char* reg = arm ? "tpidr_el0" : "fs_base";
+      const bool tls = arm ? r.from >= tp : r.from < tp;
+      return fmt::format("thread {} {} at {:#x} ({}{}{:#x})", r.tid, tls ? "TLS" : "control block",
+                         r.from, reg, r.from < tp ? "-" : "+",
+                         r.from < tp ? tp - r.from : r.from - tp);
+    }
+    case RefFrom::kGlobal: {
+      std::string g = global_text(prog, r.from);
+      if (!g.empty()) return "global " + g;
+      for (const auto& rr : core_.ci.index->root_ranges())  // .bss past the last mapping
+        if (r.from >= rr.start && r.from < rr.end)
+          return fmt::format("global {:#x} ({} data)", r.from, rr.what);
+      return fmt::format("global {:#x}", r.from);
+    }
+    case RefFrom::kMapping:
+      return fmt::format("writable mapping at {:#x}", r.from);
+    case RefFrom::kChunk:
+      break;
+  }
+  return describe_in_block(r);
+}
+
+std::string RefNamer::describe_in_block(const Ref& r) {
+  // In a profile's object: its type's member ("struct obj.next of 0x...").
+  if (const auto* k = known_.at(r.from)) {
+    std::string m = member_path_at(k->type, r.from - k->addr);
+    return fmt::format("{}{} of {:#x} (set {})", k->type->display(),
+                       m.empty() ? fmt::format("+{:#x}", r.from - k->addr) : m, k->addr, k->set);
+  }
+  const RefIndex& ix = *core_.ci.index;
+  const size_t c = ix.chunk_at(r.from);
+  if (c == SIZE_MAX) return fmt::format("{:#x}", r.from);
+  const HeapChunk h = ix.heap().in_use[c];
+  std::string type = block_type(c), member;
+  if (const BlockType* t = types_.get(c); t && t->type)
+    member = member_path_at(t->type, r.from - h.user);
+  return fmt::format("chunk {:#x}+{:#x} ({} bytes{}{})", h.user, r.from - h.user, h.usable(),
+                     type.empty() ? "" : ", " + type,
+                     member.empty() ? "" : " " + types_.get(c)->name + member);
+}
+
+}  // namespace lr

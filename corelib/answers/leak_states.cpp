@@ -1,0 +1,82 @@
+// Blocks' states and the account they feed (leak_states.hpp).
+#include "corelib/answers/leak_states.hpp"
+
+#include <algorithm>
+
+namespace lr {
+
+LeakStates find_leaks(const IndexedCore& core, RefNamer& names) {
+  LeakStates ls;
+  const RefIndex& ix = *core.ci.index;
+  const auto& chunks = ix.heap().in_use;
+  ls.state = ix.reachable();  // rewritten in place
+  const std::vector<uint64_t> pooled = core.pooled_free();
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    uint8_t& st = ls.state[i];
+    if (st & RefIndex::kReached) {
+      st = 0;
+    } else if (std::binary_search(pooled.begin(), pooled.end(), chunks[i].user)) {
+      st = kPoolFree;
+      ++ls.pool_free;
+    } else {
+      // Unreferenced (chap's word): nothing at all points into it.
+      st = kLeaked | (st & RefIndex::kReferenced ? kRefd : 0);
+      if (names.types().from_vtable(i) || core.tags.empty()) continue;
+      std::string via;
+      std::string n = core.program_name(chunks[i], &via);
+      if (!n.empty()) names.types().set(i, BlockType{nullptr, n, via});
+    }
+  }
+  names.types().propagate(ls.state);  // within the leaked blocks (bit 0)
+  return ls;
+}
+
+// Objects put back on a program's pool are pooled (free) whether or not its
+// lists reach them; the rest are live or leaked as find_leaks decided.
+std::vector<ChunkClass> chunk_classes(const IndexedCore& core, const LeakStates& ls) {
+  const std::vector<uint64_t> pooled = core.pooled_free();
+  const auto& chunks = core.ci.heap->in_use;
+  std::vector<ChunkClass> out;
+  out.reserve(ls.state.size());
+  auto p = pooled.begin();  // chunks are sorted by address too
+  for (size_t i = 0; i < ls.state.size(); ++i) {
+    while (p != pooled.end() && *p < chunks[i].user) ++p;
+    const bool put_back = p != pooled.end() && *p == chunks[i].user;
+    out.push_back(put_back || ls.state[i] & kPoolFree ? ChunkClass::kPooled
+                  : ls.state[i] & kLeaked             ? ChunkClass::kLeaked
+                                                      : ChunkClass::kLive);
+  }
+  return out;
+}
+
+AccountInput account_input(const IndexedCore& core, const LeakStates& ls,
+                           std::vector<std::string>* warnings) {
+  AccountInput in;
+  in.core = core.prog->core();
+  in.mods = &core.prog->modules();
+  in.heap = core.ci.heap;
+  in.residency = core.prog->residency();
+  in.chunk_class = chunk_classes(core, ls);
+  for (const auto& t : core.tags) {
+    auto r = t.tagger->account_ranges(warnings);
+    in.ranges.insert(in.ranges.end(), r.begin(), r.end());
+  }
+  return in;
+}
+
+Result<Account> plain_account(Program& prog, const HeapWalk& heap) {
+  IndexedCore core;
+  core.prog = &prog;
+  core.tags = tag_program(prog, false, &core.warnings);
+  const HeapWalk* own = nullptr;
+  for (const auto& t : core.tags)
+    if (!own) own = t.tagger->heap();
+  LR_ASSIGN(core.ci, index_core(prog, own ? own : &heap, core.pooled_free()));
+  KnownObjects none;
+  RefNamer names(core, none);
+  const LeakStates ls = find_leaks(core, names);
+  std::vector<std::string> unread;  // the snapshot says what its account lacks
+  return build_account(account_input(core, ls, &unread));
+}
+
+}  // namespace lr

@@ -1,0 +1,42 @@
+// Each heap block's state, as leaks, account and the snapshots decide it
+// alike: live (a root reaches it), leaked (nothing live does: unreferenced
+// when nothing at all points into it, else referenced only by leaked
+// blocks), or free in the program's own pool (neither). Leaked blocks are
+// typed as far as the core says: by vtable, by what the program's target
+// says it made them as, then through typed pointers among leaked blocks.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "corelib/analyses/account.hpp"
+#include "corelib/answers/block_names.hpp"
+#include "corelib/answers/core_index.hpp"
+
+namespace lr {
+
+// Per block: leaked (bit 0), referenced by something (bit 1), or free in a
+// program's pool (4: neither live nor leaked); 0 for a live block. One byte
+// per block.
+constexpr uint8_t kLeaked = 1, kRefd = 2, kPoolFree = 4;
+struct LeakStates {
+  std::vector<uint8_t> state;
+  uint64_t pool_free = 0;
+};
+LeakStates find_leaks(const IndexedCore& core, RefNamer& names);
+
+// Each in-use block's class for the account (pooled, leaked, live).
+std::vector<ChunkClass> chunk_classes(const IndexedCore& core, const LeakStates& ls);
+
+// The account's input for `core` with its blocks classed by `ls`, and the
+// memory its program manages outside the heap (with what of it could not
+// be read in `warnings`). No breakdown: the caller sets key_of.
+AccountInput account_input(const IndexedCore& core, const LeakStates& ls,
+                           std::vector<std::string>* warnings);
+
+// The core's account without a breakdown (the categories' sums), for the
+// snapshots diff, trend and batch compare: `heap` indexed (leaks'
+// reachability), or a program target's own walk when it made one.
+Result<Account> plain_account(Program& prog, const HeapWalk& heap);
+
+}  // namespace lr

@@ -1,0 +1,38 @@
+// Where commands write (out.hpp).
+#include "frontend/base/out.hpp"
+
+#include <cstdio>
+
+namespace lrcli {
+
+namespace {
+struct FileOut final : Out {
+  explicit FileOut(std::FILE* f) : f_(f) {}
+  bool write(std::string_view s) override {
+    return std::fwrite(s.data(), 1, s.size(), f_) == s.size();
+  }
+  std::FILE* f_;
+};
+}  // namespace
+
+Out& out_stdout() {
+  static FileOut o(stdout);
+  return o;
+}
+
+Out& out_stderr() {
+  static FileOut o(stderr);
+  return o;
+}
+
+void print_warnings_text(const std::vector<std::string>& w, Out& err) {
+  for (const auto& s : w) err.print("leakref: warning: {}\n", s);
+}
+
+void emit_json(const nlohmann::json& j, Out& out) {
+  // Invalid UTF-8 from target memory must not abort the dump.
+  out.put(j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace));
+  out.put("\n");
+}
+
+}  // namespace lrcli

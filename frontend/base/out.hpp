@@ -1,0 +1,43 @@
+// Where a command's text goes: stdout/stderr for the CLI, crash's fp for the
+// extension; every command writes through one of these sinks, never around
+// them.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace lrcli {
+
+// A write that fails (the reader of `| head` went away) makes the sink
+// refuse everything after it, so a command stops producing output.
+class Out {
+ public:
+  virtual ~Out() = default;
+  void put(std::string_view s) {
+    if (!failed_ && !s.empty() && !write(s)) failed_ = true;
+  }
+  template <class... A>
+  void print(fmt::format_string<A...> f, A&&... a) {
+    if (!failed_) put(fmt::format(f, std::forward<A>(a)...));
+  }
+  bool failed() const { return failed_; }
+
+ protected:
+  virtual bool write(std::string_view s) = 0;  // false: stop writing
+
+ private:
+  bool failed_ = false;
+};
+Out& out_stdout();
+Out& out_stderr();
+
+// "leakref: warning: W" lines.
+void print_warnings_text(const std::vector<std::string>& w, Out& err = out_stderr());
+// A JSON document, indented, invalid UTF-8 from target memory replaced.
+void emit_json(const nlohmann::json& j, Out& out = out_stdout());
+
+}  // namespace lrcli

@@ -1,0 +1,336 @@
+// `leakref refs CORE PLACE...` (who points at these objects, and the chain
+// of references from a root) and `leakref leaks CORE` (heap blocks nothing
+// live reaches), both on one reference index of the core (refindex.hpp).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <memory>
+#include <unordered_map>
+
+#include "frontend/process/cmd_profile.hpp"
+#include "frontend/base/commands.hpp"
+#include "frontend/base/out.hpp"
+#include "frontend/base/errors.hpp"
+#include "frontend/base/options.hpp"
+#include "frontend/base/render.hpp"
+#include "corelib/analyses/correlate.hpp"
+#include "corelib/analyses/trace.hpp"
+#include "corelib/answers/leak_states.hpp"
+#include "corelib/answers/profile_match.hpp"
+#include "corelib/blocks/refindex.hpp"
+#include "frontend/base/process_core.hpp"
+
+namespace lrcli {
+
+namespace {
+
+struct RefsArgs {
+  std::vector<std::string> addrs;
+  size_t depth = 0;
+  std::string profile;            // objects whose members name referrers
+  std::vector<std::string> sets;  // only these of its sets
+};
+
+struct LeaksArgs {
+  bool list = false;
+  std::vector<std::string> traces;
+  size_t top = 20;
+  std::vector<std::string> fail_on;
+};
+
+// refs' arguments, once the core is open: each PLACE's address, and the
+// profile's objects (its errors before the index is built).
+lr::Result<void> resolve_refs_args(lr::Program& p, const RefsArgs& a, std::vector<uint64_t>* want,
+                                   lr::KnownObjects* known) {
+  for (const auto& s : a.addrs) {
+    uint64_t v;
+    if (lr::parse_u64(s, &v)) {
+      want->push_back(v);
+      continue;
+    }
+    auto r = p.resolve_address(s);
+    if (!r.ok()) return lr::make_error(r.error().code, "refs: " + s + ": " + r.error().message);
+    want->push_back(r.value());
+  }
+  return lr::load_known_objects(p, a.profile, a.sets, profile_dirs(), known, cli_display());
+}
+
+void print_refs_text(lr::RefNamer& names, const lr::HeapChunk& h, size_t ch, uint64_t addr,
+                     const std::vector<lr::Ref>& refs, const std::vector<lr::Ref>* chain,
+                     size_t depth, bool live, const lr::Program& prog) {
+  std::string type = names.block_type(ch);
+  out_stdout().print("{:#x}: in the {}-byte block at {:#x}{}; {} reference{}:\n", addr, h.usable(),
+                     h.user, type.empty() ? "" : " (" + type + ")", refs.size(),
+                     refs.size() == 1 ? "" : "s");
+  for (const auto& r : refs)
+    out_stdout().print("  {:<8} {}  -> {:#x}\n", lr::ref_from_name(r.kind), names.describe(r),
+                       lr::ref_value(prog, r));
+  if (!chain) return;
+  if (!chain->empty()) {
+    std::string s;
+    for (const auto& r : *chain) s += (s.empty() ? "" : " -> ") + names.describe(r);
+    out_stdout().print("  anchored: {} -> {:#x}\n", s, h.user);
+  } else if (live) {
+    out_stdout().print(
+        "  reachable from a root, but by no chain within {} steps (a larger --depth finds it)\n",
+        depth);
+  } else {
+    out_stdout().print("  no chain of references from any root: leaked\n");
+  }
+}
+
+int cmd_refs(const DumpOptions& c, const RefsArgs& a) {
+  // Addresses, or places as gdb writes them: "*g_list" (what g_list points
+  // to), "owner[3]", "&g_obj".
+  std::vector<uint64_t> want;
+  lr::KnownObjects known;
+  auto o =
+      open_indexed_core(c, [&](lr::Program& p) { return resolve_refs_args(p, a, &want, &known); });
+  if (!o.ok()) return fail(o.error());
+  lr::Program& prog = *o.value().prog;
+  const lr::RefIndex& ix = *o.value().ci.index;
+  lr::RefNamer names(o.value(), known);
+  std::vector<uint8_t> live;
+  if (a.depth) live = ix.reachable();
+  nlohmann::json out = nlohmann::json::array();
+  int status = kOk;
+  for (uint64_t addr : want) {
+    const size_t ch = ix.chunk_at(addr);
+    if (ch == SIZE_MAX) {
+      std::string e = fmt::format(
+          "{:#x} is not inside an in-use heap block (the index holds references to heap blocks)",
+          addr);
+      if (c.json)
+        out.push_back({{"addr", hex(addr)}, {"error", e}});
+      else
+        out_stderr().print("leakref: error: {}\n", e);
+      status = kLookup;
+      continue;
+    }
+    const lr::HeapChunk h = o.value().ci.heap->in_use[ch];
+    std::vector<lr::Ref> refs = ix.refs_to(ch);
+    std::vector<lr::Ref> chain = a.depth ? ix.anchor_chain(ch, a.depth) : std::vector<lr::Ref>{};
+    if (!c.json) {
+      print_refs_text(names, h, ch, addr, refs, a.depth ? &chain : nullptr, a.depth,
+                      a.depth && (live[ch] & lr::RefIndex::kReached), prog);
+      continue;
+    }
+    std::string type = names.block_type(ch);
+    nlohmann::json j{{"addr", hex(addr)},
+                     {"chunk", hex(h.user)},
+                     {"size", h.usable()},
+                     {"type", type.empty() ? nlohmann::json(nullptr) : nlohmann::json(type)},
+                     {"referrers", nlohmann::json::array()}};
+    for (const auto& r : refs) j["referrers"].push_back(ref_json(names, prog, r));
+    if (a.depth) {
+      j["reachable"] = (live[ch] & lr::RefIndex::kReached) != 0;
+      j["anchor_chain"] = nlohmann::json::array();
+      for (const auto& r : chain) j["anchor_chain"].push_back(ref_json(names, prog, r));
+    }
+    out.push_back(std::move(j));
+  }
+  if (c.json)
+    emit_json({{"schema", "leakref.refs/1"},
+               {"core", c.core},
+               {"objects", out},
+               {"known_objects", known.size()},
+               {"index", {{"refs", ix.stats().refs}, {"roots", ix.stats().roots}}},
+               {"warnings", o.value().warnings}});
+  else
+    print_warnings_text(o.value().warnings);
+  return status;
+}
+
+// What was scanned as roots, and the references each kind holds.
+nlohmann::json root_kinds(const lr::RefIndex& ix) {
+  const auto& st = ix.stats();
+  nlohmann::json roots = nlohmann::json::object();
+  for (const auto& r : ix.root_ranges()) {
+    auto& k = roots[lr::ref_from_name(r.kind)];
+    if (k.is_null()) k = {{"bytes", 0}, {"ranges", 0}, {"refs", 0}};
+    k["bytes"] = k["bytes"].get<uint64_t>() + (r.end - r.start);
+    k["ranges"] = k["ranges"].get<uint64_t>() + 1;
+  }
+  for (int k = 1; k < 6; ++k)
+    if (st.roots_by_kind[k]) {
+      auto& j = roots[lr::ref_from_name(static_cast<lr::RefFrom>(k))];
+      if (j.is_null()) j = {{"bytes", 0}, {"ranges", 0}};  // registers: no range
+      j["refs"] = st.roots_by_kind[k];
+    }
+  return roots;
+}
+
+struct LeakGroup {
+  uint64_t count = 0, bytes = 0, unreferenced = 0;
+};
+using LeakGroups = std::map<std::pair<std::string, uint64_t>, LeakGroup>;  // (type, size)
+
+void print_leaks_text(const LeaksArgs& a, const LeakGroups& groups, const lr::RefIndex& ix,
+                      uint64_t leaked, uint64_t leaked_bytes, uint64_t unref, uint64_t unref_bytes,
+                      uint64_t pool_free, const std::string& pools) {
+  std::vector<std::pair<std::pair<std::string, uint64_t>, LeakGroup>> rows(groups.begin(),
+                                                                           groups.end());
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const auto& x, const auto& y) { return x.second.bytes > y.second.bytes; });
+  out_stdout().print(
+      "{} of {} heap blocks leaked ({} bytes): nothing live reaches them (registers, stacks "
+      "above the stack pointer, globals, TLS);\n{} of them unreferenced ({} bytes), the rest "
+      "referenced only by leaked blocks\n",
+      leaked, ix.chunks(), leaked_bytes, unref, unref_bytes);
+  if (pool_free)
+    out_stdout().print("{} more blocks are objects free in {} (not counted)\n", pool_free, pools);
+  if (!rows.empty())
+    out_stdout().print("\n{:>8} {:>7} {:>10} {:>12}  {}\n", "SIZE", "COUNT", "BYTES",
+                       "UNREFERENCED", "TYPE");
+  for (size_t i = 0; i < rows.size() && i < a.top; ++i)
+    out_stdout().print("{:>8} {:>7} {:>10} {:>12}  {}\n", rows[i].first.second,
+                       rows[i].second.count, rows[i].second.bytes, rows[i].second.unreferenced,
+                       rows[i].first.first.empty() ? "-" : rows[i].first.first);
+  if (rows.size() > a.top)
+    out_stdout().print("... {} more sizes (--top N, --json: all)\n", rows.size() - a.top);
+}
+
+int cmd_leaks(const DumpOptions& c, const LeaksArgs& a) {
+  for (const auto& f : a.fail_on)
+    if (f != "leaked" && f != "any") return fail_usage("--fail-on: unknown finding '" + f + "'");
+  auto o = open_indexed_core(c);
+  if (!o.ok()) return fail(o.error());
+  lr::Program& prog = *o.value().prog;
+  const lr::RefIndex& ix = *o.value().ci.index;
+  const auto& chunks = o.value().ci.heap->in_use;
+  lr::LiveSites sites;
+  if (!a.traces.empty()) {
+    auto r = sites_from_traces(prog, *o.value().ci.heap, a.traces);
+    if (!r.ok()) return fail(r.error());
+    sites = std::move(r).value();
+  }
+  lr::KnownObjects none;
+  lr::RefNamer names(o.value(), none);
+  const lr::LeakStates ls = lr::find_leaks(o.value(), names);
+  LeakGroups groups;
+  uint64_t leaked = 0, leaked_bytes = 0, unref = 0, unref_bytes = 0;
+  // Who points at each leaked block: only other leaked blocks can (a live
+  // one would make it live), so their own rows say it, one entry per
+  // referring word, and the index's reverse rows (8 bytes a reference and
+  // one table a chunk) are never made.
+  std::unordered_map<uint32_t, std::vector<uint32_t>> leaked_refs;
+  if (c.json)
+    for (size_t i = 0; i < chunks.size(); ++i)
+      if (ls.state[i] & lr::kLeaked)
+        for (uint32_t t : ix.points_to(i))
+          if (ls.state[t] & lr::kLeaked) leaked_refs[t].push_back(static_cast<uint32_t>(i));
+  // JSON: the blocks stream as they are found; the totals follow them.
+  if (c.json)
+    out_stdout().print("{{\"schema\":\"leakref.leaks/1\",\"core\":{},\"blocks\":[",
+                       nlohmann::json(c.core).dump());
+  else if (a.list)
+    out_stdout().print("{:<18} {:>8}  {:<12}  {}\n", "BLOCK", "SIZE", "", "SITE / TYPE");
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    if (!(ls.state[i] & lr::kLeaked)) continue;
+    const lr::HeapChunk h = chunks[i];
+    const bool unreferenced = !(ls.state[i] & lr::kRefd);
+    const lr::BlockType* bt = names.types().get(i);
+    const std::string type = bt ? bt->name : "";
+    unref += unreferenced;
+    unref_bytes += unreferenced ? h.usable() : 0;
+    LeakGroup& g = groups[{type, h.usable()}];
+    ++g.count;
+    g.bytes += h.usable();
+    g.unreferenced += unreferenced;
+    auto s = sites.by_ptr.find(h.user);
+    const std::string site = s == sites.by_ptr.end() ? "" : s->second;
+    if (c.json) {
+      nlohmann::json b{{"ptr", hex(h.user)},
+                       {"size", h.usable()},
+                       {"type", type.empty() ? nlohmann::json(nullptr) : nlohmann::json(type)},
+                       {"type_from", bt ? nlohmann::json(bt->via) : nlohmann::json(nullptr)},
+                       {"unreferenced", unreferenced}};
+      nlohmann::json by = nlohmann::json::array();
+      if (auto it = leaked_refs.find(static_cast<uint32_t>(i)); it != leaked_refs.end())
+        for (uint32_t from : it->second) by.push_back(hex(chunks[from].user));
+      b["referenced_by"] = std::move(by);
+      b["site"] = site.empty() ? nlohmann::json(nullptr) : nlohmann::json(site);
+      out_stdout().print("{}{}", leaked ? ",\n" : "\n", b.dump());
+    } else if (a.list) {
+      std::string t = type.empty() ? "" : type;
+      if (bt && bt->through_pointer) t += " (from " + bt->via + ")";
+      out_stdout().print("{:<18} {:>8}  {:<12}  {}{}\n", hex(h.user), h.usable(),
+                         unreferenced ? "unreferenced" : "referenced",
+                         site.empty() ? "" : site + " ", t);
+    }
+    ++leaked;
+    leaked_bytes += h.usable();
+  }
+  std::vector<std::string> warnings = o.value().warnings;
+  warnings.insert(warnings.end(), sites.warnings.begin(), sites.warnings.end());
+  if (c.json) {
+    nlohmann::json gj = nlohmann::json::array();
+    for (const auto& [k, g] : groups)
+      gj.push_back({{"type", k.first.empty() ? nlohmann::json(nullptr) : nlohmann::json(k.first)},
+                    {"size", k.second},
+                    {"count", g.count},
+                    {"bytes", g.bytes},
+                    {"unreferenced", g.unreferenced}});
+    const auto& st = ix.stats();
+    nlohmann::json rest{{"summary",
+                         {{"blocks", chunks.size()},
+                          {"leaked", leaked},
+                          {"leaked_bytes", leaked_bytes},
+                          {"unreferenced", unref},
+                          {"unreferenced_bytes", unref_bytes},
+                          {"pool_free", ls.pool_free}}},
+                        {"groups", gj},
+                        {"index",
+                         {{"bytes_scanned", st.bytes_scanned},
+                          {"refs", st.refs},
+                          {"roots", st.roots},
+                          {"root_kinds", root_kinds(ix)},
+                          {"index_bytes", st.index_bytes},
+                          {"table_bytes", st.table_bytes},
+                          {"build_ns", st.build_ns}}},
+                        {"warnings", warnings}};
+    std::string t = rest.dump();
+    out_stdout().print("\n],{}\n", t.substr(1));  // `rest` continues the open object
+  } else {
+    print_warnings_text(warnings);
+    if (a.list) out_stdout().put("\n");
+    std::string pools;
+    for (const auto& t : o.value().tags) pools += (pools.empty() ? "" : ", ") + t.target->pools();
+    print_leaks_text(a, groups, ix, leaked, leaked_bytes, unref, unref_bytes, ls.pool_free, pools);
+  }
+  return fail_on_wants(a.fail_on, "leaked") && leaked ? kFindings : kOk;
+}
+
+}  // namespace
+
+Command register_refs(CLI::App& app, DumpOptions& c) {
+  auto a = std::make_shared<RefsArgs>();
+  auto* sub = app.add_subcommand("refs", "who points at these heap objects (or into them)");
+  add_dump_options(sub, c);
+  sub->add_option("PLACE", a->addrs, "objects: addresses, symbols, *SYMBOL (inside heap blocks)")
+      ->required();
+  sub->add_option("--depth", a->depth, "a chain of references from a root, up to N steps");
+  sub->add_option("-p,--profile", a->profile,
+                  "profile file (or NAME): a referring word in one of its objects is named by "
+                  "the set and member");
+  sub->add_option("--set", a->sets, "only these sets of the profile")->delimiter(',');
+  return {sub, [&c, a] { return cmd_refs(c, *a); }, [&c] { return c.json; }};
+}
+
+Command register_leaks(CLI::App& app, DumpOptions& c) {
+  auto a = std::make_shared<LeaksArgs>();
+  auto* sub = app.add_subcommand(
+      "leaks", "heap blocks nothing live reaches (registers, stacks, globals, TLS)");
+  add_dump_options(sub, c);
+  sub->add_flag("--list", a->list, "every leaked block, not only sizes");
+  sub->add_option(
+      "--trace", a->traces,
+      "allocation trace (leakref-trace --malloc, mmleak, bcc, mtrace): each block's site");
+  sub->add_option("--top", a->top, "sizes listed in text (default 20)");
+  sub->add_option("--fail-on", a->fail_on, "exit 1 if: leaked")->delimiter(',');
+  return {sub, [&c, a] { return cmd_leaks(c, *a); }, [&c] { return c.json; }};
+}
+
+}  // namespace lrcli
