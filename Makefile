@@ -227,7 +227,12 @@ clean:
 
 # ---- tests ---------------------------------------------------------------
 SAN_BUILD    := $(if $(SAN),1)
-TEST_CXXFLAGS = $(CXXFLAGS) -DLR_BUILD_DIR='"$(abspath $(BUILD))"' -DLR_SOURCE_DIR='"$(CURDIR)"' -Itests \
+# The tests' own code (orchestration: processes run, JSON compared) is
+# compiled at -O1 with line tables: half the time of -O2 -g, and what they
+# test is the engine and front end, built with OPT and DEBUG.
+TEST_OPT     ?= -O1 -g1
+TEST_CXXFLAGS = $(filter-out $(OPT) $(DEBUG),$(CXXFLAGS)) $(TEST_OPT) \
+                -DLR_BUILD_DIR='"$(abspath $(BUILD))"' -DLR_SOURCE_DIR='"$(CURDIR)"' -Itests \
                 $(if $(SAN_BUILD),-DLR_SANITIZE=1)
 # The runner is Catch2's own implementation (2 minutes under ASan, for code
 # that is not leakref's): in the sanitized build it is compiled without

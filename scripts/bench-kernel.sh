@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B="${BUILD:-build}"
-eval "$(scripts/kernel-vmcore)"
+eval "$(scripts/kernel-vmcore --mem 768M)"
 LR="$B/leakref"
 heads=$("$LR" kernel --vmcore "$PELF" --vmlinux "$VMLINUX" inodes -t tmpfs --json |
   python3 -c '
@@ -224,7 +224,7 @@ PY
 # whole process, run alternately on the two dumps (the page cache warm for
 # both), the median of 7 pairs. Goal: 7.x within 1.5x of 6.1.
 echo "  slab pass, every cache, standalone, 6.1 vs 7.x (median of 7 alternating pairs):"
-eval "$(scripts/kernel-vmcore --kernel 7.x | sed 's/^/K7_/')"
+eval "$(scripts/kernel-vmcore --kernel 7.x --mem 768M | sed 's/^/K7_/')"
 pair() {
   /usr/bin/time -f "%e" -o "$W/t" "$LR" kernel --vmcore "$1" --vmlinux "$2" slab > /dev/null
   cat "$W/t"

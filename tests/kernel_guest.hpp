@@ -17,6 +17,9 @@ namespace kguest {
 
 using nlohmann::json;
 
+// The guests' RAM (scripts/kernel-vmcore's default --mem).
+constexpr uint64_t kGuestMiB = 512;
+
 // One kernel's guest dumps (scripts/kernel-vmcore --kernel KERNEL), made once.
 struct Dump {
   std::string kernel;  // "6.1", "6.12"; "kmemleak": scripts/kernel-kmemleak's (pelf only);

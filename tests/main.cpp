@@ -157,10 +157,12 @@ int main(int argc, char** argv) {
   if (int e = session.applyCommandLine(argc, argv); e != 0) return e;
   if (shard.count) {
     Catch::ConfigData d = session.configData();
-    d.testsOrTags.clear();
-    for (const auto& n : shard_tests(session, shard)) d.testsOrTags.push_back(spec_of(n));
-    // A shard with nothing to run runs nothing (no filter would run all).
-    if (d.testsOrTags.empty()) d.testsOrTags.push_back("~*");
+    // One spec, the names separated by commas (Catch runs several specs
+    // given apart into one name); a shard with nothing to run runs nothing
+    // (no filter would run all).
+    std::string spec;
+    for (const auto& n : shard_tests(session, shard)) spec += (spec.empty() ? "" : ",") + spec_of(n);
+    d.testsOrTags = {spec.empty() ? std::string("~*") : spec};
     session.useConfigData(d);
   }
   int rc = session.run();

@@ -101,8 +101,8 @@ void check_leaks(const Dump& d, const LeakTruth& t) {
   CHECK(got == want);
   CHECK(j["summary"]["objects"] == 7);
   CHECK(j["warnings"].empty());
-  // Index figures the issue asks for: a 768 MiB guest in at most 5 % of it.
-  CHECK(j["index"]["memory_bytes"].get<uint64_t>() < (768ull << 20) / 20);
+  // The index of the guest's RAM in at most 5 % of it.
+  CHECK(j["index"]["memory_bytes"].get<uint64_t>() < (kguest::kGuestMiB << 20) / 20);
   CHECK(j["index"]["reused"] == false);
   // QEMU's ELF dump has one NT_PRSTATUS note (the guest has one CPU). The
   // arm64 dump, physical addresses only, is read through libkdumpfile,

@@ -318,20 +318,24 @@ TEST_CASE("make: header dependencies reach leakref.so and the bench helper", "[s
   std::string ext = what_if("extension/leakref_host.h", "leakref.so");
   CHECK(ext.find("leakref_crash.c") != std::string::npos);
   CHECK(ext.find("crash_glue.cpp") != std::string::npos);
-  CHECK(what_if("frontend/walk_render.hpp", "leakref.so").find("-o " + build + "/leakref.so") !=
-        std::string::npos);
+  CHECK(what_if("frontend/process/walk_render.hpp", "leakref.so")
+            .find("-o " + build + "/leakref.so") != std::string::npos);
   // Both front ends link the one front-end library built from frontend/,
   // over the targets and the engine's layers, top layer first.
   const std::string lib = build + "/lib/libleakref-";
   std::string layers = lib + "targets.a";
   for (const char* t : {"glibc", "jemalloc", "tcmalloc", "linux", "glusterfs", "nfs-ganesha"})
     layers += " " + lib + "target-" + t + ".a";
-  for (const char* l :
-       {"analyses", "profiles", "walks", "blocks", "objects", "debuginfo", "dump", "base"})
-    layers += " " + lib + l + ".a";
+  // The engine's layers top first, as corelib/LAYERS lists them bottom up.
+  std::vector<std::string> order;
+  std::istringstream ls(lrtest::read_file(repo_dir() + "/corelib/LAYERS"));
+  for (std::string line; std::getline(ls, line);)
+    if (!line.empty() && line[0] != '#') order.insert(order.begin(), line);
+  CHECK(order.size() >= 10);
+  for (const auto& l : order) layers += " " + lib + l + ".a";
   for (const char* target : {"leakref.so", "leakref"}) {
     INFO(target);
-    std::string plan = what_if("frontend/common.hpp", target);
+    std::string plan = what_if("frontend/base/options.hpp", target);
     CHECK(plan.find("ar rcs " + lib + "frontend.a") != std::string::npos);
     CHECK(plan.find(lib + "frontend.a " + layers) != std::string::npos);
   }
@@ -363,19 +367,23 @@ std::string render_man(const std::string& page, std::string* warnings) {
 
 }  // namespace
 
-// One man page per front end; each renders without a warning and names
-// every option its front end's --help lists.
 // Issue 16: "one header and one registration function per command instead of
-// frontend/common.hpp holding every command's arguments". common.hpp keeps what
-// every command shares; what one command offers others is in frontend/cmd_NAME.hpp.
-TEST_CASE("front ends: each command's arguments live beside it, not in common.hpp", "[scripts]") {
+// frontend/common.hpp holding every command's arguments"; issue 46: the front
+// end grouped by family, what every command shares in frontend/base/ (options,
+// errors, output, rendering), each command's arguments in its own
+// frontend/FAMILY/cmd_NAME file.
+TEST_CASE("front ends: each command's arguments live beside it, in its family's folder",
+          "[scripts]") {
   namespace fs = std::filesystem;
-  std::string common = lrtest::read_file(repo_dir() + "/frontend/common.hpp");
   std::smatch m;
-  CHECK_FALSE(std::regex_search(common, m, std::regex(R"(struct \w*Args\b)")));
-  CHECK_FALSE(std::regex_search(common, m, std::regex(R"(\bint cmd_\w+\()")));
+  for (const char* shared : {"options", "errors", "out", "render"}) {
+    std::string h = lrtest::read_file(repo_dir() + "/frontend/base/" + shared + ".hpp");
+    CHECK_FALSE(std::regex_search(h, m, std::regex(R"(struct \w*Args\b)")));
+    CHECK_FALSE(std::regex_search(h, m, std::regex(R"(\bint cmd_\w+\()")));
+  }
+  CHECK_FALSE(fs::exists(repo_dir() + "/frontend/common.hpp"));
   std::regex reg(R"(\nCommand (register_\w+)\()");
-  std::string commands = lrtest::read_file(repo_dir() + "/frontend/commands.hpp");
+  std::string commands = lrtest::read_file(repo_dir() + "/frontend/base/commands.hpp");
   std::set<std::string> registered;
   for (auto it = std::sregex_iterator(commands.begin(), commands.end(), reg);
        it != std::sregex_iterator(); ++it)
@@ -384,7 +392,8 @@ TEST_CASE("front ends: each command's arguments live beside it, not in common.hp
   // Each registration function is defined in exactly one frontend/ file, and an
   // argument struct is defined once, in the command's .cpp or its header.
   std::map<std::string, int> defined, args_defined;
-  for (const auto& e : fs::directory_iterator(repo_dir() + "/frontend")) {
+  for (const auto& e : fs::recursive_directory_iterator(repo_dir() + "/frontend")) {
+    if (!e.is_regular_file()) continue;
     std::string text = lrtest::read_file(e.path().string());
     for (const auto& r : registered)
       if (text.find("\nCommand " + r + "(") != std::string::npos && e.path().extension() == ".cpp")
