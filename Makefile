@@ -28,8 +28,12 @@ ENGINE_SRC := $(CORE_SRC) $(TGT_SRC)
 CORE_OBJ   := $(ENGINE_SRC:%.cpp=$(BUILD)/%.o)
 LAYER_LIBS := $(foreach l,$(LAYERS),$(BUILD)/lib/libleakref-$(l).a)
 TGT_LIBS   := $(BUILD)/lib/libleakref-targets.a $(foreach t,$(TARGETS),$(BUILD)/lib/libleakref-target-$(t).a)
-# Linked top first: targets over the layers, each layer over those below.
-ENGINE_LIBS := $(TGT_LIBS) $(foreach l,$(shell echo $(LAYERS) | tr ' ' '\n' | tac),$(BUILD)/lib/libleakref-$(l).a)
+# Linked top first: targets over the layers, each layer over those below
+# (engine_libs: those of the build directory $(1)).
+LAYERS_DOWN := $(shell echo $(LAYERS) | tr ' ' '\n' | tac)
+engine_libs = $(1)/lib/libleakref-targets.a $(foreach t,$(TARGETS),$(1)/lib/libleakref-target-$(t).a) \
+              $(foreach l,$(LAYERS_DOWN),$(1)/lib/libleakref-$(l).a)
+ENGINE_LIBS := $(call engine_libs,$(BUILD))
 FE_SRC     := $(wildcard frontend/*/*.cpp)
 FE_OBJ     := $(FE_SRC:%.cpp=$(BUILD)/%.o)
 # FE_UNITY=N builds the front end as N unity files (each #includes every
@@ -58,7 +62,7 @@ TESTBIN    := $(BUILD)/leakref-tests
 
 NPROC      ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all lib extension bench-kernel test test-quick test-durations provision test-build test-sanitize-build test-deps check-layers check-unity check-functions test-sanitize fuzz fuzz-build bench bench-trace demo install clean deps fixtures format format-check help
+.PHONY: all lib extension bench-kernel test test-quick test-durations provision test-build-deps test-build test-sanitize-build test-deps check-layers check-unity check-functions test-sanitize fuzz fuzz-build bench bench-trace demo install clean deps fixtures format format-check help
 
 # Bundled profiles (data): targets/<target>/*.toml, copied flat
 # beside the binaries, where `--profile NAME` finds them in a build tree; the
@@ -223,7 +227,7 @@ include fixtures/fixtures.mk
 include provision.mk
 
 clean:
-	rm -rf $(BUILD) build-san build-fuzz $(DEMO_BUILD)
+	rm -rf $(BUILD) $(SAN_DIR) $(FUZZ_DIR) $(DEMO_BUILD)
 
 # ---- tests ---------------------------------------------------------------
 SAN_BUILD    := $(if $(SAN),1)
@@ -246,18 +250,21 @@ $(BUILD)/tests/%.o: tests/%.cpp
 $(TESTBIN): $(TEST_OBJ) $(ENGINE_LIBS)
 	$(CXX) $(CXXFLAGS) -o $@ $(TEST_OBJ) $(ENGINE_LIBS) $(LDLIBS)
 
-# Builds in parallel while the caches the tests read are filled (make
-# provision: downloads, guests, other software's builds), then runs the suite
-# in SHARDS processes side by side (scripts/run-tests). TEST_ARGS (a Catch
-# test spec) runs only those tests, and fills no cache first.
+# Builds in parallel while the programs the tests run are installed and the
+# caches they read are filled (make provision: downloads, guests, other
+# software's builds), then runs the suite in SHARDS processes side by side
+# (scripts/run-tests). TEST_ARGS (a Catch test spec) runs only those tests,
+# and fills no cache first.
 SHARDS ?= $(NPROC)
-test: test-deps check-layers
+test: test-build-deps check-layers
 	@mkdir -p $(BUILD); pv=""; \
 	if [ -z "$(TEST_ARGS)" ]; then \
-	  echo "test: provisioning while building (log: $(BUILD)/provision.log)"; \
-	  scripts/provision > $(BUILD)/provision.log 2>&1 & pv=$$!; fi; \
-	$(MAKE) check-unity test-build; b=$$?; \
-	if [ -n "$$pv" ]; then wait $$pv; cat $(BUILD)/provision.log; fi; \
+	  echo "test: installing what the tests run, then provisioning, while building (log: $(BUILD)/provision.log)"; \
+	  { $(MAKE) -s test-deps && scripts/provision; } > $(BUILD)/provision.log 2>&1 & pv=$$!; \
+	else $(MAKE) -s test-deps || exit $$?; fi; \
+	$(MAKE) -j2 $(if $(SAN),,check-unity) test-build; b=$$?; \
+	if [ -n "$$pv" ]; then wait $$pv; p=$$?; cat $(BUILD)/provision.log; \
+	  [ $$p -eq 0 ] || echo "test: provisioning ended with status $$p (the tests that need what failed say so)"; fi; \
 	[ $$b -eq 0 ] || exit $$b; \
 	scripts/run-tests $(BUILD) --shards $(SHARDS) $(if $(TEST_ARGS),-- '$(TEST_ARGS)')
 
@@ -290,7 +297,12 @@ SAN_TESTS ?= [hostile],~[kernel]~[batch]~[ganesha]
 # The front end as one unity file per core (FE_UNITY): its 30 files repeat
 # the same instantiations of nlohmann-json, CLI11 and fmt, 70-125 s each
 # under ASan; reports still name the file and line each came from.
-SAN_MAKE = $(MAKE) BUILD=build-san OPT=-O1 DEBUG=-g1 FE_UNITY=$(NPROC) SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all -Wno-maybe-uninitialized"
+# Built by clang with libFuzzer's instrumentation as well (fuzzer-no-link:
+# its callbacks are the sanitizer runtime's no-ops outside a fuzzer): the
+# fuzzers link this build's engine instead of compiling it a third time.
+SAN_DIR  := build-san
+SAN_MAKE = $(MAKE) BUILD=$(SAN_DIR) CXX=clang++ CC=clang OPT=-O1 DEBUG=-g1 FE_UNITY=$(NPROC) \
+           SAN="-fsanitize=address,undefined,fuzzer-no-link -fno-omit-frame-pointer -fno-sanitize-recover=all"
 test-sanitize:
 	$(SAN_MAKE) TEST_ARGS='$(SAN_TESTS)' test
 # Its build alone.
@@ -301,36 +313,28 @@ test-sanitize-build:
 FUZZ_SECONDS ?= 20
 FUZZ_DIR     := build-fuzz
 FUZZ_CXX     := clang++
-COMMA        := ,
-FUZZ_FLAGS   := -std=c++20 -g1 -O1 -fsanitize=fuzzer,address,undefined -I. -I$(FUZZ_DIR)/gen
+FUZZ_FLAGS   := -std=c++20 -g1 -O1 -fsanitize=fuzzer,address,undefined -I. -I$(SAN_DIR)/gen
 TRACE_PARSERS := leakref bpftrace stap mmleak bcc mtrace
 FUZZERS      := $(FUZZ_DIR)/fuzz_core $(FUZZ_DIR)/fuzz_path $(FUZZ_DIR)/fuzz_expr $(FUZZ_DIR)/fuzz_profile \
                 $(FUZZ_DIR)/fuzz_kdump $(FUZZ_DIR)/fuzz_statedump $(FUZZ_DIR)/fuzz_jemalloc $(FUZZ_DIR)/fuzz_tcmalloc \
                 $(TRACE_PARSERS:%=$(FUZZ_DIR)/fuzz_trace_%)
 
-# corelib is compiled once (instrumented, not linked with the fuzzer main)
-# and shared by every target.
-FUZZ_OBJ     := $(ENGINE_SRC:%.cpp=$(FUZZ_DIR)/obj/%.o)
-FUZZ_LIB     := $(FUZZ_DIR)/libleakref-fuzz.a
+# The engine is the sanitized build's (instrumented for libFuzzer too, not
+# linked with its main), made first when it is not there.
+FUZZ_LIBS    := $(call engine_libs,$(SAN_DIR))
+FUZZ_LDLIBS  := -ldw -lelf -ldebuginfod -lkdumpfile -lfmt -lsqlite3 -lzstd -llzma -llz4 -lz
+ifneq ($(BUILD),$(SAN_DIR))
+$(FUZZ_LIBS) &:
+	$(SAN_MAKE) $(FUZZ_LIBS)
+endif
 
-$(FUZZ_DIR)/obj/%.o: %.cpp
+$(FUZZ_DIR)/fuzz_trace_%: tests/fuzz/fuzz_trace.cpp $(FUZZ_LIBS)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CXX) $(subst -fsanitize=fuzzer$(COMMA),-fsanitize=fuzzer-no-link$(COMMA),$(FUZZ_FLAGS)) -MMD -MP -c $< -o $@
+	$(FUZZ_CXX) $(FUZZ_FLAGS) -DLR_FUZZ_PARSER=parse_$* -o $@ $< $(FUZZ_LIBS) $(FUZZ_LDLIBS)
 
-$(FUZZ_LIB): $(FUZZ_OBJ)
-	@rm -f $@
-	ar rcs $@ $^
-
--include $(FUZZ_OBJ:.o=.d)
-$(FUZZ_DIR)/obj/targets/linux/kernel_knowledge.o: targets/linux/linux-kernel.toml
-$(FUZZ_DIR)/obj/targets/glusterfs/gluster_knowledge.o: targets/glusterfs/glusterfs.toml
-$(eval $(call gen_fields,$(FUZZ_DIR),$(FUZZ_DIR)/obj))
-
-$(FUZZ_DIR)/fuzz_trace_%: tests/fuzz/fuzz_trace.cpp $(FUZZ_LIB)
-	$(FUZZ_CXX) $(FUZZ_FLAGS) -DLR_FUZZ_PARSER=parse_$* -o $@ $< $(FUZZ_LIB) -ldw -lelf -ldebuginfod -lkdumpfile -lfmt -lzstd -llzma -llz4 -lz
-
-$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.cpp $(FUZZ_LIB)
-	$(FUZZ_CXX) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_LIB) -ldw -lelf -ldebuginfod -lkdumpfile -lfmt -lzstd -llzma -llz4 -lz
+$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.cpp $(FUZZ_LIBS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CXX) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_LIBS) $(FUZZ_LDLIBS)
 
 fuzz-build: $(FUZZERS)
 

@@ -10,19 +10,25 @@ DEB_DEPS := g++ make python3 pkg-config libdw-dev libelf-dev libfmt-dev libcli11
             nlohmann-json3-dev libdebuginfod-dev libkdumpfile-dev libtomlplusplus-dev \
             libsqlite3-dev libzstd-dev liblzma-dev liblz4-dev zlib1g-dev \
             gdb crash elfutils binutils
-# What the tests need besides (make test installs them itself): the programs
-# they run (GlusterFS, nfs-ganesha, Slurm, bpftrace, QEMU and what a guest
-# needs, chromium for the HTML pages), the fuzzers' and formatter's clang,
-# and the tools the tests read with. Kernels and their headers are not
-# here: scripts/kernel-vmcore downloads them into its cache (and
+# What the tests need besides (make test installs them itself), in two
+# parts: what building the tests and fixtures needs (Catch2, the headers of
+# the programs fixtures link, the aarch64 cross compilers), installed before
+# the build, and what running them needs (GlusterFS, nfs-ganesha, Slurm,
+# bpftrace, QEMU and what a guest needs, chromium for the HTML pages, the
+# fuzzers' and formatter's clang, the tools the tests read with), installed
+# while leakref builds. Kernels and their headers are not here:
+# scripts/kernel-vmcore downloads them into its cache (and
 # scripts/kernel-kmemleak builds one from linux-source-6.1: flex and bison).
-TEST_DEPS := catch2 libc6-dbg python3 python3-jsonschema python3-drgn clang libclang-rt-14-dev clang-format clang-tidy \
-             glusterfs-server glusterfs-client libglusterfs-dev liburcu-dev libtirpc-dev fuse3 \
-             procps util-linux bpftrace bc time strace \
-             qemu-system-x86 qemu-system-arm qemu-user gcc-aarch64-linux-gnu g++-aarch64-linux-gnu busybox-static cpio makedumpfile pahole flex bison \
-             man-db zsh nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils libnfs-dev \
-             libntirpc-dev libkrb5-dev chromium sqlite3 zstd xz-utils lz4 gzip slurm-wlm munge \
-             libjemalloc2 libgoogle-perftools4 cmake
+TEST_BUILD_DEPS := catch2 libglusterfs-dev liburcu-dev libtirpc-dev libnfs-dev libntirpc-dev \
+                   libkrb5-dev gcc-aarch64-linux-gnu g++-aarch64-linux-gnu
+TEST_RUN_DEPS := libc6-dbg python3 python3-jsonschema python3-drgn clang libclang-rt-14-dev \
+                 clang-format clang-tidy glusterfs-server glusterfs-client fuse3 \
+                 procps util-linux bpftrace bc time strace \
+                 qemu-system-x86 qemu-system-arm qemu-user busybox-static cpio makedumpfile pahole \
+                 flex bison man-db zsh nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils \
+                 chromium sqlite3 zstd xz-utils lz4 gzip slurm-wlm munge \
+                 libjemalloc2 libgoogle-perftools4 cmake
+TEST_DEPS := $(TEST_BUILD_DEPS) $(TEST_RUN_DEPS)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # apt-get install of the packages of $(1) that are not installed yet.
 define apt_install
@@ -38,9 +44,12 @@ endef
 deps:
 	$(call apt_install,$(DEB_DEPS),deps)
 
-# Installs what the tests need besides (make test runs it first).
+# Installs what the tests need besides (make test installs the build's part
+# first, the rest while it builds).
 test-deps: deps
 	$(call apt_install,$(TEST_DEPS),test-deps)
+test-build-deps: deps
+	$(call apt_install,$(TEST_BUILD_DEPS),test-build-deps)
 
 
 # The caches the tests read, filled ahead of them (make test does it while

@@ -16,12 +16,13 @@ def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     names = set(subprocess.run([sys.argv[1], "--list-test-names-only"], stdout=subprocess.PIPE,
-                               text=True, check=True).stdout.splitlines())
+                               text=True).stdout.splitlines())
     secs = {}
     for line in sys.stdin:
         m = re.match(r"^(\d+\.\d+) s: (.*)$", line.rstrip("\n"))
         if m and m.group(2) in names:
-            secs[m.group(2)] = float(m.group(1))  # a test case's line follows its sections'
+            # One line per run of the test case (a run per leaf section).
+            secs[m.group(2)] = secs.get(m.group(2), 0.0) + float(m.group(1))
     print("# Each test case's seconds in one whole run (make test-durations), for the")
     print("# balance of make test's shards; a test case not listed counts 10 s.")
     for name, s in sorted(secs.items(), key=lambda x: (-x[1], x[0])):
