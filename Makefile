@@ -446,18 +446,18 @@ demo:
 # leakref-trace's overhead on a real GlusterFS FUSE I/O loop (root).
 bench-trace:
 	$(MAKE) -j$(NPROC) $(BIN) fixtures
-	BUILD=$(BUILD) scripts/bench-trace.sh
+	BUILD=$(BUILD) scripts/bench trace
 
 # leakref walk (crash extension) vs crash's own `list -s` on a real vmcore.
 bench-kernel:
 	$(MAKE) -j$(NPROC) $(BIN) $(EXT)
-	BUILD=$(BUILD) scripts/bench-kernel.sh
+	BUILD=$(BUILD) scripts/bench kernel
 
 # leakref vs drgn on a 1,000,000-node list and hash table in one core; batch
 # throughput; the reference index on 5.9 M allocations (and chap beside it
 # with CHAP=/path/to/chap) and on an 8 GB core (BENCH_REFS_GB).
 bench:
 	$(MAKE) -j$(NPROC) $(BIN) $(BUILD)/walk_repeat fixtures
-	BUILD=$(BUILD) scripts/bench.sh
-	BUILD=$(BUILD) scripts/bench-batch.sh
-	BUILD=$(BUILD) scripts/bench-refs.sh
+	BUILD=$(BUILD) scripts/bench walks
+	BUILD=$(BUILD) scripts/bench batch
+	BUILD=$(BUILD) scripts/bench refs

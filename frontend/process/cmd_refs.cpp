@@ -17,6 +17,7 @@
 #include "frontend/base/render.hpp"
 #include "corelib/analyses/correlate.hpp"
 #include "corelib/analyses/trace.hpp"
+#include "corelib/answers/leak_report.hpp"
 #include "corelib/answers/leak_states.hpp"
 #include "corelib/answers/profile_match.hpp"
 #include "corelib/blocks/refindex.hpp"
@@ -162,25 +163,19 @@ nlohmann::json root_kinds(const lr::RefIndex& ix) {
   return roots;
 }
 
-struct LeakGroup {
-  uint64_t count = 0, bytes = 0, unreferenced = 0;
-};
-using LeakGroups = std::map<std::pair<std::string, uint64_t>, LeakGroup>;  // (type, size)
-
-void print_leaks_text(const LeaksArgs& a, const LeakGroups& groups, const lr::RefIndex& ix,
-                      uint64_t leaked, uint64_t leaked_bytes, uint64_t unref, uint64_t unref_bytes,
-                      uint64_t pool_free, const std::string& pools) {
-  std::vector<std::pair<std::pair<std::string, uint64_t>, LeakGroup>> rows(groups.begin(),
-                                                                           groups.end());
+void print_leaks_text(const LeaksArgs& a, const lr::LeakReport& r) {
+  std::vector<std::pair<std::pair<std::string, uint64_t>, lr::LeakGroup>> rows(r.groups.begin(),
+                                                                               r.groups.end());
   std::stable_sort(rows.begin(), rows.end(),
                    [](const auto& x, const auto& y) { return x.second.bytes > y.second.bytes; });
   out_stdout().print(
       "{} of {} heap blocks leaked ({} bytes): nothing live reaches them (registers, stacks "
       "above the stack pointer, globals, TLS);\n{} of them unreferenced ({} bytes), the rest "
       "referenced only by leaked blocks\n",
-      leaked, ix.chunks(), leaked_bytes, unref, unref_bytes);
-  if (pool_free)
-    out_stdout().print("{} more blocks are objects free in {} (not counted)\n", pool_free, pools);
+      r.leaked, r.heap_blocks, r.leaked_bytes, r.unreferenced, r.unreferenced_bytes);
+  if (r.pool_free)
+    out_stdout().print("{} more blocks are objects free in {} (not counted)\n", r.pool_free,
+                       r.pools);
   if (!rows.empty())
     out_stdout().print("\n{:>8} {:>7} {:>10} {:>12}  {}\n", "SIZE", "COUNT", "BYTES",
                        "UNREFERENCED", "TYPE");
@@ -192,115 +187,97 @@ void print_leaks_text(const LeaksArgs& a, const LeakGroups& groups, const lr::Re
     out_stdout().print("... {} more sizes (--top N, --json: all)\n", rows.size() - a.top);
 }
 
+// --list: one row per leaked block.
+void print_leaked_blocks(const lr::LeakReport& r) {
+  out_stdout().print("{:<18} {:>8}  {:<12}  {}\n", "BLOCK", "SIZE", "", "SITE / TYPE");
+  for (const auto& b : r.blocks) {
+    std::string t = b.type;
+    if (b.through_pointer) t += " (from " + b.type_from + ")";
+    out_stdout().print("{:<18} {:>8}  {:<12}  {}{}\n", hex(b.ptr), b.size,
+                       b.unreferenced ? "unreferenced" : "referenced",
+                       b.site.empty() ? "" : b.site + " ", t);
+  }
+}
+
+nlohmann::json null_or(const std::string& s) {
+  return s.empty() ? nlohmann::json(nullptr) : nlohmann::json(s);
+}
+
+// leakref.leaks/1: the blocks one a line as they come, then the totals.
+void print_leaks_json(const DumpOptions& c, const lr::LeakReport& r, const lr::RefIndex& ix,
+                      const std::vector<std::string>& warnings) {
+  out_stdout().print("{{\"schema\":\"leakref.leaks/1\",\"core\":{},\"blocks\":[",
+                     nlohmann::json(c.core).dump());
+  bool first = true;
+  for (const auto& b : r.blocks) {
+    nlohmann::json by = nlohmann::json::array();
+    for (uint64_t from : b.referenced_by) by.push_back(hex(from));
+    nlohmann::json j{{"ptr", hex(b.ptr)},
+                     {"size", b.size},
+                     {"type", null_or(b.type)},
+                     {"type_from", null_or(b.type_from)},
+                     {"unreferenced", b.unreferenced},
+                     {"referenced_by", std::move(by)},
+                     {"site", null_or(b.site)}};
+    out_stdout().print("{}{}", first ? "\n" : ",\n", j.dump());
+    first = false;
+  }
+  nlohmann::json gj = nlohmann::json::array();
+  for (const auto& [k, g] : r.groups)
+    gj.push_back({{"type", null_or(k.first)},
+                  {"size", k.second},
+                  {"count", g.count},
+                  {"bytes", g.bytes},
+                  {"unreferenced", g.unreferenced}});
+  const auto& st = ix.stats();
+  nlohmann::json rest{{"summary",
+                       {{"blocks", r.heap_blocks},
+                        {"leaked", r.leaked},
+                        {"leaked_bytes", r.leaked_bytes},
+                        {"unreferenced", r.unreferenced},
+                        {"unreferenced_bytes", r.unreferenced_bytes},
+                        {"pool_free", r.pool_free}}},
+                      {"groups", gj},
+                      {"index",
+                       {{"bytes_scanned", st.bytes_scanned},
+                        {"refs", st.refs},
+                        {"roots", st.roots},
+                        {"root_kinds", root_kinds(ix)},
+                        {"index_bytes", st.index_bytes},
+                        {"table_bytes", st.table_bytes},
+                        {"build_ns", st.build_ns}}},
+                      {"warnings", warnings}};
+  std::string t = rest.dump();
+  out_stdout().print("\n],{}\n", t.substr(1));  // `rest` continues the open object
+}
+
 int cmd_leaks(const DumpOptions& c, const LeaksArgs& a) {
   for (const auto& f : a.fail_on)
     if (f != "leaked" && f != "any") return fail_usage("--fail-on: unknown finding '" + f + "'");
   auto o = open_indexed_core(c);
   if (!o.ok()) return fail(o.error());
-  lr::Program& prog = *o.value().prog;
-  const lr::RefIndex& ix = *o.value().ci.index;
-  const auto& chunks = o.value().ci.heap->in_use;
   lr::LiveSites sites;
   if (!a.traces.empty()) {
-    auto r = sites_from_traces(prog, *o.value().ci.heap, a.traces);
+    auto r = sites_from_traces(*o.value().prog, *o.value().ci.heap, a.traces);
     if (!r.ok()) return fail(r.error());
     sites = std::move(r).value();
   }
   lr::KnownObjects none;
   lr::RefNamer names(o.value(), none);
   const lr::LeakStates ls = lr::find_leaks(o.value(), names);
-  LeakGroups groups;
-  uint64_t leaked = 0, leaked_bytes = 0, unref = 0, unref_bytes = 0;
-  // Who points at each leaked block: only other leaked blocks can (a live
-  // one would make it live), so their own rows say it, one entry per
-  // referring word, and the index's reverse rows (8 bytes a reference and
-  // one table a chunk) are never made.
-  std::unordered_map<uint32_t, std::vector<uint32_t>> leaked_refs;
-  if (c.json)
-    for (size_t i = 0; i < chunks.size(); ++i)
-      if (ls.state[i] & lr::kLeaked)
-        for (uint32_t t : ix.points_to(i))
-          if (ls.state[t] & lr::kLeaked) leaked_refs[t].push_back(static_cast<uint32_t>(i));
-  // JSON: the blocks stream as they are found; the totals follow them.
-  if (c.json)
-    out_stdout().print("{{\"schema\":\"leakref.leaks/1\",\"core\":{},\"blocks\":[",
-                       nlohmann::json(c.core).dump());
-  else if (a.list)
-    out_stdout().print("{:<18} {:>8}  {:<12}  {}\n", "BLOCK", "SIZE", "", "SITE / TYPE");
-  for (size_t i = 0; i < chunks.size(); ++i) {
-    if (!(ls.state[i] & lr::kLeaked)) continue;
-    const lr::HeapChunk h = chunks[i];
-    const bool unreferenced = !(ls.state[i] & lr::kRefd);
-    const lr::BlockType* bt = names.types().get(i);
-    const std::string type = bt ? bt->name : "";
-    unref += unreferenced;
-    unref_bytes += unreferenced ? h.usable() : 0;
-    LeakGroup& g = groups[{type, h.usable()}];
-    ++g.count;
-    g.bytes += h.usable();
-    g.unreferenced += unreferenced;
-    auto s = sites.by_ptr.find(h.user);
-    const std::string site = s == sites.by_ptr.end() ? "" : s->second;
-    if (c.json) {
-      nlohmann::json b{{"ptr", hex(h.user)},
-                       {"size", h.usable()},
-                       {"type", type.empty() ? nlohmann::json(nullptr) : nlohmann::json(type)},
-                       {"type_from", bt ? nlohmann::json(bt->via) : nlohmann::json(nullptr)},
-                       {"unreferenced", unreferenced}};
-      nlohmann::json by = nlohmann::json::array();
-      if (auto it = leaked_refs.find(static_cast<uint32_t>(i)); it != leaked_refs.end())
-        for (uint32_t from : it->second) by.push_back(hex(chunks[from].user));
-      b["referenced_by"] = std::move(by);
-      b["site"] = site.empty() ? nlohmann::json(nullptr) : nlohmann::json(site);
-      out_stdout().print("{}{}", leaked ? ",\n" : "\n", b.dump());
-    } else if (a.list) {
-      std::string t = type.empty() ? "" : type;
-      if (bt && bt->through_pointer) t += " (from " + bt->via + ")";
-      out_stdout().print("{:<18} {:>8}  {:<12}  {}{}\n", hex(h.user), h.usable(),
-                         unreferenced ? "unreferenced" : "referenced",
-                         site.empty() ? "" : site + " ", t);
-    }
-    ++leaked;
-    leaked_bytes += h.usable();
-  }
+  const lr::LeakReport r = lr::leak_report(o.value(), names, ls, a.traces.empty() ? nullptr : &sites,
+                                           /*with_referrers=*/c.json);
   std::vector<std::string> warnings = o.value().warnings;
   warnings.insert(warnings.end(), sites.warnings.begin(), sites.warnings.end());
   if (c.json) {
-    nlohmann::json gj = nlohmann::json::array();
-    for (const auto& [k, g] : groups)
-      gj.push_back({{"type", k.first.empty() ? nlohmann::json(nullptr) : nlohmann::json(k.first)},
-                    {"size", k.second},
-                    {"count", g.count},
-                    {"bytes", g.bytes},
-                    {"unreferenced", g.unreferenced}});
-    const auto& st = ix.stats();
-    nlohmann::json rest{{"summary",
-                         {{"blocks", chunks.size()},
-                          {"leaked", leaked},
-                          {"leaked_bytes", leaked_bytes},
-                          {"unreferenced", unref},
-                          {"unreferenced_bytes", unref_bytes},
-                          {"pool_free", ls.pool_free}}},
-                        {"groups", gj},
-                        {"index",
-                         {{"bytes_scanned", st.bytes_scanned},
-                          {"refs", st.refs},
-                          {"roots", st.roots},
-                          {"root_kinds", root_kinds(ix)},
-                          {"index_bytes", st.index_bytes},
-                          {"table_bytes", st.table_bytes},
-                          {"build_ns", st.build_ns}}},
-                        {"warnings", warnings}};
-    std::string t = rest.dump();
-    out_stdout().print("\n],{}\n", t.substr(1));  // `rest` continues the open object
+    print_leaks_json(c, r, *o.value().ci.index, warnings);
   } else {
+    if (a.list) print_leaked_blocks(r);
     print_warnings_text(warnings);
     if (a.list) out_stdout().put("\n");
-    std::string pools;
-    for (const auto& t : o.value().tags) pools += (pools.empty() ? "" : ", ") + t.target->pools();
-    print_leaks_text(a, groups, ix, leaked, leaked_bytes, unref, unref_bytes, ls.pool_free, pools);
+    print_leaks_text(a, r);
   }
-  return fail_on_wants(a.fail_on, "leaked") && leaked ? kFindings : kOk;
+  return fail_on_wants(a.fail_on, "leaked") && r.leaked ? kFindings : kOk;
 }
 
 }  // namespace

@@ -137,7 +137,9 @@ class Kernel:
         """Downloads and extracts what is missing; the packages go once done."""
         if self.extracted():
             return
-        debs = os.path.join(self.c, "debs")
+        # Each kernel downloads into a folder of its own: several are fetched
+        # side by side (scripts/provision), and each deletes its packages.
+        debs = os.path.join(self.c, "debs", self.flavour)
         # 7.x splits the image: linux-image-KVER is a meta package over
         # linux-binary-KVER (vmlinuz) and linux-modules-KVER; its -dbg keeps
         # vmlinux under lib/modules/KVER/, not boot/.
@@ -155,8 +157,7 @@ class Kernel:
         self._extract_image(img, debs)
         log(f"extracting vmlinux from {dbg}")
         self._extract_vmlinux(glob.glob(os.path.join(debs, dbg + "_*.deb"))[0])
-        for f in glob.glob(os.path.join(debs, "*.deb")):
-            os.unlink(f)
+        rmtree(debs)
 
     def _extract_image(self, img, debs):
         root = os.path.join(self.c, "img")
@@ -224,6 +225,7 @@ class Modules:
         if os.path.exists(os.path.join(root, "complete")):
             return hdrs
         rmtree(root)
+        os.makedirs(root)
         pkgs = ["linux-headers-" + k.kver] + [
             d for d in k.apt.depends("linux-headers-" + k.kver)
             if re.match(r"linux-(headers-.*-common|kbuild-)", d)]
@@ -231,7 +233,7 @@ class Modules:
         if k.arm:
             pkgs = [p + ":amd64" if p.startswith("linux-kbuild-") else p for p in pkgs]
         log(f"downloading {' '.join(pkgs)}")
-        tmp = os.path.join(k.c, "debs-h")
+        tmp = os.path.join(k.c, "debs-h", k.kver)
         rmtree(tmp)
         k.apt.download(pkgs, tmp, check=False)
         for d in glob.glob(os.path.join(tmp, "*.deb")):
