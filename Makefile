@@ -232,10 +232,12 @@ clean:
 # ---- tests ---------------------------------------------------------------
 SAN_BUILD    := $(if $(SAN),1)
 # The tests' own code (orchestration: processes run, JSON compared) is
-# compiled at -O1 with line tables: half the time of -O2 -g, and what they
-# test is the engine and front end, built with OPT and DEBUG.
+# compiled at -O1 with line tables and without the sanitizers: what they
+# test is the engine and front end, built with OPT, DEBUG and SAN (the test
+# binary is still linked with the sanitizers, and the unit tests run the
+# sanitized engine in it). Half the time of -O2 -g; under ASan, a third.
 TEST_OPT     ?= -O1 -g1
-TEST_CXXFLAGS = $(filter-out $(OPT) $(DEBUG),$(CXXFLAGS)) $(TEST_OPT) \
+TEST_CXXFLAGS = $(filter-out $(OPT) $(DEBUG) $(SAN),$(CXXFLAGS)) $(TEST_OPT) \
                 -DLR_BUILD_DIR='"$(abspath $(BUILD))"' -DLR_SOURCE_DIR='"$(CURDIR)"' -Itests \
                 $(if $(SAN_BUILD),-DLR_SANITIZE=1)
 # The runner is Catch2's own implementation (2 minutes under ASan, for code
@@ -253,20 +255,28 @@ $(TESTBIN): $(TEST_OBJ) $(ENGINE_LIBS)
 # Builds in parallel while the programs the tests run are installed and the
 # caches they read are filled (make provision: downloads, guests, other
 # software's builds), then runs the suite in SHARDS processes side by side
-# (scripts/run-tests). TEST_ARGS (a Catch test spec) runs only those tests,
-# and fills no cache first.
+# (scripts/run-tests) as soon as the build is done: a test that needs a cache
+# provisioning is still filling waits for it (each cache's tool holds a lock
+# while it fills it, and a second caller then finds it made). TEST_ARGS (a
+# Catch test spec) runs only those tests, and fills no cache first.
 SHARDS ?= $(NPROC)
 test: test-build-deps check-layers
-	@mkdir -p $(BUILD); pv=""; \
+	@mkdir -p $(BUILD); touch $(BUILD)/.build-deps-installed; pv=""; \
 	if [ -z "$(TEST_ARGS)" ]; then \
 	  echo "test: installing what the tests run, then provisioning, while building (log: $(BUILD)/provision.log)"; \
-	  { $(MAKE) -s test-deps && scripts/provision; } > $(BUILD)/provision.log 2>&1 & pv=$$!; \
+	  rm -f $(BUILD)/.test-deps-installed; \
+	  { $(MAKE) -s test-deps && touch $(BUILD)/.test-deps-installed && scripts/provision; } \
+	    > $(BUILD)/provision.log 2>&1 & pv=$$!; \
 	else $(MAKE) -s test-deps || exit $$?; fi; \
 	$(MAKE) -j2 $(if $(SAN),,check-unity) test-build; b=$$?; \
-	if [ -n "$$pv" ]; then wait $$pv; p=$$?; cat $(BUILD)/provision.log; \
+	if [ $$b -ne 0 ]; then [ -z "$$pv" ] || kill $$pv; exit $$b; fi; \
+	if [ -n "$$pv" ]; then \
+	  until [ -e $(BUILD)/.test-deps-installed ] || ! kill -0 $$pv 2>/dev/null; do sleep 2; done; fi; \
+	t=0; scripts/run-tests $(BUILD) --shards $(SHARDS) $(if $(TEST_ARGS),-- '$(TEST_ARGS)') || t=$$?; \
+	if [ -n "$$pv" ]; then p=0; wait $$pv || p=$$?; echo "==== provisioning (begun while building) ===="; \
+	  cat $(BUILD)/provision.log; \
 	  [ $$p -eq 0 ] || echo "test: provisioning ended with status $$p (the tests that need what failed say so)"; fi; \
-	[ $$b -eq 0 ] || exit $$b; \
-	scripts/run-tests $(BUILD) --shards $(SHARDS) $(if $(TEST_ARGS),-- '$(TEST_ARGS)')
+	exit $$t
 
 # The inner loop (at most 5 minutes on 2 cores, once built): the unit tests
 # and the user-space cores of fixtures, no guests, no GlusterFS or

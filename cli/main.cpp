@@ -4,10 +4,10 @@
 #include <algorithm>
 
 #include "corelib/base/names.hpp"
-#include "frontend/kernel/cmd_kernel.hpp"
 #include "frontend/base/commands.hpp"
 #include "frontend/base/errors.hpp"
 #include "frontend/base/options.hpp"
+#include "frontend/kernel/cmd_kernel.hpp"
 
 using namespace lrcli;
 

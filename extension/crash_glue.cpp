@@ -12,12 +12,12 @@
 
 #include "corelib/dump/pagecache.hpp"
 #include "corelib/dump/physdump.hpp"
+#include "frontend/base/errors.hpp"
+#include "frontend/base/options.hpp"
+#include "frontend/base/out.hpp"
 #include "frontend/kernel/cmd_kernel.hpp"
 #include "leakref_host.h"
 #include "targets/linux/kernel.hpp"
-#include "frontend/base/out.hpp"
-#include "frontend/base/errors.hpp"
-#include "frontend/base/options.hpp"
 
 namespace {
 

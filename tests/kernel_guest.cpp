@@ -444,9 +444,10 @@ std::string sid_extension(std::string* why) {
 #else
   const std::string build = lrtest::build_dir();  // this test binary's own build
 #endif
-  RunResult r = run({"env", "-u", "MAKEFLAGS", "-u", "MFLAGS", "-u", "MAKELEVEL", "make", "-s",
-                     "-C", LR_SOURCE_DIR, "BUILD=" + build, "CRASH_OTHER=" + root, "extension-other"},
-                    1800);
+  RunResult r =
+      run({"env", "-u", "MAKEFLAGS", "-u", "MFLAGS", "-u", "MAKELEVEL", "make", "-s", "-C",
+           LR_SOURCE_DIR, "BUILD=" + build, "CRASH_OTHER=" + root, "extension-other"},
+          1800);
   if (r.status != 0) {
     *why = "make extension-other CRASH_OTHER=" + root + " failed: " + r.out + r.err;
     return "";

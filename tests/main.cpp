@@ -7,9 +7,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <cstdlib>
 #include <map>
 #include <set>
 #include <string>
@@ -103,7 +103,8 @@ std::vector<std::string> shard_tests(Catch::Session& session, const Shard& sh) {
   std::vector<double> load(sh.count, 0.0);
   std::vector<std::string> mine;
   for (const auto& [w, k] : order) {
-    const size_t to = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    const size_t to =
+        static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
     load[to] += w;
     if (to == sh.index)
       for (const auto& n : units[k].second) mine.push_back(n);
@@ -161,7 +162,8 @@ int main(int argc, char** argv) {
     // given apart into one name); a shard with nothing to run runs nothing
     // (no filter would run all).
     std::string spec;
-    for (const auto& n : shard_tests(session, shard)) spec += (spec.empty() ? "" : ",") + spec_of(n);
+    for (const auto& n : shard_tests(session, shard))
+      spec += (spec.empty() ? "" : ",") + spec_of(n);
     d.testsOrTags = {spec.empty() ? std::string("~*") : spec};
     session.useConfigData(d);
   }

@@ -72,13 +72,14 @@ TEST_CASE("registry: one program target per program, asked by module and by file
   lr::register_target(again);
   CHECK(lr::target_names().size() == n);
 
-  auto gf = program_of({"/nonexistent/glusterfs", "/nonexistent/libglusterfs.so.0.0.1",
-                        "/nonexistent/libc.so.6"});
+  auto gf = program_of(
+      {"/nonexistent/glusterfs", "/nonexistent/libglusterfs.so.0.0.1", "/nonexistent/libc.so.6"});
   auto targets = lr::process_targets_of(gf->modules());
   REQUIRE(targets.size() == 1);
   CHECK(targets[0]->name() == "GlusterFS");
   CHECK(targets[0]->key() == "gluster");
-  CHECK(lr::process_targets_of(program_of({"/nonexistent/fx", "/nonexistent/libc.so.6"})->modules()).empty());
+  CHECK(lr::process_targets_of(program_of({"/nonexistent/fx", "/nonexistent/libc.so.6"})->modules())
+            .empty());
   // A file a live process maps, as /proc/PID/maps writes it.
   CHECK(lr::process_target_of_file("/usr/lib/libglusterfs.so.0.0.1 (deleted)") == targets[0]);
   CHECK(lr::process_target_of_file("libglusterfs.so.0") == targets[0]);
@@ -141,8 +142,8 @@ TEST_CASE("leak states: exactly the fixture's leaked and unreferenced blocks, ty
     leaked.insert(chunks[i].user);
     if (!(ls.state[i] & lr::kRefd)) unref.insert(chunks[i].user);
   }
-  CHECK(leaked == addresses(fx.manifest, {"leaked", "dead-slot", "cycle", "leaked-widget",
-                                          "leaked-part"}));
+  CHECK(leaked ==
+        addresses(fx.manifest, {"leaked", "dead-slot", "cycle", "leaked-widget", "leaked-part"}));
   CHECK(unref == addresses(fx.manifest, {"leaked", "dead-slot", "leaked-widget"}));
   CHECK(ls.pool_free == 0);
   // Typed by vtable, then through the typed pointers among leaked blocks.
@@ -205,8 +206,7 @@ TEST_CASE("account classification: by type, module and profile set", "[engine][a
   CHECK(objs == objects.size());
 }
 
-TEST_CASE("snapshots: a core's classes by the engine, text inputs told apart",
-          "[engine][diff]") {
+TEST_CASE("snapshots: a core's classes by the engine, text inputs told apart", "[engine][diff]") {
   if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed");
   const auto& fx = leaks_fixture();
   auto in = lr::snapshot_input(fx.core);

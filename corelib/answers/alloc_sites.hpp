@@ -20,8 +20,8 @@ namespace lr {
 struct LiveSites {
   std::map<uint64_t, std::string> by_ptr;        // live block's address -> its site ("(no caller)")
   std::map<std::string, std::string> module_of;  // a site -> its module ("libfoo.so.0")
-  std::vector<AllocSite> sites;                  // ranked by live bytes; empty: no allocation record
-  std::vector<std::string> warnings;             // the trace readers' and the join's
+  std::vector<AllocSite> sites;       // ranked by live bytes; empty: no allocation record
+  std::vector<std::string> warnings;  // the trace readers' and the join's
 };
 
 // The traces among `paths`, each given the mappings the maps captures among

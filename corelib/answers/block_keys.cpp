@@ -98,8 +98,7 @@ std::string_view BlockKeys::vtable_key(const HeapChunk& c) {
 }
 
 bool BlockKeys::first_word(uint64_t a, uint64_t* v) {
-  if (const uint8_t* p = core_->prog->mem().direct(st_->w, a, 8))
-    return std::memcpy(v, p, 8), true;
+  if (const uint8_t* p = core_->prog->mem().direct(st_->w, a, 8)) return std::memcpy(v, p, 8), true;
   return core_->prog->mem().read(a, v, 8).ok();
 }
 

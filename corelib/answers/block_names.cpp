@@ -37,10 +37,6 @@ std::string global_text(const Program& prog, uint64_t addr) {
   return fmt::format("{}{} [{}]", demangle(h.sym->name), path, h.module->basename());
 }
 
-const char* register_name(uint16_t machine, uint64_t i) {
-  return i < static_cast<uint64_t>(register_count(machine)) ? register_names(machine)[i] : "?";
-}
-
 // Collects each object of a profile's sets (their type from set_begin).
 class Collect final : public ProfileSink {
  public:
@@ -127,8 +123,10 @@ std::string RefNamer::describe(const Ref& r) {
   const Program& prog = *core_.prog;
   switch (r.kind) {
     case RefFrom::kRegister:
-      return fmt::format("thread {} register {}", r.tid,
-                         register_name(prog.core()->machine(), r.from));
+      for (const auto& t : prog.core()->threads())
+        if (t.tid == r.tid)
+          return fmt::format("thread {} register {}", r.tid, register_name(t, r.from));
+      return fmt::format("thread {} register {}", r.tid, r.from);
     case RefFrom::kStack: {
       uint64_t sp = 0;
       for (const auto& t : prog.core()->threads())

@@ -16,8 +16,8 @@ Result<HeapWalk> read_heap(const Program& prog, ProgressDisplay* show) {
   return walk_heap(prog, lim);
 }
 
-Result<CoreIndex> index_core(Program& prog, const HeapWalk* heap,
-                             const std::vector<uint64_t>& skip, ProgressDisplay* show) {
+Result<CoreIndex> index_core(Program& prog, const HeapWalk* heap, const std::vector<uint64_t>& skip,
+                             ProgressDisplay* show) {
   if (!prog.core())
     return make_error(Errc::kUnsupported,
                       "the reference index reads process cores, not kernel dumps");

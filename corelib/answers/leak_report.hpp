@@ -18,10 +18,10 @@ namespace lr {
 
 struct LeakedBlock {
   uint64_t ptr = 0, size = 0;
-  std::string type;      // "" unknown
-  std::string type_from; // how the type is known ("vtable", "Widget.part", a program's name); ""
-  bool through_pointer = false;  // typed through another leaked block's member
-  bool unreferenced = false;     // nothing at all points into it
+  std::string type;       // "" unknown
+  std::string type_from;  // how the type is known ("vtable", "Widget.part", a program's name); ""
+  bool through_pointer = false;         // typed through another leaked block's member
+  bool unreferenced = false;            // nothing at all points into it
   std::vector<uint64_t> referenced_by;  // the leaked blocks pointing at it (with_referrers)
   std::string site;                     // its allocation site ("" without a trace)
 };
@@ -31,7 +31,7 @@ struct LeakGroup {
 };
 
 struct LeakReport {
-  std::vector<LeakedBlock> blocks;  // in address order
+  std::vector<LeakedBlock> blocks;                               // in address order
   std::map<std::pair<std::string, uint64_t>, LeakGroup> groups;  // (type, size)
   uint64_t heap_blocks = 0, leaked = 0, leaked_bytes = 0, unreferenced = 0, unreferenced_bytes = 0;
   uint64_t pool_free = 0;

@@ -82,7 +82,8 @@ Result<void> ensure_profile_types(Program& prog, const Profile& p, ProgressDispl
   return build_recipe_types(prog, p, show);
 }
 
-std::vector<Profile> pick_profiles(Program& prog, bool kernel, const std::vector<std::string>& names,
+std::vector<Profile> pick_profiles(Program& prog, bool kernel,
+                                   const std::vector<std::string>& names,
                                    const std::vector<std::string>& dirs,
                                    std::vector<std::string>* warnings) {
   std::vector<Profile> out;

@@ -27,7 +27,8 @@ Result<void> ensure_profile_types(Program& prog, const Profile& p, ProgressDispl
 // The profiles meant for a dump: each one of `names` (a file or an installed
 // name) that fits it, or, when `names` is empty, every profile in `dirs`
 // whose [match] is this dump's. What was not run, and why, in `warnings`.
-std::vector<Profile> pick_profiles(Program& prog, bool kernel, const std::vector<std::string>& names,
+std::vector<Profile> pick_profiles(Program& prog, bool kernel,
+                                   const std::vector<std::string>& names,
                                    const std::vector<std::string>& dirs,
                                    std::vector<std::string>* warnings);
 

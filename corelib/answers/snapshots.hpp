@@ -44,7 +44,7 @@ struct SnapshotRequest {
 // What a core gives beyond its snapshot, for batch (which then runs its
 // profiles on the same opened program).
 struct SnapshotExtras {
-  std::unique_ptr<Program> prog;  // the opened core (null for text inputs)
+  std::unique_ptr<Program> prog;      // the opened core (null for text inputs)
   std::vector<std::string> programs;  // the program targets that knew it
   std::vector<TargetFinding> findings;
 };

@@ -1,7 +1,7 @@
-// How long work shows itself, and what the user should hear of it: the engine counts what it has done in an
-// atomic counter, and a front end that wants a progress line gives an
-// implementation of this (the CLI draws one on a terminal; a batch worker
-// or a test gives none). The engine never draws anything itself.
+// How long work shows itself, and what the user should hear of it: the engine counts what it has
+// done in an atomic counter, and a front end that wants a progress line gives an implementation of
+// this (the CLI draws one on a terminal; a batch worker or a test gives none). The engine never
+// draws anything itself.
 #pragma once
 
 #include <atomic>

@@ -19,9 +19,9 @@
 namespace lr {
 
 struct BlockType {
-  const Type* type = nullptr;  // the DWARF type at the block's start (null: a name only)
-  std::string name;            // "Widget", "struct part", "dict_t (pool, fuse)"
-  std::string via;             // how it is known: "vtable", "Widget.part", a program's name
+  const Type* type = nullptr;    // the DWARF type at the block's start (null: a name only)
+  std::string name;              // "Widget", "struct part", "dict_t (pool, fuse)"
+  std::string via;               // how it is known: "vtable", "Widget.part", a program's name
   bool through_pointer = false;  // from a typed pointer of another block (`via` its member)
 };
 

@@ -215,11 +215,16 @@ struct RefIndex::Impl {
     const auto& th = core->threads();
     if (out.kind == RefFrom::kRegister || out.kind == RefFrom::kStack || out.kind == RefFrom::kTls)
       out.tid = ti < th.size() ? th[ti].tid : 0;
-    if (out.kind == RefFrom::kRegister && ti < th.size() &&
-        r.from < static_cast<uint64_t>(th[ti].nregs()))
-      out.value = th[ti].regs[r.from];
-    else if (!core->read(r.from, &out.value, 8).ok())
+    if (out.kind == RefFrom::kRegister) {
+      // A general register, else a vector lane (numbered on after them).
+      const uint64_t n = ti < th.size() ? static_cast<uint64_t>(th[ti].nregs()) : 0;
+      if (r.from < n)
+        out.value = th[ti].regs[r.from];
+      else if (ti < th.size() && r.from - n < th[ti].vregs.size())
+        out.value = th[ti].vregs[r.from - n].value;
+    } else if (!core->read(r.from, &out.value, 8).ok()) {
       out.value = 0;
+    }
     return out;
   }
 
@@ -525,15 +530,21 @@ Result<std::unique_ptr<RefIndex>> RefIndex::build(const CoreFile& core, const Mo
     x->stats_.bytes_scanned += r.end - r.start;
     publish(r.end - r.start);
   }
-  for (size_t ti = 0; ti < threads.size(); ++ti)
-    for (uint64_t i = 0; i < static_cast<uint64_t>(threads[ti].nregs()); ++i) {
-      const uint64_t v = threads[ti].regs[i];
+  // Each thread's general registers, then its vector registers' lanes
+  // (numbered on from the general ones: register_name names them).
+  for (size_t ti = 0; ti < threads.size(); ++ti) {
+    const ThreadInfo& th = threads[ti];
+    const uint64_t nregs = static_cast<uint64_t>(th.nregs());
+    auto add = [&](uint64_t index, uint64_t v) {
       const size_t t = ix.lookup(v & ~uint64_t{7});
       if (t != kNone)
         ix.roots.push_back(
-            {i, static_cast<uint32_t>(t),
+            {index, static_cast<uint32_t>(t),
              static_cast<uint32_t>(RefFrom::kRegister) | static_cast<uint32_t>(ti) << 3});
-    }
+    };
+    for (uint64_t i = 0; i < nregs; ++i) add(i, th.regs[i]);
+    for (uint64_t i = 0; i < th.vregs.size(); ++i) add(nregs + i, th.vregs[i].value);
+  }
   if (o.progress) o.progress->fetch_add(unpublished, std::memory_order_relaxed);
   // Roots by target.
   std::stable_sort(ix.roots.begin(), ix.roots.end(),

@@ -316,5 +316,4 @@ const Type* TypeRegistry::convert_one(Module* m, Dwarf* dw, uint64_t off) {
   return t;
 }
 
-
 }  // namespace lr

@@ -251,5 +251,4 @@ Result<FieldLoc> descend_refcount(const Type* t, FieldLoc loc, std::string_view 
   return make_error(Errc::kInvalidArgument, "refcount field nests too deeply");
 }
 
-
 }  // namespace lr

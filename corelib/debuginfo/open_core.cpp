@@ -39,8 +39,12 @@ TypesOrigin& origin_setting() {
 }
 }  // namespace
 
-void set_types_origin(const TypesOrigin& o) { origin_setting() = o; }
-const TypesOrigin& types_origin() { return origin_setting(); }
+void set_types_origin(const TypesOrigin& o) {
+  origin_setting() = o;
+}
+const TypesOrigin& types_origin() {
+  return origin_setting();
+}
 
 std::string cached_types_for(const Program& prog) {
   const Module* exe = prog.modules().exe();

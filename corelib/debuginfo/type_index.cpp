@@ -46,7 +46,6 @@ const Type* TypeRegistry::void_ptr() {
   return voidp_;
 }
 
-
 // The types and variables among `first` and its siblings, named with
 // `scope` ("ns::" inside C++ namespaces, whose members are indexed by their
 // qualified names: "struct ns::Span"). Bounded like every child loop
@@ -127,6 +126,5 @@ TypeRegistry::Index* TypeRegistry::index_for(Module* m) {
   slot->done = slot->dw == nullptr;
   return slot.get();
 }
-
 
 }  // namespace lr

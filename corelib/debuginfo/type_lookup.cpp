@@ -219,5 +219,4 @@ Result<Variable> TypeRegistry::find_variable(std::string_view raw) {
   return v;
 }
 
-
 }  // namespace lr

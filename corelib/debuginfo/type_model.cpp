@@ -79,5 +79,4 @@ bool Type::is_aggregate() const {
   return t && (t->kind == TypeKind::kStruct || t->kind == TypeKind::kUnion);
 }
 
-
 }  // namespace lr

@@ -350,6 +350,50 @@ void CoreFile::add_thread(const uint8_t* d, size_t dn) {
   threads_.push_back(t);
 }
 
+std::string register_name(const ThreadInfo& t, uint64_t index) {
+  if (index < static_cast<uint64_t>(t.nregs())) return register_names(t.machine)[index];
+  index -= static_cast<uint64_t>(t.nregs());
+  if (index >= t.vregs.size()) return "?";
+  const ThreadInfo::VectorLane& v = t.vregs[index];
+  const char* kind = t.machine == EM_AARCH64       ? "v"
+                     : v.byte >= 32 || v.reg >= 16 ? "zmm"
+                     : v.byte >= 16                ? "ymm"
+                                                   : "xmm";
+  return v.byte ? fmt::format("{}{}+{}", kind, v.reg, v.byte) : fmt::format("{}{}", kind, v.reg);
+}
+
+namespace {
+
+// `n` registers of `size` bytes from `d`, their lanes from byte `first` on.
+void add_lanes(ThreadInfo& t, const uint8_t* d, unsigned reg0, unsigned n, unsigned size,
+               unsigned first) {
+  for (unsigned r = 0; r < n; ++r)
+    for (unsigned b = 0; b + 8 <= size; b += 8) {
+      ThreadInfo::VectorLane l;
+      std::memcpy(&l.value, d + r * size + b, 8);
+      l.reg = static_cast<uint16_t>(reg0 + r);
+      l.byte = static_cast<uint16_t>(first + b);
+      t.vregs.push_back(l);
+    }
+}
+
+// x86-64's XSAVE area (NT_X86_XSTATE) in the standard format the kernel
+// writes: XMM in the legacy area (at 160), the header's XSTATE_BV (at 512)
+// saying which components hold state, YMM_Hi128 at 576, ZMM_Hi256 at 1152,
+// Hi16_ZMM at 1664. A component past the note's end is not read.
+void add_xstate(ThreadInfo& t, const uint8_t* d, size_t dn) {
+  if (dn < 520) return;
+  uint64_t bv = 0;
+  std::memcpy(&bv, d + 512, 8);
+  t.vregs.clear();  // the legacy area's XMM replace NT_FPREGSET's
+  add_lanes(t, d + 160, 0, 16, 16, 0);
+  if (bv & (1u << 2) && dn >= 576 + 256) add_lanes(t, d + 576, 0, 16, 16, 16);
+  if (bv & (1u << 6) && dn >= 1152 + 512) add_lanes(t, d + 1152, 0, 16, 32, 32);
+  if (bv & (1u << 7) && dn >= 1664 + 1024) add_lanes(t, d + 1664, 16, 16, 64, 0);
+}
+
+}  // namespace
+
 void CoreFile::parse_notes(const uint8_t* p, size_t n) {
   size_t off = 0;
   auto align4 = [](size_t v) { return (v + 3) & ~size_t{3}; };
@@ -373,6 +417,17 @@ void CoreFile::parse_notes(const uint8_t* p, size_t n) {
     size_t dn = nh.n_descsz;
     if (name == "CORE" && nh.n_type == NT_PRSTATUS) {
       add_thread(d, dn);
+    } else if (name == "CORE" && nh.n_type == NT_FPREGSET && !threads_.empty() &&
+               threads_.back().vregs.empty()) {
+      // The FP and vector registers of the thread whose NT_PRSTATUS came
+      // last: x86-64's FXSAVE area (XMM at 160), aarch64's
+      // user_fpsimd_state (V0-V31 from 0).
+      ThreadInfo& t = threads_.back();
+      if (machine_ == EM_X86_64 && dn >= 160 + 256) add_lanes(t, d + 160, 0, 16, 16, 0);
+      if (machine_ == EM_AARCH64 && dn >= 512) add_lanes(t, d, 0, 32, 16, 0);
+    } else if (name == "LINUX" && nh.n_type == NT_X86_XSTATE && machine_ == EM_X86_64 &&
+               !threads_.empty()) {
+      add_xstate(threads_.back(), d, dn);
     } else if (name == "LINUX" && nh.n_type == NT_ARM_TLS && dn >= 8 && !threads_.empty()) {
       // TPIDR_EL0 of the thread whose NT_PRSTATUS came last.
       std::memcpy(&threads_.back().tp, d, 8);

@@ -51,6 +51,17 @@ struct ThreadInfo {
   // (its own note, NT_ARM_TLS); 0 when the core does not hold it (QEMU's
   // user-mode cores write no NT_ARM_TLS).
   uint64_t tp = 0;
+  // The vector registers' words, 8 bytes a lane, as the core holds them:
+  // x86-64's XMM (NT_FPREGSET's or NT_X86_XSTATE's legacy area), the upper
+  // halves of YMM and ZMM and ZMM16-31 when XSTATE says they are in use;
+  // aarch64's V0-V31 (NT_FPREGSET). A pointer a thread keeps only in one of
+  // them (a vectorized copy) is a root like a general register's.
+  struct VectorLane {
+    uint64_t value = 0;
+    uint16_t reg = 0;   // its register: xmm/ymm/zmm N, or v N
+    uint16_t byte = 0;  // the lane's offset in it
+  };
+  std::vector<VectorLane> vregs;
   int nregs() const { return register_count(machine); }
   uint64_t pc() const { return machine == EM_AARCH64 ? regs[32] : regs[16]; }
   uint64_t sp() const { return machine == EM_AARCH64 ? regs[31] : regs[19]; }
@@ -59,6 +70,9 @@ struct ThreadInfo {
 // The names of a thread's registers, in ThreadInfo::regs order (nregs() of
 // them, register_count); "x86_64" or "aarch64" for arch_name.
 const char* const* register_names(uint16_t machine);
+// A register by the index a reference records: a general register (below
+// nregs()), else the vector lane nregs() places on ("xmm8", "zmm3+40").
+std::string register_name(const ThreadInfo& t, uint64_t index);
 const char* arch_name(uint16_t machine);
 
 // One NT_FILE entry (one VMA backed by a file).

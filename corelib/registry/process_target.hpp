@@ -36,8 +36,8 @@ struct TypesSource {
 // A finding a target makes of its program while it is read (an invariant
 // broken, refs nothing explains): batch stores them per dump.
 struct TargetFinding {
-  std::string source;  // the target's key (ProcessTarget::key)
-  std::string kind;    // "invariant", "unexplained-refs", ...
+  std::string source;            // the target's key (ProcessTarget::key)
+  std::string kind;              // "invariant", "unexplained-refs", ...
   std::optional<uint64_t> addr;  // none: about no one object
   std::string message;
 };

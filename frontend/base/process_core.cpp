@@ -4,9 +4,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "frontend/base/progress.hpp"
-#include "frontend/base/out.hpp"
 #include "frontend/base/options.hpp"
+#include "frontend/base/out.hpp"
+#include "frontend/base/progress.hpp"
 #include "frontend/base/render.hpp"
 
 namespace lrcli {
@@ -30,7 +30,8 @@ lr::ProgressDisplay* cli_display() {
 }
 
 lr::Result<lr::IndexedCore> open_indexed_core(
-    const DumpOptions& c, const std::function<lr::Result<void>(lr::Program&)>& before, bool caches) {
+    const DumpOptions& c, const std::function<lr::Result<void>(lr::Program&)>& before,
+    bool caches) {
   LR_ASSIGN(auto prog, open_program(c));
   if (!prog->core())
     return lr::make_error(lr::Errc::kUnsupported,
@@ -40,7 +41,7 @@ lr::Result<lr::IndexedCore> open_indexed_core(
 }
 
 lr::Result<lr::LiveSites> sites_from_traces(const lr::Program& prog, const lr::HeapWalk& heap,
-                                     const std::vector<std::string>& paths) {
+                                            const std::vector<std::string>& paths) {
   LR_ASSIGN(std::vector<lr::Trace> traces, lr::load_traces(paths));
   lr::LiveSites out = lr::live_sites(prog, heap, traces);
   if (out.sites.empty())

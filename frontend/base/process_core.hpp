@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "frontend/base/options.hpp"
 #include "corelib/answers/alloc_sites.hpp"
 #include "corelib/answers/block_names.hpp"
 #include "corelib/answers/core_index.hpp"
+#include "frontend/base/options.hpp"
 
 namespace lrcli {
 
@@ -31,7 +31,7 @@ lr::Result<lr::IndexedCore> open_indexed_core(
 // The live blocks' sites from the allocation traces `paths` (kInvalidArgument
 // naming --trace when they hold no allocation record).
 lr::Result<lr::LiveSites> sites_from_traces(const lr::Program& prog, const lr::HeapWalk& heap,
-                                     const std::vector<std::string>& paths);
+                                            const std::vector<std::string>& paths);
 
 // One referring word as --reconcile lists it: {"kind", "from" (or
 // "register"), "tid" (threads' words)}.

@@ -16,18 +16,18 @@
 #include <map>
 #include <set>
 
-#include "frontend/batch/batch.hpp"
-#include "frontend/process/cmd_profile.hpp"
-#include "frontend/base/options.hpp"
-#include "frontend/base/render.hpp"
-#include "corelib/answers/profile_match.hpp"
-#include "corelib/registry/target.hpp"
 #include "corelib/analyses/diff.hpp"
+#include "corelib/answers/profile_match.hpp"
 #include "corelib/base/decompress.hpp"
 #include "corelib/base/fileio.hpp"
 #include "corelib/dump/dump_kind.hpp"
 #include "corelib/dump/elfcore.hpp"
 #include "corelib/profiles/profile.hpp"
+#include "corelib/registry/target.hpp"
+#include "frontend/base/options.hpp"
+#include "frontend/base/render.hpp"
+#include "frontend/batch/batch.hpp"
+#include "frontend/process/cmd_profile.hpp"
 #include "frontend/series/snapshot_load.hpp"
 
 namespace lrcli {

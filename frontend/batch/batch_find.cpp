@@ -11,10 +11,10 @@
 #include <filesystem>
 #include <set>
 
-#include "frontend/batch/batch.hpp"
 #include "corelib/analyses/diff.hpp"
 #include "corelib/base/decompress.hpp"
 #include "corelib/dump/dump_kind.hpp"
+#include "frontend/batch/batch.hpp"
 
 namespace lrcli {
 

@@ -9,12 +9,12 @@
 #include <iterator>
 #include <map>
 
+#include "frontend/base/errors.hpp"
+#include "frontend/base/out.hpp"
+#include "frontend/base/render.hpp"
 #include "frontend/batch/batch_db.hpp"
 #include "frontend/batch/batch_report.hpp"
 #include "frontend/series/cmd_trend.hpp"
-#include "frontend/base/out.hpp"
-#include "frontend/base/errors.hpp"
-#include "frontend/base/render.hpp"
 #include "frontend/series/snapshot_load.hpp"
 
 namespace lrcli {
@@ -122,16 +122,17 @@ void print_text(const std::vector<Bucket>& bs, const json& totals, size_t top) {
   out_stdout().print(" ({})\n", st);
   for (size_t i = 0; i < bs.size() && i < top; ++i) {
     const Bucket& b = bs[i];
-    out_stdout().print("\nbucket {}  {} dumps, first {}, last {}\n  {}\n  e.g. {}\n", b.signature, b.dumps,
-               snapshot_time(b.first, "?"), snapshot_time(b.last, "?"), b.text, b.example);
+    out_stdout().print("\nbucket {}  {} dumps, first {}, last {}\n  {}\n  e.g. {}\n", b.signature,
+                       b.dumps, snapshot_time(b.first, "?"), snapshot_time(b.last, "?"), b.text,
+                       b.example);
     if (b.series.snaps.size() >= 2)
       if (std::string v = verdict_line(b.series.snaps.front(), b.series.snaps.back()); !v.empty())
         out_stdout().print("  {}", v);
     for (size_t k = 0; k < b.grow.size() && k < 3; ++k)
-      out_stdout().print("  grows: {} {}: {} -> {} ({:+.1f} per {}{})\n", b.grow[k]->kind, b.grow[k]->name,
-                 b.grow[k]->counts.front(), b.grow[k]->counts.back(), b.grow[k]->slope,
-                 b.series.trend.per_hour ? "hour" : "dump",
-                 b.grow[k]->only_grows ? ", only grows" : "");
+      out_stdout().print("  grows: {} {}: {} -> {} ({:+.1f} per {}{})\n", b.grow[k]->kind,
+                         b.grow[k]->name, b.grow[k]->counts.front(), b.grow[k]->counts.back(),
+                         b.grow[k]->slope, b.series.trend.per_hour ? "hour" : "dump",
+                         b.grow[k]->only_grows ? ", only grows" : "");
   }
   if (bs.size() > top) out_stdout().print("\n({} more buckets; --top N)\n", bs.size() - top);
 }

@@ -20,9 +20,9 @@
 #include <sstream>
 #include <thread>
 
+#include "frontend/base/out.hpp"
 #include "frontend/batch/batch.hpp"
 #include "frontend/batch/batch_slurm.hpp"
-#include "frontend/base/out.hpp"
 
 namespace lrcli {
 

@@ -12,13 +12,13 @@
 #include <memory>
 #include <thread>
 
+#include "frontend/base/commands.hpp"
+#include "frontend/base/errors.hpp"
+#include "frontend/base/out.hpp"
 #include "frontend/batch/batch.hpp"
 #include "frontend/batch/batch_db.hpp"
 #include "frontend/batch/batch_report.hpp"
 #include "frontend/batch/batch_slurm.hpp"
-#include "frontend/base/commands.hpp"
-#include "frontend/base/out.hpp"
-#include "frontend/base/errors.hpp"
 
 namespace lrcli {
 
@@ -55,7 +55,7 @@ void progress(const RunArgs& a, size_t n, size_t total, const json& r) {
                         r["program"].is_string() ? r["program"].get<std::string>() : "?")
           : r["error"].get<std::string>();
   out_stderr().print("[{}/{}] {:<7} {} ({:.1f} s): {}\n", n, total, r["status"].get<std::string>(),
-             r["path"].get<std::string>(), r.value("seconds", 0.0), what);
+                     r["path"].get<std::string>(), r.value("seconds", 0.0), what);
 }
 
 // Each ARCHIVE is a directory or a dump; anything else (missing, a FIFO, a
@@ -134,17 +134,17 @@ int cmd_run(const RunArgs& a, const BatchOptions& o) {
   auto t0 = std::chrono::steady_clock::now();
   if (!a.quiet)
     out_stderr().print("batch: {} dumps found ({} other files), {} already in {}, {} to analyse\n",
-               found->size(), skipped, already, a.db, todo.size());
+                       found->size(), skipped, already, a.db, todo.size());
   if (unreachable)
     out_stderr().print(
-               "leakref: warning: {} files could not be examined (FIFOs, broken links, paths "
-               "past PATH_MAX)\n",
-               unreachable);
+        "leakref: warning: {} files could not be examined (FIFOs, broken links, paths "
+        "past PATH_MAX)\n",
+        unreachable);
   if (retriable && !a.retry)
     out_stderr().print(
-               "leakref: warning: {} dumps are stored with a transient failure (timeout, memory "
-               "limit, crash, I/O error); --retry analyses them again\n",
-               retriable);
+        "leakref: warning: {} dumps are stored with a transient failure (timeout, memory "
+        "limit, crash, I/O error); --retry analyses them again\n",
+        retriable);
   lr::Result<void> stored;
   if (!todo.empty() && !a.slurm) {
     size_t n = 0;
@@ -159,7 +159,7 @@ int cmd_run(const RunArgs& a, const BatchOptions& o) {
     so.on_submit = [&](const std::string& job, size_t tasks) {
       if (!a.quiet)
         out_stderr().print("batch: Slurm job {}: {} array tasks of up to {} dumps\n", job, tasks,
-                   so.chunk);
+                           so.chunk);
     };
     stored = submit_slurm(todo, so, o, run.value());
     size_t n = 0;
@@ -182,9 +182,9 @@ int cmd_run(const RunArgs& a, const BatchOptions& o) {
       found->size(), analysed, ok, bad, already, secs);
   if (missing) {
     out_stderr().print(
-               "leakref: error: {} dumps have no result (a Slurm task failed: see {}/run-*/"
-               "slurm-*.out); run the batch again to retry them\n",
-               missing, so.work);
+        "leakref: error: {} dumps have no result (a Slurm task failed: see {}/run-*/"
+        "slurm-*.out); run the batch again to retry them\n",
+        missing, so.work);
     return kInput;
   }
   return kOk;

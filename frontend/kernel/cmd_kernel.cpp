@@ -2,22 +2,22 @@
 // rendering shared by `leakref kernel` and the crash extension, which differ
 // only in where memory comes from and where text goes.
 #include "frontend/kernel/cmd_kernel.hpp"
+#include "frontend/base/commands.hpp"
 #include "frontend/kernel/cmd_kleaks.hpp"
 #include "frontend/kernel/cmd_kslab.hpp"
-#include "frontend/base/commands.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <map>
-#include "frontend/process/cmd_profile.hpp"
-#include "frontend/process/cmd_walk.hpp"
 #include "corelib/profiles/profile.hpp"
-#include "targets/linux/kernel_refs.hpp"
-#include "frontend/base/out.hpp"
 #include "frontend/base/errors.hpp"
 #include "frontend/base/options.hpp"
+#include "frontend/base/out.hpp"
 #include "frontend/base/render.hpp"
+#include "frontend/process/cmd_profile.hpp"
+#include "frontend/process/cmd_walk.hpp"
+#include "targets/linux/kernel_refs.hpp"
 
 namespace lrcli {
 
@@ -149,7 +149,7 @@ std::vector<std::string> with_target_warnings(const lr::KernelTarget& k,
 }
 
 int run_inodes(lr::KernelTarget& k, const KArgs& a, const std::string& source,
-              const lr::KernelLimits& lim, Out& out, Out& err) {
+               const lr::KernelLimits& lim, Out& out, Out& err) {
   lr::KInodeFilter f;
   if (!a.sb.empty()) {
     auto addr = k.prog().resolve_address(a.sb);
@@ -270,7 +270,7 @@ int run_inodes(lr::KernelTarget& k, const KArgs& a, const std::string& source,
 }
 
 int run_modules(lr::KernelTarget& k, const KArgs& a, const std::string& source,
-               const lr::KernelLimits& lim, Out& out, Out& err) {
+                const lr::KernelLimits& lim, Out& out, Out& err) {
   auto r = lr::kernel_modules(k, lim);
   if (!r.ok()) {
     print_warnings_text(k.warnings(), err);  // why it failed: a cut-off dump, ...
@@ -327,7 +327,7 @@ int run_modules(lr::KernelTarget& k, const KArgs& a, const std::string& source,
 }
 
 int run_check(lr::KernelTarget& k, const KArgs& a, const std::string& source,
-             const lr::KernelLimits& lim, Out& out, Out& err) {
+              const lr::KernelLimits& lim, Out& out, Out& err) {
   auto r = lr::kernel_check(k, lim);
   if (!r.ok()) {
     print_warnings_text(k.warnings(), err);  // why it failed: a cut-off dump, ...

@@ -9,11 +9,11 @@
 #include <algorithm>
 #include <map>
 
+#include "frontend/base/errors.hpp"
+#include "frontend/base/out.hpp"
+#include "frontend/base/render.hpp"
 #include "frontend/kernel/cmd_kslab.hpp"
 #include "targets/linux/kernel_refs.hpp"
-#include "frontend/base/out.hpp"
-#include "frontend/base/errors.hpp"
-#include "frontend/base/render.hpp"
 
 namespace lrcli {
 
@@ -186,7 +186,7 @@ void print_leak(lr::KernelTarget& k, const lr::KRefIndex& ix, lr::KRefNamer& nam
 }  // namespace
 
 int run_kleaks(lr::KernelTarget& k, const KLeaksArgs& a, const std::string& source,
-              const lr::KernelLimits& lim, Out& out, Out& err) {
+               const lr::KernelLimits& lim, Out& out, Out& err) {
   const bool reused = k.refs_slot() != nullptr;
   auto ixr = kernel_ref_index(k, lim);
   if (!ixr.ok()) return fail(ixr.error(), err);
@@ -287,7 +287,7 @@ std::pair<const char*, std::string> object_state(const lr::KObject& o, bool reac
 }  // namespace
 
 int run_krefs(lr::KernelTarget& k, const KRefsArgs& a, const std::string& source,
-             const lr::KernelLimits& lim, Out& out, Out& err) {
+              const lr::KernelLimits& lim, Out& out, Out& err) {
   const bool reused = k.refs_slot() != nullptr;
   auto ixr = kernel_ref_index(k, lim);
   if (!ixr.ok()) return fail(ixr.error(), err);

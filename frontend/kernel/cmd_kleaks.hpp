@@ -35,8 +35,8 @@ void add_kleaks_options(CLI::App* sub, KLeaksArgs& a);
 void add_krefs_options(CLI::App* sub, KRefsArgs& a);
 // Each runs on `k`; `source` names the dump. An exit code (README "Exit codes").
 int run_kleaks(lr::KernelTarget& k, const KLeaksArgs& a, const std::string& source,
-              const lr::KernelLimits& lim, Out& out, Out& err);
+               const lr::KernelLimits& lim, Out& out, Out& err);
 int run_krefs(lr::KernelTarget& k, const KRefsArgs& a, const std::string& source,
-             const lr::KernelLimits& lim, Out& out, Out& err);
+              const lr::KernelLimits& lim, Out& out, Out& err);
 
 }  // namespace lrcli

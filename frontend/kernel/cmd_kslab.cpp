@@ -11,11 +11,11 @@
 #include <iterator>
 #include <map>
 
-#include "targets/linux/kernel_slab.hpp"
-#include "frontend/base/out.hpp"
 #include "frontend/base/errors.hpp"
 #include "frontend/base/options.hpp"
+#include "frontend/base/out.hpp"
 #include "frontend/base/render.hpp"
+#include "targets/linux/kernel_slab.hpp"
 
 namespace lrcli {
 
@@ -370,7 +370,7 @@ void slab_summary(SlabLister& l, const lr::KSlabReport& rep, std::vector<std::st
 }  // namespace
 
 int run_slab(lr::KernelTarget& k, const SlabArgs& s, const WalkArgs& w, bool json,
-            const std::string& source, const lr::KernelLimits& lim, Out& out, Out& err) {
+             const std::string& source, const lr::KernelLimits& lim, Out& out, Out& err) {
   if (std::string bad = slab_args_error(s, w); !bad.empty())
     return fail(lr::make_error(lr::Errc::kInvalidArgument, bad), err);
   const bool typed = !w.type.empty();

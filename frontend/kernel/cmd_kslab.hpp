@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "frontend/process/cmd_walk.hpp"
 #include "frontend/base/out.hpp"
+#include "frontend/process/cmd_walk.hpp"
 #include "targets/linux/kernel.hpp"
 
 namespace lrcli {
@@ -33,6 +33,6 @@ nlohmann::json track_json(lr::KernelTarget& k, const lr::KSlabTrack& t);
 void add_slab_options(CLI::App* sub, SlabArgs& s, WalkArgs& w);
 // Runs it on `k`; `source` names the dump. An exit code (README "Exit codes").
 int run_slab(lr::KernelTarget& k, const SlabArgs& s, const WalkArgs& w, bool json,
-            const std::string& source, const lr::KernelLimits& lim, Out& out, Out& err);
+             const std::string& source, const lr::KernelLimits& lim, Out& out, Out& err);
 
 }  // namespace lrcli

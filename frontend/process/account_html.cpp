@@ -7,8 +7,8 @@
 
 #include <iterator>
 
-#include "frontend/process/account_html.hpp"
 #include "frontend/base/render.hpp"
+#include "frontend/process/account_html.hpp"
 
 namespace lrcli {
 

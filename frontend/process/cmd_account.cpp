@@ -9,19 +9,19 @@
 #include <memory>
 #include <unordered_map>
 
-#include "frontend/process/account_html.hpp"
-#include "frontend/process/cmd_profile.hpp"
-#include "frontend/base/commands.hpp"
-#include "frontend/base/out.hpp"
-#include "frontend/base/errors.hpp"
-#include "frontend/base/options.hpp"
-#include "frontend/base/render.hpp"
 #include "corelib/analyses/account.hpp"
 #include "corelib/answers/block_keys.hpp"
 #include "corelib/answers/leak_states.hpp"
 #include "corelib/answers/profile_match.hpp"
 #include "corelib/base/fileio.hpp"
+#include "frontend/base/commands.hpp"
+#include "frontend/base/errors.hpp"
+#include "frontend/base/options.hpp"
+#include "frontend/base/out.hpp"
 #include "frontend/base/process_core.hpp"
+#include "frontend/base/render.hpp"
+#include "frontend/process/account_html.hpp"
+#include "frontend/process/cmd_profile.hpp"
 
 namespace lrcli {
 
@@ -178,8 +178,7 @@ int cmd_account(const DumpOptions& c, const AccountArgs& a) {
       c,
       [&](lr::Program& p) -> lr::Result<void> {
         LR_TRY(load_residency(p, c, a, &res_warnings));
-        return lr::load_known_objects(p, a.profile, a.sets, profile_dirs(), &known,
-                                      cli_display());
+        return lr::load_known_objects(p, a.profile, a.sets, profile_dirs(), &known, cli_display());
       },
       /*caches=*/a.by == "type");
   if (!o.ok()) return fail(o.error());

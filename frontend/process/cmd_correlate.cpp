@@ -6,22 +6,22 @@
 #include <optional>
 #include <set>
 
-#include "frontend/process/cmd_profile.hpp"
-#include "frontend/process/cmd_walk.hpp"
-#include "frontend/base/commands.hpp"
-#include "frontend/base/out.hpp"
-#include "frontend/base/errors.hpp"
-#include "frontend/base/options.hpp"
-#include "frontend/base/render.hpp"
 #include "corelib/analyses/correlate.hpp"
 #include "corelib/analyses/trace.hpp"
 #include "corelib/answers/trace_objects.hpp"
-#include "corelib/registry/target.hpp"
 #include "corelib/blocks/heap.hpp"
 #include "corelib/blocks/refindex.hpp"
 #include "corelib/profiles/profile.hpp"
+#include "corelib/registry/target.hpp"
+#include "frontend/base/commands.hpp"
+#include "frontend/base/errors.hpp"
+#include "frontend/base/options.hpp"
+#include "frontend/base/out.hpp"
 #include "frontend/base/process_core.hpp"
 #include "frontend/base/progress.hpp"
+#include "frontend/base/render.hpp"
+#include "frontend/process/cmd_profile.hpp"
+#include "frontend/process/cmd_walk.hpp"
 
 namespace lrcli {
 
@@ -70,17 +70,19 @@ std::string caller_text(const std::vector<lr::Trace>& traces, const lr::FrameRes
 void print_object(const lr::ObjectResult& o, const std::vector<lr::Trace>& traces,
                   const lr::FrameResolver& fr) {
   out_stdout().print("  {:<5} {:#x}  refcount {}", o.obj.kind, o.obj.addr, o.obj.refcount);
-  if (o.obj.explained >= 0) out_stdout().print(", {} account for {}", o.obj.explained_by, o.obj.explained);
+  if (o.obj.explained >= 0)
+    out_stdout().print(", {} account for {}", o.obj.explained_by, o.obj.explained);
   if (o.excess) out_stdout().print("  EXCESS {}", o.excess);
   out_stdout().print("\n        {}\n", o.obj.label);
   if (!o.obj.holders.empty()) out_stdout().print("        held by xlators: {}\n", o.obj.holders);
   if (o.verdict != lr::Verdict::kNotInTrace)
     out_stdout().print("        trace: {}, last one {} +{} -{}{}; {}\n",
-               plural(o.lifetimes, "lifetime", "lifetimes"),
-               o.start_count >= 0 ? fmt::format("started at {},", o.start_count)
-                                  : std::string("started before the trace,"),
-               o.refs, o.unrefs,
-               o.predicted >= 0 ? fmt::format(" -> {}", o.predicted) : std::string(), o.reason);
+                       plural(o.lifetimes, "lifetime", "lifetimes"),
+                       o.start_count >= 0 ? fmt::format("started at {},", o.start_count)
+                                          : std::string("started before the trace,"),
+                       o.refs, o.unrefs,
+                       o.predicted >= 0 ? fmt::format(" -> {}", o.predicted) : std::string(),
+                       o.reason);
   if (!o.alloc_site.empty()) out_stdout().print("        allocated by {}\n", o.alloc_site);
   std::map<std::string, int> by_site;
   std::vector<std::string> order;
@@ -104,12 +106,12 @@ void print_history(const lr::CorrelateReport& rep, const std::vector<lr::Trace>&
   for (const auto& h : rep.history) {
     const lr::Trace& t = traces[h.ev.trace];
     const lr::TraceEvent& e = t.events[h.ev.event];
-    out_stdout().print("  {}{:>16} tid {:<6} {:<18} {:<5} {:>4} -> {:<4} {}{}\n",
-               unmatched.count({h.ev.trace, h.ev.event}) ? "*" : " ", e.ts, e.tid,
-               t.functions[e.fn].name, lr::trace_op_name(t.functions[e.fn].op),
-               e.before >= 0 ? std::to_string(e.before) : "?",
-               h.count_after >= 0 ? std::to_string(h.count_after) : "?",
-               caller_text(traces, fr, h.ev), h.nested ? "  (inside the probed wrapper)" : "");
+    out_stdout().print(
+        "  {}{:>16} tid {:<6} {:<18} {:<5} {:>4} -> {:<4} {}{}\n",
+        unmatched.count({h.ev.trace, h.ev.event}) ? "*" : " ", e.ts, e.tid, t.functions[e.fn].name,
+        lr::trace_op_name(t.functions[e.fn].op), e.before >= 0 ? std::to_string(e.before) : "?",
+        h.count_after >= 0 ? std::to_string(h.count_after) : "?", caller_text(traces, fr, h.ev),
+        h.nested ? "  (inside the probed wrapper)" : "");
   }
   if (!obj || obj->unmatched.empty()) return;
   // The SystemTap ref-leak script's view: the references never dropped.
@@ -140,7 +142,7 @@ void print_alloc_sites(const lr::CorrelateReport& rep, const lr::HeapWalk* heap,
   for (const auto& s : rep.alloc_sites) count += s.count, bytes += s.bytes;
   for (const auto& al : rep.allocs) live += al.live;
   out_stdout().print("\nALLOCATIONS never freed in the trace: {} ({} B){}\n", count, bytes,
-             heap ? fmt::format(", {} still in use in the core's heap", live) : "");
+                     heap ? fmt::format(", {} still in use in the core's heap", live) : "");
   for (size_t i = 0; i < rep.alloc_sites.size() && i < top; ++i) {
     const auto& s = rep.alloc_sites[i];
     std::string lv = heap && s.live_known
@@ -150,7 +152,7 @@ void print_alloc_sites(const lr::CorrelateReport& rep, const lr::HeapWalk* heap,
   }
   if (rep.alloc_sites.size() > top)
     out_stdout().print("  ... {} more site(s) (--top, --json lists every block)\n",
-               rep.alloc_sites.size() - top);
+                       rep.alloc_sites.size() - top);
 }
 
 // Any program, allocation records only: blocks never freed, by call site.
@@ -239,8 +241,7 @@ lr::Result<std::vector<lr::CoreObject>> correlate_objects(lr::Program& p, const 
     return lr::make_error(lr::Errc::kInvalidArgument,
                           "correlate with a walk needs a refcount (--refcount FIELD, or the "
                           "profile set's refcount)");
-  return lr::walk_objects(p, spec, kind, &cs.heap_walk, &cs.have_heap, &cs.warnings,
-                          cli_display());
+  return lr::walk_objects(p, spec, kind, &cs.heap_walk, &cs.have_heap, &cs.warnings, cli_display());
 }
 
 // The programs whose own objects a ref/unref trace can be joined against
@@ -362,7 +363,7 @@ nlohmann::json correlate_json(const DumpOptions& c, const CoreSide& cs,
   nlohmann::json j;
   j["schema"] = "leakref.correlate/1";
   j["core"] = c.core;
-  j["source"] = cs.walk_mode()                                 ? "walk"
+  j["source"] = cs.walk_mode()                                      ? "walk"
                 : cs.source.kind == lr::TraceObjectSource::kProgram ? cs.source.target->key()
                                                                     : "heap";
   auto& jt = j["traces"] = nlohmann::json::array();
@@ -433,10 +434,11 @@ static void print_correlate_text(const DumpOptions& c, const CoreSide& cs,
   print_warnings_text(cs.warnings);
   out_stdout().print("leakref correlate: {}\n", c.core);
   for (const auto& t : traces)
-    out_stdout().print("trace: {} ({}, {} events, {} function(s), {} lost{}{})\n", t.source,
-               lr::trace_format_name(t.format), t.events.size(), t.functions.size(), t.lost(),
-               t.truncated ? ", truncated" : "",
-               t.has_trailer || t.format != lr::TraceFormat::kLeakref ? "" : ", no trailer");
+    out_stdout().print(
+        "trace: {} ({}, {} events, {} function(s), {} lost{}{})\n", t.source,
+        lr::trace_format_name(t.format), t.events.size(), t.functions.size(), t.lost(),
+        t.truncated ? ", truncated" : "",
+        t.has_trailer || t.format != lr::TraceFormat::kLeakref ? "" : ", no trailer");
   if (cs.heap_mode()) {
     print_heap_mode(rep, cs.heap(), top);
     if (ptr) print_history(rep, traces, fr, ptr);
@@ -484,8 +486,8 @@ static void print_objects_text(const lr::CorrelateReport& rep, const std::vector
     for (const auto& r : rep.objects) ++kinds[r.obj.kind];
     std::string ks;
     for (auto& [k, v] : kinds) ks += fmt::format("{}{} {}", ks.empty() ? "" : ", ", k, v);
-    out_stdout().print("objects: {} live in the core ({}); {} with trace events\n", rep.objects.size(), ks,
-               rep.pointers_in_core);
+    out_stdout().print("objects: {} live in the core ({}); {} with trace events\n",
+                       rep.objects.size(), ks, rep.pointers_in_core);
     out_stdout().print(
         "verdicts: flagged {}, explained {}, balanced {}, before-window {}, unreliable {}, "
         "disagree {}, not-in-trace {}\n",
@@ -502,14 +504,15 @@ static void print_objects_text(const lr::CorrelateReport& rep, const std::vector
     for (const auto& r : rep.objects)
       if (r.verdict == lr::Verdict::kFlagged) print_object(r, traces, fr);
     if (!rep.sites.empty()) {
-      out_stdout().print("\nTOP LEAKING CALL SITES (unmatched references across flagged objects)\n");
+      out_stdout().print(
+          "\nTOP LEAKING CALL SITES (unmatched references across flagged objects)\n");
       int rank = 0;
       for (const auto& s : rep.sites) {
         std::string kinds_s;
         for (auto& [k, v] : s.by_kind)
           kinds_s += fmt::format("{}{} {}", kinds_s.empty() ? "" : ", ", k, v);
-        out_stdout().print("  {:>2}. {:>5} ref(s)  {:>4} object(s) ({})  {}\n", ++rank, s.refs, s.objects,
-                   kinds_s, s.text);
+        out_stdout().print("  {:>2}. {:>5} ref(s)  {:>4} object(s) ({})  {}\n", ++rank, s.refs,
+                           s.objects, kinds_s, s.text);
         for (const auto& e : s.example) out_stdout().print("             <- {}\n", e);
       }
     }

@@ -8,9 +8,9 @@
 #include <map>
 
 #include "frontend/base/commands.hpp"
-#include "frontend/base/out.hpp"
 #include "frontend/base/errors.hpp"
 #include "frontend/base/options.hpp"
+#include "frontend/base/out.hpp"
 #include "frontend/base/render.hpp"
 #include "targets/glusterfs/gluster.hpp"
 #include "targets/glusterfs/gluster_target.hpp"
@@ -274,19 +274,20 @@ void print_summary(const lr::GlusterReport& r) {
   for (const auto& ma : r.memacct)
     for (const auto& t : ma.types) ++records, blocks += t.live_blocks;
   out_stdout().print("GlusterFS: {} ctx, {} graph(s), {} xlators\n", r.ctxs.size(), r.graphs.size(),
-             r.xlators.size());
+                     r.xlators.size());
   out_stdout().print("  mempool   {} pools, {} live pooled objects{}\n", r.pools.size(), live,
-             bad_pools ? fmt::format(" ({} pools' active-count differ)", bad_pools)
-                       : " (every active-count equals the live objects found)");
-  out_stdout().print("  memusage  {} live GF_MALLOC blocks in {} (xlator, type) records of {} xlators\n",
-             blocks, records, r.memacct.size());
+                     bad_pools ? fmt::format(" ({} pools' active-count differ)", bad_pools)
+                               : " (every active-count equals the live objects found)");
+  out_stdout().print(
+      "  memusage  {} live GF_MALLOC blocks in {} (xlator, type) records of {} xlators\n", blocks,
+      records, r.memacct.size());
   for (const auto& t : r.itables)
-    out_stdout().print("  itable    {}: active {}, lru {}, purge {}, invalidate {}\n", t.name, t.sizes[0],
-               t.sizes[1], t.sizes[2], t.sizes[3]);
+    out_stdout().print("  itable    {}: active {}, lru {}, purge {}, invalidate {}\n", t.name,
+                       t.sizes[0], t.sizes[1], t.sizes[2], t.sizes[3]);
   size_t client_fds = 0;
   for (const auto& c : r.clients) client_fds += c.fds.size();
-  out_stdout().print("  dicts     {} live; clients {} ({} fds); fuse fdtable {} fds\n", r.dicts.size(),
-             r.clients.size(), client_fds, r.fuse_fds.size());
+  out_stdout().print("  dicts     {} live; clients {} ({} fds); fuse fdtable {} fds\n",
+                     r.dicts.size(), r.clients.size(), client_fds, r.fuse_fds.size());
   std::map<std::string, int> kinds;
   for (const auto& f : r.findings) kinds[f.kind]++;
   std::string k;
@@ -303,11 +304,11 @@ void print_text(const lr::GlusterReport& r, const std::string& types_from) {
       out_stdout().print("{}{}", i ? " -> " : "", r.xlators[g.xlators[i]].name);
     out_stdout().print("\n");
   }
-  out_stdout().print("\n{:<32} {:<24} {:>7} {:>5} {:>7} {:>7}\n", "mempool", "xlator", "active", "live",
-             "sizeof", "padded");
+  out_stdout().print("\n{:<32} {:<24} {:>7} {:>5} {:>7} {:>7}\n", "mempool", "xlator", "active",
+                     "live", "sizeof", "padded");
   for (const auto& p : r.pools)
     out_stdout().print("{:<32} {:<24} {:>7} {:>5} {:>7} {:>7}\n", p.name, p.xl_name, p.active,
-               p.live.size(), p.sizeof_type, p.padded);
+                       p.live.size(), p.sizeof_type, p.padded);
   uint64_t blocks = 0;
   for (const auto& ma : r.memacct)
     for (const auto& t : ma.types) blocks += t.live_blocks;
@@ -321,21 +322,21 @@ void print_text(const lr::GlusterReport& r, const std::string& types_from) {
         "(list/counter)\n",
         t.name, r.xlators[t.xlator].name, t.lists[0].size(), t.sizes[0], t.lists[1].size(),
         t.sizes[1], t.lists[2].size(), t.sizes[2], t.lists[3].size(), t.sizes[3]);
-    out_stdout().print("  {:<36} {:>4} {:>7} {:>4} {:>4}  {}\n", "gfid", "ref", "nlookup", "fds", "type",
-               "name / ref_by_xl");
+    out_stdout().print("  {:<36} {:>4} {:>7} {:>4} {:>4}  {}\n", "gfid", "ref", "nlookup", "fds",
+                       "type", "name / ref_by_xl");
     for (const auto& in : t.lists[0]) {
       std::string rbx;
       for (auto [x, n] : in.ref_by_xl)
         rbx += fmt::format(" {}={}", x == SIZE_MAX ? "?" : r.xlators[x].name, n);
       out_stdout().print("  {} {:>4} {:>7} {:>4} {:>4}  {}{}\n", lr::format_gfid(in.gfid), in.ref,
-                 in.nlookup, in.fds.size(), in.ia_type,
-                 in.dentries.empty() ? "<no dentry>" : in.dentries[0].name, rbx);
+                         in.nlookup, in.fds.size(), in.ia_type,
+                         in.dentries.empty() ? "<no dentry>" : in.dentries[0].name, rbx);
     }
   }
   out_stdout().print("\ndicts: {} live", r.dicts.size());
   for (const auto& c : r.clients)
-    out_stdout().print("\nclient {}: {} bind={} ref={} bound_xl={} fds={}", c.index, c.client_uid, c.bind,
-               c.ref, c.bound_xl, c.fds.size());
+    out_stdout().print("\nclient {}: {} bind={} ref={} bound_xl={} fds={}", c.index, c.client_uid,
+                       c.bind, c.ref, c.bound_xl, c.fds.size());
   if (!r.fuse_fds.empty()) out_stdout().print("\nfuse fdtable: {} open fds", r.fuse_fds.size());
   out_stdout().print("\n\nfindings: {}\n", r.findings.size());
   for (const auto& f : r.findings) out_stdout().print("  [{}] {}\n", f.kind, f.message);

@@ -4,13 +4,13 @@
 #include <chrono>
 #include <optional>
 
-#include "frontend/base/process_core.hpp"
+#include "corelib/blocks/heap.hpp"
 #include "frontend/base/commands.hpp"
-#include "frontend/base/out.hpp"
 #include "frontend/base/errors.hpp"
 #include "frontend/base/options.hpp"
+#include "frontend/base/out.hpp"
+#include "frontend/base/process_core.hpp"
 #include "frontend/base/render.hpp"
-#include "corelib/blocks/heap.hpp"
 #include "targets/glibc/glibc_heap.hpp"
 #include "targets/jemalloc/jemalloc_heap.hpp"
 #include "targets/tcmalloc/tcmalloc_heap.hpp"
@@ -58,7 +58,7 @@ void list_text(const lr::HeapWalk& h, bool list, bool stats, double ms) {
   print_warnings_text(h.warnings);
   if (stats)
     out_stderr().print("leakref: heap walked in {:.3f} ms ({} in-use chunks)\n", ms,
-               h.stats.in_use);
+                       h.stats.in_use);
 }
 
 int glibc_report(const lr::HeapWalk& h, const lr::GlibcHeap& g, const DumpOptions& c, bool list,
@@ -89,29 +89,30 @@ int glibc_report(const lr::HeapWalk& h, const lr::GlibcHeap& g, const DumpOption
     emit_json(j);
     return kOk;
   }
-  out_stdout().print("main_arena {:#x}, {} arena(s), {} heap(s), tcache key {}\n", g.main_arena, s.arenas,
-             g.heaps,
-             g.tcache_key_from.empty()
-                 ? std::string("unknown (no libc symbol, no tcache entry)")
-                 : fmt::format("{:#x}{}", g.tcache_key,
-                               g.tcache_key_from == "libc" ? "" : " (from the tcache entries)"));
+  out_stdout().print(
+      "main_arena {:#x}, {} arena(s), {} heap(s), tcache key {}\n", g.main_arena, s.arenas, g.heaps,
+      g.tcache_key_from.empty()
+          ? std::string("unknown (no libc symbol, no tcache entry)")
+          : fmt::format("{:#x}{}", g.tcache_key,
+                        g.tcache_key_from == "libc" ? "" : " (from the tcache entries)"));
   for (const auto& r : h.regions)
     if (r.kind != lr::HeapRegion::Kind::kMmapped)
-      out_stdout().print("  {:<7} [{:#x}, {:#x}) arena {:#x}{}\n", region_kind(r.kind), r.start, r.end,
-                 r.arena, r.complete ? "" : " (chain broken)");
+      out_stdout().print("  {:<7} [{:#x}, {:#x}) arena {:#x}{}\n", region_kind(r.kind), r.start,
+                         r.end, r.arena, r.complete ? "" : " (chain broken)");
   out_stdout().print(
       "chunks {} ({} in heaps, {} mmapped): in use {} ({} bytes); free: bins {}, fastbins {}, "
       "tcache {}\n",
       s.chunks + s.mmapped, s.chunks, s.mmapped, s.in_use, s.in_use_bytes, g.bin_free,
       g.fastbin_free, g.tcache_free);
   out_stdout().print("glibc {}: malloc layout from {}\n",
-             g.layout.version.empty() ? "(release unknown)" : g.layout.version, g.layout.from);
+                     g.layout.version.empty() ? "(release unknown)" : g.layout.version,
+                     g.layout.from);
   list_text(h, list, stats, ms);
   return kOk;
 }
 
-int jemalloc_report(const lr::HeapWalk& h, const lr::JemallocHeap& g, const DumpOptions& c, bool list,
-                    bool stats, double ms) {
+int jemalloc_report(const lr::HeapWalk& h, const lr::JemallocHeap& g, const DumpOptions& c,
+                    bool list, bool stats, double ms) {
   const lr::HeapStats& s = h.stats;
   if (c.json) {
     nlohmann::json j = {{"schema", "leakref.heap/1"},
@@ -137,19 +138,19 @@ int jemalloc_report(const lr::HeapWalk& h, const lr::JemallocHeap& g, const Dump
     emit_json(j);
     return kOk;
   }
-  out_stdout().print("jemalloc: {} arena(s), {} thread cache(s), {}-byte pages; layout from {}\n", s.arenas,
-             g.tcaches, g.page, g.layout.from);
+  out_stdout().print("jemalloc: {} arena(s), {} thread cache(s), {}-byte pages; layout from {}\n",
+                     s.arenas, g.tcaches, g.page, g.layout.from);
   out_stdout().print(
       "extents: {} slabs, {} large in use; free: {} dirty, {} muzzy ({} retained, unbacked)\n",
       g.slabs, g.large, g.dirty, g.muzzy, g.retained);
-  out_stdout().print("blocks {}: in use {} ({} bytes); free: slab regions {}, thread caches {}\n", s.chunks,
-             s.in_use, s.in_use_bytes, g.slab_free, g.tcache_free);
+  out_stdout().print("blocks {}: in use {} ({} bytes); free: slab regions {}, thread caches {}\n",
+                     s.chunks, s.in_use, s.in_use_bytes, g.slab_free, g.tcache_free);
   list_text(h, list, stats, ms);
   return kOk;
 }
 
-int tcmalloc_report(const lr::HeapWalk& h, const lr::TcmallocHeap& g, const DumpOptions& c, bool list,
-                    bool stats, double ms) {
+int tcmalloc_report(const lr::HeapWalk& h, const lr::TcmallocHeap& g, const DumpOptions& c,
+                    bool list, bool stats, double ms) {
   const lr::HeapStats& s = h.stats;
   uint64_t free_objects = 0;
   for (const auto& sp : h.space)
@@ -174,12 +175,12 @@ int tcmalloc_report(const lr::HeapWalk& h, const lr::TcmallocHeap& g, const Dump
     emit_json(j);
     return kOk;
   }
-  out_stdout().print("tcmalloc: {} thread cache(s), {}-byte pages; layout from {}\n", g.thread_caches,
-             g.page, g.layout.from);
-  out_stdout().print("spans: {} of small objects, {} large in use; {} free\n", g.small_spans, g.large_spans,
-             g.free_spans);
+  out_stdout().print("tcmalloc: {} thread cache(s), {}-byte pages; layout from {}\n",
+                     g.thread_caches, g.page, g.layout.from);
+  out_stdout().print("spans: {} of small objects, {} large in use; {} free\n", g.small_spans,
+                     g.large_spans, g.free_spans);
   out_stdout().print("blocks {}: in use {} ({} bytes); free objects {}\n", s.chunks, s.in_use,
-             s.in_use_bytes, free_objects);
+                     s.in_use_bytes, free_objects);
   list_text(h, list, stats, ms);
   return kOk;
 }

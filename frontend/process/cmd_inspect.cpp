@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 
 #include "frontend/base/commands.hpp"
-#include "frontend/base/out.hpp"
 #include "frontend/base/errors.hpp"
 #include "frontend/base/options.hpp"
+#include "frontend/base/out.hpp"
 #include "frontend/base/render.hpp"
 
 namespace lrcli {
@@ -112,40 +112,45 @@ static int cmd_info(const DumpOptions& c) {
   if (core.pid() == 0 && core.prog_name().empty())  // not "pid 0, ()": nothing was read
     out_stdout().print("process:     unknown (no NT_PRSTATUS or NT_PRPSINFO note was read)\n");
   else
-    out_stdout().print("process:     pid {}, {} ({}), {}\n", core.pid(), core.prog_name(), core.prog_args(),
-               lr::arch_name(core.machine()));
+    out_stdout().print("process:     pid {}, {} ({}), {}\n", core.pid(), core.prog_name(),
+                       core.prog_args(), lr::arch_name(core.machine()));
   if (exe)
     out_stdout().print("executable:  {} (build-id {}, debuginfo: {})\n", exe->path,
-               exe->build_id.empty() ? "unknown" : exe->build_id,
-               exe->has_dwarf() ? exe->debug_how : "none");
+                       exe->build_id.empty() ? "unknown" : exe->build_id,
+                       exe->has_dwarf() ? exe->debug_how : "none");
   else
     out_stdout().print("executable:  unknown (no NT_FILE note; pass --exe)\n");
-  out_stdout().print("truncated:   {}\n",
-             core.truncated() ? "YES (memory beyond the end of the file is missing)" : "no");
+  out_stdout().print("truncated:   {}\n", core.truncated()
+                                              ? "YES (memory beyond the end of the file is missing)"
+                                              : "no");
   out_stdout().print("threads:     {}\n", core.threads().size());
   for (const auto& t : core.threads()) {
     auto hit = prog.modules().symbolize(t.pc());
     out_stdout().print("  tid {:<8} pc {:<18} {}  sp {}\n", t.tid, hex(t.pc()),
-               hit.module ? hit.format() : "?", hex(t.sp()));
+                       hit.module ? hit.format() : "?", hex(t.sp()));
   }
   out_stdout().print("modules:     {}\n", prog.modules().modules().size());
-  out_stdout().print("  {:<18} {:<18} {:<40} {:<10} {}\n", "BASE", "END", "BUILD-ID", "DEBUGINFO", "PATH");
+  out_stdout().print("  {:<18} {:<18} {:<40} {:<10} {}\n", "BASE", "END", "BUILD-ID", "DEBUGINFO",
+                     "PATH");
   for (const auto& m : prog.modules().modules()) {
     std::string dbg =
         m->has_dwarf() ? (m->debug_how == "embedded" ? "embedded" : "separate") : "none";
     out_stdout().print("  {:<18} {:<18} {:<40} {:<10} {}{}\n", hex(m->base), hex(m->end),
-               m->build_id.empty() ? "-" : m->build_id, dbg, m->path, m->is_exe ? " (exe)" : "");
+                       m->build_id.empty() ? "-" : m->build_id, dbg, m->path,
+                       m->is_exe ? " (exe)" : "");
   }
   for (const auto& m : prog.modules().modules())
     if (m->has_dwarf() && m->debug_how != "embedded")
-      out_stdout().print("  debuginfo for {}: {} ({})\n", m->basename(), m->debug_path, m->debug_how);
-  out_stdout().print("segments:    {} from the core ({}), {} filled from files ({}), {} missing ({})\n",
-             n_core, human(core.bytes_in_core()), n_file, human(core.bytes_from_files()), n_missing,
-             human(core.bytes_missing()));
+      out_stdout().print("  debuginfo for {}: {} ({})\n", m->basename(), m->debug_path,
+                         m->debug_how);
+  out_stdout().print(
+      "segments:    {} from the core ({}), {} filled from files ({}), {} missing ({})\n", n_core,
+      human(core.bytes_in_core()), n_file, human(core.bytes_from_files()), n_missing,
+      human(core.bytes_missing()));
   for (const auto& f : core.mapped_files())
     if (f.status != lr::MappedFileInfo::Status::kVerified)
       out_stdout().print("  not filled: {}: {}{}\n", f.path, lr::mapped_status_name(f.status),
-                 f.detail.empty() ? "" : " — " + f.detail);
+                         f.detail.empty() ? "" : " — " + f.detail);
   return kOk;
 }
 
@@ -232,8 +237,8 @@ static int cmd_sym(const DumpOptions& c, const std::string& what) {
                                          : "other"},
                {"type", type.empty() ? nlohmann::json(nullptr) : nlohmann::json(type)}});
   } else {
-    out_stdout().print("{} = {:#x} [{}] size {}{}\n", sym->name, sym->addr, mod->basename(), sym->size,
-               type.empty() ? "" : ", type " + type);
+    out_stdout().print("{} = {:#x} [{}] size {}{}\n", sym->name, sym->addr, mod->basename(),
+                       sym->size, type.empty() ? "" : ", type " + type);
   }
   return kOk;
 }

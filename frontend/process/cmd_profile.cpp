@@ -11,14 +11,14 @@
 #include <cstring>
 
 #include "corelib/answers/profile_match.hpp"
-#include "frontend/base/process_core.hpp"
-#include "frontend/process/cmd_profile.hpp"
+#include "corelib/profiles/profile.hpp"
 #include "frontend/base/commands.hpp"
-#include "frontend/base/out.hpp"
 #include "frontend/base/errors.hpp"
 #include "frontend/base/options.hpp"
+#include "frontend/base/out.hpp"
+#include "frontend/base/process_core.hpp"
 #include "frontend/base/render.hpp"
-#include "corelib/profiles/profile.hpp"
+#include "frontend/process/cmd_profile.hpp"
 
 namespace lrcli {
 

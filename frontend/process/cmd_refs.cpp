@@ -9,19 +9,19 @@
 #include <memory>
 #include <unordered_map>
 
-#include "frontend/process/cmd_profile.hpp"
-#include "frontend/base/commands.hpp"
-#include "frontend/base/out.hpp"
-#include "frontend/base/errors.hpp"
-#include "frontend/base/options.hpp"
-#include "frontend/base/render.hpp"
 #include "corelib/analyses/correlate.hpp"
 #include "corelib/analyses/trace.hpp"
 #include "corelib/answers/leak_report.hpp"
 #include "corelib/answers/leak_states.hpp"
 #include "corelib/answers/profile_match.hpp"
 #include "corelib/blocks/refindex.hpp"
+#include "frontend/base/commands.hpp"
+#include "frontend/base/errors.hpp"
+#include "frontend/base/options.hpp"
+#include "frontend/base/out.hpp"
 #include "frontend/base/process_core.hpp"
+#include "frontend/base/render.hpp"
+#include "frontend/process/cmd_profile.hpp"
 
 namespace lrcli {
 
@@ -265,8 +265,9 @@ int cmd_leaks(const DumpOptions& c, const LeaksArgs& a) {
   lr::KnownObjects none;
   lr::RefNamer names(o.value(), none);
   const lr::LeakStates ls = lr::find_leaks(o.value(), names);
-  const lr::LeakReport r = lr::leak_report(o.value(), names, ls, a.traces.empty() ? nullptr : &sites,
-                                           /*with_referrers=*/c.json);
+  const lr::LeakReport r =
+      lr::leak_report(o.value(), names, ls, a.traces.empty() ? nullptr : &sites,
+                      /*with_referrers=*/c.json);
   std::vector<std::string> warnings = o.value().warnings;
   warnings.insert(warnings.end(), sites.warnings.begin(), sites.warnings.end());
   if (c.json) {

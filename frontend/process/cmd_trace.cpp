@@ -6,15 +6,15 @@
 #include <map>
 #include <set>
 
-#include "frontend/process/cmd_profile.hpp"
-#include "frontend/base/commands.hpp"
-#include "frontend/base/out.hpp"
-#include "frontend/base/errors.hpp"
-#include "frontend/base/render.hpp"
 #include "corelib/analyses/trace.hpp"
 #include "corelib/analyses/traceplan.hpp"
 #include "corelib/profiles/profile.hpp"
 #include "corelib/registry/target.hpp"
+#include "frontend/base/commands.hpp"
+#include "frontend/base/errors.hpp"
+#include "frontend/base/out.hpp"
+#include "frontend/base/render.hpp"
+#include "frontend/process/cmd_profile.hpp"
 
 namespace lrcli {
 
@@ -44,9 +44,8 @@ struct NoMemory final : lr::Memory {
 // modules the process maps (the same files its probes attach to); for the
 // built-in glusterfs profile, from GlusterFS's types (synthesized and cached
 // when libglusterfs has no debuginfo).
-lr::Result<std::map<std::string, std::pair<int64_t, int>>> probe_refoffs(const lr::TracePlan& plan,
-                                                                         const lr::Profile& p,
-                                                                         lr::ProcessTarget* builtin) {
+lr::Result<std::map<std::string, std::pair<int64_t, int>>> probe_refoffs(
+    const lr::TracePlan& plan, const lr::Profile& p, lr::ProcessTarget* builtin) {
   auto mods = lr::ModuleSet::empty({});
   std::set<std::string> seen;
   for (const auto& m : plan.mappings)
@@ -241,10 +240,12 @@ static int cmd_trace_info(const std::vector<std::string>& files, const std::stri
         t->lost(), t->bad_lines, t->truncated ? ", truncated" : "");
     if (last_ts > first_ts) out_stdout().print("  window: {:.3f} s\n", (last_ts - first_ts) / 1e9);
     for (const auto& fn : t->functions)
-      out_stdout().print("  {:<20} {:<6} {:<6} {:>10}\n", fn.name, fn.kind, lr::trace_op_name(fn.op),
-                 per_fn[fn.name]);
-    if (!t->aggregates.empty()) out_stdout().print("  {} aggregate refcount(s)\n", t->aggregates.size());
-    if (!t->alloc_stacks.empty()) out_stdout().print("  {} allocation stack(s)\n", t->alloc_stacks.size());
+      out_stdout().print("  {:<20} {:<6} {:<6} {:>10}\n", fn.name, fn.kind,
+                         lr::trace_op_name(fn.op), per_fn[fn.name]);
+    if (!t->aggregates.empty())
+      out_stdout().print("  {} aggregate refcount(s)\n", t->aggregates.size());
+    if (!t->alloc_stacks.empty())
+      out_stdout().print("  {} allocation stack(s)\n", t->alloc_stacks.size());
   }
   if (json) emit_json(nlohmann::json{{"schema", "leakref.trace-info/1"}, {"traces", all}});
   return kOk;

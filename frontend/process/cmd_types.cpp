@@ -6,15 +6,15 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "frontend/process/cmd_profile.hpp"
-#include "frontend/base/commands.hpp"
-#include "frontend/base/out.hpp"
-#include "frontend/base/errors.hpp"
-#include "frontend/base/options.hpp"
 #include "corelib/answers/profile_match.hpp"
 #include "corelib/debuginfo/types_build.hpp"
 #include "corelib/dump/elfcore.hpp"
 #include "corelib/profiles/profile.hpp"
+#include "frontend/base/commands.hpp"
+#include "frontend/base/errors.hpp"
+#include "frontend/base/options.hpp"
+#include "frontend/base/out.hpp"
+#include "frontend/process/cmd_profile.hpp"
 
 namespace lrcli {
 

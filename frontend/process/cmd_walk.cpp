@@ -6,16 +6,16 @@
 #include <optional>
 #include <set>
 
-#include "frontend/base/process_core.hpp"
-#include "frontend/process/cmd_profile.hpp"
-#include "frontend/process/cmd_walk.hpp"
-#include "frontend/base/commands.hpp"
-#include "frontend/base/out.hpp"
-#include "frontend/base/errors.hpp"
-#include "frontend/base/options.hpp"
 #include "corelib/profiles/profile.hpp"
 #include "corelib/walks/walkspec.hpp"
+#include "frontend/base/commands.hpp"
+#include "frontend/base/errors.hpp"
+#include "frontend/base/options.hpp"
+#include "frontend/base/out.hpp"
+#include "frontend/base/process_core.hpp"
 #include "frontend/base/progress.hpp"
+#include "frontend/process/cmd_profile.hpp"
+#include "frontend/process/cmd_walk.hpp"
 #include "frontend/process/walk_render.hpp"
 
 namespace lrcli {

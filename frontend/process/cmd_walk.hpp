@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "frontend/base/out.hpp"
 #include "corelib/blocks/refindex.hpp"
 #include "corelib/walks/walkspec.hpp"
+#include "frontend/base/out.hpp"
 
 namespace lrcli {
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "frontend/process/cmd_walk.hpp"
 #include "frontend/base/out.hpp"
+#include "frontend/process/cmd_walk.hpp"
 
 namespace lrcli {
 

@@ -8,11 +8,11 @@
 #include <set>
 #include <unordered_map>
 
+#include "corelib/analyses/diff.hpp"
 #include "frontend/base/commands.hpp"
-#include "frontend/base/out.hpp"
 #include "frontend/base/errors.hpp"
 #include "frontend/base/options.hpp"
-#include "corelib/analyses/diff.hpp"
+#include "frontend/base/out.hpp"
 #include "frontend/series/snapshot_load.hpp"
 
 namespace lrcli {
@@ -116,7 +116,8 @@ void print_objects(const lr::SnapDiff& d, lr::ObjectDelta::Change which, const c
   size_t total = 0, shown = 0;
   for (const auto& o : d.objects) total += o.change == which;
   if (!total) return;
-  out_stdout().print("\n{} ({}{}):\n", title, total, total > top ? fmt::format(", first {}", top) : "");
+  out_stdout().print("\n{} ({}{}):\n", title, total,
+                     total > top ? fmt::format(", first {}", top) : "");
   for (const auto& o : d.objects) {
     if (o.change != which || shown++ >= top) continue;
     std::string refs =
@@ -124,7 +125,8 @@ void print_objects(const lr::SnapDiff& d, lr::ObjectDelta::Change which, const c
         : which == lr::ObjectDelta::Change::kGone
             ? fmt::format("ref {}", o.before)
             : fmt::format("ref {} -> {} ({:+})", o.before, o.after, o.after - o.before);
-    out_stdout().print("  {}  {}  {}{}\n", o.key, o.cls, refs, o.held.empty() ? "" : "  held by " + o.held);
+    out_stdout().print("  {}  {}  {}{}\n", o.key, o.cls, refs,
+                       o.held.empty() ? "" : "  held by " + o.held);
   }
 }
 
@@ -133,12 +135,13 @@ void print_classes(const std::vector<const lr::ClassDelta*>& rows, size_t total,
   if (rows.empty()) return;
   size_t w = 5;
   for (const auto* c : rows) w = std::max(w, c->name.size());
-  out_stdout().print("\n{}{}:\n{:<9} {:<{}} {:>10} {:>10} {:>9} {:>7}\n", title,
-             total > top ? fmt::format(" (first {} of {}; --top N, --json: all)", top, total) : "",
-             "KIND", "CLASS", w, "BEFORE", "AFTER", "DELTA", "RATIO");
+  out_stdout().print(
+      "\n{}{}:\n{:<9} {:<{}} {:>10} {:>10} {:>9} {:>7}\n", title,
+      total > top ? fmt::format(" (first {} of {}; --top N, --json: all)", top, total) : "", "KIND",
+      "CLASS", w, "BEFORE", "AFTER", "DELTA", "RATIO");
   for (const auto* c : rows)
     out_stdout().print("{:<9} {:<{}} {:>10} {:>10} {:>+9} {:>7}\n", c->kind, c->name, w, c->before,
-               c->after, c->delta(), ratio(*c));
+                       c->after, c->delta(), ratio(*c));
 }
 
 // The account's categories by bytes (their counts are blocks, mappings and
@@ -153,24 +156,25 @@ void print_account(const lr::SnapDiff& d) {
     return std::find(order.begin(), order.end(), c->name) - order.begin();
   };
   std::sort(rows.begin(), rows.end(), [&](auto* x, auto* y) { return rank(x) < rank(y); });
-  out_stdout().print("\naccount (bytes):\n{:<12} {:>14} {:>14} {:>14}\n", "CATEGORY", "BEFORE", "AFTER",
-             "DELTA");
+  out_stdout().print("\naccount (bytes):\n{:<12} {:>14} {:>14} {:>14}\n", "CATEGORY", "BEFORE",
+                     "AFTER", "DELTA");
   for (const auto* c : rows)
     out_stdout().print("{:<12} {:>14} {:>14} {:>+14}\n", c->name, c->before_bytes, c->after_bytes,
-               c->after_bytes - c->before_bytes);
+                       c->after_bytes - c->before_bytes);
 }
 
 void print_text(const lr::Snapshot& a, const lr::Snapshot& b, const lr::SnapDiff& d, size_t top) {
   Counts n = count(d);
   out_stdout().print("{} ({}) -> {} ({})\n", a.source, a.kind, b.source, b.kind);
-  out_stdout().print("classes: {} ({} grew, {} shrank, {} unchanged{})", d.classes.size(), n.grew, n.shrank,
-             n.same, d.unknown.empty() ? "" : fmt::format("; {} unknown", d.unknown.size()));
+  out_stdout().print("classes: {} ({} grew, {} shrank, {} unchanged{})", d.classes.size(), n.grew,
+                     n.shrank, n.same,
+                     d.unknown.empty() ? "" : fmt::format("; {} unknown", d.unknown.size()));
   if (!d.objects.empty() || d.objects_same)
     out_stdout().print("; objects: {} new, {} gone, {} refcount climbed, {} dropped, {} unchanged",
-               n.changes[0], n.changes[1], n.changes[2], n.changes[3], d.objects_same);
+                       n.changes[0], n.changes[1], n.changes[2], n.changes[3], d.objects_same);
   if (d.objects_unknown)
     out_stdout().print("; {} objects of a kind one side could not list whole, not compared",
-               d.objects_unknown);
+                       d.objects_unknown);
   out_stdout().print("\n");
   out_stdout().print("{}", verdict_line(a, b));
   // Grown classes are first in d.classes, shrunk ones last (most shrunk at the end).

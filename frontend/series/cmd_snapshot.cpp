@@ -8,11 +8,11 @@
 #include <ctime>
 #include <memory>
 
+#include "corelib/analyses/snapshot_io.hpp"
 #include "frontend/base/commands.hpp"
-#include "frontend/base/out.hpp"
 #include "frontend/base/errors.hpp"
 #include "frontend/base/options.hpp"
-#include "corelib/analyses/snapshot_io.hpp"
+#include "frontend/base/out.hpp"
 #include "frontend/series/snapshot_load.hpp"
 
 namespace lrcli {
@@ -26,8 +26,8 @@ struct SnapshotArgs {
 
 void print_snapshot(const lr::Snapshot& s, size_t top) {
   std::string when = s.time > 0 ? "taken " + snapshot_time(s.time, "") : "time unknown";
-  out_stdout().print("{} ({}, {}): {} classes, {} objects\n", s.source, s.kind, when, s.classes.size(),
-             s.objects.size());
+  out_stdout().print("{} ({}, {}): {} classes, {} objects\n", s.source, s.kind, when,
+                     s.classes.size(), s.objects.size());
   std::vector<const lr::SnapClass*> by(s.classes.size());
   for (size_t i = 0; i < by.size(); ++i) by[i] = &s.classes[i];
   std::stable_sort(by.begin(), by.end(), [](auto* a, auto* b) { return a->count > b->count; });
@@ -35,12 +35,13 @@ void print_snapshot(const lr::Snapshot& s, size_t top) {
   if (by.empty()) return;
   size_t w = 5;
   for (const auto* c : by) w = std::max(w, c->name.size());
-  out_stdout().print("\nlargest{}:\n{:<9} {:<{}} {:>10} {:>12}\n",
-             s.classes.size() > top ? fmt::format(" (first {} of {})", top, s.classes.size()) : "",
-             "KIND", "CLASS", w, "COUNT", "BYTES");
+  out_stdout().print(
+      "\nlargest{}:\n{:<9} {:<{}} {:>10} {:>12}\n",
+      s.classes.size() > top ? fmt::format(" (first {} of {})", top, s.classes.size()) : "", "KIND",
+      "CLASS", w, "COUNT", "BYTES");
   for (const auto* c : by)
     out_stdout().print("{:<9} {:<{}} {:>10} {:>12}\n", c->kind, c->name, w, c->count,
-               c->bytes < 0 ? "?" : std::to_string(c->bytes));
+                       c->bytes < 0 ? "?" : std::to_string(c->bytes));
 }
 
 int cmd_snapshot(const DumpOptions& c, const SnapshotArgs& a) {

@@ -11,9 +11,9 @@
 #include <set>
 
 #include "frontend/base/commands.hpp"
-#include "frontend/base/out.hpp"
 #include "frontend/base/errors.hpp"
 #include "frontend/base/options.hpp"
+#include "frontend/base/out.hpp"
 #include "frontend/base/render.hpp"
 #include "frontend/series/snapshot_load.hpp"
 
@@ -163,10 +163,10 @@ void print_rows(const std::vector<const lr::ClassSeries*>& rows, const char* uni
   size_t w = 5;
   for (const auto* c : rows) w = std::max(w, c->name.size());
   out_stdout().print("{:<9} {:<{}} {:>10} {:>10} {:>14}\n", "KIND", "CLASS", w, "FIRST", "LAST",
-             fmt::format("SLOPE/{}", unit));
+                     fmt::format("SLOPE/{}", unit));
   for (const auto* c : rows)
-    out_stdout().print("{:<9} {:<{}} {:>10} {:>10} {:>+14.1f}\n", c->kind, c->name, w, c->counts.front(),
-               c->counts.back(), c->slope);
+    out_stdout().print("{:<9} {:<{}} {:>10} {:>10} {:>+14.1f}\n", c->kind, c->name, w,
+                       c->counts.front(), c->counts.back(), c->slope);
 }
 
 void print_trend(const Series& s, size_t top) {
@@ -177,8 +177,8 @@ void print_trend(const Series& s, size_t top) {
     std::string t = snapshot_time(x.time, "time unknown");
     return x.time > 0 && !x.time_from.empty() ? t + ", " + x.time_from : t;
   };
-  out_stdout().print("{} snapshots, {} ({}) to {} ({}); slopes per {}\n", s.snaps.size(), f.source, when(f),
-             l.source, when(l), s.trend.per_hour ? "hour" : "snapshot");
+  out_stdout().print("{} snapshots, {} ({}) to {} ({}); slopes per {}\n", s.snaps.size(), f.source,
+                     when(f), l.source, when(l), s.trend.per_hour ? "hour" : "snapshot");
   out_stdout().print("{}", verdict_line(f, l));  // first to last
   std::vector<const lr::ClassSeries*> only, steep;
   for (const auto& c : s.trend.classes) {
@@ -190,7 +190,7 @@ void print_trend(const Series& s, size_t top) {
   if (only.size() > top) only.resize(top);
   if (!only.empty()) {
     out_stdout().print("\nonly grow ({}{}):\n", only_total,
-               only_total > top ? fmt::format(", first {}", top) : "");
+                       only_total > top ? fmt::format(", first {}", top) : "");
     print_rows(only, unit);
   } else {
     out_stdout().print("\nno class only grows\n");

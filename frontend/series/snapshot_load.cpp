@@ -6,9 +6,9 @@
 
 #include <ctime>
 
-#include "frontend/process/cmd_profile.hpp"
-#include "frontend/base/process_core.hpp"
 #include "frontend/base/options.hpp"
+#include "frontend/base/process_core.hpp"
+#include "frontend/process/cmd_profile.hpp"
 
 namespace lrcli {
 

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "frontend/base/options.hpp"
 #include "corelib/analyses/diff.hpp"
 #include "corelib/answers/snapshots.hpp"
+#include "frontend/base/options.hpp"
 
 namespace lrcli {
 

@@ -7,9 +7,9 @@
 #include <ctime>
 #include <iterator>
 
+#include "frontend/base/render.hpp"
 #include "frontend/series/cmd_trend.hpp"
 #include "frontend/series/snapshot_load.hpp"
-#include "frontend/base/render.hpp"
 
 namespace lrcli {
 

@@ -11,8 +11,8 @@
 
 #include "corelib/base/result.hpp"
 #include "corelib/blocks/heap.hpp"
-#include "corelib/registry/target.hpp"
 #include "corelib/dump/memory.hpp"
+#include "corelib/registry/target.hpp"
 #include "targets/glibc/glibc_layout.hpp"
 
 namespace lr {

@@ -26,8 +26,7 @@ bool is_libglusterfs(std::string_view basename) {
 // A report's blocks as the engine asks for them.
 class GlusterTagger final : public BlockTagger {
  public:
-  GlusterTagger(GlusterReport r, const Memory& mem)
-      : r_(std::move(r)), namer_(r_, mem) {}
+  GlusterTagger(GlusterReport r, const Memory& mem) : r_(std::move(r)), namer_(r_, mem) {}
   const HeapWalk* heap() const override { return &r_.heap_walk; }
   std::vector<uint64_t> pooled_free() const override { return r_.dead_pooled; }
   std::string name(const HeapChunk& c) const override { return namer_.name(c); }
@@ -94,8 +93,7 @@ class Glusterfs final : public ProcessTarget {
   }
   // The statedump rendering of the core, read back like GlusterFS's own,
   // plus dicts and fds.
-  Result<ProgramSnapshot> snapshot(Program& prog, const std::string& source,
-                                   Snapshot& s) override {
+  Result<ProgramSnapshot> snapshot(Program& prog, const std::string& source, Snapshot& s) override {
     GlusterSections sec;
     LR_ASSIGN(GlusterReport rep, analyze_gluster(prog, sec));
     LR_ASSIGN(Snapshot g,
@@ -147,8 +145,8 @@ Result<TypesSource> ensure_gluster_types(Program& prog, const std::string& types
     if (!b.ok())
       return make_error(b.error().code, "no GlusterFS debuginfo, and synthesizing types failed: " +
                                             b.error().message);
-    out.note = "leakref: no GlusterFS debuginfo; synthesized types from the installed headers: " +
-               path;
+    out.note =
+        "leakref: no GlusterFS debuginfo; synthesized types from the installed headers: " + path;
   }
   // As a types file: its declarations give libglusterfs's globals their
   // types (the profile's sets start from global_ctx).

@@ -26,9 +26,9 @@ class OpenDump final : public OpenKernelDump {
     std::vector<TargetFinding> out;
     for (const auto& ch : checks)
       if (ch.violations)
-        out.push_back({"kernel", ch.name, std::nullopt,
-                       fmt::format("{} of {} violate: {}", ch.violations, ch.checked,
-                                   ch.description)});
+        out.push_back(
+            {"kernel", ch.name, std::nullopt,
+             fmt::format("{} of {} violate: {}", ch.violations, ch.checked, ch.description)});
     return out;
   }
   std::vector<std::string> warnings() const override { return k_->warnings(); }
@@ -39,8 +39,7 @@ class OpenDump final : public OpenKernelDump {
 
 class Dumps final : public KernelDumps {
  public:
-  Result<std::unique_ptr<OpenKernelDump>> open(const std::string& path,
-                                               const std::string& vmlinux,
+  Result<std::unique_ptr<OpenKernelDump>> open(const std::string& path, const std::string& vmlinux,
                                                const DebugOptions& dbg) override {
     LR_ASSIGN(auto k, KernelTarget::open(path, vmlinux, dbg));
     return std::unique_ptr<OpenKernelDump>(std::make_unique<OpenDump>(std::move(k)));
