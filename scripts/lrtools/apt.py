@@ -4,6 +4,7 @@ its own, resolves against an empty status file, and nothing on the machine
 changes. Packages are downloaded, never installed; callers unpack them."""
 import glob
 import os
+import shutil
 import subprocess
 import time
 
@@ -85,10 +86,25 @@ class PrivateApt:
         return ""
 
     def download(self, pkgs, into, check=True):
-        """Downloads `pkgs` (names, NAME=VERSION or NAME:ARCH) into `into`."""
+        """Downloads `pkgs` (names, NAME=VERSION or NAME:ARCH) into `into`.
+
+        apt-get writes each package in place, so an interrupted run (a killed
+        session, a full disk) would leave a truncated .deb that the next run
+        takes for a cached one. Packages land in a private folder first and
+        only whole ones are moved into `into`."""
         os.makedirs(into, exist_ok=True)
-        r = subprocess.run(["apt-get", *self.opts, "download", "-q", *pkgs], cwd=into,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        part = os.path.join(into, f".partial-{os.getpid()}")
+        shutil.rmtree(part, ignore_errors=True)
+        os.makedirs(part)
+        try:
+            r = subprocess.run(["apt-get", *self.opts, "download", "-q", *pkgs], cwd=part,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            # A failed run may leave a half-written package: keep none of it.
+            for f in os.listdir(part) if r.returncode == 0 else []:
+                if f.endswith(".deb"):
+                    os.replace(os.path.join(part, f), os.path.join(into, f))
+        finally:
+            shutil.rmtree(part, ignore_errors=True)
         if r.returncode != 0 and check:
             err = "\n".join(l for l in r.stderr.splitlines() if "unsandboxed" not in l)
             raise Fail(f"downloading {' '.join(pkgs)} failed: {err[-500:]}")
