@@ -281,16 +281,22 @@ const FixtureCore& fixture_core(const std::string& key, const std::string& exe,
   std::vector<std::string> args{exe, manifest};
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   pid_t pid = start_until_ready(args, "READY");
+  // The manifest is written before READY; a fixture whose truth is a child
+  // process (fx_roots fork) names the child's pid there, and that is cored.
+  fc.manifest = nlohmann::json::parse(read_file(manifest), nullptr, /*allow_exceptions=*/false);
   fc.pid = pid;
+  if (fc.manifest.is_object() && fc.manifest.contains("pid") &&
+      fc.manifest["pid"].is_number_integer())
+    fc.pid = fc.manifest["pid"].get<int>();
   std::string prefix = dir + "/" + key;
-  RunResult g = run({"gcore", "-o", prefix, std::to_string(pid)}, 300);
+  RunResult g = run({"gcore", "-o", prefix, std::to_string(fc.pid)}, 300);
   kill(pid, SIGKILL);
   waitpid(pid, nullptr, 0);
-  fc.core = prefix + "." + std::to_string(pid);
+  fc.core = prefix + "." + std::to_string(fc.pid);
   struct stat st {};
   if (g.status != 0 || stat(fc.core.c_str(), &st) != 0)
     throw std::runtime_error("gcore of " + exe + " failed: " + g.err);
-  fc.manifest = nlohmann::json::parse(read_file(manifest));
+  if (fc.manifest.is_discarded()) fc.manifest = nlohmann::json::parse(read_file(manifest));
   return cache.emplace(key, std::move(fc)).first->second;
 }
 

@@ -17,6 +17,7 @@
 #include <memory>
 #include <regex>
 #include <set>
+#include <tuple>
 
 #include "harness.hpp"
 
@@ -609,12 +610,20 @@ TEST_CASE("batch: retried failures, damaged databases, names that are no files",
   REQUIRE(mkfifo((d + "/a/core.fifo").c_str(), 0600) == 0);
   REQUIRE(symlink("nowhere", (d + "/a/core.dangling").c_str()) == 0);
   REQUIRE(symlink("vmcore.loop", (d + "/a/vmcore.loop").c_str()) == 0);
+  // A link to a device: its row is stored under the link's own identity
+  // (it was stored under /dev/zero's, "missing" on every run, and blamed on
+  // a Slurm task in a local run).
+  REQUIRE(symlink("/dev/zero", (d + "/a/core.zero").c_str()) == 0);
   r = lrtest::leakref({"batch", "run", d + "/a", "--db", db, "-q"}, 120);
   INFO(r.err);
   CHECK(r.status == 0);
+  CHECK(r.err.find("Slurm") == std::string::npos);
   m = rows(db);
-  CHECK(m.size() == 4);
-  for (const char* n : {"core.fifo", "core.dangling", "vmcore.loop"}) {
+  CHECK(m.size() == 5);
+  r = lrtest::leakref({"batch", "run", d + "/a", "--db", db}, 120);
+  CHECK(r.status == 0);
+  CHECK(r.err.find("0 to analyse") != std::string::npos);
+  for (const char* n : {"core.fifo", "core.dangling", "vmcore.loop", "core.zero"}) {
     INFO(n);
     REQUIRE(m.count(d + "/a/" + n));
     CHECK(m[d + "/a/" + n]["status"] == "error");
@@ -657,9 +666,39 @@ TEST_CASE("batch: retried failures, damaged databases, names that are no files",
     CHECK(r.err.find("garbled.db: ") != std::string::npos);
   }
 
-  // Killed while decompressing 4 GiB: --work is left empty.
+  // Decompression bombs stop at once: zeros are no dump at all, and an ELF
+  // core's own headers say how long it is (both wrote gigabytes before).
+  const std::string elf_head =
+      "import struct, sys\n"
+      "size = int(sys.argv[1])\n"
+      "eh = b'\\x7fELF' + bytes([2, 1, 1]) + bytes(9) + struct.pack('<HHIQQQIHHHHHH', 4, 62, 1, "
+      "0, 64, 0, 0, 64, 56, 1, 0, 0, 0)\n"
+      "ph = struct.pack('<IIQQQQQQ', 1, 6, 4096, 0x10000000, 0, size, size, 4096)\n"
+      "sys.stdout.buffer.write((eh + ph).ljust(4096, b'\\0'))\n";
+  for (auto [name, cmd, says] :
+       {std::tuple<std::string, std::string, std::string>{
+            "zeros", "head -c 1G /dev/zero", "does not decompress to a dump leakref reads"},
+        {"longer", "(python3 -c \"$0\" 8192; head -c 1G /dev/zero)",
+         "decompresses past the 12288 bytes its own headers describe"}}) {
+    std::string z = d + "/core." + name + ".zst";
+    REQUIRE(lrtest::run({"/bin/sh", "-c", cmd + " | zstd -q -1 -o '" + z + "'", elf_head}, 300)
+                .status == 0);
+    auto b = lrtest::leakref({"batch", "one", z, "--work", d + "/bombwork"}, 60);
+    INFO(name << ": " << b.out << b.err);
+    REQUIRE(b.status == 0);
+    CHECK(b.json()["status"] == "error");
+    CHECK(b.json()["error"].get<std::string>().find(says) != std::string::npos);
+    CHECK(lrtest::run({"/bin/sh", "-c", "ls -A '" + d + "/bombwork' | wc -l"}).out == "0\n");
+  }
+
+  // Killed while decompressing 4 GiB (a core whose headers say 4 GiB):
+  // --work is left empty.
   std::string big = d + "/core.big.zst", work = d + "/work";
-  REQUIRE(lrtest::run({"/bin/sh", "-c", "head -c 4G /dev/zero | zstd -q -1 -o '" + big + "'"}, 300)
+  REQUIRE(lrtest::run(
+              {"/bin/sh", "-c",
+               "(python3 -c \"$0\" 4294967296; head -c 4G /dev/zero) | zstd -q -1 -o '" + big + "'",
+               elf_head},
+              300)
               .status == 0);
   auto bg = lrtest::spawn({lrtest::build_dir() + "/leakref", "batch", "one", big, "--work", work});
   // SIGTERM once the expansion is under way (its file is there), so the

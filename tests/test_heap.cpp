@@ -180,8 +180,16 @@ TEST_CASE("hostile heap: damage is said and never a quiet different answer", "[h
       if (std::string(cmd) == "refs") a.push_back(mid[0].get<std::string>());
       auto r = lrtest::leakref(a, 120);
       INFO(cmd << ": " << r.err);
-      CHECK(r.json()["warnings"].dump().find("chunk chain breaks at") != std::string::npos);
+      const json rj = r.json();
+      CHECK(rj["warnings"].dump().find("chunk chain breaks at") != std::string::npos);
+      // What was not walked is not scanned: the answer says it is partial.
+      CHECK(rj["partial"] == true);
+      CHECK(rj["partial_reasons"].dump().find("chunk chain breaks in 1 region") !=
+            std::string::npos);
     }
+    auto t = lrtest::leakref({"leaks", p});
+    CHECK(t.out.rfind("partial: ", 0) == 0);
+    CHECK(lrtest::leakref({"leaks", p, "--fail-on", "leaked"}).status == 1);
   }
   SECTION("a tcache entry pointing at itself") {
     uint64_t self = (first >> 12) ^ first;  // safe-linking: decodes to `first`

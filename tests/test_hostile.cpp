@@ -245,6 +245,66 @@ TEST_CASE("hostile: bit-flipped program headers", "[hostile]") {
   CHECK(outcome['e'] + outcome['w'] + outcome['r'] == 60);
 }
 
+// Program headers that claim the same bytes: two segments over one address
+// (the heap's moved over the data segment), a segment whose bytes are the
+// notes'. Which is right cannot be told: the bytes are not read, and the
+// object is refused naming the damage, never printed from another's bytes.
+TEST_CASE("hostile: overlapping segments and a segment over the notes are not read", "[hostile]") {
+  const auto* fc = base_core();
+  if (!fc) LR_SKIP("gcore (gdb) is not installed");
+  std::string img = lrtest::read_file(fc->core);
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, img.data(), sizeof eh);
+  const std::string addr = fc->manifest["structures"]["list"]["objects"][0]["addr"];
+  const uint64_t a = std::stoull(addr, nullptr, 16);
+  auto phdr = [&](const std::string& im, int i) {
+    Elf64_Phdr ph;
+    std::memcpy(&ph, im.data() + eh.e_phoff + i * sizeof ph, sizeof ph);
+    return ph;
+  };
+  int holder = -1, other = -1;
+  uint64_t note = 0;
+  for (int i = 0; i < eh.e_phnum; ++i) {
+    const Elf64_Phdr ph = phdr(img, i);
+    if (ph.p_type == PT_NOTE) note = ph.p_offset;
+    if (ph.p_type == PT_LOAD && a >= ph.p_vaddr && a < ph.p_vaddr + ph.p_filesz) holder = i;
+  }
+  REQUIRE(holder >= 0);
+  REQUIRE(note);
+  // The largest other segment, moved over the holder, covers the object.
+  for (int i = 0; i < eh.e_phnum; ++i) {
+    const Elf64_Phdr ph = phdr(img, i);
+    if (i != holder && ph.p_type == PT_LOAD && ph.p_filesz > a - phdr(img, holder).p_vaddr + 64 &&
+        (other < 0 || ph.p_filesz > phdr(img, other).p_filesz))
+      other = i;
+  }
+  REQUIRE(other >= 0);
+  auto intact = leakref({"show", fc->core, addr, "--type", "struct obj"});
+  REQUIRE(intact.status == 0);
+  auto check = [&](const std::string& name, const std::string& bad) {
+    std::string p = lrtest::tmp_dir() + "/" + name + ".core";
+    lrtest::write_file(p, bad);
+    auto r = leakref({"show", p, addr, "--type", "struct obj"});
+    INFO(name << ": " << r.status << " " << r.out << r.err);
+    CHECK(r.status != 0);
+    CHECK(r.err.find("claimed twice") != std::string::npos);
+    CHECK(r.out.find("refcount") == std::string::npos);
+    auto i = leakref({"info", p});
+    CHECK(i.err.find("program headers overlap") != std::string::npos);
+  };
+  {
+    std::string bad = img;
+    const uint64_t v = phdr(img, holder).p_vaddr;
+    std::memcpy(&bad[eh.e_phoff + other * sizeof(Elf64_Phdr) + offsetof(Elf64_Phdr, p_vaddr)], &v,
+                8);
+    check("overlap", bad);
+  }
+  std::string bad = img;
+  std::memcpy(&bad[eh.e_phoff + holder * sizeof(Elf64_Phdr) + offsetof(Elf64_Phdr, p_offset)],
+              &note, 8);
+  check("onnotes", bad);
+}
+
 // A note whose size runs past its segment: the notes after it (threads,
 // mapped files) are lost, and that is said (it was exit 0 and silence). A
 // compressed core is read where it is given ("bad magic" before), by the

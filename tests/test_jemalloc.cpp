@@ -38,10 +38,12 @@ const Build& jemalloc_build(const std::string& vaddr, const std::string& stats =
 
 // A fixture's core, the fixture running on the built jemalloc.
 const lrtest::FixtureCore& core_on(const Build& b, const std::string& vaddr,
-                                   const std::string& fixture) {
+                                   const std::string& fixture,
+                                   const std::vector<std::string>& args = {}) {
   ::setenv("LD_PRELOAD", b.kv.at("LIB").c_str(), 1);
-  const auto& fc =
-      lrtest::fixture_core("jemalloc" + vaddr + "-" + fixture, lrtest::fixture_path(fixture));
+  std::string key = "jemalloc" + vaddr + "-" + fixture;
+  for (const auto& a : args) key += "-" + a;
+  const auto& fc = lrtest::fixture_core(key, lrtest::fixture_path(fixture), args);
   ::unsetenv("LD_PRELOAD");
   return fc;
 }
@@ -158,4 +160,24 @@ TEST_CASE("jemalloc without statistics: the unlisted thread caches are said",
         json::array({"jemalloc: thread caches are on (opt.tcache) but no arena lists one (a "
                      "build without statistics keeps no list): regions they hold are counted "
                      "in use"}));
+}
+
+TEST_CASE("jemalloc: a read-only table's only pointer keeps its block", "[core][roots][jemalloc]") {
+  if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed: core tests need it");
+  const Build& b = jemalloc_build("48");
+  if (!b.why.empty()) FAIL(b.why);
+  const auto& fc = core_on(b, "48", "fx_roots", {"readonly"});
+  const auto kept = manifest_items(fc.manifest, {"kept"});
+  REQUIRE(kept.size() == 1);
+  auto r = lrtest::leakref({"leaks", fc.core, "--json"}, 120);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const json j = r.json();
+  CHECK(j["partial"] == false);
+  for (const auto& x : j["blocks"]) CHECK(!kept.count(x["ptr"].get<std::string>()));
+  auto refs = lrtest::leakref({"refs", fc.core, *kept.begin(), "--json"});
+  REQUIRE(refs.status == 0);
+  const json rj = refs.json();
+  REQUIRE(rj["objects"][0]["referrers"].size() == 1);
+  CHECK(rj["objects"][0]["referrers"][0]["kind"] == "readonly");
 }

@@ -35,9 +35,12 @@ const Build& tcmalloc_build() {
 }
 
 const lrtest::FixtureCore& core_on(const std::string& lib, const std::string& key,
-                                   const std::string& fixture) {
+                                   const std::string& fixture,
+                                   const std::vector<std::string>& args = {}) {
   ::setenv("LD_PRELOAD", lib.c_str(), 1);
-  const auto& fc = lrtest::fixture_core(key + "-" + fixture, lrtest::fixture_path(fixture));
+  std::string k = key + "-" + fixture;
+  for (const auto& a : args) k += "-" + a;
+  const auto& fc = lrtest::fixture_core(k, lrtest::fixture_path(fixture), args);
   ::unsetenv("LD_PRELOAD");
   return fc;
 }
@@ -114,4 +117,24 @@ TEST_CASE("a stripped tcmalloc is refused, naming its debug symbols", "[core][he
           std::string::npos);
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   }
+}
+
+TEST_CASE("tcmalloc: a read-only table's only pointer keeps its block", "[core][roots][tcmalloc]") {
+  if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed: core tests need it");
+  const Build& b = tcmalloc_build();
+  if (!b.why.empty()) FAIL(b.why);
+  const auto& fc = core_on(b.kv.at("LIB"), "tcmalloc", "fx_roots", {"readonly"});
+  const auto kept = manifest_items(fc.manifest, {"kept"});
+  REQUIRE(kept.size() == 1);
+  auto r = lrtest::leakref({"leaks", fc.core, "--json"}, 120);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const json j = r.json();
+  CHECK(j["partial"] == false);
+  for (const auto& x : j["blocks"]) CHECK(!kept.count(x["ptr"].get<std::string>()));
+  auto refs = lrtest::leakref({"refs", fc.core, *kept.begin(), "--json"});
+  REQUIRE(refs.status == 0);
+  const json rj = refs.json();
+  REQUIRE(rj["objects"][0]["referrers"].size() == 1);
+  CHECK(rj["objects"][0]["referrers"][0]["kind"] == "readonly");
 }

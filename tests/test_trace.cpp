@@ -15,6 +15,7 @@
 
 #include "corelib/analyses/correlate.hpp"
 #include "corelib/analyses/trace.hpp"
+#include "corelib/base/saturate.hpp"
 #include "harness.hpp"
 
 using json = nlohmann::json;
@@ -181,6 +182,17 @@ TEST_CASE("trace: mmleak records and its maps snapshot", "[trace]") {
   lr::Trace c = parse(std::string(kMmleak).substr(0, 63), lr::TraceFormat::kMmleak);
   CHECK(c.truncated);
   CHECK(c.events.size() == 1);
+  // A size field that overflowed (past any address space): its record's size
+  // is not counted, and the trace says so; sums never wrap.
+  lr::Trace o = parse(std::string(kMmleak) + "0x55e4c1a2b500 0x7f3a1c2d5000 18446744073709551408\n",
+                      lr::TraceFormat::kMmleak);
+  REQUIRE(o.events.size() == 5);
+  CHECK(o.events[4].size == 0);
+  REQUIRE(o.warnings.size() == 1);
+  CHECK(o.warnings[0].find("1 record(s) give a size larger than any address space (the first: "
+                           "18446744073709551408 bytes)") != std::string::npos);
+  CHECK(lr::sat_add(UINT64_MAX - 5, 100) == UINT64_MAX);
+  CHECK(lr::sat_add(5, 100) == 105);
 }
 
 // trace-info --json: per-function counts against the capture's own E lines

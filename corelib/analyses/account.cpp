@@ -207,11 +207,12 @@ void account_ranges(const AccountInput& in, Unclaimed& u, AccountNode& total) {
   }
 }
 
-// Stacks (the mapping each thread's stack pointer is in) and TLS (the
-// mapping of a thread pointer that is no stack: the main thread's, which
-// the dynamic linker maps).
-void account_threads(const CoreFile& core, const std::vector<SegmentInfo>& segs, Unclaimed& u,
-                     AccountNode& stacks, AccountNode& tls) {
+// Stacks (the mapping each thread's stack pointer is in, and the stacks the
+// C library keeps of exited threads) and TLS (the mapping of a thread
+// pointer that is no stack: the main thread's, which the dynamic linker
+// maps; only its TLS block when the C library gives the bounds).
+void account_threads(const CoreFile& core, const std::vector<SegmentInfo>& segs,
+                     const ThreadMemory* tm, Unclaimed& u, AccountNode& stacks, AccountNode& tls) {
   auto seg_at = [&](uint64_t a) -> const SegmentInfo* {
     for (const auto& s : segs)
       if (s.writable && a >= s.start && a < s.end) return &s;
@@ -221,10 +222,20 @@ void account_threads(const CoreFile& core, const std::vector<SegmentInfo>& segs,
     if (const SegmentInfo* s = seg_at(t.sp()))
       if (uint64_t r = 0, n = u.take(s->start, s->end, &r); n)  // 0: a stack in the heap
         add_to(*child(stacks, fmt::format("thread {}", t.tid)), n, 1, r);
-  for (const auto& t : core.threads())
-    if (const SegmentInfo* s = t.tp ? seg_at(t.tp) : nullptr)
-      if (uint64_t r = 0, n = u.take(s->start, s->end, &r); n)
-        add_to(*child(tls, fmt::format("thread {}", t.tid)), n, 1, r);
+  if (tm)
+    for (const auto& d : tm->dead_stacks)
+      if (uint64_t r = 0, n = u.take(d.start, d.end, &r); n)
+        add_to(*child(stacks, "exited threads (kept for reuse)"), n, 1, r);
+  for (const auto& t : core.threads()) {
+    const SegmentInfo* s = t.tp ? seg_at(t.tp) : nullptr;
+    if (!s) continue;
+    uint64_t a = s->start, b = s->end;
+    if (tm)
+      for (const auto& k : tm->tls)
+        if (k.tid == t.tid) a = std::max(a, k.start), b = std::min(b, k.end);
+    if (uint64_t r = 0, n = a < b ? u.take(a, b, &r) : 0; n)
+      add_to(*child(tls, fmt::format("thread {}", t.tid)), n, 1, r);
+  }
 }
 
 // Each module's writable data, and its .bss: the anonymous mapping that
@@ -272,7 +283,7 @@ Result<Account> build_account(const AccountInput& in) {
   auto& cat = out.total.children;
   account_heap(in, u, out.total, out);
   account_ranges(in, u, out.total);
-  account_threads(*in.core, segs, u, cat[5], cat[6]);
+  account_threads(*in.core, segs, in.threads, u, cat[5], cat[6]);
   account_modules(segs, *in.mods, u, cat[7]);
   account_files(*in.core, u, cat[8]);
   for (const auto& [a, b] : u.rest())

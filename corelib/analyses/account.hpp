@@ -17,6 +17,7 @@
 #include "corelib/base/result.hpp"
 #include "corelib/blocks/heap.hpp"
 #include "corelib/debuginfo/modules.hpp"
+#include "corelib/debuginfo/program.hpp"
 #include "corelib/dump/elfcore.hpp"
 #include "corelib/dump/residency.hpp"
 
@@ -60,6 +61,10 @@ struct AccountInput {
   // Placed after the heap, before stacks and mappings: bytes the heap or an
   // earlier range already holds are not counted again.
   std::vector<AccountRange> ranges;
+  // What the C library knows of its threads' memory (may be null): each
+  // thread's TLS bounds (a mapping the kernel merged with the main thread's
+  // TLS is not all TLS), and the stacks it keeps of exited threads.
+  const ThreadMemory* threads = nullptr;
   // Breakdowns keep this many largest children, the rest summed as one.
   size_t max_children = 50;
 };

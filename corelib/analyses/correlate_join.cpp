@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "corelib/analyses/correlate.hpp"
+#include "corelib/base/saturate.hpp"
 #include "corelib/blocks/heap.hpp"
 
 namespace lr {
@@ -440,10 +441,10 @@ class Join {
       ResolvedFrame f = top_frame(t, t.events[a.ev.event], "(no caller)");
       AllocSite& s = alloc_site(f);
       ++s.count;
-      s.bytes += a.size;
+      s.bytes = sat_add(s.bytes, a.size);
       if (a.live) {
         ++s.live_count;
-        s.live_bytes += a.size;
+        s.live_bytes = sat_add(s.live_bytes, a.size);
       }
     }
   }
@@ -467,8 +468,8 @@ class Join {
                               : ResolvedFrame{"?", "(stack information lost)", ""};
         alloc_site(f);
         auto& sum = sums[asite_at_[f.key]];
-        sum.first += st.count;
-        sum.second += st.bytes;
+        sum.first = sat_add(sum.first, st.count);
+        sum.second = sat_add(sum.second, st.bytes);
       }
     for (const auto& [site, sum] : sums) {
       AllocSite& s = rep_.alloc_sites[site];

@@ -12,6 +12,7 @@
 
 #include "corelib/analyses/trace.hpp"
 #include "corelib/base/fileio.hpp"
+#include "corelib/base/saturate.hpp"
 #include "trace_text.hpp"
 
 namespace lr {
@@ -387,6 +388,28 @@ TraceFormat detect_trace_format(std::string_view text) {
   return TraceFormat::kAuto;
 }
 
+namespace {
+
+// A size past any address space is damage (a field that overflowed, a
+// forged line): such a record's size is not counted, and the trace says so.
+void drop_impossible_sizes(Trace& t) {
+  uint64_t n = 0, first = 0;
+  auto check = [&](uint64_t& size) {
+    if (size <= kMaxAllocationSize) return;
+    if (n++ == 0) first = size;
+    size = 0;
+  };
+  for (auto& e : t.events) check(e.size);
+  for (auto& a : t.alloc_stacks) check(a.bytes);
+  if (n)
+    t.warnings.push_back(fmt::format(
+        "{}: {} record(s) give a size larger than any address space (the first: {} bytes); "
+        "their sizes are not counted",
+        t.source, n, first));
+}
+
+}  // namespace
+
 Result<Trace> parse_trace(std::string_view text, TraceFormat fmt, const std::string& source) {
   Trace t;
   t.source = source;
@@ -437,6 +460,7 @@ Result<Trace> parse_trace(std::string_view text, TraceFormat fmt, const std::str
     return make_error(Errc::kBadFormat, fmt::format("{}: no {} records in it ({} line(s) not "
                                                     "understood)",
                                                     source, trace_format_name(fmt), t.bad_lines));
+  drop_impossible_sizes(t);
   if (t.bad_lines)
     t.warnings.push_back(
         fmt::format("{}: {} line(s) not understood were skipped", source, t.bad_lines));

@@ -121,6 +121,13 @@ std::string RefNamer::block_type(size_t c) {
 
 std::string RefNamer::describe(const Ref& r) {
   const Program& prog = *core_.prog;
+  if (r.stale) {
+    for (const auto& sr : core_.ci.index->stale_ranges())
+      if (r.from >= sr.start && r.from < sr.end)
+        return fmt::format("stale word at {:#x} in the {} {:#x}-{:#x}: not a root", r.from, sr.what,
+                           sr.start, sr.end);
+    return fmt::format("stale word at {:#x}: not a root", r.from);
+  }
   switch (r.kind) {
     case RefFrom::kRegister:
       for (const auto& t : prog.core()->threads())
@@ -158,6 +165,12 @@ std::string RefNamer::describe(const Ref& r) {
     }
     case RefFrom::kMapping:
       return fmt::format("writable mapping at {:#x}", r.from);
+    case RefFrom::kReadOnly:
+      for (const auto& rr : core_.ci.index->root_ranges())
+        if (r.from >= rr.start && r.from < rr.end)
+          return fmt::format("read-only mapping at {:#x} ({} {:#x}-{:#x})", r.from, rr.what,
+                             rr.start, rr.end);
+      return fmt::format("read-only mapping at {:#x}", r.from);
     case RefFrom::kChunk:
       break;
   }

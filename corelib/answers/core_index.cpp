@@ -33,6 +33,9 @@ Result<CoreIndex> index_core(Program& prog, const HeapWalk* heap, const std::vec
   RefIndexOptions opts;
   opts.skip_chunks = skip;
   opts.progress = &bytes;
+  // The C library's word on its threads' memory: which stacks are dead.
+  ci.threads = thread_memory(prog);
+  opts.threads = &ci.threads;
   LR_ASSIGN(ci.index, RefIndex::build(*prog.core(), prog.modules(), *heap, opts));
   return ci;
 }

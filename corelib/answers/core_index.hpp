@@ -28,6 +28,7 @@ struct CoreIndex {
   std::unique_ptr<HeapWalk> own_heap;  // when index_core read the heap itself
   const HeapWalk* heap = nullptr;      // the index borrows it
   std::unique_ptr<RefIndex> index;
+  ThreadMemory threads;  // the C library's word on its threads' memory
 };
 
 // Builds the index over `heap` (null: the core's heap is read here; given,

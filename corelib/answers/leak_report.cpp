@@ -30,6 +30,7 @@ LeakReport leak_report(const IndexedCore& core, RefNamer& names, const LeakState
   const auto& chunks = core.ci.heap->in_use;
   r.heap_blocks = ix.chunks();
   r.pool_free = ls.pool_free;
+  r.partial = ix.partial();
   for (const auto& t : core.tags) r.pools += (r.pools.empty() ? "" : ", ") + t.target->pools();
   auto referrers = with_referrers ? leaked_referrers(ix, ls)
                                   : std::unordered_map<uint32_t, std::vector<uint32_t>>{};

@@ -36,6 +36,8 @@ struct LeakReport {
   uint64_t heap_blocks = 0, leaked = 0, leaked_bytes = 0, unreferenced = 0, unreferenced_bytes = 0;
   uint64_t pool_free = 0;
   std::string pools;  // whose pools pool_free counts ("Foo's mem-pools")
+  // Why the answer may be wrong (the index's root model); empty: whole.
+  std::vector<std::string> partial;
 };
 
 // The report of `core`'s leak states (`names` typed them); `sites` (may be

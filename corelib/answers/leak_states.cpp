@@ -11,9 +11,13 @@ LeakStates find_leaks(const IndexedCore& core, RefNamer& names) {
   const auto& chunks = ix.heap().in_use;
   ls.state = ix.reachable();  // rewritten in place
   const std::vector<uint64_t> pooled = core.pooled_free();
+  // The allocator's own structures (a thread's tcache) are its overhead,
+  // never the program's leak: in a fork child the other threads' tcaches
+  // are reached by nothing, and are still the allocator's bytes.
+  const auto& own = ix.heap().own_chunks;
   for (size_t i = 0; i < chunks.size(); ++i) {
     uint8_t& st = ls.state[i];
-    if (st & RefIndex::kReached) {
+    if (st & RefIndex::kReached || std::binary_search(own.begin(), own.end(), chunks[i].user)) {
       st = 0;
     } else if (std::binary_search(pooled.begin(), pooled.end(), chunks[i].user)) {
       st = kPoolFree;
@@ -57,6 +61,9 @@ AccountInput account_input(const IndexedCore& core, const LeakStates& ls,
   in.heap = core.ci.heap;
   in.residency = core.prog->residency();
   in.chunk_class = chunk_classes(core, ls);
+  in.threads = &core.ci.threads;
+  // What the root model could not read is memory the account lacks too.
+  for (const auto& p : core.ci.index->partial()) warnings->push_back("partial: " + p);
   for (const auto& t : core.tags) {
     auto r = t.tagger->account_ranges(warnings);
     in.ranges.insert(in.ranges.end(), r.begin(), r.end());

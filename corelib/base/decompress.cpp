@@ -54,10 +54,41 @@ constexpr size_t kChunk = 1 << 20;
 
 // Where decompressed bytes go: the output file, bounded by `limit`.
 struct Sink {
+  static constexpr size_t kProbe = 1 << 20;
   int fd = -1;  // -1: keep the first `limit` bytes in `head` and stop there
   uint64_t written = 0, limit = 0;
   std::string in, out, head;
+  const ExtentOf* extent = nullptr;  // asked once, when `head` has kProbe bytes or at the end
+  uint64_t extent_bytes = 0;         // what it said (0: nothing)
+
+  // The content's own size, from its first bytes.
+  Result<void> probe() {
+    const ExtentOf* e = extent;
+    extent = nullptr;
+    LR_ASSIGN(extent_bytes, (*e)(head));
+    head.clear();
+    head.shrink_to_fit();
+    if (extent_bytes && written > extent_bytes) return past_extent();
+    return {};
+  }
+  Error past_extent() const {
+    return make_error(Errc::kBadFormat,
+                      fmt::format("{}: decompresses past the {} bytes its own headers describe "
+                                  "(a damaged or hostile file): stopped there",
+                                  in, extent_bytes));
+  }
+  // At the end of the stream: a short content is probed whole.
+  Result<void> finish() {
+    if (extent && fd >= 0) return probe();
+    return {};
+  }
+
   Result<void> put(const uint8_t* p, size_t n) {
+    if (fd >= 0 && extent && head.size() < kProbe) {
+      head.append(reinterpret_cast<const char*>(p), std::min<size_t>(n, kProbe - head.size()));
+      if (head.size() >= kProbe) LR_TRY(probe());
+    }
+    if (fd >= 0 && extent_bytes && written + n > extent_bytes) return past_extent();
     if (fd < 0) {
       head.append(reinterpret_cast<const char*>(p), std::min<uint64_t>(n, limit - head.size()));
       // Enough: stop decompressing (decompress_head takes this as success).
@@ -229,13 +260,14 @@ Result<std::string> decompress_head(const std::string& in, Compression c, size_t
 }
 
 Result<uint64_t> decompress_file(const std::string& in, Compression c, const std::string& out,
-                                 uint64_t limit) {
+                                 uint64_t limit, const ExtentOf& extent) {
   if (c == Compression::kNone) return make_error(Errc::kInvalidArgument, in + ": not compressed");
   LR_ASSIGN(int ifd, open_input(in, "compressed dump"));
   Sink s;
   s.in = in;
   s.out = out;
   s.limit = limit;
+  if (extent) s.extent = &extent;
   s.fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (s.fd < 0) {
     int e = errno;
@@ -243,6 +275,7 @@ Result<uint64_t> decompress_file(const std::string& in, Compression c, const std
     return make_error(Errc::kIo, fmt::format("{}: cannot create: {}", out, std::strerror(e)));
   }
   Result<void> r = run(c, ifd, s);
+  if (r.ok()) r = s.finish();
   ::close(ifd);
   if (::close(s.fd) != 0 && r.ok())
     r = make_error(Errc::kIo, fmt::format("{}: close failed: {}", out, std::strerror(errno)));
@@ -262,12 +295,13 @@ Compression file_compression(const std::string& in) {
   return sniff_compression(std::string_view(head, n > 0 ? static_cast<size_t>(n) : 0));
 }
 
-Result<std::string> decompress_temp(const std::string& in, Compression c, uint64_t limit) {
+Result<std::string> decompress_temp(const std::string& in, Compression c, uint64_t limit,
+                                    const ExtentOf& extent) {
   const char* dir = std::getenv("TMPDIR");
   static std::atomic<uint64_t> seq{0};
   std::string out =
       fmt::format("{}/leakref-core-{}-{}", dir && *dir ? dir : "/tmp", ::getpid(), seq++);
-  LR_TRY(decompress_file(in, c, out, limit));
+  LR_TRY(decompress_file(in, c, out, limit, extent));
   return out;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -23,8 +24,15 @@ const char* compression_name(Compression c);  // "none", "gzip", "xz", "zstd", "
 // corrupt or cut short; kUnsupported when it would exceed `limit` bytes (a
 // decompression bomb, or a core larger than the caller allows); kIo when
 // `out` cannot be written (its disk is full). On error `out` is removed.
+//
+// `extent` (may be empty) is asked once with the first bytes (1 MiB, or all
+// when shorter): the bytes the content's own headers say it has (0: they do
+// not say), or an error that refuses it there (not a dump at all). Past that
+// size decompression stops with kBadFormat: a 150 KB bomb is refused after
+// a few bytes, not after writing gigabytes.
+using ExtentOf = std::function<Result<uint64_t>(std::string_view head)>;
 Result<uint64_t> decompress_file(const std::string& in, Compression c, const std::string& out,
-                                 uint64_t limit);
+                                 uint64_t limit, const ExtentOf& extent = {});
 
 // `in`'s compression, by its first bytes; kNone when it is not compressed or
 // cannot be read (the caller's open says why).
@@ -32,7 +40,8 @@ Compression file_compression(const std::string& in);
 
 // Decompresses `in` into a new file under $TMPDIR (else /tmp) and returns its
 // path; the caller maps it and removes it. Errors as decompress_file's.
-Result<std::string> decompress_temp(const std::string& in, Compression c, uint64_t limit);
+Result<std::string> decompress_temp(const std::string& in, Compression c, uint64_t limit,
+                                    const ExtentOf& extent = {});
 
 // The first `n` bytes `in` decompresses to (fewer when it is shorter): to
 // tell what a compressed file holds without decompressing all of it.

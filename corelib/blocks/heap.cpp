@@ -86,6 +86,12 @@ void register_allocator(const Allocator& a) {
   g_allocators.add(a.name, a);
 }
 
+HeapPlace locate_in_heap(const Program& prog, const HeapWalk& heap, uint64_t addr) {
+  for (const Allocator& a : g_allocators.all())
+    if (a.name == heap.allocator && a.locate) return a.locate(prog, heap, addr);
+  return {};
+}
+
 void register_allocator_signature(const AllocatorSignature& s) {
   g_signatures.add(s.name, s);
 }
@@ -100,11 +106,18 @@ Result<HeapWalk> walk_heap(const Program& prog, const HeapLimits& limits) {
   // A core that lists no mapped files (QEMU's user-mode cores have no
   // NT_FILE note, and none could be rebuilt from its link map) has no
   // library an allocator lives in: say why, not what each allocator lacked.
-  if (const CoreFile* core = prog.core(); core && core->mapped_ranges().empty())
+  // A core cut short before its notes lost them: that is the answer, an
+  // input error, not a lookup that failed.
+  if (const CoreFile* core = prog.core(); core && core->mapped_ranges().empty()) {
+    if (core->truncated())
+      return make_error(Errc::kBadFormat,
+                        "the core is truncated: the notes that list its mapped files are cut "
+                        "off, so no allocator's library is known");
     return make_error(Errc::kNotFound,
                       core->mapped_files_why().empty()
                           ? "the core lists no mapped files, so no allocator's library is known"
                           : core->mapped_files_why());
+  }
   HeapLimits lim = limits;
   if (!lim.residency) lim.residency = prog.residency();
   std::string why;

@@ -213,11 +213,24 @@ struct HeapLimits {
 // An allocator a program registers: `walk` gives kNotFound when the core's
 // heap is not this allocator's (the message says what it looked for), any
 // other error when it is but cannot be read.
+// Where an address no in-use block holds lies in an allocator's memory.
+struct HeapPlace {
+  std::string what;             // "… a free chunk in the bins …"; "" unknown
+  uint64_t start = 0, end = 0;  // the free chunk's user bytes (0, 0: none)
+};
+
 struct Allocator {
   std::string name;
   Result<HeapWalk> (*walk)(const Program& prog, const HeapLimits& limits) = nullptr;
+  // Where `addr`, in no in-use block of `heap`, lies in the allocator's
+  // memory: what refs says of a freed block. Null, or an empty place for an
+  // address it does not hold.
+  HeapPlace (*locate)(const Program& prog, const HeapWalk& heap, uint64_t addr) = nullptr;
 };
 void register_allocator(const Allocator& a);  // a name registered twice is kept once
+// The walking allocator's word on `addr` (Allocator::locate); empty when it
+// has none.
+HeapPlace locate_in_heap(const Program& prog, const HeapWalk& heap, uint64_t addr);
 
 // What marks a heap as an allocator's that no registered walk reads: a
 // library the process maps (the start of its file name) or a

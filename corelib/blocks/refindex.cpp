@@ -24,33 +24,11 @@
 
 namespace lr {
 
-const char* ref_from_name(RefFrom k) {
-  switch (k) {
-    case RefFrom::kChunk:
-      return "chunk";
-    case RefFrom::kGlobal:
-      return "global";
-    case RefFrom::kStack:
-      return "stack";
-    case RefFrom::kTls:
-      return "tls";
-    case RefFrom::kRegister:
-      return "register";
-    case RefFrom::kMapping:
-      return "mapping";
-  }
-  return "?";
-}
-
 namespace {
 
 constexpr uint64_t kPage = 4096;
 constexpr uint64_t kSpanGap = 16ull << 20;  // chunks further apart start a new span
 constexpr size_t kNone = SIZE_MAX;
-// The thread control block and static TLS around a thread pointer, clipped
-// to its mapping. x86_64 (TLS variant II): TLS blocks below it, struct
-// pthread at and above it; aarch64 (variant I) the other way round.
-constexpr uint64_t kTlsSide = 8192, kTcbSide = 2304;
 
 struct Span {
   uint64_t start = 0, end = 0;  // line-aligned
@@ -132,7 +110,8 @@ struct RefIndex::Impl {
   // per referring word, in source order.
   mutable std::vector<uint32_t> in_off_;
   mutable PodArray<uint32_t> in_src_;
-  mutable std::once_flag counts_once, in_once;
+  mutable std::once_flag counts_once, in_once, reach_once;
+  mutable std::vector<uint8_t> reach_;  // reachable(), for from_unreachable
 
   const std::vector<uint32_t>& in_off() const {
     std::call_once(counts_once, [this] {
@@ -248,131 +227,6 @@ size_t RefIndex::chunk_at(uint64_t addr) const {
 
 namespace {
 
-// `ranges` less the parts inside any of `cut`.
-std::vector<RootRange> subtract_ranges(std::vector<RootRange> ranges,
-                                       std::vector<std::pair<uint64_t, uint64_t>> cut) {
-  std::sort(cut.begin(), cut.end());
-  std::vector<RootRange> out;
-  for (auto& r : ranges) {
-    uint64_t at = r.start;
-    auto it = std::upper_bound(cut.begin(), cut.end(), std::make_pair(r.start, UINT64_MAX));
-    if (it != cut.begin()) --it;
-    for (; it != cut.end() && it->first < r.end; ++it) {
-      if (it->second <= at) continue;
-      if (it->first > at) out.push_back({at, it->first, r.kind, r.tid, r.what});
-      at = std::max(at, it->second);
-    }
-    if (at < r.end) out.push_back({at, r.end, r.kind, r.tid, r.what});
-  }
-  return out;
-}
-
-// The root ranges of a core: module data, live stacks, TLS, registers'
-// threads, and other writable mappings that are not the heap's.
-std::vector<RootRange> find_root_ranges(const CoreFile& core, const ModuleSet& mods,
-                                        const HeapWalk& heap, std::vector<std::string>* warnings) {
-  std::vector<SegmentInfo> segs;
-  for (auto& s : core.segments())
-    if (s.kind == SegmentInfo::Kind::kCore) segs.push_back(std::move(s));
-  auto seg_at = [&](uint64_t a) -> const SegmentInfo* {
-    for (const auto& s : segs)
-      if (a >= s.start && a < s.end) return &s;
-    return nullptr;
-  };
-  std::vector<RootRange> out;
-  std::vector<std::pair<uint64_t, uint64_t>> taken;             // mappings that are not "other"
-  std::vector<std::pair<const SegmentInfo*, uint64_t>> stacks;  // segment, stack pointer
-  for (const auto& t : core.threads()) {
-    const uint64_t sp = t.sp() & ~uint64_t{7};
-    if (const SegmentInfo* s = seg_at(sp)) {
-      out.push_back({sp, s->end, RefFrom::kStack, t.tid, fmt::format("thread {} stack", t.tid)});
-      taken.emplace_back(s->start, s->end);  // below the stack pointer: dead, never a root
-      stacks.emplace_back(s, sp);
-    } else {
-      warnings->push_back(
-          fmt::format("thread {}: stack pointer {:#x} is not in the core", t.tid, t.sp()));
-    }
-  }
-  // TLS: a thread's static TLS and control block around its thread pointer.
-  // Inside a thread's stack mapping (its top, for threads the C library started) it
-  // is clipped to the live part, above that thread's stack pointer; a
-  // mapping of its own (the main thread's, made by the dynamic linker) is
-  // all TLS, control block and DTV.
-  for (const auto& t : core.threads()) {
-    const uint64_t tp = t.tp;
-    const bool v1 = t.machine == EM_AARCH64;
-    const uint64_t below = v1 ? kTcbSide : kTlsSide, above = v1 ? kTlsSide : kTcbSide;
-    const SegmentInfo* s = tp ? seg_at(tp) : nullptr;
-    if (!s) continue;
-    uint64_t a = s->start, b = s->end;
-    for (const auto& [ss, sp] : stacks)
-      if (ss == s) {
-        a = std::max(sp, tp > below ? tp - below : 0);
-        b = std::min(s->end, tp + above);
-      }
-    if (a < b)
-      out.push_back(
-          {a & ~uint64_t{7}, b, RefFrom::kTls, t.tid, fmt::format("thread {} TLS", t.tid)});
-    taken.emplace_back(s->start, s->end);
-  }
-  for (const auto& r : heap.regions) taken.emplace_back(r.start, r.end);
-  // An allocator that lists its mmapped chunks as regions (HeapRegion
-  // kMmapped) has them above; the chunk index (millions of entries, decoded
-  // one by one) is only read when none is listed.
-  const bool mmapped_listed =
-      std::any_of(heap.regions.begin(), heap.regions.end(),
-                  [](const HeapRegion& r) { return r.kind == HeapRegion::Kind::kMmapped; });
-  if (!mmapped_listed)
-    for (const auto& c : heap.in_use)
-      if (c.mmapped()) taken.emplace_back(c.user, c.user + c.usable());
-  for (const auto& m : mods.modules()) {
-    if (!m->end) continue;
-    for (const auto& s : segs) {
-      if (!s.writable) continue;
-      uint64_t a = std::max(s.start, m->base), b = std::min(s.end, m->end);
-      // .bss beyond the file-backed data is its own anonymous mapping,
-      // starting where the module's last mapping ends.
-      if (s.start == m->end) a = s.start, b = s.end;
-      if (a >= b) continue;
-      out.push_back({a, b, RefFrom::kGlobal, 0, m->basename()});
-      taken.emplace_back(a, b);
-    }
-  }
-  // Other writable memory (an mmap the program made itself): conservatively
-  // a root, so nothing it holds is called leaked.
-  for (const auto& s : segs) {
-    if (!s.writable) continue;
-    bool overlaps = false;
-    for (const auto& [a, b] : taken) overlaps |= a < s.end && s.start < b;
-    if (!overlaps) out.push_back({s.start, s.end, RefFrom::kMapping, 0, "writable mapping"});
-  }
-  // Cut out of the roots: the allocator's own state outside its heaps (a
-  // main arena in libc's data points at chunk headers lying in the last
-  // word of the chunk before — bookkeeping, never a program's reference)
-  // — and the heap itself: the kernel merges
-  // neighbouring anonymous mappings, so a mmapped chunk can share one
-  // mapping with the main thread's TLS, and must not become a root.
-  std::vector<std::pair<uint64_t, uint64_t>> cut;
-  for (const auto& b : heap.bookkeeping) cut.push_back(b);
-  for (const auto& r : heap.regions) cut.emplace_back(r.start, r.end);
-  if (!mmapped_listed)
-    for (const auto& c : heap.in_use)
-      if (c.mmapped()) cut.emplace_back(c.user - 16, c.user + c.usable());
-  out = subtract_ranges(std::move(out), std::move(cut));
-  // Ranges that overlap (a thread's TLS inside its stack) are scanned once.
-  std::sort(out.begin(), out.end(),
-            [](const RootRange& x, const RootRange& y) { return x.start < y.start; });
-  std::vector<RootRange> merged;
-  for (auto& r : out) {
-    if (!merged.empty() && r.start < merged.back().end) {
-      if (r.end <= merged.back().end) continue;
-      r.start = merged.back().end;
-    }
-    if (r.start < r.end) merged.push_back(std::move(r));
-  }
-  return merged;
-}
-
 // The scan's hot loop. Ranges are fed in address order; `fn(address,
 // value, chunk, source)` is called for each word that points into a chunk,
 // in address order (`source` is what the range was fed with). Unreadable
@@ -471,7 +325,8 @@ Result<std::unique_ptr<RefIndex>> RefIndex::build(const CoreFile& core, const Mo
     return make_error(Errc::kUnsupported,
                       fmt::format("{} heap chunks: more than the index numbers", ch.size()));
   ix.build_spans();
-  x->roots_ = find_root_ranges(core, mods, heap, &x->warnings_);
+  x->model_ = find_roots(core, mods, heap, o.threads);
+  x->warnings_ = x->model_.warnings;
   std::unordered_set<uint64_t> skip(o.skip_chunks.begin(), o.skip_chunks.end());
   uint64_t unpublished = 0;
   auto publish = [&](uint64_t bytes) {
@@ -519,7 +374,7 @@ Result<std::unique_ptr<RefIndex>> RefIndex::build(const CoreFile& core, const Mo
       if (threads[i].tid == tid) return static_cast<uint32_t>(i);
     return 0;
   };
-  for (const auto& r : x->roots_) {
+  for (const auto& r : x->model_.roots) {
     if (stop()) return make_error(Errc::kInterrupted, "interrupted");
     const uint32_t meta = static_cast<uint32_t>(r.kind) | thread_index(r.tid) << 3;
     Scanner sc(core, ix, [&](uint64_t at, uint64_t, size_t t, uint32_t m) {
@@ -596,6 +451,79 @@ std::vector<Ref> RefIndex::refs_to(size_t c) const {
   return out;
 }
 
+std::vector<Ref> RefIndex::stale_refs_to(size_t c) const {
+  std::vector<Ref> out;
+  if (c >= chunks()) return out;
+  for (const auto& r : model_.stale) {
+    Scanner sc(mem_, *impl_, [&](uint64_t at, uint64_t v, size_t t, uint32_t) {
+      if (t != c) return;
+      Ref ref;
+      ref.from = at;
+      ref.value = v;
+      ref.target = static_cast<uint32_t>(c);
+      ref.kind = r.kind;
+      ref.stale = true;
+      out.push_back(ref);
+    });
+    sc.range(r.start, r.end, 0);
+    sc.flush();
+  }
+  return out;
+}
+
+namespace {
+
+// Calls fn(address) for each word of [start, end) whose value lies in
+// [a, b); unreadable pages are skipped.
+template <class F>
+void each_word_into(const Memory& mem, uint64_t start, uint64_t end, uint64_t a, uint64_t b, F fn) {
+  start = (start + 7) & ~uint64_t{7};
+  uint64_t buf[512];
+  while (start + 8 <= end) {
+    const uint64_t n = std::min<uint64_t>((end - start) / 8, 512);
+    if (!mem.read(start, buf, n * 8).ok()) {
+      start = (start | (kPage - 1)) + 1;
+      continue;
+    }
+    for (uint64_t i = 0; i < n; ++i)
+      if ((buf[i] & ~uint64_t{7}) - a < b - a) fn(start + i * 8, buf[i]);
+    start += n * 8;
+  }
+}
+
+}  // namespace
+
+std::vector<Ref> RefIndex::words_into(uint64_t a, uint64_t b) const {
+  std::vector<Ref> out;
+  if (a >= b) return out;
+  for (const auto& r : model_.roots)
+    each_word_into(mem_, r.start, r.end, a, b, [&](uint64_t at, uint64_t v) {
+      Ref ref;
+      ref.from = at, ref.value = v, ref.kind = r.kind, ref.tid = r.tid;
+      out.push_back(ref);
+    });
+  const auto& ch = heap_.in_use;
+  for (size_t c = 0; c < ch.size(); ++c)
+    each_word_into(mem_, ch[c].user, ch[c].user + ch[c].usable(), a, b,
+                   [&](uint64_t at, uint64_t v) {
+                     Ref ref;
+                     ref.from = at, ref.value = v, ref.kind = RefFrom::kChunk;
+                     out.push_back(ref);
+                   });
+  for (const auto& th : impl_->core->threads()) {
+    const uint64_t n = static_cast<uint64_t>(th.nregs());
+    auto reg = [&](uint64_t index, uint64_t v) {
+      if ((v & ~uint64_t{7}) - a >= b - a) return;
+      Ref ref;
+      ref.from = index, ref.value = v, ref.kind = RefFrom::kRegister, ref.tid = th.tid;
+      out.push_back(ref);
+    };
+    for (uint64_t i = 0; i < n; ++i) reg(i, th.regs[i]);
+    for (uint64_t i = 0; i < th.vregs.size(); ++i) reg(n + i, th.vregs[i].value);
+  }
+  return out;
+}
+
 Result<std::vector<Ref>> RefIndex::refs_into(uint64_t addr, uint64_t size) const {
   const size_t c = chunk_at(addr);
   if (c == kNone)
@@ -611,6 +539,14 @@ Result<std::vector<Ref>> RefIndex::refs_into(uint64_t addr, uint64_t size) const
     if (v >= addr && v - addr < size) out.push_back(r);
   }
   return out;
+}
+
+bool RefIndex::from_unreachable(const Ref& r) const {
+  if (r.kind != RefFrom::kChunk) return false;
+  const size_t c = chunk_at(r.from);
+  if (c == kNone) return false;
+  std::call_once(impl_->reach_once, [this] { impl_->reach_ = reachable(); });
+  return !(impl_->reach_[c] & kReached);
 }
 
 uint32_t RefIndex::ref_count(size_t c) const {

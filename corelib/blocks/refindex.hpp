@@ -18,25 +18,11 @@
 #include "corelib/base/result.hpp"
 #include "corelib/blocks/heap.hpp"
 #include "corelib/blocks/reach.hpp"
+#include "corelib/blocks/roots.hpp"
 #include "corelib/debuginfo/modules.hpp"
 #include "corelib/dump/elfcore.hpp"
 
 namespace lr {
-
-// Where a referring word lies.
-enum class RefFrom : uint8_t {
-  kChunk,     // inside an in-use heap chunk
-  kGlobal,    // a module's writable data or .bss
-  kStack,     // a thread's stack, at or above its stack pointer
-  kTls,       // a thread's static TLS and thread control block
-  kRegister,  // a thread's general register (the address is its index)
-  kMapping,   // another writable mapping (not heap, module, stack or TLS)
-};
-const char* ref_from_name(RefFrom k);
-// Whether references from `k` keep a chunk alive by themselves.
-inline bool is_root(RefFrom k) {
-  return k != RefFrom::kChunk;
-}
 
 struct Ref {
   uint64_t from = 0;    // the word's address (kRegister: the register's index)
@@ -44,27 +30,26 @@ struct Ref {
   uint32_t target = 0;  // index into HeapWalk::in_use
   RefFrom kind = RefFrom::kChunk;
   int tid = 0;  // kStack, kTls, kRegister: the thread
-};
-
-// A memory range the pass scanned as roots (every range but heap chunks).
-struct RootRange {
-  uint64_t start = 0, end = 0;
-  RefFrom kind = RefFrom::kGlobal;
-  int tid = 0;
-  std::string what;  // module name, "thread 123 stack", ...
+  // The word lies in dead memory (RootModel::stale, an exited thread's
+  // stack): shown to say what a leak's last pointer was, never a reference.
+  bool stale = false;
 };
 
 struct RefIndexOptions {
   // Chunks whose contents are not live (pool free lists): not scanned.
   std::vector<uint64_t> skip_chunks;
+  // What the C library knows of its threads' memory (thread_memory()): the
+  // bounds of each thread's TLS, and the stacks of threads that no longer
+  // exist, which are then not roots. Null: stacks are what the core says.
+  const ThreadMemory* threads = nullptr;
   std::atomic<uint64_t>* progress = nullptr;  // bytes scanned, a MiB at a time
   const std::atomic<bool>* interrupted = nullptr;
 };
 
 struct RefIndexStats {
   uint64_t bytes_scanned = 0, words = 0, refs = 0, roots = 0;
-  uint64_t roots_by_kind[6] = {};  // root references by RefFrom (kChunk's slot stays 0)
-  uint64_t self_refs = 0;          // words of a chunk pointing into the same chunk (not recorded)
+  uint64_t roots_by_kind[kRefFromKinds] = {};  // root references by RefFrom (kChunk's slot stays 0)
+  uint64_t self_refs = 0;  // words of a chunk pointing into the same chunk (not recorded)
   uint64_t build_ns = 0;
   uint64_t index_bytes = 0;  // the references (4 bytes each from chunks, 16 from roots)
   uint64_t table_bytes = 0;  // per chunk and per 256 heap bytes: lookup tables
@@ -79,6 +64,13 @@ class RefSource {
   // it (each Ref's value is the word). kNotFound when the index covers no
   // object holding `addr`.
   virtual Result<std::vector<Ref>> refs_into(uint64_t addr, uint64_t size) const = 0;
+  // Whether reference `r` lies in an object nothing live reaches (a leaked
+  // block): a reference that keeps its target only as long as the leak.
+  // False when the source cannot tell.
+  virtual bool from_unreachable(const Ref& r) const {
+    (void)r;
+    return false;
+  }
 };
 
 class RefIndex final : public RefSource {
@@ -103,6 +95,8 @@ class RefIndex final : public RefSource {
   // from outside it; each Ref's value is the word. kNotFound when `addr` is
   // in no in-use heap block (the index holds references to heap blocks).
   Result<std::vector<Ref>> refs_into(uint64_t addr, uint64_t size) const override;
+  // A reference from a heap block no root reaches (reachable(), made once).
+  bool from_unreachable(const Ref& r) const override;
   // How many references chunk `c` has (from other chunks and from roots).
   uint32_t ref_count(size_t c) const;
   // The chunks chunk `c` points into (its outgoing references), in order.
@@ -117,7 +111,21 @@ class RefIndex final : public RefSource {
   // longer than `max_depth` steps.
   std::vector<Ref> anchor_chain(size_t c, size_t max_depth) const;
 
-  const std::vector<RootRange>& root_ranges() const { return roots_; }
+  const std::vector<RootRange>& root_ranges() const { return model_.roots; }
+  // Dead memory (not roots) and writable memory the core lacks (roots not
+  // read): see RootModel.
+  const std::vector<RootRange>& stale_ranges() const { return model_.stale; }
+  const std::vector<RootRange>& unread_ranges() const { return model_.unread; }
+  // Why reachability answers from this index are partial (RootModel); empty:
+  // whole.
+  const std::vector<std::string>& partial() const { return model_.partial; }
+  // The words in dead memory that point into chunk `c` (each Ref stale):
+  // what held a leaked block before its thread exited.
+  std::vector<Ref> stale_refs_to(size_t c) const;
+  // Every word of live memory (roots, in-use blocks, registers) that points
+  // into [a, b), memory no in-use block holds (a freed block: the dangling
+  // pointers to it). A whole pass over the core, for one question.
+  std::vector<Ref> words_into(uint64_t a, uint64_t b) const;
   const RefIndexStats& stats() const { return stats_; }
   const std::vector<std::string>& warnings() const { return warnings_; }
 
@@ -128,7 +136,7 @@ class RefIndex final : public RefSource {
   const HeapWalk& heap_;
   const Memory& mem_;
   std::unique_ptr<Impl> impl_;
-  std::vector<RootRange> roots_;
+  RootModel model_;
   RefIndexStats stats_;
   std::vector<std::string> warnings_;
 };

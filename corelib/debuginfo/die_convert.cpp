@@ -221,6 +221,18 @@ struct DieReader {
   }
 
   void members(Dwarf_Die* die, Type* t) {
+    // C++ base classes first (they lead the layout): leaving them out printed
+    // a derived object as complete without its bases' members.
+    for_each_child(die, DW_TAG_inheritance, [this, t](Dwarf_Die* c) {
+      Member mem;
+      mem.is_base = true;
+      mem.type = target_of(c);
+      if (member_location(c, &mem.offset))
+        t->members.push_back(std::move(mem));
+      else
+        t->omitted.push_back(fmt::format("virtual base {}", mem.type ? mem.type->name : "?"));
+      return t->members.size() < 100000;
+    });
     for_each_child(die, DW_TAG_member, [this, t](Dwarf_Die* c) {
       Member mem;
       mem.name = dwarf_diename(c) ? dwarf_diename(c) : "";
@@ -228,6 +240,8 @@ struct DieReader {
         mem.type = target_of(c);
         place_bitfield(c, mem);
         t->members.push_back(std::move(mem));
+      } else {
+        t->omitted.push_back(mem.name.empty() ? "an anonymous member" : mem.name);
       }
       return t->members.size() < 100000;
     });

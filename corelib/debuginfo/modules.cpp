@@ -235,6 +235,36 @@ const Symbol* Module::find_one_symbol(const std::string& name) {
   return it->second.get();
 }
 
+namespace {
+
+bool tls_symbol_in(Elf* e, const std::string& name, uint64_t* offset) {
+  for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(e, scn));) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM)) continue;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    if (!data || sh.sh_entsize == 0) continue;
+    for (size_t i = 0, n = sh.sh_size / sh.sh_entsize; i < n; ++i) {
+      GElf_Sym s;
+      if (!gelf_getsym(data, static_cast<int>(i), &s)) break;
+      if (GELF_ST_TYPE(s.st_info) != STT_TLS || s.st_shndx == SHN_UNDEF) continue;
+      const char* nm = elf_strptr(e, sh.sh_link, s.st_name);
+      if (nm && name == nm) {
+        *offset = s.st_value;
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+bool Module::find_tls_symbol(const std::string& name, uint64_t* offset) {
+  if (Elf* main = open_main_elf(); main && tls_symbol_in(main, name, offset)) return true;
+  return !debug_path.empty() && debug_path != host_path && open_debug_elf() &&
+         tls_symbol_in(debug_elf_, name, offset);
+}
+
 Elf* Module::open_main_elf() {
   if (!host_path.empty() && !main_elf_) {
     OpenElf o = open_elf(host_path);

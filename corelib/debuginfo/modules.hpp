@@ -80,6 +80,10 @@ class Module {
   // tables are scanned for it, not indexed (indexing libc6-dbg's 20,000
   // symbols costs ~15 ms a core, which a batch pays per dump).
   const Symbol* find_one_symbol(const std::string& name);
+  // A thread-local variable's offset in this module's TLS block (its
+  // STT_TLS symbol's value, in the file or its debug file); false when
+  // neither names it.
+  bool find_tls_symbol(const std::string& name, uint64_t* offset);
   // Symbols given by the caller (a kernel module's kallsyms read from the
   // dump) instead of read from the module's files, which are then not read.
   void set_symbols(std::vector<Symbol> syms);

@@ -72,6 +72,27 @@ NamedRegistry<ThreadPointerFinder>& tp_finders() {
 }
 }  // namespace
 
+namespace {
+NamedRegistry<ThreadMemoryReader>& tm_readers() {
+  static NamedRegistry<ThreadMemoryReader> r;
+  return r;
+}
+}  // namespace
+
+void register_thread_memory_reader(const std::string& name, ThreadMemoryReader f) {
+  tm_readers().add(name, f);
+}
+
+ThreadMemory thread_memory(Program& prog) {
+  ThreadMemory out;
+  if (!prog.core()) return out;
+  for (ThreadMemoryReader f : tm_readers().all()) {
+    ThreadMemory t;
+    if (f(prog, &t)) return t;
+  }
+  return out;
+}
+
 void register_thread_pointer_finder(const std::string& name, ThreadPointerFinder f) {
   tp_finders().add(name, f);
 }

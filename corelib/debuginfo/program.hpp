@@ -97,6 +97,34 @@ using ThreadPointerFinder = std::vector<std::pair<int, uint64_t>> (*)(Program& p
                                                                       std::string* why);
 void register_thread_pointer_finder(const std::string& name, ThreadPointerFinder f);
 
+// What a C library knows of its threads' memory that the core does not say:
+// each live thread's static TLS block and control block (and the rest of
+// what the library placed there), and the stacks it keeps of threads that
+// no longer exist (a cache for reuse; in a fork child, the parent's other
+// threads'): their words are stale, never roots. `source` names what said it
+// ("glibc's DWARF"); empty when no library knew.
+struct ThreadMemory {
+  struct Range {
+    uint64_t start = 0, end = 0;
+    int tid = 0;       // the live thread (tls), 0 for a dead stack
+    std::string what;  // "static TLS and thread control block", "stack of an exited thread"
+  };
+  std::vector<Range> tls;
+  std::vector<Range> dead_stacks;
+  std::vector<std::string> warnings;
+  std::string source;
+  // False when the library's lists could not be read (whole): dead stacks
+  // may then be taken for live ones.
+  bool complete = true;
+};
+// A C library's reader: fills `out` and returns true when the library is its
+// own (its warnings say what it could not read).
+using ThreadMemoryReader = bool (*)(Program& prog, ThreadMemory* out);
+void register_thread_memory_reader(const std::string& name, ThreadMemoryReader f);
+// The first registered reader's answer for `prog` (a process core); an empty
+// ThreadMemory when none knew.
+ThreadMemory thread_memory(Program& prog);
+
 // Parses a number with optional 0x prefix; false if it is not one.
 bool parse_u64(const std::string& s, uint64_t* out);
 

@@ -46,6 +46,9 @@ struct Member {
   uint16_t bit_offset = 0;  // bitfields: bits from `offset` (little-endian numbering)
   uint16_t bit_size = 0;    // 0 = not a bitfield
   const Type* type = nullptr;
+  // A C++ base class subobject (DW_TAG_inheritance): nameless, so its
+  // members are found as the derived class's (as anonymous members are).
+  bool is_base = false;
 };
 
 struct Enumerator {
@@ -64,6 +67,10 @@ struct Type {
   uint64_t count = 0;            // arrays; 0 with `flexible`
   bool flexible = false;
   std::vector<Member> members;
+  // Members the DWARF gives no fixed offset for (a C++ virtual base, whose
+  // place is read at run time from the vtable): left out of `members`, and
+  // named here so no printed object passes for complete.
+  std::vector<std::string> omitted;
   std::vector<Enumerator> enumerators;
   // A declaration (`struct foo;`) whose definition is looked up when it is
   // first used (strip()), not when a pointer to it is converted: following

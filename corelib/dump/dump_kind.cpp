@@ -2,10 +2,13 @@
 // text dumps, compressed files.
 #include "corelib/dump/dump_kind.hpp"
 
+#include <elf.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -72,6 +75,33 @@ Result<DumpId> identify_dump(const std::string& path) {
                                  static_cast<uint64_t>(st.st_size));
   ::close(fd);
   return id;
+}
+
+Result<uint64_t> dump_extent(std::string_view head) {
+  if (identify_dump_head(head, -1, 0).kind == DumpKind::kNone)
+    return make_error(Errc::kBadFormat,
+                      "does not decompress to a dump leakref reads (no ELF core, kdump or text "
+                      "dump starts it)");
+  Elf64_Ehdr eh;
+  if (head.size() < sizeof eh || std::memcmp(head.data(), ELFMAG, SELFMAG) != 0 ||
+      head[EI_CLASS] != ELFCLASS64)
+    return uint64_t{0};
+  std::memcpy(&eh, head.data(), sizeof eh);
+  if (eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 || eh.e_phnum == PN_XNUM ||
+      eh.e_phoff > head.size() || eh.e_phnum > (head.size() - eh.e_phoff) / sizeof(Elf64_Phdr))
+    return uint64_t{0};
+  auto end_of = [](uint64_t off, uint64_t n) {
+    return n > UINT64_MAX - off ? UINT64_MAX : off + n;
+  };
+  uint64_t end = end_of(eh.e_phoff, uint64_t{eh.e_phnum} * sizeof(Elf64_Phdr));
+  if (eh.e_shoff && eh.e_shnum)
+    end = std::max(end, end_of(eh.e_shoff, uint64_t{eh.e_shnum} * eh.e_shentsize));
+  for (uint16_t i = 0; i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph;
+    std::memcpy(&ph, head.data() + eh.e_phoff + i * sizeof ph, sizeof ph);
+    if (ph.p_filesz) end = std::max(end, end_of(ph.p_offset, ph.p_filesz));
+  }
+  return end;
 }
 
 }  // namespace lr

@@ -30,6 +30,13 @@ void register_text_dump(const std::string& name, bool (*looks_like)(std::string_
 // so, read through `fd` (-1: not read, the core is taken for a process's).
 DumpId identify_dump_head(std::string_view head, int fd, uint64_t size);
 
+// What a decompressed dump's first bytes say its whole is (ExtentOf for
+// decompress_file): an ELF file's end by its headers (program headers,
+// their segments' bytes, section headers); 0 when the head does not say (a
+// kdump file, a text dump, headers past the head); an error when the bytes
+// are no dump leakref reads.
+Result<uint64_t> dump_extent(std::string_view head);
+
 // The file at `path` (opened as an input: never blocks on a FIFO).
 Result<DumpId> identify_dump(const std::string& path);
 

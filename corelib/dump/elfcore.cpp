@@ -1,6 +1,8 @@
 #include "corelib/dump/elfcore.hpp"
+
 #include "corelib/base/decompress.hpp"
 #include "corelib/base/fileio.hpp"
+#include "corelib/dump/dump_kind.hpp"
 
 #include <elf.h>
 #include <elfutils/libdwelf.h>
@@ -95,7 +97,8 @@ static Result<std::pair<void*, size_t>> map_core(const std::string& path) {
   const Compression comp = file_compression(path);
   if (comp == Compression::kNone) return map_file(path, "core");
   constexpr uint64_t kLimit = uint64_t{64} << 30;
-  LR_ASSIGN(std::string tmp, decompress_temp(path, comp, kLimit));
+  LR_ASSIGN(std::string tmp,
+            decompress_temp(path, comp, kLimit, [](std::string_view h) { return dump_extent(h); }));
   auto m = map_file(tmp, "core");
   ::unlink(tmp.c_str());
   if (!m.ok()) return make_error(m.error().code, path + " (decompressed): " + m.error().message);
@@ -253,7 +256,12 @@ Result<void> CoreFile::parse(const CoreOptions* opts) {
     warnings_.push_back(
         fmt::format("core file is truncated ({} bytes): some memory is missing", size_));
 
-  std::vector<Seg> clean = without_overlaps(std::move(core));
+  // The file's own structures: the ELF header, the program headers and the
+  // notes, which no segment's bytes may be.
+  std::vector<std::pair<uint64_t, uint64_t>> reserved{
+      {0, sizeof(Elf64_Ehdr)}, {eh.e_phoff, eh.e_phoff + phnum * sizeof(Elf64_Phdr)}};
+  reserved.insert(reserved.end(), note_spans_.begin(), note_spans_.end());
+  std::vector<Seg> clean = without_overlaps(std::move(core), reserved, &missing);
   core_segs_ = clean;
   std::sort(missing.begin(), missing.end(),
             [](const Seg& a, const Seg& b) { return a.start < b.start; });
@@ -269,6 +277,9 @@ Result<void> CoreFile::parse(const CoreOptions* opts) {
 void CoreFile::load_phdr(const Elf64_Phdr& ph, size_t i, std::vector<Seg>& core,
                          std::vector<Seg>& missing) {
   if (ph.p_type == PT_NOTE) {
+    if (ph.p_offset < size_)
+      note_spans_.emplace_back(ph.p_offset,
+                               ph.p_offset + std::min<uint64_t>(ph.p_filesz, size_ - ph.p_offset));
     if (ph.p_offset >= size_ || ph.p_filesz > size_ - ph.p_offset) {
       truncated_ = true;
       warnings_.push_back(fmt::format(
@@ -298,19 +309,67 @@ void CoreFile::load_phdr(const Elf64_Phdr& ph, size_t i, std::vector<Seg>& core,
   }
   uint64_t avail = 0;
   if (ph.p_offset < size_) avail = std::min<uint64_t>(filesz, size_ - ph.p_offset);
-  const bool w = ph.p_flags & PF_W;
+  const bool w = ph.p_flags & PF_W, x = ph.p_flags & PF_X;
   if (avail < filesz) {
     truncated_ = true;
-    missing.push_back({va + avail, va + filesz, SegmentInfo::Kind::kMissing, nullptr, 1, w});
+    missing.push_back({va + avail, va + filesz, SegmentInfo::Kind::kMissing, nullptr, 1, w, x});
   }
-  if (avail) core.push_back({va, va + avail, SegmentInfo::Kind::kCore, base_ + ph.p_offset, -1, w});
+  if (avail)
+    core.push_back({va, va + avail, SegmentInfo::Kind::kCore, base_ + ph.p_offset, -1, w, x});
   if (filesz < ph.p_memsz)
-    missing.push_back({va + filesz, va + ph.p_memsz, SegmentInfo::Kind::kMissing, nullptr, 0, w});
+    missing.push_back(
+        {va + filesz, va + ph.p_memsz, SegmentInfo::Kind::kMissing, nullptr, 0, w, x});
 }
 
-std::vector<CoreFile::Seg> CoreFile::without_overlaps(std::vector<Seg> core) {
-  // Core segments must not overlap; a corrupt header can make them. Keep the
-  // first one for any address and say so.
+namespace {
+
+using Span = std::pair<uint64_t, uint64_t>;
+
+// Where intervals [first, second) of `v` overlap one another: each part
+// that two of them claim, merged, in order. One sort and a sweep (a core
+// can have 100,000 segments).
+std::vector<Span> claimed_twice(std::vector<Span> v) {
+  std::sort(v.begin(), v.end());
+  std::vector<Span> out;
+  uint64_t reach = 0;
+  bool any = false;
+  for (const auto& [a, b] : v) {
+    if (any && a < reach) {
+      const Span bad{a, std::min(b, reach)};
+      if (!out.empty() && bad.first <= out.back().second)
+        out.back().second = std::max(out.back().second, bad.second);
+      else
+        out.push_back(bad);
+    }
+    reach = any ? std::max(reach, b) : b;
+    any = true;
+  }
+  return out;
+}
+
+// [a, b) less every span of sorted, disjoint `cut`: the parts kept, and
+// (in `lost`) the parts cut.
+std::vector<Span> keep_outside(uint64_t a, uint64_t b, const std::vector<Span>& cut,
+                               std::vector<Span>* lost) {
+  std::vector<Span> kept;
+  auto it = std::upper_bound(cut.begin(), cut.end(), Span{a, UINT64_MAX});
+  if (it != cut.begin()) --it;
+  uint64_t at = a;
+  for (; it != cut.end() && it->first < b; ++it) {
+    if (it->second <= at) continue;
+    if (it->first > at) kept.emplace_back(at, it->first);
+    lost->emplace_back(std::max(at, it->first), std::min(b, it->second));
+    at = std::max(at, it->second);
+  }
+  if (at < b) kept.emplace_back(at, b);
+  return kept;
+}
+
+}  // namespace
+
+std::vector<CoreFile::Seg> CoreFile::first_of_overlaps(std::vector<Seg> core) {
+  // A kernel dump's segments that overlap in memory: the first one holds
+  // each address, said once.
   std::sort(core.begin(), core.end(), [](const Seg& a, const Seg& b) { return a.start < b.start; });
   std::vector<Seg> clean;
   for (auto& s : core) {
@@ -323,6 +382,79 @@ std::vector<CoreFile::Seg> CoreFile::without_overlaps(std::vector<Seg> core) {
     }
     clean.push_back(s);
   }
+  return clean;
+}
+
+std::vector<CoreFile::Seg> CoreFile::without_overlaps(std::vector<Seg> core,
+                                                      const std::vector<Span>& reserved,
+                                                      std::vector<Seg>* missing) {
+  // Bytes two segments claim, in memory or in the file, or a segment's file
+  // bytes that are the headers' or the notes': a corrupt program header.
+  // Which one is right cannot be told, so none is read there: the address
+  // range becomes missing, said once, never another object's bytes.
+  // A kernel dump's segments may share bytes (QEMU's paging dump gives
+  // each virtual alias of a physical page that page's one copy): only a
+  // process core (an auxiliary vector, no VMCOREINFO) is held to this.
+  if (auxv_.empty() || is_kernel()) return first_of_overlaps(std::move(core));
+  std::vector<Span> addr, file = reserved;
+  for (const auto& s : core) {
+    addr.emplace_back(s.start, s.end);
+    file.emplace_back(static_cast<uint64_t>(s.data - base_),
+                      static_cast<uint64_t>(s.data - base_) + (s.end - s.start));
+  }
+  const std::vector<Span> bad_addr = claimed_twice(addr), bad_file = claimed_twice(file);
+  if (bad_addr.empty() && bad_file.empty()) return core;
+  const int why = static_cast<int>(whys_.size());
+  whys_.push_back(
+      "claimed twice in the core file (program headers that overlap in memory, or whose bytes "
+      "are another segment's, the notes' or the headers'): corrupt, not read");
+  std::vector<Seg> clean;
+  uint64_t lost_bytes = 0;
+  for (const auto& s : core) {
+    const uint64_t off = static_cast<uint64_t>(s.data - base_);
+    std::vector<Span> lost;
+    // The file's bad spans, as addresses of this segment.
+    std::vector<Span> cut = bad_addr;
+    for (const auto& [a, b] : bad_file)
+      if (a < off + (s.end - s.start) && off < b)
+        cut.emplace_back(s.start + (std::max(a, off) - off),
+                         s.start + (std::min(b, off + (s.end - s.start)) - off));
+    std::sort(cut.begin(), cut.end());
+    std::vector<Span> merged;
+    for (const auto& c : cut)
+      if (!merged.empty() && c.first <= merged.back().second)
+        merged.back().second = std::max(merged.back().second, c.second);
+      else
+        merged.push_back(c);
+    for (const auto& [a, b] : keep_outside(s.start, s.end, merged, &lost)) {
+      Seg k = s;
+      k.data = s.data + (a - s.start);
+      k.start = a, k.end = b;
+      clean.push_back(k);
+    }
+    for (const auto& [a, b] : lost) {
+      missing->push_back(
+          {a, b, SegmentInfo::Kind::kMissing, nullptr, why, s.writable, s.executable});
+      lost_bytes += b - a;
+    }
+  }
+  // Two segments at one address were both cut: one missing range each is
+  // one too many.
+  std::sort(missing->begin(), missing->end(),
+            [](const Seg& a, const Seg& b) { return a.start < b.start; });
+  std::vector<Seg> dedup;
+  for (auto& m : *missing)
+    if (dedup.empty() || m.start >= dedup.back().end)
+      dedup.push_back(m);
+    else if (m.end > dedup.back().end)
+      dedup.back().end = m.end;
+  *missing = std::move(dedup);
+  std::sort(clean.begin(), clean.end(),
+            [](const Seg& a, const Seg& b) { return a.start < b.start; });
+  warnings_.push_back(fmt::format(
+      "program headers overlap (in memory, or in the file's bytes: the first at {:#x}): {} bytes "
+      "claimed twice are not read (corrupt core)",
+      !bad_addr.empty() ? bad_addr[0].first : bad_file[0].first, lost_bytes));
   return clean;
 }
 
@@ -761,6 +893,7 @@ std::vector<SegmentInfo> CoreFile::segments() const {
     si.end = s.end;
     si.kind = s.kind;
     si.writable = s.writable;
+    si.executable = s.executable;
     if (s.kind == SegmentInfo::Kind::kMissing && s.why >= 0 &&
         static_cast<size_t>(s.why) < whys_.size())
       si.why = whys_[s.why];

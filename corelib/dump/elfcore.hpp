@@ -107,8 +107,9 @@ struct SegmentInfo {
   enum class Kind { kCore, kFile, kMissing };
   uint64_t start = 0, end = 0;
   Kind kind = Kind::kMissing;
-  std::string why;        // for kMissing: reason; for kFile: the file
-  bool writable = false;  // the mapping was writable (PT_LOAD PF_W)
+  std::string why;          // for kMissing: reason; for kFile: the file
+  bool writable = false;    // the mapping was writable (PT_LOAD PF_W)
+  bool executable = false;  // the mapping was executable (PF_X): code, never data
 };
 
 class CoreFile final : public Memory {
@@ -169,9 +170,10 @@ class CoreFile final : public Memory {
   struct Seg {
     uint64_t start, end;
     SegmentInfo::Kind kind;
-    const uint8_t* data;    // at `start`; null for kMissing
-    int why;                // index into whys_ (kMissing) or files_ (kFile)
-    bool writable = false;  // its PT_LOAD had PF_W
+    const uint8_t* data;      // at `start`; null for kMissing
+    int why;                  // index into whys_ (kMissing) or files_ (kFile)
+    bool writable = false;    // its PT_LOAD had PF_W
+    bool executable = false;  // and PF_X
   };
   struct Mapping {
     void* addr;
@@ -187,7 +189,14 @@ class CoreFile final : public Memory {
                        const std::string& sysroot);
   uint64_t page_size() const { return auxv_value(AT_PAGESZ) ? auxv_value(AT_PAGESZ) : 4096; }
   void load_phdr(const Elf64_Phdr& ph, size_t i, std::vector<Seg>& core, std::vector<Seg>& missing);
-  std::vector<Seg> without_overlaps(std::vector<Seg> core);
+  // `core` less the bytes two program headers claim (in memory or in the
+  // file) or that are the file's own (`reserved`: headers, notes); those
+  // become `missing`, said in a warning.
+  std::vector<Seg> without_overlaps(std::vector<Seg> core,
+                                    const std::vector<std::pair<uint64_t, uint64_t>>& reserved,
+                                    std::vector<Seg>* missing);
+  std::vector<Seg> first_of_overlaps(std::vector<Seg> core);
+  std::vector<std::pair<uint64_t, uint64_t>> note_spans_;  // the notes' bytes in the file
   void fill_from_files(const CoreOptions& opts);
   void verify_file(size_t fidx, const std::vector<size_t>& rs,
                    std::map<std::string, bool>& dir_exists, std::vector<Seg>& file_segs);

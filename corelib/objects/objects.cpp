@@ -409,9 +409,17 @@ struct TreeBuilder {
     if (aggregate) {
       for (const auto& m : t->members) {
         if (!add(n)) return;
-        n.children.back().name = m.name;
+        // gdb's form for a base class subobject: <Base> = {...}.
+        n.children.back().name =
+            m.is_base ? "<" + (m.type ? m.type->strip()->name : std::string("?")) + ">" : m.name;
         build(n.children.back(),
               FieldLoc{loc.offset + m.offset, m.bit_offset, m.bit_size, m.type, {}}, depth - 1);
+      }
+      // What has no fixed place is said, never silently dropped.
+      for (const auto& o : t->omitted) {
+        if (!add(n)) return;
+        n.children.back().name = "<" + o + ">";
+        n.children.back().value.text = "not shown: the DWARF gives it no fixed offset";
       }
       return;
     }

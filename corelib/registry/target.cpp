@@ -38,6 +38,7 @@ void register_layers(const TargetSpec& spec) {
     if (t.read) register_snapshot_reader(t.name, t.read);
   }
   for (const auto& [n, f] : spec.thread_pointer_finders) register_thread_pointer_finder(n, f);
+  for (const auto& [n, f] : spec.thread_memory_readers) register_thread_memory_reader(n, f);
   for (const auto& [n, e] : spec.refcount_encodings) register_refcount_encoding(n, e);
   for (const auto& c : spec.containers) register_container(c);
 }

@@ -39,6 +39,7 @@ struct TargetSpec {
   std::vector<AllocatorSignature> allocator_signatures;
   std::vector<TextDumpSpec> text_dumps;
   std::vector<std::pair<std::string, ThreadPointerFinder>> thread_pointer_finders;
+  std::vector<std::pair<std::string, ThreadMemoryReader>> thread_memory_readers;
   std::vector<std::pair<std::string, RefEncoding>> refcount_encodings;
   std::vector<ContainerKind> containers;
   std::shared_ptr<ProcessTarget> process;  // a user-space program it knows

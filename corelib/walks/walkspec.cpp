@@ -210,7 +210,11 @@ class ObjectEvaluator {
     cur_.inbound_words = static_cast<int64_t>(hc.words);
     for (size_t i = 0; i < refs.value().size() && i < WalkedObject::kMaxReferrers; ++i)
       cur_.referrers.push_back(refs.value()[i]);
+    cur_.from_leaked = 0;
+    for (const Ref& r : refs.value()) cur_.from_leaked += reconcile_->from_unreachable(r);
     if (has && rcv > cur_.inbound) ++rep_->over_referenced;
+    if (has && rcv <= 0 && cur_.inbound > 0) ++rep_->zero_referenced;
+    if (cur_.from_leaked) ++rep_->leaked_held;
   }
 
   // Counting only (no filter, nothing kept, refcount in the object): the

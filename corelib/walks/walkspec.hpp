@@ -87,6 +87,9 @@ struct WalkedObject {
   // first few words.
   int64_t inbound = -1;
   int64_t inbound_words = -1;
+  // Of `inbound`'s words, those in blocks nothing live reaches (leaked):
+  // they hold the object only as long as the leak does.
+  int64_t from_leaked = 0;
   std::vector<Ref> referrers;  // at most kMaxReferrers
   static constexpr size_t kMaxReferrers = 8;
 };
@@ -108,6 +111,11 @@ struct WalkReport {
   // references found in memory (counted references nobody holds), and
   // objects the index does not cover (not in a heap block).
   uint64_t over_referenced = 0, not_indexed = 0;
+  // With WalkSpec::reconcile: objects whose refcount is 0 (or below) though
+  // references to them were found (freed, or about to be, while still
+  // held: a use after free in waiting), and objects referenced from leaked
+  // blocks.
+  uint64_t zero_referenced = 0, leaked_held = 0;
   std::vector<std::string> warnings;
 };
 

@@ -1,5 +1,6 @@
 // Errors and exit codes (errors.hpp).
 #include "frontend/base/errors.hpp"
+#include "frontend/base/out.hpp"
 
 #include <cstdio>
 
@@ -47,7 +48,7 @@ int fail(const lr::Error& e, Out& err) {
         {"schema", "leakref.error/1"},
         {"error", {{"code", lr::errc_name(e.code)}, {"message", e.message}, {"exit", code}}}};
     if (g_json_lines)
-      out_stdout().put(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+      out_stdout().put(json_text(j, -1) + "\n");
     else
       emit_json(j, out_stdout());
   }

@@ -39,5 +39,10 @@ Out& out_stderr();
 void print_warnings_text(const std::vector<std::string>& w, Out& err = out_stderr());
 // A JSON document, indented, invalid UTF-8 from target memory replaced.
 void emit_json(const nlohmann::json& j, Out& out = out_stdout());
+// `j` as JSON text (`indent` as nlohmann's dump). Strings from a dump (a
+// mapped file's name, a symbol) need not be UTF-8: invalid bytes become
+// U+FFFD instead of aborting the output. Every JSON the front end writes
+// goes through here.
+std::string json_text(const nlohmann::json& j, int indent = -1);
 
 }  // namespace lrcli

@@ -206,7 +206,8 @@ lr::Result<void> analyze_file(const DumpFile& d, const BatchOptions& o, json& re
     file = tmpdir + "/dump";
     expanded = file;
     guard_expanded(file, tmpdir);
-    auto n = lr::decompress_file(d.path, id.compression, file, o.max_core_mib << 20);
+    auto n = lr::decompress_file(d.path, id.compression, file, o.max_core_mib << 20,
+                                 [](std::string_view head) { return lr::dump_extent(head); });
     if (!n.ok()) {
       ::unlink(file.c_str());
       ::rmdir(tmpdir.c_str());

@@ -1,4 +1,5 @@
 #include "frontend/batch/batch_db.hpp"
+#include "frontend/base/out.hpp"
 
 #include <fmt/format.h>
 #include <sys/stat.h>
@@ -66,7 +67,7 @@ struct Stmt {
     else if (v.is_boolean())
       sqlite3_bind_int(s, i, v.get<bool>());
     else
-      text(i, v.dump());
+      text(i, json_text(v));
   }
 };
 

@@ -165,8 +165,13 @@ json finish(Child& c, const BatchOptions& o, int status, const struct rusage& ru
     j["signature"] = signature_hash(sig);
   }
   // The dump's identity is this process's: the child's JSON carries a name
-  // that is not UTF-8 with U+FFFD in it, which would match no file again.
+  // that is not UTF-8 with U+FFFD in it, which would match no file again,
+  // and the child stats what a link points to (a link to /dev/zero is size
+  // 0 there), where the run found the link itself: the row must carry the
+  // key the run looks for, or it is "missing" on every run.
   j["path"] = c.dump->path;
+  j["size"] = c.dump->size;
+  j["mtime_ns"] = c.dump->mtime_ns;
   j["seconds"] = secs;
   j["peak_rss_kib"] = ru.ru_maxrss;
   char host[256] = {};

@@ -35,7 +35,7 @@ using nlohmann::json;
 // readable copy, so that it still names its file when it comes back.
 bool is_utf8(const std::string& s) {
   try {
-    (void)json(s).dump();
+    (void)json(s).dump();  // throws on invalid UTF-8: the test itself
     return true;
   } catch (const json::exception&) {
     return false;
@@ -160,7 +160,7 @@ lr::Result<void> submit_slurm(const std::vector<DumpFile>& todo, const SlurmOpti
     put_path(e, d.path);
     list.push_back(std::move(e));
   }
-  std::ofstream(dir + "/dumps.json") << list.dump() << "\n";
+  std::ofstream(dir + "/dumps.json") << json_text(list) << "\n";
   char exe[PATH_MAX];
   ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (n <= 0) return lr::make_error(lr::Errc::kIo, "cannot find this executable");

@@ -181,10 +181,16 @@ int cmd_run(const RunArgs& a, const BatchOptions& o) {
       "{:.1f} s\n",
       found->size(), analysed, ok, bad, already, secs);
   if (missing) {
-    out_stderr().print(
-        "leakref: error: {} dumps have no result (a Slurm task failed: see {}/run-*/"
-        "slurm-*.out); run the batch again to retry them\n",
-        missing, so.work);
+    if (a.slurm)
+      out_stderr().print(
+          "leakref: error: {} dumps have no result (a Slurm task failed: see {}/run-*/"
+          "slurm-*.out); run the batch again to retry them\n",
+          missing, so.work);
+    else
+      out_stderr().print(
+          "leakref: error: {} dumps have no result stored in {}; run the batch again to retry "
+          "them\n",
+          missing, a.db);
     return kInput;
   }
   return kOk;

@@ -229,7 +229,7 @@ int run_kleaks(lr::KernelTarget& k, const KLeaksArgs& a, const std::string& sour
     j["summary"] = {{"objects", n}, {"bytes", bytes}, {"caches", groups.size()}};
     j["index"] = index_json(ix, reused);
     j["warnings"] = ix.warnings();
-    out.print("{}\n", j.dump(1));
+    out.print("{}\n", json_text(j, 1));
   } else {
     for (const auto& [name, v] : groups) {
       uint64_t b = 0;
@@ -329,7 +329,7 @@ int run_krefs(lr::KernelTarget& k, const KRefsArgs& a, const std::string& source
                       {"name", names.referrer(r)},
                       {"to", hex(ix.objects()[r.target].addr)}});
     }
-    out.print("{}\n", j.dump(1));
+    out.print("{}\n", json_text(j, 1));
     return kOk;
   }
   out.print("{}: {} bytes, {}\n", names.object(i), o.size, state_text);

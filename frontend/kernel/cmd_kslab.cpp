@@ -265,12 +265,11 @@ struct SlabLister {
     head = true;
     if (json && !jsonl)
       out.print("{{\"schema\":\"leakref.kernel.slab/1\",\"dump\":{},\"objects\":[",
-                nlohmann::json(source).dump());
+                json_text(nlohmann::json(source)));
     else if (jsonl)
-      out.print(
-          "{}\n",
-          nlohmann::json{{"record", "slab"}, {"schema", "leakref.kernel.slab/1"}, {"dump", source}}
-              .dump());
+      out.print("{}\n",
+                json_text(nlohmann::json{
+                    {"record", "slab"}, {"schema", "leakref.kernel.slab/1"}, {"dump", source}}));
   }
   void on(const lr::KSlabObject& o) {
     if (typed) {
@@ -287,7 +286,7 @@ struct SlabLister {
     if (json || jsonl) {
       nlohmann::json j = object_json(k, o);
       if (jsonl) j["record"] = "object";
-      out.print("{}{}{}", !jsonl && listed > 1 ? "," : "", j.dump(), jsonl ? "\n" : "");
+      out.print("{}{}{}", !jsonl && listed > 1 ? "," : "", json_text(j), jsonl ? "\n" : "");
       return;
     }
     row(o);
@@ -339,18 +338,18 @@ void slab_summary(SlabLister& l, const lr::KSlabReport& rep, std::vector<std::st
     if (l.jsonl) {
       for (auto& c : caches) {
         c["record"] = "cache";
-        out.print("{}\n", c.dump());
+        out.print("{}\n", json_text(c));
       }
       for (auto& st : stacks) {
         st["record"] = "stack";
-        out.print("{}\n", st.dump());
+        out.print("{}\n", json_text(st));
       }
-      out.print("{}\n",
-                nlohmann::json{{"record", "summary"}, {"summary", summary}, {"warnings", warnings}}
-                    .dump());
+      out.print("{}\n", json_text(nlohmann::json{
+                            {"record", "summary"}, {"summary", summary}, {"warnings", warnings}}));
     } else {
-      out.print("],\"caches\":{},\"stacks\":{},\"summary\":{},\"warnings\":{}}}\n", caches.dump(),
-                stacks.dump(), summary.dump(), nlohmann::json(warnings).dump());
+      out.print("],\"caches\":{},\"stacks\":{},\"summary\":{},\"warnings\":{}}}\n",
+                json_text(caches), json_text(stacks), json_text(summary),
+                json_text(nlohmann::json(warnings)));
     }
     return;
   }

@@ -9,6 +9,7 @@
 #include "corelib/analyses/correlate.hpp"
 #include "corelib/analyses/trace.hpp"
 #include "corelib/answers/trace_objects.hpp"
+#include "corelib/base/saturate.hpp"
 #include "corelib/blocks/heap.hpp"
 #include "corelib/blocks/refindex.hpp"
 #include "corelib/profiles/profile.hpp"
@@ -139,7 +140,8 @@ bool has_alloc_records(const std::vector<lr::Trace>& traces) {
 // blocks have addresses and the core's heap was read.
 void print_alloc_sites(const lr::CorrelateReport& rep, const lr::HeapWalk* heap, size_t top) {
   uint64_t count = 0, bytes = 0, live = 0;
-  for (const auto& s : rep.alloc_sites) count += s.count, bytes += s.bytes;
+  for (const auto& s : rep.alloc_sites)
+    count = lr::sat_add(count, s.count), bytes = lr::sat_add(bytes, s.bytes);
   for (const auto& al : rep.allocs) live += al.live;
   out_stdout().print("\nALLOCATIONS never freed in the trace: {} ({} B){}\n", count, bytes,
                      heap ? fmt::format(", {} still in use in the core's heap", live) : "");
@@ -333,7 +335,8 @@ nlohmann::json allocations_json(const lr::CorrelateReport& rep,
   nlohmann::json ja;
   uint64_t live = 0, count = 0, bytes = 0;
   for (const auto& al : rep.allocs) live += al.live;
-  for (const auto& s : rep.alloc_sites) count += s.count, bytes += s.bytes;
+  for (const auto& s : rep.alloc_sites)
+    count = lr::sat_add(count, s.count), bytes = lr::sat_add(bytes, s.bytes);
   ja["outstanding"] = count;
   ja["outstanding_bytes"] = bytes;
   ja["live_in_core"] = live;

@@ -193,7 +193,7 @@ static int cmd_show(const DumpOptions& c, const std::string& addr_s, const std::
     lim.max_array = 4096;
     lim.max_nodes = 1'000'000;
     j["value"] = tree_json(lr::value_tree(obj, s->size, t, lim));
-    out_stdout().put(j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+    out_stdout().put(json_text(j, 1) + "\n");
   } else {
     out_stdout().print("{}", lr::format_object(prog.mem(), addr, t, &prog.modules(), depth));
   }

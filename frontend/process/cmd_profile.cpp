@@ -235,7 +235,7 @@ class JsonRenderer final : public Renderer {
                      {"holders", s.active_holders},
                      {"refcount_field", s.set->refcount.empty() ? nlohmann::json(nullptr)
                                                                 : nlohmann::json(s.set->refcount)}};
-    std::string t = h.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    std::string t = json_text(h, -1);
     t.pop_back();  // reopen the object for "objects"
     out_.print("{}{},\"objects\":[", first_set_ ? "" : ",", t);
     first_set_ = false;
@@ -247,7 +247,7 @@ class JsonRenderer final : public Renderer {
       j["record"] = "object";
       j["set"] = o.set->name;
     }
-    std::string t = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    std::string t = json_text(j, -1);
     out_.print("{}{}\n", lines_ || first_obj_ ? "" : ",", t);
     first_obj_ = false;
   }
@@ -258,11 +258,10 @@ class JsonRenderer final : public Renderer {
       sum["record"] = "set";
       sum["set"] = s.set->name;
       sum["type"] = s.type_name;
-      out_.print("{}\n", sum.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      out_.print("{}\n", json_text(sum, -1));
       return;
     }
-    out_.print("],\"summary\":{}}}\n",
-               sum.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    out_.print("],\"summary\":{}}}\n", json_text(sum, -1));
   }
 
  private:
@@ -371,9 +370,9 @@ int run_and_render_profile(lr::Program& prog, const lr::Profile& prof, const Pro
     if (a.jsonl) {
       nlohmann::json h = head;
       h["record"] = "profile";
-      out.print("{}\n", h.dump());
+      out.print("{}\n", json_text(h));
     } else if (json) {
-      std::string t = head.dump();
+      std::string t = json_text(head);
       t.pop_back();
       out.print("{},\"sets\":[\n", t);
     } else {
@@ -382,7 +381,7 @@ int run_and_render_profile(lr::Program& prog, const lr::Profile& prof, const Pro
   };
   auto res = lr::run_profile(prog, prof, ro, gate);
   if (json && !a.jsonl && opened)
-    out.print("],\"warnings\":{}}}\n", nlohmann::json(pre_warnings).dump());
+    out.print("],\"warnings\":{}}}\n", json_text(nlohmann::json(pre_warnings)));
   if (!json || a.jsonl) print_warnings_text(pre_warnings, err);
   if (!res.ok()) return fail(res.error(), err);
   bool findings = (fail_on_wants(a.fail_on, "flagged") && r->flagged) ||

@@ -103,19 +103,42 @@ int cmd_refs(const DumpOptions& c, const RefsArgs& a) {
       std::string e = fmt::format(
           "{:#x} is not inside an in-use heap block (the index holds references to heap blocks)",
           addr);
-      if (c.json)
-        out.push_back({{"addr", hex(addr)}, {"error", e}});
-      else
+      // A freed block: where it lies, and who still points at it.
+      const lr::HeapPlace at = lr::locate_in_heap(prog, *o.value().ci.heap, addr);
+      const std::vector<lr::Ref> dangling =
+          at.start < at.end ? ix.words_into(at.start, at.end) : std::vector<lr::Ref>{};
+      if (c.json) {
+        nlohmann::json j{{"addr", hex(addr)}, {"error", e}};
+        if (!at.what.empty()) {
+          j["freed"] = at.what;
+          j["dangling_referrers"] = nlohmann::json::array();
+          for (const auto& r : dangling)
+            j["dangling_referrers"].push_back(ref_json(names, prog, r));
+        }
+        out.push_back(std::move(j));
+      } else {
         out_stderr().print("leakref: error: {}\n", e);
+        if (!at.what.empty()) {
+          out_stdout().print("{:#x}: {}; {} dangling pointer{} to it:\n", addr, at.what,
+                             dangling.size(), dangling.size() == 1 ? "" : "s");
+          for (const auto& r : dangling)
+            out_stdout().print("  {:<8} {}  -> {:#x}\n", lr::ref_from_name(r.kind),
+                               names.describe(r), lr::ref_value(prog, r));
+        }
+      }
       status = kLookup;
       continue;
     }
     const lr::HeapChunk h = o.value().ci.heap->in_use[ch];
     std::vector<lr::Ref> refs = ix.refs_to(ch);
+    const std::vector<lr::Ref> stale = ix.stale_refs_to(ch);
     std::vector<lr::Ref> chain = a.depth ? ix.anchor_chain(ch, a.depth) : std::vector<lr::Ref>{};
     if (!c.json) {
       print_refs_text(names, h, ch, addr, refs, a.depth ? &chain : nullptr, a.depth,
                       a.depth && (live[ch] & lr::RefIndex::kReached), prog);
+      for (const auto& r : stale)
+        out_stdout().print("  {:<8} {}  -> {:#x}\n", "stale", names.describe(r),
+                           lr::ref_value(prog, r));
       continue;
     }
     std::string type = names.block_type(ch);
@@ -125,6 +148,8 @@ int cmd_refs(const DumpOptions& c, const RefsArgs& a) {
                      {"type", type.empty() ? nlohmann::json(nullptr) : nlohmann::json(type)},
                      {"referrers", nlohmann::json::array()}};
     for (const auto& r : refs) j["referrers"].push_back(ref_json(names, prog, r));
+    j["stale_referrers"] = nlohmann::json::array();
+    for (const auto& r : stale) j["stale_referrers"].push_back(ref_json(names, prog, r));
     if (a.depth) {
       j["reachable"] = (live[ch] & lr::RefIndex::kReached) != 0;
       j["anchor_chain"] = nlohmann::json::array();
@@ -138,9 +163,13 @@ int cmd_refs(const DumpOptions& c, const RefsArgs& a) {
                {"objects", out},
                {"known_objects", known.size()},
                {"index", {{"refs", ix.stats().refs}, {"roots", ix.stats().roots}}},
+               {"partial", !ix.partial().empty()},
+               {"partial_reasons", ix.partial()},
                {"warnings", o.value().warnings}});
   else
     print_warnings_text(o.value().warnings);
+  if (!c.json)
+    for (const auto& p : ix.partial()) out_stderr().print("leakref: partial: {}\n", p);
   return status;
 }
 
@@ -154,7 +183,7 @@ nlohmann::json root_kinds(const lr::RefIndex& ix) {
     k["bytes"] = k["bytes"].get<uint64_t>() + (r.end - r.start);
     k["ranges"] = k["ranges"].get<uint64_t>() + 1;
   }
-  for (int k = 1; k < 6; ++k)
+  for (size_t k = 1; k < lr::kRefFromKinds; ++k)
     if (st.roots_by_kind[k]) {
       auto& j = roots[lr::ref_from_name(static_cast<lr::RefFrom>(k))];
       if (j.is_null()) j = {{"bytes", 0}, {"ranges", 0}};  // registers: no range
@@ -169,10 +198,12 @@ void print_leaks_text(const LeaksArgs& a, const lr::LeakReport& r) {
   std::stable_sort(rows.begin(), rows.end(),
                    [](const auto& x, const auto& y) { return x.second.bytes > y.second.bytes; });
   out_stdout().print(
-      "{} of {} heap blocks leaked ({} bytes): nothing live reaches them (registers, stacks "
-      "above the stack pointer, globals, TLS);\n{} of them unreferenced ({} bytes), the rest "
-      "referenced only by leaked blocks\n",
-      r.leaked, r.heap_blocks, r.leaked_bytes, r.unreferenced, r.unreferenced_bytes);
+      "{}{} of {} heap blocks leaked ({} bytes): nothing live reaches them (registers, stacks "
+      "above the stack pointer, globals, TLS, other mappings);\n{} of them unreferenced ({} "
+      "bytes), the rest referenced only by leaked blocks\n",
+      r.partial.empty() ? "" : "partial: ", r.leaked, r.heap_blocks, r.leaked_bytes, r.unreferenced,
+      r.unreferenced_bytes);
+  for (const auto& p : r.partial) out_stdout().print("partial: {}\n", p);
   if (r.pool_free)
     out_stdout().print("{} more blocks are objects free in {} (not counted)\n", r.pool_free,
                        r.pools);
@@ -207,7 +238,7 @@ nlohmann::json null_or(const std::string& s) {
 void print_leaks_json(const DumpOptions& c, const lr::LeakReport& r, const lr::RefIndex& ix,
                       const std::vector<std::string>& warnings) {
   out_stdout().print("{{\"schema\":\"leakref.leaks/1\",\"core\":{},\"blocks\":[",
-                     nlohmann::json(c.core).dump());
+                     json_text(nlohmann::json(c.core)));
   bool first = true;
   for (const auto& b : r.blocks) {
     nlohmann::json by = nlohmann::json::array();
@@ -219,7 +250,7 @@ void print_leaks_json(const DumpOptions& c, const lr::LeakReport& r, const lr::R
                      {"unreferenced", b.unreferenced},
                      {"referenced_by", std::move(by)},
                      {"site", null_or(b.site)}};
-    out_stdout().print("{}{}", first ? "\n" : ",\n", j.dump());
+    out_stdout().print("{}{}", first ? "\n" : ",\n", json_text(j));
     first = false;
   }
   nlohmann::json gj = nlohmann::json::array();
@@ -230,7 +261,9 @@ void print_leaks_json(const DumpOptions& c, const lr::LeakReport& r, const lr::R
                   {"bytes", g.bytes},
                   {"unreferenced", g.unreferenced}});
   const auto& st = ix.stats();
-  nlohmann::json rest{{"summary",
+  nlohmann::json rest{{"partial", !r.partial.empty()},
+                      {"partial_reasons", r.partial},
+                      {"summary",
                        {{"blocks", r.heap_blocks},
                         {"leaked", r.leaked},
                         {"leaked_bytes", r.leaked_bytes},
@@ -247,13 +280,14 @@ void print_leaks_json(const DumpOptions& c, const lr::LeakReport& r, const lr::R
                         {"table_bytes", st.table_bytes},
                         {"build_ns", st.build_ns}}},
                       {"warnings", warnings}};
-  std::string t = rest.dump();
+  std::string t = json_text(rest);
   out_stdout().print("\n],{}\n", t.substr(1));  // `rest` continues the open object
 }
 
 int cmd_leaks(const DumpOptions& c, const LeaksArgs& a) {
   for (const auto& f : a.fail_on)
-    if (f != "leaked" && f != "any") return fail_usage("--fail-on: unknown finding '" + f + "'");
+    if (f != "leaked" && f != "partial" && f != "any")
+      return fail_usage("--fail-on: unknown finding '" + f + "'");
   auto o = open_indexed_core(c);
   if (!o.ok()) return fail(o.error());
   lr::LiveSites sites;
@@ -278,6 +312,9 @@ int cmd_leaks(const DumpOptions& c, const LeaksArgs& a) {
     if (a.list) out_stdout().put("\n");
     print_leaks_text(a, r);
   }
+  // A partial answer is not a clean one: under --fail-on it fails whatever
+  // was asked.
+  if (!a.fail_on.empty() && !r.partial.empty()) return kFindings;
   return fail_on_wants(a.fail_on, "leaked") && r.leaked ? kFindings : kOk;
 }
 
@@ -307,7 +344,9 @@ Command register_leaks(CLI::App& app, DumpOptions& c) {
       "--trace", a->traces,
       "allocation trace (leakref-trace --malloc, mmleak, bcc, mtrace): each block's site");
   sub->add_option("--top", a->top, "sizes listed in text (default 20)");
-  sub->add_option("--fail-on", a->fail_on, "exit 1 if: leaked")->delimiter(',');
+  sub->add_option("--fail-on", a->fail_on,
+                  "exit 1 if: leaked, partial (a partial answer always fails under --fail-on)")
+      ->delimiter(',');
   return {sub, [&c, a] { return cmd_leaks(c, *a); }, [&c] { return c.json; }};
 }
 

@@ -129,7 +129,8 @@ lr::WalkSpec walk_spec_from(const WalkArgs& a) {
 void add_walk_run_options(CLI::App* sub, WalkArgs& w) {
   sub->add_option("--limit", w.limit, "stop after N objects (default 100000000)")
       ->check(positive_count(""));
-  sub->add_option("--fail-on", w.fail_on, "exit 1 if: match, cycle, fault, corrupt, issue, any")
+  sub->add_option("--fail-on", w.fail_on,
+                  "exit 1 if: match, cycle, fault, corrupt, issue, over, zero, leaked-held, any")
       ->delimiter(',');
   sub->add_flag("--summary", w.summary_only, "print only the summary");
   auto* first = sub->add_flag("--summary-first", w.summary_first,
@@ -155,8 +156,8 @@ void add_walk_run_options(CLI::App* sub, WalkArgs& w) {
 namespace {}  // namespace
 
 lr::Result<void> check_walk_args(const WalkArgs& a) {
-  static const std::set<std::string> kFail = {"match", "cycle", "fault", "corrupt",
-                                              "issue", "over",  "any"};
+  static const std::set<std::string> kFail = {"match", "cycle", "fault",       "corrupt", "issue",
+                                              "over",  "zero",  "leaked-held", "any"};
   for (const auto& f : a.fail_on)
     if (!kFail.count(f))
       return lr::make_error(lr::Errc::kInvalidArgument, "--fail-on: unknown finding '" + f + "'");
@@ -296,7 +297,9 @@ bool walk_findings(const WalkArgs& a, const lr::WalkReport& rep) {
           (wr.stop == lr::WalkStop::kFault || rep.unreadable_objects)) ||
          (fail_on_wants(a.fail_on, "corrupt") && wr.stop == lr::WalkStop::kCorrupt) ||
          (fail_on_wants(a.fail_on, "issue") && wr.issue_count > 0) ||
-         (fail_on_wants(a.fail_on, "over") && rep.over_referenced > 0);
+         (fail_on_wants(a.fail_on, "over") && rep.over_referenced > 0) ||
+         (fail_on_wants(a.fail_on, "zero") && rep.zero_referenced > 0) ||
+         (fail_on_wants(a.fail_on, "leaked-held") && rep.leaked_held > 0);
 }
 
 }  // namespace

@@ -27,8 +27,7 @@ void json_string(fmt::memory_buffer& b, std::string_view s) {
     return;
   }
   // Invalid UTF-8 from target memory becomes U+FFFD, as in every JSON output.
-  std::string d =
-      nlohmann::json(std::string(s)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string d = json_text(nlohmann::json(std::string(s)), -1);
   b.append(d);
 }
 
@@ -60,7 +59,7 @@ void json_value(fmt::memory_buffer& b, const lr::FieldValue& v) {
       json_string(b, v.text);
       return;
     default:
-      b.append(value_json(v).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      b.append(json_text(value_json(v), -1));
   }
 }
 
@@ -127,7 +126,7 @@ void WalkRenderer::begin() {
       {"refcount_field",
        spec_.refcount.empty() ? nlohmann::json(nullptr) : nlohmann::json(spec_.refcount)},
       {"where", a_.where.empty() ? nlohmann::json(nullptr) : nlohmann::json(a_.where)}};
-  std::string s = h.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string s = json_text(h, -1);
   if (f_ == WalkFormat::kJsonl) {
     s.insert(1, "\"record\":\"walk\",");
     out_.put(s + "\n");
@@ -199,6 +198,9 @@ void WalkRenderer::json_reconcile(const lr::WalkedObject& o) {
   fmt::format_to(it, ",\"inbound\":{},\"inbound_words\":{}", o.inbound, o.inbound_words);
   if (o.has_refcount && o.refcount > o.inbound)
     fmt::format_to(it, ",\"over\":{}", o.refcount - o.inbound);
+  if (o.has_refcount && o.refcount <= 0 && o.inbound > 0)
+    fmt::format_to(it, ",\"zero_held\":{}", o.inbound);
+  if (o.from_leaked) fmt::format_to(it, ",\"from_leaked\":{}", o.from_leaked);
   buf_.append(std::string_view(",\"referrers\":["));
   for (size_t i = 0; i < o.referrers.size(); ++i) {
     const lr::Ref& r = o.referrers[i];
@@ -220,6 +222,11 @@ std::string WalkRenderer::reconcile_text(const lr::WalkedObject& o) const {
   if (o.inbound_words != o.inbound) s += fmt::format(" ({} words)", o.inbound_words);
   if (o.has_refcount && o.refcount > o.inbound)
     s += fmt::format("  !! {} counted, held by nothing found", o.refcount - o.inbound);
+  if (o.has_refcount && o.refcount <= 0 && o.inbound > 0)
+    s += fmt::format("  !! refcount {}, yet held {} time{} (a use after free in waiting)",
+                     o.refcount, o.inbound, o.inbound == 1 ? "" : "s");
+  if (o.from_leaked)
+    s += fmt::format("  !! {} from leaked block{}", o.from_leaked, o.from_leaked == 1 ? "" : "s");
   return s;
 }
 
@@ -391,6 +398,8 @@ nlohmann::json WalkRenderer::summary_json(const lr::WalkReport& rep) const {
   if (rep.mode == "xarray") s["value_entries"] = wr.skipped;
   if (spec_.reconcile) {
     s["over_referenced"] = rep.over_referenced;
+    s["zero_referenced"] = rep.zero_referenced;
+    s["leaked_held"] = rep.leaked_held;
     s["not_indexed"] = rep.not_indexed;
   }
   // Timing only on request: the same core gives the same output.
@@ -430,6 +439,14 @@ void WalkRenderer::text_summary(const lr::WalkReport& rep) {
         "reconciled with the references found in memory: {} object{} with a refcount "
         "above them (counted references nobody holds)\n",
         rep.over_referenced, rep.over_referenced == 1 ? "" : "s");
+    if (rep.zero_referenced)
+      out_.print(
+          "  {} object{} with a refcount of 0 that something still points at (a use "
+          "after free in waiting)\n",
+          rep.zero_referenced, rep.zero_referenced == 1 ? "" : "s");
+    if (rep.leaked_held)
+      out_.print("  {} object{} held by leaked blocks (kept only as long as the leak)\n",
+                 rep.leaked_held, rep.leaked_held == 1 ? "" : "s");
     if (rep.not_indexed)
       out_.print("  {} object{} in no object the reference index holds: not reconciled\n",
                  rep.not_indexed, rep.not_indexed == 1 ? "" : "s");
@@ -460,7 +477,7 @@ void WalkRenderer::finish(const lr::WalkReport& rep, const std::vector<std::stri
   nlohmann::json t{
       {"type", rep.type_name},           {"type_size", rep.type_size},   {"mode", rep.mode},
       {"head_addr", hex(rep.head_addr)}, {"summary", summary_json(rep)}, {"warnings", warnings}};
-  std::string s = t.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string s = json_text(t, -1);
   if (f_ == WalkFormat::kJsonl) {
     s.insert(1, "\"record\":\"summary\",");
     buf_.append(s);

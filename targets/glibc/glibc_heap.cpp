@@ -106,6 +106,8 @@ struct Walker {
   SpaceTally space;
   std::vector<uint64_t> tcache_structs;  // user pointers
   uint64_t tcache_chunk = 0;             // the chunk size a tcache_perthread_struct has (layout's)
+  const HeapInput* in = nullptr;         // its tcaches, when libc's DWARF gave them
+  uint64_t by_shape = 0;                 // empty tcaches taken by their shape alone
 
   // A candidate in-use chunk; one larger than leakref indexes is a warning
   // (left out, never recorded with a wrong size).
@@ -275,6 +277,12 @@ struct Walker {
   // entry, damage (a cycle, an entry that is not one, a list shorter or longer than its count)
   // keeps the entries read so far and says what was not read.
   void tcache_candidate(uint64_t user) {
+    // Each thread's tcache variable names its tcache: a block of that size
+    // that none names is the program's (a zero-filled calloc looks like an
+    // empty tcache).
+    if (in && in->tcaches_known &&
+        !std::binary_search(in->tcaches.begin(), in->tcaches.end(), user))
+      return;
     const uint64_t bins = L.tcache_bins, width = L.tcache_count_width;
     const uint8_t* b = rd.bytes(user, L.tcache_entries + bins * 8);
     if (!b || bins > kMaxTcacheBins) return;
@@ -293,6 +301,9 @@ struct Walker {
     for (uint64_t i = 0; i < bins; ++i)
       if (counts[i] && !tcache_bin(user, i, counts[i], entries[i], &key, found)) return;
     ++g.tcache_structs;
+    // An empty one is all zeros, as a zeroed block of the program's of that
+    // size is: taken by shape alone, that is a guess, said once.
+    by_shape += !(in && in->tcaches_known) && found.empty();
     tcache_structs.push_back(user);
     if (key) g.tcache_key = key;
     for (uint64_t c : found) free_chunks.emplace(c, FreeList::kTcache);
@@ -359,6 +370,28 @@ struct Walker {
                 res(top + size, end));
   }
 
+  // An aligned request above the mmap threshold (posix_memalign, aligned_alloc)
+  // is served from a mapping whose chunk starts `lead` bytes in (glibc's
+  // _int_memalign: prev_size holds the gap, the size the rest), leaving the
+  // mapping's first header stale. The chunk's user pointer is aligned to a
+  // power of two A, where _int_memalign puts it: the first A-aligned user
+  // pointer past the mapping's own, at least MINSIZE (32) on. One place per
+  // A, each checked for both words exactly. 0 when the chunk starts the
+  // mapping.
+  uint64_t aligned_lead(uint64_t p, uint64_t size) const {
+    for (uint64_t a = 32; a && a < size; a <<= 1) {
+      uint64_t lead = (((p + 16 + a - 1) & ~(a - 1)) - 16) - p;
+      if (lead == 0) continue;
+      if (lead < 32) lead += a;
+      if (lead + 16 >= size) break;
+      uint64_t prev = 0, head = 0;
+      if (rd.u64(p + lead, &prev) && prev == lead && rd.u64(p + lead + 8, &head) &&
+          head == ((size - lead) | kIsMmapped))
+        return lead;
+    }
+    return 0;
+  }
+
   void mmapped(uint64_t start, uint64_t end) {
     if (start > ~uint64_t{0} - kPage) return;
     for (uint64_t p = (start + kPage - 1) & ~(kPage - 1);
@@ -369,11 +402,12 @@ struct Walker {
         // mapping but its last 16 bytes: the size tells which.
         const uint64_t size = head & kSizeMask, tail = size % kPage == 0 ? 0 : 16;
         if (size >= kPage && (size + tail) % kPage == 0 && size + tail <= end - p) {
-          add(p + 16, size - 16, true);
+          const uint64_t lead = aligned_lead(p, size);
+          add(p + lead + 16, size - lead - 16, true);
           out.regions.push_back({HeapRegion::Kind::kMmapped, p, p + size, 0, true});
           out.managed.emplace_back(p, p + size + tail);
-          space.add(SK::kOverhead, "mmapped chunk headers", 0, 16 + tail, 1,
-                    res(p, p + 16) + res(p + size, p + size + tail));
+          space.add(SK::kOverhead, "mmapped chunk headers", 0, lead + 16 + tail, 1,
+                    res(p, p + lead + 16) + res(p + size, p + size + tail));
           ++out.stats.mmapped;
           p += size + tail;
           continue;
@@ -719,7 +753,7 @@ Result<HeapWalk> walk_glibc_heap(const Memory& mem, const HeapInput& in, const H
   out.allocator = "glibc";
   auto details = std::make_shared<GlibcHeap>();
   GlibcHeap& g = *details;
-  Walker w{rd, in.layout, limits, out, g, {}, {}, 0, {}, {}, in.layout.tcache_chunk()};
+  Walker w{rd, in.layout, limits, out, g, {}, {}, 0, {}, {}, in.layout.tcache_chunk(), &in};
   const Arenas f = find_arenas(rd, in);
   g.main_arena = f.main_arena;
   if (!g.main_arena && f.arenas.empty())
@@ -733,6 +767,12 @@ Result<HeapWalk> walk_glibc_heap(const Memory& mem, const HeapInput& in, const H
   walk_thread_heaps(w, in, f, heap_ranges);
   walk_mmapped(w, in, heap_ranges);
   keep_in_use(w);
+  if (w.by_shape)
+    out.warnings.push_back(fmt::format(
+        "{} zero-filled block{} of a tcache's size {} taken for thread caches by shape alone ({}): "
+        "a zeroed block of the program's of that size would be taken for one",
+        w.by_shape, w.by_shape == 1 ? "" : "s", w.by_shape == 1 ? "is" : "are",
+        in.tcaches_why.empty() ? "no thread's tcache variable was read" : in.tcaches_why));
   check_system_mem(w, f);
   read_tcache_key(rd, in, g, out.warnings);
   if (g.main_arena) out.bookkeeping.emplace_back(g.main_arena, g.main_arena + in.layout.state_size);
@@ -792,12 +832,73 @@ Result<HeapWalk> walk_core(const Program& prog, const HeapLimits& limits) {
     return make_error(Errc::kNotFound, "no glibc malloc arena found (not a process core)");
   HeapInput in = heap_input_from_core(*prog.core(), prog.modules());
   LR_ASSIGN(in.layout, glibc_layout_of(prog));
+  if (auto t = glibc_thread_tcaches(prog); t.ok()) {
+    in.tcaches_known = true;
+    in.tcaches = std::move(t).value();
+  } else {
+    in.tcaches_why = t.error().message;
+  }
   return walk_glibc_heap(prog.mem(), in, limits);
 }
 }  // namespace
 
+namespace {
+
+// The chunk of region `r` holding `addr`, by its chain from the region's
+// start: its start and size, and whether its neighbour marks it in use;
+// false when the chain breaks first.
+bool chunk_in_region(const Memory& mem, const HeapRegion& r, uint64_t addr, uint64_t* at,
+                     uint64_t* size, bool* marked_used) {
+  for (uint64_t p = r.start; p + 16 <= r.end;) {
+    uint64_t head = 0, next = 0;
+    if (!mem.read(p + 8, &head, 8).ok()) return false;
+    const uint64_t n = head & kSizeMask;
+    if (n < 16 || n % 16 != 0 || n > r.end - p) return false;
+    if (addr < p + n) {
+      *at = p, *size = n;
+      *marked_used =
+          p + n + 16 <= r.end && mem.read(p + n + 8, &next, 8).ok() && (next & kPrevInuse);
+      return true;
+    }
+    p += n;
+  }
+  return false;
+}
+
+// Where a freed (or never allocated) address lies in glibc's heap.
+HeapPlace locate_glibc(const Program& prog, const HeapWalk& heap, uint64_t addr) {
+  for (const auto& r : heap.regions) {
+    if (addr < r.start || addr >= r.end) continue;
+    if (r.kind == HeapRegion::Kind::kMmapped)
+      return {
+          fmt::format("in the mapping of the mmapped chunk at {:#x}, before its block "
+                      "(an aligned request's gap, or the chunk's header)",
+                      r.start)};
+    const std::string arena = fmt::format("arena {:#x}", r.arena);
+    uint64_t at = 0, size = 0;
+    bool used = false;
+    if (!chunk_in_region(prog.mem(), r, addr, &at, &size, &used))
+      return {fmt::format("in {}'s heap {:#x}-{:#x}, past a break in its chunk chain", arena,
+                          r.start, r.end)};
+    if (addr < at + 16)
+      return {fmt::format("in the header of the chunk at {:#x} ({} bytes), {}", at, size, arena)};
+    const char* where = used ? "a free chunk on a thread cache (tcache) or fastbin list: "
+                               "its neighbour still marks it in use"
+                        : at + size + 32 >= r.end ? "the top chunk: memory the arena has not "
+                                                    "handed out since, or took back"
+                                                  : "a free chunk in the bins (unsorted, small "
+                                                    "or large): its neighbour marks it free";
+    return {fmt::format("{:#x} is {:#x} into the chunk at {:#x} ({} bytes), {}, {}", addr,
+                        addr - at - 16, at, size, where, arena),
+            at + 16, at + size};
+  }
+  return {};
+}
+
+}  // namespace
+
 Allocator glibc_allocator() {
-  return {"glibc", &walk_core};
+  return {"glibc", &walk_core, &locate_glibc};
 }
 
 }  // namespace lr

@@ -30,6 +30,12 @@ struct HeapInput {
   uint64_t mp_at = 0;          // libc's mp_ (struct malloc_par, from its symbol); 0: unknown
   uint64_t tcache_key_at = 0;  // libc's tcache_key variable (2.34+, from its symbol); 0: unknown
   GlibcLayout layout = glibc_default_layout();  // walk_core: the core's libc's
+  // Every thread's tcache, sorted, from libc's DWARF (glibc_thread_tcaches):
+  // then only these are tcaches. Unknown: blocks of a tcache's size and
+  // shape are taken for one, and the walk says so (`tcaches_why`).
+  bool tcaches_known = false;
+  std::vector<uint64_t> tcaches;
+  std::string tcaches_why;
 };
 HeapInput heap_input_from_core(const CoreFile& core, const ModuleSet& mods);
 
@@ -61,6 +67,11 @@ Result<GlibcLayout> glibc_layout_of(const Program& prog);
 
 // glibc's malloc as the engine's allocator "glibc".
 Allocator glibc_allocator();
+// Each thread's tcache (the user pointer its `tcache` TLS variable holds),
+// for every descriptor on glibc's thread lists: live threads, and exited
+// ones whose stacks it keeps (in a fork child, the parent's other threads).
+// kNotFound saying what is missing (libc's and ld.so's DWARF).
+Result<std::vector<uint64_t>> glibc_thread_tcaches(const Program& prog);
 // What glibc registers: its malloc, and the thread pointers its thread list
 // gives (glibc_threads.cpp) for cores without them.
 TargetSpec glibc_target();
