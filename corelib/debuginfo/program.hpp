@@ -102,7 +102,7 @@ void register_thread_pointer_finder(const std::string& name, ThreadPointerFinder
 // what the library placed there), and the stacks it keeps of threads that
 // no longer exist (a cache for reuse; in a fork child, the parent's other
 // threads'): their words are stale, never roots. `source` names what said it
-// ("glibc's DWARF"); empty when no library knew.
+// ("the C library's DWARF"); empty when no library knew.
 struct ThreadMemory {
   struct Range {
     uint64_t start = 0, end = 0;
