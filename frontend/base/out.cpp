@@ -29,10 +29,6 @@ void print_warnings_text(const std::vector<std::string>& w, Out& err) {
   for (const auto& s : w) err.print("leakref: warning: {}\n", s);
 }
 
-std::string json_text(const nlohmann::json& j, int indent) {
-  return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
 void emit_json(const nlohmann::json& j, Out& out) {
   out.put(json_text(j, 1));
   out.put("\n");

@@ -43,6 +43,10 @@ void emit_json(const nlohmann::json& j, Out& out = out_stdout());
 // mapped file's name, a symbol) need not be UTF-8: invalid bytes become
 // U+FFFD instead of aborting the output. Every JSON the front end writes
 // goes through here.
-std::string json_text(const nlohmann::json& j, int indent = -1);
+// (A template: nlohmann::ordered_json keeps its members' order.)
+template <class Json>
+std::string json_text(const Json& j, int indent = -1) {
+  return j.dump(indent, ' ', false, Json::error_handler_t::replace);
+}
 
 }  // namespace lrcli

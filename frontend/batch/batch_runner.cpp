@@ -131,6 +131,17 @@ json finish(Child& c, const BatchOptions& o, int status, const struct rusage& ru
       st = "memory";
       why = fmt::format("{}: analysis needed more than the memory limit ({} MiB)", c.dump->path,
                         o.mem_limit_mib);
+    } else if (o.mem_limit_mib && WIFSIGNALED(status) &&
+               (WTERMSIG(status) == SIGSEGV || WTERMSIG(status) == SIGBUS ||
+                WTERMSIG(status) == SIGABRT)) {
+      // Under the limit a library whose allocation fails (libdw's does)
+      // dies instead of saying so: the limit is the likely cause, and the
+      // signal is said too.
+      st = "memory";
+      why = fmt::format(
+          "{}: analysis needed more than the memory limit ({} MiB): it died of signal {} ({}) "
+          "under the limit, as a library does when an allocation fails",
+          c.dump->path, o.mem_limit_mib, WTERMSIG(status), strsignal(WTERMSIG(status)));
     } else {
       st = "crashed";
       std::string tail = c.err_text.substr(c.err_text.size() > 300 ? c.err_text.size() - 300 : 0);

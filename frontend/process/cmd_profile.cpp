@@ -408,6 +408,7 @@ static int cmd_profile(const DumpOptions& c, const ProfileArgs& a) {
     ci = std::move(r).value();
     pa.index = ci.index.get();
     pre.insert(pre.end(), ci.index->warnings().begin(), ci.index->warnings().end());
+    for (const auto& p : ci.index->partial()) pre.push_back("partial: " + p);
   }
   std::fflush(stdout);
   return run_and_render_profile(*prog.value(), prof.value(), pa, c.json, false, c.core, pre,

@@ -362,7 +362,11 @@ static int cmd_walk(const DumpOptions& c, const WalkArgs& a) {
   }
   std::fflush(stdout);
   std::vector<std::string> pre = prog.value()->warnings();
-  if (ci.index) pre.insert(pre.end(), ci.index->warnings().begin(), ci.index->warnings().end());
+  if (ci.index) {
+    pre.insert(pre.end(), ci.index->warnings().begin(), ci.index->warnings().end());
+    // References nobody could read may be the ones a refcount counts.
+    for (const auto& p : ci.index->partial()) pre.push_back("partial: " + p);
+  }
   return run_and_render_walk(*prog.value(), w, c.json, false, c.core, pre, out_stdout(),
                              out_stderr());
 }

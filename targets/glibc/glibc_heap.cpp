@@ -15,6 +15,7 @@
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 #include "corelib/debuginfo/modules.hpp"
 #include "corelib/debuginfo/program.hpp"
@@ -108,6 +109,17 @@ struct Walker {
   uint64_t tcache_chunk = 0;             // the chunk size a tcache_perthread_struct has (layout's)
   const HeapInput* in = nullptr;         // its tcaches, when libc's DWARF gave them
   uint64_t by_shape = 0;                 // empty tcaches taken by their shape alone
+  uint64_t unnamed = 0;                  // tcaches with entries no thread's variable named
+  std::vector<uint64_t> rejected_empty;  // empty-looking blocks no variable named
+  bool trust_names = true;               // false once a tcache with entries went unnamed
+
+  // Names that missed a tcache its entries prove are not trusted: the empty
+  // ones they did not name are taken by shape after all (and said).
+  void recheck_unnamed() {
+    if (!unnamed || rejected_empty.empty()) return;
+    trust_names = false;
+    for (uint64_t u : std::exchange(rejected_empty, {})) tcache_candidate(u);
+  }
 
   // A candidate in-use chunk; one larger than leakref indexes is a warning
   // (left out, never recorded with a wrong size).
@@ -277,12 +289,12 @@ struct Walker {
   // entry, damage (a cycle, an entry that is not one, a list shorter or longer than its count)
   // keeps the entries read so far and says what was not read.
   void tcache_candidate(uint64_t user) {
-    // Each thread's tcache variable names its tcache: a block of that size
-    // that none names is the program's (a zero-filled calloc looks like an
-    // empty tcache).
-    if (in && in->tcaches_known &&
-        !std::binary_search(in->tcaches.begin(), in->tcaches.end(), user))
-      return;
+    // Each thread's tcache variable names its tcache: an empty-looking
+    // block of that size that none names is the program's (a zero-filled
+    // calloc looks like an empty tcache). One with entries is proved by them
+    // (each a free chunk of its bin with the key), named or not.
+    const bool named =
+        in && in->tcaches_known && std::binary_search(in->tcaches.begin(), in->tcaches.end(), user);
     const uint64_t bins = L.tcache_bins, width = L.tcache_count_width;
     const uint8_t* b = rd.bytes(user, L.tcache_entries + bins * 8);
     if (!b || bins > kMaxTcacheBins) return;
@@ -297,13 +309,20 @@ struct Walker {
     uint64_t key = 0, stored = 0;
     for (uint64_t i = 0; i < bins; ++i)
       if (counts[i] == 0 ? entries[i] != 0 : !tcache_entry(entries[i], i, &key, &stored)) return;
+    bool empty = true;
+    for (uint64_t i = 0; i < bins; ++i) empty &= counts[i] == 0;
+    if (empty && trust_names && in && in->tcaches_known && !named) {
+      rejected_empty.push_back(user);  // taken again if the names prove unreliable
+      return;
+    }
     std::vector<uint64_t> found;
     for (uint64_t i = 0; i < bins; ++i)
       if (counts[i] && !tcache_bin(user, i, counts[i], entries[i], &key, found)) return;
     ++g.tcache_structs;
     // An empty one is all zeros, as a zeroed block of the program's of that
     // size is: taken by shape alone, that is a guess, said once.
-    by_shape += !(in && in->tcaches_known) && found.empty();
+    by_shape += (!(in && in->tcaches_known) || !trust_names) && empty;
+    unnamed += in && in->tcaches_known && !named && !empty;
     tcache_structs.push_back(user);
     if (key) g.tcache_key = key;
     for (uint64_t c : found) free_chunks.emplace(c, FreeList::kTcache);
@@ -753,7 +772,8 @@ Result<HeapWalk> walk_glibc_heap(const Memory& mem, const HeapInput& in, const H
   out.allocator = "glibc";
   auto details = std::make_shared<GlibcHeap>();
   GlibcHeap& g = *details;
-  Walker w{rd, in.layout, limits, out, g, {}, {}, 0, {}, {}, in.layout.tcache_chunk(), &in};
+  Walker w{rd,  in.layout, limits, out, g,   {}, {}, 0, {}, {}, in.layout.tcache_chunk(),
+           &in, 0,         0,      {},  true};
   const Arenas f = find_arenas(rd, in);
   g.main_arena = f.main_arena;
   if (!g.main_arena && f.arenas.empty())
@@ -766,13 +786,16 @@ Result<HeapWalk> walk_glibc_heap(const Memory& mem, const HeapInput& in, const H
   if (g.main_arena) walk_main_heap(w, in, g.main_arena, heap_ranges);
   walk_thread_heaps(w, in, f, heap_ranges);
   walk_mmapped(w, in, heap_ranges);
+  w.recheck_unnamed();
   keep_in_use(w);
   if (w.by_shape)
     out.warnings.push_back(fmt::format(
         "{} zero-filled block{} of a tcache's size {} taken for thread caches by shape alone ({}): "
         "a zeroed block of the program's of that size would be taken for one",
         w.by_shape, w.by_shape == 1 ? "" : "s", w.by_shape == 1 ? "is" : "are",
-        in.tcaches_why.empty() ? "no thread's tcache variable was read" : in.tcaches_why));
+        !w.trust_names ? "the threads' tcache variables missed tcaches their entries prove"
+        : in.tcaches_why.empty() ? "no thread's tcache variable was read"
+                                 : in.tcaches_why));
   check_system_mem(w, f);
   read_tcache_key(rd, in, g, out.warnings);
   if (g.main_arena) out.bookkeeping.emplace_back(g.main_arena, g.main_arena + in.layout.state_size);
