@@ -236,6 +236,17 @@ TEST_CASE("hostile heap: damage is said and never a quiet different answer", "[h
     CHECK(hj["warnings"].dump().find("its count says 65535 but the list ends after") !=
           std::string::npos);
   }
+  SECTION("every tcache count at its maximum") {
+    // The tcache is known by its thread's variable: damaged, it is said,
+    // never a different heap in silence (diff said "7 grew").
+    std::string counts(128, '\xff');
+    std::string p = mutated("tcallmax", tcache, counts.data(), counts.size());
+    auto h = lrtest::leakref({"heap", p, "--json"});
+    REQUIRE(h.status == 0);
+    json hj = h.json();
+    CHECK(hj["warnings"].dump().find("(a thread's tcache variable names it) is damaged") !=
+          std::string::npos);
+  }
 }
 
 namespace {

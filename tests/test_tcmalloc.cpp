@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "harness.hpp"
+#include "roots_checks.hpp"
 
 using nlohmann::json;
 
@@ -124,17 +125,5 @@ TEST_CASE("tcmalloc: a read-only table's only pointer keeps its block", "[core][
   const Build& b = tcmalloc_build();
   if (!b.why.empty()) FAIL(b.why);
   const auto& fc = core_on(b.kv.at("LIB"), "tcmalloc", "fx_roots", {"readonly"});
-  const auto kept = manifest_items(fc.manifest, {"kept"});
-  REQUIRE(kept.size() == 1);
-  auto r = lrtest::leakref({"leaks", fc.core, "--json"}, 120);
-  INFO(r.err);
-  REQUIRE(r.status == 0);
-  const json j = r.json();
-  CHECK(j["partial"] == false);
-  for (const auto& x : j["blocks"]) CHECK(!kept.count(x["ptr"].get<std::string>()));
-  auto refs = lrtest::leakref({"refs", fc.core, *kept.begin(), "--json"});
-  REQUIRE(refs.status == 0);
-  const json rj = refs.json();
-  REQUIRE(rj["objects"][0]["referrers"].size() == 1);
-  CHECK(rj["objects"][0]["referrers"][0]["kind"] == "readonly");
+  lrtest::check_readonly_root(fc);
 }

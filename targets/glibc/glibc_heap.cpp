@@ -283,6 +283,15 @@ struct Walker {
     for (uint64_t i = 0; i < bins; ++i) counts[i] = fill - counts[i];
   }
 
+  void damaged_named(uint64_t user, uint64_t bin, uint64_t count) {
+    out.warnings.push_back(fmt::format(
+        "the thread cache at {:#x} (a thread's tcache variable names it) is damaged: bin {} "
+        "{}; its free chunks are not read and are counted in use",
+        user, bin,
+        count == 0 ? "is empty but points somewhere"
+                   : fmt::format("says {} entries that are no free chunks of its size", count)));
+  }
+
   // An in-use chunk of tcache_perthread_struct's size (0x290 in glibc 2.30 to
   // 2.41, 0x300 in 2.43) is one when every empty bin's pointer is NULL and
   // every other bin's first entry is well formed (a size of its bin, one key). Past the first
@@ -308,7 +317,12 @@ struct Walker {
     tcache_counts(counts, bins);
     uint64_t key = 0, stored = 0;
     for (uint64_t i = 0; i < bins; ++i)
-      if (counts[i] == 0 ? entries[i] != 0 : !tcache_entry(entries[i], i, &key, &stored)) return;
+      if (counts[i] == 0 ? entries[i] != 0 : !tcache_entry(entries[i], i, &key, &stored)) {
+        // A block a thread's tcache variable names is its tcache, damaged
+        // or not: what it holds is not read, and that is said.
+        if (named) damaged_named(user, i, counts[i]);
+        return;
+      }
     bool empty = true;
     for (uint64_t i = 0; i < bins; ++i) empty &= counts[i] == 0;
     if (empty && trust_names && in && in->tcaches_known && !named) {
@@ -317,7 +331,10 @@ struct Walker {
     }
     std::vector<uint64_t> found;
     for (uint64_t i = 0; i < bins; ++i)
-      if (counts[i] && !tcache_bin(user, i, counts[i], entries[i], &key, found)) return;
+      if (counts[i] && !tcache_bin(user, i, counts[i], entries[i], &key, found)) {
+        if (named) damaged_named(user, i, counts[i]);
+        return;
+      }
     ++g.tcache_structs;
     // An empty one is all zeros, as a zeroed block of the program's of that
     // size is: taken by shape alone, that is a guess, said once.
