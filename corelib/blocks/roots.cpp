@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <unordered_map>
 
 #include "corelib/base/fileio.hpp"
 
@@ -40,6 +41,9 @@ namespace {
 // the TLS blocks below it and struct pthread at and above it; aarch64
 // (variant I) the other way round.
 constexpr uint64_t kTlsSide = 8192, kTcbSide = 2304;
+// Data files a core left out that are read to see whether they hold heap
+// pointers; past this many, each is an unread root (the answer is partial).
+constexpr size_t kMaxFilesLooked = 64;
 
 using Spans = std::vector<std::pair<uint64_t, uint64_t>>;
 
@@ -104,10 +108,12 @@ class Planner {
   Planner(const CoreFile& core, const ModuleSet& mods, const HeapWalk& heap, const ThreadMemory* tm)
       : core_(core), mods_(mods), heap_(heap), tm_(tm) {
     for (auto& s : core.segments()) {
-      if (s.kind == SegmentInfo::Kind::kCore)
+      if (s.kind == SegmentInfo::Kind::kCore) {
         segs_.push_back(std::move(s));
-      else if (s.kind == SegmentInfo::Kind::kMissing && s.writable)
-        m_.unread.push_back({s.start, s.end, RefFrom::kMapping, 0, s.why});
+      } else if (s.kind == SegmentInfo::Kind::kMissing) {
+        if (s.writable) m_.unread.push_back({s.start, s.end, RefFrom::kMapping, 0, s.why});
+        missing_.push_back(std::move(s));
+      }
     }
   }
 
@@ -145,23 +151,29 @@ class Planner {
     const auto& ch = heap_.in_use;
     if (ch.size() == 0) return;
     const uint64_t lo = ch[0].user, hi = ch[ch.size() - 1].user + ch[ch.size() - 1].usable();
-    for (const auto& s : core_.segments()) {
-      if (s.kind != SegmentInfo::Kind::kMissing || s.writable) continue;
-      const MappedRange* r = nullptr;
-      for (const auto& mr : core_.mapped_ranges())
-        if (s.start >= mr.start && s.start < mr.end) r = &mr;
-      if (!r) continue;
-      const MappedFileInfo* f = nullptr;
-      for (const auto& mf : core_.mapped_files())
-        if (mf.path == r->path) f = &mf;
-      if (!f || !may_be_data(*f)) continue;
-      std::string why;
-      const std::string& host = f->host_path.empty() ? f->path : f->host_path;
-      if (!file_may_point(host, r->file_offset + (s.start - r->start), s.end - s.start, lo, hi,
-                          &why))
+    // One lookup table each: a hostile core lists 100,000 mappings.
+    std::vector<const MappedRange*> ranges;
+    for (const auto& mr : core_.mapped_ranges()) ranges.push_back(&mr);
+    std::sort(ranges.begin(), ranges.end(),
+              [](const MappedRange* a, const MappedRange* b) { return a->start < b->start; });
+    std::unordered_map<std::string, const MappedFileInfo*> files;
+    for (const auto& mf : core_.mapped_files()) files[mf.path] = &mf;
+    size_t looked = 0;  // files opened: bounded, the rest are said unread
+    for (const auto& s : missing_) {
+      if (s.writable) continue;
+      auto it = std::upper_bound(ranges.begin(), ranges.end(), s.start,
+                                 [](uint64_t a, const MappedRange* r) { return a < r->start; });
+      if (it == ranges.begin() || s.start >= (*--it)->end) continue;
+      const MappedRange& r = **it;
+      auto f = files.find(r.path);
+      if (f == files.end() || !may_be_data(*f->second)) continue;
+      std::string why = "more data files than are looked at";
+      const std::string& host = f->second->host_path.empty() ? r.path : f->second->host_path;
+      if (looked++ < kMaxFilesLooked &&
+          !file_may_point(host, r.file_offset + (s.start - r.start), s.end - s.start, lo, hi, &why))
         continue;
       m_.unread.push_back({s.start, s.end, RefFrom::kMapping, 0,
-                           fmt::format("a mapping of {} the core leaves out ({})", r->path, why)});
+                           fmt::format("a mapping of {} the core leaves out ({})", r.path, why)});
     }
   }
 
@@ -331,7 +343,7 @@ class Planner {
   const ModuleSet& mods_;
   const HeapWalk& heap_;
   const ThreadMemory* tm_;
-  std::vector<SegmentInfo> segs_;
+  std::vector<SegmentInfo> segs_, missing_;  // the core's bytes; what it lacks
   RootModel m_;
   std::vector<RootRange> out_;
   Spans taken_;  // mappings that are not "other": stacks, modules, heaps
