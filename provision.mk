@@ -21,7 +21,7 @@ DEB_DEPS := g++ make python3 pkg-config libdw-dev libelf-dev libfmt-dev libcli11
 # scripts/kernel-kmemleak builds one from linux-source-6.1: flex and bison).
 TEST_BUILD_DEPS := catch2 libglusterfs-dev liburcu-dev libtirpc-dev libnfs-dev libntirpc-dev \
                    libkrb5-dev gcc-aarch64-linux-gnu g++-aarch64-linux-gnu
-TEST_RUN_DEPS := libc6-dbg python3 python3-jsonschema python3-drgn clang libclang-rt-14-dev \
+TEST_RUN_DEPS := libc6-dbg python3 python3-jsonschema python3-drgn python3-networkx clang libclang-rt-14-dev \
                  clang-format clang-tidy glusterfs-server glusterfs-client fuse3 \
                  procps util-linux bpftrace bc time strace \
                  qemu-system-x86 qemu-system-arm qemu-user busybox-static cpio makedumpfile pahole \

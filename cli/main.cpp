@@ -53,13 +53,13 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "leakref 0.1.0");
   DumpOptions c;
   const std::vector<Command> commands = {
-      register_info(app, c),    register_walk(app, c),      register_show(app, c),
-      register_sym(app, c),     register_heap(app, c),      register_gluster(app, c),
-      register_profile(app, c), register_correlate(app, c), register_trace_plan(app),
-      register_trace_info(app), register_types(app),        register_kernel(app),
-      register_diff(app, c),    register_snapshot(app, c),  register_trend(app, c),
-      register_refs(app, c),    register_leaks(app, c),     register_account(app, c),
-      register_batch(app)};
+      register_info(app, c),     register_walk(app, c),      register_show(app, c),
+      register_sym(app, c),      register_heap(app, c),      register_gluster(app, c),
+      register_profile(app, c),  register_correlate(app, c), register_trace_plan(app),
+      register_trace_info(app),  register_types(app),        register_kernel(app),
+      register_diff(app, c),     register_snapshot(app, c),  register_trend(app, c),
+      register_refs(app, c),     register_leaks(app, c),     register_account(app, c),
+      register_retained(app, c), register_suspects(app, c),  register_batch(app)};
 
   one_value_per_option(&app);
   // `leakref help [SUBCOMMAND...]`, and typos named as such.

@@ -37,6 +37,15 @@ std::string global_text(const Program& prog, uint64_t addr) {
   return fmt::format("{}{} [{}]", demangle(h.sym->name), path, h.module->basename());
 }
 
+// The range of `ranges` (disjoint, by address) holding `a`; nullptr.
+const RootRange* range_of(const std::vector<RootRange>& ranges, uint64_t a) {
+  auto it = std::upper_bound(ranges.begin(), ranges.end(), a,
+                             [](uint64_t x, const RootRange& r) { return x < r.start; });
+  if (it == ranges.begin()) return nullptr;
+  --it;
+  return a < it->end ? &*it : nullptr;
+}
+
 // Collects each object of a profile's sets (their type from set_begin).
 class Collect final : public ProfileSink {
  public:
@@ -94,7 +103,7 @@ uint64_t ref_value(const Program& prog, const Ref& r) {
   return prog.mem().read(r.from, &v, 8).ok() ? v : r.value;
 }
 
-std::string RefNamer::frame_text(int tid, uint64_t addr) {
+const std::vector<StackFrame>& RefNamer::frames(int tid) {
   auto it = frames_.find(tid);
   if (it == frames_.end()) {
     std::vector<StackFrame> f;
@@ -102,9 +111,68 @@ std::string RefNamer::frame_text(int tid, uint64_t addr) {
       if (t.tid == tid) f = unwind_thread(core_.prog->mem(), core_.prog->modules(), t);
     it = frames_.emplace(tid, std::move(f)).first;
   }
-  const int i = frame_of(it->second, addr);
+  return it->second;
+}
+
+// "handle(req*) [fx]" for the frame holding stack word `addr`, its number
+// in `number`; "" when no frame does or its pc has no symbol.
+std::string RefNamer::frame_function(int tid, uint64_t addr, int* number) {
+  const auto& f = frames(tid);
+  *number = frame_of(f, addr);
+  if (*number < 0) return "";
+  SymbolHit h = core_.prog->modules().symbolize(f[*number].pc);
+  if (!h.sym) return "";
+  return fmt::format("{} [{}]", demangle(h.sym->name), h.module ? h.module->basename() : "?");
+}
+
+std::string RefNamer::holder(const Ref& r, std::string* key) {
+  std::string k, name;
+  switch (r.kind) {
+    case RefFrom::kGlobal: {
+      SymbolHit h = core_.prog->modules().symbolize(r.from);
+      if (h.sym && h.module)
+        k = name = fmt::format("global {} [{}]", demangle(h.sym->name), h.module->basename());
+      const RootRange* rr = range_of(core_.ci.index->root_ranges(), r.from);
+      if (k.empty()) k = name = rr ? "global data of " + rr->what : "global data";
+      break;
+    }
+    case RefFrom::kStack: {
+      int n = -1;
+      const std::string f = frame_function(r.tid, r.from, &n);
+      name = f.empty() ? fmt::format("thread {} stack", r.tid)
+                       : fmt::format("thread {} frame #{} {}", r.tid, n, f);
+      k = f.empty() ? "stack" : "stack " + f;
+      break;
+    }
+    case RefFrom::kTls:
+    case RefFrom::kRegister: {
+      const char* what = r.kind == RefFrom::kTls ? "TLS" : "registers";
+      name = fmt::format("thread {} {}", r.tid, what), k = what;
+      break;
+    }
+    case RefFrom::kMapping:
+    case RefFrom::kReadOnly: {
+      const char* what = r.kind == RefFrom::kMapping ? "writable mapping" : "read-only mapping";
+      name = k = what;
+      if (const RootRange* rr = range_of(core_.ci.index->root_ranges(), r.from)) {
+        name = fmt::format("{} {:#x}-{:#x}", what, rr->start, rr->end);
+        if (!rr->what.empty()) name += " (" + rr->what + ")", k += " " + rr->what;
+      }
+      break;
+    }
+    case RefFrom::kChunk:
+      name = k = "heap";
+      break;
+  }
+  if (key) *key = std::move(k);
+  return name;
+}
+
+std::string RefNamer::frame_text(int tid, uint64_t addr) {
+  const auto& frames_of = frames(tid);
+  const int i = frame_of(frames_of, addr);
   if (i < 0) return "";
-  SymbolHit h = core_.prog->modules().symbolize(it->second[i].pc);
+  SymbolHit h = core_.prog->modules().symbolize(frames_of[i].pc);
   if (!h.sym) return fmt::format("frame #{} {}", i, h.format());
   return fmt::format("frame #{} {}+{:#x} [{}]", i, demangle(h.sym->name), h.offset,
                      h.module ? h.module->basename() : "?");

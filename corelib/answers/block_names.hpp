@@ -52,6 +52,13 @@ class RefNamer {
   // holder_thread(void*)+0x2f [fx_leaks]", "struct obj.next of 0x... (set
   // objs)", "chunk 0x...+0x8 (48 bytes, Widget Widget.part)".
   std::string describe(const Ref& r);
+  // What holds root reference `r`, as one node of a retained-size tree:
+  // "global g_table [fx]", "thread 12 frame #1 handle(req*) [fx]", "thread
+  // 12 TLS", "thread 12 registers", "writable mapping 0x...-0x...". `key`
+  // (may be null) gets the same without what changes from run to run (the
+  // thread id, a frame's number, a mapping's address): "stack handle(req*)
+  // [fx]", to match holders across dumps.
+  std::string holder(const Ref& r, std::string* key);
   // What chunk `c` holds ("Widget", "dict_t (pool, fuse)", "struct obj
   // (set objs)"); "" when not known.
   std::string block_type(size_t c);
@@ -59,6 +66,8 @@ class RefNamer {
 
  private:
   std::string frame_text(int tid, uint64_t addr);
+  std::string frame_function(int tid, uint64_t addr, int* number);
+  const std::vector<StackFrame>& frames(int tid);
   std::string describe_in_block(const Ref& r);
   const IndexedCore& core_;
   const KnownObjects& known_;

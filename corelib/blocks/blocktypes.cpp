@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <deque>
+#include <unordered_map>
 
 namespace lr {
 
@@ -42,6 +43,15 @@ void collect(const Type* t, uint64_t base, const std::string& path, int depth,
     if (m.bit_size) continue;
     collect(m.type, base + m.offset, m.name.empty() ? path : path + "." + m.name, depth + 1, out);
   }
+}
+
+std::string demangle_symbol(const std::string& name) {
+  if (name.rfind("_Z", 0) != 0) return name;
+  int st = 0;
+  char* d = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &st);
+  std::string out = st == 0 && d ? d : name;
+  std::free(d);
+  return out;
 }
 
 }  // namespace
@@ -88,6 +98,36 @@ const std::vector<BlockTypes::PtrSlot>& BlockTypes::slots(const Type* t) {
   out.reserve(raw.size());
   for (auto& [off, tp] : raw) out.push_back({off, tp.first, std::move(tp.second)});
   return slots_.emplace(t, std::move(out)).first->second;
+}
+
+size_t BlockTypes::from_globals() {
+  // Each global holding a root reference, once: its pointer slots, read.
+  std::unordered_map<uint64_t, std::pair<uint64_t, const Type*>> vars;  // symbol -> (addr, type)
+  size_t typed = 0;
+  for (size_t i = 0; i < ix_.root_count(); ++i) {
+    const Ref r = ix_.root_ref(i);
+    if (r.kind != RefFrom::kGlobal || get(r.target)) continue;
+    SymbolHit h = prog_.modules().symbolize(r.from);
+    if (!h.sym || !h.module) continue;
+    auto it = vars.find(h.sym->addr);
+    if (it == vars.end()) {
+      auto v = prog_.resolve(h.sym->name + "@" + h.module->basename());
+      const Type* t = v.ok() && v.value().addr == h.sym->addr ? v.value().type : nullptr;
+      it = vars.emplace(h.sym->addr, std::make_pair(h.sym->addr, t)).first;
+    }
+    if (!it->second.second) continue;
+    const HeapChunk& c = ix_.heap().in_use[r.target];
+    uint64_t v = 0;
+    if (!prog_.mem().read(r.from, &v, 8).ok() || v != c.user) continue;
+    for (const PtrSlot& s : slots(it->second.second))
+      if (it->second.first + s.offset == r.from && s.pointee->size <= c.usable() &&
+          set(r.target, BlockType{s.pointee, s.pointee->display(),
+                                  demangle_symbol(h.sym->name) + s.path, true})) {
+        ++typed;
+        break;
+      }
+  }
+  return typed;
 }
 
 size_t BlockTypes::propagate(const std::vector<uint8_t>& within, size_t max_blocks) {

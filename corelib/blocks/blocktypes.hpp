@@ -42,6 +42,10 @@ class BlockTypes {
   // void, char or incomplete types say nothing and are not followed.
   // Returns how many chunks it typed.
   size_t propagate(const std::vector<uint8_t>& within, size_t max_blocks = 10'000'000);
+  // Types the chunks that a global's typed pointer (a pointer member of a
+  // variable the modules' DWARF describes) points at the start of, as
+  // "struct table" via "g_tables[3]". Returns how many it typed.
+  size_t from_globals();
   // Chunk `c`'s type; nullptr when none is known.
   const BlockType* get(size_t c) const;
   // "Widget" from a vtable symbol "_ZTV6Widget" (demangled); "" when the

@@ -565,6 +565,31 @@ std::vector<uint32_t> RefIndex::points_to(size_t c) const {
   return out;
 }
 
+std::span<const uint32_t> RefIndex::row(size_t c) const {
+  if (c >= chunks()) return {};
+  const Impl& ix = *impl_;
+  return {ix.target.data() + ix.rows.begin(c), ix.target.data() + ix.rows.begin(c + 1)};
+}
+
+std::span<const uint32_t> RefIndex::referrers(size_t c) const {
+  if (c >= chunks()) return {};
+  const auto& io = impl_->in_off();
+  return {impl_->in_src().data() + io[c], impl_->in_src().data() + io[c + 1]};
+}
+
+std::vector<uint64_t> RefIndex::words_from(size_t src, size_t dst) const {
+  if (src >= chunks() || dst >= chunks()) return {};
+  return impl_->words_into(mem_, src, dst);
+}
+
+size_t RefIndex::root_count() const {
+  return impl_->roots.size();
+}
+
+Ref RefIndex::root_ref(size_t i) const {
+  return impl_->root(impl_->roots[i]);
+}
+
 std::vector<uint8_t> RefIndex::reachable() const {
   const Impl& ix = *impl_;
   std::vector<uint32_t> roots;

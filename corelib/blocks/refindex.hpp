@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -101,6 +102,17 @@ class RefIndex final : public RefSource {
   uint32_t ref_count(size_t c) const;
   // The chunks chunk `c` points into (its outgoing references), in order.
   std::vector<uint32_t> points_to(size_t c) const;
+  // The same without a copy: one entry per referring word, valid while the
+  // index lives.
+  std::span<const uint32_t> row(size_t c) const;
+  // The chunks pointing into chunk `c`, one entry per referring word, in
+  // chunk order (the reverse rows, made on first use).
+  std::span<const uint32_t> referrers(size_t c) const;
+  // The words of chunk `src` that point into chunk `dst`, by address.
+  std::vector<uint64_t> words_from(size_t src, size_t dst) const;
+  // The references from roots (never stale), by target then address.
+  size_t root_count() const;
+  Ref root_ref(size_t i) const;
 
   // Per chunk: kReached when a chain of references from a root reaches it,
   // kReferenced when anything (a root or a chunk) points into it.

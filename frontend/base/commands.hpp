@@ -37,6 +37,8 @@ Command register_trend(CLI::App& app, DumpOptions& c);
 Command register_refs(CLI::App& app, DumpOptions& c);
 Command register_leaks(CLI::App& app, DumpOptions& c);
 Command register_account(CLI::App& app, DumpOptions& c);
+Command register_retained(CLI::App& app, DumpOptions& c);
+Command register_suspects(CLI::App& app, DumpOptions& c);
 Command register_trace_plan(CLI::App& app);
 Command register_trace_info(CLI::App& app);
 Command register_types(CLI::App& app);  // types build, types gluster

@@ -1,0 +1,467 @@
+// The retained-size tree of a process core (retained.hpp).
+#include "corelib/answers/retained.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+
+#include "corelib/answers/leak_states.hpp"
+#include "corelib/blocks/dominators.hpp"
+
+namespace lr {
+
+namespace {
+
+uint64_t now_ns() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
+// The graph around the index's blocks: holders, "leaked" and the top, with
+// the edges they add (the blocks' own are the index's rows).
+struct Graph {
+  explicit Graph(const RefIndex& i) : ix(i), nb(i.chunks()) {}
+  const RefIndex& ix;
+  size_t nb = 0;
+  std::vector<uint32_t> holder_begin, holder_edges;  // per holder: its blocks
+  std::vector<uint32_t> entries;                     // the leaked part's entry blocks
+  std::vector<uint32_t> top_edges;                   // the holders, then leaked
+  // Into blocks from holders and from leaked: (block, from node), sorted.
+  std::vector<std::pair<uint32_t, uint32_t>> extra_preds;
+
+  uint32_t leaked() const { return static_cast<uint32_t>(top_edges.size() - 1 + nb); }
+  uint32_t top() const { return leaked() + 1; }
+  size_t nodes() const { return top() + 1; }
+
+  std::span<const uint32_t> succ(uint32_t v) const {
+    if (v < nb) return ix.row(v);
+    if (v == leaked()) return entries;
+    if (v == top()) return top_edges;
+    const size_t h = v - nb;
+    return {holder_edges.data() + holder_begin[h], holder_edges.data() + holder_begin[h + 1]};
+  }
+  template <class F>
+  void each_pred(uint32_t v, const F& f) const {
+    if (v >= nb) {
+      if (v != top()) f(top());
+      return;
+    }
+    for (uint32_t u : ix.referrers(v)) f(u);
+    auto it = std::lower_bound(extra_preds.begin(), extra_preds.end(), std::make_pair(v, 0u));
+    for (; it != extra_preds.end() && it->first == v; ++it) f(it->second);
+  }
+};
+
+// Groups the root references by holder; returns the holders.
+std::vector<Holder> add_holders(RefNamer& names, Graph* g) {
+  std::vector<Holder> holders;
+  std::unordered_map<std::string, uint32_t> ids;
+  std::vector<std::pair<uint32_t, uint32_t>> edges;  // (holder, block)
+  for (size_t i = 0; i < g->ix.root_count(); ++i) {
+    const Ref r = g->ix.root_ref(i);
+    std::string key;
+    std::string name = names.holder(r, &key);
+    auto [it, added] = ids.emplace(name, static_cast<uint32_t>(holders.size()));
+    if (added) holders.push_back({std::move(name), std::move(key), r.kind});
+    edges.emplace_back(it->second, r.target);
+  }
+  std::sort(edges.begin(), edges.end());
+  edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+  g->holder_begin.assign(holders.size() + 1, 0);
+  for (const auto& [h, b] : edges) {
+    ++g->holder_begin[h + 1];
+    g->holder_edges.push_back(b);
+    g->extra_preds.emplace_back(b, static_cast<uint32_t>(g->nb + h));
+  }
+  for (size_t h = 0; h < holders.size(); ++h) g->holder_begin[h + 1] += g->holder_begin[h];
+  return holders;
+}
+
+void add_leaked(Graph* g) {
+  const std::vector<uint8_t> reach = g->ix.reachable();
+  std::vector<uint8_t> reached(g->nb);
+  for (size_t i = 0; i < g->nb; ++i) reached[i] = reach[i] & RefIndex::kReached;
+  g->entries = entry_nodes(g->nb, reached, [&](uint32_t v) { return g->ix.row(v); });
+  for (size_t h = 0; h + 1 < g->holder_begin.size(); ++h)
+    g->top_edges.push_back(static_cast<uint32_t>(g->nb + h));
+  g->top_edges.push_back(0);  // leaked's number, set once the holders are counted
+  g->top_edges.back() = g->leaked();
+  for (uint32_t e : g->entries) g->extra_preds.emplace_back(e, g->leaked());
+  std::sort(g->extra_preds.begin(), g->extra_preds.end());
+}
+
+}  // namespace
+
+std::span<const uint32_t> RetainedTree::successors(uint32_t v) const {
+  if (v < blocks_) return ix_->row(v);
+  if (v == leaked()) return entries_;
+  if (v == top()) return top_edges_;
+  const size_t h = v - blocks_;
+  return {holder_edges_.data() + holder_begin_[h], holder_edges_.data() + holder_begin_[h + 1]};
+}
+
+uint64_t RetainedTree::shallow(uint32_t v) const {
+  return is_block(v) ? ix_->heap().in_use[v].usable() : 0;
+}
+
+std::span<const uint32_t> RetainedTree::children(uint32_t v) const {
+  return {child_.data() + child_begin_[v], child_.data() + child_begin_[v + 1]};
+}
+
+std::vector<uint32_t> RetainedTree::dominators(uint32_t v) const {
+  std::vector<uint32_t> out = {v};
+  while (v != top()) out.push_back(v = idom_[v]);
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
+std::vector<uint32_t> RetainedTree::shortest_path(uint32_t v) const {
+  std::vector<uint32_t> out = {v};
+  while (v != top() && parent_[v] != kNoNode) out.push_back(v = parent_[v]);
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
+const std::string& RetainedTree::type(uint32_t v) const {
+  if (is_block(v)) return types_[type_of_[v]];
+  if (v < leaked()) return holders_[v - blocks_].name;
+  return none_;
+}
+
+namespace {
+
+// Sizes up the dominator tree, children lists by size, breadth-first
+// parents.
+void sizes_and_paths(const Graph& g, RetainedTree* t, std::vector<uint64_t>* bytes,
+                     std::vector<uint32_t>* count, const std::vector<uint32_t>& idom,
+                     const std::vector<uint32_t>& order, std::vector<uint32_t>* child_begin,
+                     std::vector<uint32_t>* child, std::vector<uint32_t>* parent,
+                     std::vector<uint32_t>* bfs) {
+  const size_t n = g.nodes();
+  bytes->assign(n, 0), count->assign(n, 0);
+  for (uint32_t v = 0; v < g.nb; ++v) (*bytes)[v] = t->shallow(v), (*count)[v] = 1;
+  for (size_t k = order.size(); k-- > 1;) {
+    const uint32_t v = order[k];
+    (*bytes)[idom[v]] += (*bytes)[v];
+    (*count)[idom[v]] += (*count)[v];
+  }
+  child_begin->assign(n + 1, 0);
+  for (uint32_t v : order)
+    if (v != g.top()) ++(*child_begin)[idom[v] + 1];
+  for (size_t v = 0; v < n; ++v) (*child_begin)[v + 1] += (*child_begin)[v];
+  child->resize(order.size());
+  std::vector<uint32_t> next(child_begin->begin(), child_begin->end() - 1);
+  for (uint32_t v : order)
+    if (v != g.top()) (*child)[next[idom[v]]++] = v;
+  for (size_t v = 0; v < n; ++v)
+    std::sort(child->begin() + (*child_begin)[v], child->begin() + (*child_begin)[v + 1],
+              [&](uint32_t a, uint32_t b) {
+                return (*bytes)[a] != (*bytes)[b] ? (*bytes)[a] > (*bytes)[b] : a < b;
+              });
+  parent->assign(n, kNoNode);
+  bfs->clear();
+  bfs->reserve(n);
+  bfs->push_back(g.top());
+  (*parent)[g.top()] = g.top();
+  for (size_t k = 0; k < bfs->size(); ++k)
+    for (uint32_t w : g.succ((*bfs)[k]))
+      if ((*parent)[w] == kNoNode) (*parent)[w] = (*bfs)[k], bfs->push_back(w);
+  (*parent)[g.top()] = kNoNode;
+}
+
+}  // namespace
+
+Result<RetainedTree> retained_tree(const IndexedCore& core, RefNamer& names) {
+  const RefIndex& ix = *core.ci.index;
+  if (ix.chunks() + 2 + ix.root_count() >= kNoNode)
+    return make_error(Errc::kUnsupported, "too many heap blocks for a retained-size tree");
+  RetainedTree t;
+  t.ix_ = &ix;
+  t.blocks_ = ix.chunks();
+  t.partial = ix.partial();
+  uint64_t t0 = now_ns();
+  Graph g(ix);
+  t.holders_ = add_holders(names, &g);
+  add_leaked(&g);
+  t.stats.holders = t.holders_.size();
+  t.stats.leak_entries = g.entries.size();
+  uint64_t t1 = now_ns();
+  t.stats.graph_ns = t1 - t0;
+  t.idom_ = immediate_dominators(
+      g.nodes(), g.top(), [&](uint32_t v) { return g.succ(v); },
+      [&](uint32_t v, const auto& f) { g.each_pred(v, f); }, &t.order_);
+  if (t.order_.size() != g.nodes())
+    return make_error(Errc::kBadFormat, fmt::format("{} of {} nodes not reached from the roots",
+                                                    g.nodes() - t.order_.size(), g.nodes()));
+  uint64_t t2 = now_ns();
+  t.stats.dominators_ns = t2 - t1;
+  sizes_and_paths(g, &t, &t.bytes_, &t.count_, t.idom_, t.order_, &t.child_begin_, &t.child_,
+                  &t.parent_, &t.bfs_);
+  uint64_t t3 = now_ns();
+  t.stats.sizes_ns = t3 - t2;
+  // Types: the leak analysis's, the globals' typed pointers, then typed
+  // pointers from every typed block; else what the account names.
+  find_leaks(core, names);
+  names.types().from_globals();
+  names.types().propagate(std::vector<uint8_t>(t.blocks_, 1));
+  KnownObjects none;
+  BlockKeys keys(core, names, none, BlockKeyBy::kType);
+  std::unordered_map<std::string, uint32_t> ids;
+  t.type_of_.resize(t.blocks_);
+  const auto& chunks = ix.heap().in_use;
+  for (size_t c = 0; c < t.blocks_; ++c) {
+    std::string k(keys(c));
+    if (k.empty()) k = fmt::format("({} bytes)", chunks[c].usable());
+    auto [it, added] = ids.emplace(k, static_cast<uint32_t>(t.types_.size()));
+    if (added) t.types_.push_back(std::move(k));
+    t.type_of_[c] = it->second;
+  }
+  t.stats.types_ns = now_ns() - t3;
+  t.holder_begin_ = std::move(g.holder_begin), t.holder_edges_ = std::move(g.holder_edges);
+  t.entries_ = std::move(g.entries), t.top_edges_ = std::move(g.top_edges);
+  return t;
+}
+
+MergedPaths merged_paths(const RetainedTree& t, const std::string& type) {
+  MergedPaths m;
+  std::vector<uint64_t> below(t.nodes(), 0);
+  const auto& bfs = t.bfs_order();
+  for (size_t k = bfs.size(); k-- > 1;) {
+    const uint32_t v = bfs[k];
+    if (t.is_block(v) && t.type(v) == type) ++below[v], ++m.blocks;
+    below[t.path_parent(v)] += below[v];
+  }
+  for (uint32_t v : bfs)
+    if (below[v]) {
+      m.count[v] = below[v];
+      if (v != t.top()) m.next[t.path_parent(v)].push_back(v);
+    }
+  for (auto& [v, kids] : m.next)
+    std::sort(kids.begin(), kids.end(), [&](uint32_t a, uint32_t b) {
+      return below[a] != below[b] ? below[a] > below[b] : a < b;
+    });
+  return m;
+}
+
+std::vector<TypeRetained> retained_by_type(const RetainedTree& t) {
+  std::unordered_map<std::string_view, TypeRetained> rows;
+  std::unordered_map<std::string_view, uint32_t> active;  // open dominators of the type
+  // Down the dominator tree, entering and leaving each node.
+  std::vector<std::pair<uint32_t, uint32_t>> stack = {{t.top(), 0}};
+  while (!stack.empty()) {
+    auto& [v, next] = stack.back();
+    const auto kids = t.children(v);
+    if (next == kids.size()) {
+      if (t.is_block(v)) --active[t.type(v)];
+      stack.pop_back();
+      continue;
+    }
+    const uint32_t w = kids[next++];
+    if (t.is_block(w)) {
+      const std::string& ty = t.type(w);
+      TypeRetained& r = rows[ty];
+      ++r.count;
+      r.shallow += t.shallow(w);
+      if (active[ty]++ == 0) r.retained += t.retained(w);
+    }
+    stack.emplace_back(w, 0);
+  }
+  std::vector<TypeRetained> out;
+  out.reserve(rows.size());
+  for (auto& [k, r] : rows) {
+    r.type = std::string(k);
+    out.push_back(std::move(r));
+  }
+  std::sort(out.begin(), out.end(), [](const TypeRetained& a, const TypeRetained& b) {
+    return a.retained != b.retained ? a.retained > b.retained : a.type < b.type;
+  });
+  return out;
+}
+
+namespace {
+
+// The child of `v` keeping at least 80% of it; kNoNode.
+uint32_t keeps_most(const RetainedTree& t, uint32_t v) {
+  const auto kids = t.children(v);
+  return kids.empty() || t.retained(kids[0]) * 5 < t.retained(v) * 4 ? kNoNode : kids[0];
+}
+
+// Below `v`, the child keeping most of it while it keeps at least 80%; a
+// block whose such child is of its own type heads a chain (a list) and is
+// the point itself. `chain` gets the chain's length past it (following the
+// largest child of the type, however small).
+uint32_t accumulation_point(const RetainedTree& t, uint32_t v, uint64_t* chain) {
+  *chain = 0;
+  for (uint32_t k; (k = keeps_most(t, v)) != kNoNode; v = k)
+    if (t.is_block(v) && t.is_block(k) && t.type(k) == t.type(v)) break;
+  // The chain: the largest child of each link while it is of the type.
+  for (uint32_t u = v; t.is_block(u) && !t.children(u).empty();) {
+    const uint32_t k = t.children(u)[0];
+    if (!t.is_block(k) || t.type(k) != t.type(v)) break;
+    ++*chain, u = k;
+  }
+  return v;
+}
+
+}  // namespace
+
+std::vector<Suspect> leak_suspects(const RetainedTree& t, double threshold) {
+  const double limit = threshold * static_cast<double>(t.heap_bytes());
+  std::vector<Suspect> out;
+  // The highest nodes over the limit: below the top, and below a holder
+  // node only when the holder is not itself over it.
+  std::vector<uint32_t> todo = {t.top()};
+  while (!todo.empty()) {
+    const uint32_t v = todo.back();
+    todo.pop_back();
+    for (uint32_t w : t.children(v)) {
+      if (static_cast<double>(t.retained(w)) < limit) break;  // children by size
+      if (w != t.leaked() && t.retained(w) > 0) {
+        Suspect s;
+        s.node = w;
+        s.accumulation = accumulation_point(t, w, &s.chain);
+        std::unordered_map<std::string, Suspect::Held> by;
+        for (uint32_t k : t.children(s.accumulation)) {
+          auto& h = by[t.type(k)];
+          ++h.count;
+          h.retained += t.retained(k);
+        }
+        for (auto& [ty, h] : by) {
+          h.type = ty;
+          s.held.push_back(std::move(h));
+        }
+        std::sort(s.held.begin(), s.held.end(), [](const auto& a, const auto& b) {
+          return a.retained != b.retained ? a.retained > b.retained : a.type < b.type;
+        });
+        out.push_back(std::move(s));
+      } else {
+        todo.push_back(w);  // the leaked blocks: each of them on its own
+      }
+    }
+  }
+  std::sort(out.begin(), out.end(), [&](const Suspect& a, const Suspect& b) {
+    return t.retained(a.node) != t.retained(b.node) ? t.retained(a.node) > t.retained(b.node)
+                                                    : a.node < b.node;
+  });
+  return out;
+}
+
+namespace {
+
+uint64_t mix(uint64_t h, uint64_t x) {
+  h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h;
+}
+
+// "global g_list [fx] > struct node > (48 bytes)": the holder's key and the
+// types down to `v`, a run of one type (a list) said once.
+std::string place_text(const RetainedTree& t, uint32_t v) {
+  std::string out, last;
+  for (uint32_t d : t.dominators(v)) {
+    if (d == t.top()) continue;
+    const std::string& ty = d == t.leaked() ? std::string("leaked")
+                            : t.is_block(d) ? t.type(d)
+                                            : t.holder(d).key;
+    if (t.is_block(d) && ty == last) continue;
+    out += out.empty() ? ty : " > " + ty;
+    last = ty;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::unordered_map<std::string, PlaceRetained> retained_by_place(const RetainedTree& t,
+                                                                 uint64_t min_bytes) {
+  // Each node's place as a hash, top down (dominators come first).
+  std::vector<uint64_t> h(t.nodes(), 0);
+  std::hash<std::string_view> hs;
+  struct Acc {
+    uint64_t count = 0, retained = 0, blocks = 0;
+    uint32_t example = 0;
+  };
+  std::unordered_map<uint64_t, Acc> acc;
+  for (uint32_t v : t.order()) {
+    if (v == t.top()) continue;
+    const uint32_t d = t.idom(v);
+    if (!t.is_block(v)) {
+      h[v] = mix(1, hs(v == t.leaked() ? std::string_view("leaked") : t.holder(v).key));
+    } else if (t.is_block(d) && t.type(d) == t.type(v)) {
+      h[v] = h[d];
+      continue;  // inside its dominator's run: counted there
+    } else {
+      h[v] = mix(h[d], hs(t.type(v)));
+    }
+    Acc& a = acc[h[v]];
+    if (a.count++ == 0) a.example = v;
+    a.retained += t.retained(v);
+    a.blocks += t.retained_blocks(v);
+  }
+  std::unordered_map<std::string, PlaceRetained> out;
+  for (const auto& [k, a] : acc) {
+    if (a.retained < min_bytes) continue;
+    PlaceRetained p{place_text(t, a.example), a.count, a.retained, a.blocks, a.example};
+    out.emplace(p.place, std::move(p));
+  }
+  return out;
+}
+
+std::string node_text(const RetainedTree& t, uint32_t v) {
+  if (v == t.top()) return "all roots";
+  if (v == t.leaked()) return "leaked (blocks no root reaches)";
+  if (!t.is_block(v)) return t.holder(v).name;
+  return fmt::format("{:#x} {} ({} bytes)", t.block_address(v), t.type(v), t.shallow(v));
+}
+
+std::string node_id(const RetainedTree& t, uint32_t v) {
+  if (v == t.top()) return "top";
+  if (v == t.leaked()) return "leaked";
+  if (!t.is_block(v)) return t.holder(v).name;
+  return fmt::format("{:#x}", t.block_address(v));
+}
+
+std::string edge_text(const RetainedTree& t, RefNamer& names, uint32_t from, uint32_t to) {
+  if (!t.is_block(to) || from == t.top() || from == t.leaked()) return "";
+  const RefIndex& ix = t.index();
+  if (!t.is_block(from)) {
+    for (const Ref& r : ix.refs_to(to))
+      if (r.kind != RefFrom::kChunk && names.holder(r, nullptr) == t.holder(from).name) {
+        // Said only when it says more than the holder (a member, an offset).
+        std::string d = names.describe(r);
+        return d == t.holder(from).name ? "" : d;
+      }
+    return "";
+  }
+  const std::vector<uint64_t> words = ix.words_from(from, to);
+  if (words.empty()) return "";
+  const uint64_t off = words.front() - t.block_address(from);
+  const BlockType* bt = names.types().get(from);
+  std::string m = bt && bt->type ? member_path_at(bt->type, off) : "";
+  return m.empty() ? fmt::format("+{:#x}", off) : m;
+}
+
+Result<uint32_t> find_node(const RetainedTree& t, const Program& prog, const std::string& place) {
+  if (place == "top" || place == "all") return t.top();
+  if (place == "leaked") return t.leaked();
+  for (uint32_t v = static_cast<uint32_t>(t.blocks()); v < t.leaked(); ++v) {
+    const std::string& n = t.holder(v).name;
+    if (n == place || n.rfind("global " + place + " [", 0) == 0) return v;
+  }
+  uint64_t a = 0;
+  if (!parse_u64(place, &a)) {
+    auto r = prog.resolve_address(place);
+    if (!r.ok())
+      return make_error(Errc::kNotFound, place + ": no holder of root references has that name, " +
+                                             "and " + r.error().message);
+    a = r.value();
+  }
+  const size_t c = t.index().chunk_at(a);
+  if (c == SIZE_MAX)
+    return make_error(Errc::kNotFound, fmt::format("{:#x} is not inside an in-use heap block", a));
+  return static_cast<uint32_t>(c);
+}
+
+}  // namespace lr

@@ -1,0 +1,163 @@
+// What holds the memory of a process core: the dominator tree over its
+// reference graph (reference index), each block's retained size, the
+// shortest path from a root to each block, types for every node, and the
+// answers built on them (the largest retainers, retained size by type,
+// leak suspects, the growth since a baseline dump).
+//
+// The graph: one node above everything ("all roots"); below it one node per
+// holder of root references (a global variable, a thread's stack frame, a
+// thread's TLS or registers, a mapping), each pointing at the blocks its
+// words point into; and one node "leaked" pointing at the blocks no root
+// reaches that no other such block reaches (one per cycle of them), so that
+// what a lost pointer costs is a retained size too. A block's retained size
+// is its own usable size plus that of every block it dominates.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "corelib/answers/block_keys.hpp"
+#include "corelib/answers/block_names.hpp"
+#include "corelib/answers/core_index.hpp"
+#include "corelib/base/result.hpp"
+
+namespace lr {
+
+struct Holder {
+  std::string name;  // "global g_table [fx]", "thread 12 frame #1 handle() [fx]"
+  std::string key;   // the same without what changes between runs (matching)
+  RefFrom kind = RefFrom::kGlobal;
+};
+
+class RetainedTree {
+ public:
+  // Nodes [0, blocks()) are the heap's in-use blocks (the index's chunk
+  // numbers), then the holders, then leaked(), then top().
+  size_t blocks() const { return blocks_; }
+  size_t nodes() const { return idom_.size(); }
+  uint32_t top() const { return static_cast<uint32_t>(nodes() - 1); }
+  uint32_t leaked() const { return static_cast<uint32_t>(nodes() - 2); }
+  bool is_block(uint32_t v) const { return v < blocks_; }
+  uint64_t block_address(uint32_t v) const { return ix_->heap().in_use[v].user; }
+  const RefIndex& index() const { return *ix_; }
+  const Holder& holder(uint32_t v) const { return holders_[v - blocks_]; }
+
+  // The immediate dominator (top's is top).
+  uint32_t idom(uint32_t v) const { return idom_[v]; }
+  // Own usable size (0 for the holders and the tops) and retained size.
+  uint64_t shallow(uint32_t v) const;
+  uint64_t retained(uint32_t v) const { return bytes_[v]; }
+  uint64_t retained_blocks(uint32_t v) const { return count_[v]; }
+  // The graph's edges out of `v` (a block's: one per referring word).
+  std::span<const uint32_t> successors(uint32_t v) const;
+  // The nodes `v` dominates directly, largest retained size first.
+  std::span<const uint32_t> children(uint32_t v) const;
+  // top ... v along the dominator tree.
+  std::vector<uint32_t> dominators(uint32_t v) const;
+  // top ... v along one shortest chain of references (breadth first from
+  // top, so from the nearest root).
+  std::vector<uint32_t> shortest_path(uint32_t v) const;
+  // The type name of block `v` ("" unknown), or the holder's name.
+  const std::string& type(uint32_t v) const;
+  // Every node in dominator-tree preorder (each after its dominators).
+  const std::vector<uint32_t>& order() const { return order_; }
+  // Every node breadth first from top (each after its shortest path), and
+  // the node before each on it (kNoNode for top).
+  const std::vector<uint32_t>& bfs_order() const { return bfs_; }
+  uint32_t path_parent(uint32_t v) const { return parent_[v]; }
+
+  uint64_t heap_bytes() const { return bytes_[top()]; }
+  // Why the tree may be wrong (the root model's reasons), empty: whole.
+  std::vector<std::string> partial;
+  struct Stats {
+    uint64_t graph_ns = 0, dominators_ns = 0, sizes_ns = 0, types_ns = 0, holders = 0,
+             leak_entries = 0;
+  } stats;
+
+ private:
+  friend Result<RetainedTree> retained_tree(const IndexedCore&, RefNamer&);
+  const RefIndex* ix_ = nullptr;
+  size_t blocks_ = 0;
+  std::vector<Holder> holders_;
+  // Edges out of the holders (per holder, into holder_edges_), of leaked
+  // (its entries) and of top (the holders, then leaked).
+  std::vector<uint32_t> holder_begin_, holder_edges_, entries_, top_edges_;
+  std::vector<uint32_t> idom_, order_, parent_, bfs_;  // parent_: breadth-first parents
+  std::vector<uint64_t> bytes_;
+  std::vector<uint32_t> count_;
+  std::vector<uint32_t> child_begin_, child_;
+  std::vector<uint32_t> type_of_;  // per block: index into types_
+  std::vector<std::string> types_;
+  std::string none_;
+};
+
+// Builds the tree of `core` (its index and blocks), naming holders and
+// block types through `names` (types found now are kept there).
+Result<RetainedTree> retained_tree(const IndexedCore& core, RefNamer& names);
+
+// A node as a line names it: "0x4052a0 struct table (4096 bytes)", a
+// holder's name, "leaked (blocks no root reaches)", "all roots".
+std::string node_text(const RetainedTree& t, uint32_t v);
+// A node as JSON names it (unique in the tree): a block's address, a
+// holder's name, "leaked", "top".
+std::string node_id(const RetainedTree& t, uint32_t v);
+// How `from` points at `to` (an edge of the graph): the member of `from`'s
+// type holding the word (".slots[3]", "+0x18"), a root reference named as
+// refs names it ("global g_table [fx]"); "" when the word is not found.
+std::string edge_text(const RetainedTree& t, RefNamer& names, uint32_t from, uint32_t to);
+// The node named by `place`: an address inside an in-use block, a holder's
+// name (or a global's: "g_table"), "leaked", "top". kNotFound saying why.
+Result<uint32_t> find_node(const RetainedTree& t, const Program& prog, const std::string& place);
+
+// The shortest paths from the roots to every block of `type`, merged (MAT's
+// "merge shortest paths to GC roots"): per node on any of them, how many
+// blocks of the type lie at or below it, and the nodes after it on them
+// (most blocks first).
+struct MergedPaths {
+  std::unordered_map<uint32_t, uint64_t> count;
+  std::unordered_map<uint32_t, std::vector<uint32_t>> next;
+  uint64_t blocks = 0;  // of the type
+};
+MergedPaths merged_paths(const RetainedTree& t, const std::string& type);
+
+// Retained size by type, as MAT's "group by class": the blocks of a type,
+// their own bytes, and what they retain together (a block dominated by
+// another of its type counted once, in the outer one).
+struct TypeRetained {
+  std::string type;
+  uint64_t count = 0, shallow = 0, retained = 0;
+};
+std::vector<TypeRetained> retained_by_type(const RetainedTree& t);
+
+// A leak suspect: a node retaining at least `threshold` of the heap none of
+// whose children does, with the accumulation point below it (the node
+// reached by following the child that keeps most of its parent, while it
+// keeps at least 80%; a list's head, where a chain of one type begins) and
+// what that point holds, by type.
+struct Suspect {
+  uint32_t node = 0, accumulation = 0;
+  uint64_t chain = 0;  // the point heads a chain of this many more blocks of its type
+  struct Held {
+    std::string type;
+    uint64_t count = 0, retained = 0;
+  };
+  std::vector<Held> held;  // the accumulation point's children by type, largest first
+};
+std::vector<Suspect> leak_suspects(const RetainedTree& t, double threshold);
+
+// A node's place for matching across dumps (addresses move): its holder's
+// key and the types along its dominators, a run of one type (a list) said
+// once ("global g_list [fx] > struct node"). The retained size of every
+// outermost node of each place (a run's inner nodes are in its first).
+struct PlaceRetained {
+  std::string place;
+  uint64_t count = 0, retained = 0, retained_blocks = 0;
+  uint32_t example = 0;  // one node of it
+};
+std::unordered_map<std::string, PlaceRetained> retained_by_place(const RetainedTree& t,
+                                                                 uint64_t min_bytes);
+
+}  // namespace lr

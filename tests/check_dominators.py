@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""Checks a graph leakref exported (retained --export) against networkx.
+
+usage: check_dominators.py GRAPH.json
+
+networkx's immediate_dominators (Cooper, Harvey and Kennedy's algorithm,
+not leakref's) from the node "top" must give every node the idom leakref
+gave it, and each node's retained size must be the sum of the sizes of the
+nodes of its subtree in networkx's dominator tree. Prints one line per
+difference (at most 20) and a summary; exit 1 when there is any.
+"""
+import json
+import sys
+
+import networkx as nx
+
+
+def main():
+    with open(sys.argv[1]) as f:
+        g = json.load(f)
+    graph = nx.DiGraph()
+    nodes = {n["node"]: n for n in g["nodes"]}
+    graph.add_nodes_from(nodes)
+    graph.add_edges_from((a, b) for a, b in g["edges"])
+    idom = nx.immediate_dominators(graph, "top")
+    bad = []
+    idom["top"] = "top"  # networkx releases differ on whether the start is in
+    for name, n in nodes.items():
+        want = idom.get(name)
+        if want is None:
+            bad.append(f"{name}: networkx does not reach it from top")
+        elif want != n["idom"]:
+            bad.append(f"{name}: idom {n['idom']}, networkx {want}")
+    # Retained sizes: subtree sums over networkx's tree, leaves first.
+    size = {name: n.get("size", 0) for name, n in nodes.items()}
+    total = dict(size)
+    count = {name: (1 if n["kind"] == "block" else 0) for name, n in nodes.items()}
+    kids = {}
+    for v, d in idom.items():
+        if v != d:
+            kids.setdefault(d, []).append(v)
+    order, todo = [], ["top"]
+    while todo:
+        v = todo.pop()
+        order.append(v)
+        todo.extend(kids.get(v, []))
+    for v in reversed(order):
+        if v != "top":
+            total[idom[v]] += total[v]
+            count[idom[v]] += count[v]
+    for name, n in nodes.items():
+        if name in total and (total[name] != n["retained"] or count[name] != n["retained_blocks"]):
+            bad.append(f"{name}: retained {n['retained']} in {n['retained_blocks']}, "
+                       f"networkx's tree {total[name]} in {count[name]}")
+    for line in bad[:20]:
+        print(line)
+    print(f"{len(nodes)} nodes, {graph.number_of_edges()} edges, {len(bad)} differences")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

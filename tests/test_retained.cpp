@@ -1,0 +1,203 @@
+// What holds the memory (retained, suspects) against programs that compute
+// their own dominators and retained sizes (fixtures/fx_graphs.c), and
+// against networkx's dominators of the graph leakref exports.
+#include <catch2/catch.hpp>
+#include <map>
+
+#include "harness.hpp"
+
+using nlohmann::json;
+
+namespace {
+
+const lrtest::FixtureCore& graphs_core(const std::string& mode,
+                                       const std::vector<std::string>& more = {}) {
+  std::vector<std::string> args = {mode};
+  args.insert(args.end(), more.begin(), more.end());
+  std::string key = "graphs-" + mode;
+  for (const auto& m : more) key += "-" + m;
+  return lrtest::fixture_core(key, lrtest::fixture_path("fx_graphs"), args);
+}
+
+// The exported graph's nodes by name.
+std::map<std::string, json> exported(const std::string& core, const std::string& file) {
+  auto r = lrtest::leakref({"retained", core, "--export", file, "--json"}, 300);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const json doc = json::parse(lrtest::read_file(file));
+  std::map<std::string, json> out;
+  for (const auto& n : doc["nodes"]) out[n["node"].get<std::string>()] = n;
+  return out;
+}
+
+// The node id leakref gives what the fixture calls `idom`.
+std::string idom_id(const json& m, const std::map<std::string, json>& nodes,
+                    const std::string& want) {
+  if (want == "top" || want == "leaked") return want;
+  if (want.rfind("global ", 0) == 0) return want + " [fx_graphs]";
+  if (want == "stack") {
+    for (const auto& [k, n] : nodes)
+      if (k.find("hold_on_stack") != std::string::npos) return k;
+    return "(no frame of hold_on_stack)";
+  }
+  for (const auto& o : m["objects"])
+    if (o["name"] == want) return o["ptr"].get<std::string>();
+  return "(unknown " + want + ")";
+}
+
+}  // namespace
+
+TEST_CASE("retained: dominators and retained sizes equal the program's own", "[core][retained]") {
+  if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed: core tests need it");
+  const auto& fc = graphs_core("shapes");
+  const auto nodes = exported(fc.core, lrtest::tmp_dir() + "/shapes-graph.json");
+  size_t checked = 0;
+  uint64_t cycle_bytes = 0, cycle_blocks = 0;
+  std::vector<json> cycle;
+  for (const auto& o : fc.manifest["objects"]) {
+    const std::string name = o["name"], ptr = o["ptr"];
+    INFO(name << " at " << ptr);
+    REQUIRE(nodes.count(ptr));
+    const json& n = nodes.at(ptr);
+    CHECK(n["size"] == o["size"]);
+    if (name.rfind("leaked_cycle.", 0) == 0)
+      cycle_bytes += o["size"].get<uint64_t>(), ++cycle_blocks;
+    if (!o["exact"].get<bool>()) {
+      cycle.push_back(n);
+      continue;
+    }
+    CHECK(n["idom"] == idom_id(fc.manifest, nodes, o["idom"]));
+    CHECK(n["retained"] == o["retained"]);
+    CHECK(n["retained_blocks"] == o["retained_blocks"]);
+    ++checked;
+  }
+  CHECK(checked == 26);
+  // The leaked cycle is entered at one of its two blocks: that one is below
+  // "leaked" and retains the whole cycle and what hangs off it.
+  REQUIRE(cycle.size() == 2);
+  int entries = 0;
+  for (const auto& n : cycle)
+    if (n["idom"] == "leaked") {
+      ++entries;
+      CHECK(n["retained"] == cycle_bytes);
+      CHECK(n["retained_blocks"] == cycle_blocks);
+    }
+  CHECK(entries == 1);
+}
+
+TEST_CASE("retained: the exported graph's dominators equal networkx's", "[core][retained]") {
+  if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed: core tests need it");
+  for (const char* mode : {"shapes", "cache"}) {
+    const auto& fc = std::string(mode) == "cache" ? graphs_core(mode, {"3000"}) : graphs_core(mode);
+    const std::string file = lrtest::tmp_dir() + "/nx-" + mode + ".json";
+    exported(fc.core, file);
+    auto r = lrtest::run(
+        {"python3", std::string(LR_SOURCE_DIR) + "/tests/check_dominators.py", file}, 300);
+    INFO(mode << ": " << r.out << r.err);
+    CHECK(r.status == 0);
+    CHECK(r.out.find(" 0 differences") != std::string::npos);
+  }
+}
+
+TEST_CASE("retained: a chain of a million blocks, iteratively", "[core][retained]") {
+  if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed: core tests need it");
+  const auto& fc = graphs_core("chain");
+  const json& ch = fc.manifest["chain"];
+  auto r = lrtest::leakref(
+      {"retained", fc.core, "--tree", ch["head"].get<std::string>(), "--depth", "1", "--json"},
+      300);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const json j = r.json();
+  CHECK(j["partial"] == false);
+  const json& head = j["tree"][0];
+  CHECK(head["node"] == ch["head"]);
+  CHECK(head["type"] == "struct gnode");
+  CHECK(head["idom"] == "global g_chain [fx_graphs]");
+  CHECK(head["retained_blocks"] == ch["blocks"]);
+  CHECK(head["retained"] == ch["retained"]);
+  // The suspect is the global, and the list's head is where it accumulates.
+  auto s = lrtest::leakref({"suspects", fc.core, "--json"}, 300);
+  INFO(s.err);
+  REQUIRE(s.status == 0);
+  const json sj = s.json();
+  REQUIRE(sj["suspects"].size() >= 1);
+  CHECK(sj["suspects"][0]["node"]["node"] == "global g_chain [fx_graphs]");
+  CHECK(sj["suspects"][0]["accumulation"]["node"] == ch["head"]);
+  CHECK(sj["suspects"][0]["chain"] == ch["blocks"].get<uint64_t>() - 1);
+  auto t = lrtest::leakref({"suspects", fc.core});
+  CHECK(t.out.find("It heads a chain of 999999 more struct gnode") != std::string::npos);
+}
+
+TEST_CASE("retained: paths, trees and types name the program's structures", "[core][retained]") {
+  if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed: core tests need it");
+  const auto& fc = graphs_core("cache", {"3000"});
+  const json& c = fc.manifest["cache"];
+  // The global retains the table and every entry.
+  auto r = lrtest::leakref({"retained", fc.core, "--json"}, 300);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const json j = r.json();
+  const json& h = j["holders"][0];
+  CHECK(h["node"] == "global g_cache [fx_graphs]");
+  CHECK(h["retained"] == c["bytes"]);
+  CHECK(h["retained_blocks"] == c["entries"].get<uint64_t>() + 1);
+  CHECK(j["biggest"][0]["node"] == c["addr"]);
+  CHECK(j["biggest"][0]["type"] == "struct cache");
+  // By type: the entries together, each chain counted once.
+  auto bt = lrtest::leakref({"retained", fc.core, "--by-type", "--json"}, 300);
+  REQUIRE(bt.status == 0);
+  bool entries = false;
+  const json btj = bt.json();
+  for (const auto& row : btj["by_type"])
+    if (row["type"] == "struct entry") {
+      entries = true;
+      CHECK(row["count"] == c["entries"]);
+      CHECK(row["retained"] == c["entries_bytes"]);
+    }
+  CHECK(entries);
+  // The path to an entry deep in a bucket's chain goes through the table's
+  // bucket and each entry's next.
+  auto p = lrtest::leakref({"retained", fc.core, "--path", c["addr"].get<std::string>()});
+  INFO(p.out);
+  CHECK(p.out.find("global g_cache [fx_graphs]") != std::string::npos);
+  auto m = lrtest::leakref({"retained", fc.core, "--paths-of", "struct entry", "--depth", "3"});
+  INFO(m.out);
+  CHECK(m.status == 0);
+  CHECK(m.out.find("3000 blocks of type struct entry") != std::string::npos);
+  CHECK(m.out.find("3000: global g_cache [fx_graphs]") != std::string::npos);
+  CHECK(m.out.find(".buckets[") != std::string::npos);
+}
+
+TEST_CASE("suspects: growth against a baseline dump names the place that grew",
+          "[core][retained]") {
+  if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed: core tests need it");
+  const auto& before = graphs_core("cache", {"3000"});
+  const auto& after = graphs_core("cache", {"40000"});
+  auto r = lrtest::leakref({"suspects", after.core, "--baseline", before.core, "--json"}, 300);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const json j = r.json();
+  const uint64_t grew = after.manifest["cache"]["entries_bytes"].get<uint64_t>() -
+                        before.manifest["cache"]["entries_bytes"].get<uint64_t>();
+  bool place = false;
+  for (const auto& g : j["growth"])
+    if (g["place"] == "global g_cache [fx_graphs] > struct cache > struct entry") {
+      place = true;
+      CHECK(g["growth"] == grew);
+      CHECK(g["count_before"] == 512);
+      CHECK(g["count_after"] == 512);
+    }
+  CHECK(place);
+  REQUIRE(j["suspects"].size() >= 1);
+  const json& s = j["suspects"][0];
+  CHECK(s["node"]["node"] == "global g_cache [fx_graphs]");
+  CHECK(s["accumulation"]["type"] == "struct cache");
+  CHECK(s["held"][0]["type"] == "struct entry");
+  CHECK(s["held"][0]["count"] == 512);
+  auto f = lrtest::leakref(
+      {"suspects", after.core, "--baseline", before.core, "--fail-on", "growth"}, 300);
+  CHECK(f.status == 1);
+  CHECK(f.out.find("  global g_cache [fx_graphs] > struct cache > struct entry\n") !=
+        std::string::npos);
+}
