@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "harness.hpp"
+#include "roots_checks.hpp"
 
 using lrtest::leakref;
 using lrtest::manifest_items;
@@ -202,6 +203,7 @@ TEST_CASE("aarch64: leaks and refs: fx_leaks' leaks, and each kept block's root"
                                  {"leaked", "dead-slot", "cycle", "leaked-widget", "leaked-part"}));
   CHECK(unreferenced == manifest_items(fc.manifest, {"leaked", "dead-slot", "leaked-widget"}));
   CHECK(j["summary"]["leaked"] == 14);
+  lrtest::check_retained_agrees(fc.core, j, {"--exe", fc.exe, "--sysroot", arm_root().root});
   // Each kept block by its root: a global, the main thread's TLS (found
   // through the thread pointer glibc's list gave), a frame of the second
   // thread's stack (unwound through libc by its CFI).

@@ -115,6 +115,7 @@ TEST_CASE("jemalloc 5.3: heap, account, leaks and refs read exactly", "[core][he
     CHECK(leaked == manifest_items(lk.manifest, {"leaked", "dead-slot", "cycle", "leaked-widget",
                                                  "leaked-part"}));
     CHECK(unreferenced == manifest_items(lk.manifest, {"leaked", "dead-slot", "leaked-widget"}));
+    lrtest::check_retained_agrees(lk.core, j);
     // A block held only through TLS is found from its root.
     const auto reachable = manifest_items(lk.manifest, {"reachable"});
     REQUIRE(!reachable.empty());

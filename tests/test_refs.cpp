@@ -12,6 +12,7 @@
 #include <set>
 
 #include "harness.hpp"
+#include "roots_checks.hpp"
 
 using nlohmann::json;
 
@@ -78,6 +79,7 @@ TEST_CASE("leaks: exactly the blocks the fixture leaked, and the unreferenced on
   // two blocks it points to.
   CHECK(leaked == manifest_items(c.manifest,
                                  {"leaked", "dead-slot", "cycle", "leaked-widget", "leaked-part"}));
+  lrtest::check_retained_agrees(c.core, j);
   // Unreferenced: all but the cycle, whose blocks point at each other, and
   // the object's parts.
   CHECK(unreferenced == manifest_items(c.manifest, {"leaked", "dead-slot", "leaked-widget"}));

@@ -3,6 +3,7 @@
 // against networkx's dominators of the graph leakref exports.
 #include <catch2/catch.hpp>
 #include <map>
+#include <regex>
 
 #include "harness.hpp"
 
@@ -200,4 +201,34 @@ TEST_CASE("suspects: growth against a baseline dump names the place that grew",
   CHECK(f.status == 1);
   CHECK(f.out.find("  global g_cache [fx_graphs] > struct cache > struct entry\n") !=
         std::string::npos);
+}
+
+// docs/cli.md's retained and suspects examples, executed as written on
+// fresh cores (addresses and thread ids aside: they differ from run to run).
+TEST_CASE("docs: the retained examples run as written", "[core][retained][docs]") {
+  if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed: core tests need it");
+  const auto& now = graphs_core("cache", {"40000"});
+  const auto& before = graphs_core("cache", {"3000"});
+  const std::string part = lrtest::readme_section("retained");
+  REQUIRE(!part.empty());
+  const std::string dir = lrtest::tmp_dir() + "/docs-retained";
+  REQUIRE(lrtest::run({"/bin/mkdir", "-p", dir}).status == 0);
+  REQUIRE(lrtest::run({"/bin/ln", "-sf", now.core, dir + "/core"}).status == 0);
+  REQUIRE(lrtest::run({"/bin/ln", "-sf", before.core, dir + "/before"}).status == 0);
+  auto norm = [](const std::string& s) {
+    return std::regex_replace(std::regex_replace(s, std::regex("0x[0-9a-f]{6,}"), "0xADDR"),
+                              std::regex("thread [0-9]+"), "thread N");
+  };
+  size_t commands = 0;
+  for (const auto& [cmd, want] : lrtest::readme_commands(part)) {
+    INFO(cmd);
+    auto r = lrtest::run(
+        {"/bin/bash", "-c", "cd '" + dir + "' && PATH='" + lrtest::build_dir() + "':$PATH " + cmd},
+        300);
+    INFO(r.err);
+    CHECK(r.status == 0);
+    CHECK(norm(r.out) == norm(want));
+    ++commands;
+  }
+  CHECK(commands == 3);
 }

@@ -92,6 +92,7 @@ TEST_CASE("tcmalloc: heap, account and leaks read exactly", "[core][heap][tcmall
       manifest_items(lk.manifest, {"leaked", "dead-slot", "cycle", "leaked-widget", "leaked-part"});
   REQUIRE(want.size() == 14);  // the fixture's leaks: never an empty loop below
   for (const auto& p : want) CHECK(leaked.count(p) == 1);
+  lrtest::check_retained_agrees(lk.core, lj);
   // Besides the fixture's: gperftools' own default MallocExtension, which
   // Register() drops when tcmalloc installs itself (a real leak, by vtable).
   for (const auto& x : lj["blocks"])

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <functional>
 
 #include "corelib/answers/leak_states.hpp"
@@ -31,6 +32,13 @@ struct Graph {
   std::vector<uint32_t> top_edges;                   // the holders, then leaked
   // Into blocks from holders and from leaked: (block, from node), sorted.
   std::vector<std::pair<uint32_t, uint32_t>> extra_preds;
+  // Per block: a root reaches it. A leaked block's references into live
+  // blocks are no edges: what is leaked holds nothing live (else a live
+  // block a leaked one points at would be dominated by the top alone).
+  std::vector<uint8_t> reached;
+  bool edge(uint32_t v, uint32_t w) const {
+    return !(v < nb && w < nb && !reached[v] && reached[w]);
+  }
 
   uint32_t leaked() const { return static_cast<uint32_t>(top_edges.size() - 1 + nb); }
   uint32_t top() const { return leaked() + 1; }
@@ -49,7 +57,8 @@ struct Graph {
       if (v != top()) f(top());
       return;
     }
-    for (uint32_t u : ix.referrers(v)) f(u);
+    for (uint32_t u : ix.referrers(v))
+      if (edge(u, v)) f(u);
     auto it = std::lower_bound(extra_preds.begin(), extra_preds.end(), std::make_pair(v, 0u));
     for (; it != extra_preds.end() && it->first == v; ++it) f(it->second);
   }
@@ -82,9 +91,9 @@ std::vector<Holder> add_holders(RefNamer& names, Graph* g) {
 
 void add_leaked(Graph* g) {
   const std::vector<uint8_t> reach = g->ix.reachable();
-  std::vector<uint8_t> reached(g->nb);
-  for (size_t i = 0; i < g->nb; ++i) reached[i] = reach[i] & RefIndex::kReached;
-  g->entries = entry_nodes(g->nb, reached, [&](uint32_t v) { return g->ix.row(v); });
+  g->reached.resize(g->nb);
+  for (size_t i = 0; i < g->nb; ++i) g->reached[i] = reach[i] & RefIndex::kReached;
+  g->entries = entry_nodes(g->nb, g->reached, [&](uint32_t v) { return g->ix.row(v); });
   for (size_t h = 0; h + 1 < g->holder_begin.size(); ++h)
     g->top_edges.push_back(static_cast<uint32_t>(g->nb + h));
   g->top_edges.push_back(0);  // leaked's number, set once the holders are counted
@@ -157,10 +166,11 @@ void sizes_and_paths(const Graph& g, RetainedTree* t, std::vector<uint64_t>* byt
   for (uint32_t v : order)
     if (v != g.top()) (*child)[next[idom[v]]++] = v;
   for (size_t v = 0; v < n; ++v)
-    std::sort(child->begin() + (*child_begin)[v], child->begin() + (*child_begin)[v + 1],
-              [&](uint32_t a, uint32_t b) {
-                return (*bytes)[a] != (*bytes)[b] ? (*bytes)[a] > (*bytes)[b] : a < b;
-              });
+    if ((*child_begin)[v + 1] - (*child_begin)[v] > 1)
+      std::sort(child->begin() + (*child_begin)[v], child->begin() + (*child_begin)[v + 1],
+                [&](uint32_t a, uint32_t b) {
+                  return (*bytes)[a] != (*bytes)[b] ? (*bytes)[a] > (*bytes)[b] : a < b;
+                });
   parent->assign(n, kNoNode);
   bfs->clear();
   bfs->reserve(n);
@@ -168,9 +178,42 @@ void sizes_and_paths(const Graph& g, RetainedTree* t, std::vector<uint64_t>* byt
   (*parent)[g.top()] = g.top();
   for (size_t k = 0; k < bfs->size(); ++k)
     for (uint32_t w : g.succ((*bfs)[k]))
-      if ((*parent)[w] == kNoNode) (*parent)[w] = (*bfs)[k], bfs->push_back(w);
+      if ((*parent)[w] == kNoNode && g.edge((*bfs)[k], w))
+        (*parent)[w] = (*bfs)[k], bfs->push_back(w);
   (*parent)[g.top()] = kNoNode;
 }
+
+// Type names numbered once each: most blocks repeat the name before them,
+// and an untyped block's name is made once per size.
+class TypeIds {
+ public:
+  explicit TypeIds(std::deque<std::string>* names) : names_(names) {}
+  uint32_t named(std::string_view k) {
+    if (last_ != kNoNode && k == (*names_)[last_]) return last_;
+    auto it = ids_.find(k);
+    if (it == ids_.end()) {
+      names_->emplace_back(k);
+      it = ids_.emplace(names_->back(), static_cast<uint32_t>(names_->size() - 1)).first;
+    }
+    return last_ = it->second;
+  }
+  // "(unknown, 48 bytes)"; `own`: "(allocator's own, 648 bytes)".
+  uint32_t untyped(bool own, uint64_t size) {
+    auto& by = own ? own_ : unknown_;
+    auto it = by.find(size);
+    if (it == by.end())
+      it = by.emplace(size, named(fmt::format("({}, {} bytes)", own ? "allocator's own" : "unknown",
+                                              size)))
+               .first;
+    return it->second;
+  }
+
+ private:
+  std::deque<std::string>* names_;  // stable: the map's keys view them
+  std::unordered_map<std::string_view, uint32_t> ids_;
+  std::unordered_map<uint64_t, uint32_t> own_, unknown_;
+  uint32_t last_ = kNoNode;
+};
 
 }  // namespace
 
@@ -209,19 +252,24 @@ Result<RetainedTree> retained_tree(const IndexedCore& core, RefNamer& names) {
   names.types().propagate(std::vector<uint8_t>(t.blocks_, 1));
   KnownObjects none;
   BlockKeys keys(core, names, none, BlockKeyBy::kType);
-  std::unordered_map<std::string, uint32_t> ids;
   t.type_of_.resize(t.blocks_);
+  TypeIds ids(&t.types_);
   const auto& chunks = ix.heap().in_use;
+  const auto& own = ix.heap().own_chunks;
   for (size_t c = 0; c < t.blocks_; ++c) {
-    std::string k(keys(c));
-    if (k.empty()) k = fmt::format("({} bytes)", chunks[c].usable());
-    auto [it, added] = ids.emplace(k, static_cast<uint32_t>(t.types_.size()));
-    if (added) t.types_.push_back(std::move(k));
-    t.type_of_[c] = it->second;
+    const HeapChunk h = chunks[c];
+    // Untyped blocks by size; the allocator's own (a tcache) said so.
+    if (std::binary_search(own.begin(), own.end(), h.user))
+      t.type_of_[c] = ids.untyped(true, h.usable());
+    else if (std::string_view k = keys(c); !k.empty())
+      t.type_of_[c] = ids.named(k);
+    else
+      t.type_of_[c] = ids.untyped(false, h.usable());
   }
   t.stats.types_ns = now_ns() - t3;
   t.holder_begin_ = std::move(g.holder_begin), t.holder_edges_ = std::move(g.holder_edges);
   t.entries_ = std::move(g.entries), t.top_edges_ = std::move(g.top_edges);
+  t.reached_ = std::move(g.reached);
   return t;
 }
 
@@ -413,7 +461,9 @@ std::string node_text(const RetainedTree& t, uint32_t v) {
   if (v == t.top()) return "all roots";
   if (v == t.leaked()) return "leaked (blocks no root reaches)";
   if (!t.is_block(v)) return t.holder(v).name;
-  return fmt::format("{:#x} {} ({} bytes)", t.block_address(v), t.type(v), t.shallow(v));
+  const std::string& ty = t.type(v);
+  if (ty.rfind("(", 0) == 0) return fmt::format("{:#x} {}", t.block_address(v), ty);  // has a size
+  return fmt::format("{:#x} {} ({} bytes)", t.block_address(v), ty, t.shallow(v));
 }
 
 std::string node_id(const RetainedTree& t, uint32_t v) {

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -51,8 +52,13 @@ class RetainedTree {
   uint64_t shallow(uint32_t v) const;
   uint64_t retained(uint32_t v) const { return bytes_[v]; }
   uint64_t retained_blocks(uint32_t v) const { return count_[v]; }
-  // The graph's edges out of `v` (a block's: one per referring word).
+  // The graph's edges out of `v` (a block's: one per referring word)...
   std::span<const uint32_t> successors(uint32_t v) const;
+  // ... of which these count: a leaked block's references into live
+  // blocks do not (what is leaked holds nothing live).
+  bool is_edge(uint32_t v, uint32_t w) const {
+    return !(v < blocks_ && w < blocks_ && !reached_[v] && reached_[w]);
+  }
   // The nodes `v` dominates directly, largest retained size first.
   std::span<const uint32_t> children(uint32_t v) const;
   // top ... v along the dominator tree.
@@ -60,7 +66,8 @@ class RetainedTree {
   // top ... v along one shortest chain of references (breadth first from
   // top, so from the nearest root).
   std::vector<uint32_t> shortest_path(uint32_t v) const;
-  // The type name of block `v` ("" unknown), or the holder's name.
+  // The type name of block `v` ("(unknown, 48 bytes)" when none is known,
+  // "(allocator's own, 648 bytes)" for a tcache), or the holder's name.
   const std::string& type(uint32_t v) const;
   // Every node in dominator-tree preorder (each after its dominators).
   const std::vector<uint32_t>& order() const { return order_; }
@@ -85,12 +92,13 @@ class RetainedTree {
   // Edges out of the holders (per holder, into holder_edges_), of leaked
   // (its entries) and of top (the holders, then leaked).
   std::vector<uint32_t> holder_begin_, holder_edges_, entries_, top_edges_;
+  std::vector<uint8_t> reached_;                       // per block: a root reaches it
   std::vector<uint32_t> idom_, order_, parent_, bfs_;  // parent_: breadth-first parents
   std::vector<uint64_t> bytes_;
   std::vector<uint32_t> count_;
   std::vector<uint32_t> child_begin_, child_;
   std::vector<uint32_t> type_of_;  // per block: index into types_
-  std::vector<std::string> types_;
+  std::deque<std::string> types_;
   std::string none_;
 };
 

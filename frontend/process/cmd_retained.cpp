@@ -253,7 +253,7 @@ ordered_json paths_of_json(const Opened& o, const lr::MergedPaths& m, size_t dep
 }
 
 // The whole graph for a check outside (networkx): each node with its idom
-// and sizes, each edge once.
+// and sizes, each edge that counts once.
 lr::Result<void> export_graph(const Opened& o, const std::string& path) {
   std::ofstream f(path, std::ios::trunc);
   if (!f) return lr::make_error(lr::Errc::kIo, path + ": cannot write the graph");
@@ -268,6 +268,7 @@ lr::Result<void> export_graph(const Opened& o, const std::string& path) {
     s.erase(std::unique(s.begin(), s.end()), s.end());
     const std::string from = json_text(nlohmann::json(lr::node_id(t, v)));
     for (uint32_t w : s) {
+      if (!t.is_edge(v, w)) continue;
       f << (first ? "\n[" : ",\n[") << from << "," << json_text(nlohmann::json(lr::node_id(t, w)))
         << "]";
       first = false;

@@ -382,6 +382,7 @@ def many(w, lr, fx):
     print(f"leakref account: best {min(at):.3f} s, median {median(at):.3f} s, peak RSS {acc_hwm >> 20} MiB; "
           f"leaked bytes = manifest; total = writable memory")
     print(f"account / leaks (paired, alternating): {median(at) / median(lt):.2f}x (median); target <= 1.20x")
+    retained(w, lr, core, "many", median(lt))
     chap = os.environ.get("CHAP", "")
     if not chap or not os.access(chap, os.X_OK):
         print("chap: not measured (CHAP=/path/to/chap to compare; chap is not in Debian)")
@@ -402,6 +403,29 @@ def many(w, lr, fx):
         print(f"leakref / chap: {min(ct) / min(lt):.1f}x (best), {median(ct) / median(lt):.1f}x (median); "
               f"target >= 10x")
     os.unlink(core)
+
+
+def retained(w, lr, core, name, leaks_s):
+    """`retained` on the core leaks just ran on: whole process, medians of 3,
+    against leaks' median; where its time goes (its own stats); the memory
+    beyond the core's mapped pages. The leaked node must retain exactly the
+    manifest's leaked bytes."""
+    rt, anon = [], 0
+    for _ in range(3):
+        s, a, _ = measure(w.path(name + ".retained.json"), [lr, "retained", core, "--json"])
+        rt.append(s)
+        anon = max(anon, a)
+    j = load(w.path(name + ".retained.json"))
+    m = load(w.path(name + ".json"))
+    if j["heap"]["leaked_bytes"] != m["leaked_bytes"]:
+        raise Fail(f"leakref retained: leaked {j['heap']['leaked_bytes']} != manifest {m['leaked_bytes']}")
+    st = j["stats"]
+    size = os.path.getsize(core)
+    print(f"leakref retained: median {median(rt):.3f} s = {median(rt) / leaks_s:.2f}x leaks (target <= 1.5x): "
+          f"index {st['index_ns']/1e9:.2f} s, graph {st['graph_ns']/1e9:.2f} s, dominators "
+          f"{st['dominators_ns']/1e9:.2f} s, sizes and paths {st['sizes_ns']/1e9:.2f} s, types "
+          f"{st['types_ns']/1e9:.2f} s; anonymous memory {anon >> 20} MiB = {100 * anon / size:.1f} % of "
+          f"the core (target <= 10 %); leaked bytes = manifest")
 
 
 def allocators(w, lr, fx):
@@ -450,6 +474,7 @@ def huge(w, lr, fx, gb):
     check_leaks(w.path("huge.out.json"), w.path("huge.json"))
     check_account(w.path("huge.acc.json"), w.path("huge.json"))
     s, acc_s = median(lt), median(at)
+    retained(w, lr, core, "huge", s)
     print(f"leakref account on core 2: median {acc_s:.2f} s against leaks {s:.2f} s (paired, alternating, "
           f"3 each) = {acc_s / s:.2f}x (target <= 1.20x); peak RSS {acc_hwm / 2**30:.2f} GiB")
     j = load(w.path("huge.out.json"))
