@@ -253,6 +253,18 @@ TEST_CASE("batch: a 40-dump archive; each row equals the single-dump commands' J
     CHECK(classes_of(m2) == classes_of(sj));
     CHECK(r["objects"] == snap["objects"].size());
     CHECK(r["kind"] == snap["kind"]);
+    // The largest retainer is the top's largest child in `leakref retained`.
+    if (snap["kind"] != "statedump") {
+      auto t = lrtest::leakref({"retained", p, "--tree", "top", "--depth", "1", "--json"}, 300);
+      REQUIRE(t.status == 0);
+      const json tj = t.json();
+      REQUIRE(tj["tree"].size() > 1);
+      REQUIRE(!r["retainers"].empty());
+      CHECK(r["retainers"][0]["node"] == tj["tree"][1]["node"]);
+      CHECK(r["retainers"][0]["retained"] == tj["tree"][1]["retained"]);
+    } else {
+      CHECK(r["retainers"].empty());
+    }
     if (snap["build_id"].is_string()) CHECK(r["build_id"] == snap["build_id"]);
   }
   // Compressed dumps hold the same core: the same classes, the same program.
@@ -356,6 +368,16 @@ TEST_CASE("batch: report buckets like dumps and finds the class the series grows
                             "SELECT count(*) AS n FROM dumps WHERE status = 'ok'", "--json"});
   REQUIRE(q.status == 0);
   CHECK(q.json()["rows"][0]["n"] == std::to_string(a.dumps - a.corrupt.size()));
+  // Which dumps have a global retaining its 50 blocks: every fx_steady
+  // core (its `constant` array), by SQL over the retainers table.
+  auto big = lrtest::leakref(
+      {"batch", "query", "--db", local_db(),
+       "SELECT count(DISTINCT d.id) AS n FROM dumps d JOIN retainers r ON r.dump_id = d.id "
+       "WHERE d.program = 'fx_steady' AND r.node = 'global constant [fx_steady]' AND "
+       "r.retained_blocks = 50",
+       "--json"});
+  REQUIRE(big.status == 0);
+  CHECK(big.json()["rows"][0]["n"] == "25");
   auto w = lrtest::leakref({"batch", "query", "--db", local_db(), "DELETE FROM dumps"});
   CHECK(w.status == 2);
   CHECK(count_rows(local_db()) == static_cast<int64_t>(a.dumps));

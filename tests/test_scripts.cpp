@@ -468,6 +468,8 @@ TEST_CASE("man pages: one per front end, complete against --help", "[scripts][ma
                                                 {"refs"},
                                                 {"leaks"},
                                                 {"account"},
+                                                {"retained"},
+                                                {"suspects"},
                                                 {"diff"},
                                                 {"snapshot"},
                                                 {"trend"},

@@ -404,6 +404,8 @@ uint64_t mix(uint64_t h, uint64_t x) {
   return h;
 }
 
+}  // namespace
+
 // "global g_list [fx] > struct node > (48 bytes)": the holder's key and the
 // types down to `v`, a run of one type (a list) said once.
 std::string place_text(const RetainedTree& t, uint32_t v) {
@@ -420,18 +422,12 @@ std::string place_text(const RetainedTree& t, uint32_t v) {
   return out;
 }
 
-}  // namespace
-
-std::unordered_map<std::string, PlaceRetained> retained_by_place(const RetainedTree& t,
-                                                                 uint64_t min_bytes) {
+std::unordered_map<uint64_t, PlaceRetained> retained_by_place(const RetainedTree& t,
+                                                              uint64_t min_bytes) {
   // Each node's place as a hash, top down (dominators come first).
   std::vector<uint64_t> h(t.nodes(), 0);
   std::hash<std::string_view> hs;
-  struct Acc {
-    uint64_t count = 0, retained = 0, blocks = 0;
-    uint32_t example = 0;
-  };
-  std::unordered_map<uint64_t, Acc> acc;
+  std::unordered_map<uint64_t, PlaceRetained> acc;
   for (uint32_t v : t.order()) {
     if (v == t.top()) continue;
     const uint32_t d = t.idom(v);
@@ -443,18 +439,13 @@ std::unordered_map<std::string, PlaceRetained> retained_by_place(const RetainedT
     } else {
       h[v] = mix(h[d], hs(t.type(v)));
     }
-    Acc& a = acc[h[v]];
+    PlaceRetained& a = acc[h[v]];
     if (a.count++ == 0) a.example = v;
     a.retained += t.retained(v);
-    a.blocks += t.retained_blocks(v);
+    a.retained_blocks += t.retained_blocks(v);
   }
-  std::unordered_map<std::string, PlaceRetained> out;
-  for (const auto& [k, a] : acc) {
-    if (a.retained < min_bytes) continue;
-    PlaceRetained p{place_text(t, a.example), a.count, a.retained, a.blocks, a.example};
-    out.emplace(p.place, std::move(p));
-  }
-  return out;
+  std::erase_if(acc, [&](const auto& kv) { return kv.second.retained < min_bytes; });
+  return acc;
 }
 
 std::string node_text(const RetainedTree& t, uint32_t v) {

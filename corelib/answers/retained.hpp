@@ -158,14 +158,18 @@ std::vector<Suspect> leak_suspects(const RetainedTree& t, double threshold);
 
 // A node's place for matching across dumps (addresses move): its holder's
 // key and the types along its dominators, a run of one type (a list) said
-// once ("global g_list [fx] > struct node"). The retained size of every
-// outermost node of each place (a run's inner nodes are in its first).
+// once ("global g_list [fx] > struct node"). Places are keyed by a hash of
+// that text (the same in any tree of this process), so that matching costs
+// no text; place_text() makes it for the few shown.
 struct PlaceRetained {
-  std::string place;
+  // Over the outermost nodes of the place (a run's inner nodes are in its
+  // first): how many, and what they retain.
   uint64_t count = 0, retained = 0, retained_blocks = 0;
   uint32_t example = 0;  // one node of it
 };
-std::unordered_map<std::string, PlaceRetained> retained_by_place(const RetainedTree& t,
-                                                                 uint64_t min_bytes);
+// The places retaining at least `min_bytes`, by key.
+std::unordered_map<uint64_t, PlaceRetained> retained_by_place(const RetainedTree& t,
+                                                              uint64_t min_bytes);
+std::string place_text(const RetainedTree& t, uint32_t v);
 
 }  // namespace lr

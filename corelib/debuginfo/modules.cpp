@@ -1,6 +1,8 @@
 #include "corelib/debuginfo/modules.hpp"
+
 #include "corelib/base/fileio.hpp"
 #include "corelib/base/names.hpp"
+#include "corelib/base/saturate.hpp"
 
 #include <elf.h>
 #include <elfutils/debuginfod.h>
@@ -528,7 +530,9 @@ std::unique_ptr<ModuleSet> ModuleSet::from_core(const CoreFile& core, const Debu
       host.clear();
     }
     Module* m = set->add(fi.path, host, ext.first, ext.second, bias, bid, is_exe);
-    (void)m;
+    for (const auto& p : ph)
+      if (p.p_type == PT_LOAD)
+        m->mem_end = std::max(m->mem_end, sat_add(bias, sat_add(p.p_vaddr, p.p_memsz)));
   }
   // Executables come first: their symbols win lookups by name.
   std::stable_sort(set->mods_.begin(), set->mods_.end(),
@@ -607,7 +611,7 @@ Result<std::pair<Module*, const Symbol*>> ModuleSet::lookup(const std::string& s
 SymbolHit ModuleSet::symbolize(uint64_t addr) const {
   SymbolHit h;
   h.module = module_at(addr);
-  if (!h.module) return h;
+  if (!h.module) return bss_symbol(addr);
   const auto& syms = h.module->symbols();
   auto it = std::upper_bound(syms.begin(), syms.end(), addr,
                              [](uint64_t a, const Symbol& s) { return a < s.addr; });
@@ -625,6 +629,27 @@ SymbolHit ModuleSet::symbolize(uint64_t addr) const {
     }
   }
   h.offset = addr - h.module->bias;
+  return h;
+}
+
+// A variable in .bss past its module's last file mapping (an anonymous
+// mapping the loader added): named only when a symbol of the module whose
+// PT_LOADs cover `addr` holds it, never as module+offset (the extent comes
+// from the file's headers, not from what the core maps).
+SymbolHit ModuleSet::bss_symbol(uint64_t addr) const {
+  SymbolHit h;
+  for (const auto& m : mods_) {
+    if (addr < m->end || addr >= m->mem_end) continue;
+    const auto& syms = m->symbols();
+    auto it = std::upper_bound(syms.begin(), syms.end(), addr,
+                               [](uint64_t a, const Symbol& s) { return a < s.addr; });
+    if (it == syms.begin()) continue;
+    --it;
+    if (it->size && addr - it->addr < it->size) {
+      h.module = m.get(), h.sym = &*it, h.offset = addr - it->addr;
+      return h;
+    }
+  }
   return h;
 }
 

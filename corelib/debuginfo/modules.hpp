@@ -47,8 +47,11 @@ class Module {
   std::string host_path;  // the file opened on this machine ("" if none)
   uint64_t base = 0;      // lowest mapped address
   uint64_t end = 0;       // one past the highest mapped address
-  uint64_t bias = 0;      // runtime address = ELF vaddr + bias
-  std::string build_id;   // from the core when present, else from the file
+  // One past the highest address its PT_LOADs cover (.bss past the last
+  // file mapping, in an anonymous one); 0 when not known.
+  uint64_t mem_end = 0;
+  uint64_t bias = 0;     // runtime address = ELF vaddr + bias
+  std::string build_id;  // from the core when present, else from the file
   bool is_exe = false;
   bool from_link_map = false;
   // A types file (headers compiled to DWARF): its types describe the program,
@@ -142,6 +145,8 @@ class ModuleSet {
   Result<std::pair<Module*, const Symbol*>> lookup(const std::string& name) const;
   // Address to symbol; `module` null when the address is in no module.
   SymbolHit symbolize(uint64_t addr) const;
+  // symbolize() for .bss past a module's file mappings (Module::mem_end).
+  SymbolHit bss_symbol(uint64_t addr) const;
 
   const std::vector<std::string>& warnings() const { return warnings_; }
 

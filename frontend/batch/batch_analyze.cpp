@@ -1,7 +1,8 @@
 // One dump of an archive, analysed the way the single-dump commands do it:
 // `leakref snapshot` (classes), `leakref gluster` (findings), `leakref
 // kernel check` (violations) and `leakref profile --flagged` with every
-// installed profile meant for the dump (or the ones asked for). The result is
+// installed profile meant for the dump (or the ones asked for), and for a
+// process core the nodes retaining most (`leakref retained`). The result is
 // one leakref.batch-result/1 document.
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -18,6 +19,7 @@
 
 #include "corelib/analyses/diff.hpp"
 #include "corelib/answers/profile_match.hpp"
+#include "corelib/answers/retained.hpp"
 #include "corelib/base/decompress.hpp"
 #include "corelib/base/fileio.hpp"
 #include "corelib/dump/dump_kind.hpp"
@@ -38,6 +40,7 @@ using nlohmann::json;
 
 constexpr size_t kMaxFlagged = 1000;  // objects kept per dump (all are counted)
 constexpr size_t kMaxWarnings = 100;
+constexpr size_t kMaxRetainers = 20;  // nodes kept per dump, largest retained first
 
 // Collects a profile's sets as classes and its flagged objects as
 // `leakref profile --json --flagged` lists them.
@@ -102,6 +105,43 @@ json class_json(const lr::SnapClass& c) {
           {"bytes", c.bytes < 0 ? json(nullptr) : json(c.bytes)}};
 }
 
+// The nodes retaining most of a process core's heap (retained.hpp), for
+// SQL ("which dumps have an inode table retaining over 1 GB"): the largest
+// of every node but the top, with its type and place. A core whose index
+// cannot be built keeps none, with a warning.
+void add_retainers(lr::Program& prog, json& res) {
+  auto core = lr::index_program(prog, false);
+  if (!core.ok()) {
+    FlagSink::warn(res, "retainers: " + core.error().message);
+    return;
+  }
+  lr::KnownObjects none;
+  lr::RefNamer names(core.value(), none);
+  auto t = lr::retained_tree(core.value(), names);
+  if (!t.ok()) {
+    FlagSink::warn(res, "retainers: " + t.error().message);
+    return;
+  }
+  const lr::RetainedTree& tree = t.value();
+  std::vector<uint32_t> nodes(tree.nodes() - 1);
+  for (uint32_t v = 0; v < nodes.size(); ++v) nodes[v] = v;
+  const size_t k = std::min(kMaxRetainers, nodes.size());
+  std::partial_sort(nodes.begin(), nodes.begin() + k, nodes.end(), [&](uint32_t a, uint32_t b) {
+    return tree.retained(a) != tree.retained(b) ? tree.retained(a) > tree.retained(b) : a < b;
+  });
+  for (size_t i = 0; i < k; ++i) {
+    const uint32_t v = nodes[i];
+    const char* kind = tree.is_block(v) ? "block" : v == tree.leaked() ? "leaked" : "holder";
+    res["retainers"].push_back({{"node", lr::node_id(tree, v)},
+                                {"kind", kind},
+                                {"type", tree.is_block(v) ? json(tree.type(v)) : json(nullptr)},
+                                {"place", lr::place_text(tree, v)},
+                                {"retained", tree.retained(v)},
+                                {"retained_blocks", tree.retained_blocks(v)}});
+  }
+  for (const auto& p : tree.partial) FlagSink::warn(res, "retainers: partial: " + p);
+}
+
 lr::Result<void> analyze_user(const std::string& file, const BatchOptions& o, json& res) {
   DumpOptions c;
   c.sysroot = o.sysroot;
@@ -120,6 +160,7 @@ lr::Result<void> analyze_user(const std::string& file, const BatchOptions& o, js
   for (const auto& f : x.findings) res["findings"].push_back(finding_json(f));
   for (const auto& w : s.warnings) FlagSink::warn(res, w);
   if (x.prog) run_profiles(*x.prog, false, o, res);
+  if (x.prog && x.prog->core()) add_retainers(*x.prog, res);
   // Classes counted in part are not an ok answer (a truncated core's heap).
   if (!s.unknown_kinds.empty()) {
     res["status"] = "partial";
@@ -292,6 +333,7 @@ nlohmann::json analyze_dump(const DumpFile& d, const BatchOptions& o) {
            {"findings", json::array()},
            {"flagged", json::array()},
            {"flagged_total", 0},
+           {"retainers", json::array()},
            {"warnings", json::array()}};
   std::string expanded;  // a compressed dump's temporary file, named as the dump in messages
   if (auto r = analyze_file(d, o, res, expanded); !r.ok()) {

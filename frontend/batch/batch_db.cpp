@@ -13,7 +13,15 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int kSchemaVersion = 1;
+// 2 added `retainers`; a version 1 database gains the table when opened
+// for writing, and is read as it is.
+constexpr int kSchemaVersion = 2;
+const char* const kRetainersTable = R"(
+CREATE TABLE retainers(dump_id INTEGER NOT NULL REFERENCES dumps(id) ON DELETE CASCADE,
+  node TEXT, kind TEXT, type TEXT, place TEXT, retained INTEGER, retained_blocks INTEGER);
+CREATE INDEX retainers_dump ON retainers(dump_id);
+CREATE INDEX retainers_type ON retainers(type);
+)";
 
 // leakref.batch/1. `result` keeps the whole leakref.batch-result/1 of a dump
 // (what `leakref batch one` prints); the other tables are its parts, for SQL.
@@ -116,14 +124,21 @@ lr::Result<std::unique_ptr<BatchDb>> BatchDb::open(const std::string& path, bool
     tables = v[0] ? std::atoi(v[0]) : 0;
     return true;
   }));
+  if (version == 1 && !readonly) {
+    LR_TRY(d->exec("BEGIN"));
+    LR_TRY(d->exec(kRetainersTable));
+    LR_TRY(d->exec(fmt::format("PRAGMA user_version = {}; COMMIT", kSchemaVersion)));
+    version = kSchemaVersion;
+  }
   if (version == 0 && tables == 0 && !readonly) {
     LR_TRY(d->exec("BEGIN"));
     LR_TRY(d->exec(kSchema));
+    LR_TRY(d->exec(kRetainersTable));
     LR_TRY(
         d->exec(fmt::format("INSERT INTO meta VALUES('schema','leakref.batch/1'),('created','{}');"
                             "PRAGMA user_version = {}; COMMIT",
                             now(), kSchemaVersion)));
-  } else if (version != kSchemaVersion) {
+  } else if (version != kSchemaVersion && !(version == 1 && readonly)) {
     return lr::make_error(
         lr::Errc::kBadFormat,
         version == 0 ? fmt::format("{}: an SQLite database, but not a leakref batch database", path)
@@ -276,6 +291,15 @@ lr::Result<bool> BatchDb::store(const json& r, int64_t run) {
                 }));
     LR_TRY(rows("INSERT INTO warnings VALUES(?,?)", r["warnings"],
                 [](Stmt& t, const json& e) { t.bind(2, e); }));
+    LR_TRY(rows("INSERT INTO retainers VALUES(?,?,?,?,?,?,?)", r.value("retainers", json::array()),
+                [](Stmt& t, const json& e) {
+                  t.bind(2, e["node"]);
+                  t.bind(3, e["kind"]);
+                  t.bind(4, e["type"]);
+                  t.bind(5, e["place"]);
+                  t.bind(6, e["retained"]);
+                  t.bind(7, e["retained_blocks"]);
+                }));
     return true;
   };
   auto stored = body();

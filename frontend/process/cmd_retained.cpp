@@ -4,6 +4,7 @@
 // CORE` (the nodes retaining a large part of the heap, alone or against a
 // baseline dump), both on one retained-size tree (retained.hpp).
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <fstream>
@@ -254,7 +255,13 @@ ordered_json paths_of_json(const Opened& o, const lr::MergedPaths& m, size_t dep
 
 // The whole graph for a check outside (networkx): each node with its idom
 // and sizes, each edge that counts once.
-lr::Result<void> export_graph(const Opened& o, const std::string& path) {
+lr::Result<void> export_graph(const Opened& o, const std::string& path, const std::string& core) {
+  // Never over an input: the core (or what a link to it names).
+  struct stat a {
+  }, b{};
+  if (stat(path.c_str(), &a) == 0 && stat(core.c_str(), &b) == 0 && a.st_dev == b.st_dev &&
+      a.st_ino == b.st_ino)
+    return lr::make_error(lr::Errc::kInvalidArgument, path + ": is the core; not overwritten");
   std::ofstream f(path, std::ios::trunc);
   if (!f) return lr::make_error(lr::Errc::kIo, path + ": cannot write the graph");
   const auto& t = o.tree;
@@ -383,7 +390,7 @@ int cmd_retained(const DumpOptions& c, const RetainedArgs& a) {
     place = n.value();
   }
   if (!a.export_file.empty())
-    if (auto r = export_graph(op, a.export_file); !r.ok()) return fail(r.error());
+    if (auto r = export_graph(op, a.export_file, c.core); !r.ok()) return fail(r.error());
   if (c.json) {
     retained_json(c, op, a, place);
   } else {
@@ -433,24 +440,32 @@ ordered_json suspect_json(const Opened& o, const lr::Suspect& s) {
 }
 
 struct Growth {
-  std::string place;
+  uint64_t key = 0;
+  uint32_t example = 0;  // a node of the place, in the newer tree
   uint64_t before = 0, after = 0, count_before = 0, count_after = 0;
   int64_t delta() const { return static_cast<int64_t>(after) - static_cast<int64_t>(before); }
 };
 
-// The places whose retained size grew since `base`, by at least `min` bytes.
+// The places whose retained size grew since `base`, by at least `min` bytes,
+// most first.
 std::vector<Growth> growth(const Opened& base, const Opened& now, uint64_t min) {
   const auto b = lr::retained_by_place(base.tree, 0);
   const auto a = lr::retained_by_place(now.tree, min);
   std::vector<Growth> out;
   for (const auto& [k, p] : a) {
-    Growth g{k, 0, p.retained, 0, p.count};
+    Growth g{k, p.example, 0, p.retained, 0, p.count};
     if (auto it = b.find(k); it != b.end())
       g.before = it->second.retained, g.count_before = it->second.count;
-    if (g.delta() >= static_cast<int64_t>(min)) out.push_back(std::move(g));
+    if (g.delta() >= static_cast<int64_t>(min)) out.push_back(g);
   }
-  std::sort(out.begin(), out.end(), [](const Growth& x, const Growth& y) {
-    return x.delta() != y.delta() ? x.delta() > y.delta() : x.place < y.place;
+  // Equal growth: the outer place first (it retains the inner), then by key.
+  std::vector<uint32_t> depth(now.tree.nodes(), 0);
+  for (uint32_t v : now.tree.order())
+    if (v != now.tree.top()) depth[v] = depth[now.tree.idom(v)] + 1;
+  std::sort(out.begin(), out.end(), [&](const Growth& x, const Growth& y) {
+    if (x.delta() != y.delta()) return x.delta() > y.delta();
+    const uint32_t dx = depth[x.example], dy = depth[y.example];
+    return dx != dy ? dx < dy : x.key < y.key;
   });
   return out;
 }
@@ -480,7 +495,7 @@ int cmd_suspects(const DumpOptions& c, const SuspectsArgs& a) {
     ordered_json s = ordered_json::array(), g = ordered_json::array();
     for (const auto& x : suspects) s.push_back(suspect_json(op, x));
     for (size_t i = 0; i < grown.size() && i < a.top; ++i)
-      g.push_back({{"place", grown[i].place},
+      g.push_back({{"place", lr::place_text(op.tree, grown[i].example)},
                    {"retained_before", grown[i].before},
                    {"retained_after", grown[i].after},
                    {"growth", grown[i].delta()},
@@ -516,9 +531,10 @@ int cmd_suspects(const DumpOptions& c, const SuspectsArgs& a) {
       out_stdout().print("{:>14} {:>14} {:>14} {:>9}  {}\n", "GROWTH", "BEFORE", "AFTER", "NODES",
                          "PLACE");
       for (size_t i = 0; i < grown.size() && i < a.top; ++i)
-        out_stdout().print(
-            "{:>+14} {:>14} {:>14} {:>9}  {}\n", grown[i].delta(), grown[i].before, grown[i].after,
-            fmt::format("{}->{}", grown[i].count_before, grown[i].count_after), grown[i].place);
+        out_stdout().print("{:>+14} {:>14} {:>14} {:>9}  {}\n", grown[i].delta(), grown[i].before,
+                           grown[i].after,
+                           fmt::format("{}->{}", grown[i].count_before, grown[i].count_after),
+                           lr::place_text(op.tree, grown[i].example));
       if (grown.empty()) out_stdout().print("(none)\n");
     }
   }
