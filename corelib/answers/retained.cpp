@@ -127,9 +127,30 @@ std::vector<uint32_t> RetainedTree::dominators(uint32_t v) const {
   return out;
 }
 
+const RetainedTree::Paths& RetainedTree::paths() const {
+  if (paths_) return *paths_;
+  // Breadth first from the top, over the edges that count.
+  const uint64_t t0 = now_ns();
+  auto p = std::make_unique<Paths>();
+  p->parent.assign(nodes(), kNoNode);
+  p->bfs.reserve(nodes());
+  p->bfs.push_back(top());
+  p->parent[top()] = top();
+  for (size_t k = 0; k < p->bfs.size(); ++k) {
+    const uint32_t v = p->bfs[k];
+    for (uint32_t w : successors(v))
+      if (p->parent[w] == kNoNode && is_edge(v, w)) p->parent[w] = v, p->bfs.push_back(w);
+  }
+  p->parent[top()] = kNoNode;
+  p->ns = now_ns() - t0;
+  paths_ = std::move(p);
+  return *paths_;
+}
+
 std::vector<uint32_t> RetainedTree::shortest_path(uint32_t v) const {
+  const auto& parent = paths().parent;
   std::vector<uint32_t> out = {v};
-  while (v != top() && parent_[v] != kNoNode) out.push_back(v = parent_[v]);
+  while (v != top() && parent[v] != kNoNode) out.push_back(v = parent[v]);
   std::reverse(out.begin(), out.end());
   return out;
 }
@@ -142,16 +163,37 @@ const std::string& RetainedTree::type(uint32_t v) const {
 
 namespace {
 
-// Sizes up the dominator tree, children lists by size, breadth-first
-// parents.
-void sizes_and_paths(const Graph& g, RetainedTree* t, std::vector<uint64_t>* bytes,
-                     std::vector<uint32_t>* count, const std::vector<uint32_t>& idom,
-                     const std::vector<uint32_t>& order, std::vector<uint32_t>* child_begin,
-                     std::vector<uint32_t>* child, std::vector<uint32_t>* parent,
-                     std::vector<uint32_t>* bfs) {
+// Each node's children, largest retained size first. A long list is
+// sorted as (size, node) pairs gathered once: comparing through the sizes
+// array is a cache miss per comparison (the top has millions of children
+// in a heap full of cross links).
+void sort_children(const std::vector<uint64_t>& bytes, const std::vector<uint32_t>& begin,
+                   std::vector<uint32_t>* child) {
+  std::vector<std::pair<uint64_t, uint32_t>> keyed;
+  for (size_t v = 0; v + 1 < begin.size(); ++v) {
+    auto a = child->begin() + begin[v], b = child->begin() + begin[v + 1];
+    if (b - a < 2) continue;
+    if (b - a < 64) {
+      std::sort(a, b, [&](uint32_t x, uint32_t y) {
+        return bytes[x] != bytes[y] ? bytes[x] > bytes[y] : x < y;
+      });
+      continue;
+    }
+    keyed.clear();
+    for (auto it = a; it != b; ++it) keyed.emplace_back(~bytes[*it], *it);  // largest first
+    std::sort(keyed.begin(), keyed.end());
+    for (size_t k = 0; k < keyed.size(); ++k) a[k] = keyed[k].second;
+  }
+}
+
+// Sizes up the dominator tree, and the children lists by size.
+void sizes_and_children(const Graph& g, const RetainedTree& t, std::vector<uint64_t>* bytes,
+                        std::vector<uint32_t>* count, const std::vector<uint32_t>& idom,
+                        const std::vector<uint32_t>& order, std::vector<uint32_t>* child_begin,
+                        std::vector<uint32_t>* child) {
   const size_t n = g.nodes();
   bytes->assign(n, 0), count->assign(n, 0);
-  for (uint32_t v = 0; v < g.nb; ++v) (*bytes)[v] = t->shallow(v), (*count)[v] = 1;
+  for (uint32_t v = 0; v < g.nb; ++v) (*bytes)[v] = t.shallow(v), (*count)[v] = 1;
   for (size_t k = order.size(); k-- > 1;) {
     const uint32_t v = order[k];
     (*bytes)[idom[v]] += (*bytes)[v];
@@ -165,22 +207,7 @@ void sizes_and_paths(const Graph& g, RetainedTree* t, std::vector<uint64_t>* byt
   std::vector<uint32_t> next(child_begin->begin(), child_begin->end() - 1);
   for (uint32_t v : order)
     if (v != g.top()) (*child)[next[idom[v]]++] = v;
-  for (size_t v = 0; v < n; ++v)
-    if ((*child_begin)[v + 1] - (*child_begin)[v] > 1)
-      std::sort(child->begin() + (*child_begin)[v], child->begin() + (*child_begin)[v + 1],
-                [&](uint32_t a, uint32_t b) {
-                  return (*bytes)[a] != (*bytes)[b] ? (*bytes)[a] > (*bytes)[b] : a < b;
-                });
-  parent->assign(n, kNoNode);
-  bfs->clear();
-  bfs->reserve(n);
-  bfs->push_back(g.top());
-  (*parent)[g.top()] = g.top();
-  for (size_t k = 0; k < bfs->size(); ++k)
-    for (uint32_t w : g.succ((*bfs)[k]))
-      if ((*parent)[w] == kNoNode && g.edge((*bfs)[k], w))
-        (*parent)[w] = (*bfs)[k], bfs->push_back(w);
-  (*parent)[g.top()] = kNoNode;
+  sort_children(*bytes, *child_begin, child);
 }
 
 // Type names numbered once each: most blocks repeat the name before them,
@@ -241,8 +268,7 @@ Result<RetainedTree> retained_tree(const IndexedCore& core, RefNamer& names) {
                                                     g.nodes() - t.order_.size(), g.nodes()));
   uint64_t t2 = now_ns();
   t.stats.dominators_ns = t2 - t1;
-  sizes_and_paths(g, &t, &t.bytes_, &t.count_, t.idom_, t.order_, &t.child_begin_, &t.child_,
-                  &t.parent_, &t.bfs_);
+  sizes_and_children(g, t, &t.bytes_, &t.count_, t.idom_, t.order_, &t.child_begin_, &t.child_);
   uint64_t t3 = now_ns();
   t.stats.sizes_ns = t3 - t2;
   // Types: the leak analysis's, the globals' typed pointers, then typed

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -73,8 +74,11 @@ class RetainedTree {
   const std::vector<uint32_t>& order() const { return order_; }
   // Every node breadth first from top (each after its shortest path), and
   // the node before each on it (kNoNode for top).
-  const std::vector<uint32_t>& bfs_order() const { return bfs_; }
-  uint32_t path_parent(uint32_t v) const { return parent_[v]; }
+  // (Both made on first use: only paths need them.)
+  const std::vector<uint32_t>& bfs_order() const { return paths().bfs; }
+  uint32_t path_parent(uint32_t v) const { return paths().parent[v]; }
+  // What the paths took to make; 0 until they are.
+  uint64_t paths_ns() const { return paths_ ? paths_->ns : 0; }
 
   uint64_t heap_bytes() const { return bytes_[top()]; }
   // Why the tree may be wrong (the root model's reasons), empty: whole.
@@ -92,8 +96,14 @@ class RetainedTree {
   // Edges out of the holders (per holder, into holder_edges_), of leaked
   // (its entries) and of top (the holders, then leaked).
   std::vector<uint32_t> holder_begin_, holder_edges_, entries_, top_edges_;
-  std::vector<uint8_t> reached_;                       // per block: a root reaches it
-  std::vector<uint32_t> idom_, order_, parent_, bfs_;  // parent_: breadth-first parents
+  std::vector<uint8_t> reached_;  // per block: a root reaches it
+  std::vector<uint32_t> idom_, order_;
+  struct Paths {
+    std::vector<uint32_t> parent, bfs;  // breadth-first parents, and the order
+    uint64_t ns = 0;                    // the time they took
+  };
+  const Paths& paths() const;
+  mutable std::unique_ptr<Paths> paths_;
   std::vector<uint64_t> bytes_;
   std::vector<uint32_t> count_;
   std::vector<uint32_t> child_begin_, child_;

@@ -299,8 +299,10 @@ ordered_json heap_json(const Opened& o) {
 ordered_json stats_json(const Opened& o) {
   const auto& s = o.tree.stats;
   const auto& ix = o.core.ci.index->stats();
-  return {{"index_ns", ix.build_ns}, {"graph_ns", s.graph_ns}, {"dominators_ns", s.dominators_ns},
-          {"sizes_ns", s.sizes_ns},  {"types_ns", s.types_ns}, {"leak_entries", s.leak_entries}};
+  return {{"index_ns", ix.build_ns},          {"graph_ns", s.graph_ns},
+          {"dominators_ns", s.dominators_ns}, {"sizes_ns", s.sizes_ns},
+          {"types_ns", s.types_ns},           {"paths_ns", o.tree.paths_ns()},
+          {"leak_entries", s.leak_entries}};
 }
 
 void headline(const Opened& o) {

@@ -423,7 +423,7 @@ def retained(w, lr, core, name, leaks_s):
     size = os.path.getsize(core)
     print(f"leakref retained: median {median(rt):.3f} s = {median(rt) / leaks_s:.2f}x leaks (target <= 1.5x): "
           f"index {st['index_ns']/1e9:.2f} s, graph {st['graph_ns']/1e9:.2f} s, dominators "
-          f"{st['dominators_ns']/1e9:.2f} s, sizes and paths {st['sizes_ns']/1e9:.2f} s, types "
+          f"{st['dominators_ns']/1e9:.2f} s, sizes {st['sizes_ns']/1e9:.2f} s, paths {st['paths_ns']/1e9:.2f} s, types "
           f"{st['types_ns']/1e9:.2f} s; anonymous memory {anon >> 20} MiB = {100 * anon / size:.1f} % of "
           f"the core (target <= 10 %); leaked bytes = manifest")
 
