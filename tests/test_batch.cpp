@@ -19,6 +19,7 @@
 #include <set>
 #include <tuple>
 
+#include "doc_checks.hpp"
 #include "harness.hpp"
 
 using nlohmann::json;
@@ -549,18 +550,7 @@ TEST_CASE("README: the batch example runs as written", "[batch][docs]") {
     s = std::regex_replace(s, std::regex("[0-9]+(\\.[0-9]+)?"), "N");
     return std::regex_replace(s, std::regex(" +"), " ");
   };
-  size_t commands = 0;
-  for (const auto& [cmd, want] : lrtest::readme_commands(part)) {
-    INFO(cmd);
-    auto r = lrtest::run(
-        {"/bin/bash", "-c", "cd '" + dir + "' && PATH='" + lrtest::build_dir() + "':$PATH " + cmd},
-        300);
-    INFO(r.err);
-    CHECK(r.status == 0);
-    CHECK(norm(r.out) == norm(want));
-    ++commands;
-  }
-  CHECK(commands == 4);
+  CHECK(lrtest::check_doc_commands(part, dir, norm) == 4);
 }
 
 // An ARCHIVE that is not a directory or a dump is refused before a database

@@ -11,6 +11,7 @@
 #include <regex>
 #include <set>
 
+#include "doc_checks.hpp"
 #include "harness.hpp"
 #include "roots_checks.hpp"
 
@@ -331,18 +332,7 @@ TEST_CASE("README: the leaks example runs as written", "[refs][docs]") {
   auto norm = [](const std::string& s) {
     return std::regex_replace(s, std::regex("0x[0-9a-f]{6,}"), "0xADDR");
   };
-  size_t commands = 0;
-  for (const auto& [cmd, want] : lrtest::readme_commands(part)) {
-    INFO(cmd);
-    auto r = lrtest::run(
-        {"/bin/bash", "-c", "cd '" + dir + "' && PATH='" + lrtest::build_dir() + "':$PATH " + cmd},
-        120);
-    INFO(r.err);
-    CHECK(r.status == 0);
-    CHECK(norm(r.out) == norm(want));
-    ++commands;
-  }
-  CHECK(commands == 3);
+  CHECK(lrtest::check_doc_commands(part, dir, norm, 120) == 3);
 }
 
 // A block with more than 64 Ki pointers (fx_big's bucket array) makes its

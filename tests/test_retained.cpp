@@ -5,6 +5,7 @@
 #include <map>
 #include <regex>
 
+#include "doc_checks.hpp"
 #include "harness.hpp"
 
 using nlohmann::json;
@@ -219,18 +220,7 @@ TEST_CASE("docs: the retained examples run as written", "[core][retained][docs]"
     return std::regex_replace(std::regex_replace(s, std::regex("0x[0-9a-f]{6,}"), "0xADDR"),
                               std::regex("thread [0-9]+"), "thread N");
   };
-  size_t commands = 0;
-  for (const auto& [cmd, want] : lrtest::readme_commands(part)) {
-    INFO(cmd);
-    auto r = lrtest::run(
-        {"/bin/bash", "-c", "cd '" + dir + "' && PATH='" + lrtest::build_dir() + "':$PATH " + cmd},
-        300);
-    INFO(r.err);
-    CHECK(r.status == 0);
-    CHECK(norm(r.out) == norm(want));
-    ++commands;
-  }
-  CHECK(commands == 3);
+  CHECK(lrtest::check_doc_commands(part, dir, norm) == 3);
 }
 
 // A core cut short: the tree is said to be partial (the memory the core

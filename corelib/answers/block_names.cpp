@@ -10,15 +10,6 @@
 
 namespace lr {
 
-std::string demangle(const std::string& name) {
-  if (name.rfind("_Z", 0) != 0) return name;
-  int st = 0;
-  char* d = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &st);
-  std::string out = st == 0 && d ? d : name;
-  std::free(d);
-  return out;
-}
-
 namespace {
 
 // A global's name with the member the word is in, from the variable's

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "corelib/answers/core_index.hpp"
+#include "corelib/base/names.hpp"
 #include "corelib/blocks/blocktypes.hpp"
 #include "corelib/blocks/refindex.hpp"
 #include "corelib/debuginfo/unwind.hpp"
@@ -77,9 +78,5 @@ class RefNamer {
 
 // The word a reference read (registers: as recorded).
 uint64_t ref_value(const Program& prog, const Ref& r);
-
-// A C++ symbol as its source spells it ("holder_thread(void*)"); C names
-// unchanged.
-std::string demangle(const std::string& name);
 
 }  // namespace lr

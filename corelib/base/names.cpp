@@ -1,9 +1,22 @@
 #include "corelib/base/names.hpp"
 
+#include <cxxabi.h>
+
+#include <cstdlib>
+
 #include <algorithm>
 #include <cstdint>
 
 namespace lr {
+
+std::string demangle(const std::string& name) {
+  if (name.rfind("_Z", 0) != 0) return name;
+  int st = 0;
+  char* d = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &st);
+  std::string out = st == 0 && d ? d : name;
+  std::free(d);
+  return out;
+}
 
 std::string closest_name(std::string_view s, const std::vector<std::string>& names) {
   std::string best;

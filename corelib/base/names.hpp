@@ -1,4 +1,5 @@
-// "Did you mean": the nearest of some names to a misspelt one.
+// Names for people: the nearest of some names to a misspelt one ("did you
+// mean"), text made visible, C++ symbols demangled.
 #pragma once
 
 #include <string>
@@ -17,5 +18,9 @@ std::string did_you_mean(std::string_view s, const std::vector<std::string>& nam
 // `s` with control characters and bytes past ASCII as \xNN: text read from
 // a dump put into a message that reaches a terminal.
 std::string visible(std::string_view s);
+
+// A C++ symbol as its source spells it ("holder_thread(void*)"); C names
+// and names that do not demangle unchanged.
+std::string demangle(const std::string& name);
 
 }  // namespace lr

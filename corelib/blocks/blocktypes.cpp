@@ -2,6 +2,8 @@
 // pointers from typed blocks.
 #include "corelib/blocks/blocktypes.hpp"
 
+#include "corelib/base/names.hpp"
+
 #include <cxxabi.h>
 #include <fmt/format.h>
 
@@ -43,15 +45,6 @@ void collect(const Type* t, uint64_t base, const std::string& path, int depth,
     if (m.bit_size) continue;
     collect(m.type, base + m.offset, m.name.empty() ? path : path + "." + m.name, depth + 1, out);
   }
-}
-
-std::string demangle_symbol(const std::string& name) {
-  if (name.rfind("_Z", 0) != 0) return name;
-  int st = 0;
-  char* d = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &st);
-  std::string out = st == 0 && d ? d : name;
-  std::free(d);
-  return out;
 }
 
 }  // namespace
@@ -121,8 +114,8 @@ size_t BlockTypes::from_globals() {
     if (!prog_.mem().read(r.from, &v, 8).ok() || v != c.user) continue;
     for (const PtrSlot& s : slots(it->second.second))
       if (it->second.first + s.offset == r.from && s.pointee->size <= c.usable() &&
-          set(r.target, BlockType{s.pointee, s.pointee->display(),
-                                  demangle_symbol(h.sym->name) + s.path, true})) {
+          set(r.target,
+              BlockType{s.pointee, s.pointee->display(), demangle(h.sym->name) + s.path, true})) {
         ++typed;
         break;
       }
