@@ -237,7 +237,11 @@ TEST_CASE("retained: a truncated core gives a partial tree; --export spares the 
     auto r = lrtest::leakref({cmd, p, "--json"}, 300);
     INFO(cmd << ": " << r.err);
     REQUIRE(r.status < 128);
-    if (r.status != 0) continue;  // refused in one line: fine
+    if (r.status != 0) {  // refused in one line that says why (gcore's notes come last)
+      CHECK(r.status == 3);
+      CHECK(r.err.find("truncated") != std::string::npos);
+      continue;
+    }
     const json j = r.json();
     CHECK(j["partial"] == true);
     CHECK(!j["partial_reasons"].empty());
@@ -245,6 +249,14 @@ TEST_CASE("retained: a truncated core gives a partial tree; --export spares the 
     CHECK(f.status == 1);
     CHECK(f.out.rfind("partial: ", 0) == 0);
   }
+  // A baseline of another program is refused, not compared.
+  const auto& other = graphs_core("cache", {"3000"});
+  auto b = lrtest::leakref(
+      {"suspects", other.core, "--baseline",
+       lrtest::fixture_core("roots-readonly", lrtest::fixture_path("fx_roots"), {"readonly"})
+           .core});
+  CHECK(b.status == 2);
+  CHECK(b.err.find("not a core of the same executable") != std::string::npos);
   const std::string before = lrtest::sha256_file(fc.core);
   auto e = lrtest::leakref({"retained", fc.core, "--export", fc.core});
   CHECK(e.status == 2);

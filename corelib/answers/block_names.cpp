@@ -217,18 +217,16 @@ std::string RefNamer::describe(const Ref& r) {
     case RefFrom::kGlobal: {
       std::string g = global_text(prog, r.from);
       if (!g.empty()) return "global " + g;
-      for (const auto& rr : core_.ci.index->root_ranges())  // .bss past the last mapping
-        if (r.from >= rr.start && r.from < rr.end)
-          return fmt::format("global {:#x} ({} data)", r.from, rr.what);
+      if (const RootRange* rr = range_of(core_.ci.index->root_ranges(), r.from))
+        return fmt::format("global {:#x} ({} data)", r.from, rr->what);
       return fmt::format("global {:#x}", r.from);
     }
     case RefFrom::kMapping:
       return fmt::format("writable mapping at {:#x}", r.from);
     case RefFrom::kReadOnly:
-      for (const auto& rr : core_.ci.index->root_ranges())
-        if (r.from >= rr.start && r.from < rr.end)
-          return fmt::format("read-only mapping at {:#x} ({} {:#x}-{:#x})", r.from, rr.what,
-                             rr.start, rr.end);
+      if (const RootRange* rr = range_of(core_.ci.index->root_ranges(), r.from))
+        return fmt::format("read-only mapping at {:#x} ({} {:#x}-{:#x})", r.from, rr->what,
+                           rr->start, rr->end);
       return fmt::format("read-only mapping at {:#x}", r.from);
     case RefFrom::kChunk:
       break;

@@ -489,6 +489,15 @@ int cmd_suspects(const DumpOptions& c, const SuspectsArgs& a) {
     auto b = open_tree(c, a.baseline);
     if (!b.ok()) return fail(b.error());
     base = std::move(b).value();
+    // Places match only within one program: another build's types and
+    // globals would read as growth.
+    const lr::Module* be = base->core.prog->modules().exe();
+    const lr::Module* ne = op.core.prog->modules().exe();
+    if (!be || !ne || be->build_id.empty() || be->build_id != ne->build_id)
+      return fail(lr::make_error(
+          lr::Errc::kInvalidArgument,
+          "--baseline " + a.baseline + ": not a core of the same executable (build-ids " +
+              (be ? be->build_id : "?") + " and " + (ne ? ne->build_id : "?") + ")"));
     for (const auto& p : base->tree.partial) partial.push_back("baseline: " + p);
     const uint64_t min = static_cast<uint64_t>(a.min_growth / 100 * op.tree.heap_bytes());
     grown = growth(*base, op, std::max<uint64_t>(min, 1));
