@@ -12,17 +12,18 @@ DEB_DEPS := g++ make python3 pkg-config libdw-dev libelf-dev libfmt-dev libcli11
             gdb crash elfutils binutils
 # What the tests need besides (make test installs them itself), in two
 # parts: what building the tests and fixtures needs (Catch2, the headers of
-# the programs fixtures link, the aarch64 cross compilers), installed before
+# the programs fixtures link, the aarch64 cross compilers, the ctags
+# check-functions reads the sources with), installed before
 # the build, and what running them needs (GlusterFS, nfs-ganesha, Slurm,
 # bpftrace, QEMU and what a guest needs, chromium for the HTML pages, the
 # fuzzers' and formatter's clang, the tools the tests read with), installed
 # while leakref builds. Kernels and their headers are not here:
 # scripts/kernel-vmcore downloads them into its cache (and
 # scripts/kernel-kmemleak builds one from linux-source-6.1: flex and bison).
-TEST_BUILD_DEPS := catch2 libglusterfs-dev liburcu-dev libtirpc-dev libnfs-dev libntirpc-dev \
+TEST_BUILD_DEPS := catch2 universal-ctags libglusterfs-dev liburcu-dev libtirpc-dev libnfs-dev libntirpc-dev \
                    libkrb5-dev gcc-aarch64-linux-gnu g++-aarch64-linux-gnu
 TEST_RUN_DEPS := libc6-dbg python3 python3-jsonschema python3-drgn python3-networkx clang libclang-rt-14-dev \
-                 clang-format clang-tidy glusterfs-server glusterfs-client fuse3 \
+                 clang-format glusterfs-server glusterfs-client fuse3 \
                  procps util-linux bpftrace bc time strace \
                  qemu-system-x86 qemu-system-arm qemu-user busybox-static cpio makedumpfile pahole \
                  flex bison man-db zsh nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils \
