@@ -9,7 +9,7 @@ SAN        ?=
 DEBUG      ?= -g
 CXXFLAGS   ?= $(OPT) $(DEBUG)
 CXXFLAGS   += -std=c++20 -Wall -Wextra -Werror -fPIC -I. -I$(BUILD)/gen $(SAN)
-LDLIBS     := -ldw -lelf -ldebuginfod -lkdumpfile -lfmt -lsqlite3 -lzstd -llzma -llz4 -lz $(SAN)
+LDLIBS     := -ldw -lelf -ldebuginfod -lkdumpfile -laddrxlat -lfmt -lsqlite3 -lzstd -llzma -llz4 -lz $(SAN)
 
 # The engine is corelib/<layer>/, one static library per layer, bottom up
 # (a layer includes only its own headers and those of the layers below it:
@@ -332,7 +332,7 @@ FUZZERS      := $(FUZZ_DIR)/fuzz_core $(FUZZ_DIR)/fuzz_path $(FUZZ_DIR)/fuzz_exp
 # The engine is the sanitized build's (instrumented for libFuzzer too, not
 # linked with its main), made first when it is not there.
 FUZZ_LIBS    := $(call engine_libs,$(SAN_DIR))
-FUZZ_LDLIBS  := -ldw -lelf -ldebuginfod -lkdumpfile -lfmt -lsqlite3 -lzstd -llzma -llz4 -lz
+FUZZ_LDLIBS  := -ldw -lelf -ldebuginfod -lkdumpfile -laddrxlat -lfmt -lsqlite3 -lzstd -llzma -llz4 -lz
 ifneq ($(BUILD),$(SAN_DIR))
 $(FUZZ_LIBS) &:
 	$(SAN_MAKE) $(FUZZ_LIBS)
@@ -415,9 +415,9 @@ install: $(BIN) $(EXT) $(LIB)
 	  install -D -m 644 $$h $(DESTDIR)$(PREFIX)/include/leakref/$$h; done
 	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$${prefix}/lib' 'includedir=$${prefix}/include' '' \
 	  'Name: leakref' 'Description: post-mortem refcount-leak analysis of cores (engine)' \
-	  'Version: 0.1.0' 'Requires.private: libdw libelf libdebuginfod libkdumpfile fmt' \
+	  'Version: 0.1.0' 'Requires.private: libdw libelf libdebuginfod libkdumpfile libaddrxlat fmt' \
 	  'Cflags: -I$${includedir}/leakref -std=c++20' 'Libs: -L$${libdir} -lleakref' \
-	  'Libs.private: -ldw -lelf -ldebuginfod -lkdumpfile -lfmt -lzstd -llzma -llz4 -lz' > $(BUILD)/leakref.pc
+	  'Libs.private: -ldw -lelf -ldebuginfod -lkdumpfile -laddrxlat -lfmt -lzstd -llzma -llz4 -lz' > $(BUILD)/leakref.pc
 	install -m 644 $(BUILD)/leakref.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/leakref.pc
 	install -d $(DESTDIR)$(PREFIX)/lib/crash/extensions $(DESTDIR)$(PREFIX)/share/leakref/profiles
 	install -m 644 $(PROFILE_SRC) $(DESTDIR)$(PREFIX)/share/leakref/profiles/

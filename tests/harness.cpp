@@ -520,6 +520,85 @@ uint64_t elf_offset(int fd, uint64_t va, size_t len) {
   return 0;
 }
 
+namespace {
+
+std::vector<Elf64_Phdr> phdrs_of(int fd, Elf64_Ehdr* eh) {
+  std::vector<Elf64_Phdr> out;
+  if (::pread(fd, eh, sizeof *eh, 0) != sizeof *eh) return out;
+  uint64_t phnum = eh->e_phnum;
+  if (phnum == PN_XNUM) {
+    Elf64_Shdr sh;
+    if (::pread(fd, &sh, sizeof sh, static_cast<off_t>(eh->e_shoff)) != sizeof sh) return out;
+    phnum = sh.sh_info;
+  }
+  out.resize(phnum);
+  const ssize_t want = static_cast<ssize_t>(phnum * sizeof(Elf64_Phdr));
+  if (::pread(fd, out.data(), static_cast<size_t>(want), static_cast<off_t>(eh->e_phoff)) != want)
+    out.clear();
+  return out;
+}
+
+}  // namespace
+
+uint64_t elf_phys(const std::string& dump, uint64_t va) {
+  int fd = ::open(dump.c_str(), O_RDONLY);
+  REQUIRE(fd >= 0);
+  Elf64_Ehdr eh;
+  uint64_t pa = 0;
+  for (const auto& ph : phdrs_of(fd, &eh))
+    if (ph.p_type == PT_LOAD && va >= ph.p_vaddr && va - ph.p_vaddr < ph.p_filesz) {
+      pa = ph.p_paddr + (va - ph.p_vaddr);
+      break;
+    }
+  ::close(fd);
+  return pa;
+}
+
+std::string holed(const std::string& dump, const std::string& out, uint64_t pa) {
+  REQUIRE(run({"/bin/cp", dump, out}, 120).status == 0);
+  int fd = ::open(out.c_str(), O_RDWR);
+  REQUIRE(fd >= 0);
+  Elf64_Ehdr eh;
+  std::vector<Elf64_Phdr> in = phdrs_of(fd, &eh), ph;
+  REQUIRE(!in.empty());
+  bool split = false;
+  for (const Elf64_Phdr& p : in) {
+    if (p.p_type != PT_LOAD || pa < p.p_paddr || pa - p.p_paddr + 4096 > p.p_filesz) {
+      ph.push_back(p);
+      continue;
+    }
+    const uint64_t k = pa - p.p_paddr;
+    Elf64_Phdr a = p, b = p;
+    a.p_filesz = a.p_memsz = k;
+    b.p_offset += k + 4096;
+    b.p_paddr += k + 4096;
+    if (b.p_vaddr) b.p_vaddr += k + 4096;
+    b.p_filesz = b.p_memsz = p.p_filesz - k - 4096;
+    if (a.p_filesz) ph.push_back(a);
+    if (b.p_filesz) ph.push_back(b);
+    split = true;
+  }
+  INFO("no PT_LOAD of " << dump << " holds physical page " << std::hex << pa);
+  REQUIRE(split);
+  const off_t end = (::lseek(fd, 0, SEEK_END) + 7) & ~off_t{7};
+  const ssize_t n = static_cast<ssize_t>(ph.size() * sizeof(Elf64_Phdr));
+  REQUIRE(::pwrite(fd, ph.data(), static_cast<size_t>(n), end) == n);
+  eh.e_phoff = static_cast<uint64_t>(end);
+  if (ph.size() < PN_XNUM) {
+    eh.e_phnum = static_cast<uint16_t>(ph.size());
+  } else {  // the count in section header 0's sh_info
+    Elf64_Shdr sh;
+    REQUIRE(eh.e_shoff != 0);
+    REQUIRE(::pread(fd, &sh, sizeof sh, static_cast<off_t>(eh.e_shoff)) == sizeof sh);
+    sh.sh_info = static_cast<uint32_t>(ph.size());
+    eh.e_phnum = PN_XNUM;
+    REQUIRE(::pwrite(fd, &sh, sizeof sh, static_cast<off_t>(eh.e_shoff)) == sizeof sh);
+  }
+  REQUIRE(::pwrite(fd, &eh, sizeof eh, 0) == sizeof eh);
+  ::close(fd);
+  return out;
+}
+
 // (patched: see harness.hpp)
 std::string patched(const std::string& core, const std::string& out,
                     const std::vector<std::pair<uint64_t, uint64_t>>& writes, int width) {

@@ -83,6 +83,14 @@ std::string sha256_file(const std::string& path);
 uint64_t elf_offset(int fd, uint64_t va, size_t len);
 std::string patched(const std::string& core, const std::string& out,
                     const std::vector<std::pair<uint64_t, uint64_t>>& writes, int width = 8);
+// The physical address of virtual address `va` in an ELF dump whose
+// PT_LOADs carry both (QEMU's paging dump); 0 when none holds it.
+uint64_t elf_phys(const std::string& dump, uint64_t va);
+// A copy of ELF dump `dump` at `out` without the 4 KiB page at physical
+// address `pa`, as makedumpfile leaves a page it filtered out: the PT_LOAD
+// holding it split in two around it (a new program header table at the
+// end of the copy). Fails the test when no PT_LOAD holds the page.
+std::string holed(const std::string& dump, const std::string& out, uint64_t pa);
 
 // Skipping is loud: the reason is printed and counted in the closing line.
 // README.md and every docs/*.md, one after the other.

@@ -363,6 +363,70 @@ TEST_CASE("kernel leaks: hostile dumps give warnings and bounded results", "[ker
   CHECK(j2["warnings"].dump().find(fmt::format("{:#x}", page)) != std::string::npos);
 }
 
+// A page the dump does not hold (as makedumpfile leaves out a page it
+// filtered, or a dump cut off) is a partial answer, never a quiet one: the
+// page holding lrk_array's kmalloc'd array taken out of the physical-only
+// ELF dump (read through libkdumpfile's translation; libkdumpfile 0.5.1
+// itself crashed reading it) and out of the paging one (leakref's own
+// reader). The four array objects lose their only holder and are listed,
+// under a "partial:" headline naming what was not read; the objects of the
+// missing page are not listed at all (whether they are allocated is not
+// known); --fail-on fails on it; refs says partial too.
+TEST_CASE("kernel leaks: a page missing from the dump makes the answer partial",
+          "[kernel][kleaks][roots]") {
+  NEED_DUMP();
+  const Dump& d = dump();
+  LeakTruth t = checked_truth(d);
+  REQUIRE(!d.elf.empty());
+  const uint64_t pa = elf_phys(d.pelf, t.array) & ~uint64_t{4095};
+  REQUIRE(pa != 0);
+  const std::string dir = tmp_dir();
+  std::set<uint64_t> want = t.by_state.at("dropped");
+  for (uint64_t a : t.by_state.at("cycle")) want.insert(a);
+  // Intact: whole, and --fail-on partial passes.
+  json whole = kernel_json(d, d.elf, args(d, {"leaks", "--cache", "lrk_obj", "--json"}));
+  CHECK(whole["partial"] == false);
+  CHECK(whole["partial_reasons"].empty());
+  CHECK(leakref({"kernel", "--vmcore", d.elf, "--vmlinux", d.vmlinux, "leaks", "--cache", "lrk_obj",
+                 "--fail-on", "partial"})
+            .status == 0);
+  for (const std::string& src : {d.elf, d.pelf}) {
+    const std::string cut = holed(src, dir + "/holed.dump", pa);
+    INFO("dump " << src);
+    RunResult r = leakref(args(d, {"kernel", "--vmcore", cut, "--vmlinux", d.vmlinux, "leaks",
+                                   "--cache", "lrk_obj", "--json"}),
+                          300);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    json j = r.json();
+    CHECK(j["partial"] == true);
+    REQUIRE(j["partial_reasons"].size() >= 1);
+    CHECK(j["partial_reasons"].dump().find("not wholly in the dump") != std::string::npos);
+    std::set<uint64_t> got, with_array = want;
+    for (uint64_t a : t.array_slots) with_array.insert(a);
+    for (const auto& o : j["caches"][0]["objects"]) got.insert(hexv(o["addr"]));
+    CHECK(got == with_array);
+    // No object of the missing page is listed in any cache.
+    json all = kernel_json(d, cut, args(d, {"leaks", "--json"}));
+    for (const auto& c : all["caches"])
+      for (const auto& o : c["objects"])
+        CHECK((hexv(o["addr"]) & ~uint64_t{4095}) != t.array - t.array % 4096);
+    // Text: the first line says partial; any --fail-on fails.
+    RunResult txt = leakref(args(
+        d, {"kernel", "--vmcore", cut, "--vmlinux", d.vmlinux, "leaks", "--cache", "lrk_obj"}));
+    CHECK(txt.out.rfind("partial: ", 0) == 0);
+    CHECK(leakref({"kernel", "--vmcore", cut, "--vmlinux", d.vmlinux, "leaks", "--cache",
+                   "nonesuch", "--fail-on", "leak"})
+              .status == 1);
+    json rf =
+        kernel_json(d, cut, args(d, {"refs", fmt::format("{:#x}", t.array_slots[0]), "--json"}));
+    CHECK(rf["partial"] == true);
+    CHECK(rf["state"] == "leaked");
+    json arr = kernel_json(d, cut, args(d, {"refs", fmt::format("{:#x}", t.array), "--json"}));
+    CHECK(arr["state"] == "not_in_dump");
+  }
+}
+
 // --reconcile on kernel objects: each refcount against the references the
 // index found. The module's list object 3 counts two references nobody
 // holds, each dropped object one; the cycles' and the held objects' counts

@@ -52,6 +52,7 @@ struct ObjectGraph::Impl {
   PodArray<uint32_t> target;
   PodArray<RootRef> root_refs;  // by target
   ObjectGraphStats stats;
+  std::vector<GraphUnread> unread;
   mutable std::once_flag in_once;
   mutable std::vector<uint32_t> in_off;
   mutable PodArray<uint32_t> in_src;
@@ -60,9 +61,14 @@ struct ObjectGraph::Impl {
 
   void build_spans();
   size_t find(uint64_t v) const;
-  // `st` (null for a question's rescan) counts what the build scanned.
-  template <class F>
-  void scan(uint64_t a, uint64_t b, ObjectGraphStats* st, F&& fn) const;
+  // `st` (null for a question's rescan) counts what the build scanned;
+  // `gap(a, b)` is called for each page it could not read.
+  template <class F, class G = void (*)(uint64_t, uint64_t)>
+  void scan(
+      uint64_t a, uint64_t b, ObjectGraphStats* st, F&& fn,
+      G&& gap = [](uint64_t, uint64_t) {}) const;
+  // Keeps [a, b) of object `o` or root range `r` as not read.
+  void note_unread(uint64_t a, uint64_t b, uint32_t o, uint32_t r);
   void reverse() const;
   std::pair<const RootRef*, const RootRef*> roots_of(size_t i) const {
     auto a = std::lower_bound(root_refs.begin(), root_refs.end(), uint32_t(i),
@@ -129,8 +135,8 @@ size_t ObjectGraph::Impl::find(uint64_t v) const {
 
 // Calls fn(address, word, object) for each 8-aligned word of [a, b) that
 // points into an object; unreadable pages are skipped and counted.
-template <class F>
-void ObjectGraph::Impl::scan(uint64_t a, uint64_t b, ObjectGraphStats* st, F&& fn) const {
+template <class F, class G>
+void ObjectGraph::Impl::scan(uint64_t a, uint64_t b, ObjectGraphStats* st, F&& fn, G&& gap) const {
   a = (a + 7) & ~uint64_t{7};
   Memory::Window w;
   uint8_t page[kPage];
@@ -140,6 +146,7 @@ void ObjectGraph::Impl::scan(uint64_t a, uint64_t b, ObjectGraphStats* st, F&& f
     if (!p && mem.read(a, page, pe - a).ok()) p = page;
     if (!p) {
       if (st) st->unreadable_bytes += pe - a;
+      gap(a, pe);
       a = pe;
       continue;
     }
@@ -154,6 +161,21 @@ void ObjectGraph::Impl::scan(uint64_t a, uint64_t b, ObjectGraphStats* st, F&& f
     if (st) st->words += n, st->bytes_scanned += pe - a;
     a = pe;
   }
+}
+
+void ObjectGraph::Impl::note_unread(uint64_t a, uint64_t b, uint32_t o, uint32_t r) {
+  if (o != GraphUnread::kNone)
+    stats.unreadable_object_bytes += b - a;
+  else
+    stats.unreadable_root_bytes += b - a;
+  if (!unread.empty()) {
+    GraphUnread& last = unread.back();
+    if (last.end == a && last.object == o && last.root == r) {
+      last.end = b;
+      return;
+    }
+  }
+  if (unread.size() < kMaxUnread) unread.push_back({a, b, o, r});
 }
 
 namespace {
@@ -216,9 +238,19 @@ Result<std::unique_ptr<ObjectGraph>> ObjectGraph::build(const Memory& mem,
     ix->row[i] = static_cast<uint32_t>(ix->target.size());
     const GraphObject& ob = ix->objs[i];
     if (!ob.scan) continue;
-    ix->scan(ob.start, ob.start + ob.size, &ix->stats, [&](uint64_t, uint64_t, size_t t) {
-      if (t != i) ix->target.push_back(static_cast<uint32_t>(t));
-    });
+    const uint32_t oi = static_cast<uint32_t>(i);
+    bool missed = false;
+    auto gap = [&](uint64_t a, uint64_t b) {
+      ix->note_unread(a, b, oi, GraphUnread::kNone);
+      missed = true;
+    };
+    ix->scan(
+        ob.start, ob.start + ob.size, &ix->stats,
+        [&](uint64_t, uint64_t, size_t t) {
+          if (t != i) ix->target.push_back(static_cast<uint32_t>(t));
+        },
+        gap);
+    ix->stats.unreadable_objects += missed;
     if (ix->target.size() > o.max_refs)
       return make_error(Errc::kUnsupported,
                         fmt::format("more than {} references: past the graph's bound", o.max_refs));
@@ -226,10 +258,14 @@ Result<std::unique_ptr<ObjectGraph>> ObjectGraph::build(const Memory& mem,
   ix->row.back() = static_cast<uint32_t>(ix->target.size());
   for (size_t r = 0; r < ix->roots.size(); ++r) {
     if (stop()) return make_error(Errc::kInterrupted, "interrupted");
-    ix->scan(ix->roots[r].start, ix->roots[r].end, &ix->stats,
-             [&](uint64_t at, uint64_t, size_t t) {
-               ix->root_refs.push_back({at, static_cast<uint32_t>(t), static_cast<uint32_t>(r)});
-             });
+    const uint32_t ri = static_cast<uint32_t>(r);
+    auto gap = [&](uint64_t a, uint64_t b) { ix->note_unread(a, b, GraphUnread::kNone, ri); };
+    ix->scan(
+        ix->roots[r].start, ix->roots[r].end, &ix->stats,
+        [&](uint64_t at, uint64_t, size_t t) {
+          ix->root_refs.push_back({at, static_cast<uint32_t>(t), static_cast<uint32_t>(r)});
+        },
+        gap);
   }
   for (size_t v = 0; v < ix->values.size(); ++v) {
     const size_t t = ix->find(ix->values[v].value);
@@ -266,6 +302,9 @@ const GraphObject& ObjectGraph::object(size_t i) const {
 }
 size_t ObjectGraph::find(uint64_t addr) const {
   return impl_->find(addr);
+}
+const std::vector<GraphUnread>& ObjectGraph::unread() const {
+  return impl_->unread;
 }
 const std::vector<GraphRoot>& ObjectGraph::roots() const {
   return impl_->roots;

@@ -47,8 +47,20 @@ struct ObjectGraphOptions {
 struct ObjectGraphStats {
   uint64_t objects = 0, bytes_scanned = 0, words = 0, refs = 0, root_refs = 0;
   uint64_t unreadable_bytes = 0;  // of objects and roots, not in the dump
-  uint64_t memory_bytes = 0;      // what the graph holds
+  // Of those, in objects (what they point at is unknown) and in root ranges
+  // (what they hold is unknown); objects with any byte unread.
+  uint64_t unreadable_object_bytes = 0, unreadable_root_bytes = 0, unreadable_objects = 0;
+  uint64_t memory_bytes = 0;  // what the graph holds
   uint64_t build_ns = 0;
+};
+
+// Memory the scan needed and the dump does not hold: a run of pages of
+// one object or one root range.
+struct GraphUnread {
+  static constexpr uint32_t kNone = UINT32_MAX;
+  uint64_t start = 0, end = 0;
+  uint32_t object = kNone;  // the object it lies in, or kNone
+  uint32_t root = kNone;    // else the root range (index into roots())
 };
 
 // One referring word (or value).
@@ -79,6 +91,10 @@ class ObjectGraph {
   // The object holding `addr`; SIZE_MAX when none.
   size_t find(uint64_t addr) const;
   const std::vector<GraphRoot>& roots() const;
+  // What the build could not read, in address order, adjacent pages of one
+  // object or range joined; at most kMaxUnread runs (the stats count all).
+  static constexpr size_t kMaxUnread = 65536;
+  const std::vector<GraphUnread>& unread() const;
 
   static constexpr uint8_t kReached = kReachMark, kReferenced = kReferencedMark;
   // Per object: kReached when a chain from a root reaches it, kReferenced

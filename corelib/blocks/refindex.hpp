@@ -72,6 +72,12 @@ class RefSource {
     (void)r;
     return false;
   }
+  // Why the references found may not be all there are (roots the dump does
+  // not hold, ...): each reason once; empty when the source is whole.
+  virtual const std::vector<std::string>& partial() const {
+    static const std::vector<std::string> none;
+    return none;
+  }
 };
 
 class RefIndex final : public RefSource {
@@ -130,7 +136,7 @@ class RefIndex final : public RefSource {
   const std::vector<RootRange>& unread_ranges() const { return model_.unread; }
   // Why reachability answers from this index are partial (RootModel); empty:
   // whole.
-  const std::vector<std::string>& partial() const { return model_.partial; }
+  const std::vector<std::string>& partial() const override { return model_.partial; }
   // The words in dead memory that point into chunk `c` (each Ref stale):
   // what held a leaked block before its thread exited.
   std::vector<Ref> stale_refs_to(size_t c) const;

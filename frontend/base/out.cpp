@@ -1,6 +1,8 @@
 // Where commands write (out.hpp).
 #include "frontend/base/out.hpp"
 
+#include "corelib/blocks/refindex.hpp"
+
 #include <cstdio>
 
 namespace lrcli {
@@ -27,6 +29,12 @@ Out& out_stderr() {
 
 void print_warnings_text(const std::vector<std::string>& w, Out& err) {
   for (const auto& s : w) err.print("leakref: warning: {}\n", s);
+}
+
+std::vector<std::string> with_partial(std::vector<std::string> w, const lr::RefSource* index) {
+  if (index)
+    for (const auto& p : index->partial()) w.push_back("partial: " + p);
+  return w;
 }
 
 void emit_json(const nlohmann::json& j, Out& out) {

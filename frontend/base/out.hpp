@@ -10,6 +10,10 @@
 #include <string_view>
 #include <vector>
 
+namespace lr {
+class RefSource;
+}
+
 namespace lrcli {
 
 // A write that fails (the reader of `| head` went away) makes the sink
@@ -37,6 +41,10 @@ Out& out_stderr();
 
 // "leakref: warning: W" lines.
 void print_warnings_text(const std::vector<std::string>& w, Out& err = out_stderr());
+// `w` and "partial: REASON" for each reason `index` (may be null) is
+// partial: the references nobody could read may be the ones a refcount
+// counts, so --reconcile says so beside its answer.
+std::vector<std::string> with_partial(std::vector<std::string> w, const lr::RefSource* index);
 // A JSON document, indented, invalid UTF-8 from target memory replaced.
 void emit_json(const nlohmann::json& j, Out& out = out_stdout());
 // `j` as JSON text (`indent` as nlohmann's dump). Strings from a dump (a

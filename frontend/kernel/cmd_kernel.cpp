@@ -429,8 +429,8 @@ int KernelCli::check(Out& err, lr::KernelLimits& lim, const std::atomic<bool>* i
     if (auto u = check_profile_args(pa); !u.ok()) return fail(u.error(), err);
   }
   for (const auto& f : la.fail_on)
-    if (f != "leak" && f != "any") {
-      err.print("leakref: error: --fail-on: unknown finding '{}' (leaks: leak)\n", f);
+    if (f != "leak" && f != "partial" && f != "any") {
+      err.print("leakref: error: --fail-on: unknown finding '{}' (leaks: leak, partial)\n", f);
       return kUsage;
     }
   for (const auto& f : prof->parsed() ? std::vector<std::string>{} : ka.fail_on) {
@@ -475,16 +475,16 @@ int KernelCli::run(lr::KernelTarget& k, const std::string& source, const lr::Ker
     found = std::make_unique<lr::KRefSource>(*ix);
     w.index = sw.index = pa.index = found.get();
   }
+  const std::vector<std::string>& pre = k.warnings();
   if (walk->parsed()) {
     w.interrupted = interrupted;
-    return run_and_render_walk(k.prog(), w, ka.json, true, source, k.warnings(), out, err);
+    return run_and_render_walk(k.prog(), w, ka.json, true, source, pre, out, err);
   }
   if (prof->parsed()) {
     pa.interrupted = interrupted;
     auto p = lr::find_profile(pa.profile, profile_dirs());
     if (!p.ok()) return fail(p.error(), err);
-    return run_and_render_profile(k.prog(), p.value(), pa, ka.json, true, source, k.warnings(), out,
-                                  err);
+    return run_and_render_profile(k.prog(), p.value(), pa, ka.json, true, source, pre, out, err);
   }
   if (slab->parsed()) return run_slab(k, sa, sw, ka.json, source, lim, out, err);
   if (leaks->parsed()) return run_kleaks(k, la, source, lim, out, err);

@@ -25,7 +25,9 @@ void add_kleaks_options(CLI::App* sub, KLeaksArgs& a) {
   sub->add_option("--type", a.type,
                   "with one --cache: its objects' type, shown for each (default: the profile's "
                   "types, or struct CACHE when its size matches)");
-  sub->add_option("--fail-on", a.fail_on, "exit 1 if: leak")->delimiter(',');
+  sub->add_option("--fail-on", a.fail_on,
+                  "exit 1 if: leak, partial (a partial answer always fails under --fail-on)")
+      ->delimiter(',');
   sub->add_flag("--json", a.json, "leakref.kernel.leaks/1 JSON");
 }
 
@@ -227,10 +229,14 @@ int run_kleaks(lr::KernelTarget& k, const KLeaksArgs& a, const std::string& sour
       jc.push_back(std::move(c));
     }
     j["summary"] = {{"objects", n}, {"bytes", bytes}, {"caches", groups.size()}};
+    j["partial"] = !ix.partial().empty();
+    j["partial_reasons"] = ix.partial();
     j["index"] = index_json(ix, reused);
     j["warnings"] = ix.warnings();
     out.print("{}\n", json_text(j, 1));
   } else {
+    // A partial answer says so before anything else.
+    for (const auto& p : ix.partial()) out.print("partial: {}\n", p);
     for (const auto& [name, v] : groups) {
       uint64_t b = 0;
       for (const auto& l : v) b += ix.objects()[l.object].size;
@@ -243,15 +249,17 @@ int run_kleaks(lr::KernelTarget& k, const KLeaksArgs& a, const std::string& sour
     }
     const auto& g = ix.graph().stats();
     out.print(
-        "\n{} unreferenced object{}, {} bytes, in {} cache{} (of {} objects; {} references, "
+        "\n{}{} unreferenced object{}, {} bytes, in {} cache{} (of {} objects; {} references, "
         "{:.1f} MiB scanned)\n",
-        n, n == 1 ? "" : "s", bytes, groups.size(), groups.size() == 1 ? "" : "s", g.objects,
-        g.refs, g.bytes_scanned / 1048576.0);
+        ix.partial().empty() ? "" : "partial: ", n, n == 1 ? "" : "s", bytes, groups.size(),
+        groups.size() == 1 ? "" : "s", g.objects, g.refs, g.bytes_scanned / 1048576.0);
     for (const auto& w : ix.warnings()) err.print("leakref: warning: {}\n", w);
   }
   for (const auto& f : a.fail_on)
     if ((f == "leak" || f == "any") && n) return kFindings;
-  return kOk;
+  // A partial answer is not a clean one: under --fail-on it fails whatever
+  // was asked for.
+  return !a.fail_on.empty() && !ix.partial().empty() ? kFindings : kOk;
 }
 
 namespace {
@@ -278,6 +286,9 @@ std::pair<const char*, std::string> object_state(const lr::KObject& o, bool reac
             fmt::format("waiting for an RCU grace period to be freed (no leak), {}", how)};
   if (o.kind == lr::KObject::Kind::kStack)
     return {"spare_stack", fmt::format("a spare kernel stack kept for reuse (no leak), {}", how)};
+  if (o.unread)
+    return {"not_in_dump",
+            fmt::format("not wholly in the dump: whether it is allocated is not known, {}", how)};
   if (reached) return {"reachable", how};
   if (o.kmemleak & lr::KmemleakNote::kNotLeak)
     return {"not_leak", "reached from no root, but marked kmemleak_not_leak (no leak)"};
@@ -321,6 +332,8 @@ int run_krefs(lr::KernelTarget& k, const KRefsArgs& a, const std::string& source
                     {"value", hex(r.value)},
                     {"root", r.object == lr::GraphRef::kNone},
                     {"name", names.referrer(r)}});
+    j["partial"] = !ix.partial().empty();
+    j["partial_reasons"] = ix.partial();
     j["index"] = index_json(ix, reused);
     if (a.depth) {
       auto& jc = j["chain"] = nlohmann::json::array();
@@ -332,6 +345,7 @@ int run_krefs(lr::KernelTarget& k, const KRefsArgs& a, const std::string& source
     out.print("{}\n", json_text(j, 1));
     return kOk;
   }
+  for (const auto& p : ix.partial()) err.print("leakref: partial: {}\n", p);
   out.print("{}: {} bytes, {}\n", names.object(i), o.size, state_text);
   out.print("{} referring word{}:\n", refs.size(), refs.size() == 1 ? "" : "s");
   for (const auto& r : refs) {

@@ -332,7 +332,8 @@ lr::Result<void> check_profile_args(const ProfileArgs& a) {
 
 int run_and_render_profile(lr::Program& prog, const lr::Profile& prof, const ProfileArgs& a,
                            bool json, bool is_kernel, const std::string& source,
-                           const std::vector<std::string>& pre_warnings, Out& out, Out& err) {
+                           const std::vector<std::string>& given_warnings, Out& out, Out& err) {
+  const std::vector<std::string> pre_warnings = with_partial(given_warnings, a.index);
   if (std::string why = lr::profile_mismatch(prog, prof, is_kernel); !why.empty())
     return fail(lr::make_error(lr::Errc::kUnsupported, why), err);
   lr::ProfileRunOptions ro;
@@ -408,7 +409,6 @@ static int cmd_profile(const DumpOptions& c, const ProfileArgs& a) {
     ci = std::move(r).value();
     pa.index = ci.index.get();
     pre.insert(pre.end(), ci.index->warnings().begin(), ci.index->warnings().end());
-    for (const auto& p : ci.index->partial()) pre.push_back("partial: " + p);
   }
   std::fflush(stdout);
   return run_and_render_profile(*prog.value(), prof.value(), pa, c.json, false, c.core, pre,

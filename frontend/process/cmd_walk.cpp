@@ -305,8 +305,9 @@ bool walk_findings(const WalkArgs& a, const lr::WalkReport& rep) {
 }  // namespace
 
 int run_and_render_walk(lr::Program& prog, const WalkArgs& a, bool json, bool is_kernel,
-                        const std::string& source, const std::vector<std::string>& pre_warnings,
+                        const std::string& source, const std::vector<std::string>& given_warnings,
                         Out& out, Out& err) {
+  const std::vector<std::string> pre_warnings = with_partial(given_warnings, a.index);
   auto prep = prepare_walk(prog, a, is_kernel);
   if (!prep.ok()) return fail(prep.error(), err);
   lr::WalkSpec& spec = prep.value().spec;
@@ -364,8 +365,6 @@ static int cmd_walk(const DumpOptions& c, const WalkArgs& a) {
   std::vector<std::string> pre = prog.value()->warnings();
   if (ci.index) {
     pre.insert(pre.end(), ci.index->warnings().begin(), ci.index->warnings().end());
-    // References nobody could read may be the ones a refcount counts.
-    for (const auto& p : ci.index->partial()) pre.push_back("partial: " + p);
   }
   return run_and_render_walk(*prog.value(), w, c.json, false, c.core, pre, out_stdout(),
                              out_stderr());

@@ -48,6 +48,11 @@ struct KRefIndex::Parts {
   std::vector<GraphValue> values;  // CPU registers
 
   Parts(KernelTarget& kt, const KernelLimits& l, KRefIndex& x) : k(kt), lim(l), ix(x) {}
+  // Why the scan itself is partial (roots it could not find), each once.
+  std::vector<std::string> partial;
+  uint64_t tasks_unread = 0;
+  bool rcu_cut = false;
+
   void warn(std::string w) {
     if (ix.warnings_.size() < kMaxWarnings) ix.warnings_.push_back(std::move(w));
   }
@@ -254,6 +259,9 @@ Result<void> KRefIndex::Parts::tasks() {
   std::vector<std::string> w;
   auto listed = kint::list_objects(k.mem(), init_task + o_tasks, o_tasks, lim, "init_task.tasks",
                                    &w, nullptr);
+  if (!w.empty())
+    partial.push_back("the task list was cut short (" + w.front() +
+                      "): the kernel stacks of tasks past it were not scanned");
   for (auto& s : w) warn(s);
   std::vector<uint64_t> leaders = {init_task};
   for (uint64_t t : listed)
@@ -264,6 +272,7 @@ Result<void> KRefIndex::Parts::tasks() {
   for (uint64_t t : all) {
     if (!k.mem().read(t, tb.data(), tb.size()).ok()) {
       warn(fmt::format("task {:#x}: not readable", t));
+      ++tasks_unread;
       continue;
     }
     KRoot r;
@@ -303,6 +312,8 @@ void KRefIndex::Parts::modules() {
   auto mods = k.loaded_modules();
   if (!mods.ok()) {
     warn("modules: " + mods.error().message);
+    partial.push_back("the loaded modules could not be listed (" + mods.error().message +
+                      "): their data and .bss were not scanned");
     return;
   }
   for (const auto& [name, m] : mods.value()) {
@@ -433,6 +444,10 @@ Result<void> KRefIndex::Parts::pages() {
             fmt::format("struct page array: the {} struct pages from pfn {:#x} are not in the "
                         "dump; the page pass stopped there",
                         hole, pfn + n - hole));
+        partial.push_back(fmt::format(
+            "the page pass stopped at pfn {:#x} (struct pages not in the dump): kernel pages "
+            "past it were not scanned as roots",
+            pfn + n - hole));
         return {};
       }
       continue;
@@ -507,12 +522,15 @@ void KRefIndex::Parts::rcu_chain(uint64_t head, uint64_t o_next, const char* wha
     uint64_t next = 0;
     if (!k.mem().read(h + o_next, &next, 8).ok()) {
       warn(fmt::format("{}: rcu_head {:#x} is not readable; the list was cut there", what, h));
+      rcu_cut = true;
       return;
     }
     h = next;
   }
-  if (h)
+  if (h) {
     warn(fmt::format("{}: more than {} callbacks (a loop?); the rest were not marked", what, n));
+    rcu_cut = true;
+  }
 }
 
 // Objects waiting for a grace period: each CPU's RCU callback list and
@@ -608,6 +626,18 @@ Result<std::unique_ptr<KRefIndex>> KRefIndex::build(KernelTarget& k, const Kerne
   ix->values_ = P.values;
   LR_ASSIGN(ix->graph_, ObjectGraph::build(k.mem(), std::move(objs), std::move(P.roots),
                                            std::move(P.values), go));
+  if (P.tasks_unread)
+    P.partial.push_back(fmt::format("{} task{} not readable: {} kernel stack{} not scanned",
+                                    P.tasks_unread, P.tasks_unread == 1 ? " is" : "s are",
+                                    P.tasks_unread == 1 ? "its" : "their",
+                                    P.tasks_unread == 1 ? " was" : "s were"));
+  if (P.rcu_cut)
+    P.partial.push_back(
+        "an RCU callback list was cut short: objects waiting past the cut to be freed may be "
+        "listed as leaked");
+  ix->model_ = kernel_root_model(*ix->graph_, ix->roots_, std::move(P.partial));
+  for (const GraphUnread& u : ix->graph_->unread())
+    if (u.object != GraphUnread::kNone) ix->objects_[u.object].unread = true;
   return ix;
 }
 
@@ -631,9 +661,7 @@ Result<std::vector<Ref>> KRefSource::refs_into(uint64_t addr, uint64_t size) con
       r.kind = RefFrom::kRegister;
     } else if (g.root != GraphRef::kNone) {
       const KRoot& k = ix_.roots()[ix_.graph().roots()[g.root].tag];
-      r.kind = k.kind == KRoot::Kind::kStack  ? RefFrom::kStack
-               : k.kind == KRoot::Kind::kPage ? RefFrom::kMapping
-                                              : RefFrom::kGlobal;
+      r.kind = kernel_root_kind(k);
       r.tid = k.pid;
     }
     out.push_back(r);
@@ -650,6 +678,7 @@ std::vector<KLeak> kernel_leaks(const KRefIndex& ix) {
     if (ix.objects()[i].rcu) continue;                                // being freed
     if (ix.objects()[i].untracked) continue;                          // kmemleak's metadata
     if (ix.objects()[i].kmemleak & KmemleakNote::kNotLeak) continue;  // kmemleak_not_leak
+    if (ix.objects()[i].unread) continue;                             // not in the dump: not known
     out.push_back({i, (seen[i] & ObjectGraph::kReferenced) != 0});
   }
   return out;

@@ -18,6 +18,7 @@
 
 #include "corelib/blocks/objgraph.hpp"
 #include "corelib/blocks/refindex.hpp"
+#include "corelib/blocks/roots.hpp"
 #include "targets/linux/kernel.hpp"
 #include "targets/linux/kernel_slab.hpp"
 
@@ -36,6 +37,9 @@ struct KObject {
   // at every object kmemleak tracks. Neither scanned nor a leak, as for
   // kmemleak itself.
   bool untracked = false;
+  // Some of its bytes are not in the dump (a page filtered out, a dump cut
+  // off): neither leaked nor reachable is known of it.
+  bool unread = false;
   uint8_t kmemleak = 0;  // KmemleakNote bits: what kmemleak's metadata says of it
 };
 
@@ -91,6 +95,11 @@ class KRefIndex {
   const std::vector<GraphValue>& values() const { return values_; }  // CPU registers
   const KRefStats& stats() const { return stats_; }
   const std::vector<std::string>& warnings() const { return warnings_; }
+  // The roots as a process core's are modelled (kernel_root_model): what
+  // was scanned, what the dump does not hold, and why answers about
+  // reachability are partial (empty when whole).
+  const RootModel& root_model() const { return model_; }
+  const std::vector<std::string>& partial() const { return model_.partial; }
   // The object holding `addr`; SIZE_MAX when none.
   size_t find(uint64_t addr) const { return graph_->find(addr); }
 
@@ -106,7 +115,20 @@ class KRefIndex {
   std::vector<GraphValue> values_;
   KRefStats stats_;
   std::vector<std::string> warnings_;
+  RootModel model_;
 };
+
+// A kernel root range's kind in the root model: kernel data, modules and
+// per-CPU areas are kGlobal, task stacks kStack (tid: the pid), other kernel
+// pages kMapping, CPU registers kRegister.
+RefFrom kernel_root_kind(const KRoot& r);
+// "kernel .data", "module lrkleak", "task 93 (cat) kernel stack", ...
+std::string kernel_root_what(const KRoot& r);
+// The model of graph `g`, whose root tags index `kinds`; `reasons` are the
+// scan's own (tasks not read, lists cut short), and the memory the graph
+// could not read adds its own.
+RootModel kernel_root_model(const ObjectGraph& g, const std::vector<KRoot>& kinds,
+                            std::vector<std::string> reasons);
 
 // A referring word named for people: "struct dentry.d_inode of
 // 0xffff…", "lrk_list (module lrkleak, .bss)", "task 1234 (cat) kernel
@@ -143,6 +165,7 @@ class KRefSource final : public RefSource {
  public:
   explicit KRefSource(const KRefIndex& ix) : ix_(ix) {}
   Result<std::vector<Ref>> refs_into(uint64_t addr, uint64_t size) const override;
+  const std::vector<std::string>& partial() const override { return ix_.partial(); }
 
  private:
   const KRefIndex& ix_;

@@ -4,6 +4,7 @@
 #include <elfutils/debuginfod.h>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <libkdumpfile/addrxlat.h>
 #include <libkdumpfile/kdumpfile.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include "corelib/base/names.hpp"
 #include "corelib/dump/elfcore.hpp"
 #include "corelib/dump/pagecache.hpp"
+#include "corelib/dump/physdump.hpp"
 #include "targets/linux/kernel.hpp"
 #include "targets/linux/kernel_internal.hpp"
 
@@ -24,7 +26,19 @@ namespace lr {
 struct KernelTarget::Kdump {
   kdump_ctx_t* ctx = nullptr;
   int fd = -1;
+  // A physical-only ELF dump: its pages are read from its PT_LOADs here,
+  // and libkdumpfile only translates addresses. libkdumpfile 0.5.1 crashes
+  // (SIGSEGV in kdump_read) on a physical page no PT_LOAD holds once the
+  // architecture is set, and fills a page partly outside them with zeros;
+  // a page missing from the dump must be a failed read instead.
+  std::unique_ptr<PhysDump> phys;
+  addrxlat_ctx_t* xctx = nullptr;
+  addrxlat_sys_t* xsys = nullptr;
+  addrxlat_cb_t* cb = nullptr;  // ours, on top of libkdumpfile's
   ~Kdump() {
+    if (cb) addrxlat_ctx_del_cb(xctx, cb);
+    if (xsys) addrxlat_sys_decref(xsys);
+    if (xctx) addrxlat_ctx_decref(xctx);
     if (ctx) kdump_free(ctx);
     if (fd >= 0) close(fd);
   }
@@ -38,8 +52,44 @@ struct KernelTarget::Kdump {
     failed->push_back(ctx);
     ctx = nullptr;
   }
+  // The page tables' pages for the translation, from the PT_LOADs too.
+  static addrxlat_status get_page(const addrxlat_cb_t* cb, addrxlat_buffer_t* buf) {
+    auto* k = static_cast<Kdump*>(cb->priv);
+    if (buf->addr.as != ADDRXLAT_KPHYSADDR && buf->addr.as != ADDRXLAT_MACHPHYSADDR)
+      return cb->next->get_page(cb->next, buf);
+    const uint64_t pa = buf->addr.addr & ~uint64_t{4095};
+    const uint8_t* p = k->phys->at(pa, 4096);
+    if (!p) return addrxlat_ctx_err(k->xctx, ADDRXLAT_ERR_NODATA, "page not in the dump");
+    buf->addr.addr = pa;
+    buf->ptr = p;
+    buf->size = 4096;
+    buf->byte_order = ADDRXLAT_LITTLE_ENDIAN;
+    buf->put_page = &Kdump::put_page;  // called whatever the page (never null)
+    return ADDRXLAT_OK;
+  }
+  static void put_page(const addrxlat_buffer_t*) {}  // the mapping stays
+  // Sets up reading `vmcore` by physical address; false when it cannot be
+  // (the reads then go through libkdumpfile as for a kdump file).
+  bool use_phys(const std::string& vmcore) {
+    auto pd = PhysDump::open(vmcore);
+    if (!pd.ok() || kdump_get_addrxlat(ctx, &xctx, &xsys) != KDUMP_OK) return false;
+    cb = addrxlat_ctx_add_cb(xctx);
+    if (!cb) return false;
+    cb->priv = this;
+    cb->get_page = &Kdump::get_page;
+    phys = std::move(pd).value();
+    return true;
+  }
   static bool read(void* self, uint64_t addr, void* buf, size_t len) {
     auto* k = static_cast<Kdump*>(self);
+    if (k->phys) {
+      addrxlat_fulladdr_t a{addr, ADDRXLAT_KVADDR};
+      if (addrxlat_fulladdr_conv(&a, ADDRXLAT_KPHYSADDR, k->xctx, k->xsys) != ADDRXLAT_OK)
+        return false;
+      const uint8_t* p = k->phys->at(a.addr, len);
+      if (p) std::memcpy(buf, p, len);
+      return p != nullptr;
+    }
     size_t got = len;
     return kdump_read(k->ctx, KDUMP_KVADDR, addr, buf, &got) == KDUMP_OK && got == len;
   }
@@ -213,6 +263,9 @@ Result<std::string> KernelTarget::open_kdump(int fd, const std::string& vmcore, 
   const char* fmtname = nullptr;
   kdump_get_string_attr(kdump_->ctx, KDUMP_ATTR_FILE_FORMAT, &fmtname);
   format_ = fmtname ? fmtname : "kdump";
+  if (machine && !kdump_->use_phys(vmcore))
+    return make_error(Errc::kBadFormat,
+                      fmt::format("{}: its PT_LOADs cannot be read by physical address", vmcore));
   owned_mem_ = std::make_unique<PagedMemory>(&Kdump::read, kdump_.get(), vmcore);
   return vmcoreinfo;
 }
