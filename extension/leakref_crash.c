@@ -15,7 +15,7 @@ static void cmd_leakref(void);
 static char* help_leakref[] = {
     "leakref",
     "refcounts and their holders: walks, inodes, modules, slabs, leaks, invariants",
-    "walk|inodes|modules|check|slab|leaks|refs|profile [options] [--json]",
+    "walk|inodes|modules|check|slab|leaks|refs|retained|profile [options] [--json]",
     "  Walks the kernel's own refcounted structures through the vmlinux DWARF,",
     "  with the same engine as the standalone leakref tool (leakref kernel).",
     "  Every walk is bounded and cycle-safe; Ctrl-C and '| head' stop it.",
@@ -66,6 +66,9 @@ static char* help_leakref[] = {
     "       Who points into the object holding ADDR, each word named (a member",
     "       of an object, a variable of the kernel or a module, a task's stack",
     "       frame, a per-CPU area); --depth N adds a chain from a root.",
+    "  retained [--top N] [--by-type|--tree PLACE|--path PLACE|--paths-of TYPE]",
+    "       What holds kernel memory: the dominator tree over the same index,",
+    "       each object's retained size and its shortest path from a root.",
     "  profile --profile FILE|NAME [--set S] [--all] [--flagged] [--fail-on ...]",
     "       The object sets, holders and invariants a profile file declares.",
     " ",

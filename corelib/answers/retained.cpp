@@ -24,8 +24,8 @@ uint64_t now_ns() {
 // The graph around the index's blocks: holders, "leaked" and the top, with
 // the edges they add (the blocks' own are the index's rows).
 struct Graph {
-  explicit Graph(const RefIndex& i) : ix(i), nb(i.chunks()) {}
-  const RefIndex& ix;
+  explicit Graph(const RetainedGraph& i) : ix(i), nb(i.blocks()) {}
+  const RetainedGraph& ix;
   size_t nb = 0;
   std::vector<uint32_t> holder_begin, holder_edges;  // per holder: its blocks
   std::vector<uint32_t> entries;                     // the leaked part's entry blocks
@@ -64,35 +64,36 @@ struct Graph {
   }
 };
 
-// Groups the root references by holder; returns the holders.
-std::vector<Holder> add_holders(RefNamer& names, Graph* g) {
-  std::vector<Holder> holders;
-  std::unordered_map<std::string, uint32_t> ids;
-  std::vector<std::pair<uint32_t, uint32_t>> edges;  // (holder, block)
-  for (size_t i = 0; i < g->ix.root_count(); ++i) {
-    const Ref r = g->ix.root_ref(i);
-    std::string key;
-    std::string name = names.holder(r, &key);
-    auto [it, added] = ids.emplace(name, static_cast<uint32_t>(holders.size()));
-    if (added) holders.push_back({std::move(name), std::move(key), r.kind});
-    edges.emplace_back(it->second, r.target);
-  }
+// The holders' edges, and theirs as predecessors of the blocks.
+void add_holders(std::vector<std::pair<uint32_t, uint32_t>> edges, size_t holders, Graph* g) {
   std::sort(edges.begin(), edges.end());
   edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
-  g->holder_begin.assign(holders.size() + 1, 0);
+  g->holder_begin.assign(holders + 1, 0);
   for (const auto& [h, b] : edges) {
     ++g->holder_begin[h + 1];
     g->holder_edges.push_back(b);
     g->extra_preds.emplace_back(b, static_cast<uint32_t>(g->nb + h));
   }
-  for (size_t h = 0; h < holders.size(); ++h) g->holder_begin[h + 1] += g->holder_begin[h];
-  return holders;
+  for (size_t h = 0; h < holders; ++h) g->holder_begin[h + 1] += g->holder_begin[h];
 }
 
-void add_leaked(Graph* g) {
-  const std::vector<uint8_t> reach = g->ix.reachable();
-  g->reached.resize(g->nb);
-  for (size_t i = 0; i < g->nb; ++i) g->reached[i] = reach[i] & RefIndex::kReached;
+// Per block: whether a holder reaches it (breadth first, no recursion).
+std::vector<uint8_t> reached_from_holders(const Graph& g) {
+  std::vector<uint8_t> seen(g.nb, 0);
+  std::vector<uint32_t> todo;
+  for (uint32_t b : g.holder_edges)
+    if (!seen[b]) seen[b] = 1, todo.push_back(b);
+  while (!todo.empty()) {
+    const uint32_t v = todo.back();
+    todo.pop_back();
+    for (uint32_t w : g.ix.row(v))
+      if (!seen[w]) seen[w] = 1, todo.push_back(w);
+  }
+  return seen;
+}
+
+void add_leaked(Graph* g, std::vector<uint8_t> reached) {
+  g->reached = reached.empty() ? reached_from_holders(*g) : std::move(reached);
   g->entries = entry_nodes(g->nb, g->reached, [&](uint32_t v) { return g->ix.row(v); });
   for (size_t h = 0; h + 1 < g->holder_begin.size(); ++h)
     g->top_edges.push_back(static_cast<uint32_t>(g->nb + h));
@@ -102,18 +103,29 @@ void add_leaked(Graph* g) {
   std::sort(g->extra_preds.begin(), g->extra_preds.end());
 }
 
+// A process core's graph: the heap's in-use blocks as the index has them.
+class IndexGraph final : public RetainedGraph {
+ public:
+  explicit IndexGraph(const RefIndex& ix) : ix_(ix) {}
+  size_t blocks() const override { return ix_.chunks(); }
+  uint64_t address(uint32_t b) const override { return ix_.heap().in_use[b].user; }
+  uint64_t size(uint32_t b) const override { return ix_.heap().in_use[b].usable(); }
+  std::span<const uint32_t> row(uint32_t b) const override { return ix_.row(b); }
+  std::span<const uint32_t> referrers(uint32_t b) const override { return ix_.referrers(b); }
+  size_t find(uint64_t addr) const override { return ix_.chunk_at(addr); }
+
+ private:
+  const RefIndex& ix_;
+};
+
 }  // namespace
 
 std::span<const uint32_t> RetainedTree::successors(uint32_t v) const {
-  if (v < blocks_) return ix_->row(v);
+  if (v < blocks_) return g_->row(v);
   if (v == leaked()) return entries_;
   if (v == top()) return top_edges_;
   const size_t h = v - blocks_;
   return {holder_edges_.data() + holder_begin_[h], holder_edges_.data() + holder_begin_[h + 1]};
-}
-
-uint64_t RetainedTree::shallow(uint32_t v) const {
-  return is_block(v) ? ix_->heap().in_use[v].usable() : 0;
 }
 
 std::span<const uint32_t> RetainedTree::children(uint32_t v) const {
@@ -244,18 +256,18 @@ class TypeIds {
 
 }  // namespace
 
-Result<RetainedTree> retained_tree(const IndexedCore& core, RefNamer& names) {
-  const RefIndex& ix = *core.ci.index;
-  if (ix.chunks() + 2 + ix.root_count() >= kNoNode)
-    return make_error(Errc::kUnsupported, "too many heap blocks for a retained-size tree");
+Result<RetainedTree> build_retained(std::unique_ptr<const RetainedGraph> gr, RetainedParts parts) {
+  const size_t nb = gr->blocks();
+  if (nb + 2 + parts.holders.size() >= kNoNode)
+    return make_error(Errc::kUnsupported, "too many blocks for a retained-size tree");
   RetainedTree t;
-  t.ix_ = &ix;
-  t.blocks_ = ix.chunks();
-  t.partial = ix.partial();
+  t.blocks_ = nb;
+  t.partial = std::move(parts.partial);
   uint64_t t0 = now_ns();
-  Graph g(ix);
-  t.holders_ = add_holders(names, &g);
-  add_leaked(&g);
+  Graph g(*gr);
+  add_holders(std::move(parts.holder_edges), parts.holders.size(), &g);
+  t.holders_ = std::move(parts.holders);
+  add_leaked(&g, std::move(parts.reached));
   t.stats.holders = t.holders_.size();
   t.stats.leak_entries = g.entries.size();
   uint64_t t1 = now_ns();
@@ -268,34 +280,62 @@ Result<RetainedTree> retained_tree(const IndexedCore& core, RefNamer& names) {
                                                     g.nodes() - t.order_.size(), g.nodes()));
   uint64_t t2 = now_ns();
   t.stats.dominators_ns = t2 - t1;
+  t.g_ = std::move(gr);
   sizes_and_children(g, t, &t.bytes_, &t.count_, t.idom_, t.order_, &t.child_begin_, &t.child_);
   uint64_t t3 = now_ns();
   t.stats.sizes_ns = t3 - t2;
-  // Types: the leak analysis's, the globals' typed pointers, then typed
-  // pointers from every typed block; else what the account names.
-  find_leaks(core, names);
-  names.types().from_globals();
-  names.types().propagate(std::vector<uint8_t>(t.blocks_, 1));
-  KnownObjects none;
-  BlockKeys keys(core, names, none, BlockKeyBy::kType);
-  t.type_of_.resize(t.blocks_);
+  // Untyped blocks by size; the allocator's own (a tcache) said so.
+  t.type_of_.resize(nb);
   TypeIds ids(&t.types_);
-  const auto& chunks = ix.heap().in_use;
-  const auto& own = ix.heap().own_chunks;
-  for (size_t c = 0; c < t.blocks_; ++c) {
-    const HeapChunk h = chunks[c];
-    // Untyped blocks by size; the allocator's own (a tcache) said so.
-    if (std::binary_search(own.begin(), own.end(), h.user))
-      t.type_of_[c] = ids.untyped(true, h.usable());
-    else if (std::string_view k = keys(c); !k.empty())
+  for (uint32_t c = 0; c < nb; ++c) {
+    if (parts.own && parts.own(c))
+      t.type_of_[c] = ids.untyped(true, t.g_->size(c));
+    else if (std::string_view k = parts.type ? parts.type(c) : ""; !k.empty())
       t.type_of_[c] = ids.named(k);
     else
-      t.type_of_[c] = ids.untyped(false, h.usable());
+      t.type_of_[c] = ids.untyped(false, t.g_->size(c));
   }
   t.stats.types_ns = now_ns() - t3;
   t.holder_begin_ = std::move(g.holder_begin), t.holder_edges_ = std::move(g.holder_edges);
   t.entries_ = std::move(g.entries), t.top_edges_ = std::move(g.top_edges);
   t.reached_ = std::move(g.reached);
+  return t;
+}
+
+Result<RetainedTree> retained_tree(const IndexedCore& core, RefNamer& names) {
+  const RefIndex& ix = *core.ci.index;
+  RetainedParts parts;
+  parts.partial = ix.partial();
+  // One holder per name; the root references grouped by it.
+  std::unordered_map<std::string, uint32_t> ids;
+  for (size_t i = 0; i < ix.root_count(); ++i) {
+    const Ref r = ix.root_ref(i);
+    std::string key;
+    std::string name = names.holder(r, &key);
+    auto [it, added] = ids.emplace(name, static_cast<uint32_t>(parts.holders.size()));
+    if (added) parts.holders.push_back({std::move(name), std::move(key), r.kind});
+    parts.holder_edges.emplace_back(it->second, r.target);
+  }
+  const std::vector<uint8_t> reach = ix.reachable();
+  parts.reached.resize(ix.chunks());
+  for (size_t i = 0; i < ix.chunks(); ++i) parts.reached[i] = reach[i] & RefIndex::kReached;
+  // Types: the leak analysis's, the globals' typed pointers, then typed
+  // pointers from every typed block; else what the account names.
+  const uint64_t t0 = now_ns();
+  find_leaks(core, names);
+  names.types().from_globals();
+  names.types().propagate(std::vector<uint8_t>(ix.chunks(), 1));
+  KnownObjects none;
+  BlockKeys keys(core, names, none, BlockKeyBy::kType);
+  const auto& chunks = ix.heap().in_use;
+  const auto& own = ix.heap().own_chunks;
+  parts.type = [&](uint32_t c) { return keys(c); };
+  parts.own = [&](uint32_t c) {
+    return std::binary_search(own.begin(), own.end(), chunks[c].user);
+  };
+  const uint64_t typed_ns = now_ns() - t0;
+  auto t = build_retained(std::make_unique<IndexGraph>(ix), std::move(parts));
+  if (t.ok()) t.value().stats.types_ns += typed_ns;
   return t;
 }
 
@@ -490,44 +530,67 @@ std::string node_id(const RetainedTree& t, uint32_t v) {
   return fmt::format("{:#x}", t.block_address(v));
 }
 
-std::string edge_text(const RetainedTree& t, RefNamer& names, uint32_t from, uint32_t to) {
-  if (!t.is_block(to) || from == t.top() || from == t.leaked()) return "";
-  const RefIndex& ix = t.index();
-  if (!t.is_block(from)) {
-    for (const Ref& r : ix.refs_to(to))
-      if (r.kind != RefFrom::kChunk && names.holder(r, nullptr) == t.holder(from).name) {
-        // Said only when it says more than the holder (a member, an offset).
-        std::string d = names.describe(r);
-        return d == t.holder(from).name ? "" : d;
-      }
-    return "";
+namespace {
+
+class ProcessNamer final : public RetainedNamer {
+ public:
+  ProcessNamer(const IndexedCore& core, RefNamer& names) : core_(core), names_(names) {}
+
+  std::string edge(const RetainedTree& t, uint32_t from, uint32_t to) override {
+    if (!t.is_block(to) || from == t.top() || from == t.leaked()) return "";
+    const RefIndex& ix = *core_.ci.index;
+    if (!t.is_block(from)) {
+      for (const Ref& r : ix.refs_to(to))
+        if (r.kind != RefFrom::kChunk && names_.holder(r, nullptr) == t.holder(from).name) {
+          // Said only when it says more than the holder (a member, an offset).
+          std::string d = names_.describe(r);
+          return d == t.holder(from).name ? "" : d;
+        }
+      return "";
+    }
+    const std::vector<uint64_t> words = ix.words_from(from, to);
+    if (words.empty()) return "";
+    const uint64_t off = words.front() - t.block_address(from);
+    const BlockType* bt = names_.types().get(from);
+    std::string m = bt && bt->type ? member_path_at(bt->type, off) : "";
+    return m.empty() ? fmt::format("+{:#x}", off) : m;
   }
-  const std::vector<uint64_t> words = ix.words_from(from, to);
-  if (words.empty()) return "";
-  const uint64_t off = words.front() - t.block_address(from);
-  const BlockType* bt = names.types().get(from);
-  std::string m = bt && bt->type ? member_path_at(bt->type, off) : "";
-  return m.empty() ? fmt::format("+{:#x}", off) : m;
+
+  Result<uint64_t> address_of(const std::string& place) override {
+    return core_.prog->resolve_address(place);
+  }
+
+ private:
+  const IndexedCore& core_;
+  RefNamer& names_;
+};
+
+}  // namespace
+
+std::unique_ptr<RetainedNamer> retained_namer(const IndexedCore& core, RefNamer& names) {
+  return std::make_unique<ProcessNamer>(core, names);
 }
 
-Result<uint32_t> find_node(const RetainedTree& t, const Program& prog, const std::string& place) {
+Result<uint32_t> find_node(const RetainedTree& t, RetainedNamer& namer, const std::string& place) {
   if (place == "top" || place == "all") return t.top();
   if (place == "leaked") return t.leaked();
   for (uint32_t v = static_cast<uint32_t>(t.blocks()); v < t.leaked(); ++v) {
-    const std::string& n = t.holder(v).name;
-    if (n == place || n.rfind("global " + place + " [", 0) == 0) return v;
+    const Holder& h = t.holder(v);
+    if (h.name == place || h.key == place || h.name.rfind("global " + place + " [", 0) == 0 ||
+        h.name.rfind(place + " (", 0) == 0)
+      return v;
   }
   uint64_t a = 0;
   if (!parse_u64(place, &a)) {
-    auto r = prog.resolve_address(place);
+    auto r = namer.address_of(place);
     if (!r.ok())
       return make_error(Errc::kNotFound, place + ": no holder of root references has that name, " +
                                              "and " + r.error().message);
     a = r.value();
   }
-  const size_t c = t.index().chunk_at(a);
+  const size_t c = t.graph().find(a);
   if (c == SIZE_MAX)
-    return make_error(Errc::kNotFound, fmt::format("{:#x} is not inside an in-use heap block", a));
+    return make_error(Errc::kNotFound, fmt::format("{:#x} is inside no block of the graph", a));
   return static_cast<uint32_t>(c);
 }
 

@@ -1,5 +1,6 @@
-// What holds the memory of a process core: the dominator tree over its
-// reference graph (reference index), each block's retained size, the
+// What holds the memory of a core or a vmcore: the dominator tree over its
+// reference graph (a process core's reference index, a kernel's object
+// graph: any RetainedGraph), each block's retained size, the
 // shortest path from a root to each block, types for every node, and the
 // answers built on them (the largest retainers, retained size by type,
 // leak suspects, the growth since a baseline dump).
@@ -15,6 +16,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -34,6 +36,50 @@ struct Holder {
   RefFrom kind = RefFrom::kGlobal;
 };
 
+// The reference graph a tree is made over: blocks [0, blocks()), each with
+// its address and own size, the blocks its words point into (one per word)
+// and the blocks whose words point into it.
+class RetainedGraph {
+ public:
+  virtual ~RetainedGraph() = default;
+  virtual size_t blocks() const = 0;
+  virtual uint64_t address(uint32_t b) const = 0;
+  virtual uint64_t size(uint32_t b) const = 0;
+  virtual std::span<const uint32_t> row(uint32_t b) const = 0;
+  virtual std::span<const uint32_t> referrers(uint32_t b) const = 0;
+  // The block holding `addr`; SIZE_MAX when none.
+  virtual size_t find(uint64_t addr) const = 0;
+};
+
+// What a target adds to its graph: the holders of root references and the
+// blocks each points into, which blocks a root reaches (empty: those the
+// holders reach), each block's type ("" when none is known: named by its
+// size) and whether it is the allocator's own, and why the tree may be
+// partial.
+struct RetainedParts {
+  std::vector<Holder> holders;
+  std::vector<std::pair<uint32_t, uint32_t>> holder_edges;  // (holder, block)
+  std::vector<uint8_t> reached;
+  std::function<std::string_view(uint32_t)> type;
+  std::function<bool(uint32_t)> own;  // may be empty
+  std::vector<std::string> partial;
+};
+
+class RetainedTree;
+// How a tree's nodes are named beyond what the tree knows: the referring
+// word between two nodes, and the address a place names.
+class RetainedNamer {
+ public:
+  virtual ~RetainedNamer() = default;
+  // How `from` points at `to` (an edge of the graph): the member of
+  // `from`'s type holding the word (".slots[3]", "+0x18"), a root reference
+  // named as refs names it; "" when there is nothing to add.
+  virtual std::string edge(const RetainedTree& t, uint32_t from, uint32_t to) = 0;
+  // The address a place that is no number names (a symbol): kNotFound
+  // saying why.
+  virtual Result<uint64_t> address_of(const std::string& place) = 0;
+};
+
 class RetainedTree {
  public:
   // Nodes [0, blocks()) are the heap's in-use blocks (the index's chunk
@@ -43,14 +89,14 @@ class RetainedTree {
   uint32_t top() const { return static_cast<uint32_t>(nodes() - 1); }
   uint32_t leaked() const { return static_cast<uint32_t>(nodes() - 2); }
   bool is_block(uint32_t v) const { return v < blocks_; }
-  uint64_t block_address(uint32_t v) const { return ix_->heap().in_use[v].user; }
-  const RefIndex& index() const { return *ix_; }
+  uint64_t block_address(uint32_t v) const { return g_->address(v); }
+  const RetainedGraph& graph() const { return *g_; }
   const Holder& holder(uint32_t v) const { return holders_[v - blocks_]; }
 
   // The immediate dominator (top's is top).
   uint32_t idom(uint32_t v) const { return idom_[v]; }
   // Own usable size (0 for the holders and the tops) and retained size.
-  uint64_t shallow(uint32_t v) const;
+  uint64_t shallow(uint32_t v) const { return is_block(v) ? g_->size(v) : 0; }
   uint64_t retained(uint32_t v) const { return bytes_[v]; }
   uint64_t retained_blocks(uint32_t v) const { return count_[v]; }
   // The graph's edges out of `v` (a block's: one per referring word)...
@@ -89,8 +135,8 @@ class RetainedTree {
   } stats;
 
  private:
-  friend Result<RetainedTree> retained_tree(const IndexedCore&, RefNamer&);
-  const RefIndex* ix_ = nullptr;
+  friend Result<RetainedTree> build_retained(std::unique_ptr<const RetainedGraph>, RetainedParts);
+  std::unique_ptr<const RetainedGraph> g_;
   size_t blocks_ = 0;
   std::vector<Holder> holders_;
   // Edges out of the holders (per holder, into holder_edges_), of leaked
@@ -112,9 +158,14 @@ class RetainedTree {
   std::string none_;
 };
 
+// Builds the tree over graph `g` and what its target adds.
+Result<RetainedTree> build_retained(std::unique_ptr<const RetainedGraph> g, RetainedParts parts);
 // Builds the tree of `core` (its index and blocks), naming holders and
 // block types through `names` (types found now are kept there).
 Result<RetainedTree> retained_tree(const IndexedCore& core, RefNamer& names);
+// A process core's namer: members of typed blocks, root references as refs
+// names them, symbols of the program.
+std::unique_ptr<RetainedNamer> retained_namer(const IndexedCore& core, RefNamer& names);
 
 // A node as a line names it: "0x4052a0 struct table (4096 bytes)", a
 // holder's name, "leaked (blocks no root reaches)", "all roots".
@@ -122,13 +173,10 @@ std::string node_text(const RetainedTree& t, uint32_t v);
 // A node as JSON names it (unique in the tree): a block's address, a
 // holder's name, "leaked", "top".
 std::string node_id(const RetainedTree& t, uint32_t v);
-// How `from` points at `to` (an edge of the graph): the member of `from`'s
-// type holding the word (".slots[3]", "+0x18"), a root reference named as
-// refs names it ("global g_table [fx]"); "" when the word is not found.
-std::string edge_text(const RetainedTree& t, RefNamer& names, uint32_t from, uint32_t to);
-// The node named by `place`: an address inside an in-use block, a holder's
-// name (or a global's: "g_table"), "leaked", "top". kNotFound saying why.
-Result<uint32_t> find_node(const RetainedTree& t, const Program& prog, const std::string& place);
+// The node named by `place`: an address inside a block, a holder's name or
+// key (or a global's: "g_table"), "leaked", "top", a symbol `namer` knows.
+// kNotFound saying why.
+Result<uint32_t> find_node(const RetainedTree& t, RetainedNamer& namer, const std::string& place);
 
 // The shortest paths from the roots to every block of `type`, merged (MAT's
 // "merge shortest paths to GC roots"): per node on any of them, how many

@@ -382,6 +382,39 @@ std::vector<GraphRef> ObjectGraph::referrers(size_t i) const {
   return out;
 }
 
+std::span<const uint32_t> ObjectGraph::row(size_t i) const {
+  const Impl& ix = *impl_;
+  return {ix.target.data() + ix.row[i], ix.target.data() + ix.row[i + 1]};
+}
+
+std::span<const uint32_t> ObjectGraph::sources(size_t i) const {
+  const Impl& ix = *impl_;
+  ix.reverse();
+  return {ix.in_src.data() + ix.in_off[i], ix.in_src.data() + ix.in_off[i + 1]};
+}
+
+size_t ObjectGraph::root_count() const {
+  return impl_->root_refs.size();
+}
+
+GraphRef ObjectGraph::root_ref(size_t k) const {
+  const RootRef& r = impl_->root_refs[k];
+  GraphRef g;
+  g.target = r.target;
+  g.from = r.from;
+  if (r.root & kValueBit) {
+    g.value_root = r.root & ~kValueBit;
+    g.from = impl_->values[g.value_root].index;
+  } else {
+    g.root = r.root;
+  }
+  return g;
+}
+
+std::vector<uint64_t> ObjectGraph::words_from(size_t src, size_t dst) const {
+  return impl_->words_into(src, dst);
+}
+
 uint32_t ObjectGraph::ref_count(size_t i) const {
   const Impl& ix = *impl_;
   if (i >= ix.objs.size()) return 0;

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -107,6 +108,17 @@ class ObjectGraph {
   std::vector<GraphRef> chain(size_t i, size_t max_depth) const;
   // How many references point into object `i` (roots and objects).
   uint32_t ref_count(size_t i) const;
+  // The objects object `i`'s words point into, one per word (zero copy).
+  std::span<const uint32_t> row(size_t i) const;
+  // The objects whose words point into object `i`, one per word, in order
+  // (made on first use).
+  std::span<const uint32_t> sources(size_t i) const;
+  // Every reference from a root (range or value): the object it points into
+  // and the root (as GraphRef's root or value_root); no word read.
+  size_t root_count() const;
+  GraphRef root_ref(size_t k) const;
+  // The addresses of the words of object `src` that point into `dst`.
+  std::vector<uint64_t> words_from(size_t src, size_t dst) const;
 
   const ObjectGraphStats& stats() const;
 

@@ -372,8 +372,9 @@ struct KernelCli {
   SlabArgs sa;
   KLeaksArgs la;
   KRefsArgs ra;
+  RetainedArgs rta;
   CLI::App *walk = nullptr, *ino = nullptr, *mods = nullptr, *prof = nullptr, *slab = nullptr,
-           *chk = nullptr, *leaks = nullptr, *refs = nullptr;
+           *chk = nullptr, *leaks = nullptr, *refs = nullptr, *ret = nullptr;
 
   void define(CLI::App& app);
   int check(Out& err, lr::KernelLimits& lim, const std::atomic<bool>* interrupted);
@@ -420,6 +421,11 @@ void KernelCli::define(CLI::App& app) {
   refs = app.add_subcommand("refs", "who points into a kernel object, named");
   add_krefs_options(refs, ra);
   refs->add_option("--ko", ka.kos, ko_help);
+  ret = app.add_subcommand(
+      "retained", "what holds kernel memory: dominator tree, retained sizes, paths from the roots");
+  add_retained_options(ret, rta);
+  ret->add_flag("--json", ka.json, "leakref.retained/1 JSON");
+  ret->add_option("--ko", ka.kos, ko_help);
 }
 
 // The checks made before the dump is opened; -1 when the command line holds.
@@ -428,6 +434,11 @@ int KernelCli::check(Out& err, lr::KernelLimits& lim, const std::atomic<bool>* i
   if (prof->parsed()) {
     if (auto u = check_profile_args(pa); !u.ok()) return fail(u.error(), err);
   }
+  if (ret->parsed())
+    if (std::string bad = retained_args_error(rta); !bad.empty()) {
+      err.print("leakref: error: {}\n", bad);
+      return kUsage;
+    }
   for (const auto& f : la.fail_on)
     if (f != "leak" && f != "partial" && f != "any") {
       err.print("leakref: error: --fail-on: unknown finding '{}' (leaks: leak, partial)\n", f);
@@ -489,6 +500,7 @@ int KernelCli::run(lr::KernelTarget& k, const std::string& source, const lr::Ker
   if (slab->parsed()) return run_slab(k, sa, sw, ka.json, source, lim, out, err);
   if (leaks->parsed()) return run_kleaks(k, la, source, lim, out, err);
   if (refs->parsed()) return run_krefs(k, ra, source, lim, out, err);
+  if (ret->parsed()) return run_kretained(k, rta, ka.json, source, lim, out, err);
   if (ino->parsed()) return run_inodes(k, ka, source, lim, out, err);
   if (mods->parsed()) return run_modules(k, ka, source, lim, out, err);
   return run_check(k, ka, source, lim, out, err);

@@ -14,6 +14,7 @@
 #include "frontend/base/render.hpp"
 #include "frontend/kernel/cmd_kslab.hpp"
 #include "targets/linux/kernel_refs.hpp"
+#include "targets/linux/kernel_retained.hpp"
 
 namespace lrcli {
 
@@ -363,6 +364,24 @@ int run_krefs(lr::KernelTarget& k, const KRefsArgs& a, const std::string& source
       out.print("  {} -> {:#x}\n", names.referrer(r), ix.objects()[r.target].addr);
   }
   return kOk;
+}
+
+int run_kretained(lr::KernelTarget& k, const RetainedArgs& a, bool json, const std::string& source,
+                  const lr::KernelLimits& lim, Out& out, Out& err) {
+  auto ixr = kernel_ref_index(k, lim);
+  if (!ixr.ok()) return fail(ixr.error(), err);
+  const lr::KRefIndex& ix = *ixr.value();
+  lr::KRefNamer names(k, ix);
+  auto t = lr::kernel_retained(k, ix, names);
+  if (!t.ok()) return fail(t.error(), err);
+  const lr::KernelRetained& kr = t.value();
+  std::vector<std::string> warnings = k.warnings();
+  warnings.insert(warnings.end(), ix.warnings().begin(), ix.warnings().end());
+  RetainedView v{
+      kr.tree,          *kr.namer,           out,
+      source,           std::move(warnings), ix.stats().collect_ns + ix.graph().stats().build_ns,
+      "kernel objects", "objects",           "vmcore"};
+  return render_retained(v, a, json, err);
 }
 
 }  // namespace lrcli

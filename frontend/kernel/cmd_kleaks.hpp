@@ -1,5 +1,6 @@
-// `leakref kernel … leaks` and `… refs` (and the same in crash): kernel
-// objects nothing reachable points to, and who points at one.
+// `leakref kernel … leaks`, `… refs` and `… retained` (and the same in
+// crash): kernel objects nothing reachable points to, who points at one,
+// and what holds the memory.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "frontend/base/out.hpp"
+#include "frontend/process/retained_render.hpp"
 #include "targets/linux/kernel.hpp"
 
 namespace lrcli {
@@ -38,5 +40,7 @@ int run_kleaks(lr::KernelTarget& k, const KLeaksArgs& a, const std::string& sour
                const lr::KernelLimits& lim, Out& out, Out& err);
 int run_krefs(lr::KernelTarget& k, const KRefsArgs& a, const std::string& source,
               const lr::KernelLimits& lim, Out& out, Out& err);
+int run_kretained(lr::KernelTarget& k, const RetainedArgs& a, bool json, const std::string& source,
+                  const lr::KernelLimits& lim, Out& out, Out& err);
 
 }  // namespace lrcli

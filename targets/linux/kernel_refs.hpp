@@ -137,6 +137,11 @@ struct KRefNamer {
   explicit KRefNamer(KernelTarget& k, const KRefIndex& ix);
   ~KRefNamer();
   std::string referrer(const GraphRef& r);
+  // What holds root reference `r`, without the word's offset: "lrk_list
+  // (module lrkleak, .bss)", "task 93 (cat) kernel stack, frame vfs_read",
+  // "kernel page 0x…"; `key` (may be null) the same without what changes
+  // between boots (pids, page addresses).
+  std::string holder(const GraphRef& r, std::string* key);
   // A kernel or module text address: "lrk_new+0x2e [lrkleak]", "vfs_read+0x9".
   std::string symbol(uint64_t addr);
   // An object: "dentry 0xffff… (struct dentry)", "kmalloc-64 0xffff…".

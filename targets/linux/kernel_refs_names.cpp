@@ -56,6 +56,8 @@ struct KRefNamer::Impl {
   std::string root(const KRoot& r, uint64_t at);
   std::string sym(uint64_t a);
   std::string percpu_var(uint64_t off);
+  std::string percpu_name(uint64_t link);
+  std::string holder(const KRoot& r, uint64_t at, std::string* key);
 };
 
 // " (runqueues+0x10)": the per-CPU variable whose link value is `link` (a
@@ -151,6 +153,59 @@ std::string KRefNamer::Impl::frame(const KRoot& r, uint64_t at) {
   return "";
 }
 
+// The per-CPU variable whose link value is `link`, by name; "" when none.
+std::string KRefNamer::Impl::percpu_name(uint64_t link) {
+  std::string v = percpu_var(link);  // " (name+0x10)"
+  if (v.size() < 4) return "";
+  v = v.substr(2, v.size() - 3);
+  return v.substr(0, v.find('+'));
+}
+
+// What holds the root word at `at`, without the word's own offset: the
+// variable, the task's frame, the page (holder()).
+std::string KRefNamer::Impl::holder(const KRoot& r, uint64_t at, std::string* key) {
+  std::string name, kk;
+  switch (r.kind) {
+    case KRoot::Kind::kKernelData: {
+      SymbolHit h = k.prog().modules().symbolize(at);
+      name = h.module && h.sym ? fmt::format("{} ({})", h.sym->name, r.section)
+                               : fmt::format("kernel {} (no symbol)", r.section);
+      kk = name;
+      break;
+    }
+    case KRoot::Kind::kModule: {
+      const KModSymbol* s = mod_sym(at);
+      name = s ? fmt::format("{} (module {}, {})", s->name, s->module, section_of(s->type))
+               : fmt::format("module {} (no symbol)", r.module);
+      kk = name;
+      break;
+    }
+    case KRoot::Kind::kPerCpu: {
+      const std::string v = percpu_name(at - r.base);
+      name = v.empty() ? fmt::format("per-CPU area of CPU {}", r.cpu)
+                       : fmt::format("per-CPU area of CPU {} ({})", r.cpu, v);
+      kk = name;
+      break;
+    }
+    case KRoot::Kind::kStack: {
+      const std::string f = frame(r, at);
+      const std::string where = f.empty() ? "above its frames" : "frame " + f;
+      name = fmt::format("task {} ({}) kernel stack, {}", r.pid, r.comm, where);
+      kk = fmt::format("task {} kernel stack, {}", r.comm, where);
+      break;
+    }
+    case KRoot::Kind::kRegisters:
+      name = kk = fmt::format("CPU {}'s registers", r.cpu);
+      break;
+    case KRoot::Kind::kPage:
+      name = fmt::format("kernel page {:#x} (no slab or vmalloc memory)", at & ~uint64_t{4095});
+      kk = "kernel page";
+      break;
+  }
+  if (key) *key = std::move(kk);
+  return name;
+}
+
 std::string KRefNamer::Impl::root(const KRoot& r, uint64_t at) {
   switch (r.kind) {
     case KRoot::Kind::kKernelData:
@@ -243,6 +298,17 @@ std::string KRefNamer::member(size_t i, uint64_t off) {
   const KObject& o = impl_->ix.objects()[i];
   const Type* t = o.kind == KObject::Kind::kSlab ? cache_type(o.cache) : nullptr;
   return t ? member_path_at(t, off) : "";
+}
+
+std::string KRefNamer::holder(const GraphRef& r, std::string* key) {
+  Impl& m = *impl_;
+  if (r.value_root != GraphRef::kNone) {
+    const KRoot& k = m.ix.roots()[m.ix.values()[r.value_root].tag];
+    return m.holder(k, 0, key);
+  }
+  if (r.root == GraphRef::kNone) return referrer(r);
+  const GraphRoot& g = m.ix.graph().roots()[r.root];
+  return m.holder(m.ix.roots()[g.tag], r.from, key);
 }
 
 std::string KRefNamer::referrer(const GraphRef& r) {

@@ -1,0 +1,23 @@
+// `leakref retained` and `leakref suspects` (cmd_retained.cpp); the
+// arguments of `retained`, which `leakref kernel … retained` takes too.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+namespace lrcli {
+
+struct RetainedArgs {
+  size_t top = 20;
+  bool by_type = false;
+  std::string tree, path, paths_of, export_file;
+  size_t depth = 2;
+  std::vector<std::string> fail_on;
+};
+// --top, --by-type, --tree, --depth, --path, --paths-of, --export, --fail-on.
+void add_retained_options(CLI::App* sub, RetainedArgs& a);
+// "" when the arguments hold, else what is wrong (a usage error).
+std::string retained_args_error(const RetainedArgs& a);
+
+}  // namespace lrcli
