@@ -62,7 +62,7 @@ TESTBIN    := $(BUILD)/leakref-tests
 
 NPROC      ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all lib extension bench-kernel test test-quick test-durations provision test-build-deps test-build test-sanitize-build test-deps check-layers check-unity check-functions test-sanitize fuzz fuzz-build bench bench-trace demo install clean deps fixtures format format-check help
+.PHONY: all lib extension bench-kernel test test-quick test-durations provision test-build-deps test-build test-sanitize-build test-sanitize-durations test-deps check-layers check-unity check-functions test-sanitize fuzz fuzz-build bench bench-trace demo install clean deps fixtures format format-check help
 
 # Bundled profiles (data): targets/<target>/*.toml, copied flat
 # beside the binaries, where `--profile NAME` finds them in a build tree; the
@@ -289,7 +289,8 @@ test-quick: check-layers
 # Every test case's seconds on this machine, for the shards' balance
 # (tests/durations.txt): a whole run, one process.
 test-durations: test-build
-	$(TESTBIN) -d yes | python3 scripts/durations.py $(TESTBIN) > tests/durations.txt
+	$(TESTBIN) -d yes $(if $(SAN),'$(SAN_TESTS)') | python3 scripts/durations.py $(TESTBIN) \
+	  > tests/$(if $(SAN),durations-san.txt,durations.txt)
 
 # What the tests run, built in parallel.
 test-build:
@@ -318,6 +319,11 @@ test-sanitize:
 # Its build alone.
 test-sanitize-build:
 	$(SAN_MAKE) test-build
+# Its shards' balance (tests/durations-san.txt): the sanitized suite in one
+# process (under the sanitized build's variables: the tests that run make
+# build with them).
+test-sanitize-durations:
+	$(SAN_MAKE) test-durations
 
 # ---- fuzzing (clang + libFuzzer) ------------------------------------------
 FUZZ_SECONDS ?= 20

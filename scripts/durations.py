@@ -23,8 +23,9 @@ def main():
         if m and m.group(2) in names:
             # One line per run of the test case (a run per leaf section).
             secs[m.group(2)] = secs.get(m.group(2), 0.0) + float(m.group(1))
-    print("# Each test case's seconds in one whole run (make test-durations), for the")
-    print("# balance of make test's shards; a test case not listed counts 10 s.")
+    print("# Each test case's seconds in one whole run (make test-durations; the")
+    print("# sanitized suite's: make test-sanitize-durations), for the balance of the")
+    print("# shards; a test case not listed counts its plain seconds, else 10 s.")
     for name, s in sorted(secs.items(), key=lambda x: (-x[1], x[0])):
         print(f"{s:.1f}\t{name}")
 
