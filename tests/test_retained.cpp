@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <map>
 #include <regex>
+#include <sstream>
 
 #include "doc_checks.hpp"
 #include "harness.hpp"
@@ -262,4 +263,69 @@ TEST_CASE("retained: a truncated core gives a partial tree; --export spares the 
   CHECK(e.status == 2);
   CHECK(e.err.find("is the core; not overwritten") != std::string::npos);
   CHECK(lrtest::sha256_file(fc.core) == before);
+}
+
+// --html: one page with no scripts, an icicle chart whose first row holds
+// the nodes directly below the roots, each as wide as its share of the
+// heap (the JSON's holders), the suspects as `suspects` lists them, and a
+// real browser renders it.
+TEST_CASE("retained --html: the chart and the suspects, rendered in a real browser",
+          "[core][retained][html]") {
+  if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed: core tests need it");
+  const auto& fc = graphs_core("cache", {"3000"});
+  const std::string d = lrtest::tmp_dir(), html = d + "/retained.html";
+  auto r = lrtest::leakref({"retained", fc.core, "--top", "1000", "--json", "--html", html});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const json j = r.json();
+  const std::string page = lrtest::read_file(html);
+  CHECK(page.find("<script") == std::string::npos);
+  CHECK(page.find("http://") == page.find("http://www.w3.org/2000/svg"));  // the namespace only
+  auto rows = lrtest::run({"python3", "-c",
+                           "import sys,xml.dom.minidom as m,re\n"
+                           "p=open(sys.argv[1]).read()\n"
+                           "s=m.parseString(re.search(r'<svg.*?</svg>',p,re.S).group(0))\n"
+                           "for r in s.getElementsByTagName('rect'):\n"
+                           "  if r.getAttribute('data-row')=='0':\n"
+                           "    print(r.getAttribute('width'), r.getAttribute('data-node'))",
+                           html});
+  INFO(rows.err);
+  REQUIRE(rows.status == 0);
+  std::map<std::string, double> width;
+  std::istringstream in(rows.out);
+  for (std::string line; std::getline(in, line);)
+    width[line.substr(line.find(' ') + 1)] = std::stod(line.substr(0, line.find(' ')));
+  const double heap = j["heap"]["bytes"].get<double>();
+  size_t shown = 0;
+  for (const auto& h : j["holders"]) {
+    const double w = 1160 * h["retained"].get<double>() / heap;
+    if (w < 1) continue;
+    INFO(h["node"]);
+    REQUIRE(width.count(h["node"]));
+    CHECK(std::abs(width[h["node"]] - w) < 0.01);
+    ++shown;
+  }
+  CHECK(shown == width.size());
+  CHECK(shown >= 1);
+  // The suspects, as `suspects` says them.
+  auto s = lrtest::leakref({"suspects", fc.core, "--json"});
+  REQUIRE(s.status == 0);
+  for (const auto& x : s.json()["suspects"]) {
+    std::string text = x["text"].get<std::string>();
+    text = std::regex_replace(text, std::regex("&"), "&amp;");
+    text = std::regex_replace(text, std::regex("<"), "&lt;");
+    text = std::regex_replace(text, std::regex(">"), "&gt;");
+    CHECK(page.find(text) != std::string::npos);
+  }
+  // Never over the core.
+  auto over = lrtest::leakref({"retained", fc.core, "--html", fc.core});
+  CHECK(over.status != 0);
+  CHECK(over.err.find("is the core; not overwritten") != std::string::npos);
+  if (!lrtest::have_program("chromium"))
+    FAIL("chromium is not installed (make test installs it): the page's rendering is untested");
+  long blank = lrtest::screenshot("about:blank", d + "/retained-blank.png");
+  long shot = lrtest::screenshot("file://" + html, d + "/retained.png");
+  INFO("screenshot bytes: page " << shot << ", blank page " << blank);
+  REQUIRE(blank > 0);
+  CHECK(shot > 4 * blank);
 }

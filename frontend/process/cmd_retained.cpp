@@ -33,6 +33,9 @@ void add_retained_options(CLI::App* sub, RetainedArgs& a) {
   sub->add_option("--paths-of", a.paths_of, "the shortest paths to every block of TYPE, merged");
   sub->add_option("--export", a.export_file,
                   "write the whole graph (nodes with their dominators, edges) as JSON to FILE");
+  sub->add_option("--html", a.html,
+                  "also write the tree as a page to FILE: a chart of retained sizes, the "
+                  "suspects, the holders");
   sub->add_option("--fail-on", a.fail_on, "exit 1 if: partial")->delimiter(',');
 }
 

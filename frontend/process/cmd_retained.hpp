@@ -11,11 +11,12 @@ namespace lrcli {
 struct RetainedArgs {
   size_t top = 20;
   bool by_type = false;
-  std::string tree, path, paths_of, export_file;
+  std::string tree, path, paths_of, export_file, html;
   size_t depth = 2;
   std::vector<std::string> fail_on;
 };
-// --top, --by-type, --tree, --depth, --path, --paths-of, --export, --fail-on.
+// --top, --by-type, --tree, --depth, --path, --paths-of, --export, --html,
+// --fail-on.
 void add_retained_options(CLI::App* sub, RetainedArgs& a);
 // "" when the arguments hold, else what is wrong (a usage error).
 std::string retained_args_error(const RetainedArgs& a);

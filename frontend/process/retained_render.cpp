@@ -21,11 +21,36 @@ lr::Result<uint32_t> retained_place(const RetainedView& o, const RetainedArgs& a
   return lr::find_node(o.tree, o.namer, p);
 }
 
+namespace {
+
+// `path` is the dump itself (or what a link to it names).
+bool is_input(const RetainedView& o, const std::string& path) {
+  struct stat a {
+  }, b{};
+  return stat(path.c_str(), &a) == 0 && stat(o.source.c_str(), &b) == 0 && a.st_dev == b.st_dev &&
+         a.st_ino == b.st_ino;
+}
+
+lr::Result<void> write_html(const RetainedView& o, const std::string& path, size_t top) {
+  if (is_input(o, path))
+    return lr::make_error(lr::Errc::kInvalidArgument,
+                          path + ": is the " + o.input + "; not overwritten");
+  std::ofstream f(path, std::ios::trunc);
+  f << retained_html(o, top);
+  f.close();
+  if (!f) return lr::make_error(lr::Errc::kIo, path + ": cannot write the page");
+  return {};
+}
+
+}  // namespace
+
 int render_retained(const RetainedView& o, const RetainedArgs& a, bool json, Out& err) {
   auto place = retained_place(o, a);
   if (!place.ok()) return fail(place.error(), err);
   if (!a.export_file.empty())
     if (auto r = export_graph(o, a.export_file); !r.ok()) return fail(r.error(), err);
+  if (!a.html.empty())
+    if (auto r = write_html(o, a.html, a.top); !r.ok()) return fail(r.error(), err);
   if (json) {
     retained_json(o, a, place.value());
   } else {
@@ -236,11 +261,7 @@ ordered_json paths_of_json(const RetainedView& o, const lr::MergedPaths& m, size
 // and sizes, each edge that counts once.
 lr::Result<void> export_graph(const RetainedView& o, const std::string& path) {
   // Never over an input: the dump (or what a link to it names).
-  const std::string& core = o.source;
-  struct stat a {
-  }, b{};
-  if (stat(path.c_str(), &a) == 0 && stat(core.c_str(), &b) == 0 && a.st_dev == b.st_dev &&
-      a.st_ino == b.st_ino)
+  if (is_input(o, path))
     return lr::make_error(lr::Errc::kInvalidArgument,
                           path + ": is the " + o.input + "; not overwritten");
   std::ofstream f(path, std::ios::trunc);

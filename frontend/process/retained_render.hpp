@@ -45,6 +45,9 @@ void retained_json(const RetainedView& o, const RetainedArgs& a, uint32_t place)
 // A leak suspect in one sentence, and as JSON.
 std::string suspect_text(const RetainedView& o, const lr::Suspect& s);
 nlohmann::ordered_json suspect_json(const RetainedView& o, const lr::Suspect& s);
+// The page `--html` writes: an icicle chart of the tree, the suspects, the
+// holders (retained_html.cpp).
+std::string retained_html(const RetainedView& o, size_t top);
 // The whole command once the tree is built: the export, the view, the
 // exit status under --fail-on; errors and warnings to `err`.
 int render_retained(const RetainedView& o, const RetainedArgs& a, bool json, Out& err);
