@@ -16,10 +16,10 @@ namespace lrcli {
 
 namespace {
 
-constexpr double kMapW = 1160, kRowH = 30;
-constexpr size_t kRows = 6;
-constexpr const char* kColour[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
-                                   "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
+constexpr double kChartW = 1160, kChartRowH = 30;
+constexpr size_t kChartRows = 6;
+constexpr const char* kChartColour[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
+                                        "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
 
 // The chart: the top's children in row 0, theirs in row 1, ...; a node's
 // children laid out left to right inside its span.
@@ -29,7 +29,7 @@ void icicle(fmt::memory_buffer& b, const RetainedView& o) {
   fmt::format_to(out,
                  "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
                  "viewBox=\"0 0 {0} {1}\">\n",
-                 kMapW, kRowH * kRows);
+                 kChartW, kChartRowH * kChartRows);
   const double total = static_cast<double>(t.heap_bytes());
   struct Item {
     uint32_t node;
@@ -40,9 +40,9 @@ void icicle(fmt::memory_buffer& b, const RetainedView& o) {
   double x = 0;
   size_t c = 0;
   for (uint32_t v : t.children(t.top())) {
-    const double w = total ? kMapW * static_cast<double>(t.retained(v)) / total : 0;
+    const double w = total ? kChartW * static_cast<double>(t.retained(v)) / total : 0;
     if (w < 1) break;  // children by size: the rest are narrower
-    todo.push_back({v, x, w, 0, c++ % std::size(kColour)});
+    todo.push_back({v, x, w, 0, c++ % std::size(kChartColour)});
     x += w;
   }
   while (!todo.empty()) {
@@ -55,18 +55,18 @@ void icicle(fmt::memory_buffer& b, const RetainedView& o) {
                    "<g><rect data-row=\"{}\" data-node=\"{}\" x=\"{:.2f}\" y=\"{:.0f}\" "
                    "width=\"{:.2f}\" height=\"{:.0f}\" fill=\"{}\" fill-opacity=\"{:.2f}\" "
                    "stroke=\"#fff\"><title>{}</title></rect>",
-                   it.row, html_escape(lr::node_id(t, it.node)), it.x, kRowH * it.row, it.w, kRowH,
-                   kColour[it.colour], 0.9 - 0.12 * static_cast<double>(it.row),
+                   it.row, html_escape(lr::node_id(t, it.node)), it.x, kChartRowH * it.row, it.w,
+                   kChartRowH, kChartColour[it.colour], 0.9 - 0.12 * static_cast<double>(it.row),
                    html_escape(title));
     const std::string name = lr::node_text(t, it.node);
     if (it.w > 7.0 * static_cast<double>(name.size()) + 8)
       fmt::format_to(out, "<text x=\"{:.1f}\" y=\"{:.0f}\">{}</text>", it.x + 4,
-                     kRowH * it.row + 19, html_escape(name));
+                     kChartRowH * it.row + 19, html_escape(name));
     fmt::format_to(out, "</g>\n");
-    if (it.row + 1 == kRows) continue;
+    if (it.row + 1 == kChartRows) continue;
     double cx = it.x;
     for (uint32_t k : t.children(it.node)) {
-      const double w = total ? kMapW * static_cast<double>(t.retained(k)) / total : 0;
+      const double w = total ? kChartW * static_cast<double>(t.retained(k)) / total : 0;
       if (w < 1) break;
       todo.push_back({k, cx, w, it.row + 1, it.colour});
       cx += w;
