@@ -246,6 +246,9 @@ TEST_CASE("hostile profiles: one clear error, never a crash or hang", "[profile]
       {"not toml", "format = 1\n[[set]\n", "fx_bad.toml:2", 3},
       {"no format", with("format = 1\n", ""), "'format = 4' is required", 3},
       {"future format", with("format = 1", "format = 5"), "profile format 5", 3},
+      // A float past int64_t's range, once undefined behaviour inside toml++ (the fuzzer's).
+      {"format as a huge float", with("format = 1", "format = 5.5e94"), "'format = 4' is required",
+       3},
       {"format 3 probe in a format 1 profile",
        with("[types.vcache]",
             "[[probe]]\nfunction = \"x_ref\"\nop = \"ref\"\ntype = \"vcache\"\n"

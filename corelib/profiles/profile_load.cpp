@@ -45,6 +45,14 @@ constexpr size_t kMaxSets = 1000, kMaxPerSet = 200, kMaxTypes = 1000;
 const std::vector<std::string> kLinks = {"list",          "hlist", "next",  "array",
                                          "pointer-array", "tree",  "xarray"};
 
+// An integer key's value, only when the file wrote an integer: toml++ (3.x) converts a float
+// node by casting the double to int64_t first, undefined behaviour past 2^63 (a fuzzer's
+// "format = 5.5e94"), and a profile has no business writing counts as floats anyway.
+std::optional<int64_t> integer(const toml::node& n) {
+  if (const auto* i = n.as_integer()) return i->get();
+  return std::nullopt;
+}
+
 // "link 'hashtable' takes member 'val' (the default) or 'key'"
 std::string member_choice(const ContainerKind& k) {
   if (k.members.empty()) return fmt::format("link '{}' takes no 'member'", k.name);
@@ -114,7 +122,7 @@ struct Loader {
       return *s;
     }
     if (number_ok)
-      if (auto i = n->value<int64_t>()) {
+      if (auto i = integer(*n)) {
         if (*i < 0) return bad(where, fmt::format("'{}' is negative", key));
         return std::to_string(*i);
       }
@@ -246,7 +254,7 @@ struct Loader {
     LR_ASSIGN(s->find_any, str(*ft, "any", fw, false));
     if (!s->find_any.empty()) LR_TRY(expr(s->find_any, fw + ".any"));
     if (const toml::node* c = ft->get("count")) {
-      auto v = c->value<int64_t>();
+      auto v = integer(*c);
       if (!v || *v < 1 || *v > 65536) return bad(fw, "'count' must be 1..65536");
       s->find_count = static_cast<uint64_t>(*v);
     }
@@ -290,7 +298,7 @@ struct Loader {
     LR_ASSIGN(s.key, str(t, "key", w, false));
     LR_ASSIGN(s.label, strs(t, "label", w));
     if (const toml::node* l = t.get("limit")) {
-      auto v = l->value<int64_t>();
+      auto v = integer(*l);
       if (!v || *v <= 0 || *v > 1'000'000'000) return bad(w, "'limit' must be 1..1000000000");
       s.limit = static_cast<uint64_t>(*v);
     }
@@ -393,7 +401,7 @@ struct Loader {
     Profile p;
     p.source = src;
     const toml::node* f = root.get("format");
-    auto fv = f ? f->value<int64_t>() : std::nullopt;
+    auto fv = f ? integer(*f) : std::nullopt;
     if (!fv)
       return bad("format", fmt::format("'format = {}' is required (the profile format version)",
                                        kProfileFormat));
