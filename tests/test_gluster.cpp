@@ -372,6 +372,86 @@ TEST_CASE("gluster: account's pool objects against the statedump's mem-pools",
   check_iobufs(gj, aj, lrtest::read_file(snap + "/dump1"));
 }
 
+// What the inode table retains: the table with its inodes as one group
+// (one inode alone retains little: the others' LRU and hash links and the
+// FUSE request buffers naming it by nodeid reach it too), against what
+// GlusterFS's own statedump lists for the table: its inodes, the
+// write-behind context of each (with the inode's address), its hash arrays.
+TEST_CASE("gluster: the inode table retains every inode, dentry and ctx its statedump lists",
+          "[gluster][root][retained]") {
+  Volume& v = volume();
+  NEED_VOLUME(v);
+  Dump real;
+  const std::string snap = v.snapshot("fuse", &real);
+  const std::string dump = lrtest::read_file(snap + "/dump1");
+  std::map<std::string, uint64_t> table;  // "active_size" -> 12
+  std::set<std::string> wb_inodes;        // the write-behind contexts' inode= addresses
+  std::istringstream in(dump);
+  std::string section;
+  for (std::string line; std::getline(in, line);) {
+    static const std::regex kv(R"(^xlator\.mount\.fuse\.itable\.(\w+)=(\d+)$)");
+    std::smatch m;
+    if (!line.empty() && line.front() == '[') section = line;
+    if (std::regex_match(line, m, kv)) table[m[1]] = std::stoull(m[2]);
+    if (section == "[xlator.performance.write-behind.wb_inode]" && line.rfind("inode=", 0) == 0)
+      wb_inodes.insert(line.substr(6));
+  }
+  const uint64_t inodes =
+      table["active_size"] + table["lru_size"] + table["purge_size"] + table["invalidate_size"];
+  REQUIRE(inodes > 50);
+  REQUIRE(wb_inodes.size() > 50);
+  const json gj = gluster_json(snap + "/core");
+  REQUIRE(gj["itables"].size() == 1);
+  const json& it = gj["itables"][0];
+  std::set<std::string> addrs;
+  uint64_t dentries = 0;
+  for (const char* list : {"active", "lru", "purge", "invalidate"})
+    for (const auto& i : it[list])
+      addrs.insert(i["addr"].get<std::string>()), dentries += i["dentries"].size();
+  REQUIRE(addrs.size() == inodes);
+  for (const auto& a : wb_inodes) CHECK(addrs.count(a) == 1);
+
+  auto r = lrtest::leakref({"retained", snap + "/core", "--json", "--group", "inode_t (pool, fuse)",
+                            "--group", it["addr"].get<std::string>()},
+                           300);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const json g = r.json()["group"];
+  INFO(g.dump(1));
+  std::map<std::string, json> by;
+  std::map<std::string, uint64_t> shared;  // reached around the group too: named with a path
+  for (const auto& row : g["by_type"]) by[row["type"]] = row;
+  for (const auto& row : g["shared"]) shared[row["type"]] = row["count"].get<uint64_t>();
+  // A stale word (a FUSE request buffer's bytes, a dead stack slot) that
+  // points at a dentry takes it and its hash chain out of the set: then
+  // they are listed as reached from outside too, with the path, never lost.
+  auto covered = [&](const std::string& type) {
+    return by[type]["count"].get<uint64_t>() + shared[type];
+  };
+  if (!g["shared"].empty()) WARN("reached around the group too: " << g["shared"].dump(1));
+  CHECK(g["blocks"] == inodes + 1);
+  CHECK(by["inode_t (pool, fuse)"]["count"] == inodes);
+  CHECK(by["gf_common_mt_inode_table_t (GF_MALLOC, fuse)"]["count"] == 1);
+  CHECK(covered("dentry_t (pool, fuse)") == dentries);
+  CHECK(dentries + 1 >= inodes);  // every inode but the root has a name
+  CHECK(covered("gf_common_mt_inode_ctx (GF_MALLOC, fuse)") == inodes);
+  const std::string wb = "gf_wb_mt_wb_inode_t (GF_MALLOC, " + v.volume + "-write-behind)";
+  CHECK(covered(wb) == wb_inodes.size());
+  // The inode and dentry hash arrays (list heads of 16 bytes).
+  const std::string heads = "gf_common_mt_list_head (GF_MALLOC, fuse)";
+  CHECK(covered(heads) == 2);
+  if (!shared.count(heads))
+    CHECK(by[heads]["bytes"].get<uint64_t>() >=
+          (table["inode_hashsize"] + table["dentry_hashsize"]) * 16);
+  // The open files' fds point at their inodes, and the FUSE fdtable holds
+  // them: at the set's edge, each one.
+  CHECK(shared["fd_t (pool, fuse)"] == gj["fuse_fdtable"].size());
+  CHECK(gj["fuse_fdtable"].size() == 5);
+  uint64_t sum = 0;
+  for (const auto& row : g["by_type"]) sum += row["bytes"].get<uint64_t>();
+  CHECK(g["retained"] == sum);
+}
+
 TEST_CASE("gluster: brick core equals its own statedump", "[gluster][root]") {
   compare_with_statedump("brick");
   Volume& v = volume();

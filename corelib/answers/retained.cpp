@@ -36,8 +36,10 @@ struct Graph {
   // blocks are no edges: what is leaked holds nothing live (else a live
   // block a leaked one points at would be dominated by the top alone).
   std::vector<uint8_t> reached;
+  std::vector<uint8_t> inert;  // RetainedParts::inert: no edges out
+  bool is_inert(uint32_t v) const { return v < nb && !inert.empty() && inert[v]; }
   bool edge(uint32_t v, uint32_t w) const {
-    return !(v < nb && w < nb && !reached[v] && reached[w]);
+    return !is_inert(v) && !(v < nb && w < nb && !reached[v] && reached[w]);
   }
 
   uint32_t leaked() const { return static_cast<uint32_t>(top_edges.size() - 1 + nb); }
@@ -45,6 +47,7 @@ struct Graph {
   size_t nodes() const { return top() + 1; }
 
   std::span<const uint32_t> succ(uint32_t v) const {
+    if (is_inert(v)) return {};
     if (v < nb) return ix.row(v);
     if (v == leaked()) return entries;
     if (v == top()) return top_edges;
@@ -77,23 +80,23 @@ void add_holders(std::vector<std::pair<uint32_t, uint32_t>> edges, size_t holder
   for (size_t h = 0; h < holders; ++h) g->holder_begin[h + 1] += g->holder_begin[h];
 }
 
-// Per block: whether a holder reaches it (breadth first, no recursion).
-std::vector<uint8_t> reached_from_holders(const Graph& g) {
+// Per block: whether one of `from` reaches it (breadth first, no recursion).
+std::vector<uint8_t> reached_from(const Graph& g, std::span<const uint32_t> from) {
   std::vector<uint8_t> seen(g.nb, 0);
   std::vector<uint32_t> todo;
-  for (uint32_t b : g.holder_edges)
+  for (uint32_t b : from)
     if (!seen[b]) seen[b] = 1, todo.push_back(b);
   while (!todo.empty()) {
     const uint32_t v = todo.back();
     todo.pop_back();
-    for (uint32_t w : g.ix.row(v))
+    for (uint32_t w : g.succ(v))
       if (!seen[w]) seen[w] = 1, todo.push_back(w);
   }
   return seen;
 }
 
 void add_leaked(Graph* g, std::vector<uint8_t> reached) {
-  g->reached = reached.empty() ? reached_from_holders(*g) : std::move(reached);
+  g->reached = reached.empty() ? reached_from(*g, g->holder_edges) : std::move(reached);
   g->entries = entry_nodes(g->nb, g->reached, [&](uint32_t v) { return g->ix.row(v); });
   for (size_t h = 0; h + 1 < g->holder_begin.size(); ++h)
     g->top_edges.push_back(static_cast<uint32_t>(g->nb + h));
@@ -101,6 +104,21 @@ void add_leaked(Graph* g, std::vector<uint8_t> reached) {
   g->top_edges.back() = g->leaked();
   for (uint32_t e : g->entries) g->extra_preds.emplace_back(e, g->leaked());
   std::sort(g->extra_preds.begin(), g->extra_preds.end());
+}
+
+// Weak holders' edges into blocks the other holders reach, left out
+// (RetainedParts::all_roots); how many.
+uint64_t set_weak_aside(const std::vector<Holder>& holders,
+                        std::vector<std::pair<uint32_t, uint32_t>>* edges, const Graph& g) {
+  auto weak = [&](const std::pair<uint32_t, uint32_t>& e) { return holders[e.first].weak; };
+  if (std::none_of(edges->begin(), edges->end(), weak)) return 0;
+  std::vector<uint32_t> strong;
+  for (const auto& e : *edges)
+    if (!weak(e)) strong.push_back(e.second);
+  const std::vector<uint8_t> held = reached_from(g, strong);
+  const size_t before = edges->size();
+  std::erase_if(*edges, [&](const auto& e) { return weak(e) && held[e.second]; });
+  return before - edges->size();
 }
 
 // A process core's graph: the heap's in-use blocks as the index has them.
@@ -121,6 +139,7 @@ class IndexGraph final : public RetainedGraph {
 }  // namespace
 
 std::span<const uint32_t> RetainedTree::successors(uint32_t v) const {
+  if (v < blocks_ && !inert_.empty() && inert_[v]) return {};
   if (v < blocks_) return g_->row(v);
   if (v == leaked()) return entries_;
   if (v == top()) return top_edges_;
@@ -265,6 +284,9 @@ Result<RetainedTree> build_retained(std::unique_ptr<const RetainedGraph> gr, Ret
   t.partial = std::move(parts.partial);
   uint64_t t0 = now_ns();
   Graph g(*gr);
+  g.inert = std::move(parts.inert);
+  if (!parts.all_roots)
+    t.stats.weak_set_aside = set_weak_aside(parts.holders, &parts.holder_edges, g);
   add_holders(std::move(parts.holder_edges), parts.holders.size(), &g);
   t.holders_ = std::move(parts.holders);
   add_leaked(&g, std::move(parts.reached));
@@ -299,12 +321,55 @@ Result<RetainedTree> build_retained(std::unique_ptr<const RetainedGraph> gr, Ret
   t.holder_begin_ = std::move(g.holder_begin), t.holder_edges_ = std::move(g.holder_edges);
   t.entries_ = std::move(g.entries), t.top_edges_ = std::move(g.top_edges);
   t.reached_ = std::move(g.reached);
+  t.inert_ = std::move(g.inert);
   return t;
 }
 
-Result<RetainedTree> retained_tree(const IndexedCore& core, RefNamer& names) {
+namespace {
+
+// Blocks no root reaches that are no leak, as `leaks` says: objects put back
+// on a program's pools (a target's pooled_free) and the allocator's own (a
+// dead thread's tcache). Each kind hangs below a holder of its own, so that
+// "leaked" means what `leaks` calls leaked. Put-back objects hold nothing
+// (their words are what they held when they were live).
+void hold_unreached_free(const IndexedCore& core, RetainedParts* parts) {
+  const RefIndex& ix = *core.ci.index;
+  const auto& chunks = ix.heap().in_use;
+  const std::vector<uint64_t> pooled = core.pooled_free();
+  const auto& own = ix.heap().own_chunks;
+  std::string pools;
+  for (const auto& t : core.tags) pools += (pools.empty() ? "" : ", ") + t.target->pools();
+  uint32_t pool_holder = kNoNode, own_holder = kNoNode;
+  auto holder = [&](uint32_t* id, std::string name, std::string key) {
+    if (*id == kNoNode) {
+      *id = static_cast<uint32_t>(parts->holders.size());
+      parts->holders.push_back({std::move(name), std::move(key), RefFrom::kChunk});
+    }
+    return *id;
+  };
+  if (!pooled.empty()) parts->inert.assign(chunks.size(), 0);
+  for (uint32_t c = 0; c < chunks.size(); ++c) {
+    const bool put_back = std::binary_search(pooled.begin(), pooled.end(), chunks[c].user);
+    if (put_back) parts->inert[c] = 1;  // free, whether the pool's lists reach it or not
+    if (parts->reached[c]) continue;
+    uint32_t h;
+    if (put_back)
+      h = holder(&pool_holder, "free objects of " + pools + " (not live)", "pooled free");
+    else if (std::binary_search(own.begin(), own.end(), chunks[c].user))
+      h = holder(&own_holder, "the allocator's own blocks (not live)", "allocator's own");
+    else
+      continue;
+    parts->holder_edges.emplace_back(h, c);
+    parts->reached[c] = 1;
+  }
+}
+
+}  // namespace
+
+Result<RetainedTree> retained_tree(const IndexedCore& core, RefNamer& names, bool all_roots) {
   const RefIndex& ix = *core.ci.index;
   RetainedParts parts;
+  parts.all_roots = all_roots;
   parts.partial = ix.partial();
   // One holder per name; the root references grouped by it.
   std::unordered_map<std::string, uint32_t> ids;
@@ -313,12 +378,15 @@ Result<RetainedTree> retained_tree(const IndexedCore& core, RefNamer& names) {
     std::string key;
     std::string name = names.holder(r, &key);
     auto [it, added] = ids.emplace(name, static_cast<uint32_t>(parts.holders.size()));
-    if (added) parts.holders.push_back({std::move(name), std::move(key), r.kind});
+    if (added)
+      parts.holders.push_back(
+          {std::move(name), std::move(key), r.kind, r.kind == RefFrom::kRegister});
     parts.holder_edges.emplace_back(it->second, r.target);
   }
   const std::vector<uint8_t> reach = ix.reachable();
   parts.reached.resize(ix.chunks());
   for (size_t i = 0; i < ix.chunks(); ++i) parts.reached[i] = reach[i] & RefIndex::kReached;
+  hold_unreached_free(core, &parts);
   // Types: the leak analysis's, the globals' typed pointers, then typed
   // pointers from every typed block; else what the account names.
   const uint64_t t0 = now_ns();
@@ -393,6 +461,89 @@ std::vector<TypeRetained> retained_by_type(const RetainedTree& t) {
     return a.retained != b.retained ? a.retained > b.retained : a.type < b.type;
   });
   return out;
+}
+
+namespace {
+
+// Every node reached from `from` along the tree's edges, never entering a
+// block `stop` marks (breadth first, no recursion): per node, the node it
+// was reached from (kNoNode: not reached; itself: one of `from`).
+std::vector<uint32_t> reach_avoiding(const RetainedTree& t, std::span<const uint32_t> from,
+                                     const std::vector<uint8_t>& stop) {
+  std::vector<uint32_t> parent(t.nodes(), kNoNode);
+  std::deque<uint32_t> todo(from.begin(), from.end());
+  for (uint32_t v : todo) parent[v] = v;
+  while (!todo.empty()) {
+    const uint32_t v = todo.front();
+    todo.pop_front();
+    for (uint32_t w : t.successors(v)) {
+      if (parent[w] != kNoNode || !t.is_edge(v, w) || (t.is_block(w) && stop[w])) continue;
+      parent[w] = v;
+      todo.push_back(w);
+    }
+  }
+  return parent;
+}
+
+// top ... v along `parent` (reach_avoiding's, from top).
+std::vector<uint32_t> path_to(const std::vector<uint32_t>& parent, uint32_t v) {
+  std::vector<uint32_t> p = {v};
+  while (parent[p.back()] != p.back()) p.push_back(parent[p.back()]);
+  std::reverse(p.begin(), p.end());
+  return p;
+}
+
+// The group's live members, and its set by type.
+std::vector<uint32_t> members(const RetainedTree& t, const std::vector<uint8_t>& group,
+                              GroupRetained* g) {
+  std::vector<uint32_t> m;
+  for (uint32_t b = 0; b < t.blocks(); ++b)
+    if (group[b] && !t.is_free(b)) m.push_back(b), ++g->blocks, g->shallow += t.shallow(b);
+  return m;
+}
+
+}  // namespace
+
+GroupRetained group_retained(const RetainedTree& t, const std::vector<uint8_t>& group) {
+  GroupRetained g;
+  const uint32_t top = t.top();
+  const auto outside = reach_avoiding(t, {&top, 1}, group);
+  const auto held = reach_avoiding(t, members(t, group, &g), std::vector<uint8_t>(t.blocks(), 0));
+  g.in_set.assign(t.blocks(), 0);
+  std::unordered_map<std::string_view, TypeRetained> rows;
+  for (uint32_t b = 0; b < t.blocks(); ++b) {
+    if (held[b] == kNoNode || t.is_free(b) || outside[b] != kNoNode) continue;
+    g.in_set[b] = 1;
+    ++g.retained_blocks, g.retained += t.shallow(b);
+    TypeRetained& r = rows[t.type(b)];
+    ++r.count, r.shallow += t.shallow(b), r.retained += t.shallow(b);
+  }
+  // The set's edge: blocks the set points at directly that are held
+  // around it (everything beyond them is no more the group's).
+  std::unordered_map<std::string_view, GroupRetained::Shared> shared;
+  std::vector<uint8_t> said(t.blocks(), 0);
+  for (uint32_t b = 0; b < t.blocks(); ++b) {
+    if (!g.in_set[b]) continue;
+    for (uint32_t w : t.successors(b)) {
+      if (!t.is_block(w) || g.in_set[w] || said[w] || t.is_free(w) || !t.is_edge(b, w)) continue;
+      said[w] = 1;
+      auto& s = shared[t.type(w)];
+      if (!s.count++) s.example = w;
+      s.bytes += t.shallow(w);
+    }
+  }
+  for (auto& [k, r] : rows) g.by_type.push_back(std::move(r)), g.by_type.back().type = k;
+  std::sort(g.by_type.begin(), g.by_type.end(), [](const TypeRetained& a, const TypeRetained& b) {
+    return a.shallow != b.shallow ? a.shallow > b.shallow : a.type < b.type;
+  });
+  for (auto& [k, s] : shared) {
+    s.type = k, s.path = path_to(outside, s.example);
+    g.shared.push_back(std::move(s));
+  }
+  std::sort(g.shared.begin(), g.shared.end(), [](const auto& a, const auto& b) {
+    return a.bytes != b.bytes ? a.bytes > b.bytes : a.type < b.type;
+  });
+  return g;
 }
 
 namespace {

@@ -34,6 +34,10 @@ struct Holder {
   std::string name;  // "global g_table [fx]", "thread 12 frame #1 handle() [fx]"
   std::string key;   // the same without what changes between runs (matching)
   RefFrom kind = RefFrom::kGlobal;
+  // A weak holder (a thread's registers: a stopped thread's vector and
+  // scratch registers keep copies of pointers it handled long ago) holds
+  // only what no other holder reaches; see RetainedParts::all_roots.
+  bool weak = false;
 };
 
 // The reference graph a tree is made over: blocks [0, blocks()), each with
@@ -60,9 +64,19 @@ struct RetainedParts {
   std::vector<Holder> holders;
   std::vector<std::pair<uint32_t, uint32_t>> holder_edges;  // (holder, block)
   std::vector<uint8_t> reached;
+  // Per block (or empty): free memory the program keeps (a pool's put-back
+  // objects), whose stale words hold nothing.
+  std::vector<uint8_t> inert;
   std::function<std::string_view(uint32_t)> type;
   std::function<bool(uint32_t)> own;  // may be empty
   std::vector<std::string> partial;
+  // Count weak holders' references like any other's. Else one that points
+  // at a block other holders reach too is set aside: one stale copy of an
+  // inode's address in a register would make the register, not the inode
+  // table, the holder of every inode reachable from that one (a storage
+  // client's xmm5), and the table would retain nothing. Leak verdicts never
+  // change: a block only a weak holder reaches keeps its reference.
+  bool all_roots = false;
 };
 
 class RetainedTree;
@@ -103,7 +117,10 @@ class RetainedTree {
   std::span<const uint32_t> successors(uint32_t v) const;
   // ... of which these count: a leaked block's references into live
   // blocks do not (what is leaked holds nothing live).
+  // Free memory the program keeps (RetainedParts::inert).
+  bool is_free(uint32_t v) const { return v < blocks_ && !inert_.empty() && inert_[v]; }
   bool is_edge(uint32_t v, uint32_t w) const {
+    if (v < blocks_ && !inert_.empty() && inert_[v]) return false;
     return !(v < blocks_ && w < blocks_ && !reached_[v] && reached_[w]);
   }
   // The nodes `v` dominates directly, largest retained size first.
@@ -132,6 +149,8 @@ class RetainedTree {
   struct Stats {
     uint64_t graph_ns = 0, dominators_ns = 0, sizes_ns = 0, types_ns = 0, holders = 0,
              leak_entries = 0;
+    // Weak holders' references set aside (blocks other holders reach).
+    uint64_t weak_set_aside = 0;
   } stats;
 
  private:
@@ -143,6 +162,7 @@ class RetainedTree {
   // (its entries) and of top (the holders, then leaked).
   std::vector<uint32_t> holder_begin_, holder_edges_, entries_, top_edges_;
   std::vector<uint8_t> reached_;  // per block: a root reaches it
+  std::vector<uint8_t> inert_;    // per block (or empty): RetainedParts::inert
   std::vector<uint32_t> idom_, order_;
   struct Paths {
     std::vector<uint32_t> parent, bfs;  // breadth-first parents, and the order
@@ -161,8 +181,9 @@ class RetainedTree {
 // Builds the tree over graph `g` and what its target adds.
 Result<RetainedTree> build_retained(std::unique_ptr<const RetainedGraph> g, RetainedParts parts);
 // Builds the tree of `core` (its index and blocks), naming holders and
-// block types through `names` (types found now are kept there).
-Result<RetainedTree> retained_tree(const IndexedCore& core, RefNamer& names);
+// block types through `names` (types found now are kept there); all_roots:
+// RetainedParts::all_roots.
+Result<RetainedTree> retained_tree(const IndexedCore& core, RefNamer& names, bool all_roots);
 // A process core's namer: members of typed blocks, root references as refs
 // names them, symbols of the program.
 std::unique_ptr<RetainedNamer> retained_namer(const IndexedCore& core, RefNamer& names);
@@ -197,6 +218,33 @@ struct TypeRetained {
   uint64_t count = 0, shallow = 0, retained = 0;
 };
 std::vector<TypeRetained> retained_by_type(const RetainedTree& t);
+
+// What a group of blocks retains together (MAT's retained set of several
+// objects): the group and every block reachable from it that no root
+// reaches without passing through it; what would be freed if the whole
+// group went. One block's retained size leaves out what it shares with its
+// peers: an inode reached from the table's hash chain and from another
+// inode's LRU link is no single inode's, but it is the inodes' together.
+// Free blocks (a pool's put-back objects) are never in a group nor in its
+// set. The blocks the set points at directly that are held from outside too
+// are said by type, each with one example and its shortest path from a root
+// around the group: why the set stops there (a second owner, a stale word in
+// a buffer).
+struct GroupRetained {
+  uint64_t blocks = 0, shallow = 0;            // the group's own
+  uint64_t retained = 0, retained_blocks = 0;  // the group's and what it holds alone
+  std::vector<uint8_t> in_set;                 // per block: in the retained set
+  std::vector<TypeRetained> by_type;           // the retained set by type (retained = shallow)
+  struct Shared {
+    std::string type;
+    uint64_t count = 0, bytes = 0;
+    uint32_t example = 0;
+    std::vector<uint32_t> path;  // top ... example, around the group
+  };
+  std::vector<Shared> shared;  // pointed at by the set, held around it; most bytes first
+};
+// `group`: per block, whether it is in the group (blocks() entries).
+GroupRetained group_retained(const RetainedTree& t, const std::vector<uint8_t>& group);
 
 // A leak suspect: a node retaining at least `threshold` of the heap none of
 // whose children does, with the accumulation point below it (the node

@@ -117,7 +117,7 @@ void add_retainers(lr::Program& prog, json& res) {
   }
   lr::KnownObjects none;
   lr::RefNamer names(core.value(), none);
-  auto t = lr::retained_tree(core.value(), names);
+  auto t = lr::retained_tree(core.value(), names, false);
   if (!t.ok()) {
     FlagSink::warn(res, "retainers: " + t.error().message);
     return;

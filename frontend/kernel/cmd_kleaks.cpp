@@ -372,7 +372,7 @@ int run_kretained(lr::KernelTarget& k, const RetainedArgs& a, bool json, const s
   if (!ixr.ok()) return fail(ixr.error(), err);
   const lr::KRefIndex& ix = *ixr.value();
   lr::KRefNamer names(k, ix);
-  auto t = lr::kernel_retained(k, ix, names);
+  auto t = lr::kernel_retained(k, ix, names, a.all_roots);
   if (!t.ok()) return fail(t.error(), err);
   const lr::KernelRetained& kr = t.value();
   std::vector<std::string> warnings = k.warnings();

@@ -31,19 +31,27 @@ void add_retained_options(CLI::App* sub, RetainedArgs& a) {
   sub->add_option("--depth", a.depth, "levels shown (default 2 for --tree, 12 for --paths-of)");
   sub->add_option("--path", a.path, "the shortest path from a root to PLACE, and its dominators");
   sub->add_option("--paths-of", a.paths_of, "the shortest paths to every block of TYPE, merged");
+  sub->add_option("--group", a.group,
+                  "what every block of TYPE (or at PLACE) retains together: repeat it for "
+                  "several")
+      ->delimiter('\0');
   sub->add_option("--export", a.export_file,
                   "write the whole graph (nodes with their dominators, edges) as JSON to FILE");
   sub->add_option("--html", a.html,
                   "also write the tree as a page to FILE: a chart of retained sizes, the "
                   "suspects, the holders");
+  sub->add_flag("--all-roots", a.all_roots,
+                "count every register's references (by default a register holds only blocks "
+                "nothing else reaches)");
   sub->add_option("--fail-on", a.fail_on, "exit 1 if: partial")->delimiter(',');
 }
 
 std::string retained_args_error(const RetainedArgs& a) {
   for (const auto& f : a.fail_on)
     if (f != "partial" && f != "any") return "--fail-on: unknown finding '" + f + "'";
-  const int views = !a.tree.empty() + !a.path.empty() + !a.paths_of.empty() + a.by_type;
-  if (views > 1) return "retained: one of --tree, --path, --paths-of, --by-type";
+  const int views =
+      !a.tree.empty() + !a.path.empty() + !a.paths_of.empty() + a.by_type + !a.group.empty();
+  if (views > 1) return "retained: one of --tree, --path, --paths-of, --by-type, --group";
   return "";
 }
 
@@ -61,7 +69,8 @@ struct Opened {
   std::unique_ptr<RetainedView> view;
 };
 
-lr::Result<std::unique_ptr<Opened>> open_tree(const DumpOptions& c, const std::string& core) {
+lr::Result<std::unique_ptr<Opened>> open_tree(const DumpOptions& c, const std::string& core,
+                                              bool all_roots = false) {
   DumpOptions d = c;
   d.core = core;
   auto o = open_indexed_core(d);
@@ -69,7 +78,7 @@ lr::Result<std::unique_ptr<Opened>> open_tree(const DumpOptions& c, const std::s
   auto out = std::make_unique<Opened>();
   out->core = std::move(o).value();
   out->names = std::make_unique<lr::RefNamer>(out->core, *out->none);
-  auto t = lr::retained_tree(out->core, *out->names);
+  auto t = lr::retained_tree(out->core, *out->names, all_roots);
   if (!t.ok()) return t.error();
   out->tree = std::move(t).value();
   out->namer = lr::retained_namer(out->core, *out->names);
@@ -80,7 +89,7 @@ lr::Result<std::unique_ptr<Opened>> open_tree(const DumpOptions& c, const std::s
 
 int cmd_retained(const DumpOptions& c, const RetainedArgs& a) {
   if (std::string bad = retained_args_error(a); !bad.empty()) return fail_usage(bad);
-  auto o = open_tree(c, c.core);
+  auto o = open_tree(c, c.core, a.all_roots);
   if (!o.ok()) return fail(o.error());
   return render_retained(*o.value()->view, a, c.json, out_stderr());
 }

@@ -10,13 +10,14 @@ namespace lrcli {
 
 struct RetainedArgs {
   size_t top = 20;
-  bool by_type = false;
+  bool by_type = false, all_roots = false;
   std::string tree, path, paths_of, export_file, html;
   size_t depth = 2;
+  std::vector<std::string> group;  // types or places, together
   std::vector<std::string> fail_on;
 };
 // --top, --by-type, --tree, --depth, --path, --paths-of, --export, --html,
-// --fail-on.
+// --group, --all-roots, --fail-on.
 void add_retained_options(CLI::App* sub, RetainedArgs& a);
 // "" when the arguments hold, else what is wrong (a usage error).
 std::string retained_args_error(const RetainedArgs& a);

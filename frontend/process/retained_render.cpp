@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <optional>
 
 #include "frontend/base/errors.hpp"
 #include "frontend/base/render.hpp"
@@ -14,6 +15,26 @@
 namespace lrcli {
 
 using nlohmann::ordered_json;
+
+lr::Result<std::vector<uint8_t>> retained_group(const RetainedView& o, const RetainedArgs& a) {
+  const auto& t = o.tree;
+  std::vector<uint8_t> in(t.blocks(), 0);
+  for (const std::string& g : a.group) {
+    size_t n = 0;
+    for (uint32_t b = 0; b < t.blocks(); ++b)
+      if (t.type(b) == g) in[b] = 1, ++n;
+    if (n) continue;
+    auto v = lr::find_node(t, o.namer, g);
+    if (!v.ok())
+      return lr::make_error(lr::Errc::kNotFound,
+                            "--group " + g + ": no block of that type, and " + v.error().message);
+    if (!t.is_block(v.value()))
+      return lr::make_error(lr::Errc::kInvalidArgument,
+                            "--group " + g + ": not a block (a holder's blocks are --tree's)");
+    in[v.value()] = 1;
+  }
+  return in;
+}
 
 lr::Result<uint32_t> retained_place(const RetainedView& o, const RetainedArgs& a) {
   const std::string& p = !a.tree.empty() ? a.tree : a.path;
@@ -47,15 +68,22 @@ lr::Result<void> write_html(const RetainedView& o, const std::string& path, size
 int render_retained(const RetainedView& o, const RetainedArgs& a, bool json, Out& err) {
   auto place = retained_place(o, a);
   if (!place.ok()) return fail(place.error(), err);
+  std::optional<lr::GroupRetained> group;
+  if (!a.group.empty()) {
+    auto in = retained_group(o, a);
+    if (!in.ok()) return fail(in.error(), err);
+    group = lr::group_retained(o.tree, in.value());
+  }
+  const lr::GroupRetained* g = group ? &*group : nullptr;
   if (!a.export_file.empty())
     if (auto r = export_graph(o, a.export_file); !r.ok()) return fail(r.error(), err);
   if (!a.html.empty())
     if (auto r = write_html(o, a.html, a.top); !r.ok()) return fail(r.error(), err);
   if (json) {
-    retained_json(o, a, place.value());
+    retained_json(o, a, place.value(), g);
   } else {
     print_warnings_text(o.warnings, err);
-    retained_text(o, a, place.value());
+    retained_text(o, a, place.value(), g);
   }
   return !a.fail_on.empty() && !o.tree.partial.empty() ? kFindings : kOk;
 }
@@ -218,6 +246,45 @@ void path_text(const RetainedView& o, uint32_t v) {
     o.out.print("  {} retains {} bytes\n", lr::node_text(t, d[i]), t.retained(d[i]));
 }
 
+void group_text(const RetainedView& o, const lr::GroupRetained& g, size_t n) {
+  o.out.print(
+      "{} blocks of {} bytes retain {} bytes in {} blocks together ({}): what freeing them all "
+      "would free\n",
+      g.blocks, g.shallow, g.retained, g.retained_blocks, pct(g.retained, o.tree.heap_bytes()));
+  o.out.print("\n{:>14} {:>9}  TYPE (of the retained set)\n", "BYTES", "BLOCKS");
+  for (size_t i = 0; i < g.by_type.size() && i < n && !o.out.failed(); ++i)
+    o.out.print("{:>14} {:>9}  {}\n", g.by_type[i].shallow, g.by_type[i].count, g.by_type[i].type);
+  if (g.by_type.size() > n) o.out.print("... {} more types (--top N)\n", g.by_type.size() - n);
+  if (g.shared.empty()) return;
+  o.out.print("\npointed at by the set but held around the group too (so not in it):\n");
+  for (size_t i = 0; i < g.shared.size() && i < n && !o.out.failed(); ++i) {
+    const auto& s = g.shared[i];
+    o.out.print("{:>14} {:>9}  {}\n{:>26}e.g. {}\n", s.bytes, s.count, s.type, "",
+                path_line(o, s.path));
+  }
+  if (g.shared.size() > n) o.out.print("... {} more types (--top N)\n", g.shared.size() - n);
+}
+
+ordered_json group_json(const RetainedView& o, const lr::GroupRetained& g,
+                        const std::vector<std::string>& names) {
+  ordered_json rows = ordered_json::array(), shared = ordered_json::array();
+  for (const auto& r : g.by_type)
+    rows.push_back({{"type", r.type}, {"count", r.count}, {"bytes", r.shallow}});
+  for (const auto& s : g.shared)
+    shared.push_back({{"type", s.type},
+                      {"count", s.count},
+                      {"bytes", s.bytes},
+                      {"example", node_json(o, s.example)},
+                      {"path", path_json(o, s.path)}});
+  return {{"of", names},
+          {"blocks", g.blocks},
+          {"shallow", g.shallow},
+          {"retained", g.retained},
+          {"retained_blocks", g.retained_blocks},
+          {"by_type", std::move(rows)},
+          {"shared", std::move(shared)}};
+}
+
 void paths_of_text(const RetainedView& o, const lr::MergedPaths& m, const std::string& type,
                    size_t depth, size_t n) {
   const auto& t = o.tree;
@@ -294,6 +361,7 @@ ordered_json heap_json(const RetainedView& o) {
   return {{"blocks", t.blocks()},
           {"bytes", t.heap_bytes()},
           {"holders", t.stats.holders},
+          {"register_refs_set_aside", t.stats.weak_set_aside},
           {"leaked_bytes", t.retained(t.leaked())},
           {"leaked_blocks", t.retained_blocks(t.leaked())}};
 }
@@ -314,11 +382,20 @@ void headline(const RetainedView& o) {
       t.partial.empty() ? "" : "partial: ", t.blocks(), o.noun, t.heap_bytes(), t.stats.holders,
       t.retained(t.leaked()), t.retained_blocks(t.leaked()), o.short_noun);
   for (const auto& p : t.partial) o.out.print("partial: {}\n", p);
+  if (t.stats.weak_set_aside)
+    o.out.print(
+        "registers hold only what nothing else reaches: {} of their references set aside "
+        "(--all-roots counts them)\n",
+        t.stats.weak_set_aside);
 }
 
-int retained_text(const RetainedView& o, const RetainedArgs& a, uint32_t place) {
+int retained_text(const RetainedView& o, const RetainedArgs& a, uint32_t place,
+                  const lr::GroupRetained* group) {
   headline(o);
-  if (!a.tree.empty()) {
+  if (group) {
+    o.out.put("\n");
+    group_text(o, *group, a.top);
+  } else if (!a.tree.empty()) {
     o.out.put("\n");
     tree_text(o, place, a.depth ? a.depth : 2, a.top);
   } else if (!a.path.empty()) {
@@ -337,14 +414,17 @@ int retained_text(const RetainedView& o, const RetainedArgs& a, uint32_t place) 
   return kOk;
 }
 
-void retained_json(const RetainedView& o, const RetainedArgs& a, uint32_t place) {
+void retained_json(const RetainedView& o, const RetainedArgs& a, uint32_t place,
+                   const lr::GroupRetained* group) {
   const auto& t = o.tree;
   ordered_json j{{"schema", "leakref.retained/1"},
                  {"core", o.source},
                  {"partial", !t.partial.empty()},
                  {"partial_reasons", t.partial},
                  {"heap", heap_json(o)}};
-  if (!a.tree.empty()) {
+  if (group) {
+    j["group"] = group_json(o, *group, a.group);
+  } else if (!a.tree.empty()) {
     j["tree"] = tree_json(o, place, a.depth ? a.depth : 2, a.top);
   } else if (!a.path.empty()) {
     j["path"] = {{"node", node_json(o, place)},

@@ -37,11 +37,17 @@ nlohmann::ordered_json heap_json(const RetainedView& o);
 void headline(const RetainedView& o);
 // The node --tree or --path names (top without either).
 lr::Result<uint32_t> retained_place(const RetainedView& o, const RetainedArgs& a);
+// Per block: whether --group names it (every block of a type, or the block
+// at a place).
+lr::Result<std::vector<uint8_t>> retained_group(const RetainedView& o, const RetainedArgs& a);
 // The whole graph for a check outside (networkx), never over the dump.
 lr::Result<void> export_graph(const RetainedView& o, const std::string& path);
 // The view the arguments ask for, as text or as leakref.retained/1.
-int retained_text(const RetainedView& o, const RetainedArgs& a, uint32_t place);
-void retained_json(const RetainedView& o, const RetainedArgs& a, uint32_t place);
+// `group`: what --group's blocks retain (when it is given).
+int retained_text(const RetainedView& o, const RetainedArgs& a, uint32_t place,
+                  const lr::GroupRetained* group);
+void retained_json(const RetainedView& o, const RetainedArgs& a, uint32_t place,
+                   const lr::GroupRetained* group);
 // A leak suspect in one sentence, and as JSON.
 std::string suspect_text(const RetainedView& o, const lr::Suspect& s);
 nlohmann::ordered_json suspect_json(const RetainedView& o, const lr::Suspect& s);

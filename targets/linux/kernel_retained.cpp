@@ -92,7 +92,8 @@ void add_holders(const KRefIndex& ix, KRefNamer& names, RetainedParts* p) {
   std::unordered_map<std::string, uint32_t> ids;
   auto holder = [&](std::string name, std::string key, RefFrom kind) {
     auto [it, added] = ids.emplace(name, static_cast<uint32_t>(p->holders.size()));
-    if (added) p->holders.push_back({std::move(name), std::move(key), kind});
+    if (added)
+      p->holders.push_back({std::move(name), std::move(key), kind, kind == RefFrom::kRegister});
     return it->second;
   };
   const ObjectGraph& g = ix.graph();
@@ -115,8 +116,10 @@ void add_holders(const KRefIndex& ix, KRefNamer& names, RetainedParts* p) {
 
 }  // namespace
 
-Result<KernelRetained> kernel_retained(KernelTarget& k, const KRefIndex& ix, KRefNamer& names) {
+Result<KernelRetained> kernel_retained(KernelTarget& k, const KRefIndex& ix, KRefNamer& names,
+                                       bool all_roots) {
   RetainedParts parts;
+  parts.all_roots = all_roots;
   parts.partial = ix.partial();
   add_holders(ix, names, &parts);
   // Types: a cache's DWARF type when known, else the cache's name.

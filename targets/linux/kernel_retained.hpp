@@ -15,6 +15,8 @@ struct KernelRetained {
 };
 
 // The tree of `ix` (built from `k`), holders and types named by `names`.
-Result<KernelRetained> kernel_retained(KernelTarget& k, const KRefIndex& ix, KRefNamer& names);
+// all_roots: RetainedParts::all_roots.
+Result<KernelRetained> kernel_retained(KernelTarget& k, const KRefIndex& ix, KRefNamer& names,
+                                       bool all_roots);
 
 }  // namespace lr
