@@ -125,9 +125,15 @@ void add_retainers(lr::Program& prog, json& res) {
   const lr::RetainedTree& tree = t.value();
   std::vector<uint32_t> nodes(tree.nodes() - 1);
   for (uint32_t v = 0; v < nodes.size(); ++v) nodes[v] = v;
+  // Equal sizes: the outer node first (a holder before the one block it
+  // holds), as `retained --tree top` lists them.
+  std::vector<uint32_t> depth(tree.nodes(), 0);
+  for (uint32_t v : tree.order())
+    if (v != tree.top()) depth[v] = depth[tree.idom(v)] + 1;
   const size_t k = std::min(kMaxRetainers, nodes.size());
   std::partial_sort(nodes.begin(), nodes.begin() + k, nodes.end(), [&](uint32_t a, uint32_t b) {
-    return tree.retained(a) != tree.retained(b) ? tree.retained(a) > tree.retained(b) : a < b;
+    if (tree.retained(a) != tree.retained(b)) return tree.retained(a) > tree.retained(b);
+    return depth[a] != depth[b] ? depth[a] < depth[b] : a < b;
   });
   for (size_t i = 0; i < k; ++i) {
     const uint32_t v = nodes[i];
