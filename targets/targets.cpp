@@ -6,6 +6,7 @@
 #include "targets/glibc/glibc_heap.hpp"
 #include "targets/glusterfs/gluster_target.hpp"
 #include "targets/jemalloc/jemalloc.hpp"
+#include "targets/libstdcxx/libstdcxx.hpp"
 #include "targets/linux/kernel.hpp"
 #include "targets/nfs-ganesha/nfs_ganesha.hpp"
 #include "targets/tcmalloc/tcmalloc.hpp"
@@ -23,6 +24,7 @@ void register_targets() {
     register_target(linux_target());
     register_target(nfs_ganesha_target());
     register_target(glusterfs_target());
+    register_target(libstdcxx_target());
   });
 }
 

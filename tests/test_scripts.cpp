@@ -324,7 +324,8 @@ TEST_CASE("make: header dependencies reach leakref.so and the bench helper", "[s
   // over the targets and the engine's layers, top layer first.
   const std::string lib = build + "/lib/libleakref-";
   std::string layers = lib + "targets.a";
-  for (const char* t : {"glibc", "jemalloc", "tcmalloc", "linux", "glusterfs", "nfs-ganesha"})
+  for (const char* t :
+       {"glibc", "jemalloc", "tcmalloc", "linux", "glusterfs", "nfs-ganesha", "libstdcxx"})
     layers += " " + lib + "target-" + t + ".a";
   // The engine's layers top first, as corelib/LAYERS lists them bottom up.
   std::vector<std::string> order;

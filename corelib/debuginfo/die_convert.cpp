@@ -233,6 +233,10 @@ struct DieReader {
         t->omitted.push_back(fmt::format("virtual base {}", mem.type ? mem.type->name : "?"));
       return t->members.size() < 100000;
     });
+    for_each_child(die, DW_TAG_template_type_parameter, [this, t](Dwarf_Die* c) {
+      t->template_args.push_back(target_of(c));
+      return t->template_args.size() < 64;
+    });
     for_each_child(die, DW_TAG_member, [this, t](Dwarf_Die* c) {
       Member mem;
       mem.name = dwarf_diename(c) ? dwarf_diename(c) : "";
@@ -284,6 +288,9 @@ const Type* TypeRegistry::convert_one(Module* m, Dwarf* dw, uint64_t off) {
   t->name = nm ? nm : "";
   int64_t bs = dwarf_bytesize(&die);
   t->size = bs > 0 ? static_cast<uint64_t>(bs) : 0;
+  if (uint64_t al = 0;
+      attr_udata(&die, DW_AT_alignment, &al) && al && al <= 4096 && !(al & (al - 1)))
+    t->align = al;
   switch (tag) {
     case DW_TAG_base_type:
       fill_base(&die, t);

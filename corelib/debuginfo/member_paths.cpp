@@ -31,6 +31,7 @@ Result<std::vector<PathStep>> parse_member_path(std::string_view p) {
     return std::string(p.substr(s, i - s));
   };
   if (p.empty()) return bad("empty path");
+  if (p == ".") return out;  // the object itself (a container's int elements)
   if (p.size() > 4096) return bad("path too long");
   bool need_ident = true;
   while (i < p.size()) {

@@ -307,6 +307,25 @@ const std::vector<Symbol>& Module::symbols() {
   return syms_;
 }
 
+namespace {
+
+// A C++ variable's name as its source writes it: "g_list" for
+// _Z6g_listB5cxx11 (demangled "g_list[abi:cxx11]": a global of a type with
+// an ABI tag, std::list or std::string), "ns::g" for _ZN2ns1gE; "" when the
+// symbol is no mangled C++ name or says nothing more.
+std::string cxx_variable_name(const Symbol& s) {
+  if (!s.is_object || s.name.rfind("_Z", 0) != 0) return "";
+  std::string d = demangle(s.name);
+  for (size_t at; (at = d.find("[abi:")) != std::string::npos;) {
+    const size_t end = d.find(']', at);
+    if (end == std::string::npos) return "";
+    d.erase(at, end + 1 - at);
+  }
+  return d == s.name || d.find_first_of("()<> ") != std::string::npos ? "" : d;
+}
+
+}  // namespace
+
 const Symbol* Module::find_symbol(const std::string& name) {
   const auto& syms = symbols();
   if (by_name_.empty() && !syms.empty()) {
@@ -315,6 +334,9 @@ const Symbol* Module::find_symbol(const std::string& name) {
       auto [it, fresh] = by_name_.emplace(syms[i].name, i);
       if (!fresh && syms[i].is_object && !syms[it->second].is_object) it->second = i;
     }
+    // Mangled variables by their source names too, never over a real name.
+    for (size_t i = 0; i < syms.size(); ++i)
+      if (std::string n = cxx_variable_name(syms[i]); !n.empty()) by_name_.emplace(n, i);
   }
   auto it = by_name_.find(name);
   return it == by_name_.end() ? nullptr : &syms[it->second];

@@ -191,7 +191,9 @@ Result<Variable> TypeRegistry::find_variable(std::string_view raw) {
   std::string name(raw);
   LR_ASSIGN(auto hit, lookup_symbol(name));
   Variable v;
-  v.name = hit.second->name;
+  // A C++ variable found by its source name (g_list for _Z6g_listB5cxx11)
+  // keeps it: the DWARF names it so.
+  v.name = name.find('@') == std::string::npos ? name : hit.second->name;
   v.addr = hit.second->addr;
   v.module = hit.first;
   // Type from the same module's DWARF (a definition with a location, or any).

@@ -60,6 +60,7 @@ struct Type {
   TypeKind kind = TypeKind::kVoid;
   std::string name;  // bare name: "node", "int", "atomic_t"; "" if anonymous
   uint64_t size = 0;
+  uint64_t align = 0;            // DW_AT_alignment (alignas); 0: the DWARF gives none
   bool is_signed = false;        // integers, enums (underlying), char
   bool is_char = false;          // char-like integer (arrays of it print as strings)
   bool complete = true;          // false for a struct only ever declared
@@ -72,6 +73,10 @@ struct Type {
   // named here so no printed object passes for complete.
   std::vector<std::string> omitted;
   std::vector<Enumerator> enumerators;
+  // A C++ class template instance's type parameters, in order
+  // (DW_TAG_template_type_param: std::map<int, Node*>'s int, Node*, its
+  // comparator and allocator): what its elements are.
+  std::vector<const Type*> template_args;
   // A declaration (`struct foo;`) whose definition is looked up when it is
   // first used (strip()), not when a pointer to it is converted: following
   // every pointer eagerly reaches structs defined only in far compile units
@@ -90,7 +95,7 @@ struct Type {
 };
 
 // Path into an object: "a.b", "arr[3]", "a->b" (deref), anonymous members
-// transparent.
+// transparent; "." is the object itself.
 struct PathStep {
   enum class Op { kMember, kIndex, kDeref } op = Op::kMember;
   std::string name;

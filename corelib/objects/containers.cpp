@@ -80,7 +80,7 @@ WalkResult walk_tree(const Memory& mem, uint64_t root, const TreeShape& sh, uint
     }
     return true;
   };
-  if (!push_spine(root, 0)) {
+  if (!push_spine(root, sh.root_parent)) {
     lim.sink(r.objects.data(), r.objects.size());
     return r;
   }

@@ -18,6 +18,8 @@ struct TreeShape {
   uint64_t parent_off = 16;
   uint64_t parent_mask = ~uint64_t{0};
   uint64_t node_size = 24;  // bytes read per node
+  // The root's parent link (0; a C++ std::map's root points at its header).
+  uint64_t root_parent = 0;
 };
 
 // In-order walk from the node at `root` (0: empty tree). Objects are

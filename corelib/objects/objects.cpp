@@ -217,6 +217,11 @@ FieldValue format_scalar(const uint8_t* obj, const FieldLoc& loc) {
         v.f = f;
       } else if (t->size == 8) {
         std::memcpy(&v.f, obj + loc.offset, 8);
+      } else {
+        // long double: x87's 80 bits on x86-64, IEEE binary128 on aarch64;
+        // the type does not say which, and a wrong guess prints a number.
+        v.kind = FieldValue::Kind::kError;
+        v.text = fmt::format("{}-byte floating point: not decoded", t->size);
       }
       return v;
     case TypeKind::kPointer: {

@@ -25,6 +25,9 @@ struct ContainerKind {
   // `members`; `obj_size` the size of the objects' type.
   Result<WalkResult> (*walk)(Program& prog, const Variable& head, const std::string& member,
                              uint64_t obj_size, const WalkLimits& lim) = nullptr;
+  // The objects' type the head's own type says (a C++ container's element
+  // type), for a walk given no type; null when the kind cannot tell.
+  Result<const Type*> (*element)(Program& prog, const Variable& head) = nullptr;
 };
 
 void register_container(const ContainerKind& k);  // a name registered twice is kept once

@@ -253,19 +253,29 @@ class ObjectEvaluator {
   WalkedObject cur_;  // reused: its fields keep their capacity
 };
 
-// The walked type, checked for a size objects can be read with.
-Result<const Type*> walked_type(Program& prog, const WalkSpec& spec) {
-  LR_ASSIGN(const Type* t, prog.types().find(spec.type));
+// The walked type: the spec's, else the one a container kind reads from the
+// head's type; checked for a size objects can be read with.
+Result<const Type*> walked_type(Program& prog, const WalkSpec& spec, const Variable& hv) {
+  const Type* t = nullptr;
+  const ContainerKind* k =
+      spec.link == WalkSpec::Link::kContainer ? find_container(spec.container) : nullptr;
+  if (!spec.type.empty()) {
+    LR_ASSIGN(t, prog.types().find(spec.type));
+  } else if (k && k->element) {
+    LR_ASSIGN(t, k->element(prog, hv));
+  } else {
+    return make_error(Errc::kInvalidArgument, "the walk needs the objects' type");
+  }
+  const std::string name = spec.type.empty() ? t->display() : spec.type;
   const Type* ts = t->strip();
   if (!ts->size)
-    return make_error(
-        Errc::kNotFound,
-        fmt::format("type '{}' has no size (only declared, never defined?)", spec.type));
+    return make_error(Errc::kNotFound,
+                      fmt::format("type '{}' has no size (only declared, never defined?)", name));
   // A corrupt or hostile DWARF size must not drive allocations.
   if (ts->size > kMaxObjectSize)
     return make_error(Errc::kBadFormat, fmt::format("type '{}' claims {} bytes; refusing objects "
                                                     "larger than {} bytes",
-                                                    spec.type, ts->size, kMaxObjectSize));
+                                                    name, ts->size, kMaxObjectSize));
   return t;
 }
 
@@ -470,8 +480,8 @@ bool links_by_member(WalkSpec::Link l) {
 
 Result<void> check_walk(Program& prog, const WalkSpec& spec) {
   WalkReport rep;
-  LR_ASSIGN(const Type* t, walked_type(prog, spec));
   LR_ASSIGN(Variable hv, walk_head(prog, spec, &rep));
+  LR_ASSIGN(const Type* t, walked_type(prog, spec, hv));
   LR_TRY(check_walk_contract(spec, t->strip(), hv));
   if (links_by_member(spec.link)) {
     LR_ASSIGN(FieldLoc member, resolve_path(t, spec.member));
@@ -482,10 +492,10 @@ Result<void> check_walk(Program& prog, const WalkSpec& spec) {
 
 Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
   WalkReport rep;
-  LR_ASSIGN(const Type* t, walked_type(prog, spec));
+  LR_ASSIGN(Variable hv, walk_head(prog, spec, &rep));
+  LR_ASSIGN(const Type* t, walked_type(prog, spec, hv));
   rep.type_name = t->display();
   rep.type_size = t->strip()->size;
-  LR_ASSIGN(Variable hv, walk_head(prog, spec, &rep));
   rep.head_addr = hv.addr;
   LR_TRY(check_walk_contract(spec, t->strip(), hv));
 

@@ -57,13 +57,19 @@ void add_walk_options(CLI::App* sub, WalkArgs& w, bool required) {
   auto* o_ht = sub->add_flag("--hashtable{val}", w.hashtable,
                              "--head is an nfs-ganesha hash_table_t; objects are its entries' "
                              "values (--hashtable=key: keys)");
-  o_next->excludes(o_list, o_hl, o_arr, o_parr, o_tree, o_xa, o_ht);
-  o_list->excludes(o_hl, o_arr, o_parr, o_tree, o_xa, o_ht);
-  o_hl->excludes(o_arr, o_parr, o_tree, o_xa, o_ht);
-  o_arr->excludes(o_parr, o_tree, o_xa, o_ht);
-  o_parr->excludes(o_tree, o_xa, o_ht);
-  o_tree->excludes(o_xa, o_ht);
-  o_xa->excludes(o_ht);
+  auto* o_std = sub->add_flag("--std", w.std_container,
+                              "--head is a C++ standard container (libstdc++: vector, list, "
+                              "forward_list, map, set, unordered_map, unordered_set, multi "
+                              "forms); objects are its elements, of its element type unless "
+                              "--type says");
+  o_next->excludes(o_list, o_hl, o_arr, o_parr, o_tree, o_xa, o_ht, o_std);
+  o_list->excludes(o_hl, o_arr, o_parr, o_tree, o_xa, o_ht, o_std);
+  o_hl->excludes(o_arr, o_parr, o_tree, o_xa, o_ht, o_std);
+  o_arr->excludes(o_parr, o_tree, o_xa, o_ht, o_std);
+  o_parr->excludes(o_tree, o_xa, o_ht, o_std);
+  o_tree->excludes(o_xa, o_ht, o_std);
+  o_xa->excludes(o_ht, o_std);
+  o_ht->excludes(o_std);
   sub->add_option("--count", w.count, "array length (default: from the symbol's type)")
       ->check(positive_count("; for a length the program holds, use --count-from"));
   sub->add_option("--count-from", w.count_from,
@@ -105,6 +111,9 @@ lr::WalkSpec walk_spec_from(const WalkArgs& a) {
     spec.link = lr::WalkSpec::Link::kContainer;
     spec.container = "hashtable";
     spec.member = a.hashtable;
+  } else if (a.std_container) {
+    spec.link = lr::WalkSpec::Link::kContainer;
+    spec.container = "std";
   } else if (a.addresses) {
     spec.link = lr::WalkSpec::Link::kAddresses;
     spec.addresses = a.addresses;
@@ -164,7 +173,7 @@ lr::Result<void> check_walk_args(const WalkArgs& a) {
   if (!a.where.empty()) LR_TRY(lr::Filter::check_syntax(a.where, "--where"));
   bool linked = !a.next.empty() || !a.list_member.empty() || !a.hlist_member.empty() ||
                 !a.tree_member.empty() || a.array || a.pointer_array || a.xarray ||
-                !a.hashtable.empty();
+                !a.hashtable.empty() || a.std_container;
   if (a.profile.empty() != a.profile_set.empty())
     return lr::make_error(lr::Errc::kInvalidArgument,
                           "--profile and --set go together (the set whose walk to run)");
@@ -173,9 +182,13 @@ lr::Result<void> check_walk_args(const WalkArgs& a) {
     return lr::make_error(lr::Errc::kInvalidArgument,
                           "give a walk (--type/--head/...) or a profile set (--profile/--set), "
                           "not both");
-  if (a.profile.empty() && (a.type.empty() || a.head.empty()))
+  if (a.profile.empty() && a.head.empty())
     return lr::make_error(lr::Errc::kInvalidArgument,
                           "--type and --head are required (or --profile FILE --set SET)");
+  if (a.profile.empty() && a.type.empty() && !a.std_container)
+    return lr::make_error(lr::Errc::kInvalidArgument,
+                          "--type is required (but with --std, whose elements' type the "
+                          "container says)");
   return {};
 }
 

@@ -1,0 +1,288 @@
+// libstdc++'s containers as the container kind "std" (libstdcxx.hpp).
+#include "targets/libstdcxx/libstdcxx.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string_view>
+
+#include "corelib/objects/containers.hpp"
+#include "corelib/objects/walkers.hpp"
+
+namespace lr {
+
+namespace {
+
+enum class Shape { kVector, kList, kForwardList, kTree, kHash };
+
+// The class templates walked, by their DWARF names (in std or std::__cxx11).
+struct StdClass {
+  std::string_view prefix;
+  Shape shape;
+};
+constexpr StdClass kClasses[] = {
+    {"vector<", Shape::kVector},
+    {"list<", Shape::kList},
+    {"forward_list<", Shape::kForwardList},
+    {"map<", Shape::kTree},
+    {"multimap<", Shape::kTree},
+    {"set<", Shape::kTree},
+    {"multiset<", Shape::kTree},
+    {"unordered_map<", Shape::kHash},
+    {"unordered_multimap<", Shape::kHash},
+    {"unordered_set<", Shape::kHash},
+    {"unordered_multiset<", Shape::kHash},
+};
+
+// A container no element count of a real process comes near.
+constexpr uint64_t kMaxElements = uint64_t{1} << 40;
+
+struct Container {
+  const Type* type = nullptr;  // the class, typedefs stripped
+  uint64_t addr = 0;
+  Shape shape = Shape::kVector;
+  std::string name;  // the head as given, for messages
+};
+
+Result<FieldLoc> need(const Container& c, const char* path) {
+  auto r = resolve_path(c.type, path);
+  if (!r.ok())
+    return make_error(Errc::kNotFound,
+                      fmt::format("{} ({}) has no member '{}': not libstdc++'s layout", c.name,
+                                  c.type->display(), path));
+  return r;
+}
+
+// The container the head names: the head's type, or what a pointer head
+// points at.
+Result<Container> container_at(Program& prog, const Variable& head) {
+  Container c;
+  c.name = head.name;
+  c.addr = head.addr;
+  c.type = head.type ? head.type->strip() : nullptr;
+  if (c.type && c.type->kind == TypeKind::kPointer) {
+    LR_ASSIGN(c.addr, prog.mem().read_u64(head.addr));
+    c.type = c.type->target ? c.type->target->strip() : nullptr;
+  }
+  if (!c.type || !c.type->is_aggregate())
+    return make_error(Errc::kInvalidArgument,
+                      fmt::format("{} is {}: not a C++ standard container", head.name,
+                                  c.type ? c.type->display() : "of no known type"));
+  const std::string& n = c.type->name;
+  if (n.rfind("deque<", 0) == 0)
+    return make_error(Errc::kUnsupported,
+                      fmt::format("{}: std::deque is not walked yet (its buffers' size is a "
+                                  "constant of libstdc++'s headers, not of the DWARF)",
+                                  head.name));
+  for (const auto& k : kClasses)
+    if (n.rfind(k.prefix, 0) == 0) {
+      c.shape = k.shape;
+      return c;
+    }
+  return make_error(Errc::kInvalidArgument,
+                    fmt::format("{} is {}: not a standard container this walk knows (vector, "
+                                "list, forward_list, map, set, unordered_map, unordered_set and "
+                                "their multi forms)",
+                                head.name, c.type->display()));
+}
+
+// An object's alignment as the compiler lays it out: what the DWARF says
+// when the source forced one (alignas: DW_AT_alignment), else a scalar's
+// size (at most 16), an aggregate's widest member's.
+uint64_t align_of(const Type* t, int depth = 0) {
+  t = t ? t->strip() : nullptr;
+  if (!t || depth > 32) return 1;
+  if (t->align) return t->align;
+  switch (t->kind) {
+    case TypeKind::kArray:
+      return align_of(t->target, depth + 1);
+    case TypeKind::kStruct:
+    case TypeKind::kUnion: {
+      uint64_t a = 1;
+      for (const auto& m : t->members) a = std::max(a, align_of(m.type, depth + 1));
+      return a;
+    }
+    default:
+      return std::clamp<uint64_t>(t->size, 1, 16);
+  }
+}
+
+// A class template's first type parameter, or its first base's (std::
+// allocator<T> names none of its own: its base __new_allocator<T> does).
+const Type* first_parameter(const Type* t, int depth = 0) {
+  t = t ? t->strip() : nullptr;
+  if (!t || depth > 8) return nullptr;
+  if (!t->template_args.empty()) return t->template_args[0];
+  for (const auto& m : t->members)
+    if (m.is_base)
+      if (const Type* p = first_parameter(m.type, depth + 1)) return p;
+  return nullptr;
+}
+
+// The element type: a vector's pointer's target; else what the container's
+// allocator allocates (a map's std::pair<const K, V>), else its first
+// parameter.
+Result<const Type*> element_of(const Container& c) {
+  if (c.shape == Shape::kVector) {
+    LR_ASSIGN(FieldLoc s, need(c, "_M_impl._M_start"));
+    const Type* p = s.type ? s.type->strip() : nullptr;
+    if (!p || p->kind != TypeKind::kPointer)
+      return make_error(Errc::kUnsupported,
+                        fmt::format("{}: std::vector<bool> packs its elements as bits: there "
+                                    "are no element objects to walk",
+                                    c.name));
+    if (p->target) return p->target;
+  }
+  for (const Type* a : c.type->template_args) {
+    const Type* s = a ? a->strip() : nullptr;
+    if (s && s->name.rfind("allocator<", 0) == 0)
+      if (const Type* e = first_parameter(s)) return e;
+  }
+  if (!c.type->template_args.empty() && c.type->template_args[0]) return c.type->template_args[0];
+  return make_error(Errc::kNotFound,
+                    fmt::format("{} ({}): the DWARF names no element type (no template "
+                                "parameters)",
+                                c.name, c.type->display()));
+}
+
+// Where a node's element starts: after the node's base part (the type at
+// `base_path`), at the element's alignment.
+Result<uint64_t> storage_offset(const Container& c, const char* base_path, const Type* elem) {
+  LR_ASSIGN(FieldLoc b, need(c, base_path));
+  const Type* bt = b.type ? b.type->strip() : nullptr;
+  // std::list's header adds _M_size to the node base it derives from.
+  if (bt)
+    for (const auto& m : bt->members)
+      if (m.is_base && m.type) bt = m.type->strip();
+  if (!bt || !bt->size)
+    return make_error(Errc::kBadFormat, fmt::format("{}: {} has no size", c.name, base_path));
+  const uint64_t a = align_of(elem);
+  return (bt->size + a - 1) / a * a;
+}
+
+uint64_t read_or_zero(const Memory& mem, uint64_t addr, const FieldLoc& f) {
+  uint64_t v = 0;
+  const uint64_t n = f.type ? std::min<uint64_t>(f.type->strip()->size, 8) : 8;
+  return n && mem.read(addr + f.offset, &v, n).ok() ? v : 0;
+}
+
+Result<WalkResult> walk_vector(Program& prog, const Container& c, uint64_t elem_size,
+                               const WalkLimits& lim) {
+  LR_ASSIGN(FieldLoc s, need(c, "_M_impl._M_start"));
+  LR_ASSIGN(FieldLoc f, need(c, "_M_impl._M_finish"));
+  const Memory& mem = prog.mem();
+  LR_ASSIGN(uint64_t start, mem.read_u64(c.addr + s.offset));
+  LR_ASSIGN(uint64_t finish, mem.read_u64(c.addr + f.offset));
+  if (finish < start || (finish - start) % elem_size || (finish - start) / elem_size > kMaxElements)
+    return make_error(Errc::kBadFormat,
+                      fmt::format("{}: _M_start {:#x} and _M_finish {:#x} hold no whole number of "
+                                  "{}-byte elements",
+                                  c.name, start, finish, elem_size));
+  return walk_array(mem, start, (finish - start) / elem_size, elem_size, lim);
+}
+
+// The nodes of a node-based container, from its links (no sink: the
+// objects are its elements, made from the nodes after).
+Result<WalkResult> walk_nodes(Program& prog, const Container& c, const WalkLimits& lim,
+                              uint64_t* recorded) {
+  const Memory& mem = prog.mem();
+  switch (c.shape) {
+    case Shape::kList: {
+      LR_ASSIGN(FieldLoc h, need(c, "_M_impl._M_node"));
+      if (auto sz = resolve_path(c.type, "_M_impl._M_node._M_size"); sz.ok())
+        *recorded = read_or_zero(mem, c.addr, sz.value());
+      return walk_list(mem, c.addr + h.offset, 0, lim);
+    }
+    case Shape::kForwardList: {
+      LR_ASSIGN(FieldLoc h, need(c, "_M_impl._M_head._M_next"));
+      LR_ASSIGN(uint64_t first, mem.read_u64(c.addr + h.offset));
+      return walk_chain(mem, first, 0, lim);
+    }
+    case Shape::kTree: {
+      LR_ASSIGN(FieldLoc h, need(c, "_M_t._M_impl._M_header"));
+      LR_ASSIGN(FieldLoc n, need(c, "_M_t._M_impl._M_node_count"));
+      const Type* base = h.type ? h.type->strip() : nullptr;
+      uint64_t p = 0, l = 0, r = 0;
+      if (!base || !find_member(base, "_M_parent", &p) || !find_member(base, "_M_left", &l) ||
+          !find_member(base, "_M_right", &r))
+        return make_error(Errc::kNotFound, c.name + ": _Rb_tree_node_base is not libstdc++'s");
+      const uint64_t header = c.addr + h.offset;
+      *recorded = read_or_zero(mem, c.addr, n);
+      LR_ASSIGN(uint64_t root, mem.read_u64(header + p));
+      TreeShape sh{l, r, true, p, ~uint64_t{0}, base->size, header};
+      return walk_tree(mem, root, sh, 0, lim);
+    }
+    case Shape::kHash: {
+      LR_ASSIGN(FieldLoc b, need(c, "_M_h._M_before_begin._M_nxt"));
+      LR_ASSIGN(FieldLoc n, need(c, "_M_h._M_element_count"));
+      *recorded = read_or_zero(mem, c.addr, n);
+      LR_ASSIGN(uint64_t first, mem.read_u64(c.addr + b.offset));
+      return walk_chain(mem, first, 0, lim);
+    }
+    case Shape::kVector:
+      break;
+  }
+  return make_error(Errc::kInvalidArgument, c.name + ": not a node-based container");
+}
+
+const char* node_base(Shape s) {
+  switch (s) {
+    case Shape::kList:
+      return "_M_impl._M_node";
+    case Shape::kForwardList:
+      return "_M_impl._M_head";
+    case Shape::kTree:
+      return "_M_t._M_impl._M_header";
+    default:
+      return "_M_h._M_before_begin";
+  }
+}
+
+Result<WalkResult> walk_std(Program& prog, const Variable& head, const std::string&,
+                            uint64_t obj_size, const WalkLimits& lim) {
+  LR_ASSIGN(Container c, container_at(prog, head));
+  LR_ASSIGN(const Type* elem, element_of(c));
+  const uint64_t elem_size = elem->strip()->size;
+  if (!elem_size || elem_size != obj_size)
+    return make_error(Errc::kInvalidArgument,
+                      fmt::format("{} holds {} of {} bytes, not objects of {} bytes", c.name,
+                                  elem->display(), elem_size, obj_size));
+  if (c.shape == Shape::kVector) return walk_vector(prog, c, elem_size, lim);
+  LR_ASSIGN(uint64_t off, storage_offset(c, node_base(c.shape), elem));
+  WalkLimits nl = lim;
+  nl.sink = {};
+  uint64_t recorded = UINT64_MAX;
+  LR_ASSIGN(WalkResult r, walk_nodes(prog, c, nl, &recorded));
+  for (auto& o : r.objects) o += off;
+  for (auto& is : r.issues) is.addr += off;
+  if (r.stop_addr) r.stop_addr += off;
+  if (r.ok() && recorded != UINT64_MAX && recorded != r.objects.size()) {
+    ++r.issue_count;
+    r.issues.push_back({c.addr, fmt::format("{} records {} elements, but {} nodes were walked",
+                                            c.name, recorded, r.objects.size())});
+  }
+  lim.sink(r.objects.data(), r.objects.size());
+  return r;
+}
+
+Result<const Type*> element_std(Program& prog, const Variable& head) {
+  LR_ASSIGN(Container c, container_at(prog, head));
+  return element_of(c);
+}
+
+}  // namespace
+
+TargetSpec libstdcxx_target() {
+  ContainerKind k;
+  k.name = "std";
+  k.mode = "std:libstdc++";
+  k.what = "a C++ standard container (libstdc++)";
+  k.walk = &walk_std;
+  k.element = &element_std;
+  TargetSpec t;
+  t.name = "libstdcxx";
+  t.containers.push_back(k);
+  return t;
+}
+
+}  // namespace lr
