@@ -147,8 +147,32 @@ std::span<const uint32_t> RetainedTree::successors(uint32_t v) const {
   return {holder_edges_.data() + holder_begin_[h], holder_edges_.data() + holder_begin_[h + 1]};
 }
 
+namespace {
+
+// Children largest retained size first. A long list is sorted as (size,
+// node) pairs gathered once: comparing through the sizes array is a cache
+// miss per comparison (the top has millions of children in a heap full of
+// cross links).
+void sort_by_size(const std::vector<uint64_t>& bytes, uint32_t* a, uint32_t* b) {
+  if (b - a < 64) {
+    std::sort(a, b, [&](uint32_t x, uint32_t y) {
+      return bytes[x] != bytes[y] ? bytes[x] > bytes[y] : x < y;
+    });
+    return;
+  }
+  std::vector<std::pair<uint64_t, uint32_t>> keyed;
+  keyed.reserve(b - a);
+  for (auto it = a; it != b; ++it) keyed.emplace_back(~bytes[*it], *it);  // largest first
+  std::sort(keyed.begin(), keyed.end());
+  for (size_t k = 0; k < keyed.size(); ++k) a[k] = keyed[k].second;
+}
+
+}  // namespace
+
 std::span<const uint32_t> RetainedTree::children(uint32_t v) const {
-  return {child_.data() + child_begin_[v], child_.data() + child_begin_[v + 1]};
+  uint32_t *a = child_.data() + child_begin_[v], *b = child_.data() + child_begin_[v + 1];
+  if (!sorted_[v]) sort_by_size(bytes_, a, b), sorted_[v] = 1;
+  return {a, b};
 }
 
 std::vector<uint32_t> RetainedTree::dominators(uint32_t v) const {
@@ -194,30 +218,7 @@ const std::string& RetainedTree::type(uint32_t v) const {
 
 namespace {
 
-// Each node's children, largest retained size first. A long list is
-// sorted as (size, node) pairs gathered once: comparing through the sizes
-// array is a cache miss per comparison (the top has millions of children
-// in a heap full of cross links).
-void sort_children(const std::vector<uint64_t>& bytes, const std::vector<uint32_t>& begin,
-                   std::vector<uint32_t>* child) {
-  std::vector<std::pair<uint64_t, uint32_t>> keyed;
-  for (size_t v = 0; v + 1 < begin.size(); ++v) {
-    auto a = child->begin() + begin[v], b = child->begin() + begin[v + 1];
-    if (b - a < 2) continue;
-    if (b - a < 64) {
-      std::sort(a, b, [&](uint32_t x, uint32_t y) {
-        return bytes[x] != bytes[y] ? bytes[x] > bytes[y] : x < y;
-      });
-      continue;
-    }
-    keyed.clear();
-    for (auto it = a; it != b; ++it) keyed.emplace_back(~bytes[*it], *it);  // largest first
-    std::sort(keyed.begin(), keyed.end());
-    for (size_t k = 0; k < keyed.size(); ++k) a[k] = keyed[k].second;
-  }
-}
-
-// Sizes up the dominator tree, and the children lists by size.
+// Sizes up the dominator tree, and the children lists (sorted on use).
 void sizes_and_children(const Graph& g, const RetainedTree& t, std::vector<uint64_t>* bytes,
                         std::vector<uint32_t>* count, const std::vector<uint32_t>& idom,
                         const std::vector<uint32_t>& order, std::vector<uint32_t>* child_begin,
@@ -238,7 +239,6 @@ void sizes_and_children(const Graph& g, const RetainedTree& t, std::vector<uint6
   std::vector<uint32_t> next(child_begin->begin(), child_begin->end() - 1);
   for (uint32_t v : order)
     if (v != g.top()) (*child)[next[idom[v]]++] = v;
-  sort_children(*bytes, *child_begin, child);
 }
 
 // Type names numbered once each: most blocks repeat the name before them,
@@ -304,6 +304,9 @@ Result<RetainedTree> build_retained(std::unique_ptr<const RetainedGraph> gr, Ret
   t.stats.dominators_ns = t2 - t1;
   t.g_ = std::move(gr);
   sizes_and_children(g, t, &t.bytes_, &t.count_, t.idom_, t.order_, &t.child_begin_, &t.child_);
+  t.sorted_.assign(g.nodes(), 0);
+  for (size_t v = 0; v < g.nodes(); ++v)
+    t.sorted_[v] = t.child_begin_[v + 1] - t.child_begin_[v] < 2;
   uint64_t t3 = now_ns();
   t.stats.sizes_ns = t3 - t2;
   // Untyped blocks by size; the allocator's own (a tcache) said so.
@@ -435,7 +438,7 @@ std::vector<TypeRetained> retained_by_type(const RetainedTree& t) {
   std::vector<std::pair<uint32_t, uint32_t>> stack = {{t.top(), 0}};
   while (!stack.empty()) {
     auto& [v, next] = stack.back();
-    const auto kids = t.children(v);
+    const auto kids = t.children_unsorted(v);
     if (next == kids.size()) {
       if (t.is_block(v)) --active[t.type(v)];
       stack.pop_back();

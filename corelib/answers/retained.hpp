@@ -123,8 +123,13 @@ class RetainedTree {
     if (v < blocks_ && !inert_.empty() && inert_[v]) return false;
     return !(v < blocks_ && w < blocks_ && !reached_[v] && reached_[w]);
   }
-  // The nodes `v` dominates directly, largest retained size first.
+  // The nodes `v` dominates directly, largest retained size first (each
+  // node's sorted on first use: most are never shown).
   std::span<const uint32_t> children(uint32_t v) const;
+  // The same in no particular order, for a pass over the whole tree.
+  std::span<const uint32_t> children_unsorted(uint32_t v) const {
+    return {child_.data() + child_begin_[v], child_.data() + child_begin_[v + 1]};
+  }
   // top ... v along the dominator tree.
   std::vector<uint32_t> dominators(uint32_t v) const;
   // top ... v along one shortest chain of references (breadth first from
@@ -172,8 +177,10 @@ class RetainedTree {
   mutable std::unique_ptr<Paths> paths_;
   std::vector<uint64_t> bytes_;
   std::vector<uint32_t> count_;
-  std::vector<uint32_t> child_begin_, child_;
-  std::vector<uint32_t> type_of_;  // per block: index into types_
+  std::vector<uint32_t> child_begin_;
+  mutable std::vector<uint32_t> child_;
+  mutable std::vector<uint8_t> sorted_;  // per node: its children are in order
+  std::vector<uint32_t> type_of_;        // per block: index into types_
   std::deque<std::string> types_;
   std::string none_;
 };
