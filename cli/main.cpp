@@ -59,7 +59,8 @@ int main(int argc, char** argv) {
       register_trace_info(app),  register_types(app),        register_kernel(app),
       register_diff(app, c),     register_snapshot(app, c),  register_trend(app, c),
       register_refs(app, c),     register_leaks(app, c),     register_account(app, c),
-      register_retained(app, c), register_suspects(app, c),  register_batch(app)};
+      register_retained(app, c), register_suspects(app, c),  register_shared(app, c),
+      register_batch(app)};
 
   one_value_per_option(&app);
   // `leakref help [SUBCOMMAND...]`, and typos named as such.

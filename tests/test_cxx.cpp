@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <map>
 #include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -147,4 +148,80 @@ TEST_CASE("docs: the walk --std examples run as written", "[core][cpp][docs]") {
     return std::regex_replace(s, std::regex("0x[0-9a-f]{6,}"), "0xADDR");
   };
   CHECK(lrtest::check_doc_commands(part, dir, norm) == 2);
+}
+
+// The fixture's own truth, masked in its memory (a plain copy would be one
+// more owner): three shared_ptrs and a weak_ptr on one block, a second
+// owner new'd and lost, a cycle of two, a separate pointer block.
+TEST_CASE("shared: control blocks' counts against their owners, cycles", "[core][cpp]") {
+  if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed: core tests need it");
+  const auto& fc = lrtest::fixture_core("cxx", lrtest::fixture_path("fx_cxx"));
+  const uint64_t mask = std::stoull(fc.manifest["mask"].get<std::string>(), nullptr, 16);
+  std::vector<std::string> m;  // sp, sp object, kept, kept object, sep, sep object, cyc a, cyc b
+  for (const auto& v : fc.manifest["masked"])
+    m.push_back(fmt::format("{:#x}", std::stoull(v.get<std::string>(), nullptr, 16) ^ mask));
+  REQUIRE(m.size() == 8);
+  auto r = lrtest::leakref({"shared", fc.core, "--all", "--json"}, 300);
+  INFO(r.out << r.err);
+  REQUIRE(r.status == 0);
+  const json j = r.json();
+  std::map<std::string, json> by;
+  for (const auto& b : j["blocks"]) by[b["addr"]] = b;
+  CHECK(j["control_blocks"] == 5);
+  REQUIRE(by.count(m[0]));
+  const json& sp = by[m[0]];
+  CHECK(sp["object"] == m[1]);
+  CHECK(sp["use_count"] == fc.manifest["use"][0]);
+  CHECK(sp["weak_count"] == 2);  // one weak_ptr, and the shared owners' one
+  CHECK(sp["live_owners"] == 4);
+  CHECK(sp["verdict"] == "ok");
+  std::set<std::string> names;
+  for (const auto& o : sp["owners"]) names.insert(o["name"].get<std::string>());
+  CHECK(names == std::set<std::string>{"global g_sp1._M_refcount._M_pi [fx_cxx]",
+                                       "global g_sp2._M_refcount._M_pi [fx_cxx]",
+                                       "global g_sp3._M_refcount._M_pi [fx_cxx]",
+                                       "global g_wp._M_refcount._M_pi [fx_cxx]"});
+  const json& kept = by[m[2]];
+  CHECK(kept["object"] == m[3]);
+  CHECK(kept["use_count"] == fc.manifest["use"][1]);
+  CHECK(kept["live_owners"] == 1);
+  CHECK(kept["owners"].size() == 2);  // the lost one inside its leaked block
+  CHECK(kept["verdict"] == "leaked-owner");
+  const json& sep = by[m[4]];
+  CHECK(sep["object"] == m[5]);
+  CHECK(sep["verdict"] == "ok");
+  CHECK(sep["type"].get<std::string>().rfind("std::_Sp_counted_ptr<Point*", 0) == 0);
+  // The cycle: each held only by the other's Cyc.next.
+  for (int k : {6, 7}) {
+    INFO("cycle block " << m[k]);
+    const json& c = by[m[k]];
+    CHECK(c["verdict"] == "leaked");
+    REQUIRE(c["owners"].size() == 1);
+    CHECK(c["owners"][0]["live"] == false);
+    const std::string other = m[k == 6 ? 7 : 6];
+    CHECK(c["owners"][0]["name"].get<std::string>().find(".next._M_refcount._M_pi (in control "
+                                                         "block " +
+                                                         other + ")") != std::string::npos);
+  }
+  CHECK(j["verdicts"]["ok"] == 2);
+  r = lrtest::leakref({"shared", fc.core, "--fail-on", "leaked"}, 300);
+  CHECK(r.status == 1);
+  // leaks agrees: the cycle's two blocks and the lost owner's are leaked.
+  auto l = lrtest::leakref({"leaks", fc.core, "--json"}, 300);
+  REQUIRE(l.status == 0);
+  CHECK(l.json()["summary"]["leaked"] == 3);
+}
+
+TEST_CASE("docs: the shared example runs as written", "[core][cpp][docs]") {
+  if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed: core tests need it");
+  const auto& fc = lrtest::fixture_core("cxx", lrtest::fixture_path("fx_cxx"));
+  const std::string part = lrtest::readme_section("shared");
+  REQUIRE(!part.empty());
+  const std::string dir = lrtest::tmp_dir() + "/docs-shared";
+  REQUIRE(lrtest::run({"/bin/mkdir", "-p", dir}).status == 0);
+  REQUIRE(lrtest::run({"/bin/ln", "-sf", fc.core, dir + "/core"}).status == 0);
+  auto norm = [](const std::string& s) {
+    return std::regex_replace(s, std::regex("0x[0-9a-f]{6,}"), "0xADDR");
+  };
+  CHECK(lrtest::check_doc_commands(part, dir, norm) == 1);
 }

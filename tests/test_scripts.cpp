@@ -474,6 +474,7 @@ TEST_CASE("man pages: one per front end, complete against --help", "[scripts][ma
                                                 {"account"},
                                                 {"retained"},
                                                 {"suspects"},
+                                                {"shared"},
                                                 {"diff"},
                                                 {"snapshot"},
                                                 {"trend"},

@@ -1,0 +1,129 @@
+// `leakref shared CORE`: every shared_ptr control block of a C++ process
+// (libstdc++), its use and weak counts against the owners found in memory:
+// leaked owners, more owners than counted, blocks no root reaches (a cycle
+// of shared_ptrs or a lost last owner), with each owner named.
+#include <fmt/format.h>
+
+#include <map>
+#include <memory>
+
+#include "frontend/base/commands.hpp"
+#include "frontend/base/errors.hpp"
+#include "frontend/base/options.hpp"
+#include "frontend/base/out.hpp"
+#include "frontend/base/process_core.hpp"
+#include "frontend/base/render.hpp"
+#include "targets/libstdcxx/shared_census.hpp"
+
+namespace lrcli {
+
+namespace {
+
+using nlohmann::ordered_json;
+
+struct SharedArgs {
+  bool all = false;
+  std::vector<std::string> fail_on;
+};
+
+const char* kWhy[] = {
+    "",
+    "counted references no live shared_ptr or weak_ptr holds: an owner inside a leaked block, "
+    "or one new'd and never deleted",
+    "more owners than counted: one of them will outlive the object",
+    "no root reaches it: kept alive by a cycle of shared_ptrs, or its last owner leaked",
+    "counts no program reaches: not a live control block",
+};
+
+ordered_json block_json(const lr::ControlBlock& b) {
+  ordered_json owners = ordered_json::array();
+  for (const auto& o : b.owners)
+    owners.push_back({{"at", fmt::format("{:#x}", o.at)}, {"name", o.name}, {"live", o.live}});
+  return {{"addr", fmt::format("{:#x}", b.addr)},
+          {"type", b.type},
+          {"size", b.size},
+          {"object", b.object ? ordered_json(fmt::format("{:#x}", b.object)) : ordered_json()},
+          {"use_count", b.use},
+          {"weak_count", b.weak},
+          {"expected_owners", b.expected()},
+          {"live_owners", b.live_owners()},
+          {"reached", b.reached},
+          {"verdict", lr::shared_verdict_name(b.verdict)},
+          {"owners", std::move(owners)}};
+}
+
+void block_text(Out& out, const lr::ControlBlock& b) {
+  out.print("{:#x} {} ({} bytes): use_count {}, weak_count {}; {} owners expected, {} live{}\n",
+            b.addr, b.type, b.size, b.use, b.weak, b.expected(), b.live_owners(),
+            b.object ? fmt::format("; object {:#x}", b.object) : "");
+  if (b.verdict != lr::SharedVerdict::kOk)
+    out.print("  {}: {}\n", lr::shared_verdict_name(b.verdict), kWhy[static_cast<int>(b.verdict)]);
+  for (const auto& o : b.owners) out.print("  {} {}\n", o.live ? "owner " : "leaked", o.name);
+}
+
+int cmd_shared(const DumpOptions& c, const SharedArgs& a) {
+  for (const auto& f : a.fail_on)
+    if (f != "leaked-owner" && f != "extra-owner" && f != "leaked" && f != "corrupt" &&
+        f != "partial" && f != "any")
+      return fail_usage("--fail-on: unknown finding '" + f + "'");
+  auto core = open_indexed_core(c);
+  if (!core.ok()) return fail(core.error());
+  lr::KnownObjects none;
+  lr::RefNamer names(core.value(), none);
+  auto census = lr::shared_census(core.value(), names);
+  if (!census.ok()) return fail(census.error());
+  const auto& s = census.value();
+  std::map<std::string, uint64_t> by;  // verdict -> blocks
+  for (const auto& b : s.blocks) ++by[lr::shared_verdict_name(b.verdict)];
+  const bool partial = !s.partial.empty();
+  if (c.json) {
+    ordered_json blocks = ordered_json::array(), counts = ordered_json::object();
+    for (const auto& b : s.blocks)
+      if (a.all || b.verdict != lr::SharedVerdict::kOk) blocks.push_back(block_json(b));
+    for (const char* v : {"ok", "leaked-owner", "extra-owner", "leaked", "corrupt"})
+      counts[v] = by[v];
+    ordered_json j{{"schema", "leakref.shared/1"},
+                   {"core", c.core},
+                   {"partial", partial},
+                   {"partial_reasons", s.partial},
+                   {"control_blocks", s.blocks.size()},
+                   {"verdicts", counts},
+                   {"blocks", std::move(blocks)},
+                   {"warnings", core.value().warnings}};
+    out_stdout().print("{}\n", json_text(j, 1));
+  } else {
+    print_warnings_text(core.value().warnings, out_stderr());
+    out_stdout().print(
+        "{}{} shared_ptr control blocks: {} ok, {} with leaked owners, {} with more owners than "
+        "counted, {} leaked, {} corrupt\n",
+        partial ? "partial: " : "", s.blocks.size(), by["ok"], by["leaked-owner"],
+        by["extra-owner"], by["leaked"], by["corrupt"]);
+    for (const auto& p : s.partial) out_stdout().print("partial: {}\n", p);
+    for (const auto& b : s.blocks)
+      if (a.all || b.verdict != lr::SharedVerdict::kOk) {
+        out_stdout().put("\n");
+        block_text(out_stdout(), b);
+      }
+  }
+  if (!a.fail_on.empty() && partial) return kFindings;
+  for (const auto& f : a.fail_on)
+    for (const auto& [v, n] : by)
+      if (v != "ok" && n && (f == "any" || f == v)) return kFindings;
+  return kOk;
+}
+
+}  // namespace
+
+Command register_shared(CLI::App& app, DumpOptions& c) {
+  auto a = std::make_shared<SharedArgs>();
+  auto* sub = app.add_subcommand(
+      "shared", "C++ shared_ptr control blocks: counts against the owners found, cycles");
+  add_dump_options(sub, c);
+  sub->add_flag("--all", a->all, "list every control block (by default those not ok)");
+  sub->add_option("--fail-on", a->fail_on,
+                  "exit 1 if: leaked-owner, extra-owner, leaked, corrupt, partial, any")
+      ->delimiter(',');
+  return {sub, [&c, a] { return cmd_shared(c, *a); }, [&c] { return c.json; }};
+}
+
+}  // namespace lrcli

@@ -1,0 +1,174 @@
+// shared_ptr control blocks and their owners (shared_census.hpp).
+#include "targets/libstdcxx/shared_census.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+
+namespace lr {
+
+const char* shared_verdict_name(SharedVerdict v) {
+  switch (v) {
+    case SharedVerdict::kOk:
+      return "ok";
+    case SharedVerdict::kLeakedOwner:
+      return "leaked-owner";
+    case SharedVerdict::kExtraOwner:
+      return "extra-owner";
+    case SharedVerdict::kLeaked:
+      return "leaked";
+    case SharedVerdict::kCorrupt:
+      return "corrupt";
+  }
+  return "?";
+}
+
+uint64_t ControlBlock::live_owners() const {
+  return static_cast<uint64_t>(
+      std::count_if(owners.begin(), owners.end(), [](const SharedOwner& o) { return o.live; }));
+}
+
+namespace {
+
+constexpr std::string_view kControl = "std::_Sp_counted_";
+
+// Where the counts are, from the DWARF of the block's base class (its lock
+// policy as the block's class names it: "(__gnu_cxx::_Lock_policy)2").
+struct Counts {
+  uint64_t use = 0, weak = 0;
+};
+Result<Counts> counts_layout(Program& prog, const std::string& block_class) {
+  std::string policy = "2";
+  const std::string_view tag = "(__gnu_cxx::_Lock_policy)";
+  if (auto at = block_class.rfind(tag); at != std::string::npos)
+    policy = block_class.substr(at + tag.size(), 1);
+  const std::string base = "std::_Sp_counted_base<(__gnu_cxx::_Lock_policy)" + policy + ">";
+  auto t = prog.types().find(base);
+  if (!t.ok())
+    return make_error(Errc::kNotFound,
+                      fmt::format("{} is not in the program's DWARF: the counts of its "
+                                  "shared_ptr control blocks cannot be read",
+                                  base));
+  LR_ASSIGN(FieldLoc u, resolve_path(t.value(), "_M_use_count"));
+  LR_ASSIGN(FieldLoc w, resolve_path(t.value(), "_M_weak_count"));
+  return Counts{u.offset, w.offset};
+}
+
+// The managed object: inside an in-place block, or the pointer a separate
+// or deleter block holds; 0 when the block's class is not in the DWARF.
+uint64_t managed_object(Program& prog, const std::string& block_class, uint64_t addr) {
+  auto t = prog.types().find(block_class);
+  if (!t.ok()) return 0;
+  if (auto s = resolve_path(t.value(), "_M_impl._M_storage"); s.ok()) return addr + s->offset;
+  for (const char* p : {"_M_ptr", "_M_impl._M_ptr"})
+    if (auto f = resolve_path(t.value(), p); f.ok()) {
+      auto v = prog.mem().read_u64(addr + f->offset);
+      return v.ok() ? v.value() : 0;
+    }
+  return 0;
+}
+
+int64_t read_count(const Memory& mem, uint64_t at) {
+  uint32_t v = 0;
+  return mem.read(at, &v, 4).ok() ? static_cast<int32_t>(v) : -1;
+}
+
+// The words that point at the block's start, but registers' (a stopped
+// thread's copies, as the retained tree sets them aside) and dead memory's.
+void find_owners(const IndexedCore& core, RefNamer& names, size_t c,
+                 const std::vector<uint8_t>& reach, ControlBlock* b) {
+  const RefIndex& ix = *core.ci.index;
+  for (const Ref& r : ix.refs_to(c)) {
+    // A heap block's reference carries its address only: the word is read.
+    auto word =
+        r.kind == RefFrom::kChunk ? core.prog->mem().read_u64(r.from) : Result<uint64_t>(r.value);
+    if (!word.ok() || word.value() != b->addr || r.kind == RefFrom::kRegister || r.stale) continue;
+    SharedOwner o;
+    o.at = r.from;
+    o.name = names.describe(r);
+    const size_t src = r.kind == RefFrom::kChunk ? ix.chunk_at(r.from) : SIZE_MAX;
+    o.live = src == SIZE_MAX || (reach[src] & RefIndex::kReached);
+    b->owners.push_back(std::move(o));
+  }
+}
+
+SharedVerdict judge(const ControlBlock& b) {
+  constexpr int64_t kMaxCount = int64_t{1} << 28;
+  if (b.use < 0 || b.weak < 0 || b.use > kMaxCount || b.weak > kMaxCount)
+    return SharedVerdict::kCorrupt;
+  if (!b.reached && b.use > 0) return SharedVerdict::kLeaked;
+  const auto live = static_cast<int64_t>(b.live_owners());
+  if (live < b.expected()) return SharedVerdict::kLeakedOwner;
+  if (live > b.expected()) return SharedVerdict::kExtraOwner;
+  return SharedVerdict::kOk;
+}
+
+// "Cyc" from "std::_Sp_counted_ptr_inplace<Cyc, std::allocator<void>, ...>".
+std::string first_template_arg(const std::string& cls) {
+  const size_t b = cls.find('<');
+  if (b == std::string::npos) return "";
+  int depth = 0;
+  for (size_t i = b + 1; i < cls.size(); ++i) {
+    if (cls[i] == '<' || cls[i] == '(') ++depth;
+    if (cls[i] == '>' || cls[i] == ')') --depth;
+    if (depth < 0 || (depth == 0 && cls[i] == ',')) return cls.substr(b + 1, i - b - 1);
+  }
+  return "";
+}
+
+// An owner inside another block's in-place object is named by that object
+// and its member ("Cyc 0x...90.next._M_refcount._M_pi"): a cycle then reads
+// member by member.
+void name_inplace_owners(Program& prog, SharedCensus* s) {
+  for (auto& b : s->blocks)
+    for (auto& o : b.owners)
+      for (const auto& in : s->blocks) {
+        if (!in.object || in.object < in.addr || o.at < in.object || o.at >= in.addr + in.size)
+          continue;
+        const std::string cls = first_template_arg(in.type);
+        auto t = prog.types().find(cls);
+        const std::string path = t.ok() ? member_path_at(t.value(), o.at - in.object) : "";
+        o.name =
+            fmt::format("{} {:#x}{} (in control block {:#x})", cls, in.object,
+                        path.empty() ? fmt::format("+{:#x}", o.at - in.object) : path, in.addr);
+        break;
+      }
+}
+
+}  // namespace
+
+Result<SharedCensus> shared_census(const IndexedCore& core, RefNamer& names) {
+  SharedCensus out;
+  const RefIndex& ix = *core.ci.index;
+  out.partial = ix.partial();
+  const auto& chunks = ix.heap().in_use;
+  const Memory& mem = core.prog->mem();
+  const std::vector<uint8_t> reach = ix.reachable();
+  std::optional<Counts> counts;
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    auto vptr = mem.read_u64(chunks[c].user);
+    if (!vptr.ok()) continue;
+    std::string cls = names.types().vtable_class(vptr.value());
+    if (cls.rfind(kControl, 0) != 0) continue;
+    if (!counts) {
+      LR_ASSIGN(Counts l, counts_layout(*core.prog, cls));
+      counts = l;
+    }
+    ControlBlock b;
+    b.addr = chunks[c].user;
+    b.size = chunks[c].usable();
+    b.use = read_count(mem, b.addr + counts->use);
+    b.weak = read_count(mem, b.addr + counts->weak);
+    b.object = managed_object(*core.prog, cls, b.addr);
+    b.type = std::move(cls);
+    b.reached = reach[c] & RefIndex::kReached;
+    find_owners(core, names, c, reach, &b);
+    b.verdict = judge(b);
+    out.blocks.push_back(std::move(b));
+  }
+  name_inplace_owners(*core.prog, &out);
+  return out;
+}
+
+}  // namespace lr
