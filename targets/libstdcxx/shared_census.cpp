@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <unordered_map>
 
 namespace lr {
 
@@ -55,18 +56,28 @@ Result<Counts> counts_layout(Program& prog, const std::string& block_class) {
   return Counts{u.offset, w.offset};
 }
 
-// The managed object: inside an in-place block, or the pointer a separate
-// or deleter block holds; 0 when the block's class is not in the DWARF.
-uint64_t managed_object(Program& prog, const std::string& block_class, uint64_t addr) {
+// Where a block class keeps its object: inside it (make_shared's), or as
+// a pointer it holds (a separate or deleter block); looked up once a class.
+struct ObjectAt {
+  bool known = false, inside = false;
+  uint64_t off = 0;
+};
+ObjectAt object_layout(Program& prog, const std::string& block_class) {
   auto t = prog.types().find(block_class);
-  if (!t.ok()) return 0;
-  if (auto s = resolve_path(t.value(), "_M_impl._M_storage"); s.ok()) return addr + s->offset;
+  if (!t.ok()) return {};
+  if (auto s = resolve_path(t.value(), "_M_impl._M_storage"); s.ok())
+    return {true, true, s->offset};
   for (const char* p : {"_M_ptr", "_M_impl._M_ptr"})
-    if (auto f = resolve_path(t.value(), p); f.ok()) {
-      auto v = prog.mem().read_u64(addr + f->offset);
-      return v.ok() ? v.value() : 0;
-    }
-  return 0;
+    if (auto f = resolve_path(t.value(), p); f.ok()) return {true, false, f->offset};
+  return {};
+}
+
+// The managed object; 0 when the block's class is not in the DWARF.
+uint64_t managed_object(Program& prog, const ObjectAt& l, uint64_t addr) {
+  if (!l.known) return 0;
+  if (l.inside) return addr + l.off;
+  auto v = prog.mem().read_u64(addr + l.off);
+  return v.ok() ? v.value() : 0;
 }
 
 int64_t read_count(const Memory& mem, uint64_t at) {
@@ -121,19 +132,21 @@ std::string first_template_arg(const std::string& cls) {
 // and its member ("Cyc 0x...90.next._M_refcount._M_pi"): a cycle then reads
 // member by member.
 void name_inplace_owners(Program& prog, SharedCensus* s) {
+  const auto& blocks = s->blocks;  // by address
   for (auto& b : s->blocks)
-    for (auto& o : b.owners)
-      for (const auto& in : s->blocks) {
-        if (!in.object || in.object < in.addr || o.at < in.object || o.at >= in.addr + in.size)
-          continue;
-        const std::string cls = first_template_arg(in.type);
-        auto t = prog.types().find(cls);
-        const std::string path = t.ok() ? member_path_at(t.value(), o.at - in.object) : "";
-        o.name =
-            fmt::format("{} {:#x}{} (in control block {:#x})", cls, in.object,
-                        path.empty() ? fmt::format("+{:#x}", o.at - in.object) : path, in.addr);
-        break;
-      }
+    for (auto& o : b.owners) {
+      auto it = std::upper_bound(blocks.begin(), blocks.end(), o.at,
+                                 [](uint64_t a, const ControlBlock& x) { return a < x.addr; });
+      if (it == blocks.begin()) continue;
+      const ControlBlock& in = *std::prev(it);
+      if (!in.object || in.object < in.addr || o.at < in.object || o.at >= in.addr + in.size)
+        continue;
+      const std::string cls = first_template_arg(in.type);
+      auto t = prog.types().find(cls);
+      const std::string path = t.ok() ? member_path_at(t.value(), o.at - in.object) : "";
+      o.name = fmt::format("{} {:#x}{} (in control block {:#x})", cls, in.object,
+                           path.empty() ? fmt::format("+{:#x}", o.at - in.object) : path, in.addr);
+    }
 }
 
 }  // namespace
@@ -146,6 +159,7 @@ Result<SharedCensus> shared_census(const IndexedCore& core, RefNamer& names) {
   const Memory& mem = core.prog->mem();
   const std::vector<uint8_t> reach = ix.reachable();
   std::optional<Counts> counts;
+  std::unordered_map<std::string, ObjectAt> layouts;  // by block class
   for (size_t c = 0; c < chunks.size(); ++c) {
     auto vptr = mem.read_u64(chunks[c].user);
     if (!vptr.ok()) continue;
@@ -160,7 +174,9 @@ Result<SharedCensus> shared_census(const IndexedCore& core, RefNamer& names) {
     b.size = chunks[c].usable();
     b.use = read_count(mem, b.addr + counts->use);
     b.weak = read_count(mem, b.addr + counts->weak);
-    b.object = managed_object(*core.prog, cls, b.addr);
+    auto l = layouts.find(cls);
+    if (l == layouts.end()) l = layouts.emplace(cls, object_layout(*core.prog, cls)).first;
+    b.object = managed_object(*core.prog, l->second, b.addr);
     b.type = std::move(cls);
     b.reached = reach[c] & RefIndex::kReached;
     find_owners(core, names, c, reach, &b);
