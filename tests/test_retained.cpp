@@ -231,6 +231,14 @@ TEST_CASE("retained --group: what a type's blocks retain together", "[core][reta
   g = r.json()["group"];
   CHECK(g["blocks"] == 40001);
   CHECK(g["retained"] == 40000 * 200 + 4104);
+  // Registers' references to what other holders reach are set aside, and
+  // said; --all-roots counts every one (the docs' headline says 2 here).
+  r = lrtest::leakref({"retained", fc.core, "--json"}, 300);
+  REQUIRE(r.status == 0);
+  CHECK(r.json()["heap"]["register_refs_set_aside"].get<uint64_t>() > 0);
+  r = lrtest::leakref({"retained", fc.core, "--json", "--all-roots"}, 300);
+  REQUIRE(r.status == 0);
+  CHECK(r.json()["heap"]["register_refs_set_aside"] == 0);
   // A group naming nothing is refused, never an empty answer.
   r = lrtest::leakref({"retained", fc.core, "--group", "struct nosuch"}, 300);
   CHECK(r.status != 0);
