@@ -372,15 +372,16 @@ TEST_CASE("gluster: account's pool objects against the statedump's mem-pools",
   check_iobufs(gj, aj, lrtest::read_file(snap + "/dump1"));
 }
 
+namespace {
+
 // What the inode table retains: the table with its inodes as one group
 // (one inode alone retains little: the others' LRU and hash links and the
 // FUSE request buffers naming it by nodeid reach it too), against what
 // GlusterFS's own statedump lists for the table: its inodes, the
 // write-behind context of each (with the inode's address), its hash arrays.
-TEST_CASE("gluster: the inode table retains every inode, dentry and ctx its statedump lists",
-          "[gluster][root][retained]") {
-  Volume& v = volume();
-  NEED_VOLUME(v);
+// Every fact is checked on one quiescent snapshot; "" when all hold, else
+// what did not.
+std::string table_retains(Volume& v) {
   Dump real;
   const std::string snap = v.snapshot("fuse", &real);
   const std::string dump = lrtest::read_file(snap + "/dump1");
@@ -410,6 +411,8 @@ TEST_CASE("gluster: the inode table retains every inode, dentry and ctx its stat
       addrs.insert(i["addr"].get<std::string>()), dentries += i["dentries"].size();
   REQUIRE(addrs.size() == inodes);
   for (const auto& a : wb_inodes) CHECK(addrs.count(a) == 1);
+  CHECK(dentries + 1 >= inodes);  // every inode but the root has a name
+  CHECK(gj["fuse_fdtable"].size() == 5);
 
   auto r = lrtest::leakref({"retained", snap + "/core", "--json", "--group", "inode_t (pool, fuse)",
                             "--group", it["addr"].get<std::string>()},
@@ -417,39 +420,57 @@ TEST_CASE("gluster: the inode table retains every inode, dentry and ctx its stat
   INFO(r.err);
   REQUIRE(r.status == 0);
   const json g = r.json()["group"];
-  INFO(g.dump(1));
-  std::map<std::string, json> by;
-  std::map<std::string, uint64_t> shared;  // reached around the group too: named with a path
-  for (const auto& row : g["by_type"]) by[row["type"]] = row;
-  for (const auto& row : g["shared"]) shared[row["type"]] = row["count"].get<uint64_t>();
-  // A stale word (a FUSE request buffer's bytes, a dead stack slot) that
-  // points at a dentry takes it and its hash chain out of the set: then
-  // they are listed as reached from outside too, with the path, never lost.
-  auto covered = [&](const std::string& type) {
-    return by[type]["count"].get<uint64_t>() + shared[type];
-  };
-  if (!g["shared"].empty()) WARN("reached around the group too: " << g["shared"].dump(1));
   CHECK(g["blocks"] == inodes + 1);
-  CHECK(by["inode_t (pool, fuse)"]["count"] == inodes);
-  CHECK(by["gf_common_mt_inode_table_t (GF_MALLOC, fuse)"]["count"] == 1);
-  CHECK(covered("dentry_t (pool, fuse)") == dentries);
-  CHECK(dentries + 1 >= inodes);  // every inode but the root has a name
-  CHECK(covered("gf_common_mt_inode_ctx (GF_MALLOC, fuse)") == inodes);
-  const std::string wb = "gf_wb_mt_wb_inode_t (GF_MALLOC, " + v.volume + "-write-behind)";
-  CHECK(covered(wb) == wb_inodes.size());
-  // The inode and dentry hash arrays (list heads of 16 bytes).
-  const std::string heads = "gf_common_mt_list_head (GF_MALLOC, fuse)";
-  CHECK(covered(heads) == 2);
-  if (!shared.count(heads))
-    CHECK(by[heads]["bytes"].get<uint64_t>() >=
-          (table["inode_hashsize"] + table["dentry_hashsize"]) * 16);
+  uint64_t sum = 0;
+  std::map<std::string, uint64_t> in_set, shared, bytes;
+  for (const auto& row : g["by_type"]) {
+    in_set[row["type"]] = row["count"].get<uint64_t>();
+    bytes[row["type"]] = row["bytes"].get<uint64_t>();
+    sum += row["bytes"].get<uint64_t>();
+  }
+  for (const auto& row : g["shared"]) shared[row["type"]] = row["count"].get<uint64_t>();
+  CHECK(g["retained"] == sum);
+  CHECK(in_set["inode_t (pool, fuse)"] == inodes);
+  CHECK(in_set["gf_common_mt_inode_table_t (GF_MALLOC, fuse)"] == 1);
   // The open files' fds point at their inodes, and the FUSE fdtable holds
   // them: at the set's edge, each one.
   CHECK(shared["fd_t (pool, fuse)"] == gj["fuse_fdtable"].size());
-  CHECK(gj["fuse_fdtable"].size() == 5);
-  uint64_t sum = 0;
-  for (const auto& row : g["by_type"]) sum += row["bytes"].get<uint64_t>();
-  CHECK(g["retained"] == sum);
+  // What the table owns, in its set.
+  const std::string wb = "gf_wb_mt_wb_inode_t (GF_MALLOC, " + v.volume + "-write-behind)";
+  const std::string heads = "gf_common_mt_list_head (GF_MALLOC, fuse)";
+  std::string why;
+  auto want = [&](const std::string& type, uint64_t n) {
+    if (in_set[type] != n)
+      why += fmt::format("{}: {} in the set, {} listed\n", type, in_set[type], n);
+  };
+  want("dentry_t (pool, fuse)", dentries);
+  want("gf_common_mt_inode_ctx (GF_MALLOC, fuse)", inodes);
+  want(wb, wb_inodes.size());
+  want(heads, 2);  // the inode and dentry hash arrays, list heads of 16 bytes
+  if (why.empty() && bytes[heads] < (table["inode_hashsize"] + table["dentry_hashsize"]) * 16)
+    why += fmt::format("the hash arrays hold {} bytes\n", bytes[heads]);
+  if (!why.empty()) why += "held around the group: " + g["shared"].dump(1);
+  return why;
+}
+
+}  // namespace
+
+// A stale word (a FUSE request buffer's old bytes, a dead stack slot)
+// that points at a dentry or a context takes it, and what it reaches, out
+// of the set, and the set's edge names the holder around the group: then
+// another quiescent snapshot is taken, as for the statedumps.
+TEST_CASE("gluster: the inode table retains every inode, dentry and ctx its statedump lists",
+          "[gluster][root][retained]") {
+  Volume& v = volume();
+  NEED_VOLUME(v);
+  std::string why;
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    why = table_retains(v);
+    if (why.empty()) break;
+    WARN("snapshot " << attempt << ": " << why);
+  }
+  INFO(why);
+  CHECK(why.empty());
 }
 
 TEST_CASE("gluster: brick core equals its own statedump", "[gluster][root]") {

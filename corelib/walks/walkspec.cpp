@@ -471,6 +471,22 @@ Result<void> conclude(const Memory& mem, const WalkSpec& spec, const Filter* fil
   return {};
 }
 
+// The head and the walked type: a given type first (its lookup's error
+// names the debuginfo that is missing), a type the container's own type
+// says once the head is known.
+Result<std::pair<Variable, const Type*>> head_and_type(Program& prog, const WalkSpec& spec,
+                                                       WalkReport* rep) {
+  const Type* t = nullptr;
+  if (!spec.type.empty()) {
+    LR_ASSIGN(t, walked_type(prog, spec, Variable{}));
+  }
+  LR_ASSIGN(Variable hv, walk_head(prog, spec, rep));
+  if (!t) {
+    LR_ASSIGN(t, walked_type(prog, spec, hv));
+  }
+  return std::make_pair(std::move(hv), t);
+}
+
 bool links_by_member(WalkSpec::Link l) {
   return l == WalkSpec::Link::kNext || l == WalkSpec::Link::kList || l == WalkSpec::Link::kHlist ||
          l == WalkSpec::Link::kTree;
@@ -480,8 +496,8 @@ bool links_by_member(WalkSpec::Link l) {
 
 Result<void> check_walk(Program& prog, const WalkSpec& spec) {
   WalkReport rep;
-  LR_ASSIGN(Variable hv, walk_head(prog, spec, &rep));
-  LR_ASSIGN(const Type* t, walked_type(prog, spec, hv));
+  LR_ASSIGN(auto ht, head_and_type(prog, spec, &rep));
+  const auto& [hv, t] = ht;
   LR_TRY(check_walk_contract(spec, t->strip(), hv));
   if (links_by_member(spec.link)) {
     LR_ASSIGN(FieldLoc member, resolve_path(t, spec.member));
@@ -492,8 +508,8 @@ Result<void> check_walk(Program& prog, const WalkSpec& spec) {
 
 Result<WalkReport> run_walk(Program& prog, const WalkSpec& spec) {
   WalkReport rep;
-  LR_ASSIGN(Variable hv, walk_head(prog, spec, &rep));
-  LR_ASSIGN(const Type* t, walked_type(prog, spec, hv));
+  LR_ASSIGN(auto ht, head_and_type(prog, spec, &rep));
+  const auto& [hv, t] = ht;
   rep.type_name = t->display();
   rep.type_size = t->strip()->size;
   rep.head_addr = hv.addr;
