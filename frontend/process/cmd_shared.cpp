@@ -26,14 +26,23 @@ struct SharedArgs {
   std::vector<std::string> fail_on;
 };
 
-const char* kWhy[] = {
-    "",
-    "counted references no live shared_ptr or weak_ptr holds: an owner inside a leaked block, "
-    "or one new'd and never deleted",
-    "more owners than counted: one of them will outlive the object",
-    "no root reaches it: kept alive by a cycle of shared_ptrs, or its last owner leaked",
-    "counts no program reaches: not a live control block",
-};
+const char* why(lr::SharedVerdict v) {
+  switch (v) {
+    case lr::SharedVerdict::kLeakedOwner:
+      return "counted references no live shared_ptr or weak_ptr holds: an owner inside a "
+             "leaked block, or one new'd and never deleted";
+    case lr::SharedVerdict::kExtraOwner:
+      return "more owners than counted: one of them will outlive the object";
+    case lr::SharedVerdict::kLeaked:
+      return "no root reaches it: kept alive by a cycle of shared_ptrs, or its last owner "
+             "leaked";
+    case lr::SharedVerdict::kCorrupt:
+      return "counts no program reaches: not a live control block";
+    case lr::SharedVerdict::kOk:
+      break;
+  }
+  return "";
+}
 
 ordered_json block_json(const lr::ControlBlock& b) {
   ordered_json owners = ordered_json::array();
@@ -57,7 +66,7 @@ void block_text(Out& out, const lr::ControlBlock& b) {
             b.addr, b.type, b.size, b.use, b.weak, b.expected(), b.live_owners(),
             b.object ? fmt::format("; object {:#x}", b.object) : "");
   if (b.verdict != lr::SharedVerdict::kOk)
-    out.print("  {}: {}\n", lr::shared_verdict_name(b.verdict), kWhy[static_cast<int>(b.verdict)]);
+    out.print("  {}: {}\n", lr::shared_verdict_name(b.verdict), why(b.verdict));
   for (const auto& o : b.owners) out.print("  {} {}\n", o.live ? "owner " : "leaked", o.name);
 }
 
