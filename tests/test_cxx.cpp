@@ -3,6 +3,7 @@
 // pretty-printers on the same core; containers whose records disagree with
 // their nodes are said to, never listed short in silence.
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <map>
@@ -130,6 +131,15 @@ TEST_CASE("walk --std: damaged containers are said to be", "[core][cpp][hostile]
   r = lrtest::leakref({"walk", cyc, "--std", "--head", "g_set", "--summary", "--json"});
   INFO(r.out << r.err);
   CHECK(r.json()["summary"]["stop"] == "cycle");
+  // A vector's size past its capacity: refused, naming the three words.
+  const uint64_t finish_at = at("&g_vec._M_impl._M_finish", "addr");
+  const uint64_t end = at("g_vec._M_impl._M_end_of_storage", "value");
+  const std::string over =
+      lrtest::patched(fc.core, dir + "/cxx-over.core", {{finish_at, end + 8 * 100}});
+  r = lrtest::leakref({"walk", over, "--std", "--head", "g_vec", "--summary"});
+  INFO(r.out << r.err);
+  CHECK(r.status != 0);
+  CHECK(r.err.find("_M_end_of_storage") != std::string::npos);
   // Not a container: refused, naming it.
   r = lrtest::leakref({"walk", fc.core, "--std", "--head", "main"});
   CHECK(r.status != 0);
@@ -224,4 +234,27 @@ TEST_CASE("docs: the shared example runs as written", "[core][cpp][docs]") {
     return std::regex_replace(s, std::regex("0x[0-9a-f]{6,}"), "0xADDR");
   };
   CHECK(lrtest::check_doc_commands(part, dir, norm) == 1);
+}
+
+// clang's DWARF names std::allocator without its parameter: a map's
+// element type is then unknown, and the walk refuses it rather than read
+// its keys' type as the element; a set's element is its first parameter.
+TEST_CASE("walk --std: a clang-built map is refused, not read as its keys", "[core][cpp]") {
+  if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed: core tests need it");
+  if (access("/usr/bin/clang++", X_OK) != 0) LR_SKIP("clang++ is not installed");
+  const std::string exe = lrtest::tmp_dir() + "/fx_cxx_clang";
+  auto b = lrtest::run({"/usr/bin/clang++", "-g", "-O0", "-o", exe,
+                        std::string(LR_SOURCE_DIR) + "/fixtures/fx_cxx.cpp"},
+                       300);
+  INFO(b.err);
+  REQUIRE(b.status == 0);
+  const auto& fc = lrtest::fixture_core("cxx-clang", exe);
+  auto r = lrtest::leakref({"walk", fc.core, "--std", "--head", "g_map", "--show", "first"});
+  INFO(r.out << r.err);
+  CHECK(r.status != 0);
+  CHECK(r.err.find("no element type") != std::string::npos);
+  r = lrtest::leakref({"walk", fc.core, "--std", "--head", "g_set", "--summary", "--json"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(r.json()["summary"]["visited"] == fc.manifest["containers"]["g_set"]);
 }

@@ -15,21 +15,23 @@ namespace {
 
 enum class Shape { kVector, kList, kForwardList, kTree, kHash };
 
-// The class templates walked, by their DWARF names (in std or std::__cxx11).
+// The class templates walked, by their DWARF names (in std or std::__cxx11);
+// `pairs`: the element is std::pair<const Key, T>, not the first parameter.
 struct StdClass {
   std::string_view prefix;
   Shape shape;
+  bool pairs = false;
 };
 constexpr StdClass kClasses[] = {
     {"vector<", Shape::kVector},
     {"list<", Shape::kList},
     {"forward_list<", Shape::kForwardList},
-    {"map<", Shape::kTree},
-    {"multimap<", Shape::kTree},
+    {"map<", Shape::kTree, true},
+    {"multimap<", Shape::kTree, true},
     {"set<", Shape::kTree},
     {"multiset<", Shape::kTree},
-    {"unordered_map<", Shape::kHash},
-    {"unordered_multimap<", Shape::kHash},
+    {"unordered_map<", Shape::kHash, true},
+    {"unordered_multimap<", Shape::kHash, true},
     {"unordered_set<", Shape::kHash},
     {"unordered_multiset<", Shape::kHash},
 };
@@ -41,7 +43,8 @@ struct Container {
   const Type* type = nullptr;  // the class, typedefs stripped
   uint64_t addr = 0;
   Shape shape = Shape::kVector;
-  std::string name;  // the head as given, for messages
+  bool pairs = false;  // StdClass::pairs
+  std::string name;    // the head as given, for messages
 };
 
 Result<FieldLoc> need(const Container& c, const char* path) {
@@ -76,7 +79,7 @@ Result<Container> container_at(Program& prog, const Variable& head) {
                                   head.name));
   for (const auto& k : kClasses)
     if (n.rfind(k.prefix, 0) == 0) {
-      c.shape = k.shape;
+      c.shape = k.shape, c.pairs = k.pairs;
       return c;
     }
   return make_error(Errc::kInvalidArgument,
@@ -138,11 +141,15 @@ Result<const Type*> element_of(const Container& c) {
     if (s && s->name.rfind("allocator<", 0) == 0)
       if (const Type* e = first_parameter(s)) return e;
   }
-  if (!c.type->template_args.empty() && c.type->template_args[0]) return c.type->template_args[0];
+  // A map's first parameter is its key, never its element: without the
+  // allocator's parameter (clang's DWARF leaves it out) it is refused.
+  if (!c.pairs && !c.type->template_args.empty() && c.type->template_args[0])
+    return c.type->template_args[0];
   return make_error(Errc::kNotFound,
-                    fmt::format("{} ({}): the DWARF names no element type (no template "
-                                "parameters)",
-                                c.name, c.type->display()));
+                    fmt::format("{} ({}): the DWARF names no element type (no parameter of its "
+                                "allocator{})",
+                                c.name, c.type->display(),
+                                c.pairs ? "; a map's first parameter is its key" : ""));
 }
 
 // Where a node's element starts: after the node's base part (the type at
@@ -160,24 +167,30 @@ Result<uint64_t> storage_offset(const Container& c, const char* base_path, const
   return (bt->size + a - 1) / a * a;
 }
 
-uint64_t read_or_zero(const Memory& mem, uint64_t addr, const FieldLoc& f) {
+// The element count a container records; UINT64_MAX when it cannot be read
+// (then nothing is compared with it).
+uint64_t recorded_count(const Memory& mem, uint64_t addr, const FieldLoc& f) {
   uint64_t v = 0;
   const uint64_t n = f.type ? std::min<uint64_t>(f.type->strip()->size, 8) : 8;
-  return n && mem.read(addr + f.offset, &v, n).ok() ? v : 0;
+  return n && mem.read(addr + f.offset, &v, n).ok() ? v : UINT64_MAX;
 }
 
 Result<WalkResult> walk_vector(Program& prog, const Container& c, uint64_t elem_size,
                                const WalkLimits& lim) {
   LR_ASSIGN(FieldLoc s, need(c, "_M_impl._M_start"));
   LR_ASSIGN(FieldLoc f, need(c, "_M_impl._M_finish"));
+  LR_ASSIGN(FieldLoc e, need(c, "_M_impl._M_end_of_storage"));
   const Memory& mem = prog.mem();
   LR_ASSIGN(uint64_t start, mem.read_u64(c.addr + s.offset));
   LR_ASSIGN(uint64_t finish, mem.read_u64(c.addr + f.offset));
-  if (finish < start || (finish - start) % elem_size || (finish - start) / elem_size > kMaxElements)
+  LR_ASSIGN(uint64_t end, mem.read_u64(c.addr + e.offset));
+  // Its capacity bounds its size: a _M_finish past _M_end_of_storage is no vector.
+  if (finish < start || finish > end || (finish - start) % elem_size ||
+      (finish - start) / elem_size > kMaxElements)
     return make_error(Errc::kBadFormat,
-                      fmt::format("{}: _M_start {:#x} and _M_finish {:#x} hold no whole number of "
-                                  "{}-byte elements",
-                                  c.name, start, finish, elem_size));
+                      fmt::format("{}: _M_start {:#x}, _M_finish {:#x} and _M_end_of_storage "
+                                  "{:#x} hold no whole number of {}-byte elements",
+                                  c.name, start, finish, end, elem_size));
   return walk_array(mem, start, (finish - start) / elem_size, elem_size, lim);
 }
 
@@ -190,7 +203,7 @@ Result<WalkResult> walk_nodes(Program& prog, const Container& c, const WalkLimit
     case Shape::kList: {
       LR_ASSIGN(FieldLoc h, need(c, "_M_impl._M_node"));
       if (auto sz = resolve_path(c.type, "_M_impl._M_node._M_size"); sz.ok())
-        *recorded = read_or_zero(mem, c.addr, sz.value());
+        *recorded = recorded_count(mem, c.addr, sz.value());
       return walk_list(mem, c.addr + h.offset, 0, lim);
     }
     case Shape::kForwardList: {
@@ -207,7 +220,7 @@ Result<WalkResult> walk_nodes(Program& prog, const Container& c, const WalkLimit
           !find_member(base, "_M_right", &r))
         return make_error(Errc::kNotFound, c.name + ": _Rb_tree_node_base is not libstdc++'s");
       const uint64_t header = c.addr + h.offset;
-      *recorded = read_or_zero(mem, c.addr, n);
+      *recorded = recorded_count(mem, c.addr, n);
       LR_ASSIGN(uint64_t root, mem.read_u64(header + p));
       TreeShape sh{l, r, true, p, ~uint64_t{0}, base->size, header};
       return walk_tree(mem, root, sh, 0, lim);
@@ -215,7 +228,7 @@ Result<WalkResult> walk_nodes(Program& prog, const Container& c, const WalkLimit
     case Shape::kHash: {
       LR_ASSIGN(FieldLoc b, need(c, "_M_h._M_before_begin._M_nxt"));
       LR_ASSIGN(FieldLoc n, need(c, "_M_h._M_element_count"));
-      *recorded = read_or_zero(mem, c.addr, n);
+      *recorded = recorded_count(mem, c.addr, n);
       LR_ASSIGN(uint64_t first, mem.read_u64(c.addr + b.offset));
       return walk_chain(mem, first, 0, lim);
     }
