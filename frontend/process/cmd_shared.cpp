@@ -44,10 +44,21 @@ const char* why(lr::SharedVerdict v) {
   return "";
 }
 
-ordered_json block_json(const lr::ControlBlock& b) {
+// What names an owner (shared_owner_name), for the blocks shown.
+struct Naming {
+  const lr::IndexedCore& core;
+  lr::RefNamer& names;
+  const lr::SharedCensus& census;
+  std::string operator()(const lr::SharedOwner& o) const {
+    return lr::shared_owner_name(core, names, census, o);
+  }
+};
+
+ordered_json block_json(const lr::ControlBlock& b, const Naming& name) {
   ordered_json owners = ordered_json::array();
   for (const auto& o : b.owners)
-    owners.push_back({{"at", fmt::format("{:#x}", o.at)}, {"name", o.name}, {"live", o.live}});
+    owners.push_back(
+        {{"at", fmt::format("{:#x}", o.ref.from)}, {"name", name(o)}, {"live", o.live}});
   return {{"addr", fmt::format("{:#x}", b.addr)},
           {"type", b.type},
           {"size", b.size},
@@ -61,13 +72,13 @@ ordered_json block_json(const lr::ControlBlock& b) {
           {"owners", std::move(owners)}};
 }
 
-void block_text(Out& out, const lr::ControlBlock& b) {
+void block_text(Out& out, const lr::ControlBlock& b, const Naming& name) {
   out.print("{:#x} {} ({} bytes): use_count {}, weak_count {}; {} owners expected, {} live{}\n",
             b.addr, b.type, b.size, b.use, b.weak, b.expected(), b.live_owners(),
             b.object ? fmt::format("; object {:#x}", b.object) : "");
   if (b.verdict != lr::SharedVerdict::kOk)
     out.print("  {}: {}\n", lr::shared_verdict_name(b.verdict), why(b.verdict));
-  for (const auto& o : b.owners) out.print("  {} {}\n", o.live ? "owner " : "leaked", o.name);
+  for (const auto& o : b.owners) out.print("  {} {}\n", o.live ? "owner " : "leaked", name(o));
 }
 
 int cmd_shared(const DumpOptions& c, const SharedArgs& a) {
@@ -82,13 +93,14 @@ int cmd_shared(const DumpOptions& c, const SharedArgs& a) {
   auto census = lr::shared_census(core.value(), names);
   if (!census.ok()) return fail(census.error());
   const auto& s = census.value();
+  const Naming name{core.value(), names, s};
   std::map<std::string, uint64_t> by;  // verdict -> blocks
   for (const auto& b : s.blocks) ++by[lr::shared_verdict_name(b.verdict)];
   const bool partial = !s.partial.empty();
   if (c.json) {
     ordered_json blocks = ordered_json::array(), counts = ordered_json::object();
     for (const auto& b : s.blocks)
-      if (a.all || b.verdict != lr::SharedVerdict::kOk) blocks.push_back(block_json(b));
+      if (a.all || b.verdict != lr::SharedVerdict::kOk) blocks.push_back(block_json(b, name));
     for (const char* v : {"ok", "leaked-owner", "extra-owner", "leaked", "corrupt"})
       counts[v] = by[v];
     ordered_json j{{"schema", "leakref.shared/1"},
@@ -111,13 +123,12 @@ int cmd_shared(const DumpOptions& c, const SharedArgs& a) {
     for (const auto& b : s.blocks)
       if (a.all || b.verdict != lr::SharedVerdict::kOk) {
         out_stdout().put("\n");
-        block_text(out_stdout(), b);
+        block_text(out_stdout(), b, name);
       }
   }
   if (!a.fail_on.empty() && partial) return kFindings;
-  for (const auto& f : a.fail_on)
-    for (const auto& [v, n] : by)
-      if (v != "ok" && n && (f == "any" || f == v)) return kFindings;
+  for (const auto& [v, n] : by)
+    if (v != "ok" && n && fail_on_wants(a.fail_on, v.c_str())) return kFindings;
   return kOk;
 }
 

@@ -87,8 +87,8 @@ int64_t read_count(const Memory& mem, uint64_t at) {
 
 // The words that point at the block's start, but registers' (a stopped
 // thread's copies, as the retained tree sets them aside) and dead memory's.
-void find_owners(const IndexedCore& core, RefNamer& names, size_t c,
-                 const std::vector<uint8_t>& reach, ControlBlock* b) {
+void find_owners(const IndexedCore& core, size_t c, const std::vector<uint8_t>& reach,
+                 ControlBlock* b) {
   const RefIndex& ix = *core.ci.index;
   for (const Ref& r : ix.refs_to(c)) {
     // A heap block's reference carries its address only: the word is read.
@@ -96,8 +96,7 @@ void find_owners(const IndexedCore& core, RefNamer& names, size_t c,
         r.kind == RefFrom::kChunk ? core.prog->mem().read_u64(r.from) : Result<uint64_t>(r.value);
     if (!word.ok() || word.value() != b->addr || r.kind == RefFrom::kRegister || r.stale) continue;
     SharedOwner o;
-    o.at = r.from;
-    o.name = names.describe(r);
+    o.ref = r;
     const size_t src = r.kind == RefFrom::kChunk ? ix.chunk_at(r.from) : SIZE_MAX;
     o.live = src == SIZE_MAX || (reach[src] & RefIndex::kReached);
     b->owners.push_back(std::move(o));
@@ -128,28 +127,25 @@ std::string first_template_arg(const std::string& cls) {
   return "";
 }
 
-// An owner inside another block's in-place object is named by that object
-// and its member ("Cyc 0x...90.next._M_refcount._M_pi"): a cycle then reads
-// member by member.
-void name_inplace_owners(Program& prog, SharedCensus* s) {
-  const auto& blocks = s->blocks;  // by address
-  for (auto& b : s->blocks)
-    for (auto& o : b.owners) {
-      auto it = std::upper_bound(blocks.begin(), blocks.end(), o.at,
-                                 [](uint64_t a, const ControlBlock& x) { return a < x.addr; });
-      if (it == blocks.begin()) continue;
-      const ControlBlock& in = *std::prev(it);
-      if (!in.object || in.object < in.addr || o.at < in.object || o.at >= in.addr + in.size)
-        continue;
-      const std::string cls = first_template_arg(in.type);
-      auto t = prog.types().find(cls);
-      const std::string path = t.ok() ? member_path_at(t.value(), o.at - in.object) : "";
-      o.name = fmt::format("{} {:#x}{} (in control block {:#x})", cls, in.object,
-                           path.empty() ? fmt::format("+{:#x}", o.at - in.object) : path, in.addr);
-    }
-}
-
 }  // namespace
+
+std::string shared_owner_name(const IndexedCore& core, RefNamer& names, const SharedCensus& s,
+                              const SharedOwner& o) {
+  const uint64_t at = o.ref.from;
+  auto it = std::upper_bound(s.blocks.begin(), s.blocks.end(), at,
+                             [](uint64_t a, const ControlBlock& x) { return a < x.addr; });
+  if (o.ref.kind == RefFrom::kChunk && it != s.blocks.begin()) {
+    const ControlBlock& in = *std::prev(it);
+    if (in.object >= in.addr && at >= in.object && at < in.addr + in.size) {
+      const std::string cls = first_template_arg(in.type);
+      auto t = core.prog->types().find(cls);
+      const std::string path = t.ok() ? member_path_at(t.value(), at - in.object) : "";
+      return fmt::format("{} {:#x}{} (in control block {:#x})", cls, in.object,
+                         path.empty() ? fmt::format("+{:#x}", at - in.object) : path, in.addr);
+    }
+  }
+  return names.describe(o.ref);
+}
 
 Result<SharedCensus> shared_census(const IndexedCore& core, RefNamer& names) {
   SharedCensus out;
@@ -179,11 +175,10 @@ Result<SharedCensus> shared_census(const IndexedCore& core, RefNamer& names) {
     b.object = managed_object(*core.prog, l->second, b.addr);
     b.type = std::move(cls);
     b.reached = reach[c] & RefIndex::kReached;
-    find_owners(core, names, c, reach, &b);
+    find_owners(core, c, reach, &b);
     b.verdict = judge(b);
     out.blocks.push_back(std::move(b));
   }
-  name_inplace_owners(*core.prog, &out);
   return out;
 }
 

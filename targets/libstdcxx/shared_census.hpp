@@ -20,8 +20,7 @@
 namespace lr {
 
 struct SharedOwner {
-  uint64_t at = 0;    // the word's address (a shared_ptr's or weak_ptr's _M_pi)
-  std::string name;   // as refs names it ("global g_sp._M_refcount._M_pi [fx]")
+  Ref ref;            // the word (ref.from: a shared_ptr's or weak_ptr's _M_pi)
   bool live = false;  // in memory a root reaches (a leaked block's word is not)
 };
 
@@ -54,8 +53,15 @@ struct SharedCensus {
   std::vector<std::string> partial;  // the root model's reasons, when it is partial
 };
 
-// Every control block of `core` with its owners, named through `names`.
-// kNotFound when the program's DWARF has no std::_Sp_counted_base.
+// Every control block of `core` with its owners. kNotFound when the
+// program's DWARF has no std::_Sp_counted_base.
 Result<SharedCensus> shared_census(const IndexedCore& core, RefNamer& names);
+// An owner's name, made only for the blocks shown (a core may hold
+// millions): as refs names the word ("global g_sp._M_refcount._M_pi
+// [fx]"), and a word inside another block's in-place object by that
+// object's member ("Cyc 0x...90.next._M_refcount._M_pi (in control block
+// 0x...80)"), so that a cycle reads member by member.
+std::string shared_owner_name(const IndexedCore& core, RefNamer& names, const SharedCensus& s,
+                              const SharedOwner& o);
 
 }  // namespace lr
