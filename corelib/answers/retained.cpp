@@ -512,11 +512,11 @@ GroupRetained group_retained(const RetainedTree& t, const std::vector<uint8_t>& 
   const uint32_t top = t.top();
   const auto outside = reach_avoiding(t, {&top, 1}, group);
   const auto held = reach_avoiding(t, members(t, group, &g), std::vector<uint8_t>(t.blocks(), 0));
-  g.in_set.assign(t.blocks(), 0);
+  std::vector<uint8_t> in_set(t.blocks(), 0);  // per block: in the retained set
   std::unordered_map<std::string_view, TypeRetained> rows;
   for (uint32_t b = 0; b < t.blocks(); ++b) {
     if (held[b] == kNoNode || t.is_free(b) || outside[b] != kNoNode) continue;
-    g.in_set[b] = 1;
+    in_set[b] = 1;
     ++g.retained_blocks, g.retained += t.shallow(b);
     TypeRetained& r = rows[t.type(b)];
     ++r.count, r.shallow += t.shallow(b), r.retained += t.shallow(b);
@@ -526,9 +526,9 @@ GroupRetained group_retained(const RetainedTree& t, const std::vector<uint8_t>& 
   std::unordered_map<std::string_view, GroupRetained::Shared> shared;
   std::vector<uint8_t> said(t.blocks(), 0);
   for (uint32_t b = 0; b < t.blocks(); ++b) {
-    if (!g.in_set[b]) continue;
+    if (!in_set[b]) continue;
     for (uint32_t w : t.successors(b)) {
-      if (!t.is_block(w) || g.in_set[w] || said[w] || t.is_free(w) || !t.is_edge(b, w)) continue;
+      if (!t.is_block(w) || in_set[w] || said[w] || t.is_free(w) || !t.is_edge(b, w)) continue;
       said[w] = 1;
       auto& s = shared[t.type(w)];
       if (!s.count++) s.example = w;

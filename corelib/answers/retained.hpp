@@ -240,7 +240,6 @@ std::vector<TypeRetained> retained_by_type(const RetainedTree& t);
 struct GroupRetained {
   uint64_t blocks = 0, shallow = 0;            // the group's own
   uint64_t retained = 0, retained_blocks = 0;  // the group's and what it holds alone
-  std::vector<uint8_t> in_set;                 // per block: in the retained set
   std::vector<TypeRetained> by_type;           // the retained set by type (retained = shallow)
   struct Shared {
     std::string type;
