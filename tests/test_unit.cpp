@@ -797,16 +797,13 @@ namespace {
 
 // A graph as adjacency lists, for the dominator algorithm.
 struct AdjGraph {
-  std::vector<std::vector<uint32_t>> succ, pred;
-  explicit AdjGraph(size_t n) : succ(n), pred(n) {}
-  void edge(uint32_t a, uint32_t b) { succ[a].push_back(b), pred[b].push_back(a); }
+  std::vector<std::vector<uint32_t>> succ;
+  explicit AdjGraph(size_t n) : succ(n) {}
+  void edge(uint32_t a, uint32_t b) { succ[a].push_back(b); }
   std::vector<uint32_t> idom(uint32_t root, std::vector<uint32_t>* order = nullptr) const {
     return lr::immediate_dominators(
         succ.size(), root, [&](uint32_t v) { return std::span<const uint32_t>(succ[v]); },
-        [&](uint32_t v, const auto& f) {
-          for (uint32_t u : pred[v]) f(u);
-        },
-        order);
+        [](uint32_t, uint32_t) { return true; }, order);
   }
 };
 

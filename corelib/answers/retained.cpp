@@ -30,8 +30,6 @@ struct Graph {
   std::vector<uint32_t> holder_begin, holder_edges;  // per holder: its blocks
   std::vector<uint32_t> entries;                     // the leaked part's entry blocks
   std::vector<uint32_t> top_edges;                   // the holders, then leaked
-  // Into blocks from holders and from leaked: (block, from node), sorted.
-  std::vector<std::pair<uint32_t, uint32_t>> extra_preds;
   // Per block: a root reaches it. A leaked block's references into live
   // blocks are no edges: what is leaked holds nothing live (else a live
   // block a leaked one points at would be dominated by the top alone).
@@ -54,20 +52,9 @@ struct Graph {
     const size_t h = v - nb;
     return {holder_edges.data() + holder_begin[h], holder_edges.data() + holder_begin[h + 1]};
   }
-  template <class F>
-  void each_pred(uint32_t v, const F& f) const {
-    if (v >= nb) {
-      if (v != top()) f(top());
-      return;
-    }
-    for (uint32_t u : ix.referrers(v))
-      if (edge(u, v)) f(u);
-    auto it = std::lower_bound(extra_preds.begin(), extra_preds.end(), std::make_pair(v, 0u));
-    for (; it != extra_preds.end() && it->first == v; ++it) f(it->second);
-  }
 };
 
-// The holders' edges, and theirs as predecessors of the blocks.
+// The holders' edges.
 void add_holders(std::vector<std::pair<uint32_t, uint32_t>> edges, size_t holders, Graph* g) {
   std::sort(edges.begin(), edges.end());
   edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
@@ -75,7 +62,6 @@ void add_holders(std::vector<std::pair<uint32_t, uint32_t>> edges, size_t holder
   for (const auto& [h, b] : edges) {
     ++g->holder_begin[h + 1];
     g->holder_edges.push_back(b);
-    g->extra_preds.emplace_back(b, static_cast<uint32_t>(g->nb + h));
   }
   for (size_t h = 0; h < holders; ++h) g->holder_begin[h + 1] += g->holder_begin[h];
 }
@@ -102,8 +88,6 @@ void add_leaked(Graph* g, std::vector<uint8_t> reached) {
     g->top_edges.push_back(static_cast<uint32_t>(g->nb + h));
   g->top_edges.push_back(0);  // leaked's number, set once the holders are counted
   g->top_edges.back() = g->leaked();
-  for (uint32_t e : g->entries) g->extra_preds.emplace_back(e, g->leaked());
-  std::sort(g->extra_preds.begin(), g->extra_preds.end());
 }
 
 // Weak holders' edges into blocks the other holders reach, left out
@@ -129,7 +113,6 @@ class IndexGraph final : public RetainedGraph {
   uint64_t address(uint32_t b) const override { return ix_.heap().in_use[b].user; }
   uint64_t size(uint32_t b) const override { return ix_.heap().in_use[b].usable(); }
   std::span<const uint32_t> row(uint32_t b) const override { return ix_.row(b); }
-  std::span<const uint32_t> referrers(uint32_t b) const override { return ix_.referrers(b); }
   size_t find(uint64_t addr) const override { return ix_.chunk_at(addr); }
 
  private:
@@ -160,6 +143,17 @@ void sort_by_size(const std::vector<uint64_t>& bytes, uint32_t* a, uint32_t* b) 
     });
     return;
   }
+  if (std::all_of(a, b, [&](uint32_t v) { return bytes[v] <= UINT32_MAX; })) {
+    // Size and node in one word: half the memory of pairs (the top's list
+    // can be millions long).
+    std::vector<uint64_t> keyed;
+    keyed.reserve(b - a);
+    for (auto it = a; it != b; ++it)
+      keyed.push_back(uint64_t{~static_cast<uint32_t>(bytes[*it])} << 32 | *it);
+    std::sort(keyed.begin(), keyed.end());
+    for (size_t k = 0; k < keyed.size(); ++k) a[k] = static_cast<uint32_t>(keyed[k]);
+    return;
+  }
   std::vector<std::pair<uint64_t, uint32_t>> keyed;
   keyed.reserve(b - a);
   for (auto it = a; it != b; ++it) keyed.emplace_back(~bytes[*it], *it);  // largest first
@@ -182,21 +176,28 @@ std::vector<uint32_t> RetainedTree::dominators(uint32_t v) const {
   return out;
 }
 
+std::vector<uint32_t> RetainedTree::bfs_order(std::vector<uint32_t>* parent) const {
+  // Breadth first from the top, over the edges that count.
+  std::vector<uint32_t> local, bfs;
+  if (!parent) parent = &local;
+  parent->assign(nodes(), kNoNode);
+  bfs.reserve(nodes());
+  bfs.push_back(top());
+  (*parent)[top()] = top();
+  for (size_t k = 0; k < bfs.size(); ++k) {
+    const uint32_t v = bfs[k];
+    for (uint32_t w : successors(v))
+      if ((*parent)[w] == kNoNode && is_edge(v, w)) (*parent)[w] = v, bfs.push_back(w);
+  }
+  (*parent)[top()] = kNoNode;
+  return bfs;
+}
+
 const RetainedTree::Paths& RetainedTree::paths() const {
   if (paths_) return *paths_;
-  // Breadth first from the top, over the edges that count.
   const uint64_t t0 = now_ns();
   auto p = std::make_unique<Paths>();
-  p->parent.assign(nodes(), kNoNode);
-  p->bfs.reserve(nodes());
-  p->bfs.push_back(top());
-  p->parent[top()] = top();
-  for (size_t k = 0; k < p->bfs.size(); ++k) {
-    const uint32_t v = p->bfs[k];
-    for (uint32_t w : successors(v))
-      if (p->parent[w] == kNoNode && is_edge(v, w)) p->parent[w] = v, p->bfs.push_back(w);
-  }
-  p->parent[top()] = kNoNode;
+  bfs_order(&p->parent);  // the order is not kept: only merged paths need it
   p->ns = now_ns() - t0;
   paths_ = std::move(p);
   return *paths_;
@@ -231,14 +232,14 @@ void sizes_and_children(const Graph& g, const RetainedTree& t, std::vector<uint6
     (*bytes)[idom[v]] += (*bytes)[v];
     (*count)[idom[v]] += (*count)[v];
   }
+  // Counted, then placed from each list's end: no second offsets array.
   child_begin->assign(n + 1, 0);
   for (uint32_t v : order)
-    if (v != g.top()) ++(*child_begin)[idom[v] + 1];
-  for (size_t v = 0; v < n; ++v) (*child_begin)[v + 1] += (*child_begin)[v];
-  child->resize(order.size());
-  std::vector<uint32_t> next(child_begin->begin(), child_begin->end() - 1);
-  for (uint32_t v : order)
-    if (v != g.top()) (*child)[next[idom[v]]++] = v;
+    if (v != g.top()) ++(*child_begin)[idom[v]];
+  for (size_t v = 1; v <= n; ++v) (*child_begin)[v] += (*child_begin)[v - 1];
+  child->resize(order.size() - 1);
+  for (size_t k = order.size(); k-- > 0;)
+    if (order[k] != g.top()) (*child)[--(*child_begin)[idom[order[k]]]] = order[k];
 }
 
 // Type names numbered once each: most blocks repeat the name before them,
@@ -294,16 +295,18 @@ Result<RetainedTree> build_retained(std::unique_ptr<const RetainedGraph> gr, Ret
   t.stats.leak_entries = g.entries.size();
   uint64_t t1 = now_ns();
   t.stats.graph_ns = t1 - t0;
+  std::vector<uint32_t> order;  // DFS preorder: dominators first; dropped once sized
   t.idom_ = immediate_dominators(
       g.nodes(), g.top(), [&](uint32_t v) { return g.succ(v); },
-      [&](uint32_t v, const auto& f) { g.each_pred(v, f); }, &t.order_);
-  if (t.order_.size() != g.nodes())
+      [&](uint32_t v, uint32_t w) { return g.edge(v, w); }, &order);
+  if (order.size() != g.nodes())
     return make_error(Errc::kBadFormat, fmt::format("{} of {} nodes not reached from the roots",
-                                                    g.nodes() - t.order_.size(), g.nodes()));
+                                                    g.nodes() - order.size(), g.nodes()));
   uint64_t t2 = now_ns();
   t.stats.dominators_ns = t2 - t1;
   t.g_ = std::move(gr);
-  sizes_and_children(g, t, &t.bytes_, &t.count_, t.idom_, t.order_, &t.child_begin_, &t.child_);
+  sizes_and_children(g, t, &t.bytes_, &t.count_, t.idom_, order, &t.child_begin_, &t.child_);
+  std::vector<uint32_t>().swap(order);
   t.sorted_.assign(g.nodes(), 0);
   for (size_t v = 0; v < g.nodes(); ++v)
     t.sorted_[v] = t.child_begin_[v + 1] - t.child_begin_[v] < 2;
@@ -413,7 +416,7 @@ Result<RetainedTree> retained_tree(const IndexedCore& core, RefNamer& names, boo
 MergedPaths merged_paths(const RetainedTree& t, const std::string& type) {
   MergedPaths m;
   std::vector<uint64_t> below(t.nodes(), 0);
-  const auto& bfs = t.bfs_order();
+  const auto bfs = t.bfs_order();
   for (size_t k = bfs.size(); k-- > 1;) {
     const uint32_t v = bfs[k];
     if (t.is_block(v) && t.type(v) == type) ++below[v], ++m.blocks;
@@ -648,14 +651,14 @@ std::unordered_map<uint64_t, PlaceRetained> retained_by_place(const RetainedTree
   std::vector<uint64_t> h(t.nodes(), 0);
   std::hash<std::string_view> hs;
   std::unordered_map<uint64_t, PlaceRetained> acc;
-  for (uint32_t v : t.order()) {
-    if (v == t.top()) continue;
+  t.top_down([&](uint32_t v) {
+    if (v == t.top()) return;
     const uint32_t d = t.idom(v);
     if (!t.is_block(v)) {
       h[v] = mix(1, hs(v == t.leaked() ? std::string_view("leaked") : t.holder(v).key));
     } else if (t.is_block(d) && t.type(d) == t.type(v)) {
       h[v] = h[d];
-      continue;  // inside its dominator's run: counted there
+      return;  // inside its dominator's run: counted there
     } else {
       h[v] = mix(h[d], hs(t.type(v)));
     }
@@ -663,7 +666,7 @@ std::unordered_map<uint64_t, PlaceRetained> retained_by_place(const RetainedTree
     if (a.count++ == 0) a.example = v;
     a.retained += t.retained(v);
     a.retained_blocks += t.retained_blocks(v);
-  }
+  });
   std::erase_if(acc, [&](const auto& kv) { return kv.second.retained < min_bytes; });
   return acc;
 }
@@ -694,8 +697,8 @@ class ProcessNamer final : public RetainedNamer {
     if (!t.is_block(to) || from == t.top() || from == t.leaked()) return "";
     const RefIndex& ix = *core_.ci.index;
     if (!t.is_block(from)) {
-      for (const Ref& r : ix.refs_to(to))
-        if (r.kind != RefFrom::kChunk && names_.holder(r, nullptr) == t.holder(from).name) {
+      for (const Ref& r : ix.root_refs_to(to))
+        if (names_.holder(r, nullptr) == t.holder(from).name) {
           // Said only when it says more than the holder (a member, an offset).
           std::string d = names_.describe(r);
           return d == t.holder(from).name ? "" : d;

@@ -41,8 +41,8 @@ struct Holder {
 };
 
 // The reference graph a tree is made over: blocks [0, blocks()), each with
-// its address and own size, the blocks its words point into (one per word)
-// and the blocks whose words point into it.
+// its address and own size and the blocks its words point into (one per
+// word).
 class RetainedGraph {
  public:
   virtual ~RetainedGraph() = default;
@@ -50,7 +50,6 @@ class RetainedGraph {
   virtual uint64_t address(uint32_t b) const = 0;
   virtual uint64_t size(uint32_t b) const = 0;
   virtual std::span<const uint32_t> row(uint32_t b) const = 0;
-  virtual std::span<const uint32_t> referrers(uint32_t b) const = 0;
   // The block holding `addr`; SIZE_MAX when none.
   virtual size_t find(uint64_t addr) const = 0;
 };
@@ -138,12 +137,25 @@ class RetainedTree {
   // The type name of block `v` ("(unknown, 48 bytes)" when none is known,
   // "(allocator's own, 648 bytes)" for a tcache), or the holder's name.
   const std::string& type(uint32_t v) const;
-  // Every node in dominator-tree preorder (each after its dominators).
-  const std::vector<uint32_t>& order() const { return order_; }
-  // Every node breadth first from top (each after its shortest path), and
-  // the node before each on it (kNoNode for top).
-  // (Both made on first use: only paths need them.)
-  const std::vector<uint32_t>& bfs_order() const { return paths().bfs; }
+  // Calls f(v) for every node, each after its dominators (depth first
+  // over the unsorted children lists: no order array kept per node).
+  template <class F>
+  void top_down(const F& f) const {
+    std::vector<uint32_t> todo = {top()};
+    while (!todo.empty()) {
+      const uint32_t v = todo.back();
+      todo.pop_back();
+      f(v);
+      const auto k = children_unsorted(v);
+      todo.insert(todo.end(), k.begin(), k.end());
+    }
+  }
+  // Every node breadth first from top (each after its shortest path; made
+  // anew each call: only merged paths need it), and in `parent` when given
+  // the node before each on that path.
+  std::vector<uint32_t> bfs_order(std::vector<uint32_t>* parent = nullptr) const;
+  // The node before `v` on its shortest path (kNoNode for top; made on
+  // first use).
   uint32_t path_parent(uint32_t v) const { return paths().parent[v]; }
   // What the paths took to make; 0 until they are.
   uint64_t paths_ns() const { return paths_ ? paths_->ns : 0; }
@@ -168,10 +180,10 @@ class RetainedTree {
   std::vector<uint32_t> holder_begin_, holder_edges_, entries_, top_edges_;
   std::vector<uint8_t> reached_;  // per block: a root reaches it
   std::vector<uint8_t> inert_;    // per block (or empty): RetainedParts::inert
-  std::vector<uint32_t> idom_, order_;
+  std::vector<uint32_t> idom_;
   struct Paths {
-    std::vector<uint32_t> parent, bfs;  // breadth-first parents, and the order
-    uint64_t ns = 0;                    // the time they took
+    std::vector<uint32_t> parent;  // breadth-first parents
+    uint64_t ns = 0;               // the time they took
   };
   const Paths& paths() const;
   mutable std::unique_ptr<Paths> paths_;

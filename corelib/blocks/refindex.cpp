@@ -434,8 +434,7 @@ std::vector<Ref> RefIndex::refs_to(size_t c) const {
   std::vector<Ref> out;
   if (c >= chunks()) return out;
   const Impl& ix = *impl_;
-  auto [ra, rb] = ix.roots_of(c);
-  for (const RootRef* r = ra; r != rb; ++r) out.push_back(ix.root(*r));
+  out = root_refs_to(c);
   const auto& io = ix.in_off();
   const auto& src = ix.in_src();
   for (uint32_t i = io[c]; i < io[c + 1]; ++i) {
@@ -448,6 +447,14 @@ std::vector<Ref> RefIndex::refs_to(size_t c) const {
       out.push_back(ref);
     }
   }
+  return out;
+}
+
+std::vector<Ref> RefIndex::root_refs_to(size_t c) const {
+  std::vector<Ref> out;
+  if (c >= chunks()) return out;
+  auto [ra, rb] = impl_->roots_of(c);
+  for (const RootRef* r = ra; r != rb; ++r) out.push_back(impl_->root(*r));
   return out;
 }
 

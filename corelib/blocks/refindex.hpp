@@ -97,6 +97,9 @@ class RefIndex final : public RefSource {
 
   // The references into chunk `c`, roots first, then by referring address.
   std::vector<Ref> refs_to(size_t c) const;
+  // Only the roots' references into chunk `c`, by address: no reverse rows
+  // made (naming a holder's edge needs no more).
+  std::vector<Ref> root_refs_to(size_t c) const;
   // The references whose word points into the object [addr, addr + size)
   // (an object inside a heap block: a block of its own, or one of a pool's),
   // from outside it; each Ref's value is the word. kNotFound when `addr` is

@@ -128,8 +128,9 @@ void add_retainers(lr::Program& prog, json& res) {
   // Equal sizes: the outer node first (a holder before the one block it
   // holds), as `retained --tree top` lists them.
   std::vector<uint32_t> depth(tree.nodes(), 0);
-  for (uint32_t v : tree.order())
+  tree.top_down([&](uint32_t v) {
     if (v != tree.top()) depth[v] = depth[tree.idom(v)] + 1;
+  });
   const size_t k = std::min(kMaxRetainers, nodes.size());
   std::partial_sort(nodes.begin(), nodes.begin() + k, nodes.end(), [&](uint32_t a, uint32_t b) {
     if (tree.retained(a) != tree.retained(b)) return tree.retained(a) > tree.retained(b);

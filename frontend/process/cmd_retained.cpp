@@ -123,8 +123,9 @@ std::vector<Growth> growth(const Opened& base, const Opened& now, uint64_t min) 
   }
   // Equal growth: the outer place first (it retains the inner), then by key.
   std::vector<uint32_t> depth(now.tree.nodes(), 0);
-  for (uint32_t v : now.tree.order())
+  now.tree.top_down([&](uint32_t v) {
     if (v != now.tree.top()) depth[v] = depth[now.tree.idom(v)] + 1;
+  });
   std::sort(out.begin(), out.end(), [&](const Growth& x, const Growth& y) {
     if (x.delta() != y.delta()) return x.delta() > y.delta();
     const uint32_t dx = depth[x.example], dy = depth[y.example];

@@ -143,14 +143,19 @@ void top_text(const RetainedView& o, size_t n) {
   if (holders.size() > n) o.out.print("... {} more (--top N)\n", holders.size() - n);
 }
 
+// The n blocks of most retained size, largest first: one pass keeping the
+// n best in a heap (no array of every block to sort).
 std::vector<uint32_t> biggest_blocks(const lr::RetainedTree& t, size_t n) {
-  std::vector<uint32_t> b(t.blocks());
-  for (uint32_t i = 0; i < b.size(); ++i) b[i] = i;
-  const size_t k = std::min(n, b.size());
-  std::partial_sort(b.begin(), b.begin() + k, b.end(), [&](uint32_t x, uint32_t y) {
+  auto before = [&](uint32_t x, uint32_t y) {
     return t.retained(x) != t.retained(y) ? t.retained(x) > t.retained(y) : x < y;
-  });
-  b.resize(k);
+  };
+  std::vector<uint32_t> b;  // a heap whose front is the least of the n kept
+  for (uint32_t i = 0; i < t.blocks() && n; ++i) {
+    if (b.size() == n && !before(i, b.front())) continue;
+    if (b.size() == n) std::pop_heap(b.begin(), b.end(), before), b.pop_back();
+    b.push_back(i), std::push_heap(b.begin(), b.end(), before);
+  }
+  std::sort_heap(b.begin(), b.end(), before);
   return b;
 }
 

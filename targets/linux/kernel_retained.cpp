@@ -22,7 +22,6 @@ class KernelGraph final : public RetainedGraph {
   uint64_t address(uint32_t b) const override { return ix_.objects()[b].addr; }
   uint64_t size(uint32_t b) const override { return ix_.objects()[b].size; }
   std::span<const uint32_t> row(uint32_t b) const override { return g_.row(b); }
-  std::span<const uint32_t> referrers(uint32_t b) const override { return g_.sources(b); }
   size_t find(uint64_t addr) const override { return g_.find(addr); }
 
  private:
