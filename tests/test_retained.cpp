@@ -170,6 +170,24 @@ TEST_CASE("retained: paths, trees and types name the program's structures", "[co
   CHECK(m.out.find("3000 blocks of type struct entry") != std::string::npos);
   CHECK(m.out.find("3000: global g_cache [fx_graphs]") != std::string::npos);
   CHECK(m.out.find(".buckets[") != std::string::npos);
+  // The table's first five children, as a partial sort finds them, are the
+  // first five of all of them sorted.
+  auto kids = [&](const char* top) {
+    auto k = lrtest::leakref({"retained", fc.core, "--tree", c["addr"].get<std::string>(),
+                              "--depth", "1", "--top", top, "--json"});
+    REQUIRE(k.status == 0);
+    const json tree = k.json()["tree"];
+    std::vector<std::pair<std::string, uint64_t>> out;
+    for (const auto& n : tree)
+      if (n["depth"] == 1) out.emplace_back(n["node"], n["retained"]);
+    return out;
+  };
+  const auto five = kids("5"), all = kids("100000");
+  REQUIRE(all.size() > 40);  // enough children for the partial sort
+  REQUIRE(five.size() == 5);
+  CHECK(std::equal(five.begin(), five.end(), all.begin()));
+  CHECK(std::is_sorted(all.begin(), all.end(),
+                       [](const auto& x, const auto& y) { return x.second > y.second; }));
 }
 
 TEST_CASE("suspects: growth against a baseline dump names the place that grew",

@@ -169,6 +169,21 @@ std::span<const uint32_t> RetainedTree::children(uint32_t v) const {
   return {a, b};
 }
 
+std::span<const uint32_t> RetainedTree::children(uint32_t v, size_t k) const {
+  uint32_t *a = child_.data() + child_begin_[v], *b = child_.data() + child_begin_[v + 1];
+  const size_t n = static_cast<size_t>(b - a);
+  if (sorted_[v] || k >= n / 8) return children(v);
+  size_t& done = sorted_prefix_[v];
+  if (done < k) {
+    // In place, one comparison for most of the list: no keyed copy of it.
+    std::partial_sort(a, a + k, b, [&](uint32_t x, uint32_t y) {
+      return bytes_[x] != bytes_[y] ? bytes_[x] > bytes_[y] : x < y;
+    });
+    done = k;
+  }
+  return {a, b};
+}
+
 std::vector<uint32_t> RetainedTree::dominators(uint32_t v) const {
   std::vector<uint32_t> out = {v};
   while (v != top()) out.push_back(v = idom_[v]);
@@ -556,7 +571,7 @@ namespace {
 
 // The child of `v` keeping at least 80% of it; kNoNode.
 uint32_t keeps_most(const RetainedTree& t, uint32_t v) {
-  const auto kids = t.children(v);
+  const auto kids = t.children(v, 1);
   return kids.empty() || t.retained(kids[0]) * 5 < t.retained(v) * 4 ? kNoNode : kids[0];
 }
 
@@ -569,8 +584,8 @@ uint32_t accumulation_point(const RetainedTree& t, uint32_t v, uint64_t* chain) 
   for (uint32_t k; (k = keeps_most(t, v)) != kNoNode; v = k)
     if (t.is_block(v) && t.is_block(k) && t.type(k) == t.type(v)) break;
   // The chain: the largest child of each link while it is of the type.
-  for (uint32_t u = v; t.is_block(u) && !t.children(u).empty();) {
-    const uint32_t k = t.children(u)[0];
+  for (uint32_t u = v; t.is_block(u) && !t.children_unsorted(u).empty();) {
+    const uint32_t k = t.children(u, 1)[0];
     if (!t.is_block(k) || t.type(k) != t.type(v)) break;
     ++*chain, u = k;
   }
@@ -582,20 +597,24 @@ uint32_t accumulation_point(const RetainedTree& t, uint32_t v, uint64_t* chain) 
 std::vector<Suspect> leak_suspects(const RetainedTree& t, double threshold) {
   const double limit = threshold * static_cast<double>(t.heap_bytes());
   std::vector<Suspect> out;
+  // A node's children over the limit are at most 1 / threshold: its largest
+  // that many and one more, in order, say where they end.
+  const size_t over =
+      threshold > 0 && threshold <= 1 ? static_cast<size_t>(1 / threshold) + 1 : SIZE_MAX;
   // The highest nodes over the limit: below the top, and below a holder
   // node only when the holder is not itself over it.
   std::vector<uint32_t> todo = {t.top()};
   while (!todo.empty()) {
     const uint32_t v = todo.back();
     todo.pop_back();
-    for (uint32_t w : t.children(v)) {
+    for (uint32_t w : t.children(v, over)) {
       if (static_cast<double>(t.retained(w)) < limit) break;  // children by size
       if (w != t.leaked() && t.retained(w) > 0) {
         Suspect s;
         s.node = w;
         s.accumulation = accumulation_point(t, w, &s.chain);
         std::unordered_map<std::string, Suspect::Held> by;
-        for (uint32_t k : t.children(s.accumulation)) {
+        for (uint32_t k : t.children_unsorted(s.accumulation)) {
           auto& h = by[t.type(k)];
           ++h.count;
           h.retained += t.retained(k);

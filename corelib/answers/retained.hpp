@@ -125,6 +125,10 @@ class RetainedTree {
   // The nodes `v` dominates directly, largest retained size first (each
   // node's sorted on first use: most are never shown).
   std::span<const uint32_t> children(uint32_t v) const;
+  // The same when only the first `k` are read in order: those are the k
+  // largest, largest first, and the rest follow in no order (a list of
+  // millions, the top's, is not sorted whole to show twenty).
+  std::span<const uint32_t> children(uint32_t v, size_t k) const;
   // The same in no particular order, for a pass over the whole tree.
   std::span<const uint32_t> children_unsorted(uint32_t v) const {
     return {child_.data() + child_begin_[v], child_.data() + child_begin_[v + 1]};
@@ -192,7 +196,8 @@ class RetainedTree {
   std::vector<uint32_t> child_begin_;
   mutable std::vector<uint32_t> child_;
   mutable std::vector<uint8_t> sorted_;  // per node: its children are in order
-  std::vector<uint32_t> type_of_;        // per block: index into types_
+  mutable std::unordered_map<uint32_t, size_t> sorted_prefix_;  // else: how many first are
+  std::vector<uint32_t> type_of_;                               // per block: index into types_
   std::deque<std::string> types_;
   std::string none_;
 };

@@ -17,6 +17,9 @@ namespace lrcli {
 namespace {
 
 constexpr double kChartW = 1160, kChartRowH = 30;
+// Children at least a pixel wide are at most the chart's width in pixels:
+// the largest that many and one more, in order, say where they end.
+constexpr size_t kChartMost = static_cast<size_t>(kChartW) + 1;
 constexpr size_t kChartRows = 6;
 constexpr const char* kChartColour[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
                                         "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
@@ -39,7 +42,7 @@ void icicle(fmt::memory_buffer& b, const RetainedView& o) {
   std::vector<Item> todo;
   double x = 0;
   size_t c = 0;
-  for (uint32_t v : t.children(t.top())) {
+  for (uint32_t v : t.children(t.top(), kChartMost)) {
     const double w = total ? kChartW * static_cast<double>(t.retained(v)) / total : 0;
     if (w < 1) break;  // children by size: the rest are narrower
     todo.push_back({v, x, w, 0, c++ % std::size(kChartColour)});
@@ -65,7 +68,7 @@ void icicle(fmt::memory_buffer& b, const RetainedView& o) {
     fmt::format_to(out, "</g>\n");
     if (it.row + 1 == kChartRows) continue;
     double cx = it.x;
-    for (uint32_t k : t.children(it.node)) {
+    for (uint32_t k : t.children(it.node, kChartMost)) {
       const double w = total ? kChartW * static_cast<double>(t.retained(k)) / total : 0;
       if (w < 1) break;
       todo.push_back({k, cx, w, it.row + 1, it.colour});
@@ -92,7 +95,7 @@ void holders(fmt::memory_buffer& b, const RetainedView& o, size_t n) {
   fmt::format_to(out,
                  "<h2>Directly below the roots</h2>\n<table><tr><th>retained</th><th>%</th>"
                  "<th>blocks</th><th>node</th></tr>\n");
-  const auto kids = t.children(t.top());
+  const auto kids = t.children(t.top(), n);
   for (size_t i = 0; i < kids.size() && i < n; ++i)
     fmt::format_to(out, "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
                    t.retained(kids[i]), pct(t.retained(kids[i]), t.heap_bytes()),

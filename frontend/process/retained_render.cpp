@@ -134,7 +134,7 @@ ordered_json node_json(const RetainedView& o, uint32_t v) {
 // The holders and the blocks retaining most, each block with its path.
 void top_text(const RetainedView& o, size_t n) {
   const auto& t = o.tree;
-  std::vector<uint32_t> holders(t.children(t.top()).begin(), t.children(t.top()).end());
+  const auto holders = t.children(t.top(), n);
   o.out.print("\n{:>14} {:>7} {:>9}  {}\n", "RETAINED", "%", "BLOCKS", "DIRECTLY BELOW THE ROOTS");
   for (size_t i = 0; i < holders.size() && i < n; ++i)
     o.out.print("{:>14} {:>7} {:>9}  {}\n", t.retained(holders[i]),
@@ -201,7 +201,7 @@ void indented(Out& out, uint32_t v, size_t depth, size_t n, const Kids& kids, co
     }
     out.print("{}{}\n", pad, line(it.node));
     if (it.depth == depth) continue;
-    const std::vector<uint32_t> k = kids(it.node);
+    const auto k = kids(it.node);
     if (k.size() > n) stack.push_back({0, it.depth + 1, k.size() - n});
     for (size_t i = std::min(n, k.size()); i-- > 0;) stack.push_back({k[i], it.depth + 1, 0});
   }
@@ -210,8 +210,7 @@ void indented(Out& out, uint32_t v, size_t depth, size_t n, const Kids& kids, co
 void tree_text(const RetainedView& o, uint32_t v, size_t depth, size_t n) {
   const auto& t = o.tree;
   indented(
-      o.out, v, depth, n,
-      [&](uint32_t u) { return std::vector<uint32_t>(t.children(u).begin(), t.children(u).end()); },
+      o.out, v, depth, n, [&](uint32_t u) { return t.children(u, n); },
       [&](uint32_t u) {
         return fmt::format("{} retains {} bytes in {} blocks ({})", lr::node_text(t, u),
                            t.retained(u), t.retained_blocks(u), pct(t.retained(u), t.heap_bytes()));
@@ -226,10 +225,10 @@ ordered_json tree_json(const RetainedView& o, uint32_t v, size_t depth, size_t n
     stack.pop_back();
     ordered_json j = node_json(o, u);
     j["depth"] = d;
-    j["children"] = o.tree.children(u).size();
+    j["children"] = o.tree.children_unsorted(u).size();
     rows.push_back(std::move(j));
     if (d == depth) continue;
-    const auto k = o.tree.children(u);
+    const auto k = o.tree.children(u, n);
     for (size_t i = std::min(n, k.size()); i-- > 0;) stack.emplace_back(k[i], d + 1);
   }
   return rows;
@@ -448,7 +447,7 @@ void retained_json(const RetainedView& o, const RetainedArgs& a, uint32_t place,
     j["by_type"] = std::move(rows);
   } else {
     ordered_json h = ordered_json::array(), b = ordered_json::array();
-    const auto top = t.children(t.top());
+    const auto top = t.children(t.top(), a.top);
     for (size_t i = 0; i < top.size() && i < a.top; ++i) h.push_back(node_json(o, top[i]));
     for (uint32_t v : biggest_blocks(t, a.top)) {
       ordered_json n = node_json(o, v);
