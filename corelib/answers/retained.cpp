@@ -273,16 +273,24 @@ class TypeIds {
   }
   // "(unknown, 48 bytes)"; `own`: "(allocator's own, 648 bytes)".
   uint32_t untyped(bool own, uint64_t size) {
+    // Most sizes are small: looked up in an array by size, not hashed
+    // (every block of a program without types passes here).
+    auto& small = own ? own_small_ : unknown_small_;
+    if (size < kSmall && small.empty()) small.assign(kSmall, kNoNode);
+    if (size < kSmall && small[size] != kNoNode) return small[size];
     auto& by = own ? own_ : unknown_;
     auto it = by.find(size);
     if (it == by.end())
       it = by.emplace(size, named(fmt::format("({}, {} bytes)", own ? "allocator's own" : "unknown",
                                               size)))
                .first;
+    if (size < kSmall) small[size] = it->second;
     return it->second;
   }
 
  private:
+  static constexpr uint64_t kSmall = 1 << 16;
+  std::vector<uint32_t> own_small_, unknown_small_;
   std::deque<std::string>* names_;  // stable: the map's keys view them
   std::unordered_map<std::string_view, uint32_t> ids_;
   std::unordered_map<uint64_t, uint32_t> own_, unknown_;

@@ -78,6 +78,7 @@ std::vector<uint32_t> immediate_dominators(size_t n, uint32_t root, const Succ& 
                                            std::vector<uint32_t>* order = nullptr) {
   std::vector<uint32_t> pre(n, kNoNode);  // node -> preorder number
   std::vector<uint32_t> vertex, parent;   // preorder number -> node, DFS parent's number
+  vertex.reserve(n), parent.reserve(n);
   dominator_dfs(root, succ, keep, &pre, &vertex, &parent);
   const size_t m = vertex.size();
   std::vector<uint32_t> pred_at, pred;  // i's predecessors: pred[pred_at[i] .. pred_at[i + 1])
