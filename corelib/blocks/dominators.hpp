@@ -83,6 +83,7 @@ std::vector<uint32_t> immediate_dominators(size_t n, uint32_t root, const Succ& 
   const size_t m = vertex.size();
   std::vector<uint32_t> pred_at, pred;  // i's predecessors: pred[pred_at[i] .. pred_at[i + 1])
   dominator_preds(succ, keep, pre, vertex, &pred_at, &pred);
+  std::vector<uint32_t>().swap(pre);  // not needed past here: the peak is the next arrays
   // Semidominators, last preorder number first. `ancestor` is the forest
   // linked so far (number j is linked once j > i, the one being done; it
   // starts as the DFS parent); `label` the number of least semidominator on
@@ -116,10 +117,11 @@ std::vector<uint32_t> immediate_dominators(size_t n, uint32_t root, const Succ& 
     while (d > semi[i]) d = parent[d];
     parent[i] = d;
   }
-  std::fill(pre.begin(), pre.end(), kNoNode);  // now: node -> idom
-  for (size_t i = 0; i < m; ++i) pre[vertex[i]] = vertex[parent[i]];
+  std::vector<uint32_t>().swap(semi);
+  std::vector<uint32_t> idom(n, kNoNode);
+  for (size_t i = 0; i < m; ++i) idom[vertex[i]] = vertex[parent[i]];
   if (order) *order = std::move(vertex);
-  return pre;
+  return idom;
 }
 
 // The nodes of `n` outside `reached` (nonzero: reached) that no other such
