@@ -8,6 +8,7 @@
 
 #include "corelib/analyses/diff.hpp"
 #include "corelib/analyses/snapshot_io.hpp"
+#include "corelib/answers/retained.hpp"
 #include "corelib/blocks/dominators.hpp"
 #include "corelib/blocks/heap.hpp"
 #include "corelib/blocks/objgraph.hpp"
@@ -791,6 +792,23 @@ TEST_CASE("a zero-based refcount type reads as its count", "[unit]") {
   RefEncoding r32{true, 0xc0000000};
   CHECK(r32.decode(-1, 4) == 0);
   CHECK(r32.decode(7, 4) == 8);
+}
+
+TEST_CASE("retained sizes: 4 bytes a node, and 4 GiB or more kept aside", "[unit][retained]") {
+  lr::NodeBytes b;
+  b.assign(3);
+  b.set(0, 100), b.set(1, (uint64_t{1} << 32) - 2);
+  CHECK(b.fits(0));
+  CHECK(b.fits(1));
+  b.add(1, 1);  // UINT32_MAX itself is the mark: kept aside
+  CHECK_FALSE(b.fits(1));
+  CHECK(b[1] == (uint64_t{1} << 32) - 1);
+  b.add(2, b[0]), b.add(2, b[1]), b.add(2, uint64_t{5} << 40);
+  CHECK(b[2] == 100 + (uint64_t{1} << 32) - 1 + (uint64_t{5} << 40));
+  CHECK(b[0] == 100);
+  b.set(1, 7);  // back under: said in 4 bytes again
+  CHECK(b.fits(1));
+  CHECK(b[1] == 7);
 }
 
 namespace {

@@ -136,14 +136,14 @@ namespace {
 // node) pairs gathered once: comparing through the sizes array is a cache
 // miss per comparison (the top has millions of children in a heap full of
 // cross links).
-void sort_by_size(const std::vector<uint64_t>& bytes, uint32_t* a, uint32_t* b) {
+void sort_by_size(const NodeBytes& bytes, uint32_t* a, uint32_t* b) {
   if (b - a < 64) {
     std::sort(a, b, [&](uint32_t x, uint32_t y) {
       return bytes[x] != bytes[y] ? bytes[x] > bytes[y] : x < y;
     });
     return;
   }
-  if (std::all_of(a, b, [&](uint32_t v) { return bytes[v] <= UINT32_MAX; })) {
+  if (std::all_of(a, b, [&](uint32_t v) { return bytes.fits(v); })) {
     // Size and node in one word: half the memory of pairs (the top's list
     // can be millions long).
     std::vector<uint64_t> keyed;
@@ -235,16 +235,16 @@ const std::string& RetainedTree::type(uint32_t v) const {
 namespace {
 
 // Sizes up the dominator tree, and the children lists (sorted on use).
-void sizes_and_children(const Graph& g, const RetainedTree& t, std::vector<uint64_t>* bytes,
+void sizes_and_children(const Graph& g, const RetainedTree& t, NodeBytes* bytes,
                         std::vector<uint32_t>* count, const std::vector<uint32_t>& idom,
                         const std::vector<uint32_t>& order, std::vector<uint32_t>* child_begin,
                         std::vector<uint32_t>* child) {
   const size_t n = g.nodes();
-  bytes->assign(n, 0), count->assign(n, 0);
-  for (uint32_t v = 0; v < g.nb; ++v) (*bytes)[v] = t.shallow(v), (*count)[v] = 1;
+  bytes->assign(n), count->assign(n, 0);
+  for (uint32_t v = 0; v < g.nb; ++v) bytes->set(v, t.shallow(v)), (*count)[v] = 1;
   for (size_t k = order.size(); k-- > 1;) {
     const uint32_t v = order[k];
-    (*bytes)[idom[v]] += (*bytes)[v];
+    bytes->add(idom[v], (*bytes)[v]);
     (*count)[idom[v]] += (*count)[v];
   }
   // Counted, then placed from each list's end: no second offsets array.

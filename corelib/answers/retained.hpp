@@ -93,6 +93,29 @@ class RetainedNamer {
   virtual Result<uint64_t> address_of(const std::string& place) = 0;
 };
 
+// Retained bytes a node in 4 bytes: the few nodes retaining 4 GiB or more
+// (those near the top) are kept aside.
+class NodeBytes {
+ public:
+  void assign(size_t n) { small_.assign(n, 0), big_.clear(); }
+  uint64_t operator[](uint32_t v) const { return small_[v] != kBig ? small_[v] : big_.at(v); }
+  void set(uint32_t v, uint64_t b) {
+    if (b < kBig) {
+      small_[v] = static_cast<uint32_t>(b);
+      if (!big_.empty()) big_.erase(v);
+    } else {
+      small_[v] = kBig, big_[v] = b;
+    }
+  }
+  void add(uint32_t v, uint64_t b) { set(v, (*this)[v] + b); }
+  bool fits(uint32_t v) const { return small_[v] != kBig; }  // under 4 GiB
+
+ private:
+  static constexpr uint32_t kBig = UINT32_MAX;
+  std::vector<uint32_t> small_;
+  std::unordered_map<uint32_t, uint64_t> big_;
+};
+
 class RetainedTree {
  public:
   // Nodes [0, blocks()) are the heap's in-use blocks (the index's chunk
@@ -191,7 +214,7 @@ class RetainedTree {
   };
   const Paths& paths() const;
   mutable std::unique_ptr<Paths> paths_;
-  std::vector<uint64_t> bytes_;
+  NodeBytes bytes_;
   std::vector<uint32_t> count_;
   std::vector<uint32_t> child_begin_;
   mutable std::vector<uint32_t> child_;
