@@ -227,6 +227,32 @@ size_t RefIndex::chunk_at(uint64_t addr) const {
 
 namespace {
 
+// Calls fn(address, word) for each aligned word of [a, b) that the core
+// holds, through window `w` (kept by the caller across calls); unreadable
+// pages are skipped. Returns the words read.
+template <class F>
+uint64_t each_word(const Memory& mem, Memory::Window& w, uint64_t a, uint64_t b, const F& fn) {
+  a = (a + 7) & ~uint64_t{7};
+  uint64_t words = 0;
+  while (a + 8 <= b) {
+    const uint8_t* p = w.at(a, 8);
+    if (!p) p = mem.direct(w, a, 8);
+    if (!p) {
+      a = (a | (kPage - 1)) + 1;
+      continue;
+    }
+    const uint64_t n = std::min<uint64_t>((b - a) / 8, (w.end - a) / 8);
+    for (uint64_t i = 0; i < n; ++i) {
+      uint64_t v;
+      std::memcpy(&v, p + i * 8, 8);
+      fn(a + i * 8, v);
+    }
+    words += n;
+    a += std::max<uint64_t>(n, 1) * 8;
+  }
+  return words;
+}
+
 // The scan's hot loop. Ranges are fed in address order; `fn(address,
 // value, chunk, source)` is called for each word that points into a chunk,
 // in address order (`source` is what the range was fed with). Unreadable
@@ -244,26 +270,10 @@ class Scanner {
 
   // Scans [a, b); returns the words read.
   uint64_t range(uint64_t a, uint64_t b, uint32_t source) {
-    a = (a + 7) & ~uint64_t{7};
-    uint64_t words = 0;
-    while (a + 8 <= b) {
-      const uint8_t* p = w_.at(a, 8);
-      if (!p) p = mem_.direct(w_, a, 8);
-      if (!p) {
-        a = (a | (kPage - 1)) + 1;
-        continue;
-      }
-      const uint64_t n = std::min<uint64_t>((b - a) / 8, (w_.end - a) / 8);
-      for (uint64_t i = 0; i < n; ++i) {
-        uint64_t v;
-        std::memcpy(&v, p + i * 8, 8);
-        if (v - ix_.lo >= ix_.hi - ix_.lo) continue;  // most words: not a heap address
-        candidate(a + i * 8, v, source);
-      }
-      words += n;
-      a += std::max<uint64_t>(n, 1) * 8;
-    }
-    return words;
+    return each_word(mem_, w_, a, b, [&](uint64_t at, uint64_t v) {
+      if (v - ix_.lo >= ix_.hi - ix_.lo) return;  // most words: not a heap address
+      candidate(at, v, source);
+    });
   }
 
   void flush() {
@@ -426,24 +436,10 @@ std::vector<uint64_t> RefIndex::Impl::words_into(const Memory& mem, size_t src, 
   // chunk lookup per word (a path's step through an 8 MB table reads it).
   std::vector<uint64_t> out;
   const uint64_t lo = ch[dst].user, size = ch[dst].usable();
-  uint64_t a = (ch[src].user + 7) & ~uint64_t{7};
-  const uint64_t b = ch[src].user + ch[src].usable();
   Memory::Window w;
-  while (a + 8 <= b) {
-    const uint8_t* p = w.at(a, 8);
-    if (!p) p = mem.direct(w, a, 8);
-    if (!p) {
-      a = (a | (kPage - 1)) + 1;
-      continue;
-    }
-    const uint64_t n = std::min<uint64_t>((b - a) / 8, (w.end - a) / 8);
-    for (uint64_t i = 0; i < n; ++i) {
-      uint64_t v;
-      std::memcpy(&v, p + i * 8, 8);
-      if ((v & ~uint64_t{7}) - lo < size) out.push_back(a + i * 8);
-    }
-    a += std::max<uint64_t>(n, 1) * 8;
-  }
+  each_word(mem, w, ch[src].user, ch[src].user + ch[src].usable(), [&](uint64_t at, uint64_t v) {
+    if ((v & ~uint64_t{7}) - lo < size) out.push_back(at);
+  });
   return out;
 }
 
