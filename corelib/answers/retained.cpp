@@ -439,16 +439,17 @@ Result<RetainedTree> retained_tree(const IndexedCore& core, RefNamer& names, boo
 MergedPaths merged_paths(const RetainedTree& t, const std::string& type) {
   MergedPaths m;
   std::vector<uint64_t> below(t.nodes(), 0);
-  const auto bfs = t.bfs_order();
+  std::vector<uint32_t> parent;  // this BFS's own: no second one for path_parent()
+  const auto bfs = t.bfs_order(&parent);
   for (size_t k = bfs.size(); k-- > 1;) {
     const uint32_t v = bfs[k];
     if (t.is_block(v) && t.type(v) == type) ++below[v], ++m.blocks;
-    below[t.path_parent(v)] += below[v];
+    below[parent[v]] += below[v];
   }
   for (uint32_t v : bfs)
     if (below[v]) {
       m.count[v] = below[v];
-      if (v != t.top()) m.next[t.path_parent(v)].push_back(v);
+      if (v != t.top()) m.next[parent[v]].push_back(v);
     }
   for (auto& [v, kids] : m.next)
     std::sort(kids.begin(), kids.end(), [&](uint32_t a, uint32_t b) {

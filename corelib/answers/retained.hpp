@@ -101,8 +101,8 @@ class NodeBytes {
   uint64_t operator[](uint32_t v) const { return small_[v] != kBig ? small_[v] : big_.at(v); }
   void set(uint32_t v, uint64_t b) {
     if (b < kBig) {
+      if (small_[v] == kBig) big_.erase(v);  // only a node kept aside has an entry
       small_[v] = static_cast<uint32_t>(b);
-      if (!big_.empty()) big_.erase(v);
     } else {
       small_[v] = kBig, big_[v] = b;
     }
