@@ -261,19 +261,23 @@ $(TESTBIN): $(TEST_OBJ) $(ENGINE_LIBS)
 # Catch test spec) runs only those tests, and fills no cache first.
 SHARDS ?= $(NPROC)
 test: test-build-deps check-layers
-	@mkdir -p $(BUILD); touch $(BUILD)/.build-deps-installed; pv=""; \
+	@mkdir -p $(BUILD); touch $(BUILD)/.build-deps-installed; pv=""; t0=$$(date +%s); \
 	if [ -z "$(TEST_ARGS)" ]; then \
 	  echo "test: installing what the tests run, then provisioning, while building (log: $(BUILD)/provision.log)"; \
 	  rm -f $(BUILD)/.test-deps-installed; \
-	  { $(MAKE) -s test-deps && touch $(BUILD)/.test-deps-installed && scripts/provision; } \
+	  { $(MAKE) -s test-deps && touch $(BUILD)/.test-deps-installed && \
+	    echo "test: what the tests run was installed by +$$(( $$(date +%s) - t0 )) s" && scripts/provision; } \
 	    > $(BUILD)/provision.log 2>&1 & pv=$$!; \
 	else $(MAKE) -s test-deps || exit $$?; fi; \
 	$(MAKE) -j2 $(if $(SAN),,check-unity) test-build; b=$$?; \
 	if [ $$b -ne 0 ]; then [ -z "$$pv" ] || kill $$pv; exit $$b; fi; \
 	if [ -n "$$pv" ]; then \
 	  until [ -e $(BUILD)/.test-deps-installed ] || ! kill -0 $$pv 2>/dev/null; do sleep 2; done; fi; \
+	echo "test: built; the shards begin at +$$(( $$(date +%s) - t0 )) s"; \
 	t=0; scripts/run-tests $(BUILD) --shards $(SHARDS) $(if $(TEST_ARGS),-- '$(TEST_ARGS)') || t=$$?; \
-	if [ -n "$$pv" ]; then p=0; wait $$pv || p=$$?; echo "==== provisioning (begun while building) ===="; \
+	echo "test: the shards ended at +$$(( $$(date +%s) - t0 )) s"; \
+	if [ -n "$$pv" ]; then p=0; wait $$pv || p=$$?; \
+	  echo "==== provisioning (begun while building; ended by +$$(( $$(date +%s) - t0 )) s) ===="; \
 	  cat $(BUILD)/provision.log; \
 	  [ $$p -eq 0 ] || echo "test: provisioning ended with status $$p (the tests that need what failed say so)"; fi; \
 	exit $$t
