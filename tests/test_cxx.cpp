@@ -146,6 +146,104 @@ TEST_CASE("walk --std: damaged containers are said to be", "[core][cpp][hostile]
   CHECK(r.err.find("not a C++ standard container") != std::string::npos);
 }
 
+namespace {
+
+uint64_t hex(const json& v) {
+  return std::stoull(v.get<std::string>(), nullptr, 16);
+}
+
+// The exported graph's blocks: start -> (size, type).
+std::map<uint64_t, std::pair<uint64_t, std::string>> exported_blocks(const std::string& core) {
+  const std::string file = lrtest::tmp_dir() + "/cxx-graph.json";
+  auto r = lrtest::leakref({"retained", core, "--export", file, "--json"}, 300);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const json doc = r.json();
+  CHECK(doc["warnings"].empty());
+  const json g = json::parse(lrtest::read_file(file));
+  std::map<uint64_t, std::pair<uint64_t, std::string>> out;
+  for (const auto& n : g["nodes"])
+    if (n["kind"] == "block") out[hex(n["node"])] = {n["size"], n["type"]};
+  return out;
+}
+
+}  // namespace
+
+// The blocks a container allocated are named by the container and what
+// holds it: each block holding an element the program's own iterators
+// gave (the manifest's "owned") has the container's name, and no other
+// block has it.
+TEST_CASE("retained and account: containers' blocks are named by what holds them", "[core][cpp]") {
+  if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed: core tests need it");
+  const auto& fc = lrtest::fixture_core("cxx", lrtest::fixture_path("fx_cxx"));
+  const auto blocks = exported_blocks(fc.core);
+  REQUIRE(!blocks.empty());
+  auto block_of = [&](uint64_t a) -> uint64_t {
+    auto it = blocks.upper_bound(a);
+    if (it == blocks.begin()) return 0;
+    --it;
+    return a < it->first + it->second.first ? it->first : 0;
+  };
+  std::map<std::string, size_t> named;
+  for (const auto& [a, b] : blocks) ++named[b.second];
+  const std::vector<std::pair<std::string, std::string>> want = {
+      {"g_map", "node of std::map<int, long> g_map"},
+      {"g_list", "node of std::list<int> g_list"},
+      {"g_flist", "node of std::forward_list<int> g_flist"},
+      {"g_set", "node of std::set<int> g_set"},
+      {"g_umap", "node of std::unordered_map<int, long> g_umap"},
+      {"g_owned", "node of std::map<int, Point*> g_owned"},
+      {"g_owned points", "struct Point"},
+      {"g_names", "node of std::map<std::string, long> g_names"},
+      {"g_names keys", "characters of std::string g_names[].first"},
+      {"g_reg->index", "node of std::unordered_map<long, long> Registry.index"},
+      {"g_vec", "elements of std::vector<long> g_vec"},
+      {"g_reg->items", "elements of std::vector<long> Registry.items"},
+  };
+  const json& owned = fc.manifest["owned"];
+  for (const auto& [key, type] : want) {
+    INFO(key << " should be in blocks named " << type);
+    std::set<uint64_t> in;
+    for (const auto& a : owned[key]) {
+      const uint64_t b = block_of(hex(a));
+      REQUIRE(b != 0);
+      CHECK(blocks.at(b).second == type);
+      in.insert(b);
+    }
+    // One element a node (a vector's one array), and every block so named is one of them.
+    CHECK(in.size() == (key == "g_vec" || key == "g_reg->items" ? 1 : owned[key].size()));
+    if (type != "struct Point") CHECK(named[type] == in.size());
+  }
+  const uint64_t reg = block_of(hex(owned["g_reg"]));
+  REQUIRE(reg != 0);
+  CHECK(blocks.at(reg).second == "struct Registry");
+  // The hash table's bucket array: one block, its bucket count's pointers.
+  size_t bucket_arrays = 0;
+  for (const auto& [a, b] : blocks)
+    if (b.second == "buckets of std::unordered_map<int, long> g_umap") {
+      ++bucket_arrays;
+      CHECK(b.first >= fc.manifest["umap_buckets"].get<uint64_t>() * 8);
+    }
+  CHECK(bucket_arrays == 1);
+  // The account groups the live blocks by the same names.
+  auto acc = lrtest::leakref({"account", fc.core, "--json"}, 300);
+  REQUIRE(acc.status == 0);
+  const json aj = acc.json();
+  std::map<std::string, uint64_t> counted;
+  std::vector<const json*> stack;
+  for (const auto& c : aj["categories"]) stack.push_back(&c);
+  while (!stack.empty()) {
+    const json* n = stack.back();
+    stack.pop_back();
+    counted[(*n)["name"].get<std::string>()] += (*n)["blocks"].get<uint64_t>();
+    for (const auto& c : (*n)["children"]) stack.push_back(&c);
+  }
+  CHECK(counted["node of std::map<int, long> g_map"] == owned["g_map"].size());
+  CHECK(counted["node of std::unordered_map<long, long> Registry.index"] ==
+        owned["g_reg->index"].size());
+  CHECK(counted["elements of std::vector<long> g_vec"] == 1);
+}
+
 TEST_CASE("docs: the walk --std examples run as written", "[core][cpp][docs]") {
   if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed: core tests need it");
   const auto& fc = lrtest::fixture_core("cxx", lrtest::fixture_path("fx_cxx"));
@@ -157,7 +255,7 @@ TEST_CASE("docs: the walk --std examples run as written", "[core][cpp][docs]") {
   auto norm = [](const std::string& s) {
     return std::regex_replace(s, std::regex("0x[0-9a-f]{6,}"), "0xADDR");
   };
-  CHECK(lrtest::check_doc_commands(part, dir, norm) == 2);
+  CHECK(lrtest::check_doc_commands(part, dir, norm) == 3);
 }
 
 // The fixture's own truth, masked in its memory (a plain copy would be one

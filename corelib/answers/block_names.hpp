@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "corelib/answers/container_blocks.hpp"
 #include "corelib/answers/core_index.hpp"
 #include "corelib/base/names.hpp"
 #include "corelib/blocks/blocktypes.hpp"
@@ -47,7 +48,11 @@ class RefNamer {
  public:
   // Borrows both (`known` may be empty): keep them alive.
   RefNamer(const IndexedCore& core, const KnownObjects& known)
-      : core_(core), known_(known), types_(*core.prog, *core.ci.index) {}
+      : core_(core), known_(known), types_(*core.prog, *core.ci.index) {
+    // A container's own links are not typed pointers: its reader types
+    // its blocks (container_blocks.hpp).
+    types_.set_opaque(&is_container_type);
+  }
 
   // "global g_list [fx_leaks]", "thread 12 stack at 0x... (sp+0x28), frame #1
   // holder_thread(void*)+0x2f [fx_leaks]", "struct obj.next of 0x... (set

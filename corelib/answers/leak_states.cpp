@@ -1,6 +1,8 @@
 // Blocks' states and the account they feed (leak_states.hpp).
 #include "corelib/answers/leak_states.hpp"
 
+#include "corelib/answers/container_blocks.hpp"
+
 #include <algorithm>
 
 namespace lr {
@@ -31,7 +33,8 @@ LeakStates find_leaks(const IndexedCore& core, RefNamer& names) {
       if (!n.empty()) names.types().set(i, BlockType{nullptr, n, via});
     }
   }
-  names.types().propagate(ls.state);  // within the leaked blocks (bit 0)
+  // Within the leaked blocks (bit 0): their typed pointers and containers.
+  type_heap_blocks(core, names.types(), &ls.state);
   return ls;
 }
 

@@ -8,6 +8,7 @@
 #include <deque>
 #include <functional>
 
+#include "corelib/answers/container_blocks.hpp"
 #include "corelib/answers/leak_states.hpp"
 #include "corelib/blocks/dominators.hpp"
 
@@ -416,12 +417,12 @@ Result<RetainedTree> retained_tree(const IndexedCore& core, RefNamer& names, boo
   parts.reached.resize(ix.chunks());
   for (size_t i = 0; i < ix.chunks(); ++i) parts.reached[i] = reach[i] & RefIndex::kReached;
   hold_unreached_free(core, &parts);
-  // Types: the leak analysis's, the globals' typed pointers, then typed
-  // pointers from every typed block; else what the account names.
+  // Types: the leak analysis's, the containers', the globals' typed
+  // pointers, then typed pointers from every typed block; else what the
+  // account names.
   const uint64_t t0 = now_ns();
   find_leaks(core, names);
-  names.types().from_globals();
-  names.types().propagate(std::vector<uint8_t>(ix.chunks(), 1));
+  ContainerTyping ct = type_heap_blocks(core, names.types());
   KnownObjects none;
   BlockKeys keys(core, names, none, BlockKeyBy::kType);
   const auto& chunks = ix.heap().in_use;
@@ -432,7 +433,13 @@ Result<RetainedTree> retained_tree(const IndexedCore& core, RefNamer& names, boo
   };
   const uint64_t typed_ns = now_ns() - t0;
   auto t = build_retained(std::make_unique<IndexGraph>(ix), std::move(parts));
-  if (t.ok()) t.value().stats.types_ns += typed_ns;
+  if (t.ok()) {
+    t.value().stats.types_ns += typed_ns;
+    t.value().warnings = std::move(ct.warnings);
+    if (ct.warning_count > t.value().warnings.size())
+      t.value().warnings.push_back(fmt::format("... and {} more containers read in part",
+                                               ct.warning_count - t.value().warnings.size()));
+  }
   return t;
 }
 
@@ -737,7 +744,7 @@ class ProcessNamer final : public RetainedNamer {
     if (words.empty()) return "";
     const uint64_t off = words.front() - t.block_address(from);
     const BlockType* bt = names_.types().get(from);
-    std::string m = bt && bt->type ? member_path_at(bt->type, off) : "";
+    std::string m = bt ? bt->member_at(off) : "";
     return m.empty() ? fmt::format("+{:#x}", off) : m;
   }
 

@@ -190,6 +190,9 @@ class RetainedTree {
   uint64_t heap_bytes() const { return bytes_[top()]; }
   // Why the tree may be wrong (the root model's reasons), empty: whole.
   std::vector<std::string> partial;
+  // What leaves some blocks' types unknown (a container read in part); the
+  // tree itself is whole.
+  std::vector<std::string> warnings;
   struct Stats {
     uint64_t graph_ns = 0, dominators_ns = 0, sizes_ns = 0, types_ns = 0, holders = 0,
              leak_entries = 0;

@@ -18,6 +18,16 @@ std::string demangle(const std::string& name) {
   return out;
 }
 
+std::string source_name(const std::string& name) {
+  std::string out = demangle(name);
+  for (size_t at; (at = out.find("[abi:")) != std::string::npos;) {
+    const size_t end = out.find(']', at);
+    if (end == std::string::npos) break;
+    out.erase(at, end - at + 1);
+  }
+  return out;
+}
+
 std::string closest_name(std::string_view s, const std::vector<std::string>& names) {
   std::string best;
   size_t best_d = SIZE_MAX;

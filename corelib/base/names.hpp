@@ -22,5 +22,8 @@ std::string visible(std::string_view s);
 // A C++ symbol as its source spells it ("holder_thread(void*)"); C names
 // and names that do not demangle unchanged.
 std::string demangle(const std::string& name);
+// A C++ symbol's name as its source (and DWARF) writes it: demangled, its
+// ABI tags ("[abi:cxx11]") left out: "g_list" for "_Z6g_listB5cxx11".
+std::string source_name(const std::string& name);
 
 }  // namespace lr

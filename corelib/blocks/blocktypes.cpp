@@ -25,10 +25,13 @@ bool names_a_block(const Type* pointee) {
   return p && p->is_aggregate() && p->complete && p->size > 0;
 }
 
-void collect(const Type* t, uint64_t base, const std::string& path, int depth,
+using Opaque = bool (*)(const Type*);
+
+void collect(const Type* t, uint64_t base, const std::string& path, int depth, Opaque opaque,
              std::vector<std::pair<uint64_t, std::pair<const Type*, std::string>>>* out) {
   t = t ? t->strip() : nullptr;
   if (!t || depth > kMaxDepth || out->size() >= kMaxSlots) return;
+  if (opaque && t->is_aggregate() && opaque(t)) return;
   if (t->kind == TypeKind::kPointer) {
     if (names_a_block(t->target)) out->push_back({base, {t->target->strip(), path}});
     return;
@@ -37,21 +40,33 @@ void collect(const Type* t, uint64_t base, const std::string& path, int depth,
     const Type* e = t->target ? t->target->strip() : nullptr;
     if (!e || !e->size || e->is_char) return;
     for (uint64_t i = 0; i < t->count && out->size() < kMaxSlots; ++i)
-      collect(e, base + i * e->size, fmt::format("{}[{}]", path, i), depth + 1, out);
+      collect(e, base + i * e->size, fmt::format("{}[{}]", path, i), depth + 1, opaque, out);
     return;
   }
   if (!t->is_aggregate()) return;
   for (const auto& m : t->members) {
     if (m.bit_size) continue;
-    collect(m.type, base + m.offset, m.name.empty() ? path : path + "." + m.name, depth + 1, out);
+    collect(m.type, base + m.offset, m.name.empty() ? path : path + "." + m.name, depth + 1, opaque,
+            out);
   }
 }
 
 }  // namespace
 
+std::string BlockType::member_at(uint64_t off) const {
+  const Type* t = type ? type->strip() : nullptr;
+  if (!t || !t->size || off < offset || (off - offset) / t->size >= count) return "";
+  const uint64_t i = (off - offset) / t->size, rel = (off - offset) % t->size;
+  std::string m = member_path_at(t, rel);
+  return count > 1 ? fmt::format("[{}]{}", i, m) : m;
+}
+
 bool BlockTypes::set(size_t c, BlockType t) {
   if (c >= ix_.chunks()) return false;
-  return types_.emplace(static_cast<uint32_t>(c), std::move(t)).second;
+  const Type* type = t.type;
+  if (!types_.emplace(static_cast<uint32_t>(c), std::move(t)).second) return false;
+  if (type && type != last_type_) distinct_.insert(last_type_ = type);
+  return true;
 }
 
 const BlockType* BlockTypes::get(size_t c) const {
@@ -86,11 +101,34 @@ const std::vector<BlockTypes::PtrSlot>& BlockTypes::slots(const Type* t) {
   auto it = slots_.find(t);
   if (it != slots_.end()) return it->second;
   std::vector<std::pair<uint64_t, std::pair<const Type*, std::string>>> raw;
-  collect(t, 0, "", 0, &raw);
+  collect(t, 0, "", 0, opaque_, &raw);
   std::vector<PtrSlot> out;
   out.reserve(raw.size());
   for (auto& [off, tp] : raw) out.push_back({off, tp.first, std::move(tp.second)});
   return slots_.emplace(t, std::move(out)).first->second;
+}
+
+bool BlockTypes::polymorphic(const Type* t) {
+  auto it = polymorphic_.find(t);
+  if (it != polymorphic_.end()) return it->second;
+  bool yes = false;
+  const Type* s = t ? t->strip() : nullptr;
+  // The vptr is the first member, or the first base's (bounded: bases nest).
+  for (int depth = 0; s && s->is_aggregate() && !s->members.empty() && depth < kMaxDepth; ++depth) {
+    const Member& m = s->members.front();
+    if (m.offset != 0) break;
+    if (m.name.rfind("_vptr", 0) == 0) {
+      yes = true;
+      break;
+    }
+    s = m.is_base && m.type ? m.type->strip() : nullptr;
+  }
+  return polymorphic_.emplace(t, yes).first->second;
+}
+
+bool BlockTypes::type_pointee(size_t d, const Type* pointee, std::string path) {
+  if (polymorphic(pointee) && from_vtable(d)) return true;
+  return set(d, BlockType{pointee, pointee->display(), std::move(path), true});
 }
 
 size_t BlockTypes::from_globals() {
@@ -114,8 +152,7 @@ size_t BlockTypes::from_globals() {
     if (!prog_.mem().read(r.from, &v, 8).ok() || v != c.user) continue;
     for (const PtrSlot& s : slots(it->second.second))
       if (it->second.first + s.offset == r.from && s.pointee->size <= c.usable() &&
-          set(r.target,
-              BlockType{s.pointee, s.pointee->display(), demangle(h.sym->name) + s.path, true})) {
+          type_pointee(r.target, s.pointee, source_name(h.sym->name) + s.path)) {
         ++typed;
         break;
       }
@@ -137,16 +174,24 @@ size_t BlockTypes::propagate(const std::vector<uint8_t>& within, size_t max_bloc
     const Type* t = bt.type;
     const std::string from = bt.name;
     const HeapChunk& h = chunks[c];
-    for (const PtrSlot& s : slots(t)) {
-      if (s.offset + 8 > h.usable()) continue;
-      uint64_t v = 0;
-      if (!prog_.mem().read(h.user + s.offset, &v, 8).ok()) continue;
-      const size_t d = ix_.chunk_at(v);
-      if (d == SIZE_MAX || chunks[d].user != v || !in(d) || get(d)) continue;
-      if (s.pointee->size > chunks[d].usable()) continue;  // it cannot hold one
-      set(d, BlockType{s.pointee, s.pointee->display(), from + s.path, true});
-      queue.push_back(static_cast<uint32_t>(d));
-      if (++typed >= max_blocks) break;
+    const uint64_t size = t->strip()->size;
+    // A block of many elements (a vector's array) is read element by
+    // element, as far as the block holds them.
+    const uint64_t n = size ? bt.count : 1;
+    for (uint64_t i = 0; i < n && typed < max_blocks; ++i) {
+      const uint64_t base = bt.offset + i * size;
+      if (base >= h.usable()) break;
+      for (const PtrSlot& s : slots(t)) {
+        if (base + s.offset + 8 > h.usable()) continue;
+        uint64_t v = 0;
+        if (!prog_.mem().read(h.user + base + s.offset, &v, 8).ok()) continue;
+        const size_t d = ix_.chunk_at(v);
+        if (d == SIZE_MAX || chunks[d].user != v || !in(d) || get(d)) continue;
+        if (s.pointee->size > chunks[d].usable()) continue;  // it cannot hold one
+        type_pointee(d, s.pointee, from + (bt.count > 1 ? "[]" : "") + s.path);
+        if (get(d)->type) queue.push_back(static_cast<uint32_t>(d));
+        if (++typed >= max_blocks) break;
+      }
     }
   }
   return typed;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "corelib/blocks/refindex.hpp"
@@ -19,10 +20,18 @@
 namespace lr {
 
 struct BlockType {
-  const Type* type = nullptr;    // the DWARF type at the block's start (null: a name only)
+  const Type* type = nullptr;    // the DWARF type at `offset` (null: a name only)
   std::string name;              // "Widget", "struct part", "dict_t (pool, fuse)"
   std::string via;               // how it is known: "vtable", "Widget.part", a program's name
   bool through_pointer = false;  // from a typed pointer of another block (`via` its member)
+  // Where `type` lies in the block, and how many of it follow one another:
+  // a std::map node's element is past the node's links, a vector's array
+  // holds its size's worth.
+  uint64_t offset = 0;
+  uint64_t count = 1;
+  // Byte `off` of the block as a member path of `type` ("[3].next"); ""
+  // outside the elements or without a type.
+  std::string member_at(uint64_t off) const;
 };
 
 class BlockTypes {
@@ -48,6 +57,18 @@ class BlockTypes {
   size_t from_globals();
   // Chunk `c`'s type; nullptr when none is known.
   const BlockType* get(size_t c) const;
+  // Each typed chunk's number and type, in no order (f must not type more).
+  template <class F>
+  void each(F&& f) const {
+    for (const auto& [c, t] : types_) f(c, t);
+  }
+  // Every DWARF type some chunk has, once: a caller looking for one kind
+  // of type asks here before visiting every typed chunk.
+  const std::unordered_set<const Type*>& distinct_types() const { return distinct_; }
+  // Types whose pointer members are not followed by propagate and
+  // from_globals: a container's own links (a std::map's node base), whose
+  // blocks the container's reader types whole. Set before the first use.
+  void set_opaque(bool (*opaque)(const Type*)) { opaque_ = opaque; }
   // "Widget" from a vtable symbol "_ZTV6Widget" (demangled); "" when the
   // word is not a pointer into a vtable.
   std::string vtable_class(uint64_t vptr) const;
@@ -60,11 +81,22 @@ class BlockTypes {
     std::string path;  // ".part", ".kids[2]"
   };
   const std::vector<PtrSlot>& slots(const Type* t);
+  // Whether objects of `t` start with a vtable pointer (g++'s `_vptr.X`
+  // member, its own or a first base's): then the block's vtable names its
+  // dynamic type, which a pointer's static type may not be.
+  bool polymorphic(const Type* t);
+  // Types chunk `d`, which a typed pointer of `pointee` points at: by its
+  // vtable when the class has one, else as `pointee` via `path`.
+  bool type_pointee(size_t d, const Type* pointee, std::string path);
 
   Program& prog_;
   const RefIndex& ix_;
   std::unordered_map<uint32_t, BlockType> types_;
   std::unordered_map<const Type*, std::vector<PtrSlot>> slots_;
+  std::unordered_map<const Type*, bool> polymorphic_;
+  std::unordered_set<const Type*> distinct_;
+  const Type* last_type_ = nullptr;  // the last one added to distinct_ (runs of one type)
+  bool (*opaque_)(const Type*) = nullptr;
 };
 
 }  // namespace lr

@@ -197,10 +197,10 @@ Result<Variable> TypeRegistry::find_variable(std::string_view raw) {
   v.addr = hit.second->addr;
   v.module = hit.first;
   // Type from the same module's DWARF (a definition with a location, or any).
-  auto type_in = [&](Module* m) {
+  auto type_in = [&](Module* m, const std::string& dwarf_name) {
     Dwarf* dw = m->dwarf();
     Index* idx = dw ? index_for(m) : nullptr;
-    const std::vector<uint64_t>* offs = idx ? idx->lookup(true, v.name, true) : nullptr;
+    const std::vector<uint64_t>* offs = idx ? idx->lookup(true, dwarf_name, true) : nullptr;
     for (uint64_t off : offs ? *offs : std::vector<uint64_t>{}) {
       Dwarf_Die d;
       if (!dwarf_offdie(dw, off, &d)) continue;
@@ -211,12 +211,17 @@ Result<Variable> TypeRegistry::find_variable(std::string_view raw) {
       if (v.type && !is_decl(&d)) break;
     }
   };
-  type_in(hit.first);
+  type_in(hit.first, v.name);
+  // Named by its mangled symbol (an address symbolized: _Z6g_listB5cxx11
+  // for a global whose type carries the C++11 ABI tag): the DWARF names it
+  // by its source name.
+  if (!v.type && v.name.rfind("_Z", 0) == 0)
+    if (std::string src = source_name(v.name); src != v.name) type_in(hit.first, src);
   // A module without DWARF: a types file's declaration of the variable
   // (`extern struct vcache *afs_vhashT[16];`) gives its type.
   for (const auto& m : mods_->modules()) {
     if (v.type || hit.first->has_dwarf()) break;
-    if (m->types_only) type_in(m.get());
+    if (m->types_only) type_in(m.get(), v.name);
   }
   return v;
 }

@@ -21,4 +21,10 @@ std::vector<std::string> container_names() {
   return g_kinds.names();
 }
 
+std::vector<const ContainerKind*> container_kinds() {
+  std::vector<const ContainerKind*> v;
+  for (const auto& n : g_kinds.names()) v.push_back(g_kinds.find(n));
+  return v;
+}
+
 }  // namespace lr

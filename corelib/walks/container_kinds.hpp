@@ -14,6 +14,23 @@
 
 namespace lr {
 
+// A heap block a container allocated for itself: a node, its element
+// array, its bucket array, a string's characters.
+struct OwnBlock {
+  uint64_t addr = 0;           // the block's start, as the allocator returned it
+  const char* role = "";       // "node", "elements", "buckets", "characters"
+  const Type* elem = nullptr;  // the elements in it (null: none, as buckets)
+  uint64_t elem_offset = 0;    // where the first lies in the block
+  uint64_t elem_count = 0;     // how many follow one another
+};
+// The container's own blocks, and its name as a C++ user writes it
+// ("std::map<int, Node*>").
+struct OwnBlocks {
+  std::string container;
+  std::vector<OwnBlock> blocks;
+  std::string warning;  // a container walked only in part says why
+};
+
 struct ContainerKind {
   std::string name;  // "hashtable": a profile's link, the walk command's mode
   std::string mode;  // the walk's mode in reports ("hash:<program>")
@@ -28,7 +45,15 @@ struct ContainerKind {
   // The objects' type the head's own type says (a C++ container's element
   // type), for a walk given no type; null when the kind cannot tell.
   Result<const Type*> (*element)(Program& prog, const Variable& head) = nullptr;
+  // Whether `t` (typedefs stripped) is one of this kind's containers, which
+  // own_blocks reads: what a block holding one is found to hold by.
+  bool (*holds)(const Type* t) = nullptr;
+  // The heap blocks the container of type `t` at `addr` allocated itself.
+  Result<OwnBlocks> (*own_blocks)(Program& prog, const Type* t, uint64_t addr,
+                                  const WalkLimits& lim) = nullptr;
 };
+// Every registered kind, in registration order.
+std::vector<const ContainerKind*> container_kinds();
 
 void register_container(const ContainerKind& k);  // a name registered twice is kept once
 // The registered kind named `name`; null when none is.

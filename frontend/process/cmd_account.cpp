@@ -11,6 +11,7 @@
 
 #include "corelib/analyses/account.hpp"
 #include "corelib/answers/block_keys.hpp"
+#include "corelib/answers/container_blocks.hpp"
 #include "corelib/answers/leak_states.hpp"
 #include "corelib/answers/profile_match.hpp"
 #include "corelib/base/fileio.hpp"
@@ -185,6 +186,11 @@ int cmd_account(const DumpOptions& c, const AccountArgs& a) {
   lr::IndexedCore& op = o.value();
   lr::RefNamer names(op, known);
   const lr::LeakStates ls = lr::find_leaks(op, names);
+  if (a.by == "type") {
+    // Live blocks by what holds them: containers' nodes, typed pointers.
+    lr::ContainerTyping ct = lr::type_heap_blocks(op, names.types());
+    res_warnings.insert(res_warnings.end(), ct.warnings.begin(), ct.warnings.end());
+  }
   lr::AccountInput in = lr::account_input(op, ls, &res_warnings);
   lr::LiveSites sites;
   auto key = breakdown(a, op, names, known, sites);

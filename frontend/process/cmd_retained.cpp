@@ -81,6 +81,8 @@ lr::Result<std::unique_ptr<Opened>> open_tree(const DumpOptions& c, const std::s
   auto t = lr::retained_tree(out->core, *out->names, all_roots);
   if (!t.ok()) return t.error();
   out->tree = std::move(t).value();
+  auto& w = out->core.warnings;
+  w.insert(w.end(), out->tree.warnings.begin(), out->tree.warnings.end());
   out->namer = lr::retained_namer(out->core, *out->names);
   out->view.reset(new RetainedView{out->tree, *out->namer, out_stdout(), core, out->core.warnings,
                                    out->core.ci.index->stats().build_ns});

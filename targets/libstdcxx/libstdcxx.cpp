@@ -56,37 +56,46 @@ Result<FieldLoc> need(const Container& c, const char* path) {
   return r;
 }
 
-// The container the head names: the head's type, or what a pointer head
-// points at.
-Result<Container> container_at(Program& prog, const Variable& head) {
-  Container c;
-  c.name = head.name;
-  c.addr = head.addr;
-  c.type = head.type ? head.type->strip() : nullptr;
-  if (c.type && c.type->kind == TypeKind::kPointer) {
-    LR_ASSIGN(c.addr, prog.mem().read_u64(head.addr));
-    c.type = c.type->target ? c.type->target->strip() : nullptr;
-  }
-  if (!c.type || !c.type->is_aggregate())
+const StdClass* std_class(const Type* t) {
+  if (!t || !t->is_aggregate()) return nullptr;
+  for (const auto& k : kClasses)
+    if (t->name.rfind(k.prefix, 0) == 0) return &k;
+  return nullptr;
+}
+
+// The container of type `t` (typedefs stripped) at `addr`; `name` for messages.
+Result<Container> container_of(const Type* t, uint64_t addr, const std::string& name) {
+  if (!t || !t->is_aggregate())
     return make_error(Errc::kInvalidArgument,
-                      fmt::format("{} is {}: not a C++ standard container", head.name,
-                                  c.type ? c.type->display() : "of no known type"));
-  const std::string& n = c.type->name;
-  if (n.rfind("deque<", 0) == 0)
+                      fmt::format("{} is {}: not a C++ standard container", name,
+                                  t ? t->display() : "of no known type"));
+  if (t->name.rfind("deque<", 0) == 0)
     return make_error(Errc::kUnsupported,
                       fmt::format("{}: std::deque is not walked yet (its buffers' size is a "
                                   "constant of libstdc++'s headers, not of the DWARF)",
-                                  head.name));
-  for (const auto& k : kClasses)
-    if (n.rfind(k.prefix, 0) == 0) {
-      c.shape = k.shape, c.pairs = k.pairs;
-      return c;
-    }
-  return make_error(Errc::kInvalidArgument,
-                    fmt::format("{} is {}: not a standard container this walk knows (vector, "
-                                "list, forward_list, map, set, unordered_map, unordered_set and "
-                                "their multi forms)",
-                                head.name, c.type->display()));
+                                  name));
+  const StdClass* k = std_class(t);
+  if (!k)
+    return make_error(Errc::kInvalidArgument,
+                      fmt::format("{} is {}: not a standard container this walk knows (vector, "
+                                  "list, forward_list, map, set, unordered_map, unordered_set "
+                                  "and their multi forms)",
+                                  name, t->display()));
+  Container c;
+  c.type = t, c.addr = addr, c.name = name, c.shape = k->shape, c.pairs = k->pairs;
+  return c;
+}
+
+// The container the head names: the head's type, or what a pointer head
+// points at.
+Result<Container> container_at(Program& prog, const Variable& head) {
+  uint64_t addr = head.addr;
+  const Type* t = head.type ? head.type->strip() : nullptr;
+  if (t && t->kind == TypeKind::kPointer) {
+    LR_ASSIGN(addr, prog.mem().read_u64(head.addr));
+    t = t->target ? t->target->strip() : nullptr;
+  }
+  return container_of(t, addr, head.name);
 }
 
 // An object's alignment as the compiler lays it out: what the DWARF says
@@ -283,6 +292,146 @@ Result<const Type*> element_std(Program& prog, const Variable& head) {
   return element_of(c);
 }
 
+// ---- the containers' own blocks (typed by what holds them) ----
+
+bool is_string(const Type* t) {
+  return t && t->is_aggregate() && t->name.rfind("basic_string<", 0) == 0;
+}
+
+// DWARF's base type names as C++ source spells them.
+std::string_view source_spelling(std::string_view n) {
+  static constexpr std::pair<std::string_view, std::string_view> kNames[] = {
+      {"long int", "long"},           {"long unsigned int", "unsigned long"},
+      {"long long int", "long long"}, {"long long unsigned int", "unsigned long long"},
+      {"short int", "short"},         {"short unsigned int", "unsigned short"},
+  };
+  for (const auto& [dwarf, src] : kNames)
+    if (n == dwarf) return src;
+  return n;
+}
+
+// A library default a user leaves out when writing the type: the
+// comparator, hash, equality, allocator and character traits.
+bool is_default_parameter(const Type* a) {
+  const Type* t = a ? a->strip() : nullptr;
+  if (!t) return false;
+  for (std::string_view p : {"less<", "hash<", "equal_to<", "allocator<", "char_traits<"})
+    if (t->name.rfind(p, 0) == 0) return true;
+  return false;
+}
+
+// A type as a C++ user writes it: "Node*", "std::map<int, Node*>",
+// "std::string". Only the standard library's templates get "std::" (the
+// DWARF's names are bare); nesting is bounded.
+std::string cxx_type_name(const Type* t, int depth) {
+  if (!t || depth > 8) return "?";
+  if (t->kind == TypeKind::kTypedef && !t->name.empty()) return t->name;
+  t = t->strip();
+  if (!t) return "?";
+  if (t->kind == TypeKind::kPointer)
+    return (t->target ? cxx_type_name(t->target, depth + 1) : "void") + "*";
+  if (!t->is_aggregate()) return std::string(source_spelling(t->display()));
+  const std::string& n = t->name;
+  if (n.empty()) return t->display();
+  if (n == "basic_string<char, std::char_traits<char>, std::allocator<char> >")
+    return "std::string";
+  const bool std_template = std_class(t) || is_string(t) || n.rfind("pair<", 0) == 0;
+  if (!std_template || t->template_args.empty()) return n;
+  std::string out = "std::" + n.substr(0, n.find('<')) + "<";
+  for (size_t i = 0; i < t->template_args.size(); ++i) {
+    if (is_default_parameter(t->template_args[i])) break;
+    out += (i ? ", " : "") + cxx_type_name(t->template_args[i], depth + 1);
+  }
+  return out + ">";
+}
+std::string cxx_type_name(const Type* t) {
+  return cxx_type_name(t, 0);
+}
+
+bool holds_std(const Type* t) {
+  return std_class(t) || is_string(t);
+}
+
+// A std::string of the C++11 ABI (std::__cxx11::basic_string, GCC 5 on):
+// its characters are a block of their own once longer than the 15 kept in
+// the object itself. The copy-on-write string of the old ABI keeps a
+// header before them and is refused.
+Result<OwnBlocks> string_blocks(Program& prog, const Type* t, uint64_t addr, OwnBlocks out) {
+  auto p = resolve_path(t, "_M_dataplus._M_p");
+  auto local = resolve_path(t, "_M_local_buf");
+  if (!p.ok() || !local.ok())
+    return make_error(Errc::kUnsupported,
+                      fmt::format("{} at {:#x}: not the C++11 ABI's string (a copy-on-write "
+                                  "string is not read)",
+                                  out.container, addr));
+  LR_ASSIGN(uint64_t chars, prog.mem().read_u64(addr + p.value().offset));
+  if (chars && chars != addr + local.value().offset)
+    out.blocks.push_back({chars, "characters", nullptr, 0, 0});
+  return out;
+}
+
+// A vector's one element array, from its start (its capacity's worth; the
+// elements are its size's).
+Result<void> vector_blocks(Program& prog, const Container& c, const Type* elem, OwnBlocks* out) {
+  LR_ASSIGN(FieldLoc s, need(c, "_M_impl._M_start"));
+  LR_ASSIGN(FieldLoc f, need(c, "_M_impl._M_finish"));
+  LR_ASSIGN(FieldLoc e, need(c, "_M_impl._M_end_of_storage"));
+  const Memory& mem = prog.mem();
+  LR_ASSIGN(uint64_t start, mem.read_u64(c.addr + s.offset));
+  LR_ASSIGN(uint64_t finish, mem.read_u64(c.addr + f.offset));
+  LR_ASSIGN(uint64_t end, mem.read_u64(c.addr + e.offset));
+  const uint64_t size = elem->strip()->size;
+  if (finish < start || finish > end || (finish - start) % size)
+    return make_error(Errc::kBadFormat,
+                      fmt::format("{} at {:#x}: _M_start {:#x}, _M_finish {:#x} and "
+                                  "_M_end_of_storage {:#x} hold no whole number of elements",
+                                  c.name, c.addr, start, finish, end));
+  if (start) out->blocks.push_back({start, "elements", elem, 0, (finish - start) / size});
+  return {};
+}
+
+// A hash table's bucket array, unless it is the one bucket kept inside the
+// table itself.
+Result<void> bucket_block(Program& prog, const Container& c, OwnBlocks* out) {
+  LR_ASSIGN(FieldLoc b, need(c, "_M_h._M_buckets"));
+  LR_ASSIGN(FieldLoc one, need(c, "_M_h._M_single_bucket"));
+  LR_ASSIGN(uint64_t buckets, prog.mem().read_u64(c.addr + b.offset));
+  if (buckets && buckets != c.addr + one.offset)
+    out->blocks.push_back({buckets, "buckets", nullptr, 0, 0});
+  return {};
+}
+
+Result<OwnBlocks> own_blocks_std(Program& prog, const Type* t, uint64_t addr,
+                                 const WalkLimits& lim) {
+  t = t ? t->strip() : nullptr;
+  OwnBlocks out;
+  out.container = cxx_type_name(t);
+  if (is_string(t)) return string_blocks(prog, t, addr, std::move(out));
+  LR_ASSIGN(Container c, container_of(t, addr, out.container));
+  LR_ASSIGN(const Type* elem, element_of(c));
+  if (!elem->strip()->size)
+    return make_error(Errc::kBadFormat, fmt::format("{}: an element of no size", c.name));
+  if (c.shape == Shape::kVector) {
+    LR_TRY(vector_blocks(prog, c, elem, &out));
+    return out;
+  }
+  LR_ASSIGN(uint64_t off, storage_offset(c, node_base(c.shape), elem));
+  WalkLimits nl = lim;
+  nl.sink = {};
+  uint64_t recorded = UINT64_MAX;
+  LR_ASSIGN(WalkResult r, walk_nodes(prog, c, nl, &recorded));
+  out.blocks.reserve(r.objects.size() + 1);
+  for (uint64_t node : r.objects) out.blocks.push_back({node, "node", elem, off, 1});
+  if (!r.ok())
+    out.warning =
+        fmt::format("{} at {:#x}: its nodes were read in part ({})", c.name, c.addr, r.stop_detail);
+  else if (recorded != UINT64_MAX && recorded != r.objects.size())
+    out.warning = fmt::format("{} at {:#x} records {} elements, but {} nodes were walked", c.name,
+                              c.addr, recorded, r.objects.size());
+  if (c.shape == Shape::kHash) LR_TRY(bucket_block(prog, c, &out));
+  return out;
+}
+
 }  // namespace
 
 TargetSpec libstdcxx_target() {
@@ -292,6 +441,8 @@ TargetSpec libstdcxx_target() {
   k.what = "a C++ standard container (libstdc++)";
   k.walk = &walk_std;
   k.element = &element_std;
+  k.holds = &holds_std;
+  k.own_blocks = &own_blocks_std;
   TargetSpec t;
   t.name = "libstdcxx";
   t.containers.push_back(k);

@@ -1,0 +1,241 @@
+// Containers' own blocks, typed by what holds them (container_blocks.hpp).
+#include "corelib/answers/container_blocks.hpp"
+
+#include <fmt/format.h>
+
+#include <deque>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "corelib/base/names.hpp"
+#include "corelib/walks/container_kinds.hpp"
+
+namespace lr {
+
+namespace {
+
+constexpr size_t kMaxWarnings = 20;
+constexpr int kMaxDepth = 8;         // members inside members, as blocktypes reads them
+constexpr size_t kMaxSlots = 256;    // containers in one type: an array of them says no more
+constexpr uint64_t kMaxArray = 256;  // elements of an array member looked into
+
+const ContainerKind* kind_of(const Type* t) {
+  static const std::vector<const ContainerKind*> kinds = container_kinds();
+  t = t ? t->strip() : nullptr;
+  if (!t || !t->is_aggregate()) return nullptr;
+  for (const ContainerKind* k : kinds)
+    if (k->holds && k->own_blocks && k->holds(t)) return k;
+  return nullptr;
+}
+
+// A container inside an object of some type: where, and its member path.
+struct Slot {
+  uint64_t offset;
+  const Type* type;
+  const ContainerKind* kind;
+  std::string path;
+};
+
+// A typed block as the holder of its containers: "Registry" for "struct
+// Registry" (C++ writes no keyword; the container's name follows).
+std::string holder_name(const std::string& type) {
+  for (std::string_view k : {"struct ", "union ", "class "})
+    if (type.rfind(k, 0) == 0) return type.substr(k.size());
+  return type;
+}
+
+class Typer {
+ public:
+  Typer(const IndexedCore& core, BlockTypes& types, const std::vector<uint8_t>& within,
+        uint64_t max_blocks)
+      : prog_(*core.prog),
+        ix_(*core.ci.index),
+        types_(types),
+        within_(within),
+        max_blocks_(max_blocks) {}
+
+  void from_globals();
+  // The blocks typed since the last call whose type holds containers.
+  void from_typed_blocks();
+  // Reads the queued containers; returns how many blocks it typed.
+  uint64_t run();
+  ContainerTyping result() { return std::move(out_); }
+
+ private:
+  struct Job {
+    const ContainerKind* kind;
+    const Type* type;
+    uint64_t addr;
+    std::string via;
+  };
+  const std::vector<Slot>& slots(const Type* t);
+  // The containers inside `n` objects of type `t` from `addr` on, named
+  // `via` and their member path.
+  void queue(const Type* t, uint64_t addr, uint64_t n, const std::string& via);
+  void warn(std::string w);
+  void type_block(const Job& j, const std::string& container, const OwnBlock& b);
+
+  Program& prog_;
+  const RefIndex& ix_;
+  BlockTypes& types_;
+  const std::vector<uint8_t>& within_;
+  uint64_t max_blocks_;
+  std::deque<Job> jobs_;
+  std::unordered_map<const Type*, std::vector<Slot>> slots_;
+  std::unordered_set<uint32_t> examined_;  // typed blocks already looked into
+  ContainerTyping out_;
+};
+
+const std::vector<Slot>& Typer::slots(const Type* t) {
+  auto it = slots_.find(t);
+  if (it != slots_.end()) return it->second;
+  std::vector<Slot> out;
+  struct Item {
+    const Type* t;
+    uint64_t off;
+    std::string path;
+    int depth;
+  };
+  std::vector<Item> stack{{t, 0, "", 0}};
+  while (!stack.empty() && out.size() < kMaxSlots) {
+    Item i = std::move(stack.back());
+    stack.pop_back();
+    const Type* s = i.t ? i.t->strip() : nullptr;
+    if (!s || i.depth > kMaxDepth) continue;
+    if (const ContainerKind* k = kind_of(s)) {
+      out.push_back({i.off, s, k, i.path});
+    } else if (s->kind == TypeKind::kArray && s->target && s->target->strip() &&
+               s->target->strip()->is_aggregate()) {
+      const uint64_t es = s->target->strip()->size;
+      for (uint64_t n = std::min(s->count, kMaxArray); es && n-- > 0;)
+        stack.push_back({s->target, i.off + n * es, fmt::format("{}[{}]", i.path, n), i.depth + 1});
+    } else if (s->is_aggregate()) {
+      for (auto m = s->members.rbegin(); m != s->members.rend(); ++m)
+        if (!m->bit_size)
+          stack.push_back({m->type, i.off + m->offset,
+                           m->name.empty() ? i.path : i.path + "." + m->name, i.depth + 1});
+    }
+  }
+  return slots_.emplace(t, std::move(out)).first->second;
+}
+
+void Typer::queue(const Type* t, uint64_t addr, uint64_t n, const std::string& via) {
+  const auto& ss = slots(t);
+  if (ss.empty()) return;
+  const uint64_t size = t->strip()->size;
+  for (uint64_t i = 0; i < (size ? n : 1); ++i)
+    for (const Slot& s : ss)
+      jobs_.push_back({s.kind, s.type, addr + i * size + s.offset, via + s.path});
+}
+
+void Typer::warn(std::string w) {
+  if (out_.warning_count++ < kMaxWarnings) out_.warnings.push_back(std::move(w));
+}
+
+// Each global holding a root reference, once, by its DWARF type.
+void Typer::from_globals() {
+  std::unordered_set<uint64_t> seen;
+  for (size_t i = 0; i < ix_.root_count(); ++i) {
+    const Ref r = ix_.root_ref(i);
+    if (r.kind != RefFrom::kGlobal) continue;
+    SymbolHit h = prog_.modules().symbolize(r.from);
+    if (!h.sym || !h.module || !seen.insert(h.sym->addr).second) continue;
+    auto v = prog_.resolve(h.sym->name + "@" + h.module->basename());
+    if (!v.ok() || v.value().addr != h.sym->addr || !v.value().type) continue;
+    queue(v.value().type, h.sym->addr, 1, source_name(h.sym->name));
+  }
+}
+
+void Typer::from_typed_blocks() {
+  // Most programs' typed blocks hold no container: one look per type.
+  bool any = false;
+  for (const Type* t : types_.distinct_types()) any = any || !slots(t).empty();
+  if (!any) return;
+  const auto& chunks = ix_.heap().in_use;
+  types_.each([&](uint32_t c, const BlockType& bt) {
+    if (c >= within_.size() || !(within_[c] & 1) || !bt.type || slots(bt.type).empty() ||
+        !examined_.insert(c).second)
+      return;
+    const uint64_t size = bt.type->strip()->size;
+    const uint64_t room = chunks[c].usable() > bt.offset ? chunks[c].usable() - bt.offset : 0;
+    const uint64_t n = size ? std::min(bt.count, room / size) : 0;
+    if (n)
+      queue(bt.type, chunks[c].user + bt.offset, n, holder_name(bt.name) + (n > 1 ? "[]" : ""));
+  });
+}
+
+void Typer::type_block(const Job& j, const std::string& container, const OwnBlock& b) {
+  const size_t c = ix_.chunk_at(b.addr);
+  const auto& chunks = ix_.heap().in_use;
+  if (c == SIZE_MAX || chunks[c].user != b.addr) {
+    warn(fmt::format("{} {}: its {} at {:#x} is no heap block's start", container, j.via, b.role,
+                     b.addr));
+    return;
+  }
+  if (c >= within_.size() || !(within_[c] & 1)) return;
+  const uint64_t es = b.elem ? b.elem->strip()->size : 0;
+  if (es && b.elem_offset + es * std::max<uint64_t>(b.elem_count, 1) > chunks[c].usable()) {
+    warn(fmt::format("{} {}: its {} at {:#x} is smaller than what it holds", container, j.via,
+                     b.role, b.addr));
+    return;
+  }
+  BlockType t{b.elem,        fmt::format("{} of {} {}", b.role, container, j.via),
+              j.via,         false,
+              b.elem_offset, std::max<uint64_t>(b.elem_count, 1)};
+  if (!types_.set(c, std::move(t))) return;
+  ++out_.blocks;
+  // A container's elements are one of many ("g_names[].first").
+  if (b.elem) queue(b.elem, b.addr + b.elem_offset, b.elem_count, j.via + "[]");
+}
+
+uint64_t Typer::run() {
+  const uint64_t before = out_.blocks;
+  WalkLimits lim;
+  while (!jobs_.empty() && out_.blocks < max_blocks_) {
+    Job j = std::move(jobs_.front());
+    jobs_.pop_front();
+    auto r = j.kind->own_blocks(prog_, j.type, j.addr, lim);
+    ++out_.containers;
+    if (!r.ok()) {
+      warn(fmt::format("{}: {}", j.via, r.error().message));
+      continue;
+    }
+    if (!r.value().warning.empty()) warn(r.value().warning);
+    for (const OwnBlock& b : r.value().blocks) type_block(j, r.value().container, b);
+  }
+  if (!jobs_.empty())
+    warn(fmt::format("containers typed {} blocks, the most they type; {} containers not read",
+                     out_.blocks, jobs_.size()));
+  jobs_.clear();
+  return out_.blocks - before;
+}
+
+}  // namespace
+
+bool is_container_type(const Type* t) {
+  return kind_of(t) != nullptr;
+}
+
+ContainerTyping type_heap_blocks(const IndexedCore& core, BlockTypes& types,
+                                 const std::vector<uint8_t>* within, uint64_t max_blocks) {
+  const std::vector<uint8_t> all(within ? 0 : core.ci.index->chunks(), 1);
+  const std::vector<uint8_t>& in = within ? *within : all;
+  Typer typer(core, types, in, max_blocks);
+  if (!within) {
+    typer.from_globals();
+    typer.run();
+    types.from_globals();
+  }
+  // Each round types what the typed blocks point at, then the blocks of
+  // the containers inside them; a round whose containers type nothing new
+  // ends it (propagate has followed every typed block's pointers already).
+  for (int round = 0; round < 64; ++round) {
+    types.propagate(in);
+    typer.from_typed_blocks();
+    if (typer.run() == 0) break;
+  }
+  return typer.result();
+}
+
+}  // namespace lr

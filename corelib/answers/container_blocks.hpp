@@ -1,0 +1,43 @@
+// The heap blocks C++ containers allocated for themselves (a std::map's
+// nodes, a vector's array, a hash table's buckets, a string's characters),
+// named by the container and what holds it: "node of std::map<int, Node*>
+// g_map", "elements of std::vector<long> Registry.items". The account, the
+// retained-size tree and leaks then group C++ memory by what holds it
+// instead of filing it as unknown. The container kinds targets register
+// say which types are containers and which blocks each one owns.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "corelib/answers/core_index.hpp"
+#include "corelib/blocks/blocktypes.hpp"
+
+namespace lr {
+
+struct ContainerTyping {
+  uint64_t containers = 0;  // containers read
+  uint64_t blocks = 0;      // blocks typed by them
+  // A container read in part (a damaged tree, a count its nodes do not
+  // match) or not at all: its blocks may be left untyped. The first few.
+  std::vector<std::string> warnings;
+  uint64_t warning_count = 0;
+};
+
+// Whether some registered container kind holds objects of type `t`.
+bool is_container_type(const Type* t);
+
+// The heap's types as far as the core says (for the tree and the account):
+// the containers held by globals, the globals' typed pointers, then typed
+// pointers from every typed block and the containers inside typed blocks,
+// round after round until nothing more is typed. Breadth first with
+// queues, never recursion over data; at most `max_blocks` typed by
+// containers. Blocks already typed keep their type. With `within`, only
+// blocks flagged there (bit 0) are typed, from the typed ones among them
+// (leaks: the leaked blocks), and globals are not read.
+ContainerTyping type_heap_blocks(const IndexedCore& core, BlockTypes& types,
+                                 const std::vector<uint8_t>* within = nullptr,
+                                 uint64_t max_blocks = 100'000'000);
+
+}  // namespace lr
