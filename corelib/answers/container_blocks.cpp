@@ -136,10 +136,12 @@ void Typer::warn(std::string w) {
 // Each global holding a root reference, once, by its DWARF type.
 void Typer::from_globals() {
   std::unordered_set<uint64_t> seen;
+  uint64_t lo = 0, hi = 0;  // the last symbol's bytes: a big table's words look it up once
   for (size_t i = 0; i < ix_.root_count(); ++i) {
     const Ref r = ix_.root_ref(i);
-    if (r.kind != RefFrom::kGlobal) continue;
+    if (r.kind != RefFrom::kGlobal || (r.from >= lo && r.from < hi)) continue;
     SymbolHit h = prog_.modules().symbolize(r.from);
+    if (h.sym) lo = h.sym->addr, hi = h.sym->addr + h.sym->size;
     if (!h.sym || !h.module || !seen.insert(h.sym->addr).second) continue;
     auto v = prog_.resolve(h.sym->name + "@" + h.module->basename());
     if (!v.ok() || v.value().addr != h.sym->addr || !v.value().type) continue;

@@ -138,7 +138,9 @@ def guest(c, b, kver, fresh):
             "-no-reboot", "-nodefaults", "-device", "vmcoreinfo",
             "-kernel", os.path.join(src, "arch/x86/boot/bzImage"),
             "-initrd", os.path.join(d, "initramfs.cpio.gz"),
-            "-append", "console=ttyS0 panic=-1 quiet slub_debug=U,lrk_obj",
+            # fw_cfg at QEMU's x86 I/O ports (0x510: selector, data; 0x514: DMA).
+            "-append", "console=ttyS0 panic=-1 quiet slub_debug=U,lrk_obj "
+            "qemu_fw_cfg.ioport=0x0c@0x510:0:1:4",
             "-serial", "file:" + serial, "-monitor", f"unix:{mon},server,nowait"]
     with qemu.Guest(argv, serial, log) as g:
         t = g.wait_for("LEAKREF-READY", 600, "guest not ready")
