@@ -184,8 +184,12 @@ uint64_t recorded_count(const Memory& mem, uint64_t addr, const FieldLoc& f) {
   return n && mem.read(addr + f.offset, &v, n).ok() ? v : UINT64_MAX;
 }
 
-Result<WalkResult> walk_vector(Program& prog, const Container& c, uint64_t elem_size,
-                               const WalkLimits& lim) {
+// A vector's element array: where it starts and how many elements it
+// holds, its capacity bounding its size.
+struct VectorSpan {
+  uint64_t start = 0, count = 0;
+};
+Result<VectorSpan> vector_span(Program& prog, const Container& c, uint64_t elem_size) {
   LR_ASSIGN(FieldLoc s, need(c, "_M_impl._M_start"));
   LR_ASSIGN(FieldLoc f, need(c, "_M_impl._M_finish"));
   LR_ASSIGN(FieldLoc e, need(c, "_M_impl._M_end_of_storage"));
@@ -194,13 +198,19 @@ Result<WalkResult> walk_vector(Program& prog, const Container& c, uint64_t elem_
   LR_ASSIGN(uint64_t finish, mem.read_u64(c.addr + f.offset));
   LR_ASSIGN(uint64_t end, mem.read_u64(c.addr + e.offset));
   // Its capacity bounds its size: a _M_finish past _M_end_of_storage is no vector.
-  if (finish < start || finish > end || (finish - start) % elem_size ||
+  if (!elem_size || finish < start || finish > end || (finish - start) % elem_size ||
       (finish - start) / elem_size > kMaxElements)
     return make_error(Errc::kBadFormat,
                       fmt::format("{}: _M_start {:#x}, _M_finish {:#x} and _M_end_of_storage "
                                   "{:#x} hold no whole number of {}-byte elements",
                                   c.name, start, finish, end, elem_size));
-  return walk_array(mem, start, (finish - start) / elem_size, elem_size, lim);
+  return VectorSpan{start, (finish - start) / elem_size};
+}
+
+Result<WalkResult> walk_vector(Program& prog, const Container& c, uint64_t elem_size,
+                               const WalkLimits& lim) {
+  LR_ASSIGN(VectorSpan v, vector_span(prog, c, elem_size));
+  return walk_array(prog.mem(), v.start, v.count, elem_size, lim);
 }
 
 // The nodes of a node-based container, from its links (no sink: the
@@ -370,23 +380,11 @@ Result<OwnBlocks> string_blocks(Program& prog, const Type* t, uint64_t addr, Own
   return out;
 }
 
-// A vector's one element array, from its start (its capacity's worth; the
-// elements are its size's).
+// A vector's one element array (its capacity's worth; the elements are
+// its size's).
 Result<void> vector_blocks(Program& prog, const Container& c, const Type* elem, OwnBlocks* out) {
-  LR_ASSIGN(FieldLoc s, need(c, "_M_impl._M_start"));
-  LR_ASSIGN(FieldLoc f, need(c, "_M_impl._M_finish"));
-  LR_ASSIGN(FieldLoc e, need(c, "_M_impl._M_end_of_storage"));
-  const Memory& mem = prog.mem();
-  LR_ASSIGN(uint64_t start, mem.read_u64(c.addr + s.offset));
-  LR_ASSIGN(uint64_t finish, mem.read_u64(c.addr + f.offset));
-  LR_ASSIGN(uint64_t end, mem.read_u64(c.addr + e.offset));
-  const uint64_t size = elem->strip()->size;
-  if (finish < start || finish > end || (finish - start) % size)
-    return make_error(Errc::kBadFormat,
-                      fmt::format("{} at {:#x}: _M_start {:#x}, _M_finish {:#x} and "
-                                  "_M_end_of_storage {:#x} hold no whole number of elements",
-                                  c.name, c.addr, start, finish, end));
-  if (start) out->blocks.push_back({start, "elements", elem, 0, (finish - start) / size});
+  LR_ASSIGN(VectorSpan v, vector_span(prog, c, elem->strip()->size));
+  if (v.start) out->blocks.push_back({v.start, "elements", elem, 0, v.count});
   return {};
 }
 
