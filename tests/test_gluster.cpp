@@ -451,8 +451,11 @@ std::string table_retains(Volume& v) {
   };
   want("dentry_t (pool, fuse)", dentries, true);
   want(heads, 2, true);  // the inode and dentry hash arrays, list heads of 16 bytes
-  want("gf_common_mt_inode_ctx (GF_MALLOC, fuse)", inodes, false);
-  want(wb, wb_inodes.size(), false);
+  // A context held from outside the table as well (write-behind's own
+  // list of an inode with a write still open, seen in the sanitized suite
+  // after the earlier tests' writes) is at the edge, named there too.
+  want("gf_common_mt_inode_ctx (GF_MALLOC, fuse)", inodes, true);
+  want(wb, wb_inodes.size(), true);
   if (why.empty() && !shared.count(heads) &&
       bytes[heads] < (table["inode_hashsize"] + table["dentry_hashsize"]) * 16)
     why += fmt::format("the hash arrays hold {} bytes\n", bytes[heads]);
