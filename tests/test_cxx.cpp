@@ -204,6 +204,7 @@ TEST_CASE("retained and account: containers' blocks are named by what holds them
   for (const auto& [key, type] : want) {
     INFO(key << " should be in blocks named " << type);
     std::set<uint64_t> in;
+    REQUIRE(!owned[key].empty());
     for (const auto& a : owned[key]) {
       const uint64_t b = block_of(hex(a));
       REQUIRE(b != 0);

@@ -16,9 +16,10 @@ namespace lr {
 namespace {
 
 constexpr size_t kMaxWarnings = 20;
-constexpr int kMaxDepth = 8;         // members inside members, as blocktypes reads them
-constexpr size_t kMaxSlots = 256;    // containers in one type: an array of them says no more
-constexpr uint64_t kMaxArray = 256;  // elements of an array member looked into
+constexpr int kMaxDepth = 8;              // members inside members, as blocktypes reads them
+constexpr size_t kMaxSlots = 256;         // containers in one type: an array of them says no more
+constexpr uint64_t kMaxArray = 256;       // elements of an array member looked into
+constexpr size_t kMaxQueued = 4'000'000;  // containers waiting to be read
 
 const ContainerKind* kind_of(const Type* t) {
   static const std::vector<const ContainerKind*> kinds = container_kinds();
@@ -84,6 +85,7 @@ class Typer {
   std::deque<Job> jobs_;
   std::unordered_map<const Type*, std::vector<Slot>> slots_;
   std::unordered_set<uint32_t> examined_;  // typed blocks already looked into
+  uint64_t not_queued_ = 0;                // containers past kMaxQueued
   ContainerTyping out_;
 };
 
@@ -125,8 +127,15 @@ void Typer::queue(const Type* t, uint64_t addr, uint64_t n, const std::string& v
   if (ss.empty()) return;
   const uint64_t size = t->strip()->size;
   for (uint64_t i = 0; i < (size ? n : 1); ++i)
-    for (const Slot& s : ss)
+    for (const Slot& s : ss) {
+      // The queue is bounded like the blocks typed: a vector of millions of
+      // strings queues no more than the typing would read.
+      if (jobs_.size() >= kMaxQueued) {
+        ++not_queued_;
+        continue;
+      }
       jobs_.push_back({s.kind, s.type, addr + i * size + s.offset, via + s.path});
+    }
 }
 
 void Typer::warn(std::string w) {
@@ -177,7 +186,9 @@ void Typer::type_block(const Job& j, const std::string& container, const OwnBloc
   }
   if (c >= within_.size() || !(within_[c] & 1)) return;
   const uint64_t es = b.elem ? b.elem->strip()->size : 0;
-  if (es && b.elem_offset + es * std::max<uint64_t>(b.elem_count, 1) > chunks[c].usable()) {
+  const uint64_t room = chunks[c].usable() > b.elem_offset ? chunks[c].usable() - b.elem_offset : 0;
+  // A count read from the core: compared by division, never multiplied.
+  if (es && std::max<uint64_t>(b.elem_count, 1) > room / es) {
     warn(fmt::format("{} {}: its {} at {:#x} is smaller than what it holds", container, j.via,
                      b.role, b.addr));
     return;
@@ -206,10 +217,11 @@ uint64_t Typer::run() {
     if (!r.value().warning.empty()) warn(r.value().warning);
     for (const OwnBlock& b : r.value().blocks) type_block(j, r.value().container, b);
   }
-  if (!jobs_.empty())
+  if (!jobs_.empty() || not_queued_)
     warn(fmt::format("containers typed {} blocks, the most they type; {} containers not read",
-                     out_.blocks, jobs_.size()));
+                     out_.blocks, jobs_.size() + not_queued_));
   jobs_.clear();
+  not_queued_ = 0;
   return out_.blocks - before;
 }
 
