@@ -877,6 +877,30 @@ TEST_CASE("dominators: small graphs against the definition", "[unit][dominators]
   }
 }
 
+TEST_CASE("dominators: wide nodes, repeated edges and self loops against the definition",
+          "[unit][dominators]") {
+  // A node's tree edges past its 255th successor are kept aside by number
+  // when the preorder is made again; repeated and self edges are no
+  // semidominator's.
+  std::mt19937 rng(20261129);
+  for (int round = 0; round < 40; ++round) {
+    const size_t n = 8 + rng() % 40;
+    AdjGraph g(n);
+    for (uint32_t v = 0; v < 3; ++v)
+      for (int k = 0; k < 300 + static_cast<int>(rng() % 400); ++k)
+        g.edge(v, k < 290 ? v : static_cast<uint32_t>(rng() % n));  // most of them to itself
+    for (size_t e = 0, m = rng() % (3 * n); e < m; ++e) {
+      const uint32_t a = static_cast<uint32_t>(rng() % n), b = static_cast<uint32_t>(rng() % n);
+      g.edge(a, b), g.edge(a, b);
+    }
+    std::vector<uint32_t> order;
+    const auto idom = g.idom(0, &order);
+    INFO("round " << round);
+    CHECK(idom == idom_by_definition(g, 0));
+    for (size_t i = 1; i < order.size(); ++i) CHECK(idom[order[i]] != lr::kNoNode);
+  }
+}
+
 TEST_CASE("dominators: a diamond, a cycle and unreachable nodes", "[unit][dominators]") {
   AdjGraph g(7);
   g.edge(0, 1), g.edge(1, 2), g.edge(1, 3), g.edge(2, 4), g.edge(3, 4), g.edge(4, 1);

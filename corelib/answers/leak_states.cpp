@@ -7,11 +7,11 @@
 
 namespace lr {
 
-LeakStates find_leaks(const IndexedCore& core, RefNamer& names) {
+LeakStates find_leaks(const IndexedCore& core, RefNamer& names, std::vector<uint8_t> reach) {
   LeakStates ls;
   const RefIndex& ix = *core.ci.index;
   const auto& chunks = ix.heap().in_use;
-  ls.state = ix.reachable();  // rewritten in place
+  ls.state = reach.empty() ? ix.reachable() : std::move(reach);  // rewritten in place
   const std::vector<uint64_t> pooled = core.pooled_free();
   // The allocator's own structures (a thread's tcache) are its overhead,
   // never the program's leak: in a fork child the other threads' tcaches

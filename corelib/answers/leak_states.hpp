@@ -23,7 +23,9 @@ struct LeakStates {
   std::vector<uint8_t> state;
   uint64_t pool_free = 0;
 };
-LeakStates find_leaks(const IndexedCore& core, RefNamer& names);
+// `reach`: the index's reachable() when the caller has it (a whole pass
+// over the graph saved); empty: made here.
+LeakStates find_leaks(const IndexedCore& core, RefNamer& names, std::vector<uint8_t> reach = {});
 
 // Each in-use block's class for the account (pooled, leaked, live).
 std::vector<ChunkClass> chunk_classes(const IndexedCore& core, const LeakStates& ls);

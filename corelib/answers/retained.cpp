@@ -134,30 +134,19 @@ std::span<const uint32_t> RetainedTree::successors(uint32_t v) const {
 namespace {
 
 // Children largest retained size first. A long list is sorted as (size,
-// node) pairs gathered once: comparing through the sizes array is a cache
+// node) pairs gathered once: comparing through the sizes arrays is a cache
 // miss per comparison (the top has millions of children in a heap full of
 // cross links).
-void sort_by_size(const NodeBytes& bytes, uint32_t* a, uint32_t* b) {
+void sort_by_size(const RetainedTree& t, uint32_t* a, uint32_t* b) {
   if (b - a < 64) {
     std::sort(a, b, [&](uint32_t x, uint32_t y) {
-      return bytes[x] != bytes[y] ? bytes[x] > bytes[y] : x < y;
+      return t.retained(x) != t.retained(y) ? t.retained(x) > t.retained(y) : x < y;
     });
-    return;
-  }
-  if (std::all_of(a, b, [&](uint32_t v) { return bytes.fits(v); })) {
-    // Size and node in one word: half the memory of pairs (the top's list
-    // can be millions long).
-    std::vector<uint64_t> keyed;
-    keyed.reserve(b - a);
-    for (auto it = a; it != b; ++it)
-      keyed.push_back(uint64_t{~static_cast<uint32_t>(bytes[*it])} << 32 | *it);
-    std::sort(keyed.begin(), keyed.end());
-    for (size_t k = 0; k < keyed.size(); ++k) a[k] = static_cast<uint32_t>(keyed[k]);
     return;
   }
   std::vector<std::pair<uint64_t, uint32_t>> keyed;
   keyed.reserve(b - a);
-  for (auto it = a; it != b; ++it) keyed.emplace_back(~bytes[*it], *it);  // largest first
+  for (auto it = a; it != b; ++it) keyed.emplace_back(~t.retained(*it), *it);  // largest first
   std::sort(keyed.begin(), keyed.end());
   for (size_t k = 0; k < keyed.size(); ++k) a[k] = keyed[k].second;
 }
@@ -165,20 +154,23 @@ void sort_by_size(const NodeBytes& bytes, uint32_t* a, uint32_t* b) {
 }  // namespace
 
 std::span<const uint32_t> RetainedTree::children(uint32_t v) const {
-  uint32_t *a = child_.data() + child_begin_[v], *b = child_.data() + child_begin_[v + 1];
-  if (!sorted_[v]) sort_by_size(bytes_, a, b), sorted_[v] = 1;
+  if (!inner_.has(v)) return {};
+  const uint32_t r = inner_[v];
+  uint32_t *a = child_.data() + child_begin_[r], *b = child_.data() + child_begin_[r + 1];
+  if (!sorted_[r]) sort_by_size(*this, a, b), sorted_[r] = 1;
   return {a, b};
 }
 
 std::span<const uint32_t> RetainedTree::children(uint32_t v, size_t k) const {
-  uint32_t *a = child_.data() + child_begin_[v], *b = child_.data() + child_begin_[v + 1];
-  const size_t n = static_cast<size_t>(b - a);
-  if (sorted_[v] || k >= n / 8) return children(v);
+  const std::span<const uint32_t> all = children_unsorted(v);
+  const size_t n = all.size();
+  if (n < 2 || sorted_[inner_[v]] || k >= n / 8) return children(v);
+  uint32_t *a = child_.data() + (all.data() - child_.data()), *b = a + n;
   size_t& done = sorted_prefix_[v];
   if (done < k) {
     // In place, one comparison for most of the list: no keyed copy of it.
     std::partial_sort(a, a + k, b, [&](uint32_t x, uint32_t y) {
-      return bytes_[x] != bytes_[y] ? bytes_[x] > bytes_[y] : x < y;
+      return retained(x) != retained(y) ? retained(x) > retained(y) : x < y;
     });
     done = k;
   }
@@ -213,7 +205,19 @@ const RetainedTree::Paths& RetainedTree::paths() const {
   if (paths_) return *paths_;
   const uint64_t t0 = now_ns();
   auto p = std::make_unique<Paths>();
-  bfs_order(&p->parent);  // the order is not kept: only merged paths need it
+  // As bfs_order, with a queue that gives back what it has passed: only
+  // the parents are kept (only merged paths need the order).
+  auto& parent = p->parent;
+  parent.assign(nodes(), kNoNode);
+  std::deque<uint32_t> todo = {top()};
+  parent[top()] = top();
+  while (!todo.empty()) {
+    const uint32_t v = todo.front();
+    todo.pop_front();
+    for (uint32_t w : successors(v))
+      if (parent[w] == kNoNode && is_edge(v, w)) parent[w] = v, todo.push_back(w);
+  }
+  parent[top()] = kNoNode;
   p->ns = now_ns() - t0;
   paths_ = std::move(p);
   return *paths_;
@@ -228,34 +232,53 @@ std::vector<uint32_t> RetainedTree::shortest_path(uint32_t v) const {
 }
 
 const std::string& RetainedTree::type(uint32_t v) const {
-  if (is_block(v)) return types_[type_of_[v]];
+  if (is_block(v)) return types_[type_of_[v] != kWideType ? type_of_[v] : type_wide_.at(v)];
   if (v < leaked()) return holders_[v - blocks_].name;
   return none_;
 }
 
 namespace {
 
-// Sizes up the dominator tree, and the children lists (sorted on use).
-void sizes_and_children(const Graph& g, const RetainedTree& t, NodeBytes* bytes,
-                        std::vector<uint32_t>* count, const std::vector<uint32_t>& idom,
-                        const std::vector<uint32_t>& order, std::vector<uint32_t>* child_begin,
+// Sizes up the dominator tree, and each inner node's children (sorted on
+// use). Every pass but one goes through the nodes in order, reading idom
+// and the blocks' sizes one after another; only the inner nodes' sums go up
+// the tree in `order` (each node after its dominators, read backwards).
+// `shallow(v)`: a node's own bytes.
+template <class Shallow>
+void sizes_and_children(const Graph& g, const Shallow& shallow, const std::vector<uint32_t>& idom,
+                        const std::vector<uint32_t>& order, InnerNodes* inner, NodeBytes* bytes,
+                        std::vector<uint32_t>* count, std::vector<uint32_t>* child_begin,
                         std::vector<uint32_t>* child) {
-  const size_t n = g.nodes();
-  bytes->assign(n), count->assign(n, 0);
-  for (uint32_t v = 0; v < g.nb; ++v) bytes->set(v, t.shallow(v)), (*count)[v] = 1;
-  for (size_t k = order.size(); k-- > 1;) {
-    const uint32_t v = order[k];
-    bytes->add(idom[v], (*bytes)[v]);
-    (*count)[idom[v]] += (*count)[v];
+  const uint32_t n = static_cast<uint32_t>(g.nodes()), top = g.top();
+  auto below = [&](uint32_t v) { return v != top && idom[v] != kNoNode; };
+  inner->assign(n);
+  for (uint32_t v = 0; v < n; ++v)
+    if (below(v)) inner->mark(idom[v]);
+  inner->rank();
+  const size_t ni = inner->size();
+  bytes->assign(ni), count->assign(ni, 0);
+  // Own sizes: an inner node's its own, a leaf's its dominator's.
+  for (uint32_t v = 0, r = 0; v < n; ++v) {
+    if (inner->has(v)) {
+      bytes->add(r, shallow(v)), (*count)[r++] += v < g.nb;
+    } else if (below(v)) {
+      const uint32_t p = (*inner)[idom[v]];
+      bytes->add(p, shallow(v)), (*count)[p] += v < g.nb;
+    }
   }
+  for (size_t k = order.size(); k-- > 1;)
+    if (const uint32_t v = order[k]; inner->has(v)) {
+      const uint32_t r = (*inner)[v], p = (*inner)[idom[v]];
+      bytes->add(p, (*bytes)[r]), (*count)[p] += (*count)[r];
+    }
   // Counted, then placed from each list's end: no second offsets array.
-  child_begin->assign(n + 1, 0);
-  for (uint32_t v : order)
-    if (v != g.top()) ++(*child_begin)[idom[v]];
-  for (size_t v = 1; v <= n; ++v) (*child_begin)[v] += (*child_begin)[v - 1];
-  child->resize(order.size() - 1);
-  for (size_t k = order.size(); k-- > 0;)
-    if (order[k] != g.top()) (*child)[--(*child_begin)[idom[order[k]]]] = order[k];
+  child_begin->assign(ni + 1, 0);
+  for (uint32_t v = 0; v < n; ++v)
+    if (below(v)) ++(*child_begin)[(*inner)[idom[v]]];
+  for (size_t r = 1; r <= ni; ++r) (*child_begin)[r] += (*child_begin)[r - 1];
+  child->resize((*child_begin)[ni]);
+  for (uint32_t v = n; v-- > 0;)
+    if (below(v)) (*child)[--(*child_begin)[(*inner)[idom[v]]]] = v;
 }
 
 // Type names numbered once each: most blocks repeat the name before them,
@@ -329,23 +352,28 @@ Result<RetainedTree> build_retained(std::unique_ptr<const RetainedGraph> gr, Ret
   uint64_t t2 = now_ns();
   t.stats.dominators_ns = t2 - t1;
   t.g_ = std::move(gr);
-  sizes_and_children(g, t, &t.bytes_, &t.count_, t.idom_, order, &t.child_begin_, &t.child_);
+  sizes_and_children(
+      g, [&](uint32_t v) { return t.shallow(v); }, t.idom_, order, &t.inner_, &t.bytes_, &t.count_,
+      &t.child_begin_, &t.child_);
   std::vector<uint32_t>().swap(order);
-  t.sorted_.assign(g.nodes(), 0);
-  for (size_t v = 0; v < g.nodes(); ++v)
-    t.sorted_[v] = t.child_begin_[v + 1] - t.child_begin_[v] < 2;
+  t.sorted_.assign(t.inner_.size(), 0);
+  for (size_t r = 0; r < t.inner_.size(); ++r)
+    t.sorted_[r] = t.child_begin_[r + 1] - t.child_begin_[r] < 2;
   uint64_t t3 = now_ns();
   t.stats.sizes_ns = t3 - t2;
   // Untyped blocks by size; the allocator's own (a tcache) said so.
   t.type_of_.resize(nb);
   TypeIds ids(&t.types_);
   for (uint32_t c = 0; c < nb; ++c) {
+    uint32_t id;
     if (parts.own && parts.own(c))
-      t.type_of_[c] = ids.untyped(true, t.g_->size(c));
+      id = ids.untyped(true, t.g_->size(c));
     else if (std::string_view k = parts.type ? parts.type(c) : ""; !k.empty())
-      t.type_of_[c] = ids.named(k);
+      id = ids.named(k);
     else
-      t.type_of_[c] = ids.untyped(false, t.g_->size(c));
+      id = ids.untyped(false, t.g_->size(c));
+    t.type_of_[c] = static_cast<uint16_t>(std::min<uint32_t>(id, RetainedTree::kWideType));
+    if (id >= RetainedTree::kWideType) t.type_wide_[c] = id;
   }
   t.stats.types_ns = now_ns() - t3;
   t.holder_begin_ = std::move(g.holder_begin), t.holder_edges_ = std::move(g.holder_edges);
@@ -413,24 +441,30 @@ Result<RetainedTree> retained_tree(const IndexedCore& core, RefNamer& names, boo
           {std::move(name), std::move(key), r.kind, r.kind == RefFrom::kRegister});
     parts.holder_edges.emplace_back(it->second, r.target);
   }
-  const std::vector<uint8_t> reach = ix.reachable();
-  parts.reached.resize(ix.chunks());
-  for (size_t i = 0; i < ix.chunks(); ++i) parts.reached[i] = reach[i] & RefIndex::kReached;
+  std::vector<uint8_t> reach = ix.reachable();  // for find_leaks too, below
+  parts.reached = reach;
+  for (uint8_t& r : parts.reached) r &= RefIndex::kReached;
   hold_unreached_free(core, &parts);
   // Types: the leak analysis's, the containers', the globals' typed
   // pointers, then typed pointers from every typed block; else what the
   // account names.
   const uint64_t t0 = now_ns();
-  find_leaks(core, names);
+  find_leaks(core, names, std::move(reach));
   ContainerTyping ct = type_heap_blocks(core, names.types());
   KnownObjects none;
   BlockKeys keys(core, names, none, BlockKeyBy::kType);
   const auto& chunks = ix.heap().in_use;
   const auto& own = ix.heap().own_chunks;
   parts.type = [&](uint32_t c) { return keys(c); };
-  parts.own = [&](uint32_t c) {
-    return std::binary_search(own.begin(), own.end(), chunks[c].user);
-  };
+  // The allocator's own blocks as bits, found in one merge of two sorted
+  // lists (not a search per block).
+  std::vector<uint64_t> own_bits((chunks.size() + 63) / 64, 0);
+  for (size_t c = 0, o = 0; c < chunks.size() && o < own.size(); ++c) {
+    const uint64_t user = chunks[c].user;
+    while (o < own.size() && own[o] < user) ++o;
+    if (o < own.size() && own[o] == user) own_bits[c >> 6] |= uint64_t{1} << (c & 63);
+  }
+  parts.own = [&](uint32_t c) { return own_bits[c >> 6] >> (c & 63) & 1; };
   const uint64_t typed_ns = now_ns() - t0;
   auto t = build_retained(std::make_unique<IndexGraph>(ix), std::move(parts));
   if (t.ok()) {
@@ -441,6 +475,24 @@ Result<RetainedTree> retained_tree(const IndexedCore& core, RefNamer& names, boo
                                                ct.warning_count - t.value().warnings.size()));
   }
   return t;
+}
+
+std::vector<uint32_t> biggest_blocks(const RetainedTree& t, size_t n) {
+  using Kept = std::pair<uint64_t, uint32_t>;  // retained, block
+  auto before = [](const Kept& x, const Kept& y) {
+    return x.first != y.first ? x.first > y.first : x.second < y.second;
+  };
+  std::vector<Kept> b;  // a heap whose front is the least of the n kept
+  if (n == 0) return {};
+  t.each_block_retained([&](uint32_t v, uint64_t r) {
+    if (b.size() == n && !before({r, v}, b.front())) return;
+    if (b.size() == n) std::pop_heap(b.begin(), b.end(), before), b.pop_back();
+    b.emplace_back(r, v), std::push_heap(b.begin(), b.end(), before);
+  });
+  std::sort_heap(b.begin(), b.end(), before);
+  std::vector<uint32_t> out;
+  for (const auto& k : b) out.push_back(k.second);
+  return out;
 }
 
 MergedPaths merged_paths(const RetainedTree& t, const std::string& type) {

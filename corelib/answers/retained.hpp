@@ -116,6 +116,41 @@ class NodeBytes {
   std::unordered_map<uint32_t, uint64_t> big_;
 };
 
+// Which nodes dominate others (inner nodes of the dominator tree), and each
+// one's rank among them: what a node retains beyond itself is kept only for
+// those (a heap's strings and buffers are leaves, often most of it). A bit a
+// node, and a count per 64.
+class InnerNodes {
+ public:
+  void assign(size_t n) { bits_.assign((n + 63) / 64, 0), before_.clear(); }
+  void mark(uint32_t v) { bits_[v >> 6] |= uint64_t{1} << (v & 63); }
+  // After the last mark: the ranks.
+  void rank() {
+    before_.resize(bits_.size() + 1);
+    uint32_t k = 0;
+    for (size_t w = 0; w < bits_.size(); ++w) before_[w] = k, k += ones(bits_[w]);
+    before_.back() = k;
+  }
+  bool has(uint32_t v) const { return bits_[v >> 6] >> (v & 63) & 1; }
+  // Only for a node that has(): its number among them.
+  uint32_t operator[](uint32_t v) const {
+    return before_[v >> 6] + ones(bits_[v >> 6] & ((uint64_t{1} << (v & 63)) - 1));
+  }
+  size_t size() const { return before_.empty() ? 0 : before_.back(); }
+
+ private:
+  // The bits set, inline: std::popcount is a call into libgcc on the
+  // x86-64 baseline (no POPCNT), a third of a whole tree's sizing.
+  static uint32_t ones(uint64_t x) {
+    x -= (x >> 1) & 0x5555555555555555u;
+    x = (x & 0x3333333333333333u) + ((x >> 2) & 0x3333333333333333u);
+    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fu;
+    return static_cast<uint32_t>((x * 0x0101010101010101u) >> 56);
+  }
+  std::vector<uint64_t> bits_;
+  std::vector<uint32_t> before_;
+};
+
 class RetainedTree {
  public:
   // Nodes [0, blocks()) are the heap's in-use blocks (the index's chunk
@@ -129,12 +164,20 @@ class RetainedTree {
   const RetainedGraph& graph() const { return *g_; }
   const Holder& holder(uint32_t v) const { return holders_[v - blocks_]; }
 
+  // Calls f(v, retained(v)) for every block in order: one pass with no
+  // rank looked up per block.
+  template <class F>
+  void each_block_retained(const F& f) const {
+    for (uint32_t v = 0, r = 0; v < blocks_; ++v) f(v, inner_.has(v) ? bytes_[r++] : g_->size(v));
+  }
   // The immediate dominator (top's is top).
   uint32_t idom(uint32_t v) const { return idom_[v]; }
   // Own usable size (0 for the holders and the tops) and retained size.
   uint64_t shallow(uint32_t v) const { return is_block(v) ? g_->size(v) : 0; }
-  uint64_t retained(uint32_t v) const { return bytes_[v]; }
-  uint64_t retained_blocks(uint32_t v) const { return count_[v]; }
+  uint64_t retained(uint32_t v) const { return inner_.has(v) ? bytes_[inner_[v]] : shallow(v); }
+  uint64_t retained_blocks(uint32_t v) const {
+    return inner_.has(v) ? count_[inner_[v]] : is_block(v);
+  }
   // The graph's edges out of `v` (a block's: one per referring word)...
   std::span<const uint32_t> successors(uint32_t v) const;
   // ... of which these count: a leaked block's references into live
@@ -154,7 +197,9 @@ class RetainedTree {
   std::span<const uint32_t> children(uint32_t v, size_t k) const;
   // The same in no particular order, for a pass over the whole tree.
   std::span<const uint32_t> children_unsorted(uint32_t v) const {
-    return {child_.data() + child_begin_[v], child_.data() + child_begin_[v + 1]};
+    if (!inner_.has(v)) return {};
+    const uint32_t r = inner_[v];
+    return {child_.data() + child_begin_[r], child_.data() + child_begin_[r + 1]};
   }
   // top ... v along the dominator tree.
   std::vector<uint32_t> dominators(uint32_t v) const;
@@ -187,7 +232,7 @@ class RetainedTree {
   // What the paths took to make; 0 until they are.
   uint64_t paths_ns() const { return paths_ ? paths_->ns : 0; }
 
-  uint64_t heap_bytes() const { return bytes_[top()]; }
+  uint64_t heap_bytes() const { return retained(top()); }
   // Why the tree may be wrong (the root model's reasons), empty: whole.
   std::vector<std::string> partial;
   // What leaves some blocks' types unknown (a container read in part); the
@@ -217,13 +262,20 @@ class RetainedTree {
   };
   const Paths& paths() const;
   mutable std::unique_ptr<Paths> paths_;
+  // Per inner node (by its rank): retained bytes and blocks, where its
+  // children begin in child_, whether they are in order.
+  InnerNodes inner_;
   NodeBytes bytes_;
   std::vector<uint32_t> count_;
   std::vector<uint32_t> child_begin_;
   mutable std::vector<uint32_t> child_;
-  mutable std::vector<uint8_t> sorted_;  // per node: its children are in order
+  mutable std::vector<uint8_t> sorted_;
   mutable std::unordered_map<uint32_t, size_t> sorted_prefix_;  // else: how many first are
-  std::vector<uint32_t> type_of_;                               // per block: index into types_
+  // Per block: index into types_ (kWideType: in type_wide_, the rare
+  // program with 65535 names or more).
+  static constexpr uint16_t kWideType = UINT16_MAX;
+  std::vector<uint16_t> type_of_;
+  std::unordered_map<uint32_t, uint32_t> type_wide_;
   std::deque<std::string> types_;
   std::string none_;
 };
@@ -259,6 +311,10 @@ struct MergedPaths {
   uint64_t blocks = 0;  // of the type
 };
 MergedPaths merged_paths(const RetainedTree& t, const std::string& type);
+
+// The n blocks of most retained size, largest first (ties: lower node
+// first): one pass keeping the n best in a heap.
+std::vector<uint32_t> biggest_blocks(const RetainedTree& t, size_t n);
 
 // Retained size by type, as MAT's "group by class": the blocks of a type,
 // their own bytes, and what they retain together (a block dominated by

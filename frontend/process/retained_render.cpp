@@ -143,27 +143,11 @@ void top_text(const RetainedView& o, size_t n) {
   if (holders.size() > n) o.out.print("... {} more (--top N)\n", holders.size() - n);
 }
 
-// The n blocks of most retained size, largest first: one pass keeping the
-// n best in a heap (no array of every block to sort).
-std::vector<uint32_t> biggest_blocks(const lr::RetainedTree& t, size_t n) {
-  auto before = [&](uint32_t x, uint32_t y) {
-    return t.retained(x) != t.retained(y) ? t.retained(x) > t.retained(y) : x < y;
-  };
-  std::vector<uint32_t> b;  // a heap whose front is the least of the n kept
-  for (uint32_t i = 0; i < t.blocks() && n; ++i) {
-    if (b.size() == n && !before(i, b.front())) continue;
-    if (b.size() == n) std::pop_heap(b.begin(), b.end(), before), b.pop_back();
-    b.push_back(i), std::push_heap(b.begin(), b.end(), before);
-  }
-  std::sort_heap(b.begin(), b.end(), before);
-  return b;
-}
-
 void biggest_text(const RetainedView& o, size_t n) {
   const auto& t = o.tree;
   o.out.print("\n{:>14} {:>7} {:>9} {:>10}  {}\n", "RETAINED", "%", "BLOCKS", "SHALLOW",
               "BLOCK, AND ITS SHORTEST PATH FROM A ROOT");
-  for (uint32_t v : biggest_blocks(t, n)) {
+  for (uint32_t v : lr::biggest_blocks(t, n)) {
     o.out.print("{:>14} {:>7} {:>9} {:>10}  {}\n", t.retained(v),
                 pct(t.retained(v), t.heap_bytes()), t.retained_blocks(v), t.shallow(v),
                 lr::node_text(t, v));
@@ -449,7 +433,7 @@ void retained_json(const RetainedView& o, const RetainedArgs& a, uint32_t place,
     ordered_json h = ordered_json::array(), b = ordered_json::array();
     const auto top = t.children(t.top(), a.top);
     for (size_t i = 0; i < top.size() && i < a.top; ++i) h.push_back(node_json(o, top[i]));
-    for (uint32_t v : biggest_blocks(t, a.top)) {
+    for (uint32_t v : lr::biggest_blocks(t, a.top)) {
       ordered_json n = node_json(o, v);
       n["path"] = path_json(o, t.shortest_path(v));
       b.push_back(std::move(n));
