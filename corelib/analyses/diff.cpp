@@ -116,6 +116,11 @@ const char* change_name(ObjectDelta::Change c) {
 }
 
 bool Snapshot::knows(const std::string& k) const {
+  // Blocks are counted by type only on request (--by-type): a snapshot
+  // without any such class says nothing of them, never that they are gone.
+  if (k == "type" && std::none_of(classes.begin(), classes.end(),
+                                  [](const SnapClass& c) { return c.kind == "type"; }))
+    return false;
   return std::find(unknown_kinds.begin(), unknown_kinds.end(), k) == unknown_kinds.end();
 }
 
@@ -209,6 +214,13 @@ TrendReport trend_of(const std::vector<Snapshot>& snaps) {
   std::map<std::pair<std::string, std::string>, ClassSeries> by;
   for (size_t i = 0; i < n; ++i)
     for (const auto& k : snaps[i].unknown_kinds) ++t.unknown_kinds[k];
+  // Types in some snapshots only (a saved one made without --by-type):
+  // unknown in the others, so not plotted at all.
+  if (std::any_of(snaps.begin(), snaps.end(), [](const Snapshot& s) { return s.knows("type"); }))
+    for (const auto& s : snaps)
+      if (!s.knows("type") && std::find(s.unknown_kinds.begin(), s.unknown_kinds.end(), "type") ==
+                                  s.unknown_kinds.end())
+        ++t.unknown_kinds["type"];
   for (size_t i = 0; i < n; ++i)
     for (const auto& c : snaps[i].classes) {
       if (t.unknown_kinds.count(c.kind)) continue;

@@ -3,7 +3,12 @@
 
 #include "corelib/answers/container_blocks.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <unordered_map>
+
+#include "corelib/answers/block_keys.hpp"
 
 namespace lr {
 
@@ -74,7 +79,32 @@ AccountInput account_input(const IndexedCore& core, const LeakStates& ls,
   return in;
 }
 
-Result<Account> plain_account(Program& prog, const HeapWalk& heap) {
+namespace {
+
+void tally_types(const IndexedCore& core, RefNamer& names, const LeakStates& ls, TypeTallies* out) {
+  ContainerTyping ct = type_heap_blocks(core, names.types());
+  out->warnings = std::move(ct.warnings);
+  if (ct.warning_count > out->warnings.size())
+    out->warnings.push_back(fmt::format("... and {} more containers read in part",
+                                        ct.warning_count - out->warnings.size()));
+  KnownObjects none;
+  BlockKeys keys(core, names, none, BlockKeyBy::kType);
+  std::unordered_map<std::string, size_t> at;
+  const auto& chunks = core.ci.heap->in_use;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    if (ls.state[i] & kPoolFree) continue;
+    const std::string_view k = keys(i);
+    if (k.empty()) continue;
+    auto [it, added] = at.try_emplace(std::string(k), out->rows.size());
+    if (added) out->rows.push_back({it->first});
+    ++out->rows[it->second].blocks;
+    out->rows[it->second].bytes += chunks[i].usable();
+  }
+}
+
+}  // namespace
+
+Result<Account> plain_account(Program& prog, const HeapWalk& heap, TypeTallies* types) {
   IndexedCore core;
   core.prog = &prog;
   core.tags = tag_program(prog, false, &core.warnings);
@@ -85,6 +115,7 @@ Result<Account> plain_account(Program& prog, const HeapWalk& heap) {
   KnownObjects none;
   RefNamer names(core, none);
   const LeakStates ls = find_leaks(core, names);
+  if (types) tally_types(core, names, ls, types);
   std::vector<std::string> unread;  // the snapshot says what its account lacks
   return build_account(account_input(core, ls, &unread));
 }

@@ -36,9 +36,23 @@ std::vector<ChunkClass> chunk_classes(const IndexedCore& core, const LeakStates&
 AccountInput account_input(const IndexedCore& core, const LeakStates& ls,
                            std::vector<std::string>* warnings);
 
+// The blocks of each type, as `account --by type` names them: containers'
+// blocks by what holds them ("node of std::map<int, Point*> g_owned"), typed
+// pointers' targets, vtables' classes. Only typed blocks (the rest are in
+// the heap's size classes); a pool's free objects are no type's.
+struct TypeTally {
+  std::string type;
+  uint64_t blocks = 0, bytes = 0;
+};
+struct TypeTallies {
+  std::vector<TypeTally> rows;
+  std::vector<std::string> warnings;  // containers read in part: their blocks may be untyped
+};
+
 // The core's account without a breakdown (the categories' sums), for the
 // snapshots diff, trend and batch compare: `heap` indexed (leaks'
-// reachability), or a program target's own walk when it made one.
-Result<Account> plain_account(Program& prog, const HeapWalk& heap);
+// reachability), or a program target's own walk when it made one. With
+// `types`, also the blocks by type, from the same index.
+Result<Account> plain_account(Program& prog, const HeapWalk& heap, TypeTallies* types = nullptr);
 
 }  // namespace lr

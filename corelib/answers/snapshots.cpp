@@ -89,14 +89,22 @@ void add_sites(const LiveSites& ls, Snapshot& s) {
 // The account's categories as classes (live, leaked, free...): what lets
 // diff and trend tell a leak from memory the allocator keeps. Not whole when
 // the heap walk met damage.
-void add_account(Program& prog, const HeapWalk& heap, const std::string& path, Snapshot& s) {
-  auto acc = plain_account(prog, heap);
+// With `by_type`, the typed blocks as "type" classes from the same index.
+void add_account(Program& prog, const HeapWalk& heap, const std::string& path, bool by_type,
+                 Snapshot& s) {
+  TypeTallies types;
+  auto acc = plain_account(prog, heap, by_type ? &types : nullptr);
   if (!acc.ok()) {
     s.warnings.push_back(path + ": no account classes: " + acc.error().message);
     s.unknown_kinds.push_back("account");
+    if (by_type) s.unknown_kinds.push_back("type");
     return;
   }
   add_account_classes(s, acc.value());
+  for (const auto& t : types.rows)
+    s.classes.push_back(
+        {"type", t.type, static_cast<int64_t>(t.blocks), static_cast<int64_t>(t.bytes)});
+  for (const auto& w : types.warnings) s.warnings.push_back(path + ": types: " + w);
   for (const auto& w : acc->warnings) s.warnings.push_back(path + ": account: " + w);
   if (!heap.warnings.empty() || !acc->warnings.empty()) s.unknown_kinds.push_back("account");
 }
@@ -110,11 +118,13 @@ Result<void> add_heap(Program& prog, const SnapshotRequest& r, Snapshot& s) {
     for (const auto& w : heap->warnings) s.warnings.push_back(path + ": heap: " + w);
     // A walk that met damage counted a part: its classes are not the whole.
     if (!heap->warnings.empty()) s.unknown_kinds.push_back("heap");
-    add_account(prog, heap.value(), path, s);
+    add_account(prog, heap.value(), path, r.by_type, s);
+    if (r.by_type && !heap->warnings.empty()) s.unknown_kinds.push_back("type");
   } else {
     s.warnings.push_back(path + ": no heap classes: " + heap.error().message);
     s.unknown_kinds.push_back("heap");
     s.unknown_kinds.push_back("account");
+    if (r.by_type) s.unknown_kinds.push_back("type");
   }
   if (!r.sites) return {};
   LR_ASSIGN(LiveSites ls, r.sites(prog, heap));

@@ -36,6 +36,9 @@ struct SnapshotRequest {
   // The live blocks' allocation sites of a core given its heap, or the
   // caller's error when the heap could not be read (null: no traces).
   std::function<Result<LiveSites>(const Program& prog, const Result<HeapWalk>& heap)> sites;
+  // A core's blocks by type too ("type" classes, as `account --by type`
+  // names them: C++ containers' blocks by what holds them).
+  bool by_type = false;
   std::string vmlinux;  // kernel dumps ("" searched by `dbg`)
   DebugOptions dbg;
   ProgressDisplay* show = nullptr;

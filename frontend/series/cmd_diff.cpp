@@ -23,6 +23,7 @@ struct DiffArgs {
   std::string older, newer;
   std::string profile;              // its object sets too, objects matched by the set's key
   std::vector<std::string> traces;  // allocation traces: heap blocks per site too
+  bool by_type = false;             // blocks by type too
   size_t top = 10;
   std::vector<std::string> fail_on;
 };
@@ -57,6 +58,10 @@ std::vector<std::string> unknown_text(const lr::Snapshot& a, const lr::Snapshot&
           fmt::format("{} is unknown in {} (not read whole there): "
                       "not compared",
                       k, s->source));
+  // Types counted on one side only (a snapshot saved without --by-type).
+  if (a.knows("type") != b.knows("type"))
+    out.push_back(fmt::format("type: only {} counts blocks by type (--by-type): not compared",
+                              (a.knows("type") ? a : b).source));
   return out;
 }
 
@@ -201,9 +206,9 @@ int cmd_diff(const DumpOptions& c, const DiffArgs& a) {
   static const std::set<std::string> kFail = {"grew", "climbed", "new", "any"};
   for (const auto& f : a.fail_on)
     if (!kFail.count(f)) return fail_usage("--fail-on: unknown finding '" + f + "'");
-  auto older = load_snapshot(c, a.older, a.profile, nullptr, a.traces);
+  auto older = load_snapshot(c, a.older, a.profile, nullptr, a.traces, a.by_type);
   if (!older.ok()) return fail(older.error());
-  auto newer = load_snapshot(c, a.newer, a.profile, nullptr, a.traces);
+  auto newer = load_snapshot(c, a.newer, a.profile, nullptr, a.traces, a.by_type);
   if (!newer.ok()) return fail(newer.error());
   lr::Snapshot &x = older.value(), &y = newer.value();
   if (x.kind != y.kind)
@@ -259,6 +264,9 @@ Command register_diff(CLI::App& app, DumpOptions& c) {
       "--trace", a->traces,
       "allocation trace (leakref-trace --malloc, mmleak, bcc memleak, mtrace; repeatable): "
       "heap blocks per allocation site too");
+  sub->add_flag("--by-type", a->by_type,
+                "cores' blocks by type too, as account names them (C++ containers' blocks by "
+                "what holds them)");
   sub->add_option("--top", a->top, "classes and objects listed per section in text (default 10)");
   sub->add_option("--fail-on", a->fail_on, "exit 1 if: grew, climbed, new, any")->delimiter(',');
   return {sub, [&c, a] { return cmd_diff(c, *a); }, [&c] { return c.json; }};

@@ -21,6 +21,7 @@ namespace {
 
 struct SnapshotArgs {
   std::string input, profile;
+  bool by_type = false;  // blocks by type too
   size_t top = 20;
 };
 
@@ -45,7 +46,7 @@ void print_snapshot(const lr::Snapshot& s, size_t top) {
 }
 
 int cmd_snapshot(const DumpOptions& c, const SnapshotArgs& a) {
-  auto s = load_snapshot(c, a.input, a.profile);
+  auto s = load_snapshot(c, a.input, a.profile, nullptr, {}, a.by_type);
   if (!s.ok()) return fail(s.error());
   if (c.json) {
     emit_json(lr::snapshot_json(s.value()));
@@ -67,6 +68,9 @@ Command register_snapshot(CLI::App& app, DumpOptions& c) {
   add_dump_options(sub, c, false);
   add_vmlinux_option(sub, c);
   sub->add_option("--profile", a->profile, "also a profile's object sets (file or installed name)");
+  sub->add_flag("--by-type", a->by_type,
+                "cores' blocks by type too, as account names them (C++ containers' blocks by "
+                "what holds them)");
   sub->add_option("--top", a->top, "classes listed in text (default 20)");
   return {sub, [&c, a] { return cmd_snapshot(c, *a); }, [&c] { return c.json; }};
 }

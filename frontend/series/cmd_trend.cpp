@@ -27,6 +27,7 @@ struct TrendArgs {
   size_t top = 10;
   std::vector<std::string> fail_on;
   std::string order = "time";  // "time" (when each was taken) or "args" (as given)
+  bool by_type = false;        // blocks by type too
 };
 
 // The same dump given twice (or a copy of it) makes a flat step that reads
@@ -92,7 +93,7 @@ lr::Result<Series> load_series(const DumpOptions& c, const TrendArgs& a) {
   double newest_time = 0;
   std::map<int64_t, uint64_t> newest_hist, last_given_hist;
   for (const auto& in : a.inputs) {
-    LR_ASSIGN(lr::Snapshot snap, load_snapshot(c, in, a.profile));
+    LR_ASSIGN(lr::Snapshot snap, load_snapshot(c, in, a.profile, nullptr, {}, a.by_type));
     if (!s.snaps.empty()) {
       const lr::Snapshot& first = s.snaps.front();
       // A dump that does not say its build (a truncated core) joins, said.
@@ -233,6 +234,9 @@ Command register_trend(CLI::App& app, DumpOptions& c) {
   add_dump_options(sub, c, false);
   add_vmlinux_option(sub, c);
   sub->add_option("--profile", a->profile, "also a profile's object sets, on cores");
+  sub->add_flag("--by-type", a->by_type,
+                "cores' blocks by type too, as account names them (C++ containers' blocks by "
+                "what holds them)");
   sub->add_option("--top", a->top, "classes listed and plotted (default 10)");
   sub->add_option("--order", a->order,
                   "time: by when each was taken (default; a core's file mtime, a statedump's "

@@ -35,7 +35,7 @@ lr::Result<void> check_input(const std::string& path, const std::string& profile
 
 lr::Result<lr::Snapshot> load_snapshot(const DumpOptions& c, const std::string& path,
                                        const std::string& profile, lr::SnapshotExtras* extras,
-                                       const std::vector<std::string>& traces) {
+                                       const std::vector<std::string>& traces, bool by_type) {
   LR_TRY(check_input(path, profile, traces));
   lr::SnapshotRequest r;
   r.path = path;
@@ -54,6 +54,7 @@ lr::Result<lr::Snapshot> load_snapshot(const DumpOptions& c, const std::string& 
                               path + ": --trace needs the core's heap: " + heap.error().message);
       return sites_from_traces(prog, heap.value(), traces);
     };
+  r.by_type = by_type;
   r.vmlinux = c.vmlinux;
   r.dbg.sysroot = c.sysroot;
   r.dbg.debug_dirs = c.debug_dirs;

@@ -22,11 +22,13 @@ namespace lrcli {
 // program and its targets' findings of a core. `traces` (allocation traces:
 // leakref-trace --malloc, mmleak, bcc memleak; may be empty) add a core's
 // heap blocks per allocation site ("site" classes: recorded, never freed in
-// the trace, live in the core).
+// the trace, live in the core). `by_type`: a core's blocks by type too
+// ("type" classes).
 lr::Result<lr::Snapshot> load_snapshot(const DumpOptions& c, const std::string& path,
                                        const std::string& profile,
                                        lr::SnapshotExtras* extras = nullptr,
-                                       const std::vector<std::string>& traces = {});
+                                       const std::vector<std::string>& traces = {},
+                                       bool by_type = false);
 // A snapshot's time as "2026-11-25 07:19:17 UTC"; `unknown` when it has none.
 std::string snapshot_time(double t, const std::string& unknown);
 
