@@ -35,6 +35,8 @@ const std::vector<std::pair<std::string, std::string>> kContainers = {
     {"g_nodes", "first,second.x,second.y"},
     {"g_map_ptr", "first,second"},
     {"g_empty", "."},
+    {"g_deque", "."},
+    {"g_dpoints", "x,y"},
 };
 
 // gdb's view: {"g_vec": [["-50"], ["-43"], ...], ...}.
@@ -140,6 +142,21 @@ TEST_CASE("walk --std: damaged containers are said to be", "[core][cpp][hostile]
   INFO(r.out << r.err);
   CHECK(r.status != 0);
   CHECK(r.err.find("_M_end_of_storage") != std::string::npos);
+  // A deque whose middle map slot points elsewhere: the walk stops there,
+  // said; its _M_finish slot before its _M_start's: refused.
+  const uint64_t slot = at("g_deque._M_impl._M_start._M_node", "value");
+  const std::string moved =
+      lrtest::patched(fc.core, dir + "/cxx-deque-slot.core", {{slot + 8 * 2, 0x1000}});
+  r = lrtest::leakref({"walk", moved, "--std", "--head", "g_deque", "--summary", "--json"});
+  INFO(r.out << r.err);
+  CHECK(r.json()["summary"]["stop"] != "end");
+  const uint64_t fin_node = at("&g_deque._M_impl._M_finish._M_node", "addr");
+  const std::string back =
+      lrtest::patched(fc.core, dir + "/cxx-deque-back.core", {{fin_node, slot - 8}});
+  r = lrtest::leakref({"walk", back, "--std", "--head", "g_deque", "--summary"});
+  INFO(r.out << r.err);
+  CHECK(r.status != 0);
+  CHECK(r.err.find("not a deque's iterators") != std::string::npos);
   // Not a container: refused, naming it.
   r = lrtest::leakref({"walk", fc.core, "--std", "--head", "main"});
   CHECK(r.status != 0);
@@ -199,6 +216,7 @@ TEST_CASE("retained and account: containers' blocks are named by what holds them
       {"g_reg->index", "node of std::unordered_map<long, long> Registry.index"},
       {"g_vec", "elements of std::vector<long> g_vec"},
       {"g_reg->items", "elements of std::vector<long> Registry.items"},
+      {"g_deque", "buffer of std::deque<long> g_deque"},
   };
   const json& owned = fc.manifest["owned"];
   for (const auto& [key, type] : want) {
@@ -211,8 +229,12 @@ TEST_CASE("retained and account: containers' blocks are named by what holds them
       CHECK(blocks.at(b).second == type);
       in.insert(b);
     }
-    // One element a node (a vector's one array), and every block so named is one of them.
-    CHECK(in.size() == (key == "g_vec" || key == "g_reg->items" ? 1 : owned[key].size()));
+    // One element a node (a vector's one array; a deque's 64-long buffers),
+    // and every block so named is one of them.
+    if (key == "g_deque")
+      CHECK(in.size() == 7);  // 77 in the first buffer's last 77 - 64 = 13 and one full, 300 on
+    else
+      CHECK(in.size() == (key == "g_vec" || key == "g_reg->items" ? 1 : owned[key].size()));
     if (type != "struct Point") CHECK(named[type] == in.size());
   }
   const uint64_t reg = block_of(hex(owned["g_reg"]));

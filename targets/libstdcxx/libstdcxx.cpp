@@ -13,7 +13,7 @@ namespace lr {
 
 namespace {
 
-enum class Shape { kVector, kList, kForwardList, kTree, kHash };
+enum class Shape { kVector, kDeque, kList, kForwardList, kTree, kHash };
 
 // The class templates walked, by their DWARF names (in std or std::__cxx11);
 // `pairs`: the element is std::pair<const Key, T>, not the first parameter.
@@ -24,6 +24,7 @@ struct StdClass {
 };
 constexpr StdClass kClasses[] = {
     {"vector<", Shape::kVector},
+    {"deque<", Shape::kDeque},
     {"list<", Shape::kList},
     {"forward_list<", Shape::kForwardList},
     {"map<", Shape::kTree, true},
@@ -69,17 +70,12 @@ Result<Container> container_of(const Type* t, uint64_t addr, const std::string& 
     return make_error(Errc::kInvalidArgument,
                       fmt::format("{} is {}: not a C++ standard container", name,
                                   t ? t->display() : "of no known type"));
-  if (t->name.rfind("deque<", 0) == 0)
-    return make_error(Errc::kUnsupported,
-                      fmt::format("{}: std::deque is not walked yet (its buffers' size is a "
-                                  "constant of libstdc++'s headers, not of the DWARF)",
-                                  name));
   const StdClass* k = std_class(t);
   if (!k)
     return make_error(Errc::kInvalidArgument,
                       fmt::format("{} is {}: not a standard container this walk knows (vector, "
-                                  "list, forward_list, map, set, unordered_map, unordered_set "
-                                  "and their multi forms)",
+                                  "deque, list, forward_list, map, set, unordered_map, "
+                                  "unordered_set and their multi forms)",
                                   name, t->display()));
   Container c;
   c.type = t, c.addr = addr, c.name = name, c.shape = k->shape, c.pairs = k->pairs;
@@ -213,6 +209,105 @@ Result<WalkResult> walk_vector(Program& prog, const Container& c, uint64_t elem_
   return walk_array(prog.mem(), v.start, v.count, elem_size, lim);
 }
 
+// A deque: a map (an array of buffer pointers) and its buffers, each of
+// the same number of elements. Its iterators _M_start and _M_finish say
+// where the elements begin and end: the first element in the first
+// buffer, one past the last in the last, and the map slots of both. The
+// buffers' length is read from _M_start's [_M_first, _M_last), not taken
+// from libstdc++'s headers (512 bytes' worth there since GCC 3).
+struct DequeSpan {
+  uint64_t map = 0;          // the map's block
+  uint64_t first_slot = 0;   // _M_start._M_node
+  uint64_t slots = 0;        // buffers in use: _M_start's to _M_finish's
+  uint64_t per_buffer = 0;   // elements a buffer holds
+  uint64_t first_cur = 0;    // _M_start._M_cur
+  uint64_t first_first = 0;  // _M_start._M_first
+  uint64_t last_cur = 0;     // _M_finish._M_cur
+  uint64_t last_first = 0;   // _M_finish._M_first
+  uint64_t count = 0;        // elements
+};
+Result<DequeSpan> deque_span(Program& prog, const Container& c, uint64_t es) {
+  const Memory& mem = prog.mem();
+  uint64_t v[9] = {};
+  const char* paths[9] = {"_M_impl._M_map",
+                          "_M_impl._M_start._M_cur",
+                          "_M_impl._M_start._M_first",
+                          "_M_impl._M_start._M_last",
+                          "_M_impl._M_start._M_node",
+                          "_M_impl._M_finish._M_cur",
+                          "_M_impl._M_finish._M_first",
+                          "_M_impl._M_finish._M_last",
+                          "_M_impl._M_finish._M_node"};
+  for (int i = 0; i < 9; ++i) {
+    LR_ASSIGN(FieldLoc f, need(c, paths[i]));
+    LR_ASSIGN(v[i], mem.read_u64(c.addr + f.offset));
+  }
+  DequeSpan d;
+  d.map = v[0], d.first_cur = v[1], d.first_first = v[2], d.first_slot = v[4];
+  d.last_cur = v[5], d.last_first = v[6];
+  const uint64_t len = v[3] - v[2];
+  auto bad = [&](const char* why) {
+    return make_error(Errc::kBadFormat,
+                      fmt::format("{} at {:#x}: {}: not a deque's iterators", c.name, c.addr, why));
+  };
+  if (!es || v[3] < v[2] || len == 0 || len % es || v[7] - v[6] != len)
+    return bad("its buffers are not of one whole number of elements");
+  if (v[1] < v[2] || v[1] > v[3] || v[5] < v[6] || v[5] > v[7] || (v[1] - v[2]) % es ||
+      (v[5] - v[6]) % es)
+    return bad("a position lies outside its buffer");
+  if (v[8] < v[4] || (v[8] - v[4]) % 8 || (v[8] - v[4]) / 8 >= kMaxElements / (len / es))
+    return bad("_M_finish's map slot is not at or after _M_start's");
+  d.per_buffer = len / es;
+  d.slots = (v[8] - v[4]) / 8 + 1;
+  d.count = d.slots == 1 ? (v[5] - v[1]) / es
+                         : (v[3] - v[1]) / es + (d.slots - 2) * d.per_buffer + (v[5] - v[6]) / es;
+  if (d.slots == 1 && v[5] < v[1]) return bad("_M_finish lies before _M_start");
+  return d;
+}
+
+// The elements buffer by buffer, the map's slots read as the walk goes.
+Result<WalkResult> walk_deque(Program& prog, const Container& c, uint64_t es,
+                              const WalkLimits& lim) {
+  LR_ASSIGN(DequeSpan d, deque_span(prog, c, es));
+  WalkResult r;
+  if (d.count > lim.max_nodes) {
+    r.stop = WalkStop::kLimit;
+    r.stop_detail =
+        fmt::format("{} holds {} elements, more than {}", c.name, d.count, lim.max_nodes_name);
+    return r;
+  }
+  r.objects.reserve(d.count);
+  for (uint64_t k = 0; k < d.slots; ++k) {
+    auto buf = prog.mem().read_u64(d.first_slot + 8 * k);
+    if (!buf.ok()) {
+      r.stop = WalkStop::kFault, r.stop_addr = d.first_slot + 8 * k;
+      r.stop_detail = fmt::format("{}: map slot {:#x} unreadable", c.name, r.stop_addr);
+      break;
+    }
+    uint64_t from = k == 0 ? d.first_cur : buf.value();
+    const uint64_t to = k + 1 == d.slots ? d.last_cur : buf.value() + d.per_buffer * es;
+    if (buf.value() != (k == 0 ? d.first_first : k + 1 == d.slots ? d.last_first : buf.value())) {
+      r.stop = WalkStop::kCorrupt, r.stop_addr = d.first_slot + 8 * k;
+      r.stop_detail = fmt::format("{}: map slot {:#x} holds {:#x}, not its iterator's buffer",
+                                  c.name, r.stop_addr, buf.value());
+      break;
+    }
+    // A buffer the core does not hold (a slot overwritten) yields no
+    // elements: its first and last words are read.
+    const uint64_t end = buf.value() + d.per_buffer * es;
+    if (!prog.mem().read_u64(buf.value()).ok() ||
+        !prog.mem().read_u64(end - std::min<uint64_t>(8, end - buf.value())).ok()) {
+      r.stop = WalkStop::kFault, r.stop_addr = d.first_slot + 8 * k;
+      r.stop_detail = fmt::format("{}: map slot {:#x} holds {:#x}, a buffer the core lacks", c.name,
+                                  r.stop_addr, buf.value());
+      break;
+    }
+    for (; from < to; from += es) r.objects.push_back(from);
+  }
+  lim.sink(r.objects.data(), r.objects.size());
+  return r;
+}
+
 // The nodes of a node-based container, from its links (no sink: the
 // objects are its elements, made from the nodes after).
 Result<WalkResult> walk_nodes(Program& prog, const Container& c, const WalkLimits& lim,
@@ -252,6 +347,7 @@ Result<WalkResult> walk_nodes(Program& prog, const Container& c, const WalkLimit
       return walk_chain(mem, first, 0, lim);
     }
     case Shape::kVector:
+    case Shape::kDeque:
       break;
   }
   return make_error(Errc::kInvalidArgument, c.name + ": not a node-based container");
@@ -280,6 +376,7 @@ Result<WalkResult> walk_std(Program& prog, const Variable& head, const std::stri
                       fmt::format("{} holds {} of {} bytes, not objects of {} bytes", c.name,
                                   elem->display(), elem_size, obj_size));
   if (c.shape == Shape::kVector) return walk_vector(prog, c, elem_size, lim);
+  if (c.shape == Shape::kDeque) return walk_deque(prog, c, elem_size, lim);
   LR_ASSIGN(uint64_t off, storage_offset(c, node_base(c.shape), elem));
   WalkLimits nl = lim;
   nl.sink = {};
@@ -388,6 +485,30 @@ Result<void> vector_blocks(Program& prog, const Container& c, const Type* elem, 
   return {};
 }
 
+// A deque's map and its buffers in use (each a buffer's worth of elements;
+// those before _M_start and after _M_finish are not elements).
+Result<void> deque_blocks(Program& prog, const Container& c, const Type* elem, OwnBlocks* out) {
+  const uint64_t es = elem->strip()->size;
+  LR_ASSIGN(DequeSpan d, deque_span(prog, c, es));
+  if (!d.map) return {};
+  out->blocks.push_back({d.map, "map", nullptr, 0, 0});
+  for (uint64_t k = 0; k < d.slots; ++k) {
+    auto buf = prog.mem().read_u64(d.first_slot + 8 * k);
+    if (!buf.ok() || (k == 0 && buf.value() != d.first_first) ||
+        (k > 0 && k + 1 == d.slots && buf.value() != d.last_first)) {
+      out->warning = fmt::format(
+          "{} at {:#x}: map slot {:#x} is unreadable or not its "
+          "iterator's buffer",
+          c.name, c.addr, d.first_slot + 8 * k);
+      break;
+    }
+    const uint64_t first = k == 0 ? (d.first_cur - buf.value()) / es : 0;
+    const uint64_t last = k + 1 == d.slots ? (d.last_cur - buf.value()) / es : d.per_buffer;
+    out->blocks.push_back({buf.value(), "buffer", elem, first * es, last - first});
+  }
+  return {};
+}
+
 // A hash table's bucket array, unless it is the one bucket kept inside the
 // table itself.
 Result<void> bucket_block(Program& prog, const Container& c, OwnBlocks* out) {
@@ -411,6 +532,10 @@ Result<OwnBlocks> own_blocks_std(Program& prog, const Type* t, uint64_t addr,
     return make_error(Errc::kBadFormat, fmt::format("{}: an element of no size", c.name));
   if (c.shape == Shape::kVector) {
     LR_TRY(vector_blocks(prog, c, elem, &out));
+    return out;
+  }
+  if (c.shape == Shape::kDeque) {
+    LR_TRY(deque_blocks(prog, c, elem, &out));
     return out;
   }
   LR_ASSIGN(uint64_t off, storage_offset(c, node_base(c.shape), elem));
