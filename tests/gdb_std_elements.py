@@ -29,9 +29,22 @@ for name in os.environ["LR_GLOBALS"].split(","):
     if v.type.strip_typedefs().code == gdb.TYPE_CODE_PTR:
         v = v.dereference()
     pp = gdb.default_visualizer(v)
+    t = v.type.strip_typedefs()
+    if pp is None and (t.tag or "").startswith("std::array<"):
+        # No printer: gdb prints std::array as the struct it is.
+        elems = v["_M_elems"]
+        lo, hi = elems.type.strip_typedefs().range()
+        result[name] = [leaves(elems[i], []) for i in range(lo, hi + 1)]
+        continue
     if pp is None:
         raise SystemExit("no libstdc++ pretty-printer for " + name)
-    kids = [leaves(c, []) for _, c in pp.children()]
+    kids = []
+    for label, c in pp.children():
+        if label == "get()":  # a unique_ptr: its object, when it holds one
+            if int(c) != 0:
+                kids.append(leaves(c.dereference(), []))
+        else:
+            kids.append(leaves(c, []))
     if getattr(pp, "display_hint", lambda: None)() == "map":
         kids = [kids[i] + kids[i + 1] for i in range(0, len(kids), 2)]
     result[name] = kids

@@ -37,6 +37,12 @@ const std::vector<std::pair<std::string, std::string>> kContainers = {
     {"g_empty", "."},
     {"g_deque", "."},
     {"g_dpoints", "x,y"},
+    {"g_arr", "."},
+    {"g_parr", "x,y"},
+    {"g_up", "x,y"},
+    {"g_up_null", "x,y"},
+    {"g_opt", "x,y"},
+    {"g_opt_none", "."},
 };
 
 // gdb's view: {"g_vec": [["-50"], ["-43"], ...], ...}.
@@ -157,6 +163,13 @@ TEST_CASE("walk --std: damaged containers are said to be", "[core][cpp][hostile]
   INFO(r.out << r.err);
   CHECK(r.status != 0);
   CHECK(r.err.find("not a deque's iterators") != std::string::npos);
+  // An optional whose flag is no bool: refused, never read as engaged.
+  const uint64_t flag = at("&g_opt._M_payload._M_engaged", "addr");
+  const std::string odd = lrtest::patched(fc.core, dir + "/cxx-opt.core", {{flag, 5}}, 1);
+  r = lrtest::leakref({"walk", odd, "--std", "--head", "g_opt", "--summary"});
+  INFO(r.out << r.err);
+  CHECK(r.status != 0);
+  CHECK(r.err.find("_M_engaged is 5, no bool") != std::string::npos);
   // Not a container: refused, naming it.
   r = lrtest::leakref({"walk", fc.core, "--std", "--head", "main"});
   CHECK(r.status != 0);

@@ -13,7 +13,19 @@ namespace lr {
 
 namespace {
 
-enum class Shape { kVector, kDeque, kList, kForwardList, kTree, kHash };
+enum class Shape {
+  kVector,
+  kDeque,
+  kList,
+  kForwardList,
+  kTree,
+  kHash,
+  // Holders of at most a fixed number of elements inside the object or
+  // behind one pointer: no blocks of their own to type.
+  kArray,
+  kUniquePtr,
+  kOptional,
+};
 
 // The class templates walked, by their DWARF names (in std or std::__cxx11);
 // `pairs`: the element is std::pair<const Key, T>, not the first parameter.
@@ -35,6 +47,9 @@ constexpr StdClass kClasses[] = {
     {"unordered_multimap<", Shape::kHash, true},
     {"unordered_set<", Shape::kHash},
     {"unordered_multiset<", Shape::kHash},
+    {"array<", Shape::kArray},
+    {"unique_ptr<", Shape::kUniquePtr},
+    {"optional<", Shape::kOptional},
 };
 
 // A container no element count of a real process comes near.
@@ -75,7 +90,8 @@ Result<Container> container_of(const Type* t, uint64_t addr, const std::string& 
     return make_error(Errc::kInvalidArgument,
                       fmt::format("{} is {}: not a standard container this walk knows (vector, "
                                   "deque, list, forward_list, map, set, unordered_map, "
-                                  "unordered_set and their multi forms)",
+                                  "unordered_set and their multi forms, array, unique_ptr, "
+                                  "optional)",
                                   name, t->display()));
   Container c;
   c.type = t, c.addr = addr, c.name = name, c.shape = k->shape, c.pairs = k->pairs;
@@ -131,6 +147,21 @@ const Type* first_parameter(const Type* t, int depth = 0) {
 // allocator allocates (a map's std::pair<const K, V>), else its first
 // parameter.
 Result<const Type*> element_of(const Container& c) {
+  if (c.shape == Shape::kArray) {
+    LR_ASSIGN(FieldLoc e, need(c, "_M_elems"));
+    const Type* a = e.type ? e.type->strip() : nullptr;
+    if (a && a->kind == TypeKind::kArray && a->target) return a->target;
+    if (!c.type->template_args.empty() && c.type->template_args[0])
+      return c.type->template_args[0];  // std::array<T, 0>
+  }
+  if (c.shape == Shape::kUniquePtr || c.shape == Shape::kOptional) {
+    const Type* e = c.type->template_args.empty() ? nullptr : c.type->template_args[0];
+    if (e && e->strip()->kind == TypeKind::kArray)
+      return make_error(
+          Errc::kUnsupported,
+          fmt::format("{}: a unique_ptr to an array does not record its length", c.name));
+    if (e) return e;
+  }
   if (c.shape == Shape::kVector) {
     LR_ASSIGN(FieldLoc s, need(c, "_M_impl._M_start"));
     const Type* p = s.type ? s.type->strip() : nullptr;
@@ -207,6 +238,53 @@ Result<WalkResult> walk_vector(Program& prog, const Container& c, uint64_t elem_
                                const WalkLimits& lim) {
   LR_ASSIGN(VectorSpan v, vector_span(prog, c, elem_size));
   return walk_array(prog.mem(), v.start, v.count, elem_size, lim);
+}
+
+// The member `name` of pointer type in `t` or its bases, depth first (a
+// tuple's _Head_base holding the pointer, beside its deleter's of the same
+// member name); false when there is none.
+bool pointer_member(const Type* t, std::string_view name, uint64_t* off, int depth = 0) {
+  t = t ? t->strip() : nullptr;
+  if (!t || depth > 16) return false;
+  for (const auto& m : t->members) {
+    const Type* mt = m.type ? m.type->strip() : nullptr;
+    if (m.name == name && mt && mt->kind == TypeKind::kPointer) return *off += m.offset, true;
+    uint64_t inner = *off + m.offset;
+    if (m.is_base && pointer_member(m.type, name, &inner, depth + 1)) return *off = inner, true;
+  }
+  return false;
+}
+
+// std::array's elements (its _M_elems, inside it), a unique_ptr's object
+// (none when it holds null), an optional's value (none when disengaged).
+Result<WalkResult> walk_holder(Program& prog, const Container& c, uint64_t es,
+                               const WalkLimits& lim) {
+  if (c.shape == Shape::kArray) {
+    LR_ASSIGN(FieldLoc e, need(c, "_M_elems"));
+    const Type* a = e.type ? e.type->strip() : nullptr;
+    const uint64_t n = a && a->kind == TypeKind::kArray ? a->count : 0;
+    return walk_array(prog.mem(), c.addr + e.offset, n, es, lim);
+  }
+  WalkResult r;
+  if (c.shape == Shape::kUniquePtr) {
+    LR_ASSIGN(FieldLoc t, need(c, "_M_t._M_t"));
+    uint64_t off = t.offset;
+    if (!pointer_member(t.type, "_M_head_impl", &off))
+      return make_error(Errc::kNotFound, c.name + ": no pointer in its tuple: not libstdc++'s");
+    LR_ASSIGN(uint64_t p, prog.mem().read_u64(c.addr + off));
+    if (p) r.objects.push_back(p);
+  } else {
+    LR_ASSIGN(FieldLoc on, need(c, "_M_payload._M_engaged"));
+    LR_ASSIGN(FieldLoc v, need(c, "_M_payload._M_payload._M_value"));
+    uint8_t engaged = 0;
+    LR_TRY(prog.mem().read(c.addr + on.offset, &engaged, 1));
+    if (engaged > 1)
+      return make_error(Errc::kBadFormat, fmt::format("{} at {:#x}: _M_engaged is {}, no bool",
+                                                      c.name, c.addr, engaged));
+    if (engaged) r.objects.push_back(c.addr + v.offset);
+  }
+  lim.sink(r.objects.data(), r.objects.size());
+  return r;
 }
 
 // A deque: a map (an array of buffer pointers) and its buffers, each of
@@ -346,8 +424,7 @@ Result<WalkResult> walk_nodes(Program& prog, const Container& c, const WalkLimit
       LR_ASSIGN(uint64_t first, mem.read_u64(c.addr + b.offset));
       return walk_chain(mem, first, 0, lim);
     }
-    case Shape::kVector:
-    case Shape::kDeque:
+    default:
       break;
   }
   return make_error(Errc::kInvalidArgument, c.name + ": not a node-based container");
@@ -377,6 +454,7 @@ Result<WalkResult> walk_std(Program& prog, const Variable& head, const std::stri
                                   elem->display(), elem_size, obj_size));
   if (c.shape == Shape::kVector) return walk_vector(prog, c, elem_size, lim);
   if (c.shape == Shape::kDeque) return walk_deque(prog, c, elem_size, lim);
+  if (c.shape >= Shape::kArray) return walk_holder(prog, c, elem_size, lim);
   LR_ASSIGN(uint64_t off, storage_offset(c, node_base(c.shape), elem));
   WalkLimits nl = lim;
   nl.sink = {};
@@ -455,8 +533,11 @@ std::string cxx_type_name(const Type* t) {
   return cxx_type_name(t, 0);
 }
 
+// The containers whose blocks are their own (array, unique_ptr and optional
+// allocate none: what a unique_ptr points at keeps its own type).
 bool holds_std(const Type* t) {
-  return std_class(t) || is_string(t);
+  const StdClass* k = std_class(t);
+  return (k && k->shape < Shape::kArray) || is_string(t);
 }
 
 // A std::string of the C++11 ABI (std::__cxx11::basic_string, GCC 5 on):
@@ -527,6 +608,7 @@ Result<OwnBlocks> own_blocks_std(Program& prog, const Type* t, uint64_t addr,
   out.container = cxx_type_name(t);
   if (is_string(t)) return string_blocks(prog, t, addr, std::move(out));
   LR_ASSIGN(Container c, container_of(t, addr, out.container));
+  if (c.shape >= Shape::kArray) return out;
   LR_ASSIGN(const Type* elem, element_of(c));
   if (!elem->strip()->size)
     return make_error(Errc::kBadFormat, fmt::format("{}: an element of no size", c.name));
