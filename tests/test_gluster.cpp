@@ -455,7 +455,18 @@ std::string table_retains(Volume& v) {
   // list of an inode with a write still open, seen in the sanitized suite
   // after the earlier tests' writes) is at the edge, named there too.
   want("gf_common_mt_inode_ctx (GF_MALLOC, fuse)", inodes, true);
-  want(wb, wb_inodes.size(), true);
+  // A context at the edge holds its write-behind context past the edge
+  // (a FUSE receive buffer's stale word on a thread's stack pointing at one
+  // ctx, seen in CI): neither in the set nor at its edge, at most one per
+  // such ctx.
+  const uint64_t beyond = shared["gf_common_mt_inode_ctx (GF_MALLOC, fuse)"];
+  const uint64_t wb_got = in_set[wb] + shared[wb];
+  if (wb_got > wb_inodes.size() || wb_got + beyond < wb_inodes.size())
+    why += fmt::format(
+        "{}: {} in the set and {} at its edge, {} past {} contexts at the edge, "
+        "{} listed\n",
+        wb, in_set[wb], shared[wb], wb_inodes.size() - std::min(wb_got, wb_inodes.size()), beyond,
+        wb_inodes.size());
   if (why.empty() && !shared.count(heads) &&
       bytes[heads] < (table["inode_hashsize"] + table["dentry_hashsize"]) * 16)
     why += fmt::format("the hash arrays hold {} bytes\n", bytes[heads]);
