@@ -425,6 +425,7 @@ TEST_CASE("diff --by-type: the map that grew, named by what holds it", "[core][c
   auto plain = lrtest::leakref({"diff", a.core, b.core, "--json"}, 300);
   REQUIRE(plain.status == 0);
   const json pj = plain.json();
+  REQUIRE(!pj["classes"].empty());
   for (const auto& c : pj["classes"]) CHECK(c["kind"] != "type");
   // A snapshot saved without --by-type against a core read with it: the
   // types are not compared (never 220 "new" nodes), and it is said.
@@ -435,6 +436,7 @@ TEST_CASE("diff --by-type: the map that grew, named by what holds it", "[core][c
   auto mixed = lrtest::leakref({"diff", file, b.core, "--by-type", "--json"}, 300);
   REQUIRE(mixed.status == 0);
   const json m = mixed.json();
+  REQUIRE(!m["classes"].empty());
   for (const auto& c : m["classes"]) CHECK(c["kind"] != "type");
   bool unknown_type = false;
   for (const auto& c : m["unknown"]) unknown_type |= c["kind"] == "type";

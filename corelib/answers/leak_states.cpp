@@ -90,13 +90,18 @@ void tally_types(const IndexedCore& core, RefNamer& names, const LeakStates& ls,
   KnownObjects none;
   BlockKeys keys(core, names, none, BlockKeyBy::kType);
   std::unordered_map<std::string, size_t> at;
+  std::string key;  // reused: no string made per block
   const auto& chunks = core.ci.heap->in_use;
   for (size_t i = 0; i < chunks.size(); ++i) {
     if (ls.state[i] & kPoolFree) continue;
     const std::string_view k = keys(i);
     if (k.empty()) continue;
-    auto [it, added] = at.try_emplace(std::string(k), out->rows.size());
-    if (added) out->rows.push_back({it->first});
+    key.assign(k);
+    auto it = at.find(key);
+    if (it == at.end()) {
+      it = at.emplace(key, out->rows.size()).first;
+      out->rows.push_back({key});
+    }
     ++out->rows[it->second].blocks;
     out->rows[it->second].bytes += chunks[i].usable();
   }

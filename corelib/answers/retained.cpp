@@ -184,40 +184,36 @@ std::vector<uint32_t> RetainedTree::dominators(uint32_t v) const {
   return out;
 }
 
-std::vector<uint32_t> RetainedTree::bfs_order(std::vector<uint32_t>* parent) const {
-  // Breadth first from the top, over the edges that count.
-  std::vector<uint32_t> local, bfs;
-  if (!parent) parent = &local;
+// Breadth first from the top, over the edges that count: each node's
+// parent on its shortest path, and in `order` when given the nodes in
+// that order. The queue gives back what it has passed (a whole tree's
+// order is kept only when asked for).
+void RetainedTree::bfs(std::vector<uint32_t>* parent, std::vector<uint32_t>* order) const {
   parent->assign(nodes(), kNoNode);
-  bfs.reserve(nodes());
-  bfs.push_back(top());
+  std::deque<uint32_t> todo = {top()};
   (*parent)[top()] = top();
-  for (size_t k = 0; k < bfs.size(); ++k) {
-    const uint32_t v = bfs[k];
+  while (!todo.empty()) {
+    const uint32_t v = todo.front();
+    todo.pop_front();
+    if (order) order->push_back(v);
     for (uint32_t w : successors(v))
-      if ((*parent)[w] == kNoNode && is_edge(v, w)) (*parent)[w] = v, bfs.push_back(w);
+      if ((*parent)[w] == kNoNode && is_edge(v, w)) (*parent)[w] = v, todo.push_back(w);
   }
   (*parent)[top()] = kNoNode;
-  return bfs;
+}
+
+std::vector<uint32_t> RetainedTree::bfs_order(std::vector<uint32_t>* parent) const {
+  std::vector<uint32_t> local, order;
+  order.reserve(nodes());
+  bfs(parent ? parent : &local, &order);
+  return order;
 }
 
 const RetainedTree::Paths& RetainedTree::paths() const {
   if (paths_) return *paths_;
   const uint64_t t0 = now_ns();
   auto p = std::make_unique<Paths>();
-  // As bfs_order, with a queue that gives back what it has passed: only
-  // the parents are kept (only merged paths need the order).
-  auto& parent = p->parent;
-  parent.assign(nodes(), kNoNode);
-  std::deque<uint32_t> todo = {top()};
-  parent[top()] = top();
-  while (!todo.empty()) {
-    const uint32_t v = todo.front();
-    todo.pop_front();
-    for (uint32_t w : successors(v))
-      if (parent[w] == kNoNode && is_edge(v, w)) parent[w] = v, todo.push_back(w);
-  }
-  parent[top()] = kNoNode;
+  bfs(&p->parent, nullptr);
   p->ns = now_ns() - t0;
   paths_ = std::move(p);
   return *paths_;

@@ -261,6 +261,7 @@ class RetainedTree {
     uint64_t ns = 0;               // the time they took
   };
   const Paths& paths() const;
+  void bfs(std::vector<uint32_t>* parent, std::vector<uint32_t>* order) const;
   mutable std::unique_ptr<Paths> paths_;
   // Per inner node (by its rank): retained bytes and blocks, where its
   // children begin in child_, whether they are in order.

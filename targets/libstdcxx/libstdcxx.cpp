@@ -306,17 +306,18 @@ struct DequeSpan {
 };
 Result<DequeSpan> deque_span(Program& prog, const Container& c, uint64_t es) {
   const Memory& mem = prog.mem();
-  uint64_t v[9] = {};
-  const char* paths[9] = {"_M_impl._M_map",
-                          "_M_impl._M_start._M_cur",
-                          "_M_impl._M_start._M_first",
-                          "_M_impl._M_start._M_last",
-                          "_M_impl._M_start._M_node",
-                          "_M_impl._M_finish._M_cur",
-                          "_M_impl._M_finish._M_first",
-                          "_M_impl._M_finish._M_last",
-                          "_M_impl._M_finish._M_node"};
-  for (int i = 0; i < 9; ++i) {
+  uint64_t v[10] = {};
+  const char* paths[10] = {"_M_impl._M_map",
+                           "_M_impl._M_start._M_cur",
+                           "_M_impl._M_start._M_first",
+                           "_M_impl._M_start._M_last",
+                           "_M_impl._M_start._M_node",
+                           "_M_impl._M_finish._M_cur",
+                           "_M_impl._M_finish._M_first",
+                           "_M_impl._M_finish._M_last",
+                           "_M_impl._M_finish._M_node",
+                           "_M_impl._M_map_size"};
+  for (int i = 0; i < 10; ++i) {
     LR_ASSIGN(FieldLoc f, need(c, paths[i]));
     LR_ASSIGN(v[i], mem.read_u64(c.addr + f.offset));
   }
@@ -335,6 +336,10 @@ Result<DequeSpan> deque_span(Program& prog, const Container& c, uint64_t es) {
     return bad("a position lies outside its buffer");
   if (v[8] < v[4] || (v[8] - v[4]) % 8 || (v[8] - v[4]) / 8 >= kMaxElements / (len / es))
     return bad("_M_finish's map slot is not at or after _M_start's");
+  // The slots in use lie in the map: _M_map_size bounds them (a count
+  // from the core, read as no more than it says).
+  if (v[4] < v[0] || v[9] > kMaxElements || (v[4] - v[0]) / 8 + (v[8] - v[4]) / 8 >= v[9])
+    return bad("its slots lie outside its map of _M_map_size slots");
   d.per_buffer = len / es;
   d.slots = (v[8] - v[4]) / 8 + 1;
   d.count = d.slots == 1 ? (v[5] - v[1]) / es
@@ -354,7 +359,7 @@ Result<WalkResult> walk_deque(Program& prog, const Container& c, uint64_t es,
         fmt::format("{} holds {} elements, more than {}", c.name, d.count, lim.max_nodes_name);
     return r;
   }
-  r.objects.reserve(d.count);
+  r.objects.reserve(std::min<uint64_t>(d.count, 1 << 16));  // grows with what is read
   for (uint64_t k = 0; k < d.slots; ++k) {
     auto buf = prog.mem().read_u64(d.first_slot + 8 * k);
     if (!buf.ok()) {
