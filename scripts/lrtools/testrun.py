@@ -20,6 +20,7 @@ import time
 from .common import SOURCE, Fail
 
 SUMMARY = re.compile(r"^tests: (\d+) passed, (\d+) failed, (\d+) skipped", re.M)
+FAILED = re.compile(r"^failed test cases:\n((?:  .*\n)+)", re.M)
 
 
 def parse(argv):
@@ -49,6 +50,7 @@ def run_shards(o):
         procs.append((k, subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env), log))
     status = 0
     totals = [0, 0, 0]
+    failed = []
     for k, p, log in procs:
         rc = p.wait()
         log.close()
@@ -58,23 +60,36 @@ def run_shards(o):
         print(f"\n==== shard {k}/{n} (status {rc}, ended after {took:.0f} s) ====", flush=True)
         sys.stdout.write(text)
         m = SUMMARY.findall(text)
+        for block in FAILED.findall(text):
+            failed += [f"shard {k}: {line.strip()}" for line in block.splitlines()]
+        if rc and not m:
+            failed.append(f"shard {k}: ended with status {rc} before its closing line")
         if m:
             for i, v in enumerate(m[-1]):
                 totals[i] += int(v)
         status = status or rc or (0 if m else 1)
-    return status, totals
+    return status, totals, failed
 
 
 def main(argv):
     o = parse(argv)
     spool = os.path.join(o["build"], "json-spool")
     subprocess.run(["rm", "-rf", spool])
-    status, totals = run_shards(o)
+    status, totals, failed = run_shards(o)
     if o["shards"] > 1 and not o["test_args"]:
         # A whole run: every shard's documents together, every schema used.
         rc = subprocess.run([sys.executable, os.path.join(SOURCE, "tests/check_json_schemas.py"), spool,
                              os.path.join(SOURCE, "schemas"), "--require-all"]).returncode
         status = status or rc
-    print(f"tests: {totals[0]} passed, {totals[1]} failed, {totals[2]} skipped"
-          f" ({o['shards']} shard{'s' if o['shards'] > 1 else ''})", flush=True)
+        if rc:
+            failed.append(f"the JSON schema check (status {rc})")
+    closing = (f"tests: {totals[0]} passed, {totals[1]} failed, {totals[2]} skipped"
+               f" ({o['shards']} shard{'s' if o['shards'] > 1 else ''})")
+    # The closing lines again in a file: make test prints it last, after the
+    # provisioning log, so that a log cut to its tail still names what failed.
+    with open(os.path.join(o["build"], "test-summary.txt"), "w") as f:
+        f.write("".join(f"failed: {line}\n" for line in failed) + closing + "\n")
+    if failed:
+        print("failed:\n" + "".join(f"  {line}\n" for line in failed), end="")
+    print(closing, flush=True)
     return status
