@@ -279,7 +279,8 @@ test: test-build-deps check-layers
 	if [ -n "$$pv" ]; then p=0; wait $$pv || p=$$?; \
 	  echo "==== provisioning (begun while building; ended by +$$(( $$(date +%s) - t0 )) s) ===="; \
 	  cat $(BUILD)/provision.log; \
-	  [ $$p -eq 0 ] || echo "test: provisioning ended with status $$p (the tests that need what failed say so)"; fi; \
+	  [ $$p -eq 0 ] || echo "test: provisioning ended with status $$p (the tests that need what failed say so)"; \
+	  cat $(BUILD)/test-summary.txt 2>/dev/null; fi; \
 	exit $$t
 
 # The inner loop (at most 5 minutes on 2 cores, once built): the unit tests
@@ -475,9 +476,12 @@ bench-kernel:
 
 # leakref vs drgn on a 1,000,000-node list and hash table in one core; batch
 # throughput; the reference index on 5.9 M allocations (and chap beside it
-# with CHAP=/path/to/chap) and on an 8 GB core (BENCH_REFS_GB).
+# with CHAP=/path/to/chap) and on an 8 GB core (BENCH_REFS_GB); C++: a map
+# and an unordered_map of 1 M entries against gdb's printers, and the
+# shared_ptr census on 5 M control blocks against leaks.
 bench:
 	$(MAKE) -j$(NPROC) $(BIN) $(BUILD)/walk_repeat fixtures
 	BUILD=$(BUILD) scripts/bench walks
 	BUILD=$(BUILD) scripts/bench batch
 	BUILD=$(BUILD) scripts/bench refs
+	BUILD=$(BUILD) scripts/bench cxx

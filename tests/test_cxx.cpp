@@ -356,6 +356,36 @@ TEST_CASE("shared: control blocks' counts against their owners, cycles", "[core]
   CHECK(l.json()["summary"]["leaked"] == 3);
 }
 
+// make bench's fixture, small: 20,000 owners held by one vector (a block
+// that points at every control block, read once for all of them), pairs in
+// cycles, and one leaked owner; every verdict as the program made it.
+TEST_CASE("shared: a vector of owners, cycles and a lost owner, counted exactly", "[core][cpp]") {
+  if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed: core tests need it");
+  const auto& fc =
+      lrtest::fixture_core("cxxscale", lrtest::fixture_path("fx_cxxscale"), {"3000", "20000"});
+  const json& m = fc.manifest;
+  auto r = lrtest::leakref({"shared", fc.core, "--json"}, 300);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const json j = r.json();
+  const int64_t owned = m["owned"], cycles = m["cycles"], lost = m["leaked_owners"];
+  CHECK(j["verdicts"] == json{{"ok", owned},
+                              {"leaked-owner", lost},
+                              {"extra-owner", 0},
+                              {"leaked", 2 * cycles},
+                              {"corrupt", 0}});
+  CHECK(j["control_blocks"] == owned + 2 * cycles + lost);
+  // Shown: the blocks that are not ok, each cycle's block held by its peer.
+  const json blocks = j["blocks"];
+  REQUIRE(blocks.size() == static_cast<size_t>(2 * cycles + lost));
+  for (const auto& b : blocks) {
+    if (b["verdict"] != "leaked") continue;
+    REQUIRE(b["owners"].size() == 1);
+    CHECK(b["owners"][0]["name"].get<std::string>().find(".peer._M_refcount._M_pi (in control "
+                                                         "block ") != std::string::npos);
+  }
+}
+
 TEST_CASE("docs: the shared example runs as written", "[core][cpp][docs]") {
   if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed: core tests need it");
   const auto& fc = lrtest::fixture_core("cxx", lrtest::fixture_path("fx_cxx"));

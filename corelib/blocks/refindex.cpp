@@ -463,6 +463,35 @@ std::vector<Ref> RefIndex::refs_to(size_t c) const {
   return out;
 }
 
+void RefIndex::each_chunk_ref_into(std::span<const uint32_t> targets,
+                                   const std::function<void(const Ref&)>& fn) const {
+  const Impl& ix = *impl_;
+  const auto& io = ix.in_off();
+  const auto& src = ix.in_src();
+  std::vector<uint64_t> is_target((chunks() + 63) / 64);
+  std::vector<uint32_t> sources;
+  for (uint32_t t : targets) {
+    if (t >= chunks()) continue;
+    is_target[t >> 6] |= uint64_t{1} << (t & 63);
+    sources.insert(sources.end(), src.data() + io[t], src.data() + io[t + 1]);
+  }
+  std::sort(sources.begin(), sources.end());
+  sources.erase(std::unique(sources.begin(), sources.end()), sources.end());
+  Memory::Window w;
+  for (uint32_t s : sources) {
+    const HeapChunk c = ix.ch[s];
+    each_word(mem_, w, c.user, c.user + c.usable(), [&](uint64_t at, uint64_t v) {
+      const size_t t = ix.lookup(v & ~uint64_t{7});  // the scan's rule
+      if (t == kNone || t == s || !((is_target[t >> 6] >> (t & 63)) & 1)) return;
+      Ref r;
+      r.from = at;
+      r.value = v;
+      r.target = static_cast<uint32_t>(t);
+      fn(r);
+    });
+  }
+}
+
 std::vector<Ref> RefIndex::root_refs_to(size_t c) const {
   std::vector<Ref> out;
   if (c >= chunks()) return out;

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -119,6 +120,13 @@ class RefIndex final : public RefSource {
   std::span<const uint32_t> referrers(size_t c) const;
   // The words of chunk `src` that point into chunk `dst`, by address.
   std::vector<uint64_t> words_from(size_t src, size_t dst) const;
+  // Every word of an in-use chunk that points into one of `targets` (chunk
+  // numbers), each source chunk read once however many targets it points
+  // into: refs_to per target reads a source once per target, and a vector
+  // of a million shared_ptrs would be read a million times. `fn` gets
+  // each as a Ref (kChunk, its value set), by source chunk then address.
+  void each_chunk_ref_into(std::span<const uint32_t> targets,
+                           const std::function<void(const Ref&)>& fn) const;
   // The references from roots (never stale), by target then address.
   size_t root_count() const;
   Ref root_ref(size_t i) const;

@@ -87,6 +87,19 @@ std::vector<const Type*> TypeRegistry::find_in_unit(Module* m, std::string_view 
   return out;
 }
 
+const Type* TypeRegistry::find_defined(const std::string& name, std::string* searched) {
+  const bool tagged =
+      name.rfind("struct ", 0) == 0 || name.rfind("union ", 0) == 0 || name.rfind("enum ", 0) == 0;
+  for (const auto& m : mods_->modules()) {
+    if (!m->dwarf()) continue;
+    if (searched) *searched += (searched->empty() ? "" : ", ") + m->basename();
+    const std::vector<uint64_t>* v = index_for(m.get())->lookup(false, name, tagged);
+    for (uint64_t off : v ? *v : std::vector<uint64_t>{})
+      if (const Type* t = convert(m.get(), m->dwarf(), off)) return t;
+  }
+  return nullptr;
+}
+
 Result<const Type*> TypeRegistry::find(std::string_view raw) {
   std::string name = normalize_name(raw);
   // C++'s class is a struct with another default access: one index for both.
@@ -97,32 +110,18 @@ Result<const Type*> TypeRegistry::find(std::string_view raw) {
     name.pop_back();
   }
   if (name.empty()) return make_error(Errc::kInvalidArgument, "empty type name");
-  const Type* found = nullptr;
   std::string searched;
-  for (const auto& m : mods_->modules()) {
-    if (!m->dwarf()) continue;
-    searched += (searched.empty() ? "" : ", ") + m->basename();
-    Index* idx = index_for(m.get());
-    bool tagged = name.rfind("struct ", 0) == 0 || name.rfind("union ", 0) == 0 ||
-                  name.rfind("enum ", 0) == 0;
-    const std::vector<uint64_t>* v = idx->lookup(false, name, tagged);
-    if (!v) continue;
-    for (uint64_t off : *v) {
-      found = convert(m.get(), m->dwarf(), off);
-      if (found) break;
-    }
-    if (found) break;
-  }
+  const Type* found = find_defined(name, &searched);
   const bool bare =
       name.rfind("struct ", 0) != 0 && name.rfind("union ", 0) != 0 && name.rfind("enum ", 0) != 0;
   if (!found && bare) {
     // crash and gdb users write bare struct names (`inode`): the one tagged
-    // type of that name is it; two (struct and union x) are refused.
+    // type of that name is it; two (struct and union x) are refused. (No
+    // error is made for the tags that miss: its hint reads every type name.)
     std::vector<std::string> fits;
     for (const char* tag : {"struct ", "union ", "enum "}) {
-      auto r = find(tag + name);
-      if (r.ok()) {
-        found = r.value();
+      if (const Type* t = find_defined(tag + name, nullptr)) {
+        found = t;
         fits.push_back(tag + name);
       }
     }

@@ -3,7 +3,7 @@ whole process, on real cores and dumps. Figures, never assertions on time: a
 bench fails only when an answer is wrong (counts against a fixture's manifest,
 objects against drgn's).
 
-usage: scripts/bench walks|batch|refs|kernel|trace   (BUILD: the build directory)
+usage: scripts/bench walks|batch|refs|cxx|kernel|trace   (BUILD: the build directory)
   walks   leakref vs drgn walking a 1,000,000-node list and hash table in one
           core (walk rates, output, one-process repeats), the heap walk and
           diff on >= 5 M allocations (make bench)
@@ -12,13 +12,18 @@ usage: scripts/bench walks|batch|refs|kernel|trace   (BUILD: the build directory
           allocations (chap beside it with CHAP=/path/to/chap), the same
           program on jemalloc and tcmalloc, and a >= 8 GB core
           (BENCH_REFS_GB, default 8) (make bench)
+  cxx     C++ on one core: walk --std over a std::map and a std::unordered_map
+          of 1 M entries each against gdb's libstdc++ pretty-printers (the
+          same entries, in the same order); the shared_ptr census on 5 M
+          control blocks against leaks (make bench)
   kernel  the crash extension vs crash's own list -s, kmem -S, search -k on a
           768 MiB Debian 6.1 guest; the slab pass on 7.x vs 6.1
           (make bench-kernel)
   trace   leakref-trace's overhead on a real GlusterFS FUSE I/O loop (root)
           (make bench-trace)
 env: BUILD (default build), BENCH_NODES (1000000), BENCH_HEAP_NODES (2600000),
-     BENCH_REFS_GB (8), CHAP, ROUNDS (trace: 5)
+     BENCH_REFS_GB (8), BENCH_CXX_ENTRIES (1000000), BENCH_CXX_OWNED (5000000),
+     CHAP, ROUNDS (trace: 5)
 """
 import json
 import os
@@ -490,10 +495,91 @@ def huge(w, lr, fx, gb):
     os.unlink(core)
 
 
+# ---- C++: containers against gdb's printers, the shared_ptr census -------
+
+PAIR = re.compile(r"\[(-?\d+)\] = (-?\d+)")
+
+
+def cxx():
+    b = build_dir()
+    lr, fx = os.path.join(b, "leakref"), os.path.join(b, "fixtures", "fx_cxxscale")
+    n = int(os.environ.get("BENCH_CXX_ENTRIES", "1000000"))
+    owned = int(os.environ.get("BENCH_CXX_OWNED", "5000000"))
+    with Work("cxx") as w:
+        core = w.snap("cxx", fx, [str(n), str(owned)])
+        m = load(w.path("cxx.json"))
+        print(f"core: {os.path.getsize(core) >> 20} MiB (fx_cxxscale: a std::map and a std::unordered_map "
+              f"of {n} entries, {owned} + {2 * m['cycles'] + 1} shared_ptr control blocks)")
+        for g in ("g_map", "g_umap"):
+            cxx_walk(w, lr, fx, core, g, m)
+        census(w, lr, core, m)
+        os.unlink(core)
+    return 0
+
+
+def walk_entries(path):
+    """(key, value) of each object record of `walk --jsonl`, and its summary."""
+    entries, summary = [], None
+    with open(path) as f:
+        for line in f:
+            r = json.loads(line)
+            if r["record"] == "object":
+                entries.append((r["fields"]["first"], r["fields"]["second"]))
+            elif r["record"] == "summary":
+                summary = r["summary"]
+    return entries, summary
+
+
+def cxx_walk(w, lr, fx, core, g, m):
+    """leakref walk --std (medians of 3) against gdb printing the container
+    with its libstdc++ printer (once: it is the slow side), whole process;
+    both must give the manifest's entries, and the same ones in order."""
+    out = w.path(g + ".jsonl")
+    lt = [measure(out, [lr, "walk", core, "--std", "--head", g, "--show", "first,second",
+                        "--limit", str(m["entries"] + 1), "--jsonl"])[0] for _ in range(3)]
+    entries, summary = walk_entries(out)
+    if summary is None or summary["stop"] != "end" or len(entries) != m["entries"]:
+        raise Fail(f"leakref walk {g}: {len(entries)} entries, stop {summary and summary['stop']}; "
+                   f"manifest {m['entries']}")
+    if (sum(k for k, _ in entries), sum(v for _, v in entries)) != (m["key_sum"], m["value_sum"]):
+        raise Fail(f"leakref walk {g}: sums differ from the manifest's")
+    gout = w.path(g + ".gdb")
+    gs, _, ghwm = measure(gout, ["gdb", "-batch", "-nx", "-ex", "set language c++", "-ex",
+                                 "set print elements unlimited", "-ex", "set print repeats unlimited",
+                                 "-ex", f"print {g}", fx, core])
+    with open(gout, errors="replace") as f:
+        text = f.read()
+    line = next((x for x in text.splitlines() if x.startswith("$1 = ")), "")
+    got = [(int(k), int(v)) for k, v in PAIR.findall(line)]
+    if got != entries:
+        raise Fail(f"gdb print {g}: {len(got)} entries, not leakref's {len(entries)} in the same order")
+    print(f"{g} ({m['entries']} entries): leakref walk --std --jsonl median {median(lt):.2f} s, "
+          f"gdb print (libstdc++ printer) {gs:.1f} s (peak RSS {ghwm >> 20} MiB) = "
+          f"{gs / median(lt):.0f}x (target >= 50x); the same entries in the same order")
+
+
+def census(w, lr, core, m):
+    """leakref shared against leaks on the same core, paired and alternating,
+    medians of 3: every control block, its verdict as the manifest says."""
+    st, lt = [], []
+    for _ in range(3):
+        s, anon, _ = measure(w.path("shared.json"), [lr, "shared", core, "--json"])
+        st.append(s)
+        lt.append(measure(w.path("leaks.json"), [lr, "leaks", core, "--json"])[0])
+    j = load(w.path("shared.json"))
+    want = {"ok": m["owned"], "leaked-owner": m["leaked_owners"], "extra-owner": 0,
+            "leaked": 2 * m["cycles"], "corrupt": 0}
+    if j["verdicts"] != want or j["control_blocks"] != sum(want.values()):
+        raise Fail(f"leakref shared: {j['control_blocks']} blocks, {j['verdicts']}; manifest {want}")
+    print(f"leakref shared ({j['control_blocks']} control blocks): median {median(st):.2f} s against "
+          f"leaks {median(lt):.2f} s = {median(st) / median(lt):.2f}x (target <= 1.2x); anonymous "
+          f"memory {anon >> 20} MiB; verdicts = manifest")
+
+
 def main(argv):
     from . import bench_kernel
-    benches = {"walks": walks, "batch": batch, "refs": refs, "kernel": bench_kernel.kernel,
+    benches = {"walks": walks, "batch": batch, "refs": refs, "cxx": cxx, "kernel": bench_kernel.kernel,
                "trace": bench_kernel.trace}
     if len(argv) != 1 or argv[0] not in benches:
-        raise Fail("usage: bench walks|batch|refs|kernel|trace", 2)
+        raise Fail("usage: bench walks|batch|refs|cxx|kernel|trace", 2)
     return benches[argv[0]]()

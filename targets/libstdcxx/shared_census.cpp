@@ -85,22 +85,32 @@ int64_t read_count(const Memory& mem, uint64_t at) {
   return mem.read(at, &v, 4).ok() ? static_cast<int32_t>(v) : -1;
 }
 
-// The words that point at the block's start, but registers' (a stopped
-// thread's copies, as the retained tree sets them aside) and dead memory's.
-void find_owners(const IndexedCore& core, size_t c, const std::vector<uint8_t>& reach,
-                 ControlBlock* b) {
+// An owner is a word that points at the block's start; registers' (a
+// stopped thread's copies, as the retained tree sets them aside) and dead
+// memory's are not owners.
+bool owner_word(const Ref& r, uint64_t addr) {
+  return r.value == addr && r.kind != RefFrom::kRegister && !r.stale;
+}
+
+// The roots' owners of each block, then every heap block's, each source
+// block read once for all the control blocks it points at (`at`: the
+// blocks' chunk numbers, ascending, as `s.blocks` is ordered).
+void find_owners(const IndexedCore& core, const std::vector<uint32_t>& at,
+                 const std::vector<uint8_t>& reach, SharedCensus* s) {
   const RefIndex& ix = *core.ci.index;
-  for (const Ref& r : ix.refs_to(c)) {
-    // A heap block's reference carries its address only: the word is read.
-    auto word =
-        r.kind == RefFrom::kChunk ? core.prog->mem().read_u64(r.from) : Result<uint64_t>(r.value);
-    if (!word.ok() || word.value() != b->addr || r.kind == RefFrom::kRegister || r.stale) continue;
-    SharedOwner o;
-    o.ref = r;
-    const size_t src = r.kind == RefFrom::kChunk ? ix.chunk_at(r.from) : SIZE_MAX;
-    o.live = src == SIZE_MAX || (reach[src] & RefIndex::kReached);
-    b->owners.push_back(std::move(o));
+  for (size_t i = 0; i < at.size(); ++i) {
+    ControlBlock& b = s->blocks[i];
+    for (const Ref& r : ix.root_refs_to(at[i]))
+      if (owner_word(r, b.addr)) b.owners.push_back({r, true});
   }
+  ix.each_chunk_ref_into(at, [&](const Ref& r) {
+    const size_t i =
+        static_cast<size_t>(std::lower_bound(at.begin(), at.end(), r.target) - at.begin());
+    ControlBlock& b = s->blocks[i];
+    if (!owner_word(r, b.addr)) return;
+    const size_t src = ix.chunk_at(r.from);
+    b.owners.push_back({r, src == SIZE_MAX || (reach[src] & RefIndex::kReached) != 0});
+  });
 }
 
 SharedVerdict judge(const ControlBlock& b) {
@@ -156,6 +166,7 @@ Result<SharedCensus> shared_census(const IndexedCore& core, RefNamer& names) {
   const std::vector<uint8_t> reach = ix.reachable();
   std::optional<Counts> counts;
   std::unordered_map<std::string, ObjectAt> layouts;  // by block class
+  std::vector<uint32_t> at;                           // each block's chunk
   for (size_t c = 0; c < chunks.size(); ++c) {
     auto vptr = mem.read_u64(chunks[c].user);
     if (!vptr.ok()) continue;
@@ -175,10 +186,11 @@ Result<SharedCensus> shared_census(const IndexedCore& core, RefNamer& names) {
     b.object = managed_object(*core.prog, l->second, b.addr);
     b.type = std::move(cls);
     b.reached = reach[c] & RefIndex::kReached;
-    find_owners(core, c, reach, &b);
-    b.verdict = judge(b);
     out.blocks.push_back(std::move(b));
+    at.push_back(static_cast<uint32_t>(c));
   }
+  find_owners(core, at, reach, &out);
+  for (ControlBlock& b : out.blocks) b.verdict = judge(b);
   return out;
 }
 
