@@ -358,11 +358,14 @@ TEST_CASE("shared: control blocks' counts against their owners, cycles", "[core]
 
 // make bench's fixture, small: 20,000 owners held by one vector (a block
 // that points at every control block, read once for all of them), pairs in
-// cycles, and one leaked owner; every verdict as the program made it.
-TEST_CASE("shared: a vector of owners, cycles and a lost owner, counted exactly", "[core][cpp]") {
+// cycles, one leaked owner, and a pair erased from a vector whose words
+// stay in its spare capacity (stale: no owners, and no root's reach);
+// every verdict as the program made it.
+TEST_CASE("shared: owners in a vector, cycles, a lost owner and stale words, exactly",
+          "[core][cpp]") {
   if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed: core tests need it");
-  const auto& fc =
-      lrtest::fixture_core("cxxscale", lrtest::fixture_path("fx_cxxscale"), {"3000", "20000"});
+  const auto& fc = lrtest::fixture_core("cxxscale", lrtest::fixture_path("fx_cxxscale"),
+                                        {"3000", "20000", "spare"});
   const json& m = fc.manifest;
   auto r = lrtest::leakref({"shared", fc.core, "--json"}, 300);
   INFO(r.err);
@@ -375,15 +378,32 @@ TEST_CASE("shared: a vector of owners, cycles and a lost owner, counted exactly"
                               {"leaked", 2 * cycles},
                               {"corrupt", 0}});
   CHECK(j["control_blocks"] == owned + 2 * cycles + lost);
-  // Shown: the blocks that are not ok, each cycle's block held by its peer.
+  REQUIRE(m["stale_words"] == 2);
+  CHECK(j["stale_words"] == m["stale_words"]);
+  // Shown: the blocks that are not ok, each cycle's block held by its peer
+  // (and the erased pair's by a stale word past g_spare's one element).
   const json blocks = j["blocks"];
   REQUIRE(blocks.size() == static_cast<size_t>(2 * cycles + lost));
+  int stale = 0;
   for (const auto& b : blocks) {
     if (b["verdict"] != "leaked") continue;
-    REQUIRE(b["owners"].size() == 1);
-    CHECK(b["owners"][0]["name"].get<std::string>().find(".peer._M_refcount._M_pi (in control "
-                                                         "block ") != std::string::npos);
+    int peers = 0;
+    for (const auto& o : b["owners"]) {
+      const std::string name = o["name"];
+      INFO(name);
+      CHECK(o["live"] == false);
+      if (o["stale"] == true) {
+        ++stale;
+        CHECK(name.find("g_spare") != std::string::npos);
+        CHECK(name.find("past its container's elements") != std::string::npos);
+      } else {
+        ++peers;
+        CHECK(name.find(".peer._M_refcount._M_pi (in control block ") != std::string::npos);
+      }
+    }
+    CHECK(peers == 1);
   }
+  CHECK(stale == m["stale_words"]);
 }
 
 TEST_CASE("docs: the shared example runs as written", "[core][cpp][docs]") {

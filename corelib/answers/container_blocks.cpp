@@ -193,9 +193,13 @@ void Typer::type_block(const Job& j, const std::string& container, const OwnBloc
                      b.role, b.addr));
     return;
   }
-  BlockType t{b.elem,        fmt::format("{} of {} {}", b.role, container, j.via),
-              j.via,         false,
-              b.elem_offset, std::max<uint64_t>(b.elem_count, 1)};
+  BlockType t{b.elem,
+              fmt::format("{} of {} {}", b.role, container, j.via),
+              j.via,
+              false,
+              b.elem_offset,
+              std::max<uint64_t>(b.elem_count, 1),
+              b.only_elements ? b.elem_offset + b.elem_count * es : UINT64_MAX};
   if (!types_.set(c, std::move(t))) return;
   ++out_.blocks;
   // A container's elements are one of many ("g_names[].first").

@@ -29,6 +29,10 @@ struct BlockType {
   // holds its size's worth.
   uint64_t offset = 0;
   uint64_t count = 1;
+  // A container's array (OwnBlock::only_elements): its live words are
+  // [offset, live_end), the elements; the others are stale. UINT64_MAX:
+  // every word is live.
+  uint64_t live_end = UINT64_MAX;
   // Byte `off` of the block as a member path of `type` ("[3].next"); ""
   // outside the elements or without a type.
   std::string member_at(uint64_t off) const;

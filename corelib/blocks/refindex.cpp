@@ -477,19 +477,67 @@ void RefIndex::each_chunk_ref_into(std::span<const uint32_t> targets,
   }
   std::sort(sources.begin(), sources.end());
   sources.erase(std::unique(sources.begin(), sources.end()), sources.end());
-  Memory::Window w;
-  for (uint32_t s : sources) {
-    const HeapChunk c = ix.ch[s];
-    each_word(mem_, w, c.user, c.user + c.usable(), [&](uint64_t at, uint64_t v) {
-      const size_t t = ix.lookup(v & ~uint64_t{7});  // the scan's rule
-      if (t == kNone || t == s || !((is_target[t >> 6] >> (t & 63)) & 1)) return;
-      Ref r;
-      r.from = at;
-      r.value = v;
-      r.target = static_cast<uint32_t>(t);
-      fn(r);
+  // The scan's own rule, source by source in address order.
+  Scanner sc(mem_, ix, [&](uint64_t at, uint64_t v, size_t t, uint32_t s) {
+    if (t == s || !((is_target[t >> 6] >> (t & 63)) & 1)) return;
+    Ref r;
+    r.from = at;
+    r.value = v;
+    r.target = static_cast<uint32_t>(t);
+    fn(r);
+  });
+  for (uint32_t s : sources) sc.range(ix.ch[s].user, ix.ch[s].user + ix.ch[s].usable(), s);
+  sc.flush();
+}
+
+std::vector<uint8_t> RefIndex::reachable(const std::vector<LiveExtent>& live) const {
+  const Impl& ix = *impl_;
+  // A chunk's row lists its references in address order: a rescan by the
+  // scan's rule counts the entries before its extent and inside it.
+  struct Part {
+    uint32_t skip = 0, keep = 0;
+  };
+  std::unordered_map<uint32_t, Part> parts;
+  for (const LiveExtent& e : live) {
+    if (e.chunk >= chunks() || parts.count(e.chunk)) continue;
+    const HeapChunk c = ix.ch[e.chunk];
+    Part p;
+    uint32_t all = 0;
+    Scanner sc(mem_, ix, [&](uint64_t at, uint64_t, size_t t, uint32_t s) {
+      if (t == s) return;
+      ++all;
+      if (at < c.user + e.begin)
+        ++p.skip;
+      else if (at < c.user + e.end)
+        ++p.keep;
     });
+    sc.range(c.user, c.user + c.usable(), e.chunk);
+    sc.flush();
+    // A row that is not this scan's (a chunk the index did not scan) is
+    // left whole.
+    if (all == ix.rows.begin(e.chunk + 1) - ix.rows.begin(e.chunk)) parts.emplace(e.chunk, p);
   }
+  std::vector<uint8_t> seen(chunks(), 0);
+  for (uint32_t t : ix.target) seen[t] = kReferenced;
+  std::vector<uint32_t> todo;
+  auto reach = [&](uint32_t t) {
+    if (!(seen[t] & kReached)) {
+      seen[t] |= kReached | kReferenced;
+      todo.push_back(t);
+    }
+  };
+  for (const auto& r : ix.roots) reach(r.target);
+  while (!todo.empty()) {
+    const uint32_t c = todo.back();
+    todo.pop_back();
+    uint32_t b = ix.rows.begin(c), e = ix.rows.begin(c + 1);
+    if (auto p = parts.find(c); p != parts.end()) {
+      b += p->second.skip;
+      e = b + p->second.keep;
+    }
+    for (uint32_t i = b; i < e; ++i) reach(ix.target[i]);
+  }
+  return seen;
 }
 
 std::vector<Ref> RefIndex::root_refs_to(size_t c) const {

@@ -135,6 +135,14 @@ class RefIndex final : public RefSource {
   // kReferenced when anything (a root or a chunk) points into it.
   static constexpr uint8_t kReached = kReachMark, kReferenced = kReferencedMark;
   std::vector<uint8_t> reachable() const;
+  // The same with the words of each extent's chunk outside [begin, end)
+  // (bytes from its start) taken for no references: a vector's capacity
+  // past its elements keeps what its erased elements held.
+  struct LiveExtent {
+    uint32_t chunk = 0;
+    uint64_t begin = 0, end = 0;
+  };
+  std::vector<uint8_t> reachable(const std::vector<LiveExtent>& live) const;
   // One shortest chain of references from a root to chunk `c` (the root's
   // reference first, the one into `c` last); empty when unreachable or when
   // longer than `max_depth` steps.

@@ -22,6 +22,9 @@ struct OwnBlock {
   const Type* elem = nullptr;  // the elements in it (null: none, as buckets)
   uint64_t elem_offset = 0;    // where the first lies in the block
   uint64_t elem_count = 0;     // how many follow one another
+  // The block holds nothing but its elements (a vector's array, a deque's
+  // buffer): its words outside them (a vector's spare capacity) are stale.
+  bool only_elements = false;
 };
 // The container's own blocks, and its name as a C++ user writes it
 // ("std::map<int, Node*>").

@@ -57,8 +57,10 @@ struct Naming {
 ordered_json block_json(const lr::ControlBlock& b, const Naming& name) {
   ordered_json owners = ordered_json::array();
   for (const auto& o : b.owners)
-    owners.push_back(
-        {{"at", fmt::format("{:#x}", o.ref.from)}, {"name", name(o)}, {"live", o.live}});
+    owners.push_back({{"at", fmt::format("{:#x}", o.ref.from)},
+                      {"name", name(o)},
+                      {"live", o.live},
+                      {"stale", o.stale}});
   return {{"addr", fmt::format("{:#x}", b.addr)},
           {"type", b.type},
           {"size", b.size},
@@ -78,7 +80,8 @@ void block_text(Out& out, const lr::ControlBlock& b, const Naming& name) {
             b.object ? fmt::format("; object {:#x}", b.object) : "");
   if (b.verdict != lr::SharedVerdict::kOk)
     out.print("  {}: {}\n", lr::shared_verdict_name(b.verdict), why(b.verdict));
-  for (const auto& o : b.owners) out.print("  {} {}\n", o.live ? "owner " : "leaked", name(o));
+  for (const auto& o : b.owners)
+    out.print("  {} {}\n", o.stale ? "stale " : o.live ? "owner " : "leaked", name(o));
 }
 
 int cmd_shared(const DumpOptions& c, const SharedArgs& a) {
@@ -108,6 +111,7 @@ int cmd_shared(const DumpOptions& c, const SharedArgs& a) {
                    {"partial", partial},
                    {"partial_reasons", s.partial},
                    {"control_blocks", s.blocks.size()},
+                   {"stale_words", s.stale_words},
                    {"verdicts", counts},
                    {"blocks", std::move(blocks)},
                    {"warnings", core.value().warnings}};
@@ -119,6 +123,11 @@ int cmd_shared(const DumpOptions& c, const SharedArgs& a) {
         "counted, {} leaked, {} corrupt\n",
         partial ? "partial: " : "", s.blocks.size(), by["ok"], by["leaked-owner"],
         by["extra-owner"], by["leaked"], by["corrupt"]);
+    if (s.stale_words)
+      out_stdout().print(
+          "{} words past containers' elements (an erased shared_ptr's, in a vector's spare "
+          "capacity) were set aside: not counted as owners\n",
+          s.stale_words);
     for (const auto& p : s.partial) out_stdout().print("partial: {}\n", p);
     for (const auto& b : s.blocks)
       if (a.all || b.verdict != lr::SharedVerdict::kOk) {

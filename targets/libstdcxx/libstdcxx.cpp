@@ -567,7 +567,7 @@ Result<OwnBlocks> string_blocks(Program& prog, const Type* t, uint64_t addr, Own
 // its size's).
 Result<void> vector_blocks(Program& prog, const Container& c, const Type* elem, OwnBlocks* out) {
   LR_ASSIGN(VectorSpan v, vector_span(prog, c, elem->strip()->size));
-  if (v.start) out->blocks.push_back({v.start, "elements", elem, 0, v.count});
+  if (v.start) out->blocks.push_back({v.start, "elements", elem, 0, v.count, true});
   return {};
 }
 
@@ -590,7 +590,7 @@ Result<void> deque_blocks(Program& prog, const Container& c, const Type* elem, O
     }
     const uint64_t first = k == 0 ? (d.first_cur - buf.value()) / es : 0;
     const uint64_t last = k + 1 == d.slots ? (d.last_cur - buf.value()) / es : d.per_buffer;
-    out->blocks.push_back({buf.value(), "buffer", elem, first * es, last - first});
+    out->blocks.push_back({buf.value(), "buffer", elem, first * es, last - first, true});
   }
   return {};
 }

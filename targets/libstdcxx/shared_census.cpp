@@ -92,6 +92,15 @@ bool owner_word(const Ref& r, uint64_t addr) {
   return r.value == addr && r.kind != RefFrom::kRegister && !r.stale;
 }
 
+// Whether the word at `at`, in chunk `c` starting at `user`, lies outside
+// its extent in `live` (sorted by chunk): a stale word.
+bool stale_word(const std::vector<RefIndex::LiveExtent>& live, size_t c, uint64_t user,
+                uint64_t at) {
+  auto e = std::lower_bound(live.begin(), live.end(), c,
+                            [](const RefIndex::LiveExtent& x, size_t k) { return x.chunk < k; });
+  return e != live.end() && e->chunk == c && (at - user < e->begin || at - user >= e->end);
+}
+
 // The roots' owners of each block, then every heap block's, each source
 // block read once for all the control blocks it points at (`at`: the
 // blocks' chunk numbers, ascending, as `s.blocks` is ordered).
@@ -124,6 +133,44 @@ SharedVerdict judge(const ControlBlock& b) {
   return SharedVerdict::kOk;
 }
 
+// Counted again without the words past containers' elements: an erased
+// shared_ptr's words stay in a vector's spare capacity, and a reader that
+// took them for owners would see one owner more than counted, and a cycle
+// as reached. Only when some block has more owners than counted: the
+// containers' typing reads every container the program holds.
+void set_stale_aside(const IndexedCore& core, RefNamer& names, const std::vector<uint32_t>& at,
+                     SharedCensus* s) {
+  if (std::none_of(s->blocks.begin(), s->blocks.end(),
+                   [](const ControlBlock& b) { return b.verdict == SharedVerdict::kExtraOwner; }))
+    return;
+  type_heap_blocks(core, names.types());
+  std::vector<RefIndex::LiveExtent> live;
+  names.types().each([&](uint32_t c, const BlockType& bt) {
+    if (bt.live_end != UINT64_MAX) live.push_back({c, bt.offset, bt.live_end});
+  });
+  if (live.empty()) return;
+  std::sort(live.begin(), live.end(),
+            [](const RefIndex::LiveExtent& a, const RefIndex::LiveExtent& b) {
+              return a.chunk < b.chunk;
+            });
+  const RefIndex& ix = *core.ci.index;
+  const std::vector<uint8_t> reach = ix.reachable(live);
+  const auto& chunks = ix.heap().in_use;
+  s->stale_words = 0;
+  for (size_t i = 0; i < at.size(); ++i) {
+    ControlBlock& b = s->blocks[i];
+    b.reached = reach[at[i]] & RefIndex::kReached;
+    for (SharedOwner& o : b.owners) {
+      const size_t src = o.ref.kind == RefFrom::kChunk ? ix.chunk_at(o.ref.from) : SIZE_MAX;
+      if (src == SIZE_MAX) continue;  // a root's word stays an owner
+      o.stale = stale_word(live, src, chunks[src].user, o.ref.from);
+      o.live = !o.stale && (reach[src] & RefIndex::kReached);
+      s->stale_words += o.stale;
+    }
+    b.verdict = judge(b);
+  }
+}
+
 // "Cyc" from "std::_Sp_counted_ptr_inplace<Cyc, std::allocator<void>, ...>".
 std::string first_template_arg(const std::string& cls) {
   const size_t b = cls.find('<');
@@ -154,7 +201,8 @@ std::string shared_owner_name(const IndexedCore& core, RefNamer& names, const Sh
                          path.empty() ? fmt::format("+{:#x}", at - in.object) : path, in.addr);
     }
   }
-  return names.describe(o.ref);
+  const std::string n = names.describe(o.ref);
+  return o.stale ? n + " (past its container's elements: stale, not counted)" : n;
 }
 
 Result<SharedCensus> shared_census(const IndexedCore& core, RefNamer& names) {
@@ -191,6 +239,7 @@ Result<SharedCensus> shared_census(const IndexedCore& core, RefNamer& names) {
   }
   find_owners(core, at, reach, &out);
   for (ControlBlock& b : out.blocks) b.verdict = judge(b);
+  set_stale_aside(core, names, at, &out);
   return out;
 }
 

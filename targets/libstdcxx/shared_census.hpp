@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "corelib/answers/block_names.hpp"
+#include "corelib/answers/container_blocks.hpp"
 #include "corelib/answers/core_index.hpp"
 #include "corelib/base/result.hpp"
 
@@ -22,6 +23,9 @@ namespace lr {
 struct SharedOwner {
   Ref ref;            // the word (ref.from: a shared_ptr's or weak_ptr's _M_pi)
   bool live = false;  // in memory a root reaches (a leaked block's word is not)
+  // Past a container's elements (a vector's spare capacity, where an erased
+  // shared_ptr left its words): shown, never counted.
+  bool stale = false;
 };
 
 enum class SharedVerdict {
@@ -51,6 +55,7 @@ struct ControlBlock {
 struct SharedCensus {
   std::vector<ControlBlock> blocks;  // by address
   std::vector<std::string> partial;  // the root model's reasons, when it is partial
+  uint64_t stale_words = 0;          // words past containers' elements, not counted
 };
 
 // Every control block of `core` with its owners. kNotFound when the
