@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace lr {
@@ -13,10 +14,10 @@ namespace lr {
 constexpr uint8_t kReachMark = 1, kReferencedMark = 2;
 
 // `root_targets` iterates the node each root reference points into;
-// node c's references are targets[row_begin(c) .. row_begin(c + 1)).
-template <class RootTargets, class RowBegin, class Targets>
-std::vector<uint8_t> mark_reachable(size_t n, const RootTargets& root_targets,
-                                    const RowBegin& row_begin, const Targets& targets) {
+// node c's references are targets[row(c).first .. row(c).second).
+template <class RootTargets, class Row, class Targets>
+std::vector<uint8_t> mark_reachable_rows(size_t n, const RootTargets& root_targets, const Row& row,
+                                         const Targets& targets) {
   std::vector<uint8_t> seen(n, 0);
   for (uint32_t t : targets) seen[t] = kReferencedMark;
   std::vector<uint32_t> todo;
@@ -28,7 +29,7 @@ std::vector<uint8_t> mark_reachable(size_t n, const RootTargets& root_targets,
   while (!todo.empty()) {
     const uint32_t c = todo.back();
     todo.pop_back();
-    for (uint32_t e = row_begin(c), end = row_begin(c + 1); e < end; ++e) {
+    for (auto [e, end] = row(c); e < end; ++e) {
       const uint32_t t = targets[e];
       if (!(seen[t] & kReachMark)) {
         seen[t] |= kReachMark;
@@ -37,6 +38,16 @@ std::vector<uint8_t> mark_reachable(size_t n, const RootTargets& root_targets,
     }
   }
   return seen;
+}
+
+// The same with node c's references targets[row_begin(c) .. row_begin(c + 1)).
+template <class RootTargets, class RowBegin, class Targets>
+std::vector<uint8_t> mark_reachable(size_t n, const RootTargets& root_targets,
+                                    const RowBegin& row_begin, const Targets& targets) {
+  return mark_reachable_rows(
+      n, root_targets,
+      [&](size_t c) { return std::pair<uint32_t, uint32_t>(row_begin(c), row_begin(c + 1)); },
+      targets);
 }
 
 }  // namespace lr

@@ -517,27 +517,20 @@ std::vector<uint8_t> RefIndex::reachable(const std::vector<LiveExtent>& live) co
     // left whole.
     if (all == ix.rows.begin(e.chunk + 1) - ix.rows.begin(e.chunk)) parts.emplace(e.chunk, p);
   }
-  std::vector<uint8_t> seen(chunks(), 0);
-  for (uint32_t t : ix.target) seen[t] = kReferenced;
-  std::vector<uint32_t> todo;
-  auto reach = [&](uint32_t t) {
-    if (!(seen[t] & kReached)) {
-      seen[t] |= kReached | kReferenced;
-      todo.push_back(t);
-    }
-  };
-  for (const auto& r : ix.roots) reach(r.target);
-  while (!todo.empty()) {
-    const uint32_t c = todo.back();
-    todo.pop_back();
-    uint32_t b = ix.rows.begin(c), e = ix.rows.begin(c + 1);
-    if (auto p = parts.find(c); p != parts.end()) {
-      b += p->second.skip;
-      e = b + p->second.keep;
-    }
-    for (uint32_t i = b; i < e; ++i) reach(ix.target[i]);
-  }
-  return seen;
+  std::vector<uint32_t> roots;
+  roots.reserve(ix.roots.size());
+  for (const auto& r : ix.roots) roots.push_back(r.target);
+  return mark_reachable_rows(
+      chunks(), roots,
+      [&](size_t c) {
+        uint32_t b = ix.rows.begin(c), e = ix.rows.begin(c + 1);
+        if (auto p = parts.find(static_cast<uint32_t>(c)); p != parts.end()) {
+          b += p->second.skip;
+          e = b + p->second.keep;
+        }
+        return std::pair<uint32_t, uint32_t>(b, e);
+      },
+      ix.target);
 }
 
 std::vector<Ref> RefIndex::root_refs_to(size_t c) const {
