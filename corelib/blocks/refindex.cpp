@@ -464,7 +464,7 @@ std::vector<Ref> RefIndex::refs_to(size_t c) const {
 }
 
 void RefIndex::each_chunk_ref_into(std::span<const uint32_t> targets,
-                                   const std::function<void(const Ref&)>& fn) const {
+                                   const std::function<void(const Ref&, uint32_t)>& fn) const {
   const Impl& ix = *impl_;
   const auto& io = ix.in_off();
   const auto& src = ix.in_src();
@@ -484,7 +484,7 @@ void RefIndex::each_chunk_ref_into(std::span<const uint32_t> targets,
     r.from = at;
     r.value = v;
     r.target = static_cast<uint32_t>(t);
-    fn(r);
+    fn(r, s);
   });
   for (uint32_t s : sources) sc.range(ix.ch[s].user, ix.ch[s].user + ix.ch[s].usable(), s);
   sc.flush();

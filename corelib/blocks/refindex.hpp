@@ -124,9 +124,10 @@ class RefIndex final : public RefSource {
   // numbers), each source chunk read once however many targets it points
   // into: refs_to per target reads a source once per target, and a vector
   // of a million shared_ptrs would be read a million times. `fn` gets
-  // each as a Ref (kChunk, its value set), by source chunk then address.
+  // each as a Ref (kChunk, its value set) with its source chunk, by source
+  // chunk then address.
   void each_chunk_ref_into(std::span<const uint32_t> targets,
-                           const std::function<void(const Ref&)>& fn) const;
+                           const std::function<void(const Ref&, uint32_t src)>& fn) const;
   // The references from roots (never stale), by target then address.
   size_t root_count() const;
   Ref root_ref(size_t i) const;

@@ -49,39 +49,48 @@ struct Naming {
   const lr::IndexedCore& core;
   lr::RefNamer& names;
   const lr::SharedCensus& census;
-  std::string operator()(const lr::SharedOwner& o) const {
-    return lr::shared_owner_name(core, names, census, o);
+  std::string operator()(const lr::ControlBlock& b, const lr::SharedOwner& o) const {
+    return lr::shared_owner_name(core, names, census, b, o);
   }
 };
 
 ordered_json block_json(const lr::ControlBlock& b, const Naming& name) {
+  const lr::SharedCensus& s = name.census;
   ordered_json owners = ordered_json::array();
-  for (const auto& o : b.owners)
-    owners.push_back({{"at", fmt::format("{:#x}", o.ref.from)},
-                      {"name", name(o)},
+  for (const auto& o : s.owners_of(b))
+    owners.push_back({{"at", fmt::format("{:#x}", o.from)},
+                      {"name", name(b, o)},
                       {"live", o.live},
-                      {"stale", o.stale}});
+                      {"stale", o.stale},
+                      {"unsure", o.unsure}});
   return {{"addr", fmt::format("{:#x}", b.addr)},
-          {"type", b.type},
+          {"type", s.type(b)},
           {"size", b.size},
           {"object", b.object ? ordered_json(fmt::format("{:#x}", b.object)) : ordered_json()},
           {"use_count", b.use},
           {"weak_count", b.weak},
           {"expected_owners", b.expected()},
-          {"live_owners", b.live_owners()},
+          {"live_owners", b.live},
+          {"unsure_owners", b.unsure},
           {"reached", b.reached},
           {"verdict", lr::shared_verdict_name(b.verdict)},
           {"owners", std::move(owners)}};
 }
 
 void block_text(Out& out, const lr::ControlBlock& b, const Naming& name) {
+  const lr::SharedCensus& s = name.census;
   out.print("{:#x} {} ({} bytes): use_count {}, weak_count {}; {} owners expected, {} live{}\n",
-            b.addr, b.type, b.size, b.use, b.weak, b.expected(), b.live_owners(),
+            b.addr, s.type(b), b.size, b.use, b.weak, b.expected(), b.live,
             b.object ? fmt::format("; object {:#x}", b.object) : "");
   if (b.verdict != lr::SharedVerdict::kOk)
     out.print("  {}: {}\n", lr::shared_verdict_name(b.verdict), why(b.verdict));
-  for (const auto& o : b.owners)
-    out.print("  {} {}\n", o.stale ? "stale " : o.live ? "owner " : "leaked", name(o));
+  for (const auto& o : s.owners_of(b))
+    out.print("  {} {}\n",
+              o.stale    ? "stale "
+              : o.unsure ? "unsure"
+              : o.live   ? "owner "
+                         : "leaked",
+              name(b, o));
 }
 
 int cmd_shared(const DumpOptions& c, const SharedArgs& a) {
@@ -112,6 +121,7 @@ int cmd_shared(const DumpOptions& c, const SharedArgs& a) {
                    {"partial_reasons", s.partial},
                    {"control_blocks", s.blocks.size()},
                    {"stale_words", s.stale_words},
+                   {"unsure_blocks", s.unsure_blocks},
                    {"verdicts", counts},
                    {"blocks", std::move(blocks)},
                    {"warnings", core.value().warnings}};
@@ -128,6 +138,12 @@ int cmd_shared(const DumpOptions& c, const SharedArgs& a) {
           "{} words past containers' elements (an erased shared_ptr's, in a vector's spare "
           "capacity) were set aside: not counted as owners\n",
           s.stale_words);
+    if (s.unsure_blocks)
+      out_stdout().print(
+          "{} ok blocks have more owners than counted only through words no type says are a "
+          "shared_ptr's (stack slots, blocks of unknown type: stale copies, most likely); not "
+          "findings (--all lists them)\n",
+          s.unsure_blocks);
     for (const auto& p : s.partial) out_stdout().print("partial: {}\n", p);
     for (const auto& b : s.blocks)
       if (a.all || b.verdict != lr::SharedVerdict::kOk) {

@@ -25,9 +25,14 @@ const char* shared_verdict_name(SharedVerdict v) {
   return "?";
 }
 
-uint64_t ControlBlock::live_owners() const {
-  return static_cast<uint64_t>(
-      std::count_if(owners.begin(), owners.end(), [](const SharedOwner& o) { return o.live; }));
+Ref SharedCensus::ref(const ControlBlock& b, const SharedOwner& o) {
+  Ref r;
+  r.from = o.from;
+  r.value = b.addr;
+  r.target = b.chunk;
+  r.kind = o.kind;
+  r.tid = o.tid;
+  return r;
 }
 
 namespace {
@@ -80,7 +85,7 @@ uint64_t managed_object(Program& prog, const ObjectAt& l, uint64_t addr) {
   return v.ok() ? v.value() : 0;
 }
 
-int64_t read_count(const Memory& mem, uint64_t at) {
+int32_t read_count(const Memory& mem, uint64_t at) {
   uint32_t v = 0;
   return mem.read(at, &v, 4).ok() ? static_cast<int32_t>(v) : -1;
 }
@@ -101,25 +106,46 @@ bool stale_word(const std::vector<RefIndex::LiveExtent>& live, size_t c, uint64_
   return e != live.end() && e->chunk == c && (at - user < e->begin || at - user >= e->end);
 }
 
-// The roots' owners of each block, then every heap block's, each source
-// block read once for all the control blocks it points at (`at`: the
-// blocks' chunk numbers, ascending, as `s.blocks` is ordered).
-void find_owners(const IndexedCore& core, const std::vector<uint32_t>& at,
-                 const std::vector<uint8_t>& reach, SharedCensus* s) {
-  const RefIndex& ix = *core.ci.index;
-  for (size_t i = 0; i < at.size(); ++i) {
-    ControlBlock& b = s->blocks[i];
-    for (const Ref& r : ix.root_refs_to(at[i]))
-      if (owner_word(r, b.addr)) b.owners.push_back({r, true});
+// Each block's owners, placed block by block in one array (`found`: block
+// and owner, the roots' first) by a counting sort, which keeps that order;
+// and how many of them are live.
+void place_owners(std::vector<std::pair<uint32_t, SharedOwner>>& found, SharedCensus* s) {
+  std::vector<uint32_t> start(s->blocks.size() + 1, 0);
+  for (const auto& f : found) ++start[f.first + 1];
+  for (size_t i = 0; i < s->blocks.size(); ++i) {
+    start[i + 1] += start[i];
+    s->blocks[i].owners_begin = s->blocks[i].owners_end = start[i];
   }
-  ix.each_chunk_ref_into(at, [&](const Ref& r) {
-    const size_t i =
-        static_cast<size_t>(std::lower_bound(at.begin(), at.end(), r.target) - at.begin());
-    ControlBlock& b = s->blocks[i];
-    if (!owner_word(r, b.addr)) return;
-    const size_t src = ix.chunk_at(r.from);
-    b.owners.push_back({r, src == SIZE_MAX || (reach[src] & RefIndex::kReached) != 0});
+  s->owners.resize(found.size());
+  for (const auto& [i, o] : found) {
+    s->owners[s->blocks[i].owners_end++] = o;
+    s->blocks[i].live += o.live;
+  }
+}
+
+// The roots' owners of each block, then every heap block's, each source
+// block read once for all the control blocks it points at.
+void find_owners(const IndexedCore& core, const std::vector<uint8_t>& reach, SharedCensus* s) {
+  const RefIndex& ix = *core.ci.index;
+  std::vector<uint32_t> at(s->blocks.size()), block_of(ix.chunks(), UINT32_MAX);
+  for (size_t i = 0; i < at.size(); ++i) {
+    at[i] = s->blocks[i].chunk;
+    block_of[at[i]] = static_cast<uint32_t>(i);
+  }
+  std::vector<std::pair<uint32_t, SharedOwner>> found;
+  found.reserve(at.size() + at.size() / 4);
+  auto add = [&](uint32_t i, const Ref& r, bool live) {
+    if (owner_word(r, s->blocks[i].addr))
+      found.push_back({i, {r.from, r.tid, r.kind, live, false}});
+  };
+  for (size_t k = 0; k < ix.root_count(); ++k) {  // by target: roots first per block
+    const Ref r = ix.root_ref(k);
+    if (block_of[r.target] != UINT32_MAX) add(block_of[r.target], r, true);
+  }
+  ix.each_chunk_ref_into(at, [&](const Ref& r, uint32_t src) {
+    add(block_of[r.target], r, (reach[src] & RefIndex::kReached) != 0);
   });
+  place_owners(found, s);
 }
 
 SharedVerdict judge(const ControlBlock& b) {
@@ -127,9 +153,9 @@ SharedVerdict judge(const ControlBlock& b) {
   if (b.use < 0 || b.weak < 0 || b.use > kMaxCount || b.weak > kMaxCount)
     return SharedVerdict::kCorrupt;
   if (!b.reached && b.use > 0) return SharedVerdict::kLeaked;
-  const auto live = static_cast<int64_t>(b.live_owners());
+  const auto live = static_cast<int64_t>(b.live);
   if (live < b.expected()) return SharedVerdict::kLeakedOwner;
-  if (live > b.expected()) return SharedVerdict::kExtraOwner;
+  if (live - b.unsure > b.expected()) return SharedVerdict::kExtraOwner;
   return SharedVerdict::kOk;
 }
 
@@ -138,12 +164,7 @@ SharedVerdict judge(const ControlBlock& b) {
 // took them for owners would see one owner more than counted, and a cycle
 // as reached. Only when some block has more owners than counted: the
 // containers' typing reads every container the program holds.
-void set_stale_aside(const IndexedCore& core, RefNamer& names, const std::vector<uint32_t>& at,
-                     SharedCensus* s) {
-  if (std::none_of(s->blocks.begin(), s->blocks.end(),
-                   [](const ControlBlock& b) { return b.verdict == SharedVerdict::kExtraOwner; }))
-    return;
-  type_heap_blocks(core, names.types());
+void set_stale_aside(const IndexedCore& core, RefNamer& names, SharedCensus* s) {
   std::vector<RefIndex::LiveExtent> live;
   names.types().each([&](uint32_t c, const BlockType& bt) {
     if (bt.live_end != UINT64_MAX) live.push_back({c, bt.offset, bt.live_end});
@@ -157,18 +178,121 @@ void set_stale_aside(const IndexedCore& core, RefNamer& names, const std::vector
   const std::vector<uint8_t> reach = ix.reachable(live);
   const auto& chunks = ix.heap().in_use;
   s->stale_words = 0;
-  for (size_t i = 0; i < at.size(); ++i) {
-    ControlBlock& b = s->blocks[i];
-    b.reached = reach[at[i]] & RefIndex::kReached;
-    for (SharedOwner& o : b.owners) {
-      const size_t src = o.ref.kind == RefFrom::kChunk ? ix.chunk_at(o.ref.from) : SIZE_MAX;
-      if (src == SIZE_MAX) continue;  // a root's word stays an owner
-      o.stale = stale_word(live, src, chunks[src].user, o.ref.from);
-      o.live = !o.stale && (reach[src] & RefIndex::kReached);
-      s->stale_words += o.stale;
+  for (ControlBlock& b : s->blocks) {
+    b.reached = reach[b.chunk] & RefIndex::kReached;
+    b.live = 0;
+    for (uint32_t k = b.owners_begin; k < b.owners_end; ++k) {
+      SharedOwner& o = s->owners[k];
+      const size_t src = o.kind == RefFrom::kChunk ? ix.chunk_at(o.from) : SIZE_MAX;
+      if (src != SIZE_MAX) {  // a root's word stays an owner
+        o.stale = stale_word(live, src, chunks[src].user, o.from);
+        o.live = !o.stale && (reach[src] & RefIndex::kReached);
+        s->stale_words += o.stale;
+      }
+      b.live += o.live;
     }
     b.verdict = judge(b);
   }
+}
+
+// The control-block classes met, by vtable pointer: a program has a few,
+// met millions of times (-1: another class's vtable). Words that are no
+// vtable's are not remembered: heap data has millions of values.
+struct BlockClasses {
+  std::unordered_map<uint64_t, int32_t> by_vptr;
+  std::vector<ObjectAt> layouts;  // by class
+};
+
+// The class of a block whose first word is `vptr`, as an index into
+// s->classes; -1 when it is no control block's.
+int32_t block_class(Program& prog, RefNamer& names, uint64_t vptr, BlockClasses* bc,
+                    SharedCensus* s) {
+  if (auto it = bc->by_vptr.find(vptr); it != bc->by_vptr.end()) return it->second;
+  std::string cls = names.types().vtable_class(vptr);
+  if (cls.empty()) return -1;
+  int32_t i = -1;
+  if (cls.rfind(kControl, 0) == 0) {
+    i = static_cast<int32_t>(s->classes.size());
+    bc->layouts.push_back(object_layout(prog, cls));
+    s->classes.push_back(std::move(cls));
+  }
+  bc->by_vptr.emplace(vptr, i);
+  return i;
+}
+
+std::string first_template_arg(const std::string& cls);
+
+// The member of another control block's in-place object that holds `at`
+// ("Cyc" and ".next._M_refcount._M_pi"); no class when none does.
+struct InPlace {
+  const ControlBlock* block = nullptr;
+  std::string cls, path;
+};
+InPlace inplace_member(const IndexedCore& core, const SharedCensus& s, uint64_t at) {
+  auto it = std::upper_bound(s.blocks.begin(), s.blocks.end(), at,
+                             [](uint64_t a, const ControlBlock& x) { return a < x.addr; });
+  if (it == s.blocks.begin()) return {};
+  const ControlBlock& in = *std::prev(it);
+  if (in.object < in.addr || at < in.object || at >= in.addr + in.size) return {};
+  InPlace p{&in, first_template_arg(s.type(in)), ""};
+  auto t = core.prog->types().find(p.cls);
+  if (t.ok()) p.path = member_path_at(t.value(), at - in.object);
+  return p;
+}
+
+bool pi_member(const std::string& path) {
+  constexpr std::string_view kPi = "._M_pi";
+  return path.size() >= kPi.size() && path.compare(path.size() - kPi.size(), kPi.size(), kPi) == 0;
+}
+
+// Whether the types known say the word is a shared_ptr's or weak_ptr's
+// _M_pi: a member of a typed heap block, of another block's in-place
+// object, or of a global.
+bool typed_owner(const IndexedCore& core, RefNamer& names, const SharedCensus& s,
+                 const SharedOwner& o) {
+  const RefIndex& ix = *core.ci.index;
+  if (o.kind == RefFrom::kChunk) {
+    const size_t src = ix.chunk_at(o.from);
+    if (src == SIZE_MAX) return false;
+    if (const BlockType* bt = names.types().get(src); bt && bt->type)
+      return pi_member(bt->member_at(o.from - ix.heap().in_use[src].user));
+    return pi_member(inplace_member(core, s, o.from).path);
+  }
+  if (o.kind != RefFrom::kGlobal) return false;
+  SymbolHit h = core.prog->modules().symbolize(o.from);
+  if (!h.sym || !h.module) return false;
+  auto v = core.prog->resolve(h.sym->name + "@" + h.module->basename());
+  return v.ok() && v->type && pi_member(member_path_at(v->type, o.from - v->addr));
+}
+
+// A block with more live owners than counted is proof of an extra owner
+// only through words typed as owners: a conservative reader also finds
+// stale copies (a dead stack slot, a freed block's old contents reused by
+// malloc past the new owner's bytes), which a real daemon has plenty of.
+void weigh_untyped(const IndexedCore& core, RefNamer& names, SharedCensus* s) {
+  for (ControlBlock& b : s->blocks) {
+    if (b.verdict != SharedVerdict::kExtraOwner) continue;
+    b.unsure = 0;
+    for (uint32_t k = b.owners_begin; k < b.owners_end; ++k) {
+      SharedOwner& o = s->owners[k];
+      o.unsure = o.live && !typed_owner(core, names, *s, o);
+      b.unsure += o.unsure;
+    }
+    b.verdict = judge(b);
+    s->unsure_blocks += b.verdict != SharedVerdict::kExtraOwner;
+  }
+}
+
+// Blocks with more owners than counted are looked at again, with the heap
+// typed by the containers the program holds (which reads every one of
+// them, so only then).
+void recount_extra(const IndexedCore& core, RefNamer& names, SharedCensus* s) {
+  if (std::none_of(s->blocks.begin(), s->blocks.end(),
+                   [](const ControlBlock& b) { return b.verdict == SharedVerdict::kExtraOwner; }))
+    return;
+  type_heap_blocks(core, names.types());
+  set_stale_aside(core, names, s);
+  weigh_untyped(core, names, s);
 }
 
 // "Cyc" from "std::_Sp_counted_ptr_inplace<Cyc, std::allocator<void>, ...>".
@@ -184,62 +308,64 @@ std::string first_template_arg(const std::string& cls) {
   return "";
 }
 
+// The control blocks among the heap's blocks: each block's first word
+// looked up as a vtable (once a value), then the blocks read, their number
+// known.
+Result<void> find_blocks(const IndexedCore& core, RefNamer& names,
+                         const std::vector<uint8_t>& reach, SharedCensus* s) {
+  const auto& chunks = core.ci.index->heap().in_use;
+  const Memory& mem = core.prog->mem();
+  BlockClasses bc;
+  std::vector<std::pair<uint32_t, int32_t>> found;  // chunk, class
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    auto vptr = mem.read_u64(chunks[c].user);
+    if (!vptr.ok()) continue;
+    const int32_t cls = block_class(*core.prog, names, vptr.value(), &bc, s);
+    if (cls >= 0) found.push_back({static_cast<uint32_t>(c), cls});
+  }
+  if (found.empty()) return {};
+  LR_ASSIGN(Counts counts, counts_layout(*core.prog, s->classes[found[0].second]));
+  s->blocks.resize(found.size());
+  for (size_t i = 0; i < found.size(); ++i) {
+    const auto [c, cls] = found[i];
+    ControlBlock& b = s->blocks[i];
+    b.addr = chunks[c].user;
+    b.size = chunks[c].usable();
+    b.use = read_count(mem, b.addr + counts.use);
+    b.weak = read_count(mem, b.addr + counts.weak);
+    b.object = managed_object(*core.prog, bc.layouts[cls], b.addr);
+    b.chunk = c;
+    b.cls = static_cast<uint32_t>(cls);
+    b.reached = reach[c] & RefIndex::kReached;
+  }
+  return {};
+}
+
 }  // namespace
 
 std::string shared_owner_name(const IndexedCore& core, RefNamer& names, const SharedCensus& s,
-                              const SharedOwner& o) {
-  const uint64_t at = o.ref.from;
-  auto it = std::upper_bound(s.blocks.begin(), s.blocks.end(), at,
-                             [](uint64_t a, const ControlBlock& x) { return a < x.addr; });
-  if (o.ref.kind == RefFrom::kChunk && it != s.blocks.begin()) {
-    const ControlBlock& in = *std::prev(it);
-    if (in.object >= in.addr && at >= in.object && at < in.addr + in.size) {
-      const std::string cls = first_template_arg(in.type);
-      auto t = core.prog->types().find(cls);
-      const std::string path = t.ok() ? member_path_at(t.value(), at - in.object) : "";
-      return fmt::format("{} {:#x}{} (in control block {:#x})", cls, in.object,
-                         path.empty() ? fmt::format("+{:#x}", at - in.object) : path, in.addr);
-    }
+                              const ControlBlock& b, const SharedOwner& o) {
+  if (o.kind == RefFrom::kChunk) {
+    const InPlace p = inplace_member(core, s, o.from);
+    if (p.block)
+      return fmt::format("{} {:#x}{} (in control block {:#x})", p.cls, p.block->object,
+                         p.path.empty() ? fmt::format("+{:#x}", o.from - p.block->object) : p.path,
+                         p.block->addr);
   }
-  const std::string n = names.describe(o.ref);
-  return o.stale ? n + " (past its container's elements: stale, not counted)" : n;
+  const std::string n = names.describe(SharedCensus::ref(b, o));
+  if (o.stale) return n + " (past its container's elements: stale, not counted)";
+  return o.unsure ? n + " (no type says it is a shared_ptr: maybe a stale copy)" : n;
 }
 
 Result<SharedCensus> shared_census(const IndexedCore& core, RefNamer& names) {
   SharedCensus out;
   const RefIndex& ix = *core.ci.index;
   out.partial = ix.partial();
-  const auto& chunks = ix.heap().in_use;
-  const Memory& mem = core.prog->mem();
   const std::vector<uint8_t> reach = ix.reachable();
-  std::optional<Counts> counts;
-  std::unordered_map<std::string, ObjectAt> layouts;  // by block class
-  std::vector<uint32_t> at;                           // each block's chunk
-  for (size_t c = 0; c < chunks.size(); ++c) {
-    auto vptr = mem.read_u64(chunks[c].user);
-    if (!vptr.ok()) continue;
-    std::string cls = names.types().vtable_class(vptr.value());
-    if (cls.rfind(kControl, 0) != 0) continue;
-    if (!counts) {
-      LR_ASSIGN(Counts l, counts_layout(*core.prog, cls));
-      counts = l;
-    }
-    ControlBlock b;
-    b.addr = chunks[c].user;
-    b.size = chunks[c].usable();
-    b.use = read_count(mem, b.addr + counts->use);
-    b.weak = read_count(mem, b.addr + counts->weak);
-    auto l = layouts.find(cls);
-    if (l == layouts.end()) l = layouts.emplace(cls, object_layout(*core.prog, cls)).first;
-    b.object = managed_object(*core.prog, l->second, b.addr);
-    b.type = std::move(cls);
-    b.reached = reach[c] & RefIndex::kReached;
-    out.blocks.push_back(std::move(b));
-    at.push_back(static_cast<uint32_t>(c));
-  }
-  find_owners(core, at, reach, &out);
+  LR_TRY(find_blocks(core, names, reach, &out));
+  find_owners(core, reach, &out);
   for (ControlBlock& b : out.blocks) b.verdict = judge(b);
-  set_stale_aside(core, names, at, &out);
+  recount_extra(core, names, &out);
   return out;
 }
 

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -20,12 +21,20 @@
 
 namespace lr {
 
+// A word that points at a control block's start. 16 bytes: a core may hold
+// millions (its value is the block's address, its target the block's chunk).
 struct SharedOwner {
-  Ref ref;            // the word (ref.from: a shared_ptr's or weak_ptr's _M_pi)
+  uint64_t from = 0;  // the word's address (kRegister: the register's index)
+  int32_t tid = 0;    // kStack, kTls, kRegister: the thread
+  RefFrom kind = RefFrom::kChunk;
   bool live = false;  // in memory a root reaches (a leaked block's word is not)
   // Past a container's elements (a vector's spare capacity, where an erased
   // shared_ptr left its words): shown, never counted.
   bool stale = false;
+  // Of a block with more owners than counted: a word no type says is a
+  // shared_ptr's or weak_ptr's (a stack slot, a block of unknown type), so
+  // maybe a stale copy, and not taken for proof of an extra owner.
+  bool unsure = false;
 };
 
 enum class SharedVerdict {
@@ -40,22 +49,38 @@ const char* shared_verdict_name(SharedVerdict v);
 
 struct ControlBlock {
   uint64_t addr = 0;
-  uint64_t object = 0;  // the managed object (0: the block's DWARF does not say)
-  uint64_t size = 0;    // the block's usable bytes
-  std::string type;     // its class, from its vtable
-  int64_t use = 0, weak = 0;
+  uint64_t object = 0;        // the managed object (0: the block's DWARF does not say)
+  uint64_t size = 0;          // the block's usable bytes
+  int32_t use = 0, weak = 0;  // libstdc++'s _Atomic_word: an int
+  uint32_t chunk = 0;         // its heap block's number in the index
+  uint32_t cls = 0;           // its class, from its vtable: SharedCensus::classes
+  // Its owners: SharedCensus::owners[owners_begin, owners_end), the roots'
+  // first, then by address; `live` of them counted.
+  uint32_t owners_begin = 0, owners_end = 0, live = 0;
+  uint32_t unsure = 0;  // live owners of them marked unsure
   bool reached = true;  // a root reaches the block
-  std::vector<SharedOwner> owners;
   SharedVerdict verdict = SharedVerdict::kOk;
   // The owners the counts mean: every shared_ptr and weak_ptr.
-  int64_t expected() const { return use + weak - (use > 0 ? 1 : 0); }
-  uint64_t live_owners() const;
+  int64_t expected() const { return int64_t{use} + weak - (use > 0 ? 1 : 0); }
 };
 
+// One array of owners and one of class names for all the blocks: a core
+// may hold millions of blocks, and a vector and a string per block would
+// cost more than finding them.
 struct SharedCensus {
   std::vector<ControlBlock> blocks;  // by address
+  std::vector<SharedOwner> owners;   // by block
+  std::vector<std::string> classes;  // the blocks' classes
   std::vector<std::string> partial;  // the root model's reasons, when it is partial
   uint64_t stale_words = 0;          // words past containers' elements, not counted
+  // Blocks with more owners than counted only through unsure words: ok.
+  uint64_t unsure_blocks = 0;
+  std::span<const SharedOwner> owners_of(const ControlBlock& b) const {
+    return {owners.data() + b.owners_begin, owners.data() + b.owners_end};
+  }
+  const std::string& type(const ControlBlock& b) const { return classes[b.cls]; }
+  // The owner as the reference index has it, for naming.
+  static Ref ref(const ControlBlock& b, const SharedOwner& o);
 };
 
 // Every control block of `core` with its owners. kNotFound when the
@@ -67,6 +92,6 @@ Result<SharedCensus> shared_census(const IndexedCore& core, RefNamer& names);
 // object's member ("Cyc 0x...90.next._M_refcount._M_pi (in control block
 // 0x...80)"), so that a cycle reads member by member.
 std::string shared_owner_name(const IndexedCore& core, RefNamer& names, const SharedCensus& s,
-                              const SharedOwner& o);
+                              const ControlBlock& b, const SharedOwner& o);
 
 }  // namespace lr
