@@ -338,6 +338,7 @@ FUZZ_FLAGS   := -std=c++20 -g1 -O1 -fsanitize=fuzzer,address,undefined -I. -I$(S
 TRACE_PARSERS := leakref bpftrace stap mmleak bcc mtrace
 FUZZERS      := $(FUZZ_DIR)/fuzz_core $(FUZZ_DIR)/fuzz_path $(FUZZ_DIR)/fuzz_expr $(FUZZ_DIR)/fuzz_profile \
                 $(FUZZ_DIR)/fuzz_kdump $(FUZZ_DIR)/fuzz_statedump $(FUZZ_DIR)/fuzz_jemalloc $(FUZZ_DIR)/fuzz_tcmalloc \
+                $(FUZZ_DIR)/fuzz_std \
                 $(TRACE_PARSERS:%=$(FUZZ_DIR)/fuzz_trace_%)
 
 # The engine is the sanitized build's (instrumented for libFuzzer too, not
@@ -352,6 +353,16 @@ endif
 $(FUZZ_DIR)/fuzz_trace_%: tests/fuzz/fuzz_trace.cpp $(FUZZ_LIBS)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CXX) $(FUZZ_FLAGS) -DLR_FUZZ_PARSER=parse_$* -o $@ $< $(FUZZ_LIBS) $(FUZZ_LDLIBS)
+
+# The container readers' fuzzer reads the types of fx_cxx's globals from a
+# -g build of it of its own.
+$(FUZZ_DIR)/fx_cxx_types: fixtures/fx_cxx.cpp
+	@mkdir -p $(dir $@)
+	g++ -g -O0 -o $@ $<
+
+$(FUZZ_DIR)/fuzz_std: tests/fuzz/fuzz_std.cpp $(FUZZ_LIBS) $(FUZZ_DIR)/fx_cxx_types
+	$(FUZZ_CXX) $(FUZZ_FLAGS) -DLR_FUZZ_STD_EXE='"$(abspath $(FUZZ_DIR))/fx_cxx_types"' -o $@ $< \
+	  $(FUZZ_LIBS) $(FUZZ_LDLIBS)
 
 $(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.cpp $(FUZZ_LIBS)
 	@mkdir -p $(dir $@)
