@@ -15,7 +15,8 @@ DEB_DEPS := g++ make python3 pkg-config libdw-dev libelf-dev libfmt-dev libcli11
 # the programs fixtures link, the aarch64 cross compilers, the ctags
 # check-functions reads the sources with), installed before
 # the build, and what running them needs (GlusterFS, nfs-ganesha, Slurm,
-# bpftrace, QEMU and what a guest needs, chromium for the HTML pages, the
+# bpftrace, QEMU and what a guest needs, mosh (its client, and what building
+# its server from Debian's source needs), chromium for the HTML pages, the
 # fuzzers' and formatter's clang, the tools the tests read with), installed
 # while leakref builds. Kernels and their headers are not here:
 # scripts/kernel-vmcore downloads them into its cache (and
@@ -28,7 +29,8 @@ TEST_RUN_DEPS := libc6-dbg python3 python3-jsonschema python3-drgn python3-netwo
                  qemu-system-x86 qemu-system-arm qemu-user busybox-static cpio makedumpfile pahole \
                  flex bison man-db zsh nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils \
                  chromium sqlite3 zstd xz-utils lz4 gzip slurm-wlm munge \
-                 libjemalloc2 libgoogle-perftools4 cmake
+                 libjemalloc2 libgoogle-perftools4 cmake \
+                 mosh protobuf-compiler libprotobuf-dev libutempter-dev libncurses-dev libssl-dev
 TEST_DEPS := $(TEST_BUILD_DEPS) $(TEST_RUN_DEPS)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # apt-get install of the packages of $(1) that are not installed yet.

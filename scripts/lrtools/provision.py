@@ -54,6 +54,7 @@ STEPS = [
     ("jemalloc-57", [f"{S}/jemalloc-build", "57"], "cpu"),
     ("jemalloc-nostats", [f"{S}/jemalloc-build", "48", "nostats"], "cpu"),
     ("tcmalloc", [f"{S}/tcmalloc-build"], "cpu"),
+    ("mosh", [f"{S}/mosh-build"], "cpu"),
 ]
 # A guest needs its kernel fetched first.
 AFTER = {f"guest-{k}": f"kernel-fetch-{k}" for k in ("6.1", "6.12", "5.10", "7.x", "arm64")}
