@@ -372,20 +372,34 @@ TEST_CASE("shared: owners in a vector, cycles, a lost owner and stale words, exa
   REQUIRE(r.status == 0);
   const json j = r.json();
   const int64_t owned = m["owned"], cycles = m["cycles"], lost = m["leaked_owners"];
+  const int64_t extra = m["extra_owners"];
   CHECK(j["verdicts"] == json{{"ok", owned},
                               {"leaked-owner", lost},
-                              {"extra-owner", 0},
+                              {"extra-owner", extra},
                               {"leaked", 2 * cycles},
                               {"corrupt", 0}});
-  CHECK(j["control_blocks"] == owned + 2 * cycles + lost);
+  CHECK(j["control_blocks"] == owned + 2 * cycles + lost + extra);
   REQUIRE(m["stale_words"] == 2);
   CHECK(j["stale_words"] == m["stale_words"]);
+  // A bitwise copy in a typed global is an extra owner for sure; one in an
+  // untyped block is unsure, and its block ok.
+  REQUIRE(extra == 1);
+  CHECK(j["unsure_blocks"] == m["unsure_blocks"]);
   // Shown: the blocks that are not ok, each cycle's block held by its peer
   // (and the erased pair's by a stale word past g_spare's one element).
   const json blocks = j["blocks"];
-  REQUIRE(blocks.size() == static_cast<size_t>(2 * cycles + lost));
+  REQUIRE(blocks.size() == static_cast<size_t>(2 * cycles + lost + extra));
   int stale = 0;
   for (const auto& b : blocks) {
+    if (b["verdict"] == "extra-owner") {
+      REQUIRE(b["owners"].size() == 2);
+      CHECK(b["use_count"] == 1);
+      CHECK(b["unsure_owners"] == 0);
+      std::set<std::string> names;
+      for (const auto& o : b["owners"]) names.insert(o["name"].get<std::string>());
+      CHECK(names == std::set<std::string>{"global g_twin_a._M_refcount._M_pi [fx_cxxscale]",
+                                           "global g_twin_b._M_refcount._M_pi [fx_cxxscale]"});
+    }
     if (b["verdict"] != "leaked") continue;
     int peers = 0;
     for (const auto& o : b["owners"]) {
@@ -404,6 +418,22 @@ TEST_CASE("shared: owners in a vector, cycles, a lost owner and stale words, exa
     CHECK(peers == 1);
   }
   CHECK(stale == m["stale_words"]);
+  // --all shows the unsure block: g_solo's, its copy in g_raw's block.
+  auto all = lrtest::leakref({"shared", fc.core, "--all", "--json"}, 300);
+  REQUIRE(all.status == 0);
+  int unsure = 0;
+  const json every = all.json();
+  for (const auto& b : every["blocks"]) {
+    if (b["unsure_owners"] == 0) continue;
+    ++unsure;
+    CHECK(b["verdict"] == "ok");
+    CHECK(b["live_owners"] == 2);
+    CHECK(b["use_count"] == 1);
+    for (const auto& o : b["owners"])
+      CHECK((o["unsure"] == true) ==
+            (o["name"].get<std::string>().find("g_solo") == std::string::npos));
+  }
+  CHECK(unsure == 1);
 }
 
 TEST_CASE("docs: the shared example runs as written", "[core][cpp][docs]") {

@@ -102,7 +102,7 @@ int cmd_shared(const DumpOptions& c, const SharedArgs& a) {
   if (!core.ok()) return fail(core.error());
   lr::KnownObjects none;
   lr::RefNamer names(core.value(), none);
-  auto census = lr::shared_census(core.value(), names);
+  auto census = lr::shared_census(core.value(), names, a.all);
   if (!census.ok()) return fail(census.error());
   const auto& s = census.value();
   const Naming name{core.value(), names, s};

@@ -106,10 +106,66 @@ bool stale_word(const std::vector<RefIndex::LiveExtent>& live, size_t c, uint64_
   return e != live.end() && e->chunk == c && (at - user < e->begin || at - user >= e->end);
 }
 
-// Each block's owners, placed block by block in one array (`found`: block
-// and owner, the roots' first) by a counting sort, which keeps that order;
-// and how many of them are live.
-void place_owners(std::vector<std::pair<uint32_t, SharedOwner>>& found, SharedCensus* s) {
+// What makes an owner live: a root reaches its block (`reach`), and it lies
+// inside its container's elements (`live`, by chunk; empty: all do).
+struct Liveness {
+  const std::vector<uint8_t>& reach;
+  const std::vector<RefIndex::LiveExtent>& live;
+};
+
+// The owner words of the blocks `sel` (indices into s.blocks, ascending):
+// the roots' first, then each source block's, read once for all the
+// control blocks it points at; `fn(i, owner)` for each.
+template <class Fn>
+void each_owner(const IndexedCore& core, const std::vector<uint32_t>& sel, const Liveness& l,
+                const SharedCensus& s, Fn fn) {
+  const RefIndex& ix = *core.ci.index;
+  const auto& chunks = ix.heap().in_use;
+  std::vector<uint32_t> at(sel.size()), block_of(ix.chunks(), UINT32_MAX);
+  for (size_t k = 0; k < sel.size(); ++k) {
+    at[k] = s.blocks[sel[k]].chunk;
+    block_of[at[k]] = sel[k];
+  }
+  for (size_t k = 0; k < ix.root_count(); ++k) {  // by target: roots first per block
+    const Ref r = ix.root_ref(k);
+    const uint32_t i = block_of[r.target];
+    if (i != UINT32_MAX && owner_word(r, s.blocks[i].addr))
+      fn(i, SharedOwner{r.from, r.tid, r.kind, true, false, false});
+  }
+  ix.each_chunk_ref_into(at, [&](const Ref& r, uint32_t src) {
+    const uint32_t i = block_of[r.target];
+    if (!owner_word(r, s.blocks[i].addr)) return;
+    const bool stale = !l.live.empty() && stale_word(l.live, src, chunks[src].user, r.from);
+    fn(i, SharedOwner{r.from, r.tid, r.kind, !stale && (l.reach[src] & RefIndex::kReached) != 0,
+                      stale, false});
+  });
+}
+
+// Each block's live owners counted (and the stale words), none kept: most
+// blocks are ok, and a core may hold millions.
+void count_owners(const IndexedCore& core, const Liveness& l, SharedCensus* s) {
+  std::vector<uint32_t> all(s->blocks.size());
+  for (size_t i = 0; i < all.size(); ++i) {
+    all[i] = static_cast<uint32_t>(i);
+    s->blocks[i].live = 0;
+    s->blocks[i].reached = l.reach[s->blocks[i].chunk] & RefIndex::kReached;
+  }
+  s->stale_words = 0;
+  each_owner(core, all, l, *s, [&](uint32_t i, const SharedOwner& o) {
+    s->blocks[i].live += o.live;
+    s->stale_words += o.stale;
+  });
+}
+
+// The owners of the blocks that are not ok (`all`: of every block), kept
+// block by block in one array by a counting sort (stable: the roots'
+// first).
+void collect_owners(const IndexedCore& core, const Liveness& l, bool all, SharedCensus* s) {
+  std::vector<uint32_t> sel;
+  for (size_t i = 0; i < s->blocks.size(); ++i)
+    if (all || s->blocks[i].verdict != SharedVerdict::kOk) sel.push_back(static_cast<uint32_t>(i));
+  std::vector<std::pair<uint32_t, SharedOwner>> found;
+  each_owner(core, sel, l, *s, [&](uint32_t i, const SharedOwner& o) { found.push_back({i, o}); });
   std::vector<uint32_t> start(s->blocks.size() + 1, 0);
   for (const auto& f : found) ++start[f.first + 1];
   for (size_t i = 0; i < s->blocks.size(); ++i) {
@@ -117,35 +173,7 @@ void place_owners(std::vector<std::pair<uint32_t, SharedOwner>>& found, SharedCe
     s->blocks[i].owners_begin = s->blocks[i].owners_end = start[i];
   }
   s->owners.resize(found.size());
-  for (const auto& [i, o] : found) {
-    s->owners[s->blocks[i].owners_end++] = o;
-    s->blocks[i].live += o.live;
-  }
-}
-
-// The roots' owners of each block, then every heap block's, each source
-// block read once for all the control blocks it points at.
-void find_owners(const IndexedCore& core, const std::vector<uint8_t>& reach, SharedCensus* s) {
-  const RefIndex& ix = *core.ci.index;
-  std::vector<uint32_t> at(s->blocks.size()), block_of(ix.chunks(), UINT32_MAX);
-  for (size_t i = 0; i < at.size(); ++i) {
-    at[i] = s->blocks[i].chunk;
-    block_of[at[i]] = static_cast<uint32_t>(i);
-  }
-  std::vector<std::pair<uint32_t, SharedOwner>> found;
-  found.reserve(at.size() + at.size() / 4);
-  auto add = [&](uint32_t i, const Ref& r, bool live) {
-    if (owner_word(r, s->blocks[i].addr))
-      found.push_back({i, {r.from, r.tid, r.kind, live, false}});
-  };
-  for (size_t k = 0; k < ix.root_count(); ++k) {  // by target: roots first per block
-    const Ref r = ix.root_ref(k);
-    if (block_of[r.target] != UINT32_MAX) add(block_of[r.target], r, true);
-  }
-  ix.each_chunk_ref_into(at, [&](const Ref& r, uint32_t src) {
-    add(block_of[r.target], r, (reach[src] & RefIndex::kReached) != 0);
-  });
-  place_owners(found, s);
+  for (const auto& [i, o] : found) s->owners[s->blocks[i].owners_end++] = o;
 }
 
 SharedVerdict judge(const ControlBlock& b) {
@@ -162,62 +190,21 @@ SharedVerdict judge(const ControlBlock& b) {
 // Counted again without the words past containers' elements: an erased
 // shared_ptr's words stay in a vector's spare capacity, and a reader that
 // took them for owners would see one owner more than counted, and a cycle
-// as reached. Only when some block has more owners than counted: the
-// containers' typing reads every container the program holds.
-void set_stale_aside(const IndexedCore& core, RefNamer& names, SharedCensus* s) {
-  std::vector<RefIndex::LiveExtent> live;
+// as reached. `reach` and `live` become the ones the words past the
+// elements are left out of.
+void set_stale_aside(const IndexedCore& core, RefNamer& names, std::vector<uint8_t>* reach,
+                     std::vector<RefIndex::LiveExtent>* live, SharedCensus* s) {
   names.types().each([&](uint32_t c, const BlockType& bt) {
-    if (bt.live_end != UINT64_MAX) live.push_back({c, bt.offset, bt.live_end});
+    if (bt.live_end != UINT64_MAX) live->push_back({c, bt.offset, bt.live_end});
   });
-  if (live.empty()) return;
-  std::sort(live.begin(), live.end(),
+  if (live->empty()) return;
+  std::sort(live->begin(), live->end(),
             [](const RefIndex::LiveExtent& a, const RefIndex::LiveExtent& b) {
               return a.chunk < b.chunk;
             });
-  const RefIndex& ix = *core.ci.index;
-  const std::vector<uint8_t> reach = ix.reachable(live);
-  const auto& chunks = ix.heap().in_use;
-  s->stale_words = 0;
-  for (ControlBlock& b : s->blocks) {
-    b.reached = reach[b.chunk] & RefIndex::kReached;
-    b.live = 0;
-    for (uint32_t k = b.owners_begin; k < b.owners_end; ++k) {
-      SharedOwner& o = s->owners[k];
-      const size_t src = o.kind == RefFrom::kChunk ? ix.chunk_at(o.from) : SIZE_MAX;
-      if (src != SIZE_MAX) {  // a root's word stays an owner
-        o.stale = stale_word(live, src, chunks[src].user, o.from);
-        o.live = !o.stale && (reach[src] & RefIndex::kReached);
-        s->stale_words += o.stale;
-      }
-      b.live += o.live;
-    }
-    b.verdict = judge(b);
-  }
-}
-
-// The control-block classes met, by vtable pointer: a program has a few,
-// met millions of times (-1: another class's vtable). Words that are no
-// vtable's are not remembered: heap data has millions of values.
-struct BlockClasses {
-  std::unordered_map<uint64_t, int32_t> by_vptr;
-  std::vector<ObjectAt> layouts;  // by class
-};
-
-// The class of a block whose first word is `vptr`, as an index into
-// s->classes; -1 when it is no control block's.
-int32_t block_class(Program& prog, RefNamer& names, uint64_t vptr, BlockClasses* bc,
-                    SharedCensus* s) {
-  if (auto it = bc->by_vptr.find(vptr); it != bc->by_vptr.end()) return it->second;
-  std::string cls = names.types().vtable_class(vptr);
-  if (cls.empty()) return -1;
-  int32_t i = -1;
-  if (cls.rfind(kControl, 0) == 0) {
-    i = static_cast<int32_t>(s->classes.size());
-    bc->layouts.push_back(object_layout(prog, cls));
-    s->classes.push_back(std::move(cls));
-  }
-  bc->by_vptr.emplace(vptr, i);
-  return i;
+  *reach = core.ci.index->reachable(*live);
+  count_owners(core, {*reach, *live}, s);
+  for (ControlBlock& b : s->blocks) b.verdict = judge(b);
 }
 
 std::string first_template_arg(const std::string& cls);
@@ -283,16 +270,29 @@ void weigh_untyped(const IndexedCore& core, RefNamer& names, SharedCensus* s) {
   }
 }
 
-// Blocks with more owners than counted are looked at again, with the heap
-// typed by the containers the program holds (which reads every one of
-// them, so only then).
-void recount_extra(const IndexedCore& core, RefNamer& names, SharedCensus* s) {
-  if (std::none_of(s->blocks.begin(), s->blocks.end(),
-                   [](const ControlBlock& b) { return b.verdict == SharedVerdict::kExtraOwner; }))
-    return;
-  type_heap_blocks(core, names.types());
-  set_stale_aside(core, names, s);
-  weigh_untyped(core, names, s);
+// The control-block classes met, by vtable pointer: a program has a few,
+// met millions of times (-1: another class's vtable). Words that are no
+// vtable's are not remembered: heap data has millions of values.
+struct BlockClasses {
+  std::unordered_map<uint64_t, int32_t> by_vptr;
+  std::vector<ObjectAt> layouts;  // by class
+};
+
+// The class of a block whose first word is `vptr`, as an index into
+// s->classes; -1 when it is no control block's.
+int32_t block_class(Program& prog, RefNamer& names, uint64_t vptr, BlockClasses* bc,
+                    SharedCensus* s) {
+  if (auto it = bc->by_vptr.find(vptr); it != bc->by_vptr.end()) return it->second;
+  std::string cls = names.types().vtable_class(vptr);
+  if (cls.empty()) return -1;
+  int32_t i = -1;
+  if (cls.rfind(kControl, 0) == 0) {
+    i = static_cast<int32_t>(s->classes.size());
+    bc->layouts.push_back(object_layout(prog, cls));
+    s->classes.push_back(std::move(cls));
+  }
+  bc->by_vptr.emplace(vptr, i);
+  return i;
 }
 
 // "Cyc" from "std::_Sp_counted_ptr_inplace<Cyc, std::allocator<void>, ...>".
@@ -357,15 +357,27 @@ std::string shared_owner_name(const IndexedCore& core, RefNamer& names, const Sh
   return o.unsure ? n + " (no type says it is a shared_ptr: maybe a stale copy)" : n;
 }
 
-Result<SharedCensus> shared_census(const IndexedCore& core, RefNamer& names) {
+Result<SharedCensus> shared_census(const IndexedCore& core, RefNamer& names, bool all_owners) {
   SharedCensus out;
   const RefIndex& ix = *core.ci.index;
   out.partial = ix.partial();
-  const std::vector<uint8_t> reach = ix.reachable();
+  std::vector<uint8_t> reach = ix.reachable();
+  std::vector<RefIndex::LiveExtent> live;  // none until the heap is typed
   LR_TRY(find_blocks(core, names, reach, &out));
-  find_owners(core, reach, &out);
+  count_owners(core, {reach, live}, &out);
   for (ControlBlock& b : out.blocks) b.verdict = judge(b);
-  recount_extra(core, names, &out);
+  // Blocks with more owners than counted are looked at again with the heap
+  // typed by the containers the program holds (which reads every one of
+  // them, so only then).
+  const bool extra = std::any_of(out.blocks.begin(), out.blocks.end(), [](const ControlBlock& b) {
+    return b.verdict == SharedVerdict::kExtraOwner;
+  });
+  if (extra) {
+    type_heap_blocks(core, names.types());
+    set_stale_aside(core, names, &reach, &live, &out);
+  }
+  collect_owners(core, {reach, live}, all_owners, &out);
+  if (extra) weigh_untyped(core, names, &out);
   return out;
 }
 

@@ -54,8 +54,8 @@ struct ControlBlock {
   int32_t use = 0, weak = 0;  // libstdc++'s _Atomic_word: an int
   uint32_t chunk = 0;         // its heap block's number in the index
   uint32_t cls = 0;           // its class, from its vtable: SharedCensus::classes
-  // Its owners: SharedCensus::owners[owners_begin, owners_end), the roots'
-  // first, then by address; `live` of them counted.
+  // Its owners, when kept: SharedCensus::owners[owners_begin, owners_end),
+  // the roots' first, then by address. `live` of them are, kept or not.
   uint32_t owners_begin = 0, owners_end = 0, live = 0;
   uint32_t unsure = 0;  // live owners of them marked unsure
   bool reached = true;  // a root reaches the block
@@ -85,7 +85,10 @@ struct SharedCensus {
 
 // Every control block of `core` with its owners. kNotFound when the
 // program's DWARF has no std::_Sp_counted_base.
-Result<SharedCensus> shared_census(const IndexedCore& core, RefNamer& names);
+// Every block's owners are counted; they are kept (SharedCensus::owners)
+// for the blocks that are not ok, or with `all_owners` for every block.
+Result<SharedCensus> shared_census(const IndexedCore& core, RefNamer& names,
+                                   bool all_owners = false);
 // An owner's name, made only for the blocks shown (a core may hold
 // millions): as refs names the word ("global g_sp._M_refcount._M_pi
 // [fx]"), and a word inside another block's in-place object by that
