@@ -59,6 +59,17 @@ def build_once(out, build, log, what):
         os.rename(tmp, out)
 
 
+def source_build(tool, argv, env, default, package):
+    """A build of installed PACKAGE's Debian source that takes no arguments:
+    its logger, source directory, upstream version and build directory."""
+    if argv:
+        raise Fail(f"usage: {tool}", 2)
+    c = cache_dir(env, default)
+    src = debian_source(c, package)
+    return (logger(tool), src, src.rsplit("-", 1)[-1],
+            os.path.join(c, "build-" + os.path.basename(src)))
+
+
 def logged(cmd, cwd, log_name, env=None):
     with open(os.path.join(cwd, log_name), "a") as f:
         return subprocess.run(cmd, cwd=cwd, stdout=f, stderr=f, env=env).returncode == 0
@@ -99,13 +110,8 @@ def jemalloc(argv):
 
 
 def tcmalloc(argv):
-    log = logger("tcmalloc-build")
-    if argv:
-        raise Fail("usage: tcmalloc-build", 2)
-    c = cache_dir("LEAKREF_TCCACHE", "/var/cache/leakref/tcmalloc")
-    src = debian_source(c, "libgoogle-perftools4")
-    ver = src.rsplit("-", 1)[-1]
-    out = os.path.join(c, "build-" + os.path.basename(src))
+    log, src, ver, out = source_build("tcmalloc-build", argv, "LEAKREF_TCCACHE",
+                                      "/var/cache/leakref/tcmalloc", "libgoogle-perftools4")
 
     def build(tmp):
         os.makedirs(tmp)

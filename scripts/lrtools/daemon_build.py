@@ -20,8 +20,8 @@ env: LEAKREF_MOSHCACHE (default /var/cache/leakref/mosh)
 import os
 import shutil
 
-from .alloc_build import build_once, debian_source, logged
-from .common import Fail, cache_dir, logger, print_kv
+from .alloc_build import build_once, logged, source_build
+from .common import Fail, print_kv
 
 # dpkg-buildflags on Debian 12 amd64, less -ffile-prefix-map (its path is
 # the build directory's, which moves).
@@ -31,13 +31,8 @@ DEBIAN_FLAGS = dict(CFLAGS="-g -O2 -fstack-protector-strong -Wformat -Werror=for
 
 
 def mosh(argv):
-    log = logger("mosh-build")
-    if argv:
-        raise Fail("usage: mosh-build", 2)
-    c = cache_dir("LEAKREF_MOSHCACHE", "/var/cache/leakref/mosh")
-    src = debian_source(c, "mosh")
-    ver = src.rsplit("-", 1)[-1]
-    out = os.path.join(c, "build-" + os.path.basename(src))
+    log, src, ver, out = source_build("mosh-build", argv, "LEAKREF_MOSHCACHE",
+                                      "/var/cache/leakref/mosh", "mosh")
 
     def build(tmp):
         shutil.copytree(src, tmp, symlinks=True)
