@@ -5,8 +5,8 @@
 # its Terminal::Complete and of its ServerConnection; the current
 # framebuffer's rows; and each state in flight (sender.sent_states, a
 # std::list) with its number and its framebuffer's rows. A row is
-# [get(), _M_pi, use count, weak count], the counts as the shared_ptr
-# printer prints them.
+# [get(), _M_pi, use count, weak count, its cells' array], the counts as
+# the shared_ptr printer prints them.
 import json
 import re
 
@@ -22,8 +22,9 @@ def rows(complete):
         m = COUNTS.search(str(p))
         if m is None:
             raise SystemExit("no use count in " + str(p))
+        cells = p["_M_ptr"].dereference()["cells"]["_M_impl"]["_M_start"]
         out.append([hex(int(p["_M_ptr"])), hex(int(p["_M_refcount"]["_M_pi"])),
-                    int(m.group(1)), int(m.group(2))])
+                    int(m.group(1)), int(m.group(2)), hex(int(cells))])
     return out
 
 

@@ -13,6 +13,7 @@
 #include <catch2/catch.hpp>
 #include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -112,6 +113,42 @@ json gdb_rows(const json& rows) {
   return out;
 }
 
+// The account by type groups the server's state by the containers that
+// hold it, named from the locals and parameters of its frames: the screen
+// is a local of run_server() (inlined into main), the connection a
+// shared_ptr whose control block pointer alone lives in main's frame.
+void check_account(const MoshCore& m, const json& g) {
+  auto r = lrtest::leakref({"account", m.core, "--json"}, 300);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const json j = r.json();
+  CHECK(j["warnings"].empty());
+  std::map<std::string, json> live;
+  for (const auto& c : j["categories"])
+    if (c["name"] == "live")
+      for (const auto& k : c["children"]) live[k["name"]] = k;
+  std::set<std::string> blocks, cells;
+  for (const auto& row : g["rows"]) blocks.insert(row[1]), cells.insert(row[4]);
+  const std::string rows = "run_server()::terminal.terminal.fb.rows";
+  const std::string held[] = {
+      "control block of shared_ptr<Terminal::Row> " + rows + "[]",
+      "elements of std::vector<Cell> " + rows + "[][].cells",
+      "elements of std::vector<shared_ptr<Terminal::Row>> " + rows,
+  };
+  for (const auto& name : held) {
+    INFO(name);
+    REQUIRE(live.count(name));
+  }
+  CHECK(live[held[0]]["blocks"] == blocks.size());
+  CHECK(live[held[1]]["blocks"] == cells.size());
+  CHECK(live[held[2]]["blocks"] == 1);
+  // The states in flight, through the connection the frames hold.
+  const std::string net = "Transport<Terminal::Complete, Network::UserStream>";
+  CHECK(live.count("struct " + net));
+  CHECK(live.count("elements of std::vector<shared_ptr<Terminal::Row>> " + net +
+                   ".sender.sent_states[].state.terminal.fb.rows"));
+}
+
 }  // namespace
 
 TEST_CASE("mosh-server: its containers walk and its shared_ptrs reconcile, as gdb says",
@@ -177,4 +214,5 @@ TEST_CASE("mosh-server: its containers walk and its shared_ptrs reconcile, as gd
   for (const auto& s : g["sent_states"]) check_rows(s["rows"]);
   CHECK(rows_seen >= 80);
   CHECK(shared_rows > 0);  // rows shared between screens: use counts above one
+  check_account(m, g);
 }

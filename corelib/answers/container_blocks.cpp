@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "corelib/base/names.hpp"
+#include "corelib/debuginfo/frame_vars.hpp"
 #include "corelib/walks/container_kinds.hpp"
 
 namespace lr {
@@ -57,6 +58,12 @@ class Typer {
         max_blocks_(max_blocks) {}
 
   void from_globals();
+  // Each thread's frames' variables in memory: their containers queued;
+  // their typed pointers wait for type_frames_pointees (after the
+  // containers' blocks are typed, as for globals).
+  void from_frames();
+  void add_pointee(const FrameVariable& v);
+  size_t type_frames_pointees();
   // The blocks typed since the last call whose type holds containers.
   void from_typed_blocks();
   // Reads the queued containers; returns how many blocks it typed.
@@ -83,9 +90,11 @@ class Typer {
   const std::vector<uint8_t>& within_;
   uint64_t max_blocks_;
   std::deque<Job> jobs_;
+  std::vector<FrameVariable> locals_;
   std::unordered_map<const Type*, std::vector<Slot>> slots_;
-  std::unordered_set<uint32_t> examined_;  // typed blocks already looked into
-  uint64_t not_queued_ = 0;                // containers past kMaxQueued
+  std::unordered_set<uint32_t> examined_;    // typed blocks already looked into
+  std::unordered_set<uint32_t> inner_read_;  // typed before: their contents queued once
+  uint64_t not_queued_ = 0;                  // containers past kMaxQueued
   ContainerTyping out_;
 };
 
@@ -158,6 +167,49 @@ void Typer::from_globals() {
   }
 }
 
+// "run_server()::terminal": a local named as C++ names a function's static.
+std::string local_name(const FrameVariable& v) {
+  return fmt::format("{}()::{}", v.function.empty() ? "?" : v.function, v.name);
+}
+
+void Typer::from_frames() {
+  const CoreFile* core = prog_.core();
+  if (!core) return;
+  for (const ThreadInfo& t : core->threads()) {
+    const auto frames = unwind_thread(prog_.mem(), prog_.modules(), t);
+    for (size_t i = 0; i < frames.size(); ++i)
+      for (FrameVariable& v : frame_variables(prog_.modules(), prog_.types(), frames[i], i == 0)) {
+        if (!v.pointed_to) add_pointee(v);
+        queue(v.type, v.addr, 1, local_name(v));
+        locals_.push_back(std::move(v));
+      }
+  }
+}
+
+// A pointer or reference local in memory (a parameter spilled to the
+// stack) also gives the object it points at, for the containers inside it.
+void Typer::add_pointee(const FrameVariable& v) {
+  const Type* p = v.type->strip();
+  const Type* target = p->kind == TypeKind::kPointer && p->target ? p->target->strip() : nullptr;
+  uint64_t at = 0;
+  if (!target || !target->is_aggregate() || !target->size ||
+      !prog_.mem().read(v.addr, &at, 8).ok() || !at)
+    return;
+  FrameVariable d{at, p->target, v.name, v.function, true};
+  queue(d.type, d.addr, 1, local_name(d));
+  locals_.push_back(std::move(d));
+}
+
+size_t Typer::type_frames_pointees() {
+  size_t typed = 0;
+  for (const FrameVariable& v : locals_) {
+    // A pointer in a register: the object it points at may be a block.
+    if (v.pointed_to) typed += types_.point_at(v.addr, v.type, local_name(v));
+    typed += types_.from_object(v.addr, v.type, local_name(v));
+  }
+  return typed;
+}
+
 void Typer::from_typed_blocks() {
   // Most programs' typed blocks hold no container: one look per type.
   bool any = false;
@@ -170,7 +222,7 @@ void Typer::from_typed_blocks() {
       return;
     const uint64_t size = bt.type->strip()->size;
     const uint64_t room = chunks[c].usable() > bt.offset ? chunks[c].usable() - bt.offset : 0;
-    const uint64_t n = size ? std::min(bt.count, room / size) : 0;
+    const uint64_t n = size ? std::min(bt.live_count(), room / size) : 0;
     if (n)
       queue(bt.type, chunks[c].user + bt.offset, n, holder_name(bt.name) + (n > 1 ? "[]" : ""));
   });
@@ -180,6 +232,7 @@ void Typer::type_block(const Job& j, const std::string& container, const OwnBloc
   const size_t c = ix_.chunk_at(b.addr);
   const auto& chunks = ix_.heap().in_use;
   if (c == SIZE_MAX || chunks[c].user != b.addr) {
+    if (b.maybe_inside) return;
     warn(fmt::format("{} {}: its {} at {:#x} is no heap block's start", container, j.via, b.role,
                      b.addr));
     return;
@@ -200,7 +253,13 @@ void Typer::type_block(const Job& j, const std::string& container, const OwnBloc
               b.elem_offset,
               std::max<uint64_t>(b.elem_count, 1),
               b.only_elements ? b.elem_offset + b.elem_count * es : UINT64_MAX};
-  if (!types_.set(c, std::move(t))) return;
+  if (!types_.set(c, std::move(t))) {
+    // Typed already (a control block by its vtable, reached first through
+    // a typed pointer): what the container says it holds is still read.
+    if (b.elem && b.elem_offset && inner_read_.insert(static_cast<uint32_t>(c)).second)
+      queue(b.elem, b.addr + b.elem_offset, b.elem_count, j.via + "[]");
+    return;
+  }
   ++out_.blocks;
   // A container's elements are one of many ("g_names[].first").
   if (b.elem) queue(b.elem, b.addr + b.elem_offset, b.elem_count, j.via + "[]");
@@ -239,11 +298,16 @@ ContainerTyping type_heap_blocks(const IndexedCore& core, BlockTypes& types,
                                  const std::vector<uint8_t>* within, uint64_t max_blocks) {
   const std::vector<uint8_t> all(within ? 0 : core.ci.index->chunks(), 1);
   const std::vector<uint8_t>& in = within ? *within : all;
+  // A container's own links (a list's node base, a shared_ptr's control
+  // block pointer) are left to its reader, which types its blocks whole.
+  types.set_opaque(&is_container_type);
   Typer typer(core, types, in, max_blocks);
   if (!within) {
     typer.from_globals();
+    typer.from_frames();
     typer.run();
     types.from_globals();
+    typer.type_frames_pointees();
   }
   // Each round types what the typed blocks point at, then the blocks of
   // the containers inside them; a round whose containers type nothing new

@@ -53,6 +53,12 @@ void collect(const Type* t, uint64_t base, const std::string& path, int depth, O
 
 }  // namespace
 
+uint64_t BlockType::live_count() const {
+  const uint64_t size = type ? type->strip()->size : 0;
+  if (live_end == UINT64_MAX || !size) return count;
+  return live_end > offset ? std::min(count, (live_end - offset) / size) : 0;
+}
+
 std::string BlockType::member_at(uint64_t off) const {
   const Type* t = type ? type->strip() : nullptr;
   if (!t || !t->size || off < offset || (off - offset) / t->size >= count) return "";
@@ -108,20 +114,34 @@ const std::vector<BlockTypes::PtrSlot>& BlockTypes::slots(const Type* t) {
   return slots_.emplace(t, std::move(out)).first->second;
 }
 
+namespace {
+
+// The class whose members lie at offset 0 of `s` (its first non-empty
+// base), when that is a base: an empty base (std::_Mutex_base) shares
+// offset 0 with what follows it and is passed over.
+const Type* base_at_zero(const Type* s) {
+  for (const Member& m : s->members) {
+    if (m.offset != 0) break;
+    const Type* b = m.is_base && m.type ? m.type->strip() : nullptr;
+    if (!b || !b->members.empty()) return b;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 bool BlockTypes::polymorphic(const Type* t) {
   auto it = polymorphic_.find(t);
   if (it != polymorphic_.end()) return it->second;
   bool yes = false;
   const Type* s = t ? t->strip() : nullptr;
-  // The vptr is the first member, or the first base's (bounded: bases nest).
-  for (int depth = 0; s && s->is_aggregate() && !s->members.empty() && depth < kMaxDepth; ++depth) {
-    const Member& m = s->members.front();
-    if (m.offset != 0) break;
-    if (m.name.rfind("_vptr", 0) == 0) {
-      yes = true;
-      break;
-    }
-    s = m.is_base && m.type ? m.type->strip() : nullptr;
+  // The vptr is the first member at offset 0, or the first base's
+  // (bounded: bases nest).
+  for (int depth = 0; s && s->is_aggregate() && depth < kMaxDepth; ++depth) {
+    for (const Member& m : s->members)
+      if (m.offset == 0 && m.name.rfind("_vptr", 0) == 0) yes = true;
+    if (yes) break;
+    s = base_at_zero(s);
   }
   return polymorphic_.emplace(t, yes).first->second;
 }
@@ -160,6 +180,25 @@ size_t BlockTypes::from_globals() {
   return typed;
 }
 
+size_t BlockTypes::from_object(uint64_t addr, const Type* t, const std::string& name) {
+  size_t typed = 0;
+  for (const PtrSlot& s : slots(t)) {
+    uint64_t v = 0;
+    if (prog_.mem().read(addr + s.offset, &v, 8).ok())
+      typed += point_at(v, s.pointee, name + s.path);
+  }
+  return typed;
+}
+
+bool BlockTypes::point_at(uint64_t v, const Type* pointee, const std::string& name) {
+  const auto& chunks = ix_.heap().in_use;
+  const size_t d = ix_.chunk_at(v);
+  const Type* p = pointee ? pointee->strip() : nullptr;
+  if (!p || d == SIZE_MAX || chunks[d].user != v || get(d) || p->size > chunks[d].usable())
+    return false;
+  return type_pointee(d, p, name);
+}
+
 size_t BlockTypes::propagate(const std::vector<uint8_t>& within, size_t max_blocks) {
   const auto& chunks = ix_.heap().in_use;
   auto in = [&](size_t c) { return c < within.size() && (within[c] & 1); };
@@ -177,7 +216,7 @@ size_t BlockTypes::propagate(const std::vector<uint8_t>& within, size_t max_bloc
     const uint64_t size = t->strip()->size;
     // A block of many elements (a vector's array) is read element by
     // element, as far as the block holds them.
-    const uint64_t n = size ? bt.count : 1;
+    const uint64_t n = size ? bt.live_count() : 1;
     for (uint64_t i = 0; i < n && typed < max_blocks; ++i) {
       const uint64_t base = bt.offset + i * size;
       if (base >= h.usable()) break;

@@ -33,6 +33,9 @@ struct BlockType {
   // [offset, live_end), the elements; the others are stale. UINT64_MAX:
   // every word is live.
   uint64_t live_end = UINT64_MAX;
+  // How many of the `count` elements are live: a vector's size, not its
+  // capacity (an empty vector's array still has one for its name).
+  uint64_t live_count() const;
   // Byte `off` of the block as a member path of `type` ("[3].next"); ""
   // outside the elements or without a type.
   std::string member_at(uint64_t off) const;
@@ -59,6 +62,14 @@ class BlockTypes {
   // variable the modules' DWARF describes) points at the start of, as
   // "struct table" via "g_tables[3]". Returns how many it typed.
   size_t from_globals();
+  // Types the chunks that the typed pointers of the object of type `t` at
+  // `addr` (a stack frame's local, say) point at the start of, as their
+  // pointee via `name` and the member. Returns how many it typed.
+  size_t from_object(uint64_t addr, const Type* t, const std::string& name);
+  // Types the chunk starting at `v` as `pointee` via `name` (a pointer
+  // known outside memory: a register's); false when `v` starts no untyped
+  // chunk that can hold one.
+  bool point_at(uint64_t v, const Type* pointee, const std::string& name);
   // Chunk `c`'s type; nullptr when none is known.
   const BlockType* get(size_t c) const;
   // Each typed chunk's number and type, in no order (f must not type more).
@@ -71,8 +82,11 @@ class BlockTypes {
   const std::unordered_set<const Type*>& distinct_types() const { return distinct_; }
   // Types whose pointer members are not followed by propagate and
   // from_globals: a container's own links (a std::map's node base), whose
-  // blocks the container's reader types whole. Set before the first use.
-  void set_opaque(bool (*opaque)(const Type*)) { opaque_ = opaque; }
+  // blocks the container's reader types whole.
+  void set_opaque(bool (*opaque)(const Type*)) {
+    if (opaque_ != opaque) slots_.clear();  // slots found before followed them
+    opaque_ = opaque;
+  }
   // "Widget" from a vtable symbol "_ZTV6Widget" (demangled); "" when the
   // word is not a pointer into a vtable.
   std::string vtable_class(uint64_t vptr) const;

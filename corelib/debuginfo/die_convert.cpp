@@ -50,6 +50,11 @@ const Type* TypeRegistry::convert(Module* m, Dwarf* dw, uint64_t off) {
   return r;
 }
 
+const Type* TypeRegistry::from_die(Module* m, uint64_t die_off) {
+  Dwarf* dw = m ? m->dwarf() : nullptr;
+  return dw ? convert(m, dw, die_off) : nullptr;
+}
+
 void TypeRegistry::drain_pending() {
   if (draining_) return;
   draining_ = true;

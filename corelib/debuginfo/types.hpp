@@ -193,6 +193,9 @@ class TypeRegistry {
   // does not define it.
   std::vector<const Type*> find_in_unit(Module* m, std::string_view unit,
                                         const std::vector<std::string_view>& names);
+  // The type DIE at `die_off` of `m`'s DWARF (a local variable's
+  // DW_AT_type); nullptr when it is none.
+  const Type* from_die(Module* m, uint64_t die_off);
   // A global variable: address from the symbol table, type from DWARF.
   Result<Variable> find_variable(std::string_view name);
   // A symbol by name (ModuleSet::lookup); when the program has none but a

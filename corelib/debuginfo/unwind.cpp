@@ -12,7 +12,7 @@ namespace lr {
 
 namespace {
 
-constexpr int kRegs = 33;  // DWARF numbers up to aarch64's sp (31) and x86_64's RA column (16)
+constexpr int kRegs = StackFrame::kRegs;  // DWARF numbers up to aarch64's sp (31), x86_64's RA (16)
 
 // How a machine's DWARF registers sit in its core's registers.
 struct Arch {
@@ -135,6 +135,15 @@ bool step(const Arch& A, const Memory& mem, const ModuleSet& mods, Regs& r, bool
   return true;
 }
 
+StackFrame frame(uint64_t pc, uint64_t sp, uint64_t cfa, const Regs& r) {
+  StackFrame f{pc, sp, cfa};
+  for (int i = 0; i < kRegs; ++i) {
+    f.regs[i] = r.v[i];
+    if (r.ok[i]) f.regs_ok |= uint64_t{1} << i;
+  }
+  return f;
+}
+
 }  // namespace
 
 std::vector<StackFrame> unwind_thread(const Memory& mem, const ModuleSet& mods, const ThreadInfo& t,
@@ -150,21 +159,22 @@ std::vector<StackFrame> unwind_thread(const Memory& mem, const ModuleSet& mods, 
   r.pc = t.regs[A.pc_index];
   while (out.size() < max) {
     const uint64_t pc = r.pc, sp = r.v[A.sp];
+    const Regs here = r;
     uint64_t cfa = 0;
     const bool more = step(A, mem, mods, r, out.empty(), &cfa, &stop);
     if (!more) {
       // The last frame reaches as far as anything proves: its stack pointer.
-      out.push_back({pc, sp, sp});
+      out.push_back(frame(pc, sp, sp, here));
       break;
     }
     // An aarch64 leaf function may keep no frame (CFA = sp, the return
     // address in x30): an empty frame, allowed once the pc moves on.
     if (cfa < sp || (cfa == sp && r.pc == pc)) {
       stop = "the stack does not grow upwards";
-      out.push_back({pc, sp, sp});
+      out.push_back(frame(pc, sp, sp, here));
       break;
     }
-    out.push_back({pc, sp, cfa});
+    out.push_back(frame(pc, sp, cfa, here));
   }
   if (why) *why = out.size() >= max ? "frame limit" : stop;
   return out;

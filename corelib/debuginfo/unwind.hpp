@@ -17,6 +17,18 @@ struct StackFrame {
   uint64_t pc = 0;   // frame 0: where the thread stopped; then return addresses
   uint64_t sp = 0;   // the frame's lowest live address (frame 0: the stack pointer)
   uint64_t cfa = 0;  // one past its highest: the caller's stack pointer after return
+  // The frame's registers as far as the unwind recovered them (by DWARF
+  // number; bit n of `regs_ok` says regs[n] is known): frame 0 has all of
+  // them, a caller the ones its callees' CFI saved or left alone. Its
+  // variables' locations (DW_OP_breg6, rbp + 16) are read with them.
+  static constexpr int kRegs = 33;
+  uint64_t regs[kRegs] = {};
+  uint64_t regs_ok = 0;
+  bool reg(int n, uint64_t* v) const {
+    if (n < 0 || n >= kRegs || !(regs_ok >> n & 1)) return false;
+    *v = regs[n];
+    return true;
+  }
 };
 
 // The frames of `t`, innermost first, at most `max` of them. The unwind

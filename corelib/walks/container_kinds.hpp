@@ -25,6 +25,10 @@ struct OwnBlock {
   // The block holds nothing but its elements (a vector's array, a deque's
   // buffer): its words outside them (a vector's spare capacity) are stale.
   bool only_elements = false;
+  // The container's pointer may point into a block rather than at its
+  // start (a shared_ptr made by the aliasing constructor): then the block
+  // is not typed, and that is no damage to warn of.
+  bool maybe_inside = false;
 };
 // The container's own blocks, and its name as a C++ user writes it
 // ("std::map<int, Node*>").

@@ -538,11 +538,51 @@ std::string cxx_type_name(const Type* t) {
   return cxx_type_name(t, 0);
 }
 
+bool is_shared(const Type* t) {
+  return t && t->is_aggregate() && t->name.rfind("shared_ptr<", 0) == 0;
+}
+
 // The containers whose blocks are their own (array, unique_ptr and optional
-// allocate none: what a unique_ptr points at keeps its own type).
+// allocate none: what a unique_ptr points at keeps its own type), and a
+// shared_ptr's control block, which holds make_shared's object.
 bool holds_std(const Type* t) {
   const StdClass* k = std_class(t);
-  return (k && k->shape < Shape::kArray) || is_string(t);
+  return (k && k->shape < Shape::kArray) || is_string(t) || is_shared(t);
+}
+
+// A shared_ptr's control block. One from make_shared (or allocate_shared)
+// holds the object itself, just past its counts: `_M_ptr` points into it.
+// That object is typed as the element only while use_count is above zero;
+// once the last owner went it is destroyed and its bytes are stale.
+Result<OwnBlocks> shared_blocks(Program& prog, const Type* t, uint64_t addr, OwnBlocks out) {
+  auto ptr = resolve_path(t, "_M_ptr");
+  auto pi = resolve_path(t, "_M_refcount._M_pi");
+  if (!ptr.ok() || !pi.ok() || !pi.value().type || !pi.value().type->strip()->target)
+    return make_error(Errc::kUnsupported,
+                      fmt::format("{} at {:#x}: not libstdc++'s shared_ptr", out.container, addr));
+  auto use = resolve_path(pi.value().type->strip()->target, "_M_use_count");
+  if (!use.ok()) return use.error();
+  LR_ASSIGN(uint64_t obj, prog.mem().read_u64(addr + ptr.value().offset));
+  LR_ASSIGN(uint64_t cb, prog.mem().read_u64(addr + pi.value().offset));
+  if (!cb) return out;
+  LR_ASSIGN(uint32_t count, prog.mem().read_as<uint32_t>(cb + use.value().offset));
+  const Type* elem = t->template_args.empty() ? nullptr : t->template_args[0];
+  // The in-place object follows the vptr and the two counts, within the
+  // few words an allocator's empty base may add.
+  const bool in_place = obj > cb && obj - cb <= 64;
+  const bool live = static_cast<int32_t>(count) > 0;
+  if (in_place && elem && live) {
+    out.blocks.push_back({cb, "control block", elem, obj - cb, 1});
+    return out;
+  }
+  out.blocks.push_back({cb, "control block", nullptr, 0, 0});
+  // A separate object (shared_ptr<T>(new T)): its own block, while owned.
+  if (!in_place && obj && elem && live) {
+    OwnBlock o{obj, "object", elem, 0, 1};
+    o.maybe_inside = true;
+    out.blocks.push_back(o);
+  }
+  return out;
 }
 
 // A std::string of the C++11 ABI (std::__cxx11::basic_string, GCC 5 on):
@@ -560,6 +600,14 @@ Result<OwnBlocks> string_blocks(Program& prog, const Type* t, uint64_t addr, Own
   LR_ASSIGN(uint64_t chars, prog.mem().read_u64(addr + p.value().offset));
   if (chars && chars != addr + local.value().offset)
     out.blocks.push_back({chars, "characters", nullptr, 0, 0});
+  return out;
+}
+
+// std::vector<bool>'s one array of words, its bits (no element objects).
+Result<OwnBlocks> bit_vector_blocks(Program& prog, const Container& c, OwnBlocks out) {
+  LR_ASSIGN(FieldLoc p, need(c, "_M_impl._M_start._M_p"));
+  LR_ASSIGN(uint64_t words, prog.mem().read_u64(c.addr + p.offset));
+  if (words) out.blocks.push_back({words, "bits", nullptr, 0, 0});
   return out;
 }
 
@@ -612,8 +660,11 @@ Result<OwnBlocks> own_blocks_std(Program& prog, const Type* t, uint64_t addr,
   OwnBlocks out;
   out.container = cxx_type_name(t);
   if (is_string(t)) return string_blocks(prog, t, addr, std::move(out));
+  if (is_shared(t)) return shared_blocks(prog, t, addr, std::move(out));
   LR_ASSIGN(Container c, container_of(t, addr, out.container));
   if (c.shape >= Shape::kArray) return out;
+  if (c.shape == Shape::kVector && resolve_path(t, "_M_impl._M_start._M_p").ok())
+    return bit_vector_blocks(prog, c, std::move(out));
   LR_ASSIGN(const Type* elem, element_of(c));
   if (!elem->strip()->size)
     return make_error(Errc::kBadFormat, fmt::format("{}: an element of no size", c.name));
