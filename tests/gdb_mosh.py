@@ -40,4 +40,6 @@ for _, st in gdb.default_visualizer(network["sender"]["sent_states"]).children()
     states.append({"num": int(st["num"]), "rows": rows(st["state"])})
 print("LR-JSON " + json.dumps({"terminal": hex(int(terminal.address)),
                                "network": hex(int(network.address)),
+                               "rows_array": hex(int(terminal["terminal"]["fb"]["rows"]
+                                                     ["_M_impl"]["_M_start"])),
                                "rows": rows(terminal), "sent_states": states}))

@@ -215,4 +215,19 @@ TEST_CASE("mosh-server: its containers walk and its shared_ptrs reconcile, as gd
   CHECK(rows_seen >= 80);
   CHECK(shared_rows > 0);  // rows shared between screens: use counts above one
   check_account(m, g);
+
+  // A stack word is named by the local holding it, as the DWARF places it
+  // at the frame's pc: the screen's row array, from run_server()'s
+  // terminal (inlined into main).
+  auto refs = lrtest::leakref({"refs", m.core, g["rows_array"].get<std::string>(), "--json"});
+  INFO(refs.err);
+  REQUIRE(refs.status == 0);
+  const json rj = refs.json();
+  bool named = false;
+  for (const auto& f : rj["objects"][0]["referrers"])
+    named = named || (f["value"] == g["rows_array"] &&
+                      f["what"].get<std::string>().find(
+                          "local run_server()::terminal.terminal.fb.rows._M_impl._M_start") !=
+                          std::string::npos);
+  CHECK(named);
 }

@@ -169,6 +169,24 @@ std::string RefNamer::frame_text(int tid, uint64_t addr) {
                      h.module ? h.module->basename() : "?");
 }
 
+std::string RefNamer::local_text(int tid, uint64_t addr) {
+  const auto& f = frames(tid);
+  const int i = frame_of(f, addr);
+  if (i < 0) return "";
+  auto it = locals_.find({tid, i});
+  if (it == locals_.end())
+    it = locals_
+             .emplace(std::make_pair(tid, i),
+                      frame_variables(core_.prog->modules(), core_.prog->types(), f[i], i == 0))
+             .first;
+  for (const FrameVariable& v : it->second) {
+    const uint64_t size = v.type->strip()->size;
+    if (v.pointed_to || addr < v.addr || addr - v.addr >= size) continue;
+    return "local " + v.qualified() + member_path_at(v.type, addr - v.addr);
+  }
+  return "";
+}
+
 std::string RefNamer::block_type(size_t c) {
   const HeapChunk h = core_.ci.index->heap().in_use[c];
   if (const auto* k = known_.at(h.user); k && k->addr - h.user < h.usable())
@@ -198,6 +216,7 @@ std::string RefNamer::describe(const Ref& r) {
       for (const auto& t : prog.core()->threads())
         if (t.tid == r.tid) sp = t.sp();
       std::string f = frame_text(r.tid, r.from);
+      if (std::string l = local_text(r.tid, r.from); !l.empty()) f += ", " + l;
       return fmt::format("thread {} stack at {:#x} (sp+{:#x}){}", r.tid, r.from, r.from - sp,
                          f.empty() ? "" : ", " + f);
     }

@@ -14,6 +14,7 @@
 #include "corelib/base/names.hpp"
 #include "corelib/blocks/blocktypes.hpp"
 #include "corelib/blocks/refindex.hpp"
+#include "corelib/debuginfo/frame_vars.hpp"
 #include "corelib/debuginfo/unwind.hpp"
 #include "corelib/profiles/profile.hpp"
 
@@ -73,12 +74,16 @@ class RefNamer {
  private:
   std::string frame_text(int tid, uint64_t addr);
   std::string frame_function(int tid, uint64_t addr, int* number);
+  // "local run_server()::terminal.fb.rows._M_impl._M_start": the frame
+  // variable (and its member) holding stack word `addr`; "" when none does.
+  std::string local_text(int tid, uint64_t addr);
   const std::vector<StackFrame>& frames(int tid);
   std::string describe_in_block(const Ref& r);
   const IndexedCore& core_;
   const KnownObjects& known_;
   BlockTypes types_;
   std::map<int, std::vector<StackFrame>> frames_;
+  std::map<std::pair<int, int>, std::vector<FrameVariable>> locals_;  // (tid, frame)
 };
 
 // The word a reference read (registers: as recorded).

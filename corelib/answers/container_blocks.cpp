@@ -167,11 +167,6 @@ void Typer::from_globals() {
   }
 }
 
-// "run_server()::terminal": a local named as C++ names a function's static.
-std::string local_name(const FrameVariable& v) {
-  return fmt::format("{}()::{}", v.function.empty() ? "?" : v.function, v.name);
-}
-
 void Typer::from_frames() {
   const CoreFile* core = prog_.core();
   if (!core) return;
@@ -180,7 +175,7 @@ void Typer::from_frames() {
     for (size_t i = 0; i < frames.size(); ++i)
       for (FrameVariable& v : frame_variables(prog_.modules(), prog_.types(), frames[i], i == 0)) {
         if (!v.pointed_to) add_pointee(v);
-        queue(v.type, v.addr, 1, local_name(v));
+        queue(v.type, v.addr, 1, v.qualified());
         locals_.push_back(std::move(v));
       }
   }
@@ -196,7 +191,7 @@ void Typer::add_pointee(const FrameVariable& v) {
       !prog_.mem().read(v.addr, &at, 8).ok() || !at)
     return;
   FrameVariable d{at, p->target, v.name, v.function, true};
-  queue(d.type, d.addr, 1, local_name(d));
+  queue(d.type, d.addr, 1, d.qualified());
   locals_.push_back(std::move(d));
 }
 
@@ -204,8 +199,8 @@ size_t Typer::type_frames_pointees() {
   size_t typed = 0;
   for (const FrameVariable& v : locals_) {
     // A pointer in a register: the object it points at may be a block.
-    if (v.pointed_to) typed += types_.point_at(v.addr, v.type, local_name(v));
-    typed += types_.from_object(v.addr, v.type, local_name(v));
+    if (v.pointed_to) typed += types_.point_at(v.addr, v.type, v.qualified());
+    typed += types_.from_object(v.addr, v.type, v.qualified());
   }
   return typed;
 }

@@ -22,6 +22,8 @@ struct FrameVariable {
   // What a pointer or reference points at (serve(Terminal&)'s parameter
   // kept in rbx): `addr` and `type` are the object's, not the variable's.
   bool pointed_to = false;
+  // "run_server()::terminal": named as C++ names a function's static.
+  std::string qualified() const { return (function.empty() ? "?" : function) + "()::" + name; }
 };
 
 // The variables and parameters in scope at frame `f`'s pc whose location

@@ -112,6 +112,17 @@ const Member* find_member(const Type* t, std::string_view name, uint64_t* offset
   return nullptr;
 }
 
+namespace {
+// A class with no data: no members but empty bases of its own
+// (std::allocator<T> : std::__new_allocator<T>).
+bool empty_class(const Type* t, int depth = 0) {
+  if (!t || !t->is_aggregate() || depth > 8) return false;
+  for (const Member& m : t->members)
+    if (!m.is_base || !empty_class(m.type ? m.type->strip() : nullptr, depth + 1)) return false;
+  return true;
+}
+}  // namespace
+
 std::string member_path_at(const Type* t, uint64_t off, int depth) {
   t = t ? t->strip() : nullptr;
   if (!t || off >= t->size || depth > 16) return "";
@@ -125,6 +136,9 @@ std::string member_path_at(const Type* t, uint64_t off, int depth) {
   for (const auto& m : t->members) {
     const Type* mt = m.type ? m.type->strip() : nullptr;
     if (m.bit_size || !mt || off < m.offset || off - m.offset >= mt->size) continue;
+    // An empty base (std::allocator) holds no byte: it shares its offset
+    // with what follows it.
+    if (m.is_base && empty_class(mt)) continue;
     std::string inner = member_path_at(mt, off - m.offset, depth + 1);
     if (m.name.empty()) return inner;  // anonymous: its members are the parent's
     return "." + m.name + inner;
