@@ -147,6 +147,13 @@ void check_account(const MoshCore& m, const json& g) {
   CHECK(live.count("struct " + net));
   CHECK(live.count("elements of std::vector<shared_ptr<Terminal::Row>> " + net +
                    ".sender.sent_states[].state.terminal.fb.rows"));
+  // The list's nodes, each named by the list, though an iterator in the
+  // connection (sender.assumed_receiver_state) points at one of them.
+  const std::string nodes =
+      "node of std::list<TimestampedState<Terminal::Complete>> " + net + ".sender.sent_states";
+  INFO(nodes);
+  REQUIRE(live.count(nodes));
+  CHECK(live[nodes]["blocks"] == g["sent_states"].size());
 }
 
 }  // namespace

@@ -289,13 +289,22 @@ bool is_container_type(const Type* t) {
   return kind_of(t) != nullptr;
 }
 
+bool is_container_link(const Type* t) {
+  static const std::vector<const ContainerKind*> kinds = container_kinds();
+  t = t ? t->strip() : nullptr;
+  if (!t || !t->is_aggregate()) return false;
+  for (const ContainerKind* k : kinds)
+    if (k->link && k->link(t)) return true;
+  return false;
+}
+
 ContainerTyping type_heap_blocks(const IndexedCore& core, BlockTypes& types,
                                  const std::vector<uint8_t>* within, uint64_t max_blocks) {
   const std::vector<uint8_t> all(within ? 0 : core.ci.index->chunks(), 1);
   const std::vector<uint8_t>& in = within ? *within : all;
   // A container's own links (a list's node base, a shared_ptr's control
   // block pointer) are left to its reader, which types its blocks whole.
-  types.set_opaque(&is_container_type);
+  types.set_opaque(&is_container_type, &is_container_link);
   Typer typer(core, types, in, max_blocks);
   if (!within) {
     typer.from_globals();

@@ -27,6 +27,8 @@ struct ContainerTyping {
 
 // Whether some registered container kind holds objects of type `t`.
 bool is_container_type(const Type* t);
+// Whether `t` is a registered container kind's link (ContainerKind::link).
+bool is_container_link(const Type* t);
 
 // The heap's types as far as the core says (for the tree and the account):
 // the containers held by globals, the globals' typed pointers, then typed

@@ -25,28 +25,38 @@ bool names_a_block(const Type* pointee) {
   return p && p->is_aggregate() && p->complete && p->size > 0;
 }
 
-using Opaque = bool (*)(const Type*);
+// What collect passes over: containers' own links (`opaque`, not looked
+// into) and pointers to a container's nodes (`link`: their pointee too).
+struct Skip {
+  bool (*opaque)(const Type*) = nullptr;
+  bool (*link)(const Type*) = nullptr;
+  bool inside(const Type* t) const {
+    return t->is_aggregate() && ((opaque && opaque(t)) || (link && link(t)));
+  }
+  bool pointee(const Type* p) const { return link && p && link(p->strip()); }
+};
 
-void collect(const Type* t, uint64_t base, const std::string& path, int depth, Opaque opaque,
+void collect(const Type* t, uint64_t base, const std::string& path, int depth, Skip skip,
              std::vector<std::pair<uint64_t, std::pair<const Type*, std::string>>>* out) {
   t = t ? t->strip() : nullptr;
   if (!t || depth > kMaxDepth || out->size() >= kMaxSlots) return;
-  if (opaque && t->is_aggregate() && opaque(t)) return;
+  if (skip.inside(t)) return;
   if (t->kind == TypeKind::kPointer) {
-    if (names_a_block(t->target)) out->push_back({base, {t->target->strip(), path}});
+    if (names_a_block(t->target) && !skip.pointee(t->target))
+      out->push_back({base, {t->target->strip(), path}});
     return;
   }
   if (t->kind == TypeKind::kArray) {
     const Type* e = t->target ? t->target->strip() : nullptr;
     if (!e || !e->size || e->is_char) return;
     for (uint64_t i = 0; i < t->count && out->size() < kMaxSlots; ++i)
-      collect(e, base + i * e->size, fmt::format("{}[{}]", path, i), depth + 1, opaque, out);
+      collect(e, base + i * e->size, fmt::format("{}[{}]", path, i), depth + 1, skip, out);
     return;
   }
   if (!t->is_aggregate()) return;
   for (const auto& m : t->members) {
     if (m.bit_size) continue;
-    collect(m.type, base + m.offset, m.name.empty() ? path : path + "." + m.name, depth + 1, opaque,
+    collect(m.type, base + m.offset, m.name.empty() ? path : path + "." + m.name, depth + 1, skip,
             out);
   }
 }
@@ -107,7 +117,7 @@ const std::vector<BlockTypes::PtrSlot>& BlockTypes::slots(const Type* t) {
   auto it = slots_.find(t);
   if (it != slots_.end()) return it->second;
   std::vector<std::pair<uint64_t, std::pair<const Type*, std::string>>> raw;
-  collect(t, 0, "", 0, opaque_, &raw);
+  collect(t, 0, "", 0, Skip{opaque_, link_}, &raw);
   std::vector<PtrSlot> out;
   out.reserve(raw.size());
   for (auto& [off, tp] : raw) out.push_back({off, tp.first, std::move(tp.second)});

@@ -83,9 +83,12 @@ class BlockTypes {
   // Types whose pointer members are not followed by propagate and
   // from_globals: a container's own links (a std::map's node base), whose
   // blocks the container's reader types whole.
-  void set_opaque(bool (*opaque)(const Type*)) {
-    if (opaque_ != opaque) slots_.clear();  // slots found before followed them
-    opaque_ = opaque;
+  // `link`: the types of a container's links (a list's node base, an
+  // iterator), neither looked into nor followed when pointed at (a
+  // std::list iterator's node is the list's to type).
+  void set_opaque(bool (*opaque)(const Type*), bool (*link)(const Type*) = nullptr) {
+    if (opaque_ != opaque || link_ != link) slots_.clear();  // slots found before followed them
+    opaque_ = opaque, link_ = link;
   }
   // "Widget" from a vtable symbol "_ZTV6Widget" (demangled); "" when the
   // word is not a pointer into a vtable.
@@ -115,6 +118,7 @@ class BlockTypes {
   std::unordered_set<const Type*> distinct_;
   const Type* last_type_ = nullptr;  // the last one added to distinct_ (runs of one type)
   bool (*opaque_)(const Type*) = nullptr;
+  bool (*link_)(const Type*) = nullptr;
 };
 
 }  // namespace lr

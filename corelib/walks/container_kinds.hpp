@@ -58,6 +58,10 @@ struct ContainerKind {
   // The heap blocks the container of type `t` at `addr` allocated itself.
   Result<OwnBlocks> (*own_blocks)(Program& prog, const Type* t, uint64_t addr,
                                   const WalkLimits& lim) = nullptr;
+  // Whether `t` is one of these containers' links (a node's base part, an
+  // iterator): a pointer to one points at a node own_blocks types whole,
+  // which a pointer's static type would only half name.
+  bool (*link)(const Type* t) = nullptr;
 };
 // Every registered kind, in registration order.
 std::vector<const ContainerKind*> container_kinds();

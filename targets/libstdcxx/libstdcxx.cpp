@@ -542,6 +542,20 @@ bool is_shared(const Type* t) {
   return t && t->is_aggregate() && t->name.rfind("shared_ptr<", 0) == 0;
 }
 
+// A node's base part and the iterators: what points at a container's
+// node, or into its buffers, without naming the container.
+bool link_std(const Type* t) {
+  static constexpr std::string_view kLinks[] = {
+      "_List_node_base",           "_List_node_header",     "_Rb_tree_node_base",
+      "_Fwd_list_node_base",       "_Hash_node_base",       "_List_iterator<",
+      "_List_const_iterator<",     "_Rb_tree_iterator<",    "_Rb_tree_const_iterator<",
+      "_Node_iterator<",           "_Node_const_iterator<", "_Fwd_list_iterator<",
+      "_Fwd_list_const_iterator<", "_Deque_iterator<"};
+  for (std::string_view l : kLinks)
+    if (t->name.rfind(l, 0) == 0) return true;
+  return false;
+}
+
 // The containers whose blocks are their own (array, unique_ptr and optional
 // allocate none: what a unique_ptr points at keeps its own type), and a
 // shared_ptr's control block, which holds make_shared's object.
@@ -704,6 +718,7 @@ TargetSpec libstdcxx_target() {
   k.element = &element_std;
   k.holds = &holds_std;
   k.own_blocks = &own_blocks_std;
+  k.link = &link_std;
   TargetSpec t;
   t.name = "libstdcxx";
   t.containers.push_back(k);
