@@ -165,7 +165,9 @@ struct GfClient {
 };
 
 struct GfFinding {
-  std::string kind;  // "invariant", "unexplained-refs", "counter-mismatch", "orphan-pool"
+  // "invariant", "unexplained-refs", "counter-mismatch", "counter-in-flux"
+  // (a thread inside the allocator), "orphan-pool"
+  std::string kind;
   uint64_t addr = 0;
   std::string message;
 };
