@@ -19,7 +19,7 @@ LDLIBS     := -ldw -lelf -ldebuginfod -lkdumpfile -laddrxlat -lfmt -lsqlite3 -lz
 # the crash extension (extension/) share. Includes are written from the top
 # of the tree ("corelib/dump/memory.hpp"), so every include names its layer.
 LAYERS     := $(shell sed -e 's/\#.*//' corelib/LAYERS)
-TARGETS    := glibc jemalloc tcmalloc linux glusterfs nfs-ganesha libstdcxx
+TARGETS    := glibc jemalloc tcmalloc linux glusterfs nfs-ganesha libstdcxx cpython
 layer_src   = $(wildcard corelib/$(1)/*.cpp)
 target_src  = $(wildcard targets/$(1)/*.cpp)
 CORE_SRC   := $(foreach l,$(LAYERS),$(call layer_src,$(l)))

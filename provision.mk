@@ -16,7 +16,8 @@ DEB_DEPS := g++ make python3 pkg-config libdw-dev libelf-dev libfmt-dev libcli11
 # check-functions reads the sources with), installed before
 # the build, and what running them needs (GlusterFS, nfs-ganesha, Slurm,
 # bpftrace, QEMU and what a guest needs, mosh (its client, and what building
-# its server from Debian's source needs), chromium for the HTML pages, the
+# its server from Debian's source needs), CPython 3.11 with its debug info
+# (python3.11-dbg: the python test reads its objects), chromium for the HTML pages, the
 # fuzzers' and formatter's clang, the tools the tests read with), installed
 # while leakref builds. Kernels and their headers are not here:
 # scripts/kernel-vmcore downloads them into its cache (and
@@ -30,7 +31,8 @@ TEST_RUN_DEPS := libc6-dbg python3 python3-jsonschema python3-drgn python3-netwo
                  flex bison man-db zsh nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils \
                  chromium sqlite3 zstd xz-utils lz4 gzip slurm-wlm munge \
                  libjemalloc2 libgoogle-perftools4 cmake \
-                 mosh protobuf-compiler libprotobuf-dev libutempter-dev libncurses-dev libssl-dev
+                 mosh protobuf-compiler libprotobuf-dev libutempter-dev libncurses-dev libssl-dev \
+                 python3.11 python3.11-dbg
 TEST_DEPS := $(TEST_BUILD_DEPS) $(TEST_RUN_DEPS)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # apt-get install of the packages of $(1) that are not installed yet.

@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
       register_diff(app, c),     register_snapshot(app, c),  register_trend(app, c),
       register_refs(app, c),     register_leaks(app, c),     register_account(app, c),
       register_retained(app, c), register_suspects(app, c),  register_shared(app, c),
-      register_batch(app)};
+      register_python(app, c),   register_batch(app)};
 
   one_value_per_option(&app);
   // `leakref help [SUBCOMMAND...]`, and typos named as such.

@@ -3,6 +3,7 @@
 #include <mutex>
 
 #include "corelib/registry/target.hpp"
+#include "targets/cpython/cpython.hpp"
 #include "targets/glibc/glibc_heap.hpp"
 #include "targets/glusterfs/gluster_target.hpp"
 #include "targets/jemalloc/jemalloc.hpp"
@@ -25,6 +26,7 @@ void register_targets() {
     register_target(nfs_ganesha_target());
     register_target(glusterfs_target());
     register_target(libstdcxx_target());
+    register_target(cpython_target());
   });
 }
 

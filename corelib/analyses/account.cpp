@@ -152,7 +152,8 @@ uint64_t account_space(const HeapWalk& h, AccountNode& free_, AccountNode& overh
                        : s.kind == HeapSpace::Kind::kOverhead ? overhead
                                                               : unknown;
     AccountNode* what = child(cat, s.what);
-    add_to(*child(*what, arena_name(h, s.arena)), s.bytes, s.blocks, s.resident);
+    add_to(*child(*what, s.where.empty() ? arena_name(h, s.arena) : s.where), s.bytes, s.blocks,
+           s.resident);
     sum += s.bytes;
   }
   return sum;

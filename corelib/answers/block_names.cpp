@@ -17,7 +17,7 @@ namespace {
 std::string global_text(const Program& prog, uint64_t addr) {
   SymbolHit h = prog.modules().symbolize(addr);
   if (!h.sym || !h.module) return "";
-  auto v = prog.resolve(h.sym->name + "@" + h.module->basename());
+  auto v = prog.symbol_variable(h);
   std::string path = v.ok() && v.value().type && v.value().addr == h.sym->addr
                          ? member_path_at(v.value().type, addr - h.sym->addr)
                          : "";

@@ -161,7 +161,7 @@ void Typer::from_globals() {
     SymbolHit h = prog_.modules().symbolize(r.from);
     if (h.sym) lo = h.sym->addr, hi = h.sym->addr + h.sym->size;
     if (!h.sym || !h.module || !seen.insert(h.sym->addr).second) continue;
-    auto v = prog_.resolve(h.sym->name + "@" + h.module->basename());
+    auto v = prog_.symbol_variable(h);
     if (!v.ok() || v.value().addr != h.sym->addr || !v.value().type) continue;
     queue(v.value().type, h.sym->addr, 1, source_name(h.sym->name));
   }

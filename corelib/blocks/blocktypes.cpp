@@ -172,7 +172,7 @@ size_t BlockTypes::from_globals() {
     if (!h.sym || !h.module) continue;
     auto it = vars.find(h.sym->addr);
     if (it == vars.end()) {
-      auto v = prog_.resolve(h.sym->name + "@" + h.module->basename());
+      auto v = prog_.symbol_variable(h);
       const Type* t = v.ok() && v.value().addr == h.sym->addr ? v.value().type : nullptr;
       it = vars.emplace(h.sym->addr, std::make_pair(h.sym->addr, t)).first;
     }

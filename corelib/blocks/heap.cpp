@@ -27,8 +27,11 @@ void ChunkIndex::push_back(const HeapChunk& c) {
   if (c.user % 16 == 0) {
     if (c.mmapped() && (u + 16) % 4096 == 0 && ((u + 16) >> 12) < kSizeMask)
       code = kMmappedBit | ((u + 16) >> 12);
-    else if (!c.mmapped() && u >= bias_ && u % 16 == bias_ && ((u - bias_) >> 4) < kSizeMask)
+    else if (!c.mmapped() && u >= bias_ && u % 16 == bias_ && ((u - bias_) >> 4) < kOtherBias)
       code = (u - bias_) >> 4;
+    else if (const uint32_t other = 8 - bias_; !c.mmapped() && u >= other && u % 16 == other &&
+                                               ((u - other) >> 4) < kSizeMask - kOtherBias)
+      code = kOtherBias + ((u - other) >> 4);
   }
   if (code == kSizeMask) side_.push_back(c);
   words_.push_back(((c.user >> 4) << kCodeBits) | code);
@@ -63,6 +66,21 @@ void ChunkIndex::sort() {
 namespace {
 NamedRegistry<Allocator> g_allocators;
 NamedRegistry<AllocatorSignature> g_signatures;
+NamedRegistry<HeapLayer> g_layers;
+
+// Each layer that finds its allocator adds its blocks to `h`.
+void carve_layers(const Program& prog, const HeapLimits& lim, HeapWalk& h) {
+  for (const auto& l : g_layers.all()) {
+    auto r = l.carve(prog, lim, h);
+    if (r.ok())
+      h.layers.push_back(l.name);
+    else if (r.error().code != Errc::kNotFound)
+      h.warnings.push_back(
+          fmt::format("{}: {}; its blocks are not listed, and its memory is "
+                      "scanned as a writable mapping",
+                      l.name, r.error().message));
+  }
+}
 
 // "NAME's (libNAME.so.2 is mapped)" for the first signature the
 // program matches; "" when none does.
@@ -90,6 +108,10 @@ HeapPlace locate_in_heap(const Program& prog, const HeapWalk& heap, uint64_t add
   for (const Allocator& a : g_allocators.all())
     if (a.name == heap.allocator && a.locate) return a.locate(prog, heap, addr);
   return {};
+}
+
+void register_heap_layer(const HeapLayer& l) {
+  g_layers.add(l.name, l);
 }
 
 void register_allocator_signature(const AllocatorSignature& s) {
@@ -123,6 +145,7 @@ Result<HeapWalk> walk_heap(const Program& prog, const HeapLimits& limits) {
   std::string why;
   for (const auto& a : list) {
     auto r = a.walk(prog, lim);
+    if (r.ok()) carve_layers(prog, lim, r.value());
     if (r.ok() || r.error().code != Errc::kNotFound) return r;
     why += (why.empty() ? "" : "; ") + r.error().message;
   }

@@ -44,10 +44,12 @@ constexpr uint64_t kMaxChunkUsable = (uint64_t{1} << 34) - 8;  // 16 GiB
 // of millions, and every command holds them all. A word is the user
 // pointer / 16 (44 bits; user pointers are 16-aligned below 2^48)
 // and a 20-bit size code: a heap chunk's usable size as (usable - bias) / 16
-// (up to 8 MiB; the bias is 8 for chunks whose 8-byte header shares their
-// first 16-byte granule, 0 for size classes that are multiples of 16), a
-// mmapped one's in pages (up to 2 GiB); a chunk that fits neither (or an odd
-// pointer) keeps its exact record in a small side table.
+// (up to 4 MiB; the bias is 8 for chunks whose 8-byte header shares their
+// first 16-byte granule, 0 for size classes that are multiples of 16), or
+// with the other bias in the upper half of the codes (a layered allocator's
+// blocks beside the system allocator's: pymalloc's multiples of 16 among
+// a C library's 16 k + 8), a mmapped one's in pages (up to 2 GiB); a chunk that
+// fits none (or an odd pointer) keeps its exact record in a small side table.
 // Words sort as their user pointers do. Read-only access yields values.
 class ChunkIndex {
  public:
@@ -95,8 +97,10 @@ class ChunkIndex {
     const uint64_t n = code & kSizeMask;
     if (code & kMmappedBit)
       c.units = static_cast<uint32_t>(((n << 12) - 16) >> 3) | 0x80000000u;
-    else
+    else if (n < kOtherBias)
       c.units = static_cast<uint32_t>(((n << 4) + bias_) >> 3);
+    else
+      c.units = static_cast<uint32_t>((((n - kOtherBias) << 4) + (8 - bias_)) >> 3);
     return c;
   }
   size_t size() const { return words_.size(); }
@@ -125,6 +129,7 @@ class ChunkIndex {
   static constexpr unsigned kCodeBits = 20;
   static constexpr uint64_t kCodeMask = (uint64_t{1} << kCodeBits) - 1;
   static constexpr uint32_t kMmappedBit = 1u << 19, kSizeMask = kMmappedBit - 1;
+  static constexpr uint32_t kOtherBias = 1u << 18;  // codes from here: the other bias
   HeapChunk side(uint64_t user) const;
   PodArray<uint64_t> words_;
   std::vector<HeapChunk> side_;  // the chunks no code fits, by address
@@ -132,7 +137,9 @@ class ChunkIndex {
 };
 
 struct HeapRegion {
-  enum class Kind { kMain, kThread, kMmapped };
+  // kCarved: memory a layered allocator (HeapLayer) maps and carves into
+  // the blocks it adds (pymalloc's arenas).
+  enum class Kind { kMain, kThread, kMmapped, kCarved };
   Kind kind = Kind::kMain;
   uint64_t start = 0, end = 0;  // the chunk range walked
   uint64_t arena = 0;           // malloc_state of the heap (0 for mmapped chunks)
@@ -165,11 +172,14 @@ struct HeapSpace {
   uint64_t arena = 0;
   uint64_t bytes = 0, blocks = 0;
   uint64_t resident = 0;  // of `bytes`, resident when captured (HeapLimits::residency)
+  std::string where;      // set: names the place instead of `arena` ("pymalloc arenas")
 };
 
 struct HeapWalk {
   std::string allocator;  // the registered allocator that walked it
-  ChunkIndex in_use;      // sorted by address
+  // The layered allocators (HeapLayer) that added their blocks, in order.
+  std::vector<std::string> layers;
+  ChunkIndex in_use;  // sorted by address
   std::vector<HeapRegion> regions;
   // Every range the allocator holds from the system (heaps with their
   // headers, mmapped chunks' mappings), and what it keeps there (above).
@@ -179,6 +189,14 @@ struct HeapWalk {
   // In-use chunks that are the allocator's own structures (a thread's tcache),
   // by user pointer, sorted: counted in `space`, not as the program's.
   std::vector<uint64_t> own_chunks;
+  // Memory among the roots' ranges that a layer knows holds no live
+  // reference (a Python thread's frames' value stacks past their tops): never
+  // a root; refs shows a word there as stale.
+  struct Dead {
+    uint64_t start = 0, end = 0;
+    std::string what;
+  };
+  std::vector<Dead> dead;
   // The allocator's own state outside its regions (a main arena in libc's
   // data): its pointers are bookkeeping, never references a program holds.
   std::vector<std::pair<uint64_t, uint64_t>> bookkeeping;
@@ -213,6 +231,20 @@ struct HeapLimits {
 // An allocator a program registers: `walk` gives kNotFound when the core's
 // heap is not this allocator's (the message says what it looked for), any
 // other error when it is but cannot be read.
+// An allocator layered on the system's: it maps memory of its own and
+// carves it into blocks (CPython's pymalloc arenas), which a walk of the
+// system allocator sees as one anonymous mapping. After the system
+// allocator's walk, each registered layer adds its in-use blocks (kept
+// sorted), its regions (kCarved), the ranges it manages and the space it
+// keeps free or for itself, so that every command sees its blocks as heap
+// blocks. kNotFound: the program has no such allocator; any other error is
+// a warning of the walk (the layer's memory then stays a mapping).
+struct HeapLayer {
+  std::string name;
+  Result<void> (*carve)(const Program& prog, const HeapLimits& limits, HeapWalk& heap) = nullptr;
+};
+void register_heap_layer(const HeapLayer& l);  // a name registered twice is kept once
+
 // Where an address no in-use block holds lies in an allocator's memory.
 struct HeapPlace {
   std::string what;             // "… a free chunk in the bins …"; "" unknown

@@ -65,10 +65,13 @@ std::vector<RootRange> subtract_ranges(std::vector<RootRange> ranges, Spans cut)
   return out;
 }
 
-// Whether `len` bytes of `path` at `off` may hold a word in [lo, hi): true
-// when they do, or cannot be read whole (nobody can say they do not).
-bool file_may_point(const std::string& path, uint64_t off, uint64_t len, uint64_t lo, uint64_t hi,
-                    std::string* why) {
+// Whether `len` bytes of `path` at `off` may hold a word that points into
+// an in-use block of `heap` (all in [lo, hi)): true when they do, or cannot
+// be read whole (nobody can say they do not). The blocks themselves are
+// asked: a heap whose blocks lie both low (brk) and high (mmapped chunks,
+// a layer's arenas) spans most of the address space.
+bool file_may_point(const std::string& path, uint64_t off, uint64_t len, const HeapWalk& heap,
+                    uint64_t lo, uint64_t hi, std::string* why) {
   constexpr uint64_t kMaxScan = 256ull << 20;
   auto fd = open_input(path, "mapped file");
   if (!fd.ok()) {
@@ -93,7 +96,7 @@ bool file_may_point(const std::string& path, uint64_t off, uint64_t len, uint64_
     // locale file: 353,616 bytes in 356,352), whole pages past it as SIGBUS.
     if (n == 0) break;
     for (size_t i = 0; i < static_cast<size_t>(n) / 8; ++i)
-      if (buf[i] - lo < hi - lo) {
+      if (buf[i] - lo < hi - lo && heap.chunk_containing(buf[i])) {
         *why = fmt::format("{} holds words that point into the heap", path);
         return true;
       }
@@ -173,8 +176,8 @@ class Planner {
       if (f == files.end() || !may_be_data(*f->second)) continue;
       std::string why = "more data files than are looked at";
       const std::string& host = f->second->host_path.empty() ? r.path : f->second->host_path;
-      if (looked++ < kMaxFilesLooked &&
-          !file_may_point(host, r.file_offset + (s.start - r.start), s.end - s.start, lo, hi, &why))
+      if (looked++ < kMaxFilesLooked && !file_may_point(host, r.file_offset + (s.start - r.start),
+                                                        s.end - s.start, heap_, lo, hi, &why))
         continue;
       m_.unread.push_back({s.start, s.end, RefFrom::kMapping, 0,
                            fmt::format("a mapping of {} the core leaves out ({})", r.path, why)});
@@ -319,6 +322,10 @@ class Planner {
   // mapping with the main thread's TLS, and must not become a root.
   void cut_and_merge() {
     for (const auto& b : heap_.bookkeeping) cut_.push_back(b);
+    for (const auto& d : heap_.dead) {
+      m_.stale.push_back({d.start, d.end, RefFrom::kMapping, 0, d.what});
+      cut_.emplace_back(d.start, d.end);
+    }
     for (const auto& r : heap_.regions) cut_.emplace_back(r.start, r.end);
     // An allocator that lists its mmapped chunks as regions (HeapRegion
     // kMmapped) has them above; the chunk index (millions of entries,

@@ -140,4 +140,9 @@ Result<uint64_t> Program::resolve_address(const std::string& spec) const {
   return v.addr;
 }
 
+Result<Variable> Program::symbol_variable(const SymbolHit& h) const {
+  if (!h.sym || !h.module) return make_error(Errc::kNotFound, "no symbol");
+  return types().find_variable(h.sym->name + "@" + h.module->basename());
+}
+
 }  // namespace lr

@@ -70,6 +70,11 @@ class Program {
   // symbol's type, a member's, the pointee for "*SYMBOL", a cast's); null for
   // plain addresses and "+offset" forms.
   Result<Variable> resolve(const std::string& spec) const;
+  // The variable symbol `h` (with its module) names, looked up by that
+  // name, never read as an expression: an LTO build's static
+  // "x.lto_priv.0" is one name, not members of x (and a lookup of x that
+  // fails costs a "did you mean" over every symbol).
+  Result<Variable> symbol_variable(const SymbolHit& h) const;
   // resolve() for a place to read from: a per-CPU variable named without a
   // CPU is refused (its link value holds no CPU's instance).
   Result<Variable> resolve_place(const std::string& spec) const;

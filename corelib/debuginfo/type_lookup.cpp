@@ -216,6 +216,11 @@ Result<Variable> TypeRegistry::find_variable(std::string_view raw) {
   // by its source name.
   if (!v.type && v.name.rfind("_Z", 0) == 0)
     if (std::string src = source_name(v.name); src != v.name) type_in(hit.first, src);
+  // A static GCC renamed for its symbol table (an LTO build's
+  // arenas.lto_priv.0, a function's static count.1): the DWARF keeps the
+  // name the source gave it.
+  if (const size_t dot = v.name.find('.'); !v.type && dot != std::string::npos && dot > 0)
+    type_in(hit.first, v.name.substr(0, dot));
   // A module without DWARF: a types file's declaration of the variable
   // (`extern struct vcache *afs_vhashT[16];`) gives its type.
   for (const auto& m : mods_->modules()) {

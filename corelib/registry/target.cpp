@@ -33,6 +33,7 @@ std::string_view base_name(std::string_view path) {
 void register_layers(const TargetSpec& spec) {
   for (const auto& a : spec.allocators) register_allocator(a);
   for (const auto& s : spec.allocator_signatures) register_allocator_signature(s);
+  for (const auto& l : spec.heap_layers) register_heap_layer(l);
   for (const auto& t : spec.text_dumps) {
     register_text_dump(t.name, t.looks_like);
     if (t.read) register_snapshot_reader(t.name, t.read);

@@ -37,6 +37,7 @@ struct TargetSpec {
   // as an allocator's when no walk reads it.
   std::vector<Allocator> allocators;
   std::vector<AllocatorSignature> allocator_signatures;
+  std::vector<HeapLayer> heap_layers;  // allocators layered on the system's
   std::vector<TextDumpSpec> text_dumps;
   std::vector<std::pair<std::string, ThreadPointerFinder>> thread_pointer_finders;
   std::vector<std::pair<std::string, ThreadMemoryReader>> thread_memory_readers;

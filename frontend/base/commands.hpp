@@ -40,6 +40,7 @@ Command register_account(CLI::App& app, DumpOptions& c);
 Command register_retained(CLI::App& app, DumpOptions& c);
 Command register_suspects(CLI::App& app, DumpOptions& c);
 Command register_shared(CLI::App& app, DumpOptions& c);  // C++ shared_ptr census
+Command register_python(CLI::App& app, DumpOptions& c);  // CPython objects and refcounts
 Command register_trace_plan(CLI::App& app);
 Command register_trace_info(CLI::App& app);
 Command register_types(CLI::App& app);  // types build, types gluster

@@ -22,6 +22,7 @@ namespace {
 const char* region_kind(lr::HeapRegion::Kind k) {
   return k == lr::HeapRegion::Kind::kMain     ? "main"
          : k == lr::HeapRegion::Kind::kThread ? "thread"
+         : k == lr::HeapRegion::Kind::kCarved ? "carved"
                                               : "mmapped";
 }
 
@@ -40,6 +41,7 @@ nlohmann::json regions_json(const lr::HeapWalk& h, bool list) {
 // The fields every allocator's report has, and --list's chunks.
 void common_json(nlohmann::json& j, const lr::HeapWalk& h, bool list, bool stats, double ms) {
   j["allocator"] = h.allocator;
+  j["layers"] = h.layers;
   j["warnings"] = h.warnings;
   // Timing only on request: the same core gives the same output.
   if (stats) j["walk_ns"] = static_cast<uint64_t>(ms * 1e6);

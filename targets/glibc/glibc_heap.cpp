@@ -78,9 +78,13 @@ class SpaceTally {
     std::vector<HeapSpace> out;
     for (const auto& [k, v] : sums_)
       if (v.bytes || v.blocks)
-        out.push_back({std::get<0>(k), std::get<1>(k), std::get<2>(k),
-                       static_cast<uint64_t>(v.bytes), static_cast<uint64_t>(v.blocks),
-                       static_cast<uint64_t>(v.resident)});
+        out.push_back({std::get<0>(k),
+                       std::get<1>(k),
+                       std::get<2>(k),
+                       static_cast<uint64_t>(v.bytes),
+                       static_cast<uint64_t>(v.blocks),
+                       static_cast<uint64_t>(v.resident),
+                       {}});
     return out;
   }
 

@@ -433,7 +433,7 @@ void finish_blocks(Walk& w) {
                     "region of a slab or large extent",
                     w.cached.size() - w.g.tcache_free, w.cached.size()));
   auto space = [&](HeapSpace::Kind k, const char* what, uint64_t bytes, uint64_t blocks) {
-    if (bytes) w.out.space.push_back({k, what, 0, bytes, blocks, 0});
+    if (bytes) w.out.space.push_back({k, what, 0, bytes, blocks, 0, {}});
   };
   using K = HeapSpace::Kind;
   space(K::kFree, "thread caches", w.cached_bytes, w.g.tcache_free);
@@ -497,8 +497,13 @@ void finish_regions(Walk& w, Ranges managed) {
       joined.push_back(r);
   regs = std::move(joined);
   if (w.base_bytes)
-    w.out.space.push_back({HeapSpace::Kind::kOverhead, "metadata (base blocks)", 0, w.base_bytes,
-                           w.g.base_blocks, 0});
+    w.out.space.push_back({HeapSpace::Kind::kOverhead,
+                           "metadata (base blocks)",
+                           0,
+                           w.base_bytes,
+                           w.g.base_blocks,
+                           0,
+                           {}});
   w.out.managed = merged(std::move(managed));
 }
 

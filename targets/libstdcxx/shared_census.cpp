@@ -248,7 +248,7 @@ bool typed_owner(const IndexedCore& core, RefNamer& names, const SharedCensus& s
   if (o.kind != RefFrom::kGlobal) return false;
   SymbolHit h = core.prog->modules().symbolize(o.from);
   if (!h.sym || !h.module) return false;
-  auto v = core.prog->resolve(h.sym->name + "@" + h.module->basename());
+  auto v = core.prog->symbol_variable(h);
   return v.ok() && v->type && pi_member(member_path_at(v->type, o.from - v->addr));
 }
 

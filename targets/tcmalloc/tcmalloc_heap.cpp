@@ -322,7 +322,7 @@ void finish(Walk& w, Ranges managed) {
                     "their size class or each other; their blocks are not listed",
                     w.bad_spans));
   auto space = [&](HeapSpace::Kind k, const char* what, uint64_t bytes, uint64_t blocks) {
-    if (bytes) out.space.push_back({k, what, 0, bytes, blocks, 0});
+    if (bytes) out.space.push_back({k, what, 0, bytes, blocks, 0, {}});
   };
   using K = HeapSpace::Kind;
   space(K::kFree, "free objects (spans, central and thread caches)", w.free_bytes, w.free_matched);

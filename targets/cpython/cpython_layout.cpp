@@ -1,0 +1,160 @@
+// CPython's layout from its DWARF and its release's headers
+// (cpython_layout.hpp).
+#include "targets/cpython/cpython_layout.hpp"
+
+#include <fmt/format.h>
+
+#include "corelib/debuginfo/modules.hpp"
+#include "corelib/debuginfo/program.hpp"
+#include "corelib/debuginfo/types.hpp"
+
+namespace lr {
+
+bool is_python_file(std::string_view b) {
+  return b.rfind("python3", 0) == 0 || b.rfind("libpython3", 0) == 0;
+}
+
+Module* python_module(const ModuleSet& mods) {
+  for (const auto& m : mods.modules())
+    if (!m->types_only && is_python_file(m->basename()) && m->find_one_symbol("_PyRuntime"))
+      return m.get();
+  return nullptr;
+}
+
+namespace {
+
+// A static variable of obmalloc.c by its name, or by the name an LTO
+// build gives it ("arenas.lto_priv.0"): 0 when the module has neither.
+uint64_t static_var(Module& m, const std::string& name) {
+  if (const Symbol* s = m.find_one_symbol(name)) return s->addr;
+  const std::string lto = name + ".lto_priv.";
+  for (const Symbol& s : m.symbols())
+    if (s.is_object && s.name.rfind(lto, 0) == 0) return s.addr;
+  return 0;
+}
+
+// "3.11.2" from PY_VERSION_HEX.
+std::string version_text(uint32_t hex) {
+  return fmt::format("{}.{}.{}", hex >> 24, (hex >> 16) & 0xff, (hex >> 8) & 0xff);
+}
+
+// The offset of member path `path` of type `name`.
+Result<uint64_t> offset_of(TypeRegistry& types, std::string_view name, std::string_view path) {
+  LR_ASSIGN(const Type* t, types.find(name));
+  LR_ASSIGN(FieldLoc f, resolve_path(t, path));
+  return f.offset;
+}
+
+Result<uint64_t> size_of(TypeRegistry& types, std::string_view name) {
+  LR_ASSIGN(const Type* t, types.find(name));
+  if (!t->strip() || t->strip()->size == 0)
+    return make_error(Errc::kNotFound, fmt::format("{} has no size", name));
+  return t->strip()->size;
+}
+
+struct Field {
+  uint64_t PyLayout::*out;
+  std::string_view type, path;
+};
+
+// Every offset the readers use, from the DWARF; the first missing one is
+// the error.
+Result<void> fields_from_dwarf(TypeRegistry& types, PyLayout& L) {
+  static constexpr Field kFields[] = {
+      {&PyLayout::ob_refcnt, "PyObject", "ob_refcnt"},
+      {&PyLayout::ob_type, "PyObject", "ob_type"},
+      {&PyLayout::ob_size, "PyVarObject", "ob_size"},
+      {&PyLayout::tp_name, "PyTypeObject", "tp_name"},
+      {&PyLayout::tp_basicsize, "PyTypeObject", "tp_basicsize"},
+      {&PyLayout::tp_itemsize, "PyTypeObject", "tp_itemsize"},
+      {&PyLayout::tp_flags, "PyTypeObject", "tp_flags"},
+      {&PyLayout::tp_base, "PyTypeObject", "tp_base"},
+      {&PyLayout::str_state, "PyASCIIObject", "state"},
+      {&PyLayout::interp_head, "_PyRuntimeState", "interpreters.head"},
+      {&PyLayout::interp_next, "PyInterpreterState", "next"},
+      {&PyLayout::gc_generations, "PyInterpreterState", "gc.generations"},
+      {&PyLayout::gc_permanent, "PyInterpreterState", "gc.permanent_generation"},
+      {&PyLayout::interp_threads, "PyInterpreterState", "threads.head"},
+      {&PyLayout::ts_next, "PyThreadState", "next"},
+      {&PyLayout::ts_cframe, "PyThreadState", "cframe"},
+      {&PyLayout::ts_chunk, "PyThreadState", "datastack_chunk"},
+      {&PyLayout::ts_top, "PyThreadState", "datastack_top"},
+      {&PyLayout::cf_current, "_PyCFrame", "current_frame"},
+      {&PyLayout::fr_code, "struct _PyInterpreterFrame", "f_code"},
+      {&PyLayout::fr_previous, "struct _PyInterpreterFrame", "previous"},
+      {&PyLayout::fr_stacktop, "struct _PyInterpreterFrame", "stacktop"},
+      {&PyLayout::fr_localsplus, "struct _PyInterpreterFrame", "localsplus"},
+      {&PyLayout::co_nlocalsplus, "PyCodeObject", "co_nlocalsplus"},
+      {&PyLayout::co_stacksize, "PyCodeObject", "co_stacksize"},
+      {&PyLayout::sc_previous, "_PyStackChunk", "previous"},
+      {&PyLayout::sc_size, "_PyStackChunk", "size"},
+      {&PyLayout::sc_top, "_PyStackChunk", "top"},
+      {&PyLayout::sc_data, "_PyStackChunk", "data"},
+      {&PyLayout::ao_address, "struct arena_object", "address"},
+      {&PyLayout::ao_pool_address, "struct arena_object", "pool_address"},
+      {&PyLayout::ao_ntotalpools, "struct arena_object", "ntotalpools"},
+      {&PyLayout::ph_count, "struct pool_header", "ref.count"},
+      {&PyLayout::ph_freeblock, "struct pool_header", "freeblock"},
+      {&PyLayout::ph_szidx, "struct pool_header", "szidx"},
+      {&PyLayout::ph_nextoffset, "struct pool_header", "nextoffset"},
+      {&PyLayout::ph_maxnextoffset, "struct pool_header", "maxnextoffset"},
+  };
+  for (const Field& f : kFields) {
+    auto r = offset_of(types, f.type, f.path);
+    if (!r.ok())
+      return make_error(r.error().code,
+                        fmt::format("{}.{}: {}", f.type, f.path, r.error().message));
+    L.*f.out = r.value();
+  }
+  LR_ASSIGN(L.type_size, size_of(types, "PyTypeObject"));
+  LR_ASSIGN(L.gc_head, size_of(types, "PyGC_Head"));
+  LR_ASSIGN(L.gen_size, size_of(types, "struct gc_generation"));
+  LR_ASSIGN(L.arena_size_of, size_of(types, "struct arena_object"));
+  LR_ASSIGN(L.pool_header_size, size_of(types, "struct pool_header"));
+  return {};
+}
+
+}  // namespace
+
+Result<PyLayout> python_layout(const Program& prog) {
+  Module* m = python_module(prog.modules());
+  if (!m) return make_error(Errc::kNotFound, "the process runs no CPython (no _PyRuntime)");
+  PyLayout L;
+  L.module = m;
+  L.runtime = m->find_one_symbol("_PyRuntime")->addr;
+  const Symbol* pv = m->find_one_symbol("Py_Version");
+  const Symbol* tt = m->find_one_symbol("PyType_Type");
+  if (!pv)
+    return make_error(Errc::kUnsupported,
+                      fmt::format("{} is a CPython older than 3.11 (it has no Py_Version); "
+                                  "leakref reads CPython 3.11",
+                                  m->basename()));
+  auto hex = prog.mem().read_u64(pv->addr);
+  if (!hex.ok() || !tt)
+    return make_error(Errc::kBadFormat,
+                      fmt::format("{}: Py_Version or PyType_Type is unreadable", m->basename()));
+  L.hex = static_cast<uint32_t>(hex.value());
+  L.version = version_text(L.hex);
+  L.type_type = tt->addr;
+  if ((L.hex >> 16) != 0x030b)
+    return make_error(Errc::kUnsupported,
+                      fmt::format("{} is CPython {}; leakref reads CPython 3.11 (Debian 12's "
+                                  "python3.11)",
+                                  m->basename(), L.version));
+  if (!m->has_dwarf())
+    return make_error(
+        Errc::kUnsupported,
+        fmt::format("{} is CPython {} without its debug info ({}); install "
+                    "python{}.{}-dbg",
+                    m->basename(), L.version, m->debug_missing, L.hex >> 24, (L.hex >> 16) & 0xff));
+  L.from = "the DWARF of " + m->debug_path;
+  if (auto r = fields_from_dwarf(prog.types(), L); !r.ok())
+    return make_error(Errc::kUnsupported, fmt::format("CPython {} ({}): its DWARF lacks {}",
+                                                      L.version, m->basename(), r.error().message));
+  L.arenas_var = static_var(*m, "arenas");
+  L.maxarenas_var = static_var(*m, "maxarenas");
+  L.raw_blocks_var = static_var(*m, "raw_allocated_blocks");
+  return L;
+}
+
+}  // namespace lr

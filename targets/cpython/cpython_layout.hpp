@@ -1,0 +1,90 @@
+// Where CPython keeps what leakref reads, for the interpreter of one core:
+// the objects' and types' fields, the GC's generation lists, and pymalloc's
+// arena table, from the interpreter's own DWARF (Debian's python3.X-dbg).
+// What DWARF cannot say (the tp_flags bits, the arena and pool sizes, the
+// pre-header before an object) comes from the release's headers, by the
+// version the interpreter's Py_Version states. An interpreter without
+// debug info, or a release leakref does not know, is refused naming it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "corelib/base/result.hpp"
+
+namespace lr {
+
+class Module;
+class ModuleSet;
+class Program;
+
+// Py_TPFLAGS_* (Include/object.h of 3.11).
+inline constexpr uint64_t kTpManagedDict = 1ull << 4;  // 3.11: dict pointers before the object
+inline constexpr uint64_t kTpHeapType = 1ull << 9;
+inline constexpr uint64_t kTpReady = 1ull << 12;
+inline constexpr uint64_t kTpHaveGc = 1ull << 14;
+inline constexpr uint64_t kTpLongSubclass = 1ull << 24;
+inline constexpr uint64_t kTpUnicodeSubclass = 1ull << 28;
+inline constexpr uint64_t kTpTypeSubclass = 1ull << 31;
+
+struct PyLayout {
+  std::string version;  // "3.11.2"
+  uint32_t hex = 0;     // PY_VERSION_HEX
+  std::string from;     // "the DWARF of /usr/lib/debug/..."
+  Module* module = nullptr;
+  uint64_t runtime = 0, type_type = 0;  // &_PyRuntime, &PyType_Type
+  // PyObject, PyVarObject
+  uint64_t ob_refcnt = 0, ob_type = 8, ob_size = 16;
+  // PyTypeObject
+  uint64_t tp_name = 0, tp_basicsize = 0, tp_itemsize = 0, tp_flags = 0, tp_base = 0;
+  uint64_t type_size = 0;
+  // PyASCIIObject: the `state` word and its interned bits (two, from bit 0)
+  uint64_t str_state = 0;
+  uint64_t gc_head = 16;  // sizeof(PyGC_Head)
+  // The interpreters: _PyRuntime.interpreters.head, PyInterpreterState.next,
+  // and the GC's generations in it: interp.gc.generations[i].head,
+  // permanent_generation.head, each a gc_generation of `gen_size` bytes.
+  uint64_t interp_head = 0, interp_next = 0, gc_generations = 0, gc_permanent = 0;
+  uint64_t gen_size = 0, ngenerations = 3;
+  // Each thread's frames on its data stack (3.11's _PyInterpreterFrame in
+  // _PyStackChunks): interp.threads.head, tstate.next, tstate.cframe,
+  // cframe.current_frame, tstate.datastack_chunk and datastack_top; a
+  // frame's code, caller, saved stack top (-1: not saved) and slots; a
+  // code's local and stack slots; a chunk's caller, size, saved top (in
+  // slots from `data`) and data.
+  uint64_t interp_threads = 0, ts_next = 0, ts_cframe = 0, ts_chunk = 0, ts_top = 0;
+  uint64_t cf_current = 0, fr_code = 0, fr_previous = 0, fr_stacktop = 0, fr_localsplus = 0;
+  uint64_t co_nlocalsplus = 0, co_stacksize = 0;
+  uint64_t sc_previous = 0, sc_size = 0, sc_top = 0, sc_data = 0;
+  // pymalloc (Objects/obmalloc.c): `arenas` and `maxarenas` (statics an
+  // LTO build renames arenas.lto_priv.0), struct arena_object and struct
+  // pool_header.
+  uint64_t arenas_var = 0, maxarenas_var = 0;
+  uint64_t raw_blocks_var = 0;  // raw_allocated_blocks: its requests passed on to malloc
+  uint64_t arena_size_of = 0, ao_address = 0, ao_pool_address = 0, ao_ntotalpools = 0;
+  uint64_t pool_header_size = 0, ph_count = 0, ph_freeblock = 0, ph_szidx = 0, ph_nextoffset = 0,
+           ph_maxnextoffset = 0;
+  // obmalloc.c's ARENA_SIZE and POOL_SIZE (64-bit, radix tree: 3.10+).
+  uint64_t arena_size = 1ull << 20, pool_size = 1ull << 14;
+  uint64_t pool_overhead() const { return (pool_header_size + 15) & ~uint64_t{15}; }
+  // Bytes before an object of a type with `flags`: its PyGC_Head, and in
+  // 3.11 the managed dict's two pointers (pycore_object.h,
+  // _PyType_PreHeaderSize).
+  uint64_t preheader(uint64_t flags) const {
+    return ((flags & kTpHaveGc) ? gc_head : 0) + ((flags & kTpManagedDict) ? 16 : 0);
+  }
+};
+
+// The module of `mods` that holds the interpreter (defines _PyRuntime):
+// python3.X itself or libpython3.X.so; null when the process has none.
+Module* python_module(const ModuleSet& mods);
+// Whether a file a process maps is CPython's (by base name).
+bool is_python_file(std::string_view basename);
+
+// The layout of `prog`'s interpreter. kNotFound: the process runs no
+// CPython; kUnsupported: a release leakref does not know, or one without
+// its debug info (the message names the version and the package).
+Result<PyLayout> python_layout(const Program& prog);
+
+}  // namespace lr

@@ -1,0 +1,97 @@
+// CPython as a program target (cpython.hpp).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "corelib/blocks/heap.hpp"
+#include "targets/cpython/cpython.hpp"
+#include "targets/cpython/py_objects.hpp"
+
+namespace lr {
+
+namespace {
+
+// The census's objects by block, for the engine's questions.
+class PythonTagger final : public BlockTagger {
+ public:
+  PythonTagger(HeapWalk heap, PyCensus c) : heap_(std::move(heap)), c_(std::move(c)) {
+    warnings = c_.warnings;
+  }
+  const HeapWalk* heap() const override { return &heap_; }
+  std::string name(const HeapChunk& c) const override {
+    const PyObj* o = object_in(c);
+    if (!o) return "";
+    return fmt::format("Python {}{}", c_.type(*o).name, o->live() ? "" : " (free list)");
+  }
+  std::string owner(const HeapChunk&) const override { return ""; }
+
+ private:
+  const PyObj* object_in(const HeapChunk& c) const {
+    const auto& v = c_.objects;
+    auto it = std::lower_bound(v.begin(), v.end(), c.user,
+                               [](const PyObj& o, uint64_t a) { return o.addr < a; });
+    return it != v.end() && it->addr < c.user + c.usable() ? &*it : nullptr;
+  }
+  HeapWalk heap_;
+  PyCensus c_;
+};
+
+Result<PyCensus> census_of(Program& prog, HeapWalk* keep) {
+  LR_ASSIGN(HeapWalk h, walk_heap(prog));
+  LR_ASSIGN(PyCensus c, python_census(prog, h));
+  if (keep) *keep = std::move(h);
+  return c;
+}
+
+class Cpython final : public ProcessTarget {
+ public:
+  std::string name() const override { return "CPython"; }
+  std::string key() const override { return "python"; }
+  bool owns_module(std::string_view basename) const override { return is_python_file(basename); }
+  std::string module_hint() const override { return "python3.X or libpython3.X"; }
+  std::string pools() const override { return "pymalloc arenas"; }
+  // The interpreter's own DWARF, or nothing: what it lacks is said where
+  // the objects are read.
+  Result<TypesSource> ensure_types(Program& prog, const std::string&) override {
+    auto L = python_layout(prog);
+    return TypesSource{L.ok() ? L->from : "none (" + L.error().message + ")", ""};
+  }
+  Result<std::unique_ptr<BlockTagger>> tagger(Program& prog, bool) override {
+    HeapWalk h;
+    LR_ASSIGN(PyCensus c, census_of(prog, &h));
+    return std::unique_ptr<BlockTagger>(std::make_unique<PythonTagger>(std::move(h), std::move(c)));
+  }
+  // The live objects by type ("python" classes: count and bytes).
+  Result<ProgramSnapshot> snapshot(Program& prog, const std::string& source, Snapshot& s) override {
+    auto c = census_of(prog, nullptr);
+    if (!c.ok()) {
+      s.warnings.push_back(fmt::format("{}: no Python classes: {}", source, c.error().message));
+      s.unknown_kinds.push_back("python");
+      return ProgramSnapshot{};
+    }
+    std::map<std::string, std::pair<int64_t, int64_t>> by;
+    for (const PyObj& o : c->objects)
+      if (o.live()) {
+        auto& [n, b] = by[c->type(o).name];
+        ++n, b += o.bytes;
+      }
+    for (const auto& [name, nb] : by) s.classes.push_back({"python", name, nb.first, nb.second});
+    for (const auto& w : c->warnings) s.warnings.push_back(source + ": python: " + w);
+    if (!c->warnings.empty()) s.unknown_kinds.push_back("python");
+    return ProgramSnapshot{};
+  }
+};
+
+}  // namespace
+
+TargetSpec cpython_target() {
+  TargetSpec t;
+  t.name = "cpython";
+  t.heap_layers.push_back(pymalloc_layer());
+  t.heap_layers.push_back(data_stack_layer());
+  t.process = std::make_shared<Cpython>();
+  return t;
+}
+
+}  // namespace lr

@@ -1,0 +1,108 @@
+// CPython's data stacks as a heap layer that adds no blocks but says which
+// of their words are dead. Since 3.11 a thread's Python frames
+// (_PyInterpreterFrame) lie in chunks it maps itself (_PyStackChunk),
+// pushed and popped like a C stack: the slots of a frame's value stack past
+// its saved top, and a chunk past the thread's (or the chunk's saved) top,
+// keep the pointers of values already popped. Scanned as roots, they would
+// keep alive objects nothing holds any more, and hide the leaked references
+// the census looks for. A frame whose top is not saved (-1: the frame
+// executing when the core was taken) is all live.
+#include <fmt/format.h>
+
+#include "corelib/blocks/heap.hpp"
+#include "corelib/debuginfo/program.hpp"
+#include "targets/cpython/cpython.hpp"
+#include "targets/cpython/cpython_layout.hpp"
+
+namespace lr {
+
+namespace {
+
+constexpr int kMaxThreads = 4096, kMaxFrames = 1 << 16, kMaxChunks = 1 << 12;
+constexpr uint64_t kMaxChunkSize = 1ull << 30;
+
+class DeadSlots {
+ public:
+  DeadSlots(const Program& prog, const PyLayout& L, HeapWalk& h) : mem_(prog.mem()), L_(L), h_(h) {}
+
+  void run() {
+    auto is = mem_.read_u64(L_.runtime + L_.interp_head);
+    for (int n = 0; is.ok() && is.value() && n < 64; ++n) {
+      auto ts = mem_.read_u64(is.value() + L_.interp_threads);
+      for (int t = 0; ts.ok() && ts.value() && t < kMaxThreads; ++t) {
+        thread(ts.value());
+        ts = mem_.read_u64(ts.value() + L_.ts_next);
+      }
+      is = mem_.read_u64(is.value() + L_.interp_next);
+    }
+  }
+
+ private:
+  void dead(uint64_t a, uint64_t b, const char* what) {
+    if (a < b) h_.dead.push_back({a, b, what});
+  }
+
+  void thread(uint64_t ts) {
+    auto chunk = mem_.read_u64(ts + L_.ts_chunk);
+    auto top = mem_.read_u64(ts + L_.ts_top);
+    if (!chunk.ok() || !top.ok()) return;
+    // The thread's chunk is dead past its top; each earlier one past the
+    // top it saved when the next was pushed.
+    uint64_t c = chunk.value(), t = top.value();
+    for (int n = 0; c && n < kMaxChunks; ++n) {
+      auto size = mem_.read_u64(c + L_.sc_size);
+      if (!size.ok() || size.value() > kMaxChunkSize || t < c || t > c + size.value()) break;
+      dead(t, c + size.value(), "Python data stack past its top");
+      auto prev = mem_.read_u64(c + L_.sc_previous);
+      if (!prev.ok() || !prev.value()) break;
+      auto saved = mem_.read_u64(prev.value() + L_.sc_top);
+      if (!saved.ok()) break;
+      c = prev.value();
+      t = c + L_.sc_data + saved.value() * 8;
+    }
+    frames(ts);
+  }
+
+  // Each frame's value stack past its saved top.
+  void frames(uint64_t ts) {
+    auto cf = mem_.read_u64(ts + L_.ts_cframe);
+    if (!cf.ok() || !cf.value()) return;
+    auto f = mem_.read_u64(cf.value() + L_.cf_current);
+    for (int n = 0; f.ok() && f.value() && n < kMaxFrames; ++n) {
+      const uint64_t fr = f.value();
+      auto code = mem_.read_u64(fr + L_.fr_code);
+      auto top = mem_.read_as<int32_t>(fr + L_.fr_stacktop);
+      if (!code.ok() || !top.ok()) return;
+      auto nlocals = mem_.read_as<int32_t>(code.value() + L_.co_nlocalsplus);
+      auto stack = mem_.read_as<int32_t>(code.value() + L_.co_stacksize);
+      if (nlocals.ok() && stack.ok() && top.value() >= 0 && nlocals.value() >= 0 &&
+          stack.value() >= 0 && top.value() <= nlocals.value() + stack.value()) {
+        const uint64_t slots = fr + L_.fr_localsplus;
+        dead(slots + uint64_t(top.value()) * 8,
+             slots + (uint64_t(nlocals.value()) + uint64_t(stack.value())) * 8,
+             "value stack of a Python frame past its top");
+      }
+      f = mem_.read_u64(fr + L_.fr_previous);
+    }
+  }
+
+  const Memory& mem_;
+  const PyLayout& L_;
+  HeapWalk& h_;
+};
+
+Result<void> mark_data_stacks(const Program& prog, const HeapLimits&, HeapWalk& h) {
+  auto L = python_layout(prog);
+  // Without the layout, pymalloc's layer has said why.
+  if (!L.ok()) return make_error(Errc::kNotFound, L.error().message);
+  DeadSlots(prog, L.value(), h).run();
+  return {};
+}
+
+}  // namespace
+
+HeapLayer data_stack_layer() {
+  return {"cpython data stacks", &mark_data_stacks};
+}
+
+}  // namespace lr

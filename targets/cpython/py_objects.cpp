@@ -1,0 +1,237 @@
+// The census of a CPython process's objects (py_objects.hpp).
+#include "targets/cpython/py_objects.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <unordered_map>
+
+#include "corelib/blocks/heap.hpp"
+#include "corelib/debuginfo/program.hpp"
+
+namespace lr {
+
+const PyObj* PyCensus::find(uint64_t addr) const {
+  auto it = std::lower_bound(objects.begin(), objects.end(), addr,
+                             [](const PyObj& o, uint64_t a) { return o.addr < a; });
+  return it != objects.end() && it->addr == addr ? &*it : nullptr;
+}
+
+const PyObj* PyCensus::in_chunk(uint32_t chunk) const {
+  auto it = std::lower_bound(objects.begin(), objects.end(), chunk,
+                             [](const PyObj& o, uint32_t c) { return o.chunk < c; });
+  return it != objects.end() && it->chunk == chunk ? &*it : nullptr;
+}
+
+namespace {
+
+constexpr int kMaxMetaDepth = 8;
+constexpr int64_t kMaxRefcnt = int64_t{1} << 40;
+constexpr size_t kMaxWarnings = 8;
+constexpr int32_t kInvalid = -1, kVisiting = -2;
+
+class Census {
+ public:
+  Census(const Program& prog, const HeapWalk& heap, PyCensus& out)
+      : mem_(prog.mem()), heap_(heap), out_(out), L_(out.layout) {}
+
+  void run() {
+    for (const auto& r : heap_.regions)
+      if (r.kind == HeapRegion::Kind::kCarved) carved_.emplace_back(r.start, r.end);
+    std::sort(carved_.begin(), carved_.end());
+    out_.arenas = carved_.size();
+    if (L_.raw_blocks_var)
+      if (auto n = mem_.read_as<int64_t>(L_.raw_blocks_var); n.ok()) out_.raw_blocks = n.value();
+    for (const auto& [a, b] : carved_) {
+      auto lo = std::lower_bound(heap_.in_use.begin(), heap_.in_use.end(), a,
+                                 [](const HeapChunk& c, uint64_t x) { return c.user < x; });
+      auto hi = std::lower_bound(lo, heap_.in_use.end(), b,
+                                 [](const HeapChunk& c, uint64_t x) { return c.user < x; });
+      out_.pymalloc_blocks += hi - lo;
+    }
+    for (uint32_t i = 0; i < heap_.in_use.size(); ++i) block(i, heap_.in_use[i]);
+    gc_lists();
+    if (warned_ > kMaxWarnings)
+      out_.warnings.push_back(fmt::format("{} more such warnings", warned_ - kMaxWarnings));
+  }
+
+ private:
+  void warn(std::string w) {
+    if (warned_++ < kMaxWarnings) out_.warnings.push_back(std::move(w));
+  }
+
+  // The index of the type at `t` in out_.types; kInvalid when `t` is none.
+  int32_t type_at(uint64_t t, int depth = 0) {
+    auto [it, fresh] = cache_.try_emplace(t, kVisiting);
+    if (!fresh) {
+      if (it->second == kVisiting) {
+        warn(fmt::format("type {:#x}: its ob_type chain is a cycle", t));
+        it->second = kInvalid;
+      }
+      return it->second;
+    }
+    const int32_t r = read_type(t, depth);
+    cache_[t] = r;  // `it` may have moved
+    return r;
+  }
+
+  int32_t read_type(uint64_t t, int depth) {
+    const uint8_t* p = (t % 8 == 0) ? mem_.span(t, L_.type_size) : nullptr;
+    if (!p) return kInvalid;
+    uint64_t meta, name, basic, item, flags;
+    std::memcpy(&meta, p + L_.ob_type, 8);
+    std::memcpy(&name, p + L_.tp_name, 8);
+    std::memcpy(&basic, p + L_.tp_basicsize, 8);
+    std::memcpy(&item, p + L_.tp_itemsize, 8);
+    std::memcpy(&flags, p + L_.tp_flags, 8);
+    if (!(flags & kTpReady) || basic < 16 || basic > (1u << 20) || item > (1u << 16))
+      return kInvalid;
+    if (meta != L_.type_type) {
+      if (depth >= kMaxMetaDepth) return kInvalid;
+      const int32_t m = type_at(meta, depth + 1);
+      if (m < 0 || !(out_.types[m].flags & kTpTypeSubclass)) return kInvalid;
+    }
+    bool whole = false;
+    auto s = mem_.read_cstring(name, 256, &whole);
+    if (!s.ok() || !whole || s.value().empty()) return kInvalid;
+    for (char c : s.value())
+      if (c < 0x20 || c > 0x7e) return kInvalid;
+    out_.types.push_back({t, std::move(s.value()), basic, item, flags});
+    return static_cast<int32_t>(out_.types.size() - 1);
+  }
+
+  // Whether type `T`'s objects are as large as their type says: all but
+  // str's compact forms and int's digits, which vary with the value.
+  static bool exact(const PyType& T) { return !(T.flags & (kTpUnicodeSubclass | kTpLongSubclass)); }
+
+  // The bytes an object of type `T` at `p` takes (_PyObject_VAR_SIZE: its
+  // items', rounded to 8), or at least (not exact(T)): its fixed part.
+  uint64_t object_size(const PyType& T, const uint8_t* p) const {
+    if (!T.itemsize || !exact(T)) return T.basicsize;
+    int64_t n;
+    std::memcpy(&n, p + L_.ob_size, 8);
+    const uint64_t items = static_cast<uint64_t>(n < 0 ? -n : n);
+    if (items > (uint64_t{1} << 34)) return UINT64_MAX;
+    return (T.basicsize + items * T.itemsize + 7) & ~uint64_t{7};
+  }
+
+  // Whether a request of `n` bytes gets block `c`: pymalloc rounds to 16,
+  // the system allocator says how it rounds.
+  bool fits(const HeapChunk& c, uint64_t n) const {
+    auto it = std::upper_bound(
+        carved_.begin(), carved_.end(), c.user,
+        [](uint64_t a, const std::pair<uint64_t, uint64_t>& r) { return a < r.first; });
+    if (it != carved_.begin() && c.user < (--it)->second)
+      return c.usable() == ((n + 15) & ~uint64_t{15});
+    return heap_.fits_request(c, n);
+  }
+
+  void block(uint32_t i, const HeapChunk& c) {
+    const uint64_t u = c.usable();
+    const uint8_t* p = mem_.direct(win_, c.user, std::min<uint64_t>(u, 64));
+    if (!p || u < 16) return;
+    for (uint64_t off : {uint64_t{0}, L_.gc_head, L_.gc_head + 16}) {
+      if (off + 16 > std::min<uint64_t>(u, 64)) break;
+      uint64_t tp;
+      int64_t rc;
+      std::memcpy(&rc, p + off + L_.ob_refcnt, 8);
+      std::memcpy(&tp, p + off + L_.ob_type, 8);
+      if (rc < 0 || rc > kMaxRefcnt || tp < 4096) continue;
+      const int32_t t = type_at(tp);
+      if (t < 0) continue;
+      const PyType& T = out_.types[t];
+      if (L_.preheader(T.flags) != off) continue;
+      const uint64_t avail = std::min<uint64_t>(u, 64) - off;
+      if (T.itemsize && exact(T) && avail < L_.ob_size + 8) continue;
+      // PyType_GenericAlloc allocates one item more than ob_size (a
+      // sentinel): heap types, instances of var-sized subclasses.
+      const uint64_t need = off + object_size(T, p + off);
+      if (need > u || (exact(T) && !fits(c, need) &&
+                       !(T.itemsize && fits(c, (need + T.itemsize + 7) & ~uint64_t{7}))))
+        continue;
+      PyObj o{c.user + off, i, static_cast<uint32_t>(t), rc, static_cast<uint32_t>(u), 0, 0};
+      if (rc == 0) o.flags |= PyObj::kFreeList;
+      if ((T.flags & kTpUnicodeSubclass) && avail >= L_.str_state + 4) {
+        uint32_t state;
+        std::memcpy(&state, p + off + L_.str_state, 4);
+        if (state & 3) o.flags |= PyObj::kInterned;
+      }
+      out_.objects.push_back(o);
+      return;
+    }
+  }
+
+  // Every interpreter's generation lists (bounded by the objects found: a
+  // list longer than that is a cycle).
+  void gc_lists() {
+    auto interp = mem_.read_u64(L_.runtime + L_.interp_head);
+    for (int n = 0; interp.ok() && interp.value() && n < 64; ++n) {
+      const uint64_t is = interp.value();
+      ++out_.interpreters;
+      for (uint64_t g = 0; g <= L_.ngenerations; ++g) {
+        const uint64_t head =
+            g < L_.ngenerations ? is + L_.gc_generations + g * L_.gen_size : is + L_.gc_permanent;
+        gc_list(head, static_cast<uint8_t>(g));
+      }
+      interp = mem_.read_u64(is + L_.interp_next);
+    }
+  }
+
+  void gc_list(uint64_t head, uint8_t gen) {
+    auto next = mem_.read_u64(head);
+    uint64_t steps = 0;
+    while (next.ok() && (next.value() & ~uint64_t{3}) != head) {
+      const uint64_t g = next.value() & ~uint64_t{3};
+      if (++steps > out_.objects.size() + 1) {
+        warn(
+            fmt::format("GC generation {}'s list at {:#x} is longer than the objects found: "
+                        "a cycle; read no further",
+                        gen, head));
+        return;
+      }
+      ++out_.gc_listed;
+      // The object follows its GC head (in 3.11 a managed dict's two
+      // pointers come before the head).
+      PyObj* o = const_cast<PyObj*>(out_.find(g + L_.gc_head));
+      if (!o || o->flags & PyObj::kTracked) {
+        warn(
+            fmt::format("GC generation {} lists {:#x}, which is no live object (freed, or "
+                        "listed twice)",
+                        gen, g + L_.gc_head));
+      } else {
+        o->flags |= PyObj::kTracked;
+        o->generation = gen;
+        ++out_.tracked;
+      }
+      next = mem_.read_u64(g);
+    }
+    if (!next.ok()) warn(fmt::format("GC generation {}'s list at {:#x} breaks", gen, head));
+  }
+
+  const Memory& mem_;
+  const HeapWalk& heap_;
+  PyCensus& out_;
+  const PyLayout& L_;
+  Memory::Window win_;
+  std::vector<std::pair<uint64_t, uint64_t>> carved_;  // pymalloc's arenas, sorted
+  std::unordered_map<uint64_t, int32_t> cache_;
+  size_t warned_ = 0;
+};
+
+}  // namespace
+
+Result<PyCensus> python_census(const Program& prog, const HeapWalk& heap) {
+  PyCensus out;
+  LR_ASSIGN(out.layout, python_layout(prog));
+  if (std::find(heap.layers.begin(), heap.layers.end(), "pymalloc") == heap.layers.end()) {
+    std::string why = "its arenas were not walked";
+    for (const auto& w : heap.warnings)
+      if (w.rfind("pymalloc", 0) == 0) why = w;
+    return make_error(Errc::kBadFormat, "pymalloc: " + why);
+  }
+  Census(prog, heap, out).run();
+  return out;
+}
+
+}  // namespace lr

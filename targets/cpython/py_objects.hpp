@@ -1,0 +1,69 @@
+// Every Python object of a CPython process core (py_objects.cpp): each
+// heap block (pymalloc's and the system allocator's, heap.hpp) that holds
+// one, found by its ob_type: a type object whose own type is `type` or a
+// subclass of it, ready, with a readable name and sane sizes, whose
+// pre-header (the GC head, the managed dict) puts the object where it lies
+// in the block, and whose size fits the block. The GC's generation lists
+// then mark which of them the GC tracks, and each list entry that is no
+// such object is a warning.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "corelib/base/result.hpp"
+#include "targets/cpython/cpython_layout.hpp"
+
+namespace lr {
+
+struct HeapWalk;
+class Program;
+
+struct PyType {
+  uint64_t addr = 0;
+  std::string name;  // tp_name
+  uint64_t basicsize = 0, itemsize = 0, flags = 0;
+};
+
+struct PyObj {
+  enum Flag : uint8_t {
+    kTracked = 1,   // on a GC generation's list
+    kFreeList = 2,  // refcount 0: kept on a free list for reuse, not live
+    kInterned = 4,  // a str in the interned dict
+  };
+  uint64_t addr = 0;   // the PyObject*
+  uint32_t chunk = 0;  // its block's number in the heap walk
+  uint32_t type = 0;   // PyCensus::types
+  int64_t refcnt = 0;  // ob_refcnt
+  uint32_t bytes = 0;  // its block's usable bytes
+  uint8_t flags = 0;
+  uint8_t generation = 0;  // the GC generation listing it (3: permanent), when tracked
+  bool live() const { return !(flags & kFreeList); }
+};
+
+struct PyCensus {
+  PyLayout layout;
+  std::vector<PyType> types;
+  std::vector<PyObj> objects;  // by address (so by block)
+  uint64_t tracked = 0;        // objects on the GC's lists
+  uint64_t gc_listed = 0;      // entries of the GC's lists
+  uint64_t interpreters = 0;
+  uint64_t arenas = 0, pymalloc_blocks = 0;  // pymalloc's, and its blocks in use
+  // Its requests past 512 bytes, passed on to malloc and not yet freed (its
+  // own count; -1 unread): with pymalloc_blocks, sys.getallocatedblocks().
+  int64_t raw_blocks = -1;
+  std::vector<std::string> warnings;
+  // The object at `addr` (the PyObject*); null when none is.
+  const PyObj* find(uint64_t addr) const;
+  // The object in block number `chunk`; null when none is.
+  const PyObj* in_chunk(uint32_t chunk) const;
+  const PyType& type(const PyObj& o) const { return types[o.type]; }
+};
+
+// The census of `prog`'s objects in `heap` (a walk with pymalloc's layer).
+// kNotFound when the process runs no CPython; the layout's refusals
+// (python_layout) otherwise.
+Result<PyCensus> python_census(const Program& prog, const HeapWalk& heap);
+
+}  // namespace lr

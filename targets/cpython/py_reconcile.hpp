@@ -1,0 +1,59 @@
+// A CPython process's objects reconciled with the references found in its
+// memory (py_reconcile.cpp): each object's ob_refcnt against the words that
+// point at it from memory a root reaches (other objects, C blocks, module
+// data, stacks, registers). A reference counted that no such word holds is
+// a leaked reference (a Py_DECREF forgotten), unless C code keeps the
+// pointer where no word says it (a register of a thread that is not
+// stopped in the core, memory the core lacks, an encoded pointer).
+//
+// Reachability does not follow the GC's own links (each tracked object's
+// PyGC_Head chains it to its generation, a list every root would reach).
+// Of the objects no root reaches, the GC frees those whose every counted
+// reference comes from other tracked objects it cannot reach (cyclic
+// garbage, the next collection's). The rest are leaked: an object with a
+// reference counted that no unreachable tracked object explains (a
+// forgotten Py_DECREF, a leaked C block holding it), and everything only it
+// reaches.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "corelib/answers/core_index.hpp"
+#include "corelib/base/result.hpp"
+#include "targets/cpython/py_objects.hpp"
+
+namespace lr {
+
+struct PyTypeRow {
+  uint32_t type = 0;
+  uint64_t objects = 0, bytes = 0, tracked = 0, free_listed = 0;
+  uint64_t excess_objects = 0, excess_refs = 0;  // objects with refs counted past those found
+  uint64_t unreachable = 0;                      // live objects no root reaches
+  uint64_t leaked = 0;                           // of them, those no collection frees
+};
+
+struct PyObjRefs {
+  uint32_t found = 0;      // words pointing at it from blocks or roots a root reaches
+  uint32_t from_dead = 0;  // from blocks no root reaches
+  uint32_t from_gc = 0;    // of those, from objects the GC tracks (what it can explain)
+  bool reached = true;     // a root reaches its block (the GC's own links not followed)
+  bool leaked = false;     // unreachable, and no collection will free it
+  int64_t excess(int64_t refcnt) const { return refcnt - found - from_dead; }
+};
+
+struct PyReport {
+  PyCensus census;
+  std::vector<PyObjRefs> refs;       // by census.objects
+  std::vector<PyTypeRow> rows;       // by bytes, largest first
+  std::vector<std::string> partial;  // the root model's reasons, when it is partial
+  uint64_t live = 0, live_bytes = 0, free_listed = 0;
+  uint64_t excess_objects = 0, excess_refs = 0, leaked = 0, unreachable = 0;
+  bool leaked_object(size_t i) const { return refs[i].leaked; }
+};
+
+// The census of `core`'s objects with the references found to each.
+Result<PyReport> python_report(const IndexedCore& core);
+
+}  // namespace lr
