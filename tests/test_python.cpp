@@ -140,6 +140,15 @@ TEST_CASE("python: account and heap see pymalloc's blocks as Python objects", "[
   for (const auto& reg : hj["regions"]) carved += reg["kind"] == "carved";
   const json pj = python_json();
   CHECK(carved == pj["pymalloc"]["arenas"].get<size_t>());
+  CHECK_FALSE(pj["partial"].get<bool>());
+
+  // leaks follows the GC's links, which reach every tracked object: it
+  // says so, and is partial, where python is whole.
+  auto l = lrtest::leakref({"leaks", fc.core, "--json"}, 300);
+  REQUIRE(l.status == 0);
+  const json lj = json::parse(l.out);
+  CHECK(lj["partial"] == true);
+  CHECK(lj.dump().find("GC chains every object it tracks") != std::string::npos);
 }
 
 TEST_CASE("python: an interpreter without its debug info is refused, naming it", "[python]") {

@@ -324,8 +324,8 @@ TEST_CASE("make: header dependencies reach leakref.so and the bench helper", "[s
   // over the targets and the engine's layers, top layer first.
   const std::string lib = build + "/lib/libleakref-";
   std::string layers = lib + "targets.a";
-  for (const char* t :
-       {"glibc", "jemalloc", "tcmalloc", "linux", "glusterfs", "nfs-ganesha", "libstdcxx"})
+  for (const char* t : {"glibc", "jemalloc", "tcmalloc", "linux", "glusterfs", "nfs-ganesha",
+                        "libstdcxx", "cpython"})
     layers += " " + lib + "target-" + t + ".a";
   // The engine's layers top first, as corelib/LAYERS lists them bottom up.
   std::vector<std::string> order;
@@ -475,6 +475,7 @@ TEST_CASE("man pages: one per front end, complete against --help", "[scripts][ma
                                                 {"retained"},
                                                 {"suspects"},
                                                 {"shared"},
+                                                {"python"},
                                                 {"diff"},
                                                 {"snapshot"},
                                                 {"trend"},

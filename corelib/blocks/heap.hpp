@@ -197,6 +197,11 @@ struct HeapWalk {
     std::string what;
   };
   std::vector<Dead> dead;
+  // Why a layer knows that which blocks are reachable, taken over this
+  // heap's words, may be wrong: the layer's own links among its blocks,
+  // which the engine follows as references. Answers on reachability say
+  // "partial" with these.
+  std::vector<std::string> partial;
   // The allocator's own state outside its regions (a main arena in libc's
   // data): its pointers are bookkeeping, never references a program holds.
   std::vector<std::pair<uint64_t, uint64_t>> bookkeeping;

@@ -391,6 +391,7 @@ std::vector<std::string> partial_reasons(const RootModel& m, const HeapWalk& hea
     why.push_back("the stacks of threads that no longer exist are not told from live ones (" +
                   (threads->warnings.empty() ? threads->source : threads->warnings[0]) +
                   "): a block only such a stack points to is not called leaked");
+  why.insert(why.end(), heap.partial.begin(), heap.partial.end());
   return why;
 }
 

@@ -10,6 +10,9 @@
 namespace lr {
 
 HeapLayer pymalloc_layer();
+// The partial reason pymalloc's layer gives every reachability answer:
+// the GC's links (leakref python's own answer does not follow them).
+extern const char* const kGcLinksFollowed;
 HeapLayer data_stack_layer();
 TargetSpec cpython_target();
 

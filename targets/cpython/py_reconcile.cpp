@@ -5,6 +5,8 @@
 #include <cstring>
 #include <numeric>
 
+#include "targets/cpython/cpython.hpp"
+
 namespace lr {
 
 namespace {
@@ -190,6 +192,7 @@ Result<PyReport> python_report(const IndexedCore& core) {
   mark_leaked(g, core.prog->mem(), ix.heap(), r, mark);
   tally(r);
   r.partial = ix.partial();
+  std::erase(r.partial, std::string(kGcLinksFollowed));  // not followed here
   return r;
 }
 

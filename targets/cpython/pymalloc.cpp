@@ -24,6 +24,11 @@
 
 namespace lr {
 
+const char* const kGcLinksFollowed =
+    "CPython's GC chains every object it tracks into its generation's list, and these "
+    "links are followed as references: no tracked Python object is called leaked here "
+    "(leakref python does not follow them)";
+
 namespace {
 
 constexpr uint64_t kMaxArenas = 1u << 24;  // 16 TiB of arenas: past it, the table is damaged
@@ -224,7 +229,9 @@ Result<void> carve_pymalloc(const Program& prog, const HeapLimits& lim, HeapWalk
     if (L.error().code == Errc::kNotFound) return L.error();
     return make_error(Errc::kUnsupported, L.error().message);
   }
-  return Carver(prog, L.value(), lim, h).run();
+  LR_TRY(Carver(prog, L.value(), lim, h).run());
+  h.partial.push_back(kGcLinksFollowed);
+  return {};
 }
 
 }  // namespace
