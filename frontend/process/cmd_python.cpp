@@ -128,6 +128,7 @@ void print_text(const lr::IndexedCore& core, const lr::PyReport& r, const Python
             "EXCESS", "UNREACH", "LEAKED", "TYPE");
   size_t n = 0;
   for (const auto& row : r.rows) {
+    if (!a.type.empty() && r.census.types[row.type].name != a.type) continue;
     if (n++ == a.top) {
       out.print("{:>10} ({} more types)\n", "", r.rows.size() - a.top);
       break;

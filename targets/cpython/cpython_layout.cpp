@@ -52,6 +52,17 @@ Result<uint64_t> size_of(TypeRegistry& types, std::string_view name) {
   return t->strip()->size;
 }
 
+// A bit field of PyASCIIObject's state word, from its DWARF.
+Result<PyLayout::Bits> state_bits(TypeRegistry& types, uint64_t state, const char* name) {
+  LR_ASSIGN(const Type* t, types.find("PyASCIIObject"));
+  LR_ASSIGN(FieldLoc f, resolve_path(t, std::string("state.") + name));
+  const uint64_t shift = (f.offset - state) * 8 + f.bit_offset;
+  if (f.bit_size == 0 || f.bit_size > 8 || shift + f.bit_size > 32)
+    return make_error(Errc::kBadFormat,
+                      fmt::format("PyASCIIObject.state.{} is no bit field", name));
+  return PyLayout::Bits{static_cast<uint16_t>(shift), f.bit_size};
+}
+
 struct Field {
   uint64_t PyLayout::*out;
   std::string_view type, path;
@@ -70,6 +81,7 @@ Result<void> fields_from_dwarf(TypeRegistry& types, PyLayout& L) {
       {&PyLayout::tp_flags, "PyTypeObject", "tp_flags"},
       {&PyLayout::tp_base, "PyTypeObject", "tp_base"},
       {&PyLayout::str_state, "PyASCIIObject", "state"},
+      {&PyLayout::str_length, "PyASCIIObject", "length"},
       {&PyLayout::interp_head, "_PyRuntimeState", "interpreters.head"},
       {&PyLayout::interp_next, "PyInterpreterState", "next"},
       {&PyLayout::gc_generations, "PyInterpreterState", "gc.generations"},
@@ -107,6 +119,14 @@ Result<void> fields_from_dwarf(TypeRegistry& types, PyLayout& L) {
     L.*f.out = r.value();
   }
   LR_ASSIGN(L.type_size, size_of(types, "PyTypeObject"));
+  LR_ASSIGN(L.ascii_size, size_of(types, "PyASCIIObject"));
+  LR_ASSIGN(L.compact_size, size_of(types, "PyCompactUnicodeObject"));
+  for (auto [out, name] : {std::pair{&L.st_interned, "interned"}, std::pair{&L.st_kind, "kind"},
+                           std::pair{&L.st_compact, "compact"}, std::pair{&L.st_ascii, "ascii"}}) {
+    auto b = state_bits(types, L.str_state, name);
+    if (!b.ok()) return b.error();
+    *out = b.value();
+  }
   LR_ASSIGN(L.gc_head, size_of(types, "PyGC_Head"));
   LR_ASSIGN(L.gen_size, size_of(types, "struct gc_generation"));
   LR_ASSIGN(L.arena_size_of, size_of(types, "struct arena_object"));

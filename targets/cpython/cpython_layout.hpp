@@ -7,6 +7,7 @@
 // debug info, or a release leakref does not know, is refused naming it.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -39,8 +40,17 @@ struct PyLayout {
   // PyTypeObject
   uint64_t tp_name = 0, tp_basicsize = 0, tp_itemsize = 0, tp_flags = 0, tp_base = 0;
   uint64_t type_size = 0;
-  // PyASCIIObject: the `state` word and its interned bits (two, from bit 0)
-  uint64_t str_state = 0;
+  // str (Objects/unicodeobject.c, 3.11): PyASCIIObject's length and its
+  // `state` bitfield (interned, kind, compact, ascii: bit offsets and widths
+  // from the state word's start); a compact ASCII str is a PyASCIIObject
+  // and its characters, a compact other one a PyCompactUnicodeObject and
+  // its characters of `kind` bytes, each with a terminating NUL.
+  uint64_t str_state = 0, str_length = 0, ascii_size = 0, compact_size = 0;
+  struct Bits {
+    uint16_t shift = 0, width = 0;
+    uint32_t of(uint32_t state) const { return (state >> shift) & ((1u << width) - 1); }
+  };
+  Bits st_interned, st_kind, st_compact, st_ascii;
   uint64_t gc_head = 16;  // sizeof(PyGC_Head)
   // The interpreters: _PyRuntime.interpreters.head, PyInterpreterState.next,
   // and the GC's generations in it: interp.gc.generations[i].head,
@@ -67,6 +77,13 @@ struct PyLayout {
            ph_maxnextoffset = 0;
   // obmalloc.c's ARENA_SIZE and POOL_SIZE (64-bit, radix tree: 3.10+).
   uint64_t arena_size = 1ull << 20, pool_size = 1ull << 14;
+  // The bytes of an object's header the census reads for a type with
+  // `flags` and `itemsize`: a str's length and state, a var-sized object's
+  // ob_size, else its type.
+  uint64_t head_read(uint64_t flags, uint64_t itemsize) const {
+    if (flags & kTpUnicodeSubclass) return std::max(str_length + 8, str_state + 4);
+    return itemsize ? ob_size + 8 : ob_type + 8;
+  }
   uint64_t pool_overhead() const { return (pool_header_size + 15) & ~uint64_t{15}; }
   // Bytes before an object of a type with `flags`: its PyGC_Head, and in
   // 3.11 the managed dict's two pointers (pycore_object.h,

@@ -30,6 +30,7 @@ constexpr int kMaxMetaDepth = 8;
 constexpr int64_t kMaxRefcnt = int64_t{1} << 40;
 constexpr size_t kMaxWarnings = 8;
 constexpr int32_t kInvalid = -1, kVisiting = -2;
+constexpr uint64_t kHead = 96;  // bytes of a block read: its pre-header and an object's header
 
 class Census {
  public:
@@ -101,18 +102,34 @@ class Census {
     return static_cast<int32_t>(out_.types.size() - 1);
   }
 
-  // Whether type `T`'s objects are as large as their type says: all but
-  // str's compact forms and int's digits, which vary with the value.
-  static bool exact(const PyType& T) { return !(T.flags & (kTpUnicodeSubclass | kTpLongSubclass)); }
+  // Whether type `T`'s objects' size is known: all but int's, whose digits
+  // vary with the value (3.11 allocates at least one).
+  static bool exact(const PyType& T) { return !(T.flags & kTpLongSubclass); }
+
+  // A str's bytes: a compact one's header and characters with their NUL,
+  // else its type's size (its characters lie elsewhere). 0: no str's state.
+  uint64_t str_size(const PyType& T, const uint8_t* p) const {
+    uint32_t state;
+    int64_t len;
+    std::memcpy(&state, p + L_.str_state, 4);
+    std::memcpy(&len, p + L_.str_length, 8);
+    const uint32_t kind = L_.st_kind.of(state);
+    if (len < 0 || len > (int64_t{1} << 34) || (kind != 1 && kind != 2 && kind != 4)) return 0;
+    if (!L_.st_compact.of(state)) return T.basicsize;
+    if (L_.st_ascii.of(state)) return L_.ascii_size + uint64_t(len) + 1;
+    return L_.compact_size + (uint64_t(len) + 1) * kind;
+  }
 
   // The bytes an object of type `T` at `p` takes (_PyObject_VAR_SIZE: its
-  // items', rounded to 8), or at least (not exact(T)): its fixed part.
+  // items', rounded to 8), or at least (not exact(T)): its fixed part. 0:
+  // its header is not one of T's.
   uint64_t object_size(const PyType& T, const uint8_t* p) const {
+    if (T.flags & kTpUnicodeSubclass) return str_size(T, p);
     if (!T.itemsize || !exact(T)) return T.basicsize;
     int64_t n;
     std::memcpy(&n, p + L_.ob_size, 8);
     const uint64_t items = static_cast<uint64_t>(n < 0 ? -n : n);
-    if (items > (uint64_t{1} << 34)) return UINT64_MAX;
+    if (items > (uint64_t{1} << 34)) return 0;
     return (T.basicsize + items * T.itemsize + 7) & ~uint64_t{7};
   }
 
@@ -127,12 +144,14 @@ class Census {
     return heap_.fits_request(c, n);
   }
 
+  // The object block `c` holds, if any: the first pre-header offset at
+  // which a type's object fits.
   void block(uint32_t i, const HeapChunk& c) {
-    const uint64_t u = c.usable();
-    const uint8_t* p = mem_.direct(win_, c.user, std::min<uint64_t>(u, 64));
+    const uint64_t u = c.usable(), head = std::min<uint64_t>(u, kHead);
+    const uint8_t* p = mem_.direct(win_, c.user, head);
     if (!p || u < 16) return;
     for (uint64_t off : {uint64_t{0}, L_.gc_head, L_.gc_head + 16}) {
-      if (off + 16 > std::min<uint64_t>(u, 64)) break;
+      if (off + 16 > head) break;
       uint64_t tp;
       int64_t rc;
       std::memcpy(&rc, p + off + L_.ob_refcnt, 8);
@@ -142,20 +161,20 @@ class Census {
       if (t < 0) continue;
       const PyType& T = out_.types[t];
       if (L_.preheader(T.flags) != off) continue;
-      const uint64_t avail = std::min<uint64_t>(u, 64) - off;
-      if (T.itemsize && exact(T) && avail < L_.ob_size + 8) continue;
+      if (off + L_.head_read(T.flags, T.itemsize) > head) continue;
       // PyType_GenericAlloc allocates one item more than ob_size (a
       // sentinel): heap types, instances of var-sized subclasses.
-      const uint64_t need = off + object_size(T, p + off);
-      if (need > u || (exact(T) && !fits(c, need) &&
-                       !(T.itemsize && fits(c, (need + T.itemsize + 7) & ~uint64_t{7}))))
+      const uint64_t size = object_size(T, p + off), need = off + size;
+      if (size == 0 || need > u ||
+          (exact(T) && !fits(c, need) &&
+           !(T.itemsize && fits(c, (need + T.itemsize + 7) & ~uint64_t{7}))))
         continue;
       PyObj o{c.user + off, i, static_cast<uint32_t>(t), rc, static_cast<uint32_t>(u), 0, 0};
       if (rc == 0) o.flags |= PyObj::kFreeList;
-      if ((T.flags & kTpUnicodeSubclass) && avail >= L_.str_state + 4) {
+      if (T.flags & kTpUnicodeSubclass) {
         uint32_t state;
         std::memcpy(&state, p + off + L_.str_state, 4);
-        if (state & 3) o.flags |= PyObj::kInterned;
+        if (L_.st_interned.of(state)) o.flags |= PyObj::kInterned;
       }
       out_.objects.push_back(o);
       return;
