@@ -35,6 +35,17 @@ json python_json(const std::vector<std::string>& extra = {}) {
   return json::parse(r.out);
 }
 
+// Whether a python answer is whole but for the one partial reason any core
+// may give by chance: a file the core leaves out (the C library's locale
+// data) holding a word that happens to point into a block (python3.11 is
+// not PIE: its brk heap lies at low addresses that 32-bit table entries
+// can spell).
+bool whole_but_for_files(const json& j) {
+  for (const auto& r : j["partial_reasons"])
+    if (r.get<std::string>().find("the core leaves out") == std::string::npos) return false;
+  return true;
+}
+
 // A type's name as type(o).__name__ gives it: tp_name past its last dot.
 std::string short_name(const std::string& tp_name) {
   const size_t dot = tp_name.rfind('.');
@@ -47,8 +58,12 @@ TEST_CASE("python: every object of a CPython core, as the program counted them",
   const auto& fc = py_core();
   const json j = python_json({"--top", "100000"});
   CHECK(j["version"].get<std::string>().rfind("3.11.", 0) == 0);
-  CHECK(j["warnings"].empty());
-  CHECK_FALSE(j["partial"].get<bool>());
+  for (const auto& w : j["warnings"]) {
+    INFO(w.get<std::string>());
+    CHECK(w.get<std::string>().find("the core leaves out") != std::string::npos);
+  }
+  INFO(j["partial_reasons"].dump());
+  CHECK(whole_but_for_files(j));
 
   // pymalloc's blocks in use, walked pool by pool, and its own count of the
   // requests it passed on to malloc: sys.getallocatedblocks(), measured
@@ -146,7 +161,8 @@ TEST_CASE("python: account and heap see pymalloc's blocks as Python objects", "[
   for (const auto& reg : hj["regions"]) carved += reg["kind"] == "carved";
   const json pj = python_json();
   CHECK(carved == pj["pymalloc"]["arenas"].get<size_t>());
-  CHECK_FALSE(pj["partial"].get<bool>());
+  INFO(pj["partial_reasons"].dump());
+  CHECK(whole_but_for_files(pj));
 
   // leaks follows the GC's links, which reach every tracked object: it
   // says so, and is partial, where python is whole.
