@@ -13,8 +13,9 @@ namespace lr {
 namespace {
 
 // The census's objects by block, for the engine's questions.
-class PythonTagger final : public BlockTagger {
+class PythonTagger final : public BlockTagger, public CensusHolder {
  public:
+  const PyCensus& census() const override { return c_; }
   PythonTagger(HeapWalk heap, PyCensus c) : heap_(std::move(heap)), c_(std::move(c)) {
     warnings = c_.warnings;
   }

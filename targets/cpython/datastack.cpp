@@ -9,8 +9,12 @@
 // executing when the core was taken) is all live.
 #include <fmt/format.h>
 
+#include <utility>
+#include <vector>
+
 #include "corelib/blocks/heap.hpp"
 #include "corelib/debuginfo/program.hpp"
+#include "corelib/dump/elfcore.hpp"
 #include "targets/cpython/cpython.hpp"
 #include "targets/cpython/cpython_layout.hpp"
 
@@ -23,7 +27,15 @@ constexpr uint64_t kMaxChunkSize = 1ull << 30;
 
 class DeadSlots {
  public:
-  DeadSlots(const Program& prog, const PyLayout& L, HeapWalk& h) : mem_(prog.mem()), L_(L), h_(h) {}
+  DeadSlots(const Program& prog, const PyLayout& L, HeapWalk& h) : mem_(prog.mem()), L_(L), h_(h) {
+    // A chunk is believed only inside one writable mapping of the core
+    // that no module covers (CPython maps its chunks itself): a damaged
+    // pointer must not make a module's data or a stack "dead".
+    if (const CoreFile* core = prog.core())
+      for (const auto& s : core->segments())
+        if (s.writable && !s.executable && !prog.modules().symbolize(s.start).module)
+          anon_.emplace_back(s.start, s.end);
+  }
 
   void run() {
     auto is = mem_.read_u64(L_.runtime + L_.interp_head);
@@ -38,8 +50,19 @@ class DeadSlots {
   }
 
  private:
+  // [a, b) is dead only inside one of the thread's chunks (chunks_).
   void dead(uint64_t a, uint64_t b, const char* what) {
-    if (a < b) h_.dead.push_back({a, b, what});
+    for (const auto& [s, e] : chunks_)
+      if (a < b && a >= s && b <= e) {
+        h_.dead.push_back({a, b, what});
+        return;
+      }
+  }
+
+  bool anonymous(uint64_t a, uint64_t b) const {
+    for (const auto& [s, e] : anon_)
+      if (a < b && a >= s && b <= e) return true;
+    return false;
   }
 
   void thread(uint64_t ts) {
@@ -49,14 +72,18 @@ class DeadSlots {
     // The thread's chunk is dead past its top; each earlier one past the
     // top it saved when the next was pushed.
     uint64_t c = chunk.value(), t = top.value();
+    chunks_.clear();
     for (int n = 0; c && n < kMaxChunks; ++n) {
       auto size = mem_.read_u64(c + L_.sc_size);
-      if (!size.ok() || size.value() > kMaxChunkSize || t < c || t > c + size.value()) break;
+      if (!size.ok() || size.value() > kMaxChunkSize || !anonymous(c, c + size.value()) ||
+          t < c + L_.sc_data || t > c + size.value())
+        break;
+      chunks_.emplace_back(c, c + size.value());
       dead(t, c + size.value(), "Python data stack past its top");
       auto prev = mem_.read_u64(c + L_.sc_previous);
       if (!prev.ok() || !prev.value()) break;
       auto saved = mem_.read_u64(prev.value() + L_.sc_top);
-      if (!saved.ok()) break;
+      if (!saved.ok() || saved.value() > kMaxChunkSize / 8) break;
       c = prev.value();
       t = c + L_.sc_data + saved.value() * 8;
     }
@@ -89,6 +116,8 @@ class DeadSlots {
   const Memory& mem_;
   const PyLayout& L_;
   HeapWalk& h_;
+  std::vector<std::pair<uint64_t, uint64_t>> anon_;    // writable mappings of no module
+  std::vector<std::pair<uint64_t, uint64_t>> chunks_;  // the thread's chunks, believed
 };
 
 Result<void> mark_data_stacks(const Program& prog, const HeapLimits&, HeapWalk& h) {

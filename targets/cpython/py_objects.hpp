@@ -61,6 +61,15 @@ struct PyCensus {
   const PyType& type(const PyObj& o) const { return types[o.type]; }
 };
 
+// What holds a census already made (the CPython target's block tagger,
+// over the heap walk the reference index numbers): asked before one is
+// made again.
+class CensusHolder {
+ public:
+  virtual ~CensusHolder() = default;
+  virtual const PyCensus& census() const = 0;
+};
+
 // The census of `prog`'s objects in `heap` (a walk with pymalloc's layer).
 // kNotFound when the process runs no CPython; the layout's refusals
 // (python_layout) otherwise.

@@ -184,7 +184,17 @@ void tally(PyReport& r) {
 Result<PyReport> python_report(const IndexedCore& core) {
   const RefIndex& ix = *core.ci.index;
   PyReport r;
-  LR_ASSIGN(r.census, python_census(*core.prog, ix.heap()));
+  // The target's tagger made the census over the heap the index numbers.
+  const CensusHolder* held = nullptr;
+  for (const auto& t : core.tags)
+    if (auto* h = dynamic_cast<const CensusHolder*>(t.tagger.get());
+        h && t.tagger->heap() == &ix.heap())
+      held = h;
+  if (held) {
+    r.census = held->census();
+  } else {
+    LR_ASSIGN(r.census, python_census(*core.prog, ix.heap()));
+  }
   r.refs.resize(r.census.objects.size());
   const Graph g(ix, r.census);
   std::vector<uint8_t> mark(ix.chunks(), kUnreached);

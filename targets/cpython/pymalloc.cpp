@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "corelib/blocks/heap.hpp"
@@ -50,8 +51,16 @@ class Carver {
       : mem_(prog.mem()), L_(L), res_(lim.residency), h_(h) {}
 
   Result<void> run() {
-    LR_ASSIGN(std::vector<uint64_t> arenas, arena_addresses());
-    for (uint64_t a : arenas) arena(a);
+    LR_ASSIGN(auto list, arenas());
+    uint64_t end = 0;  // a damaged table may list an arena twice, or overlapping
+    for (const auto& [a, entry] : list) {
+      if (a < end || a % 16) {
+        warn(fmt::format("arena {:#x} overlaps the one before it or is misaligned: not walked", a));
+        continue;
+      }
+      arena(a, entry);
+      end = a + L_.arena_size;
+    }
     h_.in_use.sort();
     add_space();
     if (warned_ > kMaxWarnings)
@@ -60,29 +69,25 @@ class Carver {
   }
 
  private:
-  // The addresses of the arenas in use, sorted.
-  Result<std::vector<uint64_t>> arena_addresses() {
+  // The arenas in use, each as (address, its table entry), by address.
+  Result<std::vector<std::pair<uint64_t, uint64_t>>> arenas() {
     if (!L_.arenas_var || !L_.maxarenas_var)
       return make_error(Errc::kBadFormat, "its arena table (arenas, maxarenas) has no symbol");
     LR_ASSIGN(uint64_t table, mem_.read_u64(L_.arenas_var));
     LR_ASSIGN(uint32_t n, mem_.read_as<uint32_t>(L_.maxarenas_var));
-    std::vector<uint64_t> out;
+    std::vector<std::pair<uint64_t, uint64_t>> out;
     if (n == 0 || table == 0) return out;  // PYTHONMALLOC=malloc, or nothing allocated yet
     if (n > kMaxArenas)
       return make_error(Errc::kBadFormat, fmt::format("maxarenas is {}, past any heap", n));
     for (uint64_t i = 0; i < n; ++i) {
-      auto a = mem_.read_u64(table + i * L_.arena_size_of + L_.ao_address);
+      const uint64_t entry = table + i * L_.arena_size_of;
+      auto a = mem_.read_u64(entry + L_.ao_address);
       if (!a.ok())
         return make_error(Errc::kBadFormat, fmt::format("arena table entry {} of {} at {:#x}: {}",
                                                         i, n, table, a.error().message));
-      if (a.value()) out.push_back(a.value());
+      if (a.value()) out.emplace_back(a.value(), entry);
     }
     std::sort(out.begin(), out.end());
-    arena_entry_.assign(out.size(), 0);
-    for (uint64_t i = 0; i < n; ++i)
-      if (auto a = mem_.read_u64(table + i * L_.arena_size_of + L_.ao_address); a.ok() && a.value())
-        arena_entry_[std::lower_bound(out.begin(), out.end(), a.value()) - out.begin()] =
-            table + i * L_.arena_size_of;
     return out;
   }
 
@@ -96,8 +101,7 @@ class Carver {
     if (warned_++ < kMaxWarnings) h_.warnings.push_back("pymalloc: " + std::move(w));
   }
 
-  void arena(uint64_t a) {
-    const uint64_t entry = arena_entry_[idx_++];
+  void arena(uint64_t a, uint64_t entry) {
     const uint64_t P = L_.pool_size, end = a + L_.arena_size;
     const uint64_t first = (a + P - 1) & ~(P - 1);
     auto carved_to = mem_.read_u64(entry + L_.ao_pool_address);
@@ -215,8 +219,6 @@ class Carver {
   const Residency* res_;
   HeapWalk& h_;
   Space s_;
-  std::vector<uint64_t> arena_entry_;
-  size_t idx_ = 0;
   std::vector<bool> free_;
   size_t warned_ = 0;
 };
