@@ -473,7 +473,8 @@ std::string snapshot_and_stop(lrtest::Background& fx, const std::string& prefix,
 // A live capture of fx_refs with leakref-trace and, at the same time, a
 // plain bpftrace ustack() capture; both joined with the fixture's core
 // through a walk must name exactly the leaks the fixture made.
-TEST_CASE("trace: live bpftrace capture of a fixture, correlated through a walk", "[trace][root]") {
+TEST_CASE("trace: live bpftrace capture of a fixture, correlated through a walk",
+          "[trace][root][live]") {
   if (geteuid() != 0) LR_SKIP("trace capture: uprobes need root");
   if (!lrtest::have_program("bpftrace"))
     LR_SKIP("trace capture: bpftrace is not installed (make test installs it)");

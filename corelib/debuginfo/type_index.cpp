@@ -82,13 +82,23 @@ void TypeRegistry::Index::scan_level(Dwarf_Die* first, const std::string& scope,
         prefix = "";
         break;
       case DW_TAG_variable:
-        vars[scope + name].add(dwarf_dieoffset(&child), is_decl(&child));
+        add(vars, "", scope, name, &child);
         continue;
       default:
         continue;
     }
-    types[std::string(prefix) + scope + name].add(dwarf_dieoffset(&child), is_decl(&child));
+    add(types, prefix, scope, name, &child);
   } while (++*steps < kMaxTopLevel && dwarf_siblingof(&child, &child) == 0);
+}
+
+void TypeRegistry::Index::add(Map& map, const char* prefix, const std::string& scope,
+                              const char* name, Dwarf_Die* die) {
+  key.assign(prefix);
+  key += scope;
+  key += name;
+  auto it = map.find(key);
+  if (it == map.end()) it = map.emplace(key, Entry{}).first;
+  it->second.add(dwarf_dieoffset(die), is_decl(die));
 }
 
 bool TypeRegistry::Index::scan_next() {
@@ -108,11 +118,11 @@ bool TypeRegistry::Index::scan_next() {
   return true;
 }
 
-const std::vector<uint64_t>* TypeRegistry::Index::lookup(bool var, const std::string& key,
+const std::vector<uint64_t>* TypeRegistry::Index::lookup(bool var, const std::string& name,
                                                          bool need_def) {
   auto& map = var ? vars : types;
   for (;;) {
-    auto it = map.find(key);
+    auto it = map.find(name);
     if (it != map.end() && (!need_def || it->second.defs > 0)) return &it->second.offs;
     if (!scan_next()) return it == map.end() ? nullptr : &it->second.offs;
   }

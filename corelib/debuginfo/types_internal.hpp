@@ -6,6 +6,7 @@
 #include <elfutils/libdw.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -19,20 +20,33 @@ namespace lr {
 // them: most lookups are satisfied by the first CUs (a vmlinux's first unit
 // includes the core headers), so a large module is rarely scanned whole.
 struct TypeRegistry::Index {
+  // A name's DIEs: definitions first (in DIE order), then declarations, at
+  // most kKeep of each. A vmlinux repeats its core headers' types in each of
+  // its ~3,000 units; every lookup takes the first definition that converts
+  // (a later one only when a unit's DWARF is damaged), so keeping each copy
+  // would grow the index by millions of offsets for nothing.
   struct Entry {
-    std::vector<uint64_t> offs;  // definitions first (in DIE order), then declarations
+    static constexpr size_t kKeep = 8;
+    std::vector<uint64_t> offs;
     size_t defs = 0;
     void add(uint64_t off, bool decl) {
       if (decl) {
-        offs.push_back(off);
-      } else {
+        if (offs.size() - defs < kKeep) offs.push_back(off);
+      } else if (defs < kKeep) {
         offs.insert(offs.begin() + static_cast<long>(defs), off);
         ++defs;
       }
     }
   };
-  std::unordered_map<std::string, Entry> types;  // "struct x", "x"
-  std::unordered_map<std::string, Entry> vars;
+  // Looked up by a reused buffer: a repeated name allocates nothing.
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  using Map = std::unordered_map<std::string, Entry, Hash, std::equal_to<>>;
+  Map types;  // "struct x", "x"
+  Map vars;
+  std::string key;  // the name being indexed
   Dwarf* dw = nullptr;
   Dwarf_CU* cu = nullptr;
   bool done = false;
@@ -43,7 +57,10 @@ struct TypeRegistry::Index {
   // The DIEs named `key` (types or vars), scanning on until one that is a
   // definition is known (`need_def`) or any is (`!need_def`); nullptr when
   // the module has none.
-  const std::vector<uint64_t>* lookup(bool var, const std::string& key, bool need_def);
+  const std::vector<uint64_t>* lookup(bool var, const std::string& name, bool need_def);
+  // Records the DIE at `off` under prefix + scope + name.
+  void add(Map& map, const char* prefix, const std::string& scope, const char* name,
+           Dwarf_Die* die);
 };
 
 namespace dwarf_detail {
