@@ -131,7 +131,7 @@ TEST_CASE("python: an object's refcount and the references found to it", "[pytho
       CHECK(o["tracked"] == true);
     }
   CHECK(seen);
-  CHECK(j["listed"].size() == 12346);
+  CHECK(j["listed"].size() == fc.manifest["counts"]["Leafy"].get<size_t>());
 
   // --fail-on excess: the leaked references are findings.
   auto r = lrtest::leakref({"python", fc.core, "--fail-on", "excess"}, 300);
@@ -150,7 +150,7 @@ TEST_CASE("python: account and heap see pymalloc's blocks as Python objects", "[
   CHECK(r.err.find("accounts") == std::string::npos);
   std::smatch m;
   REQUIRE(std::regex_search(r.out, m, std::regex(R"(\n  Python Leafy +(\d+) +(\d+))")));
-  CHECK(m[2] == "12346");
+  CHECK(m[2] == std::to_string(fc.manifest["counts"]["Leafy"].get<int64_t>()));
   CHECK(r.out.find("pymalloc free blocks") != std::string::npos);
 
   auto h = lrtest::leakref({"heap", fc.core, "--json"}, 300);
@@ -171,6 +171,77 @@ TEST_CASE("python: account and heap see pymalloc's blocks as Python objects", "[
   const json lj = json::parse(l.out);
   CHECK(lj["partial"] == true);
   CHECK(lj.dump().find("GC chains every object it tracks") != std::string::npos);
+}
+
+TEST_CASE("python: who holds an object, named as a Python user writes it", "[python]") {
+  const auto& fc = py_core();
+  // Each object the fixture placed where it names it: a module's dict
+  // entry, an instance's attribute, a class's attribute, a frame's local.
+  for (const auto& [want, id] : fc.manifest["named"].items()) {
+    const json j = python_json({"--holders", std::to_string(id.get<uint64_t>())});
+    const json& h = j["holders"];
+    INFO(want << ": " << h.dump());
+    CHECK(h["addr"] == fmt::format("{:#x}", id.get<uint64_t>()));
+    REQUIRE(h["holders"].size() >= 1);
+    if (want == "local req") {
+      // main()'s frame, at the line gdb's py-bt gives it (the next test).
+      CHECK(std::regex_match(h["path"].get<std::string>(),
+                             std::regex(R"(frame main\(\) line \d+, local req)")));
+      continue;
+    }
+    CHECK(h["path"] == want);
+    CHECK(h["holders"].size() == 1);
+    CHECK(h["holders"][0]["name"] == want);
+    CHECK(h["holders"][0]["root"] == false);
+  }
+  // KEEP: each of the references sys.getrefcount counted, by name.
+  const json k =
+      python_json({"--holders", std::to_string(fc.manifest["keep"]["addr"].get<uint64_t>())});
+  std::multiset<std::string> names;
+  for (const auto& h : k["holders"]["holders"]) names.insert(h["name"]);
+  CHECK(names == std::multiset<std::string>{"module __main__, global KEEP",
+                                            "module __main__, global HOLDERS[0]",
+                                            "module __main__, global HOLDERS[1]",
+                                            "module __main__, global HOLDERS[2][0]"});
+  CHECK(names.size() == fc.manifest["keep"]["refcnt"].get<size_t>());
+  // The text names them too; an address holding no object is refused.
+  auto t = lrtest::leakref({"python", fc.core, "--holders",
+                            fmt::format("{:#x}", fc.manifest["keep"]["addr"].get<uint64_t>())},
+                           300);
+  CHECK(t.status == 0);
+  CHECK(t.out.find("held by 4 words:") != std::string::npos);
+  CHECK(t.out.find("  module __main__, global HOLDERS[2][0]\n") != std::string::npos);
+  auto bad = lrtest::leakref({"python", fc.core, "--holders", "0x10"}, 300);
+  CHECK(bad.status != 0);
+  CHECK(bad.err.find("no live Python object at 0x10") != std::string::npos);
+}
+
+TEST_CASE("python: info prints each thread's Python stack as gdb's py-bt does", "[python]") {
+  const auto& fc = py_core();
+  auto r = lrtest::leakref({"info", fc.core, "--json"}, 300);
+  REQUIRE(r.status == 0);
+  const json j = json::parse(r.out);
+  REQUIRE(j["language_stacks"].size() == 1);
+  const json& st = j["language_stacks"][0];
+  CHECK(st["language"].get<std::string>().rfind("Python 3.11.", 0) == 0);
+  REQUIRE(st["threads"].size() == 1);
+  CHECK(st["threads"][0]["tid"] == j["threads"][0]["tid"]);
+  std::vector<std::string> ours;
+  for (const auto& f : st["threads"][0]["frames"])
+    ours.push_back(fmt::format("{}:{}:{}", f["file"].get<std::string>(), f["line"].get<int>(),
+                               f["function"].get<std::string>()));
+  // gdb with python3.11-dbg's libpython.py, on the same core.
+  auto g = lrtest::run({"gdb", "-batch", "-nx", "-iex", "set auto-load safe-path /",
+                        "/usr/bin/python3.11", fc.core, "-ex", "py-bt"},
+                       300);
+  INFO(g.out << g.err);
+  std::vector<std::string> theirs;
+  std::regex line(R"re(\n  File "([^"]+)", line (\d+), in (\S+))re");
+  for (std::sregex_iterator it(g.out.begin(), g.out.end(), line), end; it != end; ++it)
+    theirs.push_back(fmt::format("{}:{}:{}", (*it)[1].str(), (*it)[2].str(), (*it)[3].str()));
+  REQUIRE(theirs.size() >= 2);
+  CHECK(ours == theirs);
+  CHECK(ours.back().find(":<module>") != std::string::npos);
 }
 
 TEST_CASE("python: an interpreter without its debug info is refused, naming it", "[python]") {

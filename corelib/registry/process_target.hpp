@@ -97,6 +97,22 @@ struct ProgramSnapshot {
   std::vector<TargetFinding> findings;
 };
 
+// A thread's stack in the program's own language (a Python thread's
+// frames), innermost first, for info.
+struct LanguageFrame {
+  std::string function, file;
+  int line = -1;  // -1: none
+};
+struct LanguageStack {
+  uint64_t tid = 0;  // the thread's LWP (0: unknown)
+  std::vector<LanguageFrame> frames;
+  std::string cut;  // why the frames were not read to their end ("" whole)
+};
+struct LanguageStacks {
+  std::string language;  // "Python 3.11.2"
+  std::vector<LanguageStack> threads;
+};
+
 class ProcessTarget {
  public:
   virtual ~ProcessTarget() = default;
@@ -129,6 +145,12 @@ class ProcessTarget {
   virtual Result<ProgramObjects> objects(Program& prog, const std::string& types_file) {
     (void)prog, (void)types_file;
     return make_error(Errc::kUnsupported, name() + " has no objects a trace counts");
+  }
+  // Each thread's stack in the program's own language; nullopt when it has
+  // none to give (a target of C programs), an error when it cannot be read.
+  virtual Result<std::optional<LanguageStacks>> stacks(Program& prog) {
+    (void)prog;
+    return std::optional<LanguageStacks>{};
   }
   // Adds the program's classes and objects to `s` (a core's snapshot).
   virtual Result<ProgramSnapshot> snapshot(Program& prog, const std::string& source,

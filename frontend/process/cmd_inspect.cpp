@@ -2,6 +2,7 @@
 #include <elf.h>
 #include <fmt/format.h>
 
+#include "corelib/registry/target.hpp"
 #include "frontend/base/commands.hpp"
 #include "frontend/base/errors.hpp"
 #include "frontend/base/options.hpp"
@@ -31,7 +32,130 @@ const char* seg_kind(lr::SegmentInfo::Kind k) {
   return "?";
 }
 
+// Each recognized program's stacks in its own language (Python's frames).
+struct Stacks {
+  std::string target;
+  lr::Result<std::optional<lr::LanguageStacks>> got;
+};
+
+std::vector<Stacks> language_stacks(lr::Program& prog) {
+  std::vector<Stacks> out;
+  for (lr::ProcessTarget* t : lr::process_targets_of(prog.modules()))
+    out.push_back({t->name(), t->stacks(prog)});
+  std::erase_if(out, [](const Stacks& s) { return s.got.ok() && !s.got.value(); });
+  return out;
+}
+
+nlohmann::json stacks_json(const std::vector<Stacks>& all) {
+  auto j = nlohmann::json::array();
+  for (const auto& s : all) {
+    if (!s.got.ok()) {
+      j.push_back({{"language", s.target}, {"error", s.got.error().message}});
+      continue;
+    }
+    auto threads = nlohmann::json::array();
+    for (const auto& t : s.got.value()->threads) {
+      auto frames = nlohmann::json::array();
+      for (const auto& f : t.frames)
+        frames.push_back({{"function", f.function},
+                          {"file", f.file},
+                          {"line", f.line < 0 ? nlohmann::json(nullptr) : nlohmann::json(f.line)}});
+      threads.push_back({{"tid", t.tid},
+                         {"cut", t.cut.empty() ? nlohmann::json(nullptr) : nlohmann::json(t.cut)},
+                         {"frames", frames}});
+    }
+    j.push_back({{"language", s.got.value()->language}, {"threads", threads}});
+  }
+  return j;
+}
+
+// As gdb's py-bt prints a traceback: most recent call first.
+void print_stacks(const std::vector<Stacks>& all) {
+  for (const auto& s : all) {
+    if (!s.got.ok()) {
+      out_stdout().print("{} stacks: unreadable: {}\n", s.target, s.got.error().message);
+      continue;
+    }
+    const auto& st = *s.got.value();
+    out_stdout().print("{} stacks: {} thread{}\n", st.language, st.threads.size(),
+                       st.threads.size() == 1 ? "" : "s");
+    for (const auto& t : st.threads) {
+      out_stdout().print("  tid {} (most recent call first):\n", t.tid);
+      for (const auto& f : t.frames)
+        out_stdout().print("    File \"{}\", line {}, in {}\n", f.file,
+                           f.line < 0 ? "?" : std::to_string(f.line), f.function);
+      if (!t.cut.empty()) out_stdout().print("    (cut: {})\n", t.cut);
+    }
+  }
+}
+
 }  // namespace
+
+// info --json (leakref.info/1).
+static int info_json(const DumpOptions& c, lr::Program& prog,
+                     const std::vector<lr::SegmentInfo>& segs) {
+  lr::CoreFile& core = *prog.core();
+  lr::Module* exe = prog.modules().exe();
+  nlohmann::json j;
+  j["schema"] = "leakref.info/1";
+  j["core"] = c.core;
+  j["core_size"] = core.file_size();
+  j["arch"] = lr::arch_name(core.machine());
+  j["pid"] = core.pid() ? nlohmann::json(core.pid()) : nlohmann::json(nullptr);
+  j["prog_name"] = core.prog_name();
+  j["prog_args"] = core.prog_args();
+  j["executable"] = exe ? nlohmann::json(exe->path) : nlohmann::json(nullptr);
+  j["truncated"] = core.truncated();
+  auto& th = j["threads"] = nlohmann::json::array();
+  for (const auto& t : core.threads()) {
+    nlohmann::json jt{
+        {"tid", t.tid}, {"signal", t.signo}, {"pc", hex(t.pc())}, {"sp", hex(t.sp())}};
+    auto hit = prog.modules().symbolize(t.pc());
+    jt["pc_symbol"] = hit.module ? nlohmann::json(hit.format()) : nlohmann::json(nullptr);
+    auto& regs = jt["registers"] = nlohmann::json::object();
+    const char* const* names = lr::register_names(t.machine);
+    for (int i = 0; i < t.nregs(); ++i) regs[names[i]] = hex(t.regs[i]);
+    jt["tp"] = t.tp ? nlohmann::json(hex(t.tp)) : nlohmann::json(nullptr);
+    th.push_back(jt);
+  }
+  auto& mods = j["modules"] = nlohmann::json::array();
+  for (const auto& m : prog.modules().modules()) {
+    mods.push_back(
+        {{"path", m->path},
+         {"host_path", m->host_path},
+         {"base", hex(m->base)},
+         {"end", hex(m->end)},
+         {"bias", hex(m->bias)},
+         {"build_id", m->build_id},
+         {"is_exe", m->is_exe},
+         {"debuginfo", m->has_dwarf() ? nlohmann::json(m->debug_path) : nlohmann::json(nullptr)},
+         {"debuginfo_source", m->debug_how},
+         {"debuginfo_missing", m->has_dwarf() ? "" : m->debug_missing}});
+  }
+  auto& files = j["mapped_files"] = nlohmann::json::array();
+  for (const auto& f : core.mapped_files())
+    files.push_back({{"path", f.path},
+                     {"host_path", f.host_path},
+                     {"status", lr::mapped_status_name(f.status)},
+                     {"core_build_id", f.core_build_id},
+                     {"disk_build_id", f.disk_build_id},
+                     {"detail", f.detail}});
+  auto& sj = j["segments"] = nlohmann::json::array();
+  for (const auto& s : segs)
+    sj.push_back(
+        {{"start", hex(s.start)}, {"end", hex(s.end)}, {"kind", seg_kind(s.kind)}, {"why", s.why}});
+  j["bytes"] = {{"core", core.bytes_in_core()},
+                {"files", core.bytes_from_files()},
+                {"missing", core.bytes_missing()}};
+  {
+    auto& ax = j["auxv"] = nlohmann::json::object();
+    for (const auto& [k, v] : core.auxv()) ax[std::to_string(k)] = hex(v);
+  }
+  if (auto st = language_stacks(prog); !st.empty()) j["language_stacks"] = stacks_json(st);
+  j["warnings"] = prog.warnings();
+  emit_json(j);
+  return kOk;
+}
 
 static int cmd_info(const DumpOptions& c) {
   auto prog_r = open_program(c);
@@ -45,68 +169,7 @@ static int cmd_info(const DumpOptions& c) {
      : s.kind == lr::SegmentInfo::Kind::kFile ? n_file
                                               : n_missing)++;
   lr::Module* exe = prog.modules().exe();
-  if (c.json) {
-    nlohmann::json j;
-    j["schema"] = "leakref.info/1";
-    j["core"] = c.core;
-    j["core_size"] = core.file_size();
-    j["arch"] = lr::arch_name(core.machine());
-    j["pid"] = core.pid() ? nlohmann::json(core.pid()) : nlohmann::json(nullptr);
-    j["prog_name"] = core.prog_name();
-    j["prog_args"] = core.prog_args();
-    j["executable"] = exe ? nlohmann::json(exe->path) : nlohmann::json(nullptr);
-    j["truncated"] = core.truncated();
-    auto& th = j["threads"] = nlohmann::json::array();
-    for (const auto& t : core.threads()) {
-      nlohmann::json jt{
-          {"tid", t.tid}, {"signal", t.signo}, {"pc", hex(t.pc())}, {"sp", hex(t.sp())}};
-      auto hit = prog.modules().symbolize(t.pc());
-      jt["pc_symbol"] = hit.module ? nlohmann::json(hit.format()) : nlohmann::json(nullptr);
-      auto& regs = jt["registers"] = nlohmann::json::object();
-      const char* const* names = lr::register_names(t.machine);
-      for (int i = 0; i < t.nregs(); ++i) regs[names[i]] = hex(t.regs[i]);
-      jt["tp"] = t.tp ? nlohmann::json(hex(t.tp)) : nlohmann::json(nullptr);
-      th.push_back(jt);
-    }
-    auto& mods = j["modules"] = nlohmann::json::array();
-    for (const auto& m : prog.modules().modules()) {
-      mods.push_back(
-          {{"path", m->path},
-           {"host_path", m->host_path},
-           {"base", hex(m->base)},
-           {"end", hex(m->end)},
-           {"bias", hex(m->bias)},
-           {"build_id", m->build_id},
-           {"is_exe", m->is_exe},
-           {"debuginfo", m->has_dwarf() ? nlohmann::json(m->debug_path) : nlohmann::json(nullptr)},
-           {"debuginfo_source", m->debug_how},
-           {"debuginfo_missing", m->has_dwarf() ? "" : m->debug_missing}});
-    }
-    auto& files = j["mapped_files"] = nlohmann::json::array();
-    for (const auto& f : core.mapped_files())
-      files.push_back({{"path", f.path},
-                       {"host_path", f.host_path},
-                       {"status", lr::mapped_status_name(f.status)},
-                       {"core_build_id", f.core_build_id},
-                       {"disk_build_id", f.disk_build_id},
-                       {"detail", f.detail}});
-    auto& sj = j["segments"] = nlohmann::json::array();
-    for (const auto& s : segs)
-      sj.push_back({{"start", hex(s.start)},
-                    {"end", hex(s.end)},
-                    {"kind", seg_kind(s.kind)},
-                    {"why", s.why}});
-    j["bytes"] = {{"core", core.bytes_in_core()},
-                  {"files", core.bytes_from_files()},
-                  {"missing", core.bytes_missing()}};
-    {
-      auto& ax = j["auxv"] = nlohmann::json::object();
-      for (const auto& [k, v] : core.auxv()) ax[std::to_string(k)] = hex(v);
-    }
-    j["warnings"] = prog.warnings();
-    emit_json(j);
-    return kOk;
-  }
+  if (c.json) return info_json(c, prog, segs);
   print_warnings_text(prog.warnings());
   out_stdout().print("core:        {} ({})\n", c.core, human(core.file_size()));
   if (core.pid() == 0 && core.prog_name().empty())  // not "pid 0, ()": nothing was read
@@ -129,6 +192,7 @@ static int cmd_info(const DumpOptions& c) {
     out_stdout().print("  tid {:<8} pc {:<18} {}  sp {}\n", t.tid, hex(t.pc()),
                        hit.module ? hit.format() : "?", hex(t.sp()));
   }
+  print_stacks(language_stacks(prog));
   out_stdout().print("modules:     {}\n", prog.modules().modules().size());
   out_stdout().print("  {:<18} {:<18} {:<40} {:<10} {}\n", "BASE", "END", "BUILD-ID", "DEBUGINFO",
                      "PATH");

@@ -12,6 +12,7 @@
 #include "frontend/base/out.hpp"
 #include "frontend/base/process_core.hpp"
 #include "frontend/base/render.hpp"
+#include "targets/cpython/py_names.hpp"
 #include "targets/cpython/py_reconcile.hpp"
 
 namespace lrcli {
@@ -24,6 +25,16 @@ struct PythonArgs {
   std::string type;  // --type: list its objects
   size_t top = 30;
   std::vector<std::string> fail_on;
+  std::string holders;  // --holders ADDR: who holds this object
+};
+
+// What names the objects: made once, when an answer names one.
+struct Names {
+  std::vector<lr::PyThreadStack> stacks;
+  std::unique_ptr<lr::PyNamer> namer;
+  Names(const lr::IndexedCore& core, const lr::PyReport& r)
+      : stacks(lr::python_stacks(lr::PyValues(core.prog->mem(), r.census.layout))),
+        namer(std::make_unique<lr::PyNamer>(core, r.census, stacks)) {}
 };
 
 bool shown(const lr::PyReport& r, size_t i, const PythonArgs& a) {
@@ -32,10 +43,12 @@ bool shown(const lr::PyReport& r, size_t i, const PythonArgs& a) {
   return o.live() && (r.refs[i].excess(o.refcnt) > 0 || r.leaked_object(i));
 }
 
-ordered_json object_json(const lr::PyReport& r, size_t i) {
+ordered_json object_json(const lr::PyReport& r, size_t i, const Names* names) {
   const lr::PyObj& o = r.census.objects[i];
   const lr::PyObjRefs& f = r.refs[i];
+  const std::string path = names && f.reached ? names->namer->path(o) : "";
   return {{"addr", hex(o.addr)},
+          {"path", path.empty() ? ordered_json(nullptr) : ordered_json(path)},
           {"type", r.census.type(o).name},
           {"bytes", o.bytes},
           {"refcnt", o.refcnt},
@@ -49,11 +62,13 @@ ordered_json object_json(const lr::PyReport& r, size_t i) {
           {"leaked", r.leaked_object(i)}};
 }
 
-std::string object_text(const lr::PyReport& r, size_t i) {
+std::string object_text(const lr::PyReport& r, size_t i, const Names* names) {
   const lr::PyObj& o = r.census.objects[i];
   const lr::PyObjRefs& f = r.refs[i];
   std::string s = fmt::format("{:#x} {} ({} bytes): refcnt {}, {} found", o.addr,
                               r.census.type(o).name, o.bytes, o.refcnt, f.found);
+  if (const std::string p = names && f.reached ? names->namer->path(o) : ""; !p.empty())
+    s += fmt::format(" [{}]", p);
   if (f.from_dead) s += fmt::format(" (+{} from unreachable blocks)", f.from_dead);
   if (const int64_t e = f.excess(o.refcnt); e > 0 && o.live())
     s += fmt::format("; {} counted that nothing live holds", e);
@@ -65,8 +80,18 @@ std::string object_text(const lr::PyReport& r, size_t i) {
   return s;
 }
 
+// --holders: the object at the address and every word holding it, named.
+ordered_json holders_json(const lr::PyReport& r, size_t i, const Names& names) {
+  ordered_json j = object_json(r, i, &names);
+  ordered_json hs = ordered_json::array();
+  for (const auto& h : names.namer->holders(r.census.objects[i]))
+    hs.push_back({{"from", hex(h.from)}, {"name", h.name}, {"root", h.root}});
+  j["holders"] = std::move(hs);
+  return j;
+}
+
 void print_json(const DumpOptions& c, const lr::IndexedCore& core, const lr::PyReport& r,
-                const PythonArgs& a) {
+                const PythonArgs& a, const Names* names, size_t held) {
   const lr::PyLayout& L = r.census.layout;
   ordered_json types = ordered_json::array(), objects = ordered_json::array();
   for (const auto& row : r.rows)
@@ -80,7 +105,7 @@ void print_json(const DumpOptions& c, const lr::IndexedCore& core, const lr::PyR
                      {"unreachable", row.unreachable},
                      {"leaked", row.leaked}});
   for (size_t i = 0; i < r.census.objects.size() && objects.size() < a.top; ++i)
-    if (shown(r, i, a)) objects.push_back(object_json(r, i));
+    if (shown(r, i, a)) objects.push_back(object_json(r, i, a.type.empty() ? names : nullptr));
   std::vector<std::string> warnings = core.warnings;
   for (const auto& w : r.census.warnings) warnings.push_back("python: " + w);
   ordered_json j{{"schema", "leakref.python/1"},
@@ -105,10 +130,20 @@ void print_json(const DumpOptions& c, const lr::IndexedCore& core, const lr::PyR
                  {"types", std::move(types)},
                  {"listed", std::move(objects)},
                  {"warnings", warnings}};
+  if (held != SIZE_MAX) j["holders"] = holders_json(r, held, *names);
   out_stdout().print("{}\n", json_text(j, 1));
 }
 
-void print_text(const lr::IndexedCore& core, const lr::PyReport& r, const PythonArgs& a) {
+void print_holders(const lr::PyReport& r, size_t i, const Names& names) {
+  Out& out = out_stdout();
+  out.print("\n{}\n", object_text(r, i, &names));
+  const auto hs = names.namer->holders(r.census.objects[i]);
+  out.print("held by {} word{}:\n", hs.size(), hs.size() == 1 ? "" : "s");
+  for (const auto& h : hs) out.print("  {:#x}  {}\n", h.from, h.name);
+}
+
+void print_text(const lr::IndexedCore& core, const lr::PyReport& r, const PythonArgs& a,
+                const Names* names, size_t held) {
   print_warnings_text(core.warnings, out_stderr());
   for (const auto& w : r.census.warnings) out_stderr().print("leakref: warning: python: {}\n", w);
   const lr::PyLayout& L = r.census.layout;
@@ -146,8 +181,25 @@ void print_text(const lr::IndexedCore& core, const lr::PyReport& r, const Python
       out.print("  ... (--top shows more)\n");
       break;
     }
-    out.print("  {}\n", object_text(r, i));
+    out.print("  {}\n", object_text(r, i, a.type.empty() ? names : nullptr));
   }
+  if (held != SIZE_MAX) print_holders(r, held, *names);
+}
+
+// The census's object at --holders' address (SIZE_MAX: none asked).
+lr::Result<size_t> held_object(const lr::PyReport& r, const std::string& addr) {
+  if (addr.empty()) return SIZE_MAX;
+  uint64_t a = 0;
+  if (!lr::parse_u64(addr, &a))
+    return lr::make_error(lr::Errc::kInvalidArgument,
+                          "--holders: '" + addr + "' is no address (0x... or id()'s decimal)");
+  const lr::PyObj* o = r.census.find(a);
+  if (!o || !o->live())
+    return lr::make_error(lr::Errc::kNotFound,
+                          fmt::format("--holders: no live Python object at {:#x} (give the "
+                                      "object's address, id() of it)",
+                                      a));
+  return static_cast<size_t>(o - r.census.objects.data());
 }
 
 int cmd_python(const DumpOptions& c, const PythonArgs& a) {
@@ -159,10 +211,16 @@ int cmd_python(const DumpOptions& c, const PythonArgs& a) {
   auto rep = lr::python_report(core.value());
   if (!rep.ok()) return fail(rep.error());
   const lr::PyReport& r = rep.value();
+  auto held = held_object(r, a.holders);
+  if (!held.ok()) return fail(held.error());
+  // Paths name the listed objects a root reaches, and --holders' object.
+  std::unique_ptr<Names> names;
+  if (held.value() != SIZE_MAX || (a.type.empty() && r.excess_objects > r.leaked))
+    names = std::make_unique<Names>(core.value(), r);
   if (c.json)
-    print_json(c, core.value(), r, a);
+    print_json(c, core.value(), r, a, names.get(), held.value());
   else
-    print_text(core.value(), r, a);
+    print_text(core.value(), r, a, names.get(), held.value());
   if (!r.partial.empty() && fail_on_wants(a.fail_on, "partial")) return kFindings;
   if (r.excess_objects && fail_on_wants(a.fail_on, "excess")) return kFindings;
   if (r.leaked && fail_on_wants(a.fail_on, "leaked")) return kFindings;
@@ -178,6 +236,8 @@ Command register_python(CLI::App& app, DumpOptions& c) {
   add_dump_options(sub, c);
   sub->add_option("--type", a->type, "list the objects of this type (its tp_name)");
   sub->add_option("--top", a->top, "types and objects shown (default 30)");
+  sub->add_option("--holders", a->holders,
+                  "the object at this address (its id()): every word holding it, named");
   sub->add_option("--fail-on", a->fail_on, "exit 1 if: excess, leaked, partial, any")
       ->delimiter(',');
   return {sub, [&c, a] { return cmd_python(c, *a); }, [&c] { return c.json; }};

@@ -80,6 +80,7 @@ Result<void> fields_from_dwarf(TypeRegistry& types, PyLayout& L) {
       {&PyLayout::tp_itemsize, "PyTypeObject", "tp_itemsize"},
       {&PyLayout::tp_flags, "PyTypeObject", "tp_flags"},
       {&PyLayout::tp_base, "PyTypeObject", "tp_base"},
+      {&PyLayout::tp_dict, "PyTypeObject", "tp_dict"},
       {&PyLayout::str_state, "PyASCIIObject", "state"},
       {&PyLayout::str_length, "PyASCIIObject", "length"},
       {&PyLayout::interp_head, "_PyRuntimeState", "interpreters.head"},
@@ -102,6 +103,37 @@ Result<void> fields_from_dwarf(TypeRegistry& types, PyLayout& L) {
       {&PyLayout::sc_size, "_PyStackChunk", "size"},
       {&PyLayout::sc_top, "_PyStackChunk", "top"},
       {&PyLayout::sc_data, "_PyStackChunk", "data"},
+      {&PyLayout::ts_native_tid, "PyThreadState", "native_thread_id"},
+      {&PyLayout::fr_func, "struct _PyInterpreterFrame", "f_func"},
+      {&PyLayout::fr_prev_instr, "struct _PyInterpreterFrame", "prev_instr"},
+      {&PyLayout::fr_owner, "struct _PyInterpreterFrame", "owner"},
+      {&PyLayout::co_name, "PyCodeObject", "co_name"},
+      {&PyLayout::co_qualname, "PyCodeObject", "co_qualname"},
+      {&PyLayout::co_filename, "PyCodeObject", "co_filename"},
+      {&PyLayout::co_firstlineno, "PyCodeObject", "co_firstlineno"},
+      {&PyLayout::co_linetable, "PyCodeObject", "co_linetable"},
+      {&PyLayout::co_localsplusnames, "PyCodeObject", "co_localsplusnames"},
+      {&PyLayout::co_code, "PyCodeObject", "co_code_adaptive"},
+      {&PyLayout::bytes_sval, "PyBytesObject", "ob_sval"},
+      {&PyLayout::tuple_item, "PyTupleObject", "ob_item"},
+      {&PyLayout::long_digit, "struct _longobject", "ob_digit"},
+      {&PyLayout::list_item, "PyListObject", "ob_item"},
+      {&PyLayout::list_allocated, "PyListObject", "allocated"},
+      {&PyLayout::dict_used, "PyDictObject", "ma_used"},
+      {&PyLayout::dict_keys, "PyDictObject", "ma_keys"},
+      {&PyLayout::dict_values, "PyDictObject", "ma_values"},
+      {&PyLayout::dk_log2_size, "PyDictKeysObject", "dk_log2_size"},
+      {&PyLayout::dk_log2_index_bytes, "PyDictKeysObject", "dk_log2_index_bytes"},
+      {&PyLayout::dk_kind, "PyDictKeysObject", "dk_kind"},
+      {&PyLayout::dk_nentries, "PyDictKeysObject", "dk_nentries"},
+      {&PyLayout::dk_indices, "PyDictKeysObject", "dk_indices"},
+      {&PyLayout::entry_key, "PyDictKeyEntry", "me_key"},
+      {&PyLayout::entry_value, "PyDictKeyEntry", "me_value"},
+      {&PyLayout::uentry_key, "PyDictUnicodeEntry", "me_key"},
+      {&PyLayout::uentry_value, "PyDictUnicodeEntry", "me_value"},
+      {&PyLayout::md_dict, "PyModuleObject", "md_dict"},
+      {&PyLayout::md_name, "PyModuleObject", "md_name"},
+      {&PyLayout::ht_cached_keys, "PyHeapTypeObject", "ht_cached_keys"},
       {&PyLayout::ao_address, "struct arena_object", "address"},
       {&PyLayout::ao_pool_address, "struct arena_object", "pool_address"},
       {&PyLayout::ao_ntotalpools, "struct arena_object", "ntotalpools"},
@@ -131,6 +163,8 @@ Result<void> fields_from_dwarf(TypeRegistry& types, PyLayout& L) {
   LR_ASSIGN(L.gen_size, size_of(types, "struct gc_generation"));
   LR_ASSIGN(L.arena_size_of, size_of(types, "struct arena_object"));
   LR_ASSIGN(L.pool_header_size, size_of(types, "struct pool_header"));
+  LR_ASSIGN(L.entry_size, size_of(types, "PyDictKeyEntry"));
+  LR_ASSIGN(L.uentry_size, size_of(types, "PyDictUnicodeEntry"));
   return {};
 }
 

@@ -38,7 +38,7 @@ struct PyLayout {
   // PyObject, PyVarObject
   uint64_t ob_refcnt = 0, ob_type = 8, ob_size = 16;
   // PyTypeObject
-  uint64_t tp_name = 0, tp_basicsize = 0, tp_itemsize = 0, tp_flags = 0, tp_base = 0;
+  uint64_t tp_name = 0, tp_basicsize = 0, tp_itemsize = 0, tp_flags = 0, tp_base = 0, tp_dict = 0;
   uint64_t type_size = 0;
   // str (Objects/unicodeobject.c, 3.11): PyASCIIObject's length and its
   // `state` bitfield (interned, kind, compact, ascii: bit offsets and widths
@@ -67,6 +67,23 @@ struct PyLayout {
   uint64_t cf_current = 0, fr_code = 0, fr_previous = 0, fr_stacktop = 0, fr_localsplus = 0;
   uint64_t co_nlocalsplus = 0, co_stacksize = 0;
   uint64_t sc_previous = 0, sc_size = 0, sc_top = 0, sc_data = 0;
+  // What a Python user's names are made of: a frame's function and its
+  // last instruction (tstate.native_thread_id: the thread's LWP); a code's
+  // names, first line, location table (3.11's, Objects/locations.md) and
+  // instructions; bytes' and tuples' contents; a list's, dict's and keys
+  // table's fields and the entries' two forms (general, with the hash; str
+  // keys only); a module's dict and name; a heap type's shared keys.
+  uint64_t ts_native_tid = 0, fr_func = 0, fr_prev_instr = 0, fr_owner = 0;
+  uint64_t co_name = 0, co_qualname = 0, co_filename = 0, co_firstlineno = 0, co_linetable = 0,
+           co_localsplusnames = 0, co_code = 0;
+  // An int's digits: 30 bits each in a 32-bit word (PYLONG_BITS_IN_DIGIT on
+  // 64-bit builds, Include/cpython/longintrepr.h).
+  uint64_t bytes_sval = 0, tuple_item = 0, list_item = 0, list_allocated = 0, long_digit = 0;
+  uint64_t dict_used = 0, dict_keys = 0, dict_values = 0;
+  uint64_t dk_log2_size = 0, dk_log2_index_bytes = 0, dk_kind = 0, dk_nentries = 0, dk_indices = 0;
+  uint64_t entry_key = 0, entry_value = 0, entry_size = 0;
+  uint64_t uentry_key = 0, uentry_value = 0, uentry_size = 0;
+  uint64_t md_dict = 0, md_name = 0, ht_cached_keys = 0;
   // pymalloc (Objects/obmalloc.c): `arenas` and `maxarenas` (statics an
   // LTO build renames arenas.lto_priv.0), struct arena_object and struct
   // pool_header.

@@ -6,7 +6,9 @@
 
 #include "corelib/blocks/heap.hpp"
 #include "targets/cpython/cpython.hpp"
+#include "targets/cpython/py_frames.hpp"
 #include "targets/cpython/py_objects.hpp"
+#include "targets/cpython/py_values.hpp"
 
 namespace lr {
 
@@ -62,6 +64,18 @@ class Cpython final : public ProcessTarget {
     HeapWalk h;
     LR_ASSIGN(PyCensus c, census_of(prog, &h));
     return std::unique_ptr<BlockTagger>(std::make_unique<PythonTagger>(std::move(h), std::move(c)));
+  }
+  Result<std::optional<LanguageStacks>> stacks(Program& prog) override {
+    LR_ASSIGN(PyLayout L, python_layout(prog));
+    const PyValues v(prog.mem(), L);
+    LanguageStacks out;
+    out.language = "Python " + L.version;
+    for (const PyThreadStack& t : python_stacks(v)) {
+      LanguageStack s{t.tid, {}, t.cut};
+      for (const PyFrame& f : t.frames) s.frames.push_back({f.function, f.file, f.line});
+      out.threads.push_back(std::move(s));
+    }
+    return std::optional<LanguageStacks>(std::move(out));
   }
   // The live objects by type ("python" classes: count and bytes).
   Result<ProgramSnapshot> snapshot(Program& prog, const std::string& source, Snapshot& s) override {
