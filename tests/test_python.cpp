@@ -244,6 +244,49 @@ TEST_CASE("python: info prints each thread's Python stack as gdb's py-bt does", 
   CHECK(ours.back().find(":<module>") != std::string::npos);
 }
 
+TEST_CASE("python: a C extension's missing Py_DECREF, under an http.server's load", "[python]") {
+  // lrpyext's retry path keeps the new reference PyObject_GetAttrString
+  // gave it: each retried request's body outlives its request.
+  INFO("lrpyext.so is built from fixtures/python/lrpyext.c against python3.11-dev");
+  REQUIRE(std::filesystem::exists(lrtest::fixture_path("lrpyext.so")));
+  const auto& fc = lrtest::fixture_core("pyserver", lrtest::fixture_path("fx_pyserver.py"));
+  CHECK(fc.manifest["served"] == 400);
+  std::set<std::string> want;
+  for (const auto& a : fc.manifest["leaked"]) want.insert(fmt::format("{:#x}", a.get<uint64_t>()));
+  REQUIRE(want.size() == 58);  // every 7th of 400 requests
+  auto r = lrtest::leakref({"python", fc.core, "--json", "--top", "100000"}, 300);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const json j = json::parse(r.out);
+  // Exactly the leaked references, each of a Body, and nothing else.
+  CHECK(j["excess_objects"] == want.size());
+  CHECK(j["excess_refs"] == want.size());
+  std::set<std::string> got;
+  for (const auto& o : j["listed"]) {
+    INFO(o.dump());
+    if (o["excess"] == 0) {
+      // What only a leaked body held (its data) is leaked with it.
+      CHECK(o["type"] == "bytes");
+      CHECK(o["leaked"] == true);
+      CHECK(o["found"] == 0);
+      continue;
+    }
+    CHECK(o["type"] == "Body");
+    CHECK(o["refcnt"] == 1);
+    CHECK(o["found"] == 0);
+    CHECK(o["leaked"] == true);
+    got.insert(o["addr"]);
+  }
+  CHECK(got == want);
+  for (const auto& t : j["types"])
+    if (t["type"] == "Body") {
+      CHECK(t["excess_refs"] == want.size());
+      CHECK(t["leaked"] == want.size());
+    }
+  auto f = lrtest::leakref({"python", fc.core, "--fail-on", "excess"}, 300);
+  CHECK(f.status == 1);
+}
+
 TEST_CASE("python: an interpreter without its debug info is refused, naming it", "[python]") {
   const auto& fc = py_core();
   // A sysroot that holds the interpreter but not /usr/lib/debug.

@@ -133,6 +133,7 @@ Result<void> fields_from_dwarf(TypeRegistry& types, PyLayout& L) {
       {&PyLayout::uentry_value, "PyDictUnicodeEntry", "me_value"},
       {&PyLayout::md_dict, "PyModuleObject", "md_dict"},
       {&PyLayout::md_name, "PyModuleObject", "md_name"},
+      {&PyLayout::md_state, "PyModuleObject", "md_state"},
       {&PyLayout::ht_cached_keys, "PyHeapTypeObject", "ht_cached_keys"},
       {&PyLayout::ao_address, "struct arena_object", "address"},
       {&PyLayout::ao_pool_address, "struct arena_object", "pool_address"},

@@ -83,7 +83,7 @@ struct PyLayout {
   uint64_t dk_log2_size = 0, dk_log2_index_bytes = 0, dk_kind = 0, dk_nentries = 0, dk_indices = 0;
   uint64_t entry_key = 0, entry_value = 0, entry_size = 0;
   uint64_t uentry_key = 0, uentry_value = 0, uentry_size = 0;
-  uint64_t md_dict = 0, md_name = 0, ht_cached_keys = 0;
+  uint64_t md_dict = 0, md_name = 0, md_state = 0, ht_cached_keys = 0;
   // pymalloc (Objects/obmalloc.c): `arenas` and `maxarenas` (statics an
   // LTO build renames arenas.lto_priv.0), struct arena_object and struct
   // pool_header.

@@ -52,6 +52,7 @@ class Census {
       out_.pymalloc_blocks += hi - lo;
     }
     for (uint32_t i = 0; i < heap_.in_use.size(); ++i) block(i, heap_.in_use[i]);
+    drop_module_states();
     gc_lists();
     if (warned_ > kMaxWarnings)
       out_.warnings.push_back(fmt::format("{} more such warnings", warned_ - kMaxWarnings));
@@ -170,7 +171,12 @@ class Census {
            !(T.itemsize && fits(c, (need + T.itemsize + 7) & ~uint64_t{7}))))
         continue;
       PyObj o{c.user + off, i, static_cast<uint32_t>(t), rc, static_cast<uint32_t>(u), 0, 0};
-      if (rc == 0) o.flags |= PyObj::kFreeList;
+      if (rc == 0) {
+        // Dead objects kept for reuse; any other block whose first words
+        // read as a count of 0 and a type is something else.
+        if (!free_listed_type(T)) continue;
+        o.flags |= PyObj::kFreeList;
+      }
       if (T.flags & kTpUnicodeSubclass) {
         uint32_t state;
         std::memcpy(&state, p + off + L_.str_state, 4);
@@ -179,6 +185,39 @@ class Census {
       out_.objects.push_back(o);
       return;
     }
+  }
+
+  // The types 3.11 keeps freed objects of on free lists (Objects/floatobject.c,
+  // tupleobject.c, listobject.c, dictobject.c, sliceobject.c, genobject.c,
+  // Python/context.c): their refcount is 0 there.
+  static bool free_listed_type(const PyType& T) {
+    static const char* const kTypes[] = {"float",
+                                         "tuple",
+                                         "list",
+                                         "dict",
+                                         "slice",
+                                         "async_generator_asend",
+                                         "async_generator_wrapped_value",
+                                         "Context"};
+    for (const char* n : kTypes)
+      if (T.name == n) return true;
+    return false;
+  }
+
+  // A module's state (PyModuleDef.m_size bytes, PyMem_Malloc'ed; md_state)
+  // holds the module's types and objects: its first two words can read as
+  // a count and a type (select's holds a str and the poll type). It is no
+  // object.
+  void drop_module_states() {
+    std::vector<uint64_t> states;
+    for (const PyObj& o : out_.objects)
+      if (o.live() && out_.type(o).name == "module")
+        if (auto st = mem_.read_u64(o.addr + L_.md_state); st.ok() && st.value())
+          states.push_back(st.value());
+    std::sort(states.begin(), states.end());
+    std::erase_if(out_.objects, [&](const PyObj& o) {
+      return std::binary_search(states.begin(), states.end(), heap_.in_use[o.chunk].user);
+    });
   }
 
   // Every interpreter's generation lists (bounded by the objects found: a
