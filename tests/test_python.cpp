@@ -287,6 +287,56 @@ TEST_CASE("python: a C extension's missing Py_DECREF, under an http.server's loa
   CHECK(f.status == 1);
 }
 
+TEST_CASE("python: a damaged core gives a bounded answer that says so", "[python][hostile]") {
+  const auto& fc = py_core();
+  const std::string dir = lrtest::tmp_dir();
+  const uint64_t keep = fc.manifest["keep"]["addr"], leafy = fc.manifest["leafy_type"],
+                 cache = fc.manifest["cache"];
+  auto run = [&](const std::string& core) {
+    auto r = lrtest::leakref({"python", core, "--json", "--top", "0"}, 300);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    return json::parse(r.out);
+  };
+  auto warned = [](const json& j, const std::string& what) {
+    for (const auto& w : j["warnings"])
+      if (w.get<std::string>().find(what) != std::string::npos) return true;
+    return false;
+  };
+  auto count_of = [](const json& j, const std::string& type) {
+    for (const auto& t : j["types"])
+      if (t["type"] == type) return t["objects"].get<int64_t>();
+    return int64_t{0};
+  };
+  const json whole = run(fc.core);
+  // A freed object still on a GC list (its count 0: no object lies there).
+  const json freed = run(lrtest::patched(fc.core, dir + "/py-freed.core", {{keep, 0}}));
+  CHECK(warned(freed, fmt::format("lists {:#x}, which is no live object", keep)));
+  CHECK(freed["partial"] == true);
+  CHECK(count_of(freed, "Leafy") == count_of(whole, "Leafy") - 1);
+  // A type whose ob_type is itself: its instances are no objects, said once.
+  const json cyc = run(lrtest::patched(fc.core, dir + "/py-cycle.core", {{leafy + 8, leafy}}));
+  CHECK(warned(cyc, fmt::format("type {:#x}: its ob_type chain is a cycle", leafy)));
+  CHECK(cyc["partial"] == true);
+  CHECK(count_of(cyc, "Leafy") == 0);
+  CHECK(cyc["warnings"].size() <= 12);
+  // A dict whose keys pointer reads as no keys table of its entries.
+  const std::string bad_dict =
+      lrtest::patched(fc.core, dir + "/py-dict.core", {{cache + 32, cache}});
+  const json dict = run(bad_dict);
+  CHECK(warned(dict, fmt::format("dict {:#x}: 50 entries in use", cache)));
+  CHECK(dict["partial"] == true);
+  auto f = lrtest::leakref({"python", bad_dict, "--fail-on", "partial"}, 300);
+  CHECK(f.status == 1);
+  CHECK(f.out.rfind("partial: ", 0) == 0);
+  // --holders through the damaged dict: bounded, named as far as it reads.
+  const uint64_t k42 = fc.manifest["named"]["module __main__, global _CACHE['k42']"];
+  auto h = lrtest::leakref({"python", bad_dict, "--holders", std::to_string(k42)}, 300);
+  INFO(h.out << h.err);
+  CHECK(h.status == 0);
+  CHECK(h.out.find("global _CACHE['k42']") == std::string::npos);
+}
+
 TEST_CASE("python: an interpreter without its debug info is refused, naming it", "[python]") {
   const auto& fc = py_core();
   // A sysroot that holds the interpreter but not /usr/lib/debug.

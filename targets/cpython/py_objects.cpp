@@ -53,6 +53,7 @@ class Census {
     }
     for (uint32_t i = 0; i < heap_.in_use.size(); ++i) block(i, heap_.in_use[i]);
     drop_module_states();
+    check_dicts();
     gc_lists();
     if (warned_ > kMaxWarnings)
       out_.warnings.push_back(fmt::format("{} more such warnings", warned_ - kMaxWarnings));
@@ -218,6 +219,36 @@ class Census {
     std::erase_if(out_.objects, [&](const PyObj& o) {
       return std::binary_search(states.begin(), states.end(), heap_.in_use[o.chunk].user);
     });
+  }
+
+  // Each dict's keys table, as dictobject.c of 3.11 keeps it: a table of
+  // 2^dk_log2_size slots (0: the shared empty table) whose indices take 1,
+  // 2, 4 or 8 bytes each, of a
+  // known kind, with at least ma_used entries (a combined table's) and no
+  // more than it has slots. A dict that breaks this is named: what a path
+  // through it says is then in doubt.
+  void check_dicts() {
+    for (const PyObj& o : out_.objects) {
+      if (!o.live() || !(out_.type(o).flags & kTpDictSubclass)) continue;
+      auto used = mem_.read_as<int64_t>(o.addr + L_.dict_used);
+      auto keys = mem_.read_u64(o.addr + L_.dict_keys);
+      auto values = mem_.read_u64(o.addr + L_.dict_values);
+      const uint8_t* k = keys.ok() ? mem_.span(keys.value(), L_.dk_indices) : nullptr;
+      if (!used.ok() || !values.ok() || !k) {
+        warn(fmt::format("dict {:#x}: its keys table is unreadable", o.addr));
+        continue;
+      }
+      const uint8_t lg = k[L_.dk_log2_size], lgi = k[L_.dk_log2_index_bytes], kind = k[L_.dk_kind];
+      int64_t n;
+      std::memcpy(&n, k + L_.dk_nentries, 8);
+      const bool shape = lg <= 40 && lgi >= lg && lgi <= lg + 3 && kind <= 2;
+      const int64_t slots = shape ? int64_t{1} << lg : 0;
+      if (!shape || n < 0 || n > slots || used.value() < 0 || (!values.value() && used.value() > n))
+        warn(
+            fmt::format("dict {:#x}: {} entries in use, but its keys table at {:#x} does not "
+                        "read as one that holds them",
+                        o.addr, used.value(), keys.value()));
+    }
   }
 
   // Every interpreter's generation lists (bounded by the objects found: a

@@ -1,6 +1,8 @@
 // CPython objects against the references found (py_reconcile.hpp).
 #include "targets/cpython/py_reconcile.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -203,6 +205,12 @@ Result<PyReport> python_report(const IndexedCore& core) {
   tally(r);
   r.partial = ix.partial();
   std::erase(r.partial, std::string(kGcLinksFollowed));  // not followed here
+  // Damage the census met (a GC list that breaks or lists no object, a
+  // type chain that loops) leaves objects uncounted or untracked.
+  if (!r.census.warnings.empty())
+    r.partial.push_back(
+        fmt::format("CPython's objects were read in part: {}{}", r.census.warnings.front(),
+                    r.census.warnings.size() > 1 ? " (and more, see warnings)" : ""));
   return r;
 }
 
