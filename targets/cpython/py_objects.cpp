@@ -223,10 +223,9 @@ class Census {
 
   // Each dict's keys table, as dictobject.c of 3.11 keeps it: a table of
   // 2^dk_log2_size slots (0: the shared empty table) whose indices take 1,
-  // 2, 4 or 8 bytes each, of a
-  // known kind, with at least ma_used entries (a combined table's) and no
-  // more than it has slots. A dict that breaks this is named: what a path
-  // through it says is then in doubt.
+  // 2, 4 or 8 bytes each, of a known kind, with at least ma_used entries (a
+  // combined table's) and no more than it has slots. A dict that breaks
+  // this is named: what a path through it says is then in doubt.
   void check_dicts() {
     for (const PyObj& o : out_.objects) {
       if (!o.live() || !(out_.type(o).flags & kTpDictSubclass)) continue;
