@@ -4,6 +4,7 @@
 // sys.getallocatedblocks), and the references it counted that nothing
 // holds (Py_IncRef called through ctypes: a Py_DECREF forgotten).
 #include <fmt/format.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -335,6 +336,51 @@ TEST_CASE("python: a damaged core gives a bounded answer that says so", "[python
   INFO(h.out << h.err);
   CHECK(h.status == 0);
   CHECK(h.out.find("global _CACHE['k42']") == std::string::npos);
+}
+
+TEST_CASE("python: diff names the cache that grew and the class that fills it", "[python][diff]") {
+  // fx_pycache at its two checkpoints: 2000 sessions, then 5000.
+  const std::string dir = lrtest::tmp_dir() + "/pycache";
+  lrtest::run({"/bin/mkdir", "-p", dir});
+  const std::string go = dir + "/go", man = dir + "/manifest.json";
+  auto fx = lrtest::spawn({lrtest::fixture_path("fx_pycache.py"), man, go});
+  const std::string pid = std::to_string(fx.pid);
+  bool ok = lrtest::wait_for_text(fx.out_path, "CP1", 60) &&
+            lrtest::run({"gcore", "-o", dir + "/c1", pid}, 120).status == 0;
+  lrtest::write_file(go, "go");
+  ok = ok && lrtest::wait_for_text(fx.out_path, "CP2", 60) &&
+       lrtest::run({"gcore", "-o", dir + "/c2", pid}, 120).status == 0;
+  lrtest::finish(fx, SIGKILL);
+  INFO(lrtest::read_file(fx.err_path));
+  REQUIRE(ok);
+  const json m = json::parse(lrtest::read_file(man));
+  auto r = lrtest::leakref({"diff", dir + "/c1." + pid, dir + "/c2." + pid, "--json"}, 300);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const json j = json::parse(r.out);
+  auto cls = [&](const std::string& kind, const std::string& name) -> const json* {
+    for (const auto& c : j["classes"])
+      if (c["kind"] == kind && c["name"] == name) return &c;
+    return nullptr;
+  };
+  // The class whose instances grew, counted as gc.get_objects() did.
+  const json* s = cls("python", "Session");
+  REQUIRE(s != nullptr);
+  CHECK((*s)["before"] == m["cp1"]["Session"]);
+  CHECK((*s)["after"] == m["cp2"]["Session"]);
+  // The dict that holds them, by its name, with len() at each moment; the
+  // steady one unchanged.
+  const json* d = cls("python container", "module __main__, global _SESSIONS (dict)");
+  REQUIRE(d != nullptr);
+  CHECK((*d)["before"] == m["cp1"]["sessions"]);
+  CHECK((*d)["after"] == m["cp2"]["sessions"]);
+  const json* c = cls("python container", "module __main__, global _CONFIG (dict)");
+  REQUIRE(c != nullptr);
+  CHECK((*c)["before"] == 1500);
+  CHECK((*c)["after"] == 1500);
+  // The text says so among what grew most.
+  auto t = lrtest::leakref({"diff", dir + "/c1." + pid, dir + "/c2." + pid}, 300);
+  CHECK(t.out.find("module __main__, global _SESSIONS (dict)") != std::string::npos);
 }
 
 TEST_CASE("python: an interpreter without its debug info is refused, naming it", "[python]") {

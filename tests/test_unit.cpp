@@ -937,3 +937,39 @@ TEST_CASE("dominators: the unreached part is entered once per source component",
   CHECK(e[1] == 5);
   CHECK(e[2] == 6);
 }
+
+TEST_CASE("floors: a class listed from a count up is unknown where it is absent", "[unit][diff]") {
+  lr::Snapshot a, b;
+  a.kind = b.kind = "core";
+  a.floors["python container"] = b.floors["python container"] = 1000;
+  a.classes = {{"python container", "cache", 2000, -1}, {"python", "Session", 2000, 128000}};
+  b.classes = {{"python container", "cache", 5000, -1},
+               {"python container", "log", 1200, -1},
+               {"python", "Session", 5000, 320000}};
+  const lr::SnapDiff d = lr::diff_snapshots(a, b);
+  auto in = [](const std::vector<lr::ClassDelta>& v, const std::string& name) {
+    return std::any_of(v.begin(), v.end(), [&](const auto& c) { return c.name == name; });
+  };
+  // Listed on both sides: a delta; absent from the older (under 1000
+  // there): unknown, never "new" from 0.
+  CHECK(in(d.classes, "cache"));
+  CHECK(in(d.unknown, "log"));
+  CHECK(!in(d.classes, "log"));
+  CHECK(in(d.classes, "Session"));
+  // Over a series: plotted only where every snapshot lists it.
+  const lr::TrendReport t = lr::trend_of({a, b});
+  CHECK(std::any_of(t.classes.begin(), t.classes.end(),
+                    [](const auto& c) { return c.name == "cache" && c.counts[1] == 5000; }));
+  CHECK(std::none_of(t.classes.begin(), t.classes.end(),
+                     [](const auto& c) { return c.name == "log"; }));
+  // Saved and read back; a floor that is no count is refused.
+  a.source = "a";
+  auto back = lr::snapshot_from_json(lr::snapshot_json(a), "a.json");
+  REQUIRE(back.ok());
+  CHECK(back->floors == a.floors);
+  nlohmann::json bad = lr::snapshot_json(a);
+  bad["floors"]["python container"] = -1;
+  auto r = lr::snapshot_from_json(bad, "bad.json");
+  REQUIRE(!r.ok());
+  CHECK(r.error().message.find("floor of 'python container' is not a count") != std::string::npos);
+}

@@ -145,8 +145,16 @@ SnapDiff diff_snapshots(const Snapshot& older, const Snapshot& newer) {
     add(!x.in_new, c, x.after, x.after_bytes);
     x.in_new = true;
   }
-  for (auto& [k, v] : classes)
-    (older.knows(v.kind) && newer.knows(v.kind) ? d.classes : d.unknown).push_back(std::move(v));
+  // A class of a kind listed from a floor, absent from one side, was below
+  // it there: its count there is unknown.
+  auto below = [](const Snapshot& s, const ClassDelta& v, bool in) {
+    return !in && s.floors.count(v.kind);
+  };
+  for (auto& [k, v] : classes) {
+    const bool known = older.knows(v.kind) && newer.knows(v.kind) && !below(older, v, v.in_old) &&
+                       !below(newer, v, v.in_new);
+    (known ? d.classes : d.unknown).push_back(std::move(v));
+  }
   std::stable_sort(d.classes.begin(), d.classes.end(), [](const auto& a, const auto& b) {
     return a.delta() > b.delta();  // most grown first, most shrunk last
   });
@@ -231,6 +239,18 @@ TrendReport trend_of(const std::vector<Snapshot>& snaps) {
       }
       cs.counts[i] += c.count;
     }
+  // A class of a kind listed from a floor is plotted only where every
+  // snapshot lists it (elsewhere its count is unknown, not 0).
+  std::map<std::pair<std::string, std::string>, size_t> listed;
+  for (const auto& s : snaps)
+    for (const auto& c : s.classes)
+      if (s.floors.count(c.kind)) ++listed[{c.kind, c.name}];
+  std::erase_if(by, [&](const auto& kv) {
+    const bool floored = std::any_of(snaps.begin(), snaps.end(), [&](const Snapshot& s) {
+      return s.floors.count(kv.second.kind) != 0;
+    });
+    return floored && listed[kv.first] < n;
+  });
   for (auto& [k, cs] : by) {
     cs.slope = slope_of(x, cs.counts);
     bool never_fell = std::is_sorted(cs.counts.begin(), cs.counts.end());

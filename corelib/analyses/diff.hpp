@@ -49,6 +49,10 @@ struct Snapshot {
   // or a kernel list that could not be walked, or only in part): unknown
   // there, never zero or a part taken for the whole.
   std::vector<std::string> unknown_kinds;
+  // Kinds whose classes are listed only from a count up (the largest of
+  // many: a program's containers by what names them): a class of one absent
+  // from a snapshot was below the floor there, not gone.
+  std::map<std::string, int64_t> floors;
   bool knows(const std::string& kind) const;
 };
 

@@ -88,6 +88,7 @@ nlohmann::json snapshot_json(const lr::Snapshot& s) {
   j["time_from"] = s.time > 0 ? nlohmann::json(s.time_from) : nlohmann::json(nullptr);
   j["classes"] = classes;
   j["unknown_kinds"] = s.unknown_kinds;
+  if (!s.floors.empty()) j["floors"] = s.floors;
   j["objects"] = objects;
   j["warnings"] = s.warnings;
   return j;
@@ -190,6 +191,14 @@ lr::Result<lr::Snapshot> snapshot_from_json(const nlohmann::json& j, const std::
     for (const auto& k : j["unknown_kinds"]) {
       if (!k.is_string()) return r.bad("an unknown kind is not a string");
       s.unknown_kinds.push_back(k.get<std::string>());
+    }
+  }
+  if (j.contains("floors")) {
+    if (!j["floors"].is_object()) return r.bad("'floors' is not an object");
+    for (const auto& [k, v] : j["floors"].items()) {
+      if (!v.is_number_integer() || v.get<int64_t>() < 0)
+        return r.bad("floor of '" + k + "' is not a count");
+      s.floors[k] = v.get<int64_t>();
     }
   }
   LR_TRY(read_objects(r, j, s));

@@ -6,6 +6,7 @@
 
 #include "corelib/blocks/heap.hpp"
 #include "targets/cpython/cpython.hpp"
+#include "targets/cpython/py_containers.hpp"
 #include "targets/cpython/py_frames.hpp"
 #include "targets/cpython/py_objects.hpp"
 #include "targets/cpython/py_values.hpp"
@@ -77,12 +78,15 @@ class Cpython final : public ProcessTarget {
     }
     return std::optional<LanguageStacks>(std::move(out));
   }
-  // The live objects by type ("python" classes: count and bytes).
+  // The live objects by type ("python" classes: count and bytes), and the
+  // containers of 1000 items or more by their path ("python container"
+  // classes, listed from that floor).
   Result<ProgramSnapshot> snapshot(Program& prog, const std::string& source, Snapshot& s) override {
     auto c = census_of(prog, nullptr);
     if (!c.ok()) {
       s.warnings.push_back(fmt::format("{}: no Python classes: {}", source, c.error().message));
       s.unknown_kinds.push_back("python");
+      s.unknown_kinds.push_back("python container");
       return ProgramSnapshot{};
     }
     std::map<std::string, std::pair<int64_t, int64_t>> by;
@@ -94,7 +98,28 @@ class Cpython final : public ProcessTarget {
     for (const auto& [name, nb] : by) s.classes.push_back({"python", name, nb.first, nb.second});
     for (const auto& w : c->warnings) s.warnings.push_back(source + ": python: " + w);
     if (!c->warnings.empty()) s.unknown_kinds.push_back("python");
+    add_containers(prog, source, s);
     return ProgramSnapshot{};
+  }
+
+ private:
+  static constexpr int64_t kContainerFloor = 1000;
+
+  // Naming needs the references: the index is built for them only when a
+  // container is that large.
+  static void add_containers(Program& prog, const std::string& source, Snapshot& s) {
+    s.floors["python container"] = kContainerFloor;
+    auto core = index_program(prog, false);
+    auto big = core.ok() ? python_containers(core.value(), kContainerFloor)
+                         : Result<std::vector<PyContainer>>(core.error());
+    if (!big.ok()) {
+      s.warnings.push_back(
+          fmt::format("{}: no Python containers: {}", source, big.error().message));
+      s.unknown_kinds.push_back("python container");
+      return;
+    }
+    for (const PyContainer& x : big.value())
+      s.classes.push_back({"python container", x.name + " (" + x.type + ")", x.items, -1});
   }
 };
 

@@ -13,7 +13,7 @@ namespace {
 
 constexpr uint32_t kNone = UINT32_MAX;
 // Py_TPFLAGS_*_SUBCLASS (Include/object.h of 3.11).
-constexpr uint64_t kListSubclass = 1ull << 25, kTupleSubclass = 1ull << 26,
+constexpr uint64_t kListSubclass = kTpListSubclass, kTupleSubclass = 1ull << 26,
                    kDictSubclass = kTpDictSubclass;
 // dk_kind (Include/internal/pycore_dict.h of 3.11): 0 general entries (with
 // the hash), 1 str keys, 2 split (str keys, values apart).

@@ -1,0 +1,46 @@
+// A CPython process's large containers, named (py_containers.hpp).
+#include "targets/cpython/py_containers.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "targets/cpython/py_names.hpp"
+
+namespace lr {
+
+Result<std::vector<PyContainer>> python_containers(const IndexedCore& core, int64_t floor) {
+  const CensusHolder* held = nullptr;
+  for (const auto& t : core.tags)
+    if (auto* h = dynamic_cast<const CensusHolder*>(t.tagger.get());
+        h && t.tagger->heap() == &core.ci.index->heap())
+      held = h;
+  if (!held) return make_error(Errc::kNotFound, "no CPython census was made of this core");
+  const PyCensus& c = held->census();
+  const Memory& mem = core.prog->mem();
+  std::vector<std::pair<const PyObj*, int64_t>> big;
+  for (const PyObj& o : c.objects) {
+    if (!o.live()) continue;
+    const uint64_t f = c.type(o).flags;
+    Result<int64_t> n = make_error(Errc::kNotFound, "");
+    if (f & kTpDictSubclass)
+      n = mem.read_as<int64_t>(o.addr + c.layout.dict_used);
+    else if (f & kTpListSubclass)
+      n = mem.read_as<int64_t>(o.addr + c.layout.ob_size);
+    if (n.ok() && n.value() >= floor) big.emplace_back(&o, n.value());
+  }
+  std::vector<PyContainer> out;
+  if (big.empty()) return out;
+  const auto stacks = python_stacks(PyValues(mem, c.layout));
+  const PyNamer namer(core, c, stacks);
+  for (const auto& [o, n] : big) {
+    PyContainer x{namer.path(*o), c.type(*o).name, o->addr, n};
+    if (x.name.empty()) x.name = fmt::format("({} at {:#x})", x.type, x.addr);
+    out.push_back(std::move(x));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const PyContainer& a, const PyContainer& b) { return a.items > b.items; });
+  return out;
+}
+
+}  // namespace lr
