@@ -342,7 +342,7 @@ FUZZ_FLAGS   := -std=c++20 -g1 -O1 -fsanitize=fuzzer,address,undefined -I. -I$(S
 TRACE_PARSERS := leakref bpftrace stap mmleak bcc mtrace
 FUZZERS      := $(FUZZ_DIR)/fuzz_core $(FUZZ_DIR)/fuzz_path $(FUZZ_DIR)/fuzz_expr $(FUZZ_DIR)/fuzz_profile \
                 $(FUZZ_DIR)/fuzz_kdump $(FUZZ_DIR)/fuzz_statedump $(FUZZ_DIR)/fuzz_jemalloc $(FUZZ_DIR)/fuzz_tcmalloc \
-                $(FUZZ_DIR)/fuzz_std \
+                $(FUZZ_DIR)/fuzz_std $(FUZZ_DIR)/fuzz_python \
                 $(TRACE_PARSERS:%=$(FUZZ_DIR)/fuzz_trace_%)
 
 # The engine is the sanitized build's (instrumented for libFuzzer too, not

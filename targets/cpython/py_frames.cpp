@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
+
 #include "corelib/dump/memory.hpp"
 #include "targets/cpython/py_values.hpp"
 
@@ -48,7 +50,9 @@ int python_line(const std::string& t, int first, int64_t addrq) {
     if (code >= 10 && code <= 12) line += code - 10;                // one line
     const int64_t start = end;
     end += ((b & 7) + 1) * 2;
-    if (addrq >= start && addrq < end) return code == 15 ? -1 : static_cast<int>(line);
+    // A line no source has (a damaged table's sum) is none.
+    if (addrq >= start && addrq < end)
+      return code == 15 || line < 0 || line > INT32_MAX ? -1 : static_cast<int>(line);
     do ++p;
     while (p < t.size() && !(static_cast<uint8_t>(t[p]) & 0x80));
   }
