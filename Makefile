@@ -493,10 +493,13 @@ bench-kernel:
 # throughput; the reference index on 5.9 M allocations (and chap beside it
 # with CHAP=/path/to/chap) and on an 8 GB core (BENCH_REFS_GB); C++: a map
 # and an unordered_map of 1 M entries against gdb's printers, and the
-# shared_ptr census on 5 M control blocks against leaks.
+# shared_ptr census on 5 M control blocks against leaks; CPython: 5 M
+# objects with their refcounts reconciled, against a gdb Python walk of
+# the GC's lists.
 bench:
 	$(MAKE) -j$(NPROC) $(BIN) $(BUILD)/walk_repeat fixtures
 	BUILD=$(BUILD) scripts/bench walks
 	BUILD=$(BUILD) scripts/bench batch
 	BUILD=$(BUILD) scripts/bench refs
 	BUILD=$(BUILD) scripts/bench cxx
+	BUILD=$(BUILD) scripts/bench python

@@ -590,10 +590,85 @@ def census(w, lr, core, m):
           f"memory {anon >> 20} MiB; verdicts = manifest")
 
 
+# ---- CPython: every object and the reconcile, against a gdb Python walk ----
+
+# What a gdb user scripts without leakref: gc.get_objects()' walk of every
+# generation's list, each object's type name and refcount read through
+# gdb.Value (python3.11-dbg's DWARF).
+GDB_PY_WALK = """
+import gdb
+interp = gdb.parse_and_eval("_PyRuntime")["interpreters"]["head"]
+gc = interp["gc"]
+heads = [gc["generations"][i]["head"] for i in range(3)] + [gc["permanent_generation"]["head"]]
+pyobj = gdb.lookup_type("PyObject").pointer()
+gch = gdb.lookup_type("PyGC_Head")
+n = 0
+by = {}
+for h in heads:
+    end = int(h.address)
+    p = int(h["_gc_next"])
+    while p != end:
+        g = gdb.Value(p).cast(gch.pointer())
+        o = (g + 1).cast(pyobj)
+        name = o["ob_type"]["tp_name"].string()
+        by[name] = by.get(name, 0) + int(o["ob_refcnt"])
+        n += 1
+        p = int(g["_gc_next"]) & ~3
+print("TRACKED %d" % n)
+"""
+
+
+def python():
+    """leakref python (every object with its type and refcount, and the
+    reconcile) on a core of N items (3 objects each), medians of 3, against
+    a gdb Python script walking the GC's lists (gc.get_objects()' objects,
+    a third of them) with python3.11-dbg, once, stopped after
+    BENCH_GDB_SECONDS; both must find the manifest's counts."""
+    b = build_dir()
+    lr, fx = os.path.join(b, "leakref"), os.path.join(b, "fixtures", "fx_pyscale.py")
+    n = int(os.environ.get("BENCH_PY_ITEMS", "1666667"))
+    leak = 100
+    with Work("python") as w:
+        core = w.snap("py", fx, [str(n), str(leak)])
+        m = load(w.path("py.json"))
+        runs = [measure(w.path("py.out.json"), [lr, "python", core, "--json", "--top", "0"])
+                for _ in range(3)]
+        j = load(w.path("py.out.json"))
+        item = next((t for t in j["types"] if t["type"] == "Item"), {})
+        if item.get("objects") != m["items"] or j["excess_objects"] != leak or item.get("leaked") != leak:
+            raise Fail(f"leakref python: {item.get('objects')} Items, {j['excess_objects']} with excess "
+                       f"references; manifest {m['items']} and {leak}")
+        lt = median([r[0] for r in runs])
+        print(f"leakref python ({j['objects']} live objects, {j['tracked']} tracked; core "
+              f"{os.path.getsize(core) >> 20} MiB): median {lt:.2f} s, peak RSS {runs[0][2] >> 20} MiB, "
+              f"anonymous {runs[0][1] >> 20} MiB (target < 3 s for 5 M objects); the manifest's Items "
+              f"and its {leak} leaked references")
+        script = w.path("walk.py")
+        with open(script, "w") as f:
+            f.write(GDB_PY_WALK)
+        limit = float(os.environ.get("BENCH_GDB_SECONDS", "600"))
+        gout = w.path("gdb.out")
+        gs, _, ghwm = measure(gout, ["gdb", "-batch", "-nx", "-x", script, "/usr/bin/python3.11", core],
+                              limit)
+        if gs is None:
+            print(f"gdb Python walk of the GC's lists: still walking after {limit:.0f} s (peak RSS "
+                  f"{ghwm >> 20} MiB, stopped) = more than {limit / lt:.0f}x (target >= 100x)")
+        else:
+            with open(gout, errors="replace") as f:
+                got = re.search(r"TRACKED (\d+)", f.read())
+            if not got or int(got.group(1)) != j["tracked"]:
+                raise Fail(f"gdb walk: {got and got.group(1)} tracked objects, leakref {j['tracked']}")
+            print(f"gdb Python walk of the GC's lists ({j['tracked']} objects, type and refcount each): "
+                  f"{gs:.1f} s (peak RSS {ghwm >> 20} MiB) = {gs / lt:.0f}x (target >= 100x); the same "
+                  f"tracked objects")
+        os.unlink(core)
+    return 0
+
+
 def main(argv):
     from . import bench_kernel
     benches = {"walks": walks, "batch": batch, "refs": refs, "cxx": cxx, "kernel": bench_kernel.kernel,
-               "trace": bench_kernel.trace}
+               "trace": bench_kernel.trace, "python": python}
     if len(argv) != 1 or argv[0] not in benches:
-        raise Fail("usage: bench walks|batch|refs|cxx|kernel|trace", 2)
+        raise Fail("usage: bench walks|batch|refs|cxx|python|kernel|trace", 2)
     return benches[argv[0]]()

@@ -102,6 +102,14 @@ bool PyNamer::usable(Ref r, uint32_t dst) const {
     if (src != SIZE_MAX && src < obj_of_.size() && obj_of_[src] != kNone &&
         !c_.objects[obj_of_[src]].live())
       return false;  // a free-listed object's words are from its last life
+    // A list's spare slots keep the items it dropped (list.pop()).
+    if (auto a = aux_.find(uint32_t(src)); a != aux_.end() && a->second.kind == Aux::kListItems) {
+      const uint64_t l = c_.objects[a->second.owner].addr;
+      auto items = v_.mem().read_u64(l + L_.list_item);
+      auto size = v_.mem().read_as<int64_t>(l + L_.ob_size);
+      if (items.ok() && size.ok() && r.from >= items.value() + uint64_t(size.value()) * 8)
+        return false;
+    }
   }
   if (const PyObj* o = object(dst)) return r.value == o->addr;
   return aux_.count(dst) != 0;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <unordered_map>
 
 #include "targets/cpython/cpython.hpp"
 
@@ -15,14 +16,34 @@ namespace {
 
 constexpr uint32_t kNone = UINT32_MAX;
 
+// Each list's items block and the address its spare capacity begins at
+// (ob_item + ob_size): list.pop() and del leave the pointers of the items
+// removed there (Objects/listobject.c shrinks ob_size, not the slots), and
+// they hold nothing.
+std::unordered_map<uint32_t, uint64_t> list_spare(const RefIndex& ix, const Memory& mem,
+                                                  const PyCensus& c) {
+  std::unordered_map<uint32_t, uint64_t> out;
+  for (const PyObj& o : c.objects) {
+    if (!o.live() || !(c.type(o).flags & kTpListSubclass)) continue;
+    auto items = mem.read_u64(o.addr + c.layout.list_item);
+    auto size = mem.read_as<int64_t>(o.addr + c.layout.ob_size);
+    if (!items.ok() || !size.ok() || !items.value() || size.value() < 0) continue;
+    if (const size_t ch = ix.chunk_at(items.value()); ch != SIZE_MAX)
+      out[uint32_t(ch)] = items.value() + uint64_t(size.value()) * 8;
+  }
+  return out;
+}
+
 // The heap's references without the GC's links, by source block (CSR),
 // each with the object it points at exactly (kNone: a C block, or inside
 // an object); and the roots' references, likewise.
 class Graph {
  public:
-  Graph(const RefIndex& ix, const PyCensus& c) : ix_(ix), c_(c), by_chunk_(ix.chunks(), kNone) {
+  Graph(const RefIndex& ix, const Memory& mem, const PyCensus& c)
+      : ix_(ix), c_(c), by_chunk_(ix.chunks(), kNone) {
     for (size_t i = 0; i < c.objects.size(); ++i)
       by_chunk_[c.objects[i].chunk] = static_cast<uint32_t>(i);
+    spare_ = list_spare(ix, mem, c);
     build();
   }
 
@@ -76,7 +97,7 @@ class Graph {
     // An object on a free list (refcount 0) keeps the words of its last
     // life: none is a reference.
     ix_.each_chunk_ref_into(all, [&](const Ref& r, uint32_t src) {
-      if (gc_link(r) || free_listed(src)) return;
+      if (gc_link(r) || free_listed(src) || spare(r, src) || inside_object(r)) return;
       while (start_.size() <= src) start_.push_back(static_cast<uint32_t>(to_.size()));
       to_.push_back(r.target);
       exact_.push_back(exact(r));
@@ -85,14 +106,30 @@ class Graph {
     for (size_t k = 0; k < ix_.root_count(); ++k) {
       const Ref r = ix_.root_ref(k);
       if (r.stale || gc_link(r)) continue;
+      if (inside_object(r)) continue;
       roots_.push_back(r.target);
       root_exact_.push_back(exact(r));
     }
   }
 
+  // A word pointing into a Python object but not at it: no reference (C
+  // code holds a PyObject* to the object itself); a word of other data
+  // that happens to fall inside it would otherwise keep it reached.
+  bool inside_object(const Ref& r) const {
+    const uint32_t i = by_chunk_[r.target];
+    return i != kNone && c_.objects[i].live() && r.value != c_.objects[i].addr;
+  }
+
+  bool spare(const Ref& r, uint32_t src) const {
+    auto it = spare_.find(src);
+    return it != spare_.end() && r.from >= it->second;
+  }
+
   const RefIndex& ix_;
   const PyCensus& c_;
   std::vector<uint32_t> by_chunk_;
+  std::unordered_map<uint32_t, uint64_t>
+      spare_;  // a list's items block: where its spare slots begin
   std::vector<uint32_t> start_, to_, exact_;
   std::vector<uint32_t> roots_, root_exact_;
 };
@@ -198,7 +235,7 @@ Result<PyReport> python_report(const IndexedCore& core) {
     LR_ASSIGN(r.census, python_census(*core.prog, ix.heap()));
   }
   r.refs.resize(r.census.objects.size());
-  const Graph g(ix, r.census);
+  const Graph g(ix, core.prog->mem(), r.census);
   std::vector<uint8_t> mark(ix.chunks(), kUnreached);
   count_refs(g, r, mark);
   mark_leaked(g, core.prog->mem(), ix.heap(), r, mark);
