@@ -31,6 +31,12 @@ Result<std::vector<PyContainer>> python_containers(const IndexedCore& core, int6
   }
   std::vector<PyContainer> out;
   if (big.empty()) return out;
+  // The largest are named (each name is a search up the references); one
+  // left out is absent, which a floored kind reads as unknown, never 0.
+  constexpr size_t kMaxNamed = 256;
+  std::sort(big.begin(), big.end(),
+            [](const auto& a, const auto& b) { return a.second > b.second; });
+  if (big.size() > kMaxNamed) big.resize(kMaxNamed);
   const auto stacks = python_stacks(PyValues(mem, c.layout));
   const PyNamer namer(core, c, stacks);
   for (const auto& [o, n] : big) {

@@ -22,7 +22,8 @@ struct PyContainer {
 };
 
 // The containers of `core` (indexed with the CPython target's census) of at
-// least `floor` items, largest first.
+// least `floor` items, largest first (the 256 largest: each is named by a
+// search up the references).
 Result<std::vector<PyContainer>> python_containers(const IndexedCore& core, int64_t floor);
 
 }  // namespace lr

@@ -20,6 +20,9 @@ constexpr uint64_t kListSubclass = kTpListSubclass, kTupleSubclass = 1ull << 26,
 constexpr uint8_t kDictGeneral = 0;
 // How far a path is searched: blocks visited, and words from the object.
 constexpr size_t kMaxVisited = 1 << 18;
+// Blocks visited by all of one namer's searches: past them, what is left
+// is named from its own block (a bound on one command's time).
+constexpr size_t kMaxSpent = 1 << 22;
 constexpr int kMaxDepth = 40;
 // Holders named from their anchor; past them, from their own block (an
 // interned str may have a hundred thousand).
@@ -278,9 +281,10 @@ PyNamer::Named PyNamer::search(uint32_t c) const {
   parent[c] = {kNone, 0};
   std::string c_root;
   uint32_t c_root_block = kNone;
-  while (!queue.empty() && parent.size() < kMaxVisited) {
+  while (!queue.empty() && parent.size() < kMaxVisited && spent_ < kMaxSpent) {
     const auto [b, depth] = queue.front();
     queue.pop_front();
+    ++spent_;
     if (auto m = modules_.find(b); m != modules_.end())
       return compose("module " + m->second + ", global ", Mode::kGlobal, b, parent, c);
     for (const Ref& r : ix_.refs_to(b)) {

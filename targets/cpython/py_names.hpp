@@ -86,6 +86,7 @@ class PyNamer {
   std::vector<uint32_t> obj_of_;                        // block -> census.objects (or none)
   KnownObjects none_;
   std::unique_ptr<RefNamer> roots_;
+  mutable size_t spent_ = 0;  // blocks the searches have visited
 };
 
 }  // namespace lr
