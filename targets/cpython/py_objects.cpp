@@ -51,6 +51,7 @@ class Census {
                                  [](const HeapChunk& c, uint64_t x) { return c.user < x; });
       out_.pymalloc_blocks += hi - lo;
     }
+    out_.objects.reserve(heap_.in_use.size());  // most blocks of a Python process are objects
     for (uint32_t i = 0; i < heap_.in_use.size(); ++i) block(i, heap_.in_use[i]);
     drop_module_states();
     check_dicts();
@@ -215,10 +216,20 @@ class Census {
       if (o.live() && out_.type(o).name == "module")
         if (auto st = mem_.read_u64(o.addr + L_.md_state); st.ok() && st.value())
           states.push_back(st.value());
-    std::sort(states.begin(), states.end());
-    std::erase_if(out_.objects, [&](const PyObj& o) {
-      return std::binary_search(states.begin(), states.end(), heap_.in_use[o.chunk].user);
-    });
+    // The object read in a state's block lies at its start or past a
+    // pre-header: found by address among the objects (sorted), not by a
+    // search for every object.
+    std::vector<uint8_t> drop(out_.objects.size(), 0);
+    bool any = false;
+    for (uint64_t st : states) {
+      auto it = std::lower_bound(out_.objects.begin(), out_.objects.end(), st,
+                                 [](const PyObj& o, uint64_t a) { return o.addr < a; });
+      if (it != out_.objects.end() && heap_.in_use[it->chunk].user == st)
+        drop[it - out_.objects.begin()] = 1, any = true;
+    }
+    if (!any) return;
+    size_t i = 0;
+    std::erase_if(out_.objects, [&](const PyObj&) { return drop[i++] != 0; });
   }
 
   // Each dict's keys table, as dictobject.c of 3.11 keeps it: a table of
