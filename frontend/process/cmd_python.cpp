@@ -33,23 +33,23 @@ struct Names {
   std::vector<lr::PyThreadStack> stacks;
   std::unique_ptr<lr::PyNamer> namer;
   Names(const lr::IndexedCore& core, const lr::PyReport& r)
-      : stacks(lr::python_stacks(lr::PyValues(core.prog->mem(), r.census.layout))),
-        namer(std::make_unique<lr::PyNamer>(core, r.census, stacks)) {}
+      : stacks(lr::python_stacks(lr::PyValues(core.prog->mem(), r.census().layout))),
+        namer(std::make_unique<lr::PyNamer>(core, r.census(), stacks)) {}
 };
 
 bool shown(const lr::PyReport& r, size_t i, const PythonArgs& a) {
-  const lr::PyObj& o = r.census.objects[i];
-  if (!a.type.empty()) return r.census.type(o).name == a.type;
+  const lr::PyObj& o = r.census().objects[i];
+  if (!a.type.empty()) return r.census().type(o).name == a.type;
   return o.live() && (r.refs[i].excess(o.refcnt) > 0 || r.leaked_object(i));
 }
 
 ordered_json object_json(const lr::PyReport& r, size_t i, const Names* names) {
-  const lr::PyObj& o = r.census.objects[i];
+  const lr::PyObj& o = r.census().objects[i];
   const lr::PyObjRefs& f = r.refs[i];
   const std::string path = names && f.reached ? names->namer->path(o) : "";
   return {{"addr", hex(o.addr)},
           {"path", path.empty() ? ordered_json(nullptr) : ordered_json(path)},
-          {"type", r.census.type(o).name},
+          {"type", r.census().type(o).name},
           {"bytes", o.bytes},
           {"refcnt", o.refcnt},
           {"found", f.found},
@@ -63,10 +63,10 @@ ordered_json object_json(const lr::PyReport& r, size_t i, const Names* names) {
 }
 
 std::string object_text(const lr::PyReport& r, size_t i, const Names* names) {
-  const lr::PyObj& o = r.census.objects[i];
+  const lr::PyObj& o = r.census().objects[i];
   const lr::PyObjRefs& f = r.refs[i];
   std::string s = fmt::format("{:#x} {} ({} bytes): refcnt {}, {} found", o.addr,
-                              r.census.type(o).name, o.bytes, o.refcnt, f.found);
+                              r.census().type(o).name, o.bytes, o.refcnt, f.found);
   if (const std::string p = names && f.reached ? names->namer->path(o) : ""; !p.empty())
     s += fmt::format(" [{}]", p);
   if (f.from_dead) s += fmt::format(" (+{} from unreachable blocks)", f.from_dead);
@@ -84,7 +84,7 @@ std::string object_text(const lr::PyReport& r, size_t i, const Names* names) {
 ordered_json holders_json(const lr::PyReport& r, size_t i, const Names& names) {
   ordered_json j = object_json(r, i, &names);
   ordered_json hs = ordered_json::array();
-  for (const auto& h : names.namer->holders(r.census.objects[i]))
+  for (const auto& h : names.namer->holders(r.census().objects[i]))
     hs.push_back({{"from", hex(h.from)}, {"name", h.name}, {"root", h.root}});
   j["holders"] = std::move(hs);
   return j;
@@ -92,10 +92,10 @@ ordered_json holders_json(const lr::PyReport& r, size_t i, const Names& names) {
 
 void print_json(const DumpOptions& c, const lr::IndexedCore& core, const lr::PyReport& r,
                 const PythonArgs& a, const Names* names, size_t held) {
-  const lr::PyLayout& L = r.census.layout;
+  const lr::PyLayout& L = r.census().layout;
   ordered_json types = ordered_json::array(), objects = ordered_json::array();
   for (const auto& row : r.rows)
-    types.push_back({{"type", r.census.types[row.type].name},
+    types.push_back({{"type", r.census().types[row.type].name},
                      {"objects", row.objects},
                      {"bytes", row.bytes},
                      {"tracked", row.tracked},
@@ -104,25 +104,25 @@ void print_json(const DumpOptions& c, const lr::IndexedCore& core, const lr::PyR
                      {"excess_refs", row.excess_refs},
                      {"unreachable", row.unreachable},
                      {"leaked", row.leaked}});
-  for (size_t i = 0; i < r.census.objects.size() && objects.size() < a.top; ++i)
+  for (size_t i = 0; i < r.census().objects.size() && objects.size() < a.top; ++i)
     if (shown(r, i, a)) objects.push_back(object_json(r, i, a.type.empty() ? names : nullptr));
   std::vector<std::string> warnings = core.warnings;
-  for (const auto& w : r.census.warnings) warnings.push_back("python: " + w);
+  for (const auto& w : r.census().warnings) warnings.push_back("python: " + w);
   ordered_json j{{"schema", "leakref.python/1"},
                  {"core", c.core},
                  {"version", L.version},
                  {"interpreter", L.module ? L.module->path : ""},
                  {"partial", !r.partial.empty()},
                  {"partial_reasons", r.partial},
-                 {"interpreters", r.census.interpreters},
+                 {"interpreters", r.census().interpreters},
                  {"pymalloc",
-                  {{"arenas", r.census.arenas},
-                   {"blocks", r.census.pymalloc_blocks},
-                   {"raw_blocks", r.census.raw_blocks}}},
+                  {{"arenas", r.census().arenas},
+                   {"blocks", r.census().pymalloc_blocks},
+                   {"raw_blocks", r.census().raw_blocks}}},
                  {"objects", r.live},
                  {"bytes", r.live_bytes},
                  {"free_list", r.free_listed},
-                 {"tracked", r.census.tracked},
+                 {"tracked", r.census().tracked},
                  {"excess_objects", r.excess_objects},
                  {"excess_refs", r.excess_refs},
                  {"unreachable", r.unreachable},
@@ -137,7 +137,7 @@ void print_json(const DumpOptions& c, const lr::IndexedCore& core, const lr::PyR
 void print_holders(const lr::PyReport& r, size_t i, const Names& names) {
   Out& out = out_stdout();
   out.print("\n{}\n", object_text(r, i, &names));
-  const auto hs = names.namer->holders(r.census.objects[i]);
+  const auto hs = names.namer->holders(r.census().objects[i]);
   out.print("held by {} word{}:\n", hs.size(), hs.size() == 1 ? "" : "s");
   for (const auto& h : hs) out.print("  {:#x}  {}\n", h.from, h.name);
 }
@@ -145,15 +145,15 @@ void print_holders(const lr::PyReport& r, size_t i, const Names& names) {
 void print_text(const lr::IndexedCore& core, const lr::PyReport& r, const PythonArgs& a,
                 const Names* names, size_t held) {
   print_warnings_text(core.warnings, out_stderr());
-  for (const auto& w : r.census.warnings) out_stderr().print("leakref: warning: python: {}\n", w);
-  const lr::PyLayout& L = r.census.layout;
+  for (const auto& w : r.census().warnings) out_stderr().print("leakref: warning: python: {}\n", w);
+  const lr::PyLayout& L = r.census().layout;
   Out& out = out_stdout();
   out.print(
       "{}CPython {} ({}): {} live objects, {} bytes; {} on free lists; {} tracked by the GC\n",
       r.partial.empty() ? "" : "partial: ", L.version, L.module->basename(), r.live, r.live_bytes,
-      r.free_listed, r.census.tracked);
+      r.free_listed, r.census().tracked);
   out.print("pymalloc: {} arenas, {} blocks in use; {} of its requests passed on to malloc\n",
-            r.census.arenas, r.census.pymalloc_blocks, r.census.raw_blocks);
+            r.census().arenas, r.census().pymalloc_blocks, r.census().raw_blocks);
   out.print(
       "references: {} objects have {} references counted that no live memory holds; {} "
       "objects no root reaches, {} of them leaked (no collection frees them)\n",
@@ -163,16 +163,16 @@ void print_text(const lr::IndexedCore& core, const lr::PyReport& r, const Python
             "EXCESS", "UNREACH", "LEAKED", "TYPE");
   size_t n = 0;
   for (const auto& row : r.rows) {
-    if (!a.type.empty() && r.census.types[row.type].name != a.type) continue;
+    if (!a.type.empty() && r.census().types[row.type].name != a.type) continue;
     if (n++ == a.top) {
       out.print("{:>10} ({} more types)\n", "", r.rows.size() - a.top);
       break;
     }
     out.print("{:>10} {:>12} {:>9} {:>8} {:>8} {:>8}  {}\n", row.objects, row.bytes, row.tracked,
-              row.excess_refs, row.unreachable, row.leaked, r.census.types[row.type].name);
+              row.excess_refs, row.unreachable, row.leaked, r.census().types[row.type].name);
   }
   size_t listed = 0;
-  for (size_t i = 0; i < r.census.objects.size(); ++i) {
+  for (size_t i = 0; i < r.census().objects.size(); ++i) {
     if (!shown(r, i, a)) continue;
     if (listed == 0)
       out.print("\n{}:\n", a.type.empty() ? "objects with references nothing live holds, or leaked"
@@ -193,13 +193,13 @@ lr::Result<size_t> held_object(const lr::PyReport& r, const std::string& addr) {
   if (!lr::parse_u64(addr, &a))
     return lr::make_error(lr::Errc::kInvalidArgument,
                           "--holders: '" + addr + "' is no address (0x... or id()'s decimal)");
-  const lr::PyObj* o = r.census.find(a);
+  const lr::PyObj* o = r.census().find(a);
   if (!o || !o->live())
     return lr::make_error(lr::Errc::kNotFound,
                           fmt::format("--holders: no live Python object at {:#x} (give the "
                                       "object's address, id() of it)",
                                       a));
-  return static_cast<size_t>(o - r.census.objects.data());
+  return static_cast<size_t>(o - r.census().objects.data());
 }
 
 int cmd_python(const DumpOptions& c, const PythonArgs& a) {

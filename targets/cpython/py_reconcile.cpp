@@ -142,7 +142,7 @@ void count_refs(const Graph& g, PyReport& r, std::vector<uint8_t>& mark) {
   g.spread(g.roots(), mark, kUnreached, kReached);
   for (uint32_t i : g.root_exact())
     if (i != kNone) ++r.refs[i].found;
-  const auto& objs = r.census.objects;
+  const auto& objs = r.census().objects;
   std::vector<uint32_t> obj_of(mark.size(), kNone);
   for (size_t i = 0; i < objs.size(); ++i) obj_of[objs[i].chunk] = static_cast<uint32_t>(i);
   g.each_edge([&](uint32_t src, uint32_t i) {
@@ -177,8 +177,8 @@ uint32_t self_refs(const Memory& mem, const HeapWalk& h, const PyObj& o) {
 void mark_leaked(const Graph& g, const Memory& mem, const HeapWalk& h, PyReport& r,
                  std::vector<uint8_t>& mark) {
   std::vector<uint32_t> seeds;
-  for (size_t i = 0; i < r.census.objects.size(); ++i) {
-    const PyObj& o = r.census.objects[i];
+  for (size_t i = 0; i < r.census().objects.size(); ++i) {
+    const PyObj& o = r.census().objects[i];
     PyObjRefs& f = r.refs[i];
     if (!o.live()) continue;
     if (f.excess(o.refcnt) > 0) f.found += self_refs(mem, h, o);
@@ -187,15 +187,15 @@ void mark_leaked(const Graph& g, const Memory& mem, const HeapWalk& h, PyReport&
     if (o.refcnt > int64_t{f.from_gc} + own) seeds.push_back(o.chunk);
   }
   g.spread(seeds, mark, kUnreached, kLeaked);
-  for (size_t i = 0; i < r.census.objects.size(); ++i)
-    r.refs[i].leaked = r.census.objects[i].live() && mark[r.census.objects[i].chunk] == kLeaked;
+  for (size_t i = 0; i < r.census().objects.size(); ++i)
+    r.refs[i].leaked = r.census().objects[i].live() && mark[r.census().objects[i].chunk] == kLeaked;
 }
 
 void tally(PyReport& r) {
-  std::vector<PyTypeRow> rows(r.census.types.size());
+  std::vector<PyTypeRow> rows(r.census().types.size());
   for (size_t t = 0; t < rows.size(); ++t) rows[t].type = static_cast<uint32_t>(t);
-  for (size_t i = 0; i < r.census.objects.size(); ++i) {
-    const PyObj& o = r.census.objects[i];
+  for (size_t i = 0; i < r.census().objects.size(); ++i) {
+    const PyObj& o = r.census().objects[i];
     PyTypeRow& row = rows[o.type];
     if (!o.live()) {
       ++row.free_listed, ++r.free_listed;
@@ -230,12 +230,12 @@ Result<PyReport> python_report(const IndexedCore& core) {
         h && t.tagger->heap() == &ix.heap())
       held = h;
   if (held) {
-    r.census = held->census();
+    r.held = &held->census();  // borrowed: a copy of 5 M objects is 120 MB
   } else {
-    LR_ASSIGN(r.census, python_census(*core.prog, ix.heap()));
+    LR_ASSIGN(r.own, python_census(*core.prog, ix.heap()));
   }
-  r.refs.resize(r.census.objects.size());
-  const Graph g(ix, core.prog->mem(), r.census);
+  r.refs.resize(r.census().objects.size());
+  const Graph g(ix, core.prog->mem(), r.census());
   std::vector<uint8_t> mark(ix.chunks(), kUnreached);
   count_refs(g, r, mark);
   mark_leaked(g, core.prog->mem(), ix.heap(), r, mark);
@@ -244,10 +244,10 @@ Result<PyReport> python_report(const IndexedCore& core) {
   std::erase(r.partial, std::string(kGcLinksFollowed));  // not followed here
   // Damage the census met (a GC list that breaks or lists no object, a
   // type chain that loops) leaves objects uncounted or untracked.
-  if (!r.census.warnings.empty())
+  if (!r.census().warnings.empty())
     r.partial.push_back(
-        fmt::format("CPython's objects were read in part: {}{}", r.census.warnings.front(),
-                    r.census.warnings.size() > 1 ? " (and more, see warnings)" : ""));
+        fmt::format("CPython's objects were read in part: {}{}", r.census().warnings.front(),
+                    r.census().warnings.size() > 1 ? " (and more, see warnings)" : ""));
   return r;
 }
 

@@ -44,7 +44,11 @@ struct PyObjRefs {
 };
 
 struct PyReport {
-  PyCensus census;
+  // The census: the CPython target's tagger's (borrowed: it lives as long
+  // as the indexed core), else one of its own.
+  const PyCensus* held = nullptr;
+  PyCensus own;
+  const PyCensus& census() const { return held ? *held : own; }
   std::vector<PyObjRefs> refs;       // by census.objects
   std::vector<PyTypeRow> rows;       // by bytes, largest first
   std::vector<std::string> partial;  // the root model's reasons, when it is partial
