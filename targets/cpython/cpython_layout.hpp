@@ -28,6 +28,8 @@ inline constexpr uint64_t kTpHaveGc = 1ull << 14;
 inline constexpr uint64_t kTpLongSubclass = 1ull << 24;
 inline constexpr uint64_t kTpUnicodeSubclass = 1ull << 28;
 inline constexpr uint64_t kTpListSubclass = 1ull << 25;
+inline constexpr uint64_t kTpTupleSubclass = 1ull << 26;
+inline constexpr uint64_t kTpBytesSubclass = 1ull << 27;
 inline constexpr uint64_t kTpDictSubclass = 1ull << 29;
 inline constexpr uint64_t kTpTypeSubclass = 1ull << 31;
 

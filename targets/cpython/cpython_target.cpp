@@ -98,17 +98,19 @@ class Cpython final : public ProcessTarget {
     for (const auto& [name, nb] : by) s.classes.push_back({"python", name, nb.first, nb.second});
     for (const auto& w : c->warnings) s.warnings.push_back(source + ": python: " + w);
     if (!c->warnings.empty()) s.unknown_kinds.push_back("python");
-    add_containers(prog, source, s);
+    add_containers(prog, c.value(), source, s);
     return ProgramSnapshot{};
   }
 
  private:
   static constexpr int64_t kContainerFloor = 1000;
 
-  // Naming needs the references: the index is built for them only when a
-  // container is that large.
-  static void add_containers(Program& prog, const std::string& source, Snapshot& s) {
+  // Naming needs the references: the core is indexed (its census made
+  // again by the tagger) only when `c` has a container that large.
+  static void add_containers(Program& prog, const PyCensus& c, const std::string& source,
+                             Snapshot& s) {
     s.floors["python container"] = kContainerFloor;
+    if (large_containers(prog.mem(), c, kContainerFloor).empty()) return;
     auto core = index_program(prog, false);
     auto big = core.ok() ? python_containers(core.value(), kContainerFloor)
                          : Result<std::vector<PyContainer>>(core.error());

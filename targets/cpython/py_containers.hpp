@@ -7,10 +7,12 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "corelib/answers/core_index.hpp"
 #include "corelib/base/result.hpp"
+#include "targets/cpython/py_objects.hpp"
 
 namespace lr {
 
@@ -20,6 +22,12 @@ struct PyContainer {
   uint64_t addr = 0;
   int64_t items = 0;  // a dict's ma_used, a list's ob_size
 };
+
+// The live dicts and lists of `c` of at least `floor` items, with their
+// counts, largest first (the 256 largest): a snapshot asks this of its
+// census before it indexes the core to name them.
+std::vector<std::pair<const PyObj*, int64_t>> large_containers(const Memory& mem, const PyCensus& c,
+                                                               int64_t floor);
 
 // The containers of `core` (indexed with the CPython target's census) of at
 // least `floor` items, largest first (the 256 largest: each is named by a

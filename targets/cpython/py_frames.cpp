@@ -124,6 +124,8 @@ class Stacks {
     fr.slots = f + L_.fr_localsplus;
     auto n = mem_.read_as<int32_t>(fr.code + L_.co_nlocalsplus);
     fr.nlocalsplus = n.ok() && n.value() > 0 && n.value() < (1 << 16) ? uint32_t(n.value()) : 0;
+    auto st = mem_.read_as<int32_t>(fr.code + L_.co_stacksize);
+    fr.nstack = st.ok() && st.value() > 0 && st.value() < (1 << 16) ? uint32_t(st.value()) : 0;
     fr.function = text(fr.code + L_.co_name);
     fr.file = text(fr.code + L_.co_filename);
     auto first = mem_.read_as<int32_t>(fr.code + L_.co_firstlineno);

@@ -22,6 +22,7 @@ struct PyFrame {
   int line = -1;               // -1: no line (an instruction without one)
   uint64_t slots = 0;          // localsplus: the locals, then the value stack
   uint32_t nlocalsplus = 0;
+  uint32_t nstack = 0;  // co_stacksize: the value stack's slots past the locals
 };
 
 struct PyThreadStack {

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <deque>
 
 #include "corelib/debuginfo/program.hpp"
@@ -12,9 +13,6 @@ namespace lr {
 namespace {
 
 constexpr uint32_t kNone = UINT32_MAX;
-// Py_TPFLAGS_*_SUBCLASS (Include/object.h of 3.11).
-constexpr uint64_t kListSubclass = kTpListSubclass, kTupleSubclass = 1ull << 26,
-                   kDictSubclass = kTpDictSubclass;
 // dk_kind (Include/internal/pycore_dict.h of 3.11): 0 general entries (with
 // the hash), 1 str keys, 2 split (str keys, values apart).
 constexpr uint8_t kDictGeneral = 0;
@@ -42,6 +40,11 @@ PyNamer::PyNamer(const IndexedCore& core, const PyCensus& census,
       roots_(std::make_unique<RefNamer>(core, none_)) {
   for (size_t i = 0; i < c_.objects.size(); ++i)
     if (c_.objects[i].chunk < obj_of_.size()) obj_of_[c_.objects[i].chunk] = uint32_t(i);
+  for (const PyThreadStack& t : stacks_)
+    for (const PyFrame& f : t.frames)
+      frames_.push_back({f.addr, f.slots + (uint64_t(f.nlocalsplus) + f.nstack) * 8, &f});
+  std::sort(frames_.begin(), frames_.end(),
+            [](const FrameRange& a, const FrameRange& b) { return a.begin < b.begin; });
   index_owners();
 }
 
@@ -56,6 +59,7 @@ const PyObj* PyNamer::object(uint32_t chunk) const {
 // values, a list's items, an instance's values), each module's dict, and
 // each instance's own __dict__.
 void PyNamer::index_owners() {
+  const std::vector<uint8_t> module = c_.modules();
   const Memory& mem = v_.mem();
   auto own = [&](uint64_t p, Aux::Kind k, uint32_t i) {
     if (!p) return;
@@ -65,14 +69,14 @@ void PyNamer::index_owners() {
     const PyObj& o = c_.objects[i];
     if (!o.live()) continue;
     const PyType& T = c_.type(o);
-    if (T.flags & kDictSubclass) {
+    if (T.flags & kTpDictSubclass) {
       if (auto k = mem.read_u64(o.addr + L_.dict_keys); k.ok()) own(k.value(), Aux::kDictKeys, i);
       if (auto v = mem.read_u64(o.addr + L_.dict_values); v.ok())
         own(v.value(), Aux::kDictValues, i);
-    } else if (T.flags & kListSubclass) {
+    } else if (T.flags & kTpListSubclass) {
       if (auto it = mem.read_u64(o.addr + L_.list_item); it.ok())
         own(it.value(), Aux::kListItems, i);
-    } else if (T.name == "module") {
+    } else if (module[o.type]) {
       auto d = mem.read_u64(o.addr + L_.md_dict);
       auto n = mem.read_u64(o.addr + L_.md_name);
       auto name = n.ok() ? v_.str(n.value(), 200) : std::nullopt;
@@ -213,11 +217,11 @@ void PyNamer::step(uint32_t src, uint64_t from, Mode& mode, std::string& out) co
   const uint64_t off = from - s->addr;
   // A dict's and a list's own words lead to what they keep apart; the
   // names come from there.
-  if ((T.flags & kDictSubclass) && (off == L_.dict_keys || off == L_.dict_values)) {
+  if ((T.flags & kTpDictSubclass) && (off == L_.dict_keys || off == L_.dict_values)) {
     if (instance_of_.count(s->addr) && mode == Mode::kPlain) mode = Mode::kAttr;
     return;
   }
-  if ((T.flags & kListSubclass) && off == L_.list_item) return;
+  if ((T.flags & kTpListSubclass) && off == L_.list_item) return;
   if ((T.flags & kTpTypeSubclass) && off == L_.tp_dict) {
     mode = Mode::kAttr;  // a class's attributes
     return;
@@ -226,7 +230,7 @@ void PyNamer::step(uint32_t src, uint64_t from, Mode& mode, std::string& out) co
     mode = Mode::kAttr;
     return;
   }
-  if ((T.flags & kTupleSubclass) && from >= s->addr + L_.tuple_item) {
+  if ((T.flags & kTpTupleSubclass) && from >= s->addr + L_.tuple_item) {
     mode = Mode::kPlain;
     out += fmt::format("[{}]", (from - s->addr - L_.tuple_item) / 8);
     return;
@@ -235,23 +239,20 @@ void PyNamer::step(uint32_t src, uint64_t from, Mode& mode, std::string& out) co
   out += fmt::format(" → {} at {:#x}, word +{:#x}", T.name, s->addr, from - s->addr);
 }
 
+// The frame whose words hold `from` (its header, locals and value stack:
+// co_nlocalsplus + co_stacksize slots), found among the frames by address.
 std::string PyNamer::frame_slot(uint64_t from) const {
-  for (const PyThreadStack& t : stacks_)
-    for (const PyFrame& f : t.frames) {
-      const uint64_t end = f.slots + uint64_t(f.nlocalsplus) * 8;
-      std::string at =
-          fmt::format("frame {}() line {}", f.function, f.line < 0 ? "?" : std::to_string(f.line));
-      if (from >= f.slots && from < end) {
-        const std::string n = python_local_name(v_, f.code, (from - f.slots) / 8);
-        return at + ", local " + (n.empty() ? "?" : n);
-      }
-      // The value stack follows the locals (bounded by the frame's size:
-      // 3.11's co_stacksize is not read here; a word past the locals
-      // within 256 slots is taken as the stack's).
-      if (from >= end && from < end + 256 * 8 && from >= f.slots) return at + ", value stack";
-      if (from >= f.addr && from < f.slots) return at + ", its frame";
-    }
-  return "";
+  auto it = std::upper_bound(frames_.begin(), frames_.end(), from,
+                             [](uint64_t a, const FrameRange& r) { return a < r.begin; });
+  if (it == frames_.begin() || from >= (--it)->end) return "";
+  const PyFrame& f = *it->frame;
+  const std::string at =
+      fmt::format("frame {}() line {}", f.function, f.line < 0 ? "?" : std::to_string(f.line));
+  if (from < f.slots) return at + ", its frame";
+  const uint64_t local = (from - f.slots) / 8;
+  if (local >= f.nlocalsplus) return at + ", value stack";
+  const std::string n = python_local_name(v_, f.code, local);
+  return at + ", local " + (n.empty() ? "?" : n);
 }
 
 std::string PyNamer::root_text(const Ref& r) const {

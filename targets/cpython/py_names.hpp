@@ -80,6 +80,11 @@ class PyNamer {
   const PyLayout& L_;
   PyValues v_;
   const std::vector<PyThreadStack>& stacks_;
+  struct FrameRange {
+    uint64_t begin, end;  // the frame's header to the end of its value stack
+    const PyFrame* frame;
+  };
+  std::vector<FrameRange> frames_;                      // by address
   std::unordered_map<uint32_t, Aux> aux_;               // by block
   std::unordered_map<uint32_t, std::string> modules_;   // a module's dict block: its name
   std::unordered_map<uint64_t, uint32_t> instance_of_;  // an instance's dict: the instance

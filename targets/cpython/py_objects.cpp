@@ -212,8 +212,9 @@ class Census {
   // object.
   void drop_module_states() {
     std::vector<uint64_t> states;
+    const std::vector<uint8_t> module = out_.modules();
     for (const PyObj& o : out_.objects)
-      if (o.live() && out_.type(o).name == "module")
+      if (o.live() && module[o.type])
         if (auto st = mem_.read_u64(o.addr + L_.md_state); st.ok() && st.value())
           states.push_back(st.value());
     // The object read in a state's block lies at its start or past a

@@ -59,6 +59,14 @@ struct PyCensus {
   // The object in block number `chunk`; null when none is.
   const PyObj* in_chunk(uint32_t chunk) const;
   const PyType& type(const PyObj& o) const { return types[o.type]; }
+  // Per type (as `types`): whether it is `module` (its objects hold a
+  // module's dict, name and state). Asked of a type, not of each object's
+  // name.
+  std::vector<uint8_t> modules() const {
+    std::vector<uint8_t> m(types.size());
+    for (size_t t = 0; t < types.size(); ++t) m[t] = types[t].name == "module";
+    return m;
+  }
 };
 
 // What holds a census already made (the CPython target's block tagger,

@@ -220,18 +220,21 @@ void tally(PyReport& r) {
 
 }  // namespace
 
+const PyCensus* tagged_census(const IndexedCore& core) {
+  for (const auto& t : core.tags)
+    if (auto* h = dynamic_cast<const CensusHolder*>(t.tagger.get());
+        h && t.tagger->heap() == &core.ci.index->heap())
+      return &h->census();
+  return nullptr;
+}
+
 Result<PyReport> python_report(const IndexedCore& core) {
   const RefIndex& ix = *core.ci.index;
   PyReport r;
-  // The target's tagger made the census over the heap the index numbers.
-  const CensusHolder* held = nullptr;
-  for (const auto& t : core.tags)
-    if (auto* h = dynamic_cast<const CensusHolder*>(t.tagger.get());
-        h && t.tagger->heap() == &ix.heap())
-      held = h;
-  if (held) {
-    r.held = &held->census();  // borrowed: a copy of 5 M objects is 120 MB
-  } else {
+  // The target's tagger's census, borrowed (a copy of 5 M objects is 120
+  // MB); one of its own when no tagger made it.
+  r.held = tagged_census(core);
+  if (!r.held) {
     LR_ASSIGN(r.own, python_census(*core.prog, ix.heap()));
   }
   r.refs.resize(r.census().objects.size());

@@ -57,6 +57,10 @@ struct PyReport {
   bool leaked_object(size_t i) const { return refs[i].leaked; }
 };
 
+// The census the CPython target's tagger made of the heap `core`'s index
+// numbers; null when none was.
+const PyCensus* tagged_census(const IndexedCore& core);
+
 // The census of `core`'s objects with the references found to each.
 Result<PyReport> python_report(const IndexedCore& core);
 

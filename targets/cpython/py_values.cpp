@@ -12,9 +12,6 @@ namespace lr {
 
 namespace {
 
-// Py_TPFLAGS_*_SUBCLASS (Include/object.h of 3.11).
-constexpr uint64_t kTupleSubclass = 1ull << 26, kBytesSubclass = 1ull << 27;
-
 void utf8(std::string& out, uint32_t c) {
   if (c < 0x80) {
     out += static_cast<char>(c);
@@ -84,7 +81,7 @@ std::optional<int64_t> PyValues::small_int(uint64_t o) const {
 
 std::optional<std::string> PyValues::bytes(uint64_t o, size_t max) const {
   auto f = flags_of(o);
-  if (!f || !(*f & kBytesSubclass)) return std::nullopt;
+  if (!f || !(*f & kTpBytesSubclass)) return std::nullopt;
   auto size = mem_.read_as<int64_t>(o + L_.ob_size);
   if (!size.ok() || size.value() < 0 || uint64_t(size.value()) > max) return std::nullopt;
   std::string out(size_t(size.value()), '\0');
@@ -95,7 +92,7 @@ std::optional<std::string> PyValues::bytes(uint64_t o, size_t max) const {
 
 std::optional<uint64_t> PyValues::tuple_item(uint64_t o, uint64_t i) const {
   auto f = flags_of(o);
-  if (!f || !(*f & kTupleSubclass)) return std::nullopt;
+  if (!f || !(*f & kTpTupleSubclass)) return std::nullopt;
   auto size = mem_.read_as<int64_t>(o + L_.ob_size);
   if (!size.ok() || size.value() < 0 || i >= uint64_t(size.value())) return std::nullopt;
   auto v = mem_.read_u64(o + L_.tuple_item + i * 8);
