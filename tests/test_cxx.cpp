@@ -9,6 +9,7 @@
 #include <map>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -534,4 +535,96 @@ TEST_CASE("diff --by-type: the map that grew, named by what holds it", "[core][c
   for (const auto& c : tj["classes"])
     if (c["kind"] == "type" && c["name"] == node) plotted = c["counts"] == json::array({20, 220});
   CHECK(plotted);
+}
+
+// boost::intrusive_ptr through a profile: sets over standard containers
+// (the elements, or what a pointer member of each points at), each count
+// against its holders and the references found, against the fixture's own
+// truth (fx_intrusive's manifest).
+TEST_CASE("profile: boost::intrusive_ptr owners in std containers, reconciled",
+          "[core][cpp][profile]") {
+  if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed: core tests need it");
+  const auto& fc = lrtest::fixture_core("intrusive", lrtest::fixture_path("fx_intrusive"));
+  const std::string prof = std::string(LR_SOURCE_DIR) + "/tests/profiles/fx_intrusive.toml";
+  auto r = lrtest::leakref(
+      {"profile", fc.core, "--profile", prof, "--reconcile", "--all", "--jsonl"}, 300);
+  INFO(r.out << r.err);
+  REQUIRE(r.status == 0);
+  std::map<std::string, json> objs, sets;
+  std::istringstream lines(r.out);
+  for (std::string l; std::getline(lines, l);) {
+    const json j = json::parse(l);
+    if (j["record"] == "object") objs[j["addr"].get<std::string>()] = j;
+    if (j["record"] == "set") sets[j["set"].get<std::string>()] = j;
+  }
+  REQUIRE(sets.count("conns"));
+  CHECK(sets["conns"]["matched"] == 40);
+  CHECK(sets["active"]["matched"] == 14);
+  CHECK(sets["sessions"]["matched"] == 20);
+  CHECK(sets["conns"]["over_referenced"] == 2);
+  CHECK(sets["conns"]["leaked_held"] == 1);
+  CHECK(sets["sessions"]["over_referenced"] == 1);
+  size_t seen = 0;
+  for (const char* kind : {"conns", "sessions"}) {
+    for (const auto& m : fc.manifest[kind]) {
+      const std::string addr = m["addr"];
+      INFO(kind << " " << addr);
+      REQUIRE(objs.count(addr));
+      const json& o = objs[addr];
+      ++seen;
+      CHECK(o["refcount"] == m["nref"]);
+      CHECK(o["held"] == m["owners"]);
+      const int unowned = m["unowned"], lost = m["leaked_owner"];
+      CHECK(o["verdict"] == (unowned || lost ? "extra" : "ok"));
+      CHECK(o.value("over", 0) == unowned);
+      CHECK(o.value("from_leaked", 0) == lost);
+      CHECK(o["inbound"] == m["owners"].get<int>() + lost);
+    }
+  }
+  CHECK(seen == 60);
+  // --fail-on flagged: the leaked references are findings.
+  r = lrtest::leakref(
+      {"profile", fc.core, "--profile", prof, "--reconcile", "--fail-on", "flagged"}, 300);
+  CHECK(r.status == 1);
+}
+
+// A walk takes the objects a container's smart pointers point at; refs
+// names a word in a container's node by the container and the element's
+// member, and its chain from a root takes the container as one step, however
+// deep the node hangs in its tree.
+TEST_CASE("walk --std=PATH and refs: objects behind a container's pointers", "[core][cpp]") {
+  if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed: core tests need it");
+  const auto& fc = lrtest::fixture_core("intrusive", lrtest::fixture_path("fx_intrusive"));
+  auto r = lrtest::leakref({"walk", fc.core, "--std=second.px", "--head", "g_conns", "--refcount",
+                            "nref", "--show", "id", "--json"},
+                           300);
+  INFO(r.out << r.err);
+  REQUIRE(r.status == 0);
+  const json w = r.json();
+  REQUIRE(w["objects"].size() == 40);
+  for (size_t i = 0; i < 40; ++i) {
+    CHECK(w["objects"][i]["addr"] == fc.manifest["conns"][i]["addr"]);
+    CHECK(w["objects"][i]["refcount"] == fc.manifest["conns"][i]["nref"]);
+  }
+  // A path that is not a pointer is refused, naming what it is.
+  r = lrtest::leakref({"walk", fc.core, "--std=second", "--head", "g_conns"}, 300);
+  CHECK(r.status != 0);
+  CHECK(r.err.find("'second' is intrusive_ptr<Conn>, not a typed pointer") != std::string::npos);
+  std::string lost;
+  for (const auto& m : fc.manifest["conns"])
+    if (m["leaked_owner"] == 1) lost = m["addr"];
+  REQUIRE(!lost.empty());
+  r = lrtest::leakref({"refs", fc.core, lost, "--depth", "2", "--json"}, 300);
+  INFO(r.out << r.err);
+  REQUIRE(r.status == 0);
+  const json j = r.json()["objects"][0];
+  REQUIRE(j["referrers"].size() == 2);
+  bool in_node = false;
+  for (const auto& ref : j["referrers"])
+    in_node |= ref["what"].get<std::string>().find(
+                   "node of std::map<int, intrusive_ptr<Conn>> g_conns, element.second.px") !=
+               std::string::npos;
+  CHECK(in_node);
+  REQUIRE(j["anchor_chain"].size() == 2);
+  CHECK(j["anchor_chain"][0]["what"] == "global g_conns [fx_intrusive]");
 }

@@ -187,6 +187,17 @@ std::string RefNamer::local_text(int tid, uint64_t addr) {
   return "";
 }
 
+void RefNamer::type_containers() {
+  if (containers_typed_) return;
+  containers_typed_ = true;
+  type_heap_blocks(core_, types_);
+}
+
+uint64_t RefNamer::container_of(size_t c) const {
+  const BlockType* t = types_.get(c);
+  return t ? t->holder : 0;
+}
+
 std::string RefNamer::block_type(size_t c) {
   const HeapChunk h = core_.ci.index->heap().in_use[c];
   if (const auto* k = known_.at(h.user); k && k->addr - h.user < h.usable())
@@ -196,7 +207,24 @@ std::string RefNamer::block_type(size_t c) {
   return core_.program_name(h);
 }
 
+// A container holding a block whole (an anchor chain's step): named by
+// what holds the container, as the typing named it ("g_conns",
+// "Registry.items"), not by the member its first byte happens to be.
+std::string RefNamer::describe_whole(const Ref& r) {
+  const BlockType* t = types_.get(r.target);
+  const std::string via = t && t->holder == r.from ? t->via : "";
+  Ref word = r;
+  word.whole = false;
+  if (via.empty()) return describe(word);
+  if (r.kind == RefFrom::kGlobal) {
+    SymbolHit h = core_.prog->modules().symbolize(r.from);
+    if (h.sym && h.module) return fmt::format("global {} [{}]", via, h.module->basename());
+  }
+  return fmt::format("{}, holding {}", describe(word), via);
+}
+
 std::string RefNamer::describe(const Ref& r) {
+  if (r.whole) return describe_whole(r);
   const Program& prog = *core_.prog;
   if (r.stale) {
     for (const auto& sr : core_.ci.index->stale_ranges())
@@ -265,11 +293,15 @@ std::string RefNamer::describe_in_block(const Ref& r) {
   if (c == SIZE_MAX) return fmt::format("{:#x}", r.from);
   const HeapChunk h = ix.heap().in_use[c];
   std::string type = block_type(c), member;
-  if (const BlockType* t = types_.get(c); t && t->type)
-    member = member_path_at(t->type, r.from - h.user);
+  const BlockType* t = types_.get(c);
+  if (t && t->type) member = t->member_at(r.from - h.user);
+  // A container's block names its element's member: "node of std::map<int,
+  // Conn*> g_conns, element.second".
+  if (!member.empty() && t->holder)
+    return fmt::format("chunk {:#x}+{:#x} ({} bytes, {}, element{})", h.user, r.from - h.user,
+                       h.usable(), type, member);
   return fmt::format("chunk {:#x}+{:#x} ({} bytes{}{})", h.user, r.from - h.user, h.usable(),
-                     type.empty() ? "" : ", " + type,
-                     member.empty() ? "" : " " + types_.get(c)->name + member);
+                     type.empty() ? "" : ", " + type, member.empty() ? "" : " " + t->name + member);
 }
 
 }  // namespace lr

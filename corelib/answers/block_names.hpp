@@ -69,6 +69,14 @@ class RefNamer {
   // What chunk `c` holds ("Widget", "dict_t (pool, fuse)", "struct obj
   // (set objs)"); "" when not known.
   std::string block_type(size_t c);
+  // Types the containers' blocks (type_heap_blocks over the whole heap),
+  // once; block_type and describe then name them.
+  void type_containers();
+  // The container that allocated chunk `c` (its address), for a chain
+  // from a root that takes a container's nodes as one step; 0: none (or
+  // the containers not typed).
+  uint64_t container_of(size_t c) const;
+  uint64_t block_start(size_t c) const { return core_.ci.index->heap().in_use[c].user; }
   BlockTypes& types() { return types_; }
 
  private:
@@ -79,7 +87,9 @@ class RefNamer {
   std::string local_text(int tid, uint64_t addr);
   const std::vector<StackFrame>& frames(int tid);
   std::string describe_in_block(const Ref& r);
+  std::string describe_whole(const Ref& r);
   const IndexedCore& core_;
+  bool containers_typed_ = false;
   const KnownObjects& known_;
   BlockTypes types_;
   std::map<int, std::vector<StackFrame>> frames_;

@@ -247,7 +247,8 @@ void Typer::type_block(const Job& j, const std::string& container, const OwnBloc
               false,
               b.elem_offset,
               std::max<uint64_t>(b.elem_count, 1),
-              b.only_elements ? b.elem_offset + b.elem_count * es : UINT64_MAX};
+              b.only_elements ? b.elem_offset + b.elem_count * es : UINT64_MAX,
+              j.addr};
   if (!types_.set(c, std::move(t))) {
     // Typed already (a control block by its vtable, reached first through
     // a typed pointer): what the container says it holds is still read.

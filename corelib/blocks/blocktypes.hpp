@@ -33,6 +33,10 @@ struct BlockType {
   // [offset, live_end), the elements; the others are stale. UINT64_MAX:
   // every word is live.
   uint64_t live_end = UINT64_MAX;
+  // A container's own block (a node, an element array): the container's
+  // address, which holds it though no word there need point at it (a
+  // tree's nodes hang from one another); 0 for any other block.
+  uint64_t holder = 0;
   // How many of the `count` elements are live: a vector's size, not its
   // capacity (an empty vector's array still has one for its name).
   uint64_t live_count() const;

@@ -689,7 +689,21 @@ std::vector<uint8_t> RefIndex::reachable() const {
       heap_.in_use.size(), roots, [&](size_t c) { return ix.rows.begin(c); }, ix.target);
 }
 
-std::vector<Ref> RefIndex::anchor_chain(size_t c, size_t max_depth) const {
+namespace {
+
+// The root range holding address `a`; null when none does.
+const RootRange* root_range_at(const std::vector<RootRange>& rs, uint64_t a) {
+  auto it = std::upper_bound(rs.begin(), rs.end(), a,
+                             [](uint64_t v, const RootRange& r) { return v < r.start; });
+  if (it == rs.begin()) return nullptr;
+  --it;
+  return a < it->end ? &*it : nullptr;
+}
+
+}  // namespace
+
+std::vector<Ref> RefIndex::anchor_chain(size_t c, size_t max_depth,
+                                        const std::function<uint64_t(size_t)>& holder) const {
   if (c >= chunks()) return {};
   const Impl& ix = *impl_;
   // Backwards from `c`, breadth first: each chunk's parent is the chunk
@@ -698,26 +712,43 @@ std::vector<Ref> RefIndex::anchor_chain(size_t c, size_t max_depth) const {
     uint32_t chunk;
     uint64_t from;  // the word in `chunk` pointing at the child
     uint32_t child;
+    bool whole = false;  // `from` is a container holding the child whole
   };
   std::unordered_map<uint32_t, Step> parent;
   std::vector<uint32_t> level = {static_cast<uint32_t>(c)};
   parent.emplace(static_cast<uint32_t>(c), Step{UINT32_MAX, 0, UINT32_MAX});
+  // The root's reference, then each hop from `cur` towards `c`.
+  auto chain_from = [&](Ref root, uint32_t cur) {
+    std::vector<Ref> chain = {root};
+    for (uint32_t at = cur; at != c;) {
+      const Step& s = parent.at(at);
+      Ref r;
+      r.from = s.from;
+      r.target = s.child;
+      r.kind = RefFrom::kChunk;
+      r.whole = s.whole;
+      chain.push_back(r);
+      at = s.child;
+    }
+    return chain;
+  };
   for (size_t depth = 0; depth <= max_depth && !level.empty(); ++depth) {
     std::vector<uint32_t> next;
     for (uint32_t cur : level) {
-      if (auto [ra, rb] = ix.roots_of(cur); ra != rb) {
-        // The root's reference, then each hop from `cur` towards `c`.
-        std::vector<Ref> chain = {ix.root(*ra)};
-        for (uint32_t at = cur; at != c;) {
-          const Step& s = parent.at(at);
+      if (auto [ra, rb] = ix.roots_of(cur); ra != rb) return chain_from(ix.root(*ra), cur);
+      // Held as a whole by a container: in a root (a global map), or in
+      // another block, one step up.
+      if (const uint64_t h = holder ? holder(cur) : 0) {
+        if (const RootRange* rr = root_range_at(model_.roots, h)) {
           Ref r;
-          r.from = s.from;
-          r.target = s.child;
-          r.kind = RefFrom::kChunk;
-          chain.push_back(r);
-          at = s.child;
+          r.from = h, r.target = cur, r.kind = rr->kind, r.tid = rr->tid, r.whole = true;
+          return chain_from(r, cur);
         }
-        return chain;
+        const size_t p = chunk_at(h);
+        if (p != SIZE_MAX && !parent.count(static_cast<uint32_t>(p))) {
+          parent.emplace(static_cast<uint32_t>(p), Step{static_cast<uint32_t>(p), h, cur, true});
+          next.push_back(static_cast<uint32_t>(p));
+        }
       }
       const auto& io = ix.in_off();
       const auto& srcs = ix.in_src();

@@ -35,6 +35,9 @@ struct Ref {
   // The word lies in dead memory (RootModel::stale, an exited thread's
   // stack): shown to say what a leak's last pointer was, never a reference.
   bool stale = false;
+  // A step of anchor_chain's, not a word: the container at `from` holds
+  // the target as a whole (its node, its element array).
+  bool whole = false;
 };
 
 struct RefIndexOptions {
@@ -146,8 +149,11 @@ class RefIndex final : public RefSource {
   std::vector<uint8_t> reachable(const std::vector<LiveExtent>& live) const;
   // One shortest chain of references from a root to chunk `c` (the root's
   // reference first, the one into `c` last); empty when unreachable or when
-  // longer than `max_depth` steps.
-  std::vector<Ref> anchor_chain(size_t c, size_t max_depth) const;
+  // longer than `max_depth` steps. `holder` (may be empty) gives the address
+  // of what holds a chunk as a whole (the container a node belongs to, 0:
+  // none): one step from there, however deep the node hangs in its tree.
+  std::vector<Ref> anchor_chain(size_t c, size_t max_depth,
+                                const std::function<uint64_t(size_t)>& holder = {}) const;
 
   const std::vector<RootRange>& root_ranges() const { return model_.roots; }
   // Dead memory (not roots) and writable memory the core lacks (roots not

@@ -169,6 +169,7 @@ struct ProfileObject {
   int64_t inbound_words = -1;
   std::vector<Ref> referrers;
   int64_t over = 0;
+  int64_t from_leaked = 0;  // of the words found, those in leaked blocks
   static constexpr size_t kMaxReferrers = 16;
 };
 
@@ -182,6 +183,7 @@ struct ProfileSetSummary {
   // With ProfileRunOptions::reconcile: objects whose refcount is above the
   // references found, and objects in no heap block (not reconciled).
   uint64_t over_referenced = 0, not_indexed = 0;
+  uint64_t leaked_held = 0;                    // objects with references from leaked blocks
   std::map<std::string, uint64_t> violations;  // invariant -> objects violating it
   std::map<int64_t, uint64_t> histogram;
   std::vector<std::string> active_holders;  // names, in ProfileObject::holders order

@@ -312,9 +312,7 @@ struct Loader {
         s.link == "list" || s.link == "hlist" || s.link == "next" || s.link == "tree";
     if (needs_member && s.member.empty())
       return bad(w, fmt::format("link '{}' needs 'member' (the link inside each object)", s.link));
-    if (kind && !s.member.empty() &&
-        std::find(kind->members.begin(), kind->members.end(), s.member) == kind->members.end())
-      return bad(w, member_choice(*kind));
+    if (kind && !takes_member(*kind, s.member)) return bad(w, member_choice(*kind));
     if (!needs_member && !s.member.empty() && !kind)
       return bad(w, fmt::format("link '{}' takes no 'member'", s.link));
     if (!s.where.empty()) LR_TRY(expr(s.where, w + ".where"));

@@ -590,6 +590,7 @@ class Runner {
     o.inbound = -1;
     o.inbound_words = -1;
     o.over = 0;
+    o.from_leaked = 0;
     o.referrers.clear();
     auto refs = opts_.reconcile->refs_into(a, s.type->type->strip()->size);
     if (!refs.ok()) {
@@ -605,6 +606,10 @@ class Runner {
       o.over = o.refcount - o.inbound;
       ++s.sum.over_referenced;
     }
+    // A reference from a leaked block holds the object only as long as the
+    // leak does (a `new intrusive_ptr` never deleted).
+    for (const Ref& r : refs.value()) o.from_leaked += opts_.reconcile->from_unreachable(r);
+    if (o.from_leaked) ++s.sum.leaked_held;
   }
 
   Program& prog_;

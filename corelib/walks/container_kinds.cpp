@@ -1,5 +1,7 @@
 #include "corelib/walks/container_kinds.hpp"
 
+#include <algorithm>
+
 #include "corelib/base/registry.hpp"
 
 namespace lr {
@@ -19,6 +21,11 @@ const ContainerKind* find_container(const std::string& name) {
 
 std::vector<std::string> container_names() {
   return g_kinds.names();
+}
+
+bool takes_member(const ContainerKind& k, const std::string& member) {
+  if (member.empty()) return true;
+  return k.member_paths || std::find(k.members.begin(), k.members.end(), member) != k.members.end();
 }
 
 std::vector<const ContainerKind*> container_kinds() {

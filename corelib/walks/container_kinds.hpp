@@ -45,13 +45,18 @@ struct ContainerKind {
   // The member names the walk takes (the first is the default); empty when
   // it takes none.
   std::vector<std::string> members;
+  // It takes a member path besides `members` (the C++ containers: a
+  // pointer member inside each element, whose targets are the objects).
+  bool member_paths = false;
   // Walks from `head` (the container or a pointer to it); `member` is one of
   // `members`; `obj_size` the size of the objects' type.
   Result<WalkResult> (*walk)(Program& prog, const Variable& head, const std::string& member,
                              uint64_t obj_size, const WalkLimits& lim) = nullptr;
   // The objects' type the head's own type says (a C++ container's element
-  // type), for a walk given no type; null when the kind cannot tell.
-  Result<const Type*> (*element)(Program& prog, const Variable& head) = nullptr;
+  // type, or what `member` points at), for a walk given no type; null when
+  // the kind cannot tell.
+  Result<const Type*> (*element)(Program& prog, const Variable& head,
+                                 const std::string& member) = nullptr;
   // Whether `t` (typedefs stripped) is one of this kind's containers, which
   // own_blocks reads: what a block holding one is found to hold by.
   bool (*holds)(const Type* t) = nullptr;
@@ -70,5 +75,7 @@ void register_container(const ContainerKind& k);  // a name registered twice is 
 // The registered kind named `name`; null when none is.
 const ContainerKind* find_container(const std::string& name);
 std::vector<std::string> container_names();
+// Whether kind `k` takes `member` ("" takes its default).
+bool takes_member(const ContainerKind& k, const std::string& member);
 
 }  // namespace lr

@@ -262,7 +262,7 @@ Result<const Type*> walked_type(Program& prog, const WalkSpec& spec, const Varia
   if (!spec.type.empty()) {
     LR_ASSIGN(t, prog.types().find(spec.type));
   } else if (k && k->element) {
-    LR_ASSIGN(t, k->element(prog, hv));
+    LR_ASSIGN(t, k->element(prog, hv, spec.member));
   } else {
     return make_error(Errc::kInvalidArgument, "the walk needs the objects' type");
   }
@@ -422,8 +422,7 @@ Result<void> walk_by_link(Program& prog, const WalkSpec& spec, const Variable& h
       rep->mode = k->mode;
       std::string m = spec.member.empty() && !k->members.empty() ? k->members.front() : spec.member;
       // One check for every kind: a member it does not take is refused here.
-      if (std::find(k->members.begin(), k->members.end(), m) == k->members.end() &&
-          !(k->members.empty() && m.empty()))
+      if (!takes_member(*k, m))
         return make_error(
             Errc::kInvalidArgument,
             fmt::format("{} takes {}, not '{}'", k->what,

@@ -65,7 +65,10 @@ nlohmann::json ref_brief_json(const lr::Ref& r) {
 nlohmann::json ref_json(lr::RefNamer& names, const lr::Program& prog, const lr::Ref& r) {
   nlohmann::json j = ref_brief_json(r);
   j["what"] = names.describe(r);
-  j["value"] = hex(lr::ref_value(prog, r));
+  // A container's hold on a block it owns is no word: its value is the
+  // block it holds.
+  j["value"] = hex(r.whole ? names.block_start(r.target) : lr::ref_value(prog, r));
+  if (r.whole) j["container"] = true;
   return j;
 }
 

@@ -44,6 +44,7 @@ nlohmann::json profile_object_json(const lr::ProfileObject& o,
     j["inbound_words"] =
         o.inbound_words < 0 ? nlohmann::json(nullptr) : nlohmann::json(o.inbound_words);
     if (o.over) j["over"] = o.over;
+    if (o.from_leaked) j["from_leaked"] = o.from_leaked;
     auto& rs = j["referrers"] = nlohmann::json::array();
     for (const auto& r : o.referrers) rs.push_back(ref_brief_json(r));
   }
@@ -52,7 +53,7 @@ nlohmann::json profile_object_json(const lr::ProfileObject& o,
 
 bool profile_flagged(const lr::ProfileObject& o) {
   return o.verdict == "extra" || o.verdict == "missing" || o.verdict == "error" ||
-         !o.violations.empty() || o.over > 0;
+         !o.violations.empty() || o.over > 0 || o.from_leaked > 0;
 }
 
 namespace {
@@ -74,6 +75,7 @@ nlohmann::json summary_json(const lr::ProfileSetSummary& s, bool reconciled) {
   if (reconciled) {
     j["over_referenced"] = s.over_referenced;
     j["not_indexed"] = s.not_indexed;
+    j["leaked_held"] = s.leaked_held;
   }
   return j;
 }
@@ -104,6 +106,8 @@ std::string found(const lr::ProfileObject& o) {
   std::string s = fmt::format("; {} reference{} found", o.inbound, o.inbound == 1 ? "" : "s");
   if (o.inbound_words != o.inbound) s += fmt::format(" ({} words)", o.inbound_words);
   if (o.over) s += fmt::format(" !! {} counted, held by nothing found", o.over);
+  if (o.from_leaked)
+    s += fmt::format(" !! {} from leaked block{}", o.from_leaked, o.from_leaked == 1 ? "" : "s");
   return s;
 }
 
@@ -117,7 +121,7 @@ class Renderer : public lr::ProfileSink {
   const ProfileArgs& a_;
   Out& out_;
   void count(const lr::ProfileSetSummary& s) {
-    flagged += s.flagged_extra + s.flagged_missing + s.over_referenced;
+    flagged += s.flagged_extra + s.flagged_missing + s.over_referenced + s.leaked_held;
     for (const auto& [k, v] : s.violations) violations += v;
     errors += s.errors;
   }
@@ -170,6 +174,7 @@ class TextRenderer final : public Renderer {
     if (!d.invariants.empty()) out_.print(", {} invariant violation{}", nv, nv == 1 ? "" : "s");
     if (s.errors) out_.print(", {} not evaluated", s.errors);
     if (a_.index) out_.print(", {} with a refcount above the references found", s.over_referenced);
+    if (a_.index && s.leaked_held) out_.print(", {} held from leaked blocks", s.leaked_held);
     out_.put("\n");
     if (a_.index && s.not_indexed)
       out_.print("  {} object{} in no object the reference index holds: not reconciled\n",

@@ -93,6 +93,7 @@ int cmd_refs(const DumpOptions& c, const RefsArgs& a) {
   lr::Program& prog = *o.value().prog;
   const lr::RefIndex& ix = *o.value().ci.index;
   lr::RefNamer names(o.value(), known);
+  names.type_containers();
   std::vector<uint8_t> live;
   if (a.depth) live = ix.reachable();
   nlohmann::json out = nlohmann::json::array();
@@ -132,7 +133,9 @@ int cmd_refs(const DumpOptions& c, const RefsArgs& a) {
     const lr::HeapChunk h = o.value().ci.heap->in_use[ch];
     std::vector<lr::Ref> refs = ix.refs_to(ch);
     const std::vector<lr::Ref> stale = ix.stale_refs_to(ch);
-    std::vector<lr::Ref> chain = a.depth ? ix.anchor_chain(ch, a.depth) : std::vector<lr::Ref>{};
+    std::vector<lr::Ref> chain =
+        a.depth ? ix.anchor_chain(ch, a.depth, [&](size_t b) { return names.container_of(b); })
+                : std::vector<lr::Ref>{};
     if (!c.json) {
       print_refs_text(names, h, ch, addr, refs, a.depth ? &chain : nullptr, a.depth,
                       a.depth && (live[ch] & lr::RefIndex::kReached), prog);

@@ -57,11 +57,13 @@ void add_walk_options(CLI::App* sub, WalkArgs& w, bool required) {
   auto* o_ht = sub->add_flag("--hashtable{val}", w.hashtable,
                              "--head is an nfs-ganesha hash_table_t; objects are its entries' "
                              "values (--hashtable=key: keys)");
-  auto* o_std = sub->add_flag("--std", w.std_container,
+  auto* o_std = sub->add_flag("--std{.}", w.std_container,
                               "--head is a C++ standard container (libstdc++: vector, list, "
                               "forward_list, map, set, unordered_map, unordered_set, multi "
                               "forms); objects are its elements, of its element type unless "
-                              "--type says");
+                              "--type says (--std='*': what pointer elements point at; "
+                              "--std=PATH: what that pointer member of each element points "
+                              "at, as --std=second.px for a map of boost::intrusive_ptr)");
   o_next->excludes(o_list, o_hl, o_arr, o_parr, o_tree, o_xa, o_ht, o_std);
   o_list->excludes(o_hl, o_arr, o_parr, o_tree, o_xa, o_ht, o_std);
   o_hl->excludes(o_arr, o_parr, o_tree, o_xa, o_ht, o_std);
@@ -111,9 +113,10 @@ lr::WalkSpec walk_spec_from(const WalkArgs& a) {
     spec.link = lr::WalkSpec::Link::kContainer;
     spec.container = "hashtable";
     spec.member = a.hashtable;
-  } else if (a.std_container) {
+  } else if (!a.std_container.empty()) {
     spec.link = lr::WalkSpec::Link::kContainer;
     spec.container = "std";
+    spec.member = a.std_container;
   } else if (a.addresses) {
     spec.link = lr::WalkSpec::Link::kAddresses;
     spec.addresses = a.addresses;
@@ -173,7 +176,7 @@ lr::Result<void> check_walk_args(const WalkArgs& a) {
   if (!a.where.empty()) LR_TRY(lr::Filter::check_syntax(a.where, "--where"));
   bool linked = !a.next.empty() || !a.list_member.empty() || !a.hlist_member.empty() ||
                 !a.tree_member.empty() || a.array || a.pointer_array || a.xarray ||
-                !a.hashtable.empty() || a.std_container;
+                !a.hashtable.empty() || !a.std_container.empty();
   if (a.profile.empty() != a.profile_set.empty())
     return lr::make_error(lr::Errc::kInvalidArgument,
                           "--profile and --set go together (the set whose walk to run)");
@@ -185,7 +188,7 @@ lr::Result<void> check_walk_args(const WalkArgs& a) {
   if (a.profile.empty() && a.head.empty())
     return lr::make_error(lr::Errc::kInvalidArgument,
                           "--type and --head are required (or --profile FILE --set SET)");
-  if (a.profile.empty() && a.type.empty() && !a.std_container)
+  if (a.profile.empty() && a.type.empty() && a.std_container.empty())
     return lr::make_error(lr::Errc::kInvalidArgument,
                           "--type is required (but with --std, whose elements' type the "
                           "container says)");

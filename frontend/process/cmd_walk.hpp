@@ -19,8 +19,8 @@ struct WalkArgs {
   std::string next, list_member, hlist_member;
   std::string tree_member;
   bool array = false, pointer_array = false, xarray = false;
-  std::string hashtable;       // "val" or "key": an nfs-ganesha hash_table_t walk
-  bool std_container = false;  // --std: a C++ standard container's elements
+  std::string hashtable;      // "val" or "key": an nfs-ganesha hash_table_t walk
+  std::string std_container;  // --std[=PATH]: a C++ standard container's elements
   uint64_t count = 0, buckets = 0;
   std::string count_from;
   std::string refcount;

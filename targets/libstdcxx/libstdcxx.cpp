@@ -52,6 +52,8 @@ constexpr StdClass kClasses[] = {
     {"optional<", Shape::kOptional},
 };
 
+std::string cxx_type_name(const Type* t);  // "std::map<int, Node*>", below
+
 // A container no element count of a real process comes near.
 constexpr uint64_t kMaxElements = uint64_t{1} << 40;
 
@@ -448,15 +450,9 @@ const char* node_base(Shape s) {
   }
 }
 
-Result<WalkResult> walk_std(Program& prog, const Variable& head, const std::string&,
-                            uint64_t obj_size, const WalkLimits& lim) {
-  LR_ASSIGN(Container c, container_at(prog, head));
-  LR_ASSIGN(const Type* elem, element_of(c));
-  const uint64_t elem_size = elem->strip()->size;
-  if (!elem_size || elem_size != obj_size)
-    return make_error(Errc::kInvalidArgument,
-                      fmt::format("{} holds {} of {} bytes, not objects of {} bytes", c.name,
-                                  elem->display(), elem_size, obj_size));
+// The elements themselves, of `elem` (its size `elem_size`).
+Result<WalkResult> walk_elements(Program& prog, const Container& c, const Type* elem,
+                                 uint64_t elem_size, const WalkLimits& lim) {
   if (c.shape == Shape::kVector) return walk_vector(prog, c, elem_size, lim);
   if (c.shape == Shape::kDeque) return walk_deque(prog, c, elem_size, lim);
   if (c.shape >= Shape::kArray) return walk_holder(prog, c, elem_size, lim);
@@ -477,9 +473,82 @@ Result<WalkResult> walk_std(Program& prog, const Variable& head, const std::stri
   return r;
 }
 
-Result<const Type*> element_std(Program& prog, const Variable& head) {
+// What a walk's member names: the elements themselves ("."), or the
+// objects a pointer reaches: the element itself ("*": a vector<Conn*>) or a
+// pointer member inside it ("second.px": a map's boost::intrusive_ptr).
+struct Reach {
+  bool deref = false;
+  uint64_t offset = 0;           // the pointer's place in the element
+  const Type* target = nullptr;  // what it points at
+};
+Result<Reach> reach_of(const Container& c, const Type* elem, const std::string& member) {
+  Reach r;
+  if (member.empty() || member == ".") return r;
+  const Type* pt = elem->strip();
+  std::string what = "the element";
+  if (member != "*") {
+    auto f = resolve_path(elem, member);
+    if (!f.ok())
+      return make_error(Errc::kNotFound, fmt::format("{}: its element {} has no member '{}'",
+                                                     c.name, cxx_type_name(elem), member));
+    r.offset = f.value().offset;
+    pt = f.value().type ? f.value().type->strip() : nullptr;
+    what = "'" + member + "'";
+  }
+  if (!pt || pt->kind != TypeKind::kPointer || !pt->target)
+    return make_error(Errc::kInvalidArgument,
+                      fmt::format("{}: {} is {}, not a typed pointer: name a pointer member of "
+                                  "the element (a smart pointer's own, as 'second.px' of a "
+                                  "boost::intrusive_ptr or '_M_ptr' of a shared_ptr)",
+                                  c.name, what, pt ? cxx_type_name(pt) : "of no known type"));
+  r.deref = true, r.target = pt->target;
+  return r;
+}
+
+// The objects the elements' pointers reach, null ones skipped; an
+// element whose pointer cannot be read is an issue, not a silent gap.
+WalkResult follow(const Memory& mem, WalkResult elems, const Reach& r, const WalkLimits& lim) {
+  WalkResult out = std::move(elems);
+  size_t n = 0;
+  for (uint64_t e : out.objects) {
+    auto p = mem.read_u64(e + r.offset);
+    if (!p.ok()) {
+      if (out.issues.size() < 100)
+        out.issues.push_back({e, fmt::format("element {:#x}: its pointer is unreadable", e)});
+      ++out.issue_count;
+      continue;
+    }
+    if (p.value()) out.objects[n++] = p.value();
+  }
+  out.objects.resize(n);
+  lim.sink(out.objects.data(), out.objects.size());
+  return out;
+}
+
+Result<WalkResult> walk_std(Program& prog, const Variable& head, const std::string& member,
+                            uint64_t obj_size, const WalkLimits& lim) {
   LR_ASSIGN(Container c, container_at(prog, head));
-  return element_of(c);
+  LR_ASSIGN(const Type* elem, element_of(c));
+  LR_ASSIGN(Reach reach, reach_of(c, elem, member));
+  const Type* obj = reach.deref ? reach.target : elem;
+  const uint64_t elem_size = elem->strip()->size;
+  if (!elem_size || obj->strip()->size != obj_size)
+    return make_error(Errc::kInvalidArgument,
+                      fmt::format("{} {} {} of {} bytes, not objects of {} bytes", c.name,
+                                  reach.deref ? "points at" : "holds", cxx_type_name(obj),
+                                  obj->strip()->size, obj_size));
+  if (!reach.deref) return walk_elements(prog, c, elem, elem_size, lim);
+  WalkLimits nl = lim;
+  nl.sink = {};
+  LR_ASSIGN(WalkResult r, walk_elements(prog, c, elem, elem_size, nl));
+  return follow(prog.mem(), std::move(r), reach, lim);
+}
+
+Result<const Type*> element_std(Program& prog, const Variable& head, const std::string& member) {
+  LR_ASSIGN(Container c, container_at(prog, head));
+  LR_ASSIGN(const Type* elem, element_of(c));
+  LR_ASSIGN(Reach reach, reach_of(c, elem, member));
+  return reach.deref ? reach.target : elem;
 }
 
 // ---- the containers' own blocks (typed by what holds them) ----
@@ -714,6 +783,10 @@ TargetSpec libstdcxx_target() {
   k.name = "std";
   k.mode = "std:libstdc++";
   k.what = "a C++ standard container (libstdc++)";
+  // "." the elements, "*" what pointer elements point at, a member path:
+  // what that pointer member of each element points at.
+  k.members = {"."};
+  k.member_paths = true;
   k.walk = &walk_std;
   k.element = &element_std;
   k.holds = &holds_std;
