@@ -468,15 +468,15 @@ void RefIndex::each_chunk_ref_into(std::span<const uint32_t> targets,
   const Impl& ix = *impl_;
   const auto& io = ix.in_off();
   const auto& src = ix.in_src();
-  std::vector<uint64_t> is_target((chunks() + 63) / 64);
-  std::vector<uint32_t> sources;
+  // Targets and their sources as bitmaps: millions of targets often share
+  // a few sources (one vector of owners), which a sorted list would repeat.
+  std::vector<uint64_t> is_target((chunks() + 63) / 64), is_source(is_target.size());
   for (uint32_t t : targets) {
     if (t >= chunks()) continue;
     is_target[t >> 6] |= uint64_t{1} << (t & 63);
-    sources.insert(sources.end(), src.data() + io[t], src.data() + io[t + 1]);
+    for (uint32_t i = io[t]; i < io[t + 1]; ++i)
+      is_source[src[i] >> 6] |= uint64_t{1} << (src[i] & 63);
   }
-  std::sort(sources.begin(), sources.end());
-  sources.erase(std::unique(sources.begin(), sources.end()), sources.end());
   // The scan's own rule, source by source in address order.
   Scanner sc(mem_, ix, [&](uint64_t at, uint64_t v, size_t t, uint32_t s) {
     if (t == s || !((is_target[t >> 6] >> (t & 63)) & 1)) return;
@@ -486,7 +486,11 @@ void RefIndex::each_chunk_ref_into(std::span<const uint32_t> targets,
     r.target = static_cast<uint32_t>(t);
     fn(r, s);
   });
-  for (uint32_t s : sources) sc.range(ix.ch[s].user, ix.ch[s].user + ix.ch[s].usable(), s);
+  for (size_t w = 0; w < is_source.size(); ++w)
+    for (uint64_t bits = is_source[w]; bits; bits &= bits - 1) {
+      const auto s = static_cast<uint32_t>(w * 64 + static_cast<unsigned>(__builtin_ctzll(bits)));
+      sc.range(ix.ch[s].user, ix.ch[s].user + ix.ch[s].usable(), s);
+    }
   sc.flush();
 }
 

@@ -1,7 +1,8 @@
 #include "corelib/objects/walkers.hpp"
 
 #include <fmt/format.h>
-#include <sys/mman.h>
+
+#include "corelib/base/huge_pages.hpp"
 
 namespace lr {
 
@@ -76,13 +77,6 @@ inline void prefetch_node(const Memory& mem, Window& w, uint64_t a, uint64_t con
 // made when written, and a long list (whose length nothing predicts) is
 // then not copied at every doubling (6 MB of copies and new pages for a
 // million objects, a quarter of that walk's time on a fresh process).
-inline void reserve_huge(std::vector<uint64_t>& v, size_t cap) {
-  v.reserve(cap);
-  uintptr_t b = reinterpret_cast<uintptr_t>(v.data());
-  uintptr_t lo = (b + (2u << 20) - 1) & ~uintptr_t{(2u << 20) - 1};
-  uintptr_t hi = (b + cap * sizeof(uint64_t)) & ~uintptr_t{(2u << 20) - 1};
-  if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
-}
 inline void grow(std::vector<uint64_t>& v) {
   const size_t c = v.capacity();
   reserve_huge(v, c == 0                  ? 64

@@ -7,6 +7,8 @@
 #include <optional>
 #include <unordered_map>
 
+#include "corelib/base/huge_pages.hpp"
+
 namespace lr {
 
 const char* shared_verdict_name(SharedVerdict v) {
@@ -77,19 +79,6 @@ ObjectAt object_layout(Program& prog, const std::string& block_class) {
   return {};
 }
 
-// The managed object; 0 when the block's class is not in the DWARF.
-uint64_t managed_object(Program& prog, const ObjectAt& l, uint64_t addr) {
-  if (!l.known) return 0;
-  if (l.inside) return addr + l.off;
-  auto v = prog.mem().read_u64(addr + l.off);
-  return v.ok() ? v.value() : 0;
-}
-
-int32_t read_count(const Memory& mem, uint64_t at) {
-  uint32_t v = 0;
-  return mem.read(at, &v, 4).ok() ? static_cast<int32_t>(v) : -1;
-}
-
 // An owner is a word that points at the block's start; registers' (a
 // stopped thread's copies, as the retained tree sets them aside) and dead
 // memory's are not owners.
@@ -121,7 +110,11 @@ void each_owner(const IndexedCore& core, const std::vector<uint32_t>& sel, const
                 const SharedCensus& s, Fn fn) {
   const RefIndex& ix = *core.ci.index;
   const auto& chunks = ix.heap().in_use;
-  std::vector<uint32_t> at(sel.size()), block_of(ix.chunks(), UINT32_MAX);
+  std::vector<uint32_t> at, block_of;
+  reserve_huge(at, sel.size());
+  reserve_huge(block_of, ix.chunks());
+  at.resize(sel.size());
+  block_of.assign(ix.chunks(), UINT32_MAX);
   for (size_t k = 0; k < sel.size(); ++k) {
     at[k] = s.blocks[sel[k]].chunk;
     block_of[at[k]] = sel[k];
@@ -270,9 +263,9 @@ void weigh_untyped(const IndexedCore& core, RefNamer& names, SharedCensus* s) {
   }
 }
 
-// The control-block classes met, by vtable pointer: a program has a few,
-// met millions of times (-1: another class's vtable). Words that are no
-// vtable's are not remembered: heap data has millions of values.
+// The control-block classes met, by a block's first word when it points
+// into a module (-1: no control block's vtable): a program has a few
+// classes, met millions of times.
 struct BlockClasses {
   std::unordered_map<uint64_t, int32_t> by_vptr;
   std::vector<ObjectAt> layouts;  // by class
@@ -283,6 +276,9 @@ struct BlockClasses {
 int32_t block_class(Program& prog, RefNamer& names, uint64_t vptr, BlockClasses* bc,
                     SharedCensus* s) {
   if (auto it = bc->by_vptr.find(vptr); it != bc->by_vptr.end()) return it->second;
+  // A vtable lies in a module: the heap's own values (pointers, numbers),
+  // millions of them, are told apart with no symbol lookup and not kept.
+  if (!prog.modules().module_at(vptr)) return -1;
   std::string cls = names.types().vtable_class(vptr);
   if (cls.empty()) return -1;
   int32_t i = -1;
@@ -308,6 +304,13 @@ std::string first_template_arg(const std::string& cls) {
   return "";
 }
 
+// `n` bytes at `a` through the window `w` (no virtual call while the
+// heap's blocks lie in one mapping), else read; false when unreadable.
+bool read_at(const Memory& mem, Memory::Window& w, uint64_t a, void* out, size_t n) {
+  if (const uint8_t* p = mem.direct(w, a, n)) return std::memcpy(out, p, n), true;
+  return mem.read(a, out, n).ok();
+}
+
 // The control blocks among the heap's blocks: each block's first word
 // looked up as a vtable (once a value), then the blocks read, their number
 // known.
@@ -315,25 +318,34 @@ Result<void> find_blocks(const IndexedCore& core, RefNamer& names,
                          const std::vector<uint8_t>& reach, SharedCensus* s) {
   const auto& chunks = core.ci.index->heap().in_use;
   const Memory& mem = core.prog->mem();
+  Memory::Window w;
   BlockClasses bc;
   std::vector<std::pair<uint32_t, int32_t>> found;  // chunk, class
+  reserve_huge(found, chunks.size());
   for (size_t c = 0; c < chunks.size(); ++c) {
-    auto vptr = mem.read_u64(chunks[c].user);
-    if (!vptr.ok()) continue;
-    const int32_t cls = block_class(*core.prog, names, vptr.value(), &bc, s);
+    uint64_t vptr = 0;
+    if (!read_at(mem, w, chunks[c].user, &vptr, 8)) continue;
+    const int32_t cls = block_class(*core.prog, names, vptr, &bc, s);
     if (cls >= 0) found.push_back({static_cast<uint32_t>(c), cls});
   }
   if (found.empty()) return {};
   LR_ASSIGN(Counts counts, counts_layout(*core.prog, s->classes[found[0].second]));
+  reserve_huge(s->blocks, found.size());
   s->blocks.resize(found.size());
   for (size_t i = 0; i < found.size(); ++i) {
     const auto [c, cls] = found[i];
     ControlBlock& b = s->blocks[i];
     b.addr = chunks[c].user;
     b.size = chunks[c].usable();
-    b.use = read_count(mem, b.addr + counts.use);
-    b.weak = read_count(mem, b.addr + counts.weak);
-    b.object = managed_object(*core.prog, bc.layouts[cls], b.addr);
+    uint32_t u = 0, wk = 0;
+    b.use = read_at(mem, w, b.addr + counts.use, &u, 4) ? static_cast<int32_t>(u) : -1;
+    b.weak = read_at(mem, w, b.addr + counts.weak, &wk, 4) ? static_cast<int32_t>(wk) : -1;
+    const ObjectAt& l = bc.layouts[cls];
+    uint64_t obj = 0;
+    b.object = !l.known                                   ? 0
+               : l.inside                                 ? b.addr + l.off
+               : read_at(mem, w, b.addr + l.off, &obj, 8) ? obj
+                                                          : 0;
     b.chunk = c;
     b.cls = static_cast<uint32_t>(cls);
     b.reached = reach[c] & RefIndex::kReached;
