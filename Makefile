@@ -19,7 +19,7 @@ LDLIBS     := -ldw -lelf -ldebuginfod -lkdumpfile -laddrxlat -lfmt -lsqlite3 -lz
 # the crash extension (extension/) share. Includes are written from the top
 # of the tree ("corelib/dump/memory.hpp"), so every include names its layer.
 LAYERS     := $(shell sed -e 's/\#.*//' corelib/LAYERS)
-TARGETS    := glibc jemalloc tcmalloc linux glusterfs nfs-ganesha libstdcxx cpython
+TARGETS    := glibc jemalloc tcmalloc linux glusterfs nfs-ganesha libstdcxx libcxx cpython
 layer_src   = $(wildcard corelib/$(1)/*.cpp)
 target_src  = $(wildcard targets/$(1)/*.cpp)
 CORE_SRC   := $(foreach l,$(LAYERS),$(call layer_src,$(l)))
@@ -358,14 +358,20 @@ $(FUZZ_DIR)/fuzz_trace_%: tests/fuzz/fuzz_trace.cpp $(FUZZ_LIBS)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CXX) $(FUZZ_FLAGS) -DLR_FUZZ_PARSER=parse_$* -o $@ $< $(FUZZ_LIBS) $(FUZZ_LDLIBS)
 
-# The container readers' fuzzer reads the types of fx_cxx's globals from a
-# -g build of it of its own.
+# The container readers' fuzzer reads the types of fx_cxx's and
+# fx_libcxx's globals from -g builds of them of its own.
 $(FUZZ_DIR)/fx_cxx_types: fixtures/fx_cxx.cpp
 	@mkdir -p $(dir $@)
 	g++ -g -O0 -o $@ $<
 
-$(FUZZ_DIR)/fuzz_std: tests/fuzz/fuzz_std.cpp $(FUZZ_LIBS) $(FUZZ_DIR)/fx_cxx_types
-	$(FUZZ_CXX) $(FUZZ_FLAGS) -DLR_FUZZ_STD_EXE='"$(abspath $(FUZZ_DIR))/fx_cxx_types"' -o $@ $< \
+$(FUZZ_DIR)/fx_libcxx_types: fixtures/fx_libcxx.cpp
+	@mkdir -p $(dir $@)
+	clang++ -stdlib=libc++ -g -O0 -o $@ $<
+
+$(FUZZ_DIR)/fuzz_std: tests/fuzz/fuzz_std.cpp $(FUZZ_LIBS) $(FUZZ_DIR)/fx_cxx_types \
+                      $(FUZZ_DIR)/fx_libcxx_types
+	$(FUZZ_CXX) $(FUZZ_FLAGS) -DLR_FUZZ_STD_EXE='"$(abspath $(FUZZ_DIR))/fx_cxx_types"' \
+	  -DLR_FUZZ_LIBCXX_EXE='"$(abspath $(FUZZ_DIR))/fx_libcxx_types"' -o $@ $< \
 	  $(FUZZ_LIBS) $(FUZZ_LDLIBS)
 
 $(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.cpp $(FUZZ_LIBS)

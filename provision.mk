@@ -13,7 +13,7 @@ DEB_DEPS := g++ make python3 pkg-config libdw-dev libelf-dev libfmt-dev libcli11
 # What the tests need besides (make test installs them itself), in two
 # parts: what building the tests and fixtures needs (Catch2, the headers of
 # the programs fixtures link or extend (python3.11-dev: a C extension;
-# libboost-dev: boost::intrusive_ptr), the
+# libboost-dev: boost::intrusive_ptr; libc++: its containers), the
 # aarch64 cross compilers, the ctags
 # check-functions reads the sources with), installed before
 # the build, and what running them needs (GlusterFS, nfs-ganesha, Slurm,
@@ -26,7 +26,7 @@ DEB_DEPS := g++ make python3 pkg-config libdw-dev libelf-dev libfmt-dev libcli11
 # scripts/kernel-kmemleak builds one from linux-source-6.1: flex and bison).
 TEST_BUILD_DEPS := catch2 universal-ctags libglusterfs-dev liburcu-dev libtirpc-dev libnfs-dev libntirpc-dev \
                    libkrb5-dev gcc-aarch64-linux-gnu g++-aarch64-linux-gnu python3.11-dev \
-                   libboost-dev
+                   libboost-dev libc++-dev libc++abi-dev
 TEST_RUN_DEPS := libc6-dbg python3 python3-jsonschema python3-drgn python3-networkx clang libclang-rt-14-dev \
                  clang-format glusterfs-server glusterfs-client fuse3 \
                  procps util-linux bpftrace bc time strace \

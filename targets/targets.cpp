@@ -7,6 +7,7 @@
 #include "targets/glibc/glibc_heap.hpp"
 #include "targets/glusterfs/gluster_target.hpp"
 #include "targets/jemalloc/jemalloc.hpp"
+#include "targets/libcxx/libcxx.hpp"
 #include "targets/libstdcxx/libstdcxx.hpp"
 #include "targets/linux/kernel.hpp"
 #include "targets/nfs-ganesha/nfs_ganesha.hpp"
@@ -26,6 +27,7 @@ void register_targets() {
     register_target(nfs_ganesha_target());
     register_target(glusterfs_target());
     register_target(libstdcxx_target());
+    register_target(libcxx_target());
     register_target(cpython_target());
   });
 }

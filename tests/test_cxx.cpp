@@ -628,3 +628,58 @@ TEST_CASE("walk --std=PATH and refs: objects behind a container's pointers", "[c
   REQUIRE(j["anchor_chain"].size() == 2);
   CHECK(j["anchor_chain"][0]["what"] == "global g_conns [fx_intrusive]");
 }
+
+// libc++'s containers (clang++ -stdlib=libc++): Debian has no gdb printers
+// for them, so fx_libcxx writes each element's address and value in its
+// iterators' order, and walk --std must give the same, element by element.
+TEST_CASE("walk --std: libc++'s containers equal the program's own iteration", "[core][cpp]") {
+  if (!lrtest::have_gcore()) LR_SKIP("gcore (gdb) is not installed: core tests need it");
+  const auto& fc = lrtest::fixture_core("libcxx", lrtest::fixture_path("fx_libcxx"));
+  const std::map<std::string, std::string> show = {{"g_vec", "."},
+                                                   {"g_points", "x,y"},
+                                                   {"g_list", "."},
+                                                   {"g_flist", "."},
+                                                   {"g_map", "first,second"},
+                                                   {"g_mmap", "first,second"},
+                                                   {"g_set", "."},
+                                                   {"g_umap", "first,second"},
+                                                   {"g_uset", "."},
+                                                   {"g_nodes", "first,second.x,second.y"},
+                                                   {"g_arr", "x,y"},
+                                                   {"g_up", "x,y"},
+                                                   {"g_up_null", "x,y"},
+                                                   {"g_empty", "."}};
+  size_t elements = 0;
+  for (const auto& [g, want] : fc.manifest["containers"].items()) {
+    INFO(g);
+    REQUIRE(show.count(g));
+    auto r = lrtest::leakref(
+        {"walk", fc.core, "--std", "--head", g, "--show", show.at(g), "--json"}, 300);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    const json j = r.json();
+    CHECK(j["warnings"].empty());
+    CHECK(j["summary"]["stop"] == "end");
+    CHECK(j["mode"] == "std:libc++");
+    REQUIRE(j["objects"].size() == want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      const json& o = j["objects"][i];
+      CHECK(o["addr"] == want[i][0]);
+      std::string v;
+      for (size_t s = 0, e; s <= show.at(g).size(); s = e + 1) {
+        e = std::min(show.at(g).find(',', s), show.at(g).size());
+        const json& f = o["fields"][show.at(g).substr(s, e - s)];
+        v += (v.empty() ? "" : ",") + (f.is_string() ? f.get<std::string>() : f.dump());
+      }
+      CHECK(v == want[i][1]);
+      ++elements;
+    }
+  }
+  CHECK(elements > 1500);
+  // The account names libc++'s nodes by the container holding them.
+  auto a = lrtest::leakref({"account", fc.core, "--json"}, 300);
+  REQUIRE(a.status == 0);
+  CHECK(a.out.find("node of std::map<int, long> g_map") != std::string::npos);
+  CHECK(a.out.find("node of std::unordered_map<int, long> g_umap") != std::string::npos);
+  CHECK(a.out.find("elements of std::vector<long> g_vec") != std::string::npos);
+}

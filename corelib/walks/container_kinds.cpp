@@ -16,7 +16,23 @@ void register_container(const ContainerKind& k) {
 }
 
 const ContainerKind* find_container(const std::string& name) {
-  return g_kinds.find(name);
+  if (const ContainerKind* k = g_kinds.find(name)) return k;
+  for (const auto& n : g_kinds.names())
+    if (const ContainerKind* k = g_kinds.find(n); k->family == name) return k;
+  return nullptr;
+}
+
+const ContainerKind* find_container_for(const std::string& name, const Type* head) {
+  const Type* t = head ? head->strip() : nullptr;
+  if (t && t->kind == TypeKind::kPointer && t->target) t = t->target->strip();
+  const ContainerKind* first = nullptr;
+  for (const auto& n : g_kinds.names()) {
+    const ContainerKind* k = g_kinds.find(n);
+    if (k->name != name && k->family != name) continue;
+    if (!first) first = k;
+    if (t && k->knows && k->knows(t)) return k;
+  }
+  return first;
 }
 
 std::vector<std::string> container_names() {

@@ -40,6 +40,10 @@ struct OwnBlocks {
 
 struct ContainerKind {
   std::string name;  // "hashtable": a profile's link, the walk command's mode
+  // Kinds that answer to one link together ("std": GCC's and LLVM's
+  // standard libraries' containers); `knows` tells which one reads a head's type.
+  std::string family;
+  bool (*knows)(const Type* t) = nullptr;
   std::string mode;  // the walk's mode in reports ("hash:<program>")
   std::string what;  // the head it takes, for help and errors
   // The member names the walk takes (the first is the default); empty when
@@ -72,8 +76,13 @@ struct ContainerKind {
 std::vector<const ContainerKind*> container_kinds();
 
 void register_container(const ContainerKind& k);  // a name registered twice is kept once
-// The registered kind named `name`; null when none is.
+// The registered kind named `name` (or the first of the family `name`);
+// null when none is.
 const ContainerKind* find_container(const std::string& name);
+// The kind of link `name` that reads a head of type `head` (a pointer's
+// target; typedefs stripped): of a family, the member whose `knows` takes
+// it, else the first.
+const ContainerKind* find_container_for(const std::string& name, const Type* head);
 std::vector<std::string> container_names();
 // Whether kind `k` takes `member` ("" takes its default).
 bool takes_member(const ContainerKind& k, const std::string& member);

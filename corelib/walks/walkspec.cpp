@@ -257,8 +257,9 @@ class ObjectEvaluator {
 // head's type; checked for a size objects can be read with.
 Result<const Type*> walked_type(Program& prog, const WalkSpec& spec, const Variable& hv) {
   const Type* t = nullptr;
-  const ContainerKind* k =
-      spec.link == WalkSpec::Link::kContainer ? find_container(spec.container) : nullptr;
+  const ContainerKind* k = spec.link == WalkSpec::Link::kContainer
+                               ? find_container_for(spec.container, hv.type)
+                               : nullptr;
   if (!spec.type.empty()) {
     LR_ASSIGN(t, prog.types().find(spec.type));
   } else if (k && k->element) {
@@ -415,7 +416,7 @@ Result<void> walk_by_link(Program& prog, const WalkSpec& spec, const Variable& h
       return {};
     }
     case WalkSpec::Link::kContainer: {
-      const ContainerKind* k = find_container(spec.container);
+      const ContainerKind* k = find_container_for(spec.container, hv.type);
       if (!k)
         return make_error(Errc::kInvalidArgument,
                           fmt::format("no container kind '{}' is registered", spec.container));

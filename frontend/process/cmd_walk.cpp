@@ -57,13 +57,14 @@ void add_walk_options(CLI::App* sub, WalkArgs& w, bool required) {
   auto* o_ht = sub->add_flag("--hashtable{val}", w.hashtable,
                              "--head is an nfs-ganesha hash_table_t; objects are its entries' "
                              "values (--hashtable=key: keys)");
-  auto* o_std = sub->add_flag("--std{.}", w.std_container,
-                              "--head is a C++ standard container (libstdc++: vector, list, "
-                              "forward_list, map, set, unordered_map, unordered_set, multi "
-                              "forms); objects are its elements, of its element type unless "
-                              "--type says (--std='*': what pointer elements point at; "
-                              "--std=PATH: what that pointer member of each element points "
-                              "at, as --std=second.px for a map of boost::intrusive_ptr)");
+  auto* o_std =
+      sub->add_flag("--std{.}", w.std_container,
+                    "--head is a C++ standard container (libstdc++ or libc++: vector, list, "
+                    "forward_list, map, set, unordered_map, unordered_set, multi "
+                    "forms); objects are its elements, of its element type unless "
+                    "--type says (--std='*': what pointer elements point at; "
+                    "--std=PATH: what that pointer member of each element points "
+                    "at, as --std=second.px for a map of boost::intrusive_ptr)");
   o_next->excludes(o_list, o_hl, o_arr, o_parr, o_tree, o_xa, o_ht, o_std);
   o_list->excludes(o_hl, o_arr, o_parr, o_tree, o_xa, o_ht, o_std);
   o_hl->excludes(o_arr, o_parr, o_tree, o_xa, o_ht, o_std);

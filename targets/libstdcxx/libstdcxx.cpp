@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <string_view>
 
+#include "corelib/debuginfo/cxx_names.hpp"
 #include "corelib/objects/containers.hpp"
 #include "corelib/objects/walkers.hpp"
 
@@ -27,32 +28,33 @@ enum class Shape {
   kOptional,
 };
 
-// The class templates walked, by their DWARF names (in std or std::__cxx11);
-// `pairs`: the element is std::pair<const Key, T>, not the first parameter.
+// The class templates walked, by their DWARF names (in std or std::__cxx11),
+// and the member only libstdc++'s layout has (libc++'s classes bear the
+// same names); `pairs`: the element is std::pair<const Key, T>, not the
+// first parameter.
 struct StdClass {
   std::string_view prefix;
   Shape shape;
+  const char* marker;
   bool pairs = false;
 };
 constexpr StdClass kClasses[] = {
-    {"vector<", Shape::kVector},
-    {"deque<", Shape::kDeque},
-    {"list<", Shape::kList},
-    {"forward_list<", Shape::kForwardList},
-    {"map<", Shape::kTree, true},
-    {"multimap<", Shape::kTree, true},
-    {"set<", Shape::kTree},
-    {"multiset<", Shape::kTree},
-    {"unordered_map<", Shape::kHash, true},
-    {"unordered_multimap<", Shape::kHash, true},
-    {"unordered_set<", Shape::kHash},
-    {"unordered_multiset<", Shape::kHash},
-    {"array<", Shape::kArray},
-    {"unique_ptr<", Shape::kUniquePtr},
-    {"optional<", Shape::kOptional},
+    {"vector<", Shape::kVector, "_M_impl"},
+    {"deque<", Shape::kDeque, "_M_impl"},
+    {"list<", Shape::kList, "_M_impl"},
+    {"forward_list<", Shape::kForwardList, "_M_impl"},
+    {"map<", Shape::kTree, "_M_t", true},
+    {"multimap<", Shape::kTree, "_M_t", true},
+    {"set<", Shape::kTree, "_M_t"},
+    {"multiset<", Shape::kTree, "_M_t"},
+    {"unordered_map<", Shape::kHash, "_M_h", true},
+    {"unordered_multimap<", Shape::kHash, "_M_h", true},
+    {"unordered_set<", Shape::kHash, "_M_h"},
+    {"unordered_multiset<", Shape::kHash, "_M_h"},
+    {"array<", Shape::kArray, "_M_elems"},
+    {"unique_ptr<", Shape::kUniquePtr, "_M_t"},
+    {"optional<", Shape::kOptional, "_M_payload"},
 };
-
-std::string cxx_type_name(const Type* t);  // "std::map<int, Node*>", below
 
 // A container no element count of a real process comes near.
 constexpr uint64_t kMaxElements = uint64_t{1} << 40;
@@ -77,7 +79,7 @@ Result<FieldLoc> need(const Container& c, const char* path) {
 const StdClass* std_class(const Type* t) {
   if (!t || !t->is_aggregate()) return nullptr;
   for (const auto& k : kClasses)
-    if (t->name.rfind(k.prefix, 0) == 0) return &k;
+    if (t->name.rfind(k.prefix, 0) == 0) return resolve_path(t, k.marker).ok() ? &k : nullptr;
   return nullptr;
 }
 
@@ -554,61 +556,19 @@ Result<const Type*> element_std(Program& prog, const Variable& head, const std::
 // ---- the containers' own blocks (typed by what holds them) ----
 
 bool is_string(const Type* t) {
-  return t && t->is_aggregate() && t->name.rfind("basic_string<", 0) == 0;
-}
-
-// DWARF's base type names as C++ source spells them.
-std::string_view source_spelling(std::string_view n) {
-  static constexpr std::pair<std::string_view, std::string_view> kNames[] = {
-      {"long int", "long"},           {"long unsigned int", "unsigned long"},
-      {"long long int", "long long"}, {"long long unsigned int", "unsigned long long"},
-      {"short int", "short"},         {"short unsigned int", "unsigned short"},
-  };
-  for (const auto& [dwarf, src] : kNames)
-    if (n == dwarf) return src;
-  return n;
-}
-
-// A library default a user leaves out when writing the type: the
-// comparator, hash, equality, allocator and character traits.
-bool is_default_parameter(const Type* a) {
-  const Type* t = a ? a->strip() : nullptr;
-  if (!t) return false;
-  for (std::string_view p : {"less<", "hash<", "equal_to<", "allocator<", "char_traits<"})
-    if (t->name.rfind(p, 0) == 0) return true;
-  return false;
-}
-
-// A type as a C++ user writes it: "Node*", "std::map<int, Node*>",
-// "std::string". Only the standard library's templates get "std::" (the
-// DWARF's names are bare); nesting is bounded.
-std::string cxx_type_name(const Type* t, int depth) {
-  if (!t || depth > 8) return "?";
-  if (t->kind == TypeKind::kTypedef && !t->name.empty()) return t->name;
-  t = t->strip();
-  if (!t) return "?";
-  if (t->kind == TypeKind::kPointer)
-    return (t->target ? cxx_type_name(t->target, depth + 1) : "void") + "*";
-  if (!t->is_aggregate()) return std::string(source_spelling(t->display()));
-  const std::string& n = t->name;
-  if (n.empty()) return t->display();
-  if (n == "basic_string<char, std::char_traits<char>, std::allocator<char> >")
-    return "std::string";
-  const bool std_template = std_class(t) || is_string(t) || n.rfind("pair<", 0) == 0;
-  if (!std_template || t->template_args.empty()) return n;
-  std::string out = "std::" + n.substr(0, n.find('<')) + "<";
-  for (size_t i = 0; i < t->template_args.size(); ++i) {
-    if (is_default_parameter(t->template_args[i])) break;
-    out += (i ? ", " : "") + cxx_type_name(t->template_args[i], depth + 1);
-  }
-  return out + ">";
-}
-std::string cxx_type_name(const Type* t) {
-  return cxx_type_name(t, 0);
+  return t && t->is_aggregate() && t->name.rfind("basic_string<", 0) == 0 &&
+         resolve_path(t, "_M_dataplus").ok();
 }
 
 bool is_shared(const Type* t) {
-  return t && t->is_aggregate() && t->name.rfind("shared_ptr<", 0) == 0;
+  return t && t->is_aggregate() && t->name.rfind("shared_ptr<", 0) == 0 &&
+         resolve_path(t, "_M_refcount").ok();
+}
+
+// Whether `t` is a libstdc++ container this kind reads (a libc++ one, of
+// the same name, is libc++'s kind's).
+bool knows_std(const Type* t) {
+  return std_class(t) != nullptr;
 }
 
 // A node's base part and the iterators: what points at a container's
@@ -781,6 +741,8 @@ Result<OwnBlocks> own_blocks_std(Program& prog, const Type* t, uint64_t addr,
 TargetSpec libstdcxx_target() {
   ContainerKind k;
   k.name = "std";
+  k.family = "std";
+  k.knows = &knows_std;
   k.mode = "std:libstdc++";
   k.what = "a C++ standard container (libstdc++)";
   // "." the elements, "*" what pointer elements point at, a member path:

@@ -1,0 +1,18 @@
+// C++ types named as a C++ user writes them: "Node*", "std::map<int,
+// Node*>", "std::string", "unsigned long". The DWARF names a class
+// template instance bare ("map<int, Node*, std::less<int>, ...>") and a
+// base type as GCC spells it ("long unsigned int"); the standard
+// library's templates get "std::" back, and the parameters a user leaves
+// out (comparator, hash, equality, allocator, character traits) are left
+// out.
+#pragma once
+
+#include <string>
+
+#include "corelib/debuginfo/types.hpp"
+
+namespace lr {
+
+std::string cxx_type_name(const Type* t);
+
+}  // namespace lr
