@@ -325,7 +325,7 @@ TEST_CASE("make: header dependencies reach leakref.so and the bench helper", "[s
   const std::string lib = build + "/lib/libleakref-";
   std::string layers = lib + "targets.a";
   for (const char* t : {"glibc", "jemalloc", "tcmalloc", "linux", "glusterfs", "nfs-ganesha",
-                        "libstdcxx", "cpython"})
+                        "libstdcxx", "libcxx", "cpython"})
     layers += " " + lib + "target-" + t + ".a";
   // The engine's layers top first, as corelib/LAYERS lists them bottom up.
   std::vector<std::string> order;
