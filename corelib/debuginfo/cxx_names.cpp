@@ -69,10 +69,24 @@ std::string cxx_name(const Type* t, int depth) {
   return out + ">";
 }
 
+const Type* first_parameter(const Type* t, int depth) {
+  t = t ? t->strip() : nullptr;
+  if (!t || depth > 8) return nullptr;
+  if (!t->template_args.empty()) return t->template_args[0];
+  for (const auto& m : t->members)
+    if (m.is_base)
+      if (const Type* p = first_parameter(m.type, depth + 1)) return p;
+  return nullptr;
+}
+
 }  // namespace
 
 std::string cxx_type_name(const Type* t) {
   return cxx_name(t, 0);
+}
+
+const Type* first_template_parameter(const Type* t) {
+  return first_parameter(t, 0);
 }
 
 }  // namespace lr

@@ -15,4 +15,9 @@ namespace lr {
 
 std::string cxx_type_name(const Type* t);
 
+// A class template's first type parameter, or its first base's
+// (std::allocator<T> names none of its own in GCC's library's DWARF: its base
+// __new_allocator<T> does); null when neither names one.
+const Type* first_template_parameter(const Type* t);
+
 }  // namespace lr

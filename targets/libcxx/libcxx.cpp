@@ -9,6 +9,7 @@
 #include "corelib/objects/containers.hpp"
 #include "corelib/objects/walkers.hpp"
 #include "corelib/walks/container_kinds.hpp"
+#include "corelib/walks/element_walks.hpp"
 
 namespace lr {
 
@@ -100,24 +101,13 @@ Result<Container> container_at(Program& prog, const Variable& head) {
   return Container{t, addr, k, head.name};
 }
 
-// A class template's first type parameter, or its first base's.
-const Type* first_parameter(const Type* t, int depth = 0) {
-  t = t ? t->strip() : nullptr;
-  if (!t || depth > 8) return nullptr;
-  if (!t->template_args.empty()) return t->template_args[0];
-  for (const auto& m : t->members)
-    if (m.is_base)
-      if (const Type* p = first_parameter(m.type, depth + 1)) return p;
-  return nullptr;
-}
-
 // What allocator<X> a type's parameters name: the container's own (its
 // element) or a __compressed_pair's (the node type the container rebinds
 // its allocator to).
 const Type* allocated(const Type* t) {
   for (const Type* a : t->template_args) {
     const Type* s = a ? a->strip() : nullptr;
-    if (s && s->name.rfind("allocator<", 0) == 0) return first_parameter(s);
+    if (s && s->name.rfind("allocator<", 0) == 0) return first_template_parameter(s);
   }
   return nullptr;
 }
@@ -293,19 +283,6 @@ Result<WalkResult> walk_holder(Program& prog, const Container& c, uint64_t es,
   return r;
 }
 
-// Node addresses made element addresses, checked against the recorded size.
-WalkResult node_elements(const Container& c, WalkResult r, uint64_t off, uint64_t recorded) {
-  for (auto& o : r.objects) o += off;
-  for (auto& is : r.issues) is.addr += off;
-  if (r.stop_addr) r.stop_addr += off;
-  if (r.ok() && recorded != UINT64_MAX && recorded != r.objects.size()) {
-    ++r.issue_count;
-    r.issues.push_back({c.addr, fmt::format("{} records {} elements, but {} nodes were walked",
-                                            c.name, recorded, r.objects.size())});
-  }
-  return r;
-}
-
 Result<WalkResult> walk_elements(Program& prog, const Container& c, uint64_t es,
                                  const WalkLimits& lim) {
   if (c.cls->shape == Shape::kVector) {
@@ -319,34 +296,8 @@ Result<WalkResult> walk_elements(Program& prog, const Container& c, uint64_t es,
   nl.sink = {};
   uint64_t recorded = UINT64_MAX;
   LR_ASSIGN(WalkResult r, walk_nodes(prog, c, nl, &recorded));
-  r = node_elements(c, std::move(r), off, recorded);
+  r = node_elements(std::move(r), off, recorded, c.addr, c.name);
   lim.sink(r.objects.data(), r.objects.size());
-  return r;
-}
-
-// "." the elements; "*" or a pointer member path: what they point at.
-struct Reach {
-  bool deref = false;
-  uint64_t offset = 0;
-  const Type* target = nullptr;
-};
-Result<Reach> reach_of(const Container& c, const Type* elem, const std::string& member) {
-  Reach r;
-  if (member.empty() || member == ".") return r;
-  const Type* pt = elem->strip();
-  if (member != "*") {
-    auto f = resolve_path(elem, member);
-    if (!f.ok())
-      return make_error(Errc::kNotFound, fmt::format("{}: its element {} has no member '{}'",
-                                                     c.name, cxx_type_name(elem), member));
-    r.offset = f.value().offset;
-    pt = f.value().type ? f.value().type->strip() : nullptr;
-  }
-  if (!pt || pt->kind != TypeKind::kPointer || !pt->target)
-    return make_error(Errc::kInvalidArgument,
-                      fmt::format("{}: '{}' is {}, not a typed pointer", c.name, member,
-                                  pt ? cxx_type_name(pt) : "of no known type"));
-  r.deref = true, r.target = pt->target;
   return r;
 }
 
@@ -354,38 +305,17 @@ Result<WalkResult> walk_cxx(Program& prog, const Variable& head, const std::stri
                             uint64_t obj_size, const WalkLimits& lim) {
   LR_ASSIGN(Container c, container_at(prog, head));
   LR_ASSIGN(const Type* elem, element_of(c));
-  LR_ASSIGN(Reach reach, reach_of(c, elem, member));
-  const Type* obj = reach.deref ? reach.target : elem;
+  LR_ASSIGN(ElementReach reach, element_reach(c.name, elem, member));
   const uint64_t es = elem->strip()->size;
-  if (!es || obj->strip()->size != obj_size)
-    return make_error(Errc::kInvalidArgument,
-                      fmt::format("{} holds {} of {} bytes, not objects of {} bytes", c.name,
-                                  cxx_type_name(obj), obj->strip()->size, obj_size));
-  if (!reach.deref) return walk_elements(prog, c, es, lim);
-  WalkLimits nl = lim;
-  nl.sink = {};
-  LR_ASSIGN(WalkResult r, walk_elements(prog, c, es, nl));
-  size_t n = 0;
-  for (uint64_t e : r.objects) {
-    auto p = prog.mem().read_u64(e + reach.offset);
-    if (!p.ok()) {
-      ++r.issue_count;
-      if (r.issues.size() < 100)
-        r.issues.push_back({e, fmt::format("element {:#x}: its pointer is unreadable", e)});
-    } else if (p.value()) {
-      r.objects[n++] = p.value();
-    }
-  }
-  r.objects.resize(n);
-  lim.sink(r.objects.data(), r.objects.size());
-  return r;
+  return walk_reached(prog.mem(), c.name, elem, reach, obj_size, lim,
+                      [&](const WalkLimits& l) { return walk_elements(prog, c, es, l); });
 }
 
 Result<const Type*> element_cxx(Program& prog, const Variable& head, const std::string& member) {
   LR_ASSIGN(Container c, container_at(prog, head));
   LR_ASSIGN(const Type* elem, element_of(c));
-  LR_ASSIGN(Reach reach, reach_of(c, elem, member));
-  return reach.deref ? reach.target : elem;
+  LR_ASSIGN(ElementReach reach, element_reach(c.name, elem, member));
+  return reach.objects(elem);
 }
 
 // ---- the containers' own blocks ----
@@ -432,14 +362,7 @@ Result<OwnBlocks> own_blocks_cxx(Program& prog, const Type* t, uint64_t addr,
   nl.sink = {};
   uint64_t recorded = UINT64_MAX;
   LR_ASSIGN(WalkResult r, walk_nodes(prog, c, nl, &recorded));
-  out.blocks.reserve(r.objects.size() + 1);
-  for (uint64_t node : r.objects) out.blocks.push_back({node, "node", elem, off, 1});
-  if (!r.ok())
-    out.warning =
-        fmt::format("{} at {:#x}: its nodes were read in part ({})", c.name, addr, r.stop_detail);
-  else if (recorded != UINT64_MAX && recorded != r.objects.size())
-    out.warning = fmt::format("{} at {:#x} records {} elements, but {} nodes were walked", c.name,
-                              addr, recorded, r.objects.size());
+  add_node_blocks(&out, r, elem, off, recorded, addr, c.name);
   if (c.cls->shape == Shape::kHash) bucket_block(prog, c, &out);
   return out;
 }

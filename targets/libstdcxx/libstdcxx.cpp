@@ -9,6 +9,7 @@
 #include "corelib/debuginfo/cxx_names.hpp"
 #include "corelib/objects/containers.hpp"
 #include "corelib/objects/walkers.hpp"
+#include "corelib/walks/element_walks.hpp"
 
 namespace lr {
 
@@ -135,18 +136,6 @@ uint64_t align_of(const Type* t, int depth = 0) {
   }
 }
 
-// A class template's first type parameter, or its first base's (std::
-// allocator<T> names none of its own: its base __new_allocator<T> does).
-const Type* first_parameter(const Type* t, int depth = 0) {
-  t = t ? t->strip() : nullptr;
-  if (!t || depth > 8) return nullptr;
-  if (!t->template_args.empty()) return t->template_args[0];
-  for (const auto& m : t->members)
-    if (m.is_base)
-      if (const Type* p = first_parameter(m.type, depth + 1)) return p;
-  return nullptr;
-}
-
 // The element type: a vector's pointer's target; else what the container's
 // allocator allocates (a map's std::pair<const K, V>), else its first
 // parameter.
@@ -179,7 +168,7 @@ Result<const Type*> element_of(const Container& c) {
   for (const Type* a : c.type->template_args) {
     const Type* s = a ? a->strip() : nullptr;
     if (s && s->name.rfind("allocator<", 0) == 0)
-      if (const Type* e = first_parameter(s)) return e;
+      if (const Type* e = first_template_parameter(s)) return e;
   }
   // A map's first parameter is its key, never its element: without the
   // allocator's parameter (clang's DWARF leaves it out) it is refused.
@@ -463,94 +452,26 @@ Result<WalkResult> walk_elements(Program& prog, const Container& c, const Type* 
   nl.sink = {};
   uint64_t recorded = UINT64_MAX;
   LR_ASSIGN(WalkResult r, walk_nodes(prog, c, nl, &recorded));
-  for (auto& o : r.objects) o += off;
-  for (auto& is : r.issues) is.addr += off;
-  if (r.stop_addr) r.stop_addr += off;
-  if (r.ok() && recorded != UINT64_MAX && recorded != r.objects.size()) {
-    ++r.issue_count;
-    r.issues.push_back({c.addr, fmt::format("{} records {} elements, but {} nodes were walked",
-                                            c.name, recorded, r.objects.size())});
-  }
+  r = node_elements(std::move(r), off, recorded, c.addr, c.name);
   lim.sink(r.objects.data(), r.objects.size());
   return r;
-}
-
-// What a walk's member names: the elements themselves ("."), or the
-// objects a pointer reaches: the element itself ("*": a vector<Conn*>) or a
-// pointer member inside it ("second.px": a map's boost::intrusive_ptr).
-struct Reach {
-  bool deref = false;
-  uint64_t offset = 0;           // the pointer's place in the element
-  const Type* target = nullptr;  // what it points at
-};
-Result<Reach> reach_of(const Container& c, const Type* elem, const std::string& member) {
-  Reach r;
-  if (member.empty() || member == ".") return r;
-  const Type* pt = elem->strip();
-  std::string what = "the element";
-  if (member != "*") {
-    auto f = resolve_path(elem, member);
-    if (!f.ok())
-      return make_error(Errc::kNotFound, fmt::format("{}: its element {} has no member '{}'",
-                                                     c.name, cxx_type_name(elem), member));
-    r.offset = f.value().offset;
-    pt = f.value().type ? f.value().type->strip() : nullptr;
-    what = "'" + member + "'";
-  }
-  if (!pt || pt->kind != TypeKind::kPointer || !pt->target)
-    return make_error(Errc::kInvalidArgument,
-                      fmt::format("{}: {} is {}, not a typed pointer: name a pointer member of "
-                                  "the element (a smart pointer's own, as 'second.px' of a "
-                                  "boost::intrusive_ptr or '_M_ptr' of a shared_ptr)",
-                                  c.name, what, pt ? cxx_type_name(pt) : "of no known type"));
-  r.deref = true, r.target = pt->target;
-  return r;
-}
-
-// The objects the elements' pointers reach, null ones skipped; an
-// element whose pointer cannot be read is an issue, not a silent gap.
-WalkResult follow(const Memory& mem, WalkResult elems, const Reach& r, const WalkLimits& lim) {
-  WalkResult out = std::move(elems);
-  size_t n = 0;
-  for (uint64_t e : out.objects) {
-    auto p = mem.read_u64(e + r.offset);
-    if (!p.ok()) {
-      if (out.issues.size() < 100)
-        out.issues.push_back({e, fmt::format("element {:#x}: its pointer is unreadable", e)});
-      ++out.issue_count;
-      continue;
-    }
-    if (p.value()) out.objects[n++] = p.value();
-  }
-  out.objects.resize(n);
-  lim.sink(out.objects.data(), out.objects.size());
-  return out;
 }
 
 Result<WalkResult> walk_std(Program& prog, const Variable& head, const std::string& member,
                             uint64_t obj_size, const WalkLimits& lim) {
   LR_ASSIGN(Container c, container_at(prog, head));
   LR_ASSIGN(const Type* elem, element_of(c));
-  LR_ASSIGN(Reach reach, reach_of(c, elem, member));
-  const Type* obj = reach.deref ? reach.target : elem;
-  const uint64_t elem_size = elem->strip()->size;
-  if (!elem_size || obj->strip()->size != obj_size)
-    return make_error(Errc::kInvalidArgument,
-                      fmt::format("{} {} {} of {} bytes, not objects of {} bytes", c.name,
-                                  reach.deref ? "points at" : "holds", cxx_type_name(obj),
-                                  obj->strip()->size, obj_size));
-  if (!reach.deref) return walk_elements(prog, c, elem, elem_size, lim);
-  WalkLimits nl = lim;
-  nl.sink = {};
-  LR_ASSIGN(WalkResult r, walk_elements(prog, c, elem, elem_size, nl));
-  return follow(prog.mem(), std::move(r), reach, lim);
+  LR_ASSIGN(ElementReach reach, element_reach(c.name, elem, member));
+  const uint64_t es = elem->strip()->size;
+  return walk_reached(prog.mem(), c.name, elem, reach, obj_size, lim,
+                      [&](const WalkLimits& l) { return walk_elements(prog, c, elem, es, l); });
 }
 
 Result<const Type*> element_std(Program& prog, const Variable& head, const std::string& member) {
   LR_ASSIGN(Container c, container_at(prog, head));
   LR_ASSIGN(const Type* elem, element_of(c));
-  LR_ASSIGN(Reach reach, reach_of(c, elem, member));
-  return reach.deref ? reach.target : elem;
+  LR_ASSIGN(ElementReach reach, element_reach(c.name, elem, member));
+  return reach.objects(elem);
 }
 
 // ---- the containers' own blocks (typed by what holds them) ----
@@ -724,14 +645,7 @@ Result<OwnBlocks> own_blocks_std(Program& prog, const Type* t, uint64_t addr,
   nl.sink = {};
   uint64_t recorded = UINT64_MAX;
   LR_ASSIGN(WalkResult r, walk_nodes(prog, c, nl, &recorded));
-  out.blocks.reserve(r.objects.size() + 1);
-  for (uint64_t node : r.objects) out.blocks.push_back({node, "node", elem, off, 1});
-  if (!r.ok())
-    out.warning =
-        fmt::format("{} at {:#x}: its nodes were read in part ({})", c.name, c.addr, r.stop_detail);
-  else if (recorded != UINT64_MAX && recorded != r.objects.size())
-    out.warning = fmt::format("{} at {:#x} records {} elements, but {} nodes were walked", c.name,
-                              c.addr, recorded, r.objects.size());
+  add_node_blocks(&out, r, elem, off, recorded, addr, c.name);
   if (c.shape == Shape::kHash) LR_TRY(bucket_block(prog, c, &out));
   return out;
 }
