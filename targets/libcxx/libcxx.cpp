@@ -45,12 +45,20 @@ constexpr CxxClass kClasses[] = {
     {"shared_ptr<", Shape::kRefused, "__cntrl_"},
 };
 
+// Whether `t` (or a base or anonymous part of it) has a member `name`: a
+// layout's marker, asked of every container instance typed, so a member
+// search with no path parsed.
+bool has_member(const Type* t, const char* name) {
+  uint64_t off = 0;
+  return find_member(t, name, &off) != nullptr;
+}
+
 constexpr uint64_t kMaxElements = uint64_t{1} << 40;
 
 const CxxClass* cxx_class(const Type* t) {
   if (!t || !t->is_aggregate()) return nullptr;
   for (const auto& k : kClasses)
-    if (t->name.rfind(k.prefix, 0) == 0) return resolve_path(t, k.marker).ok() ? &k : nullptr;
+    if (t->name.rfind(k.prefix, 0) == 0) return has_member(t, k.marker) ? &k : nullptr;
   return nullptr;
 }
 

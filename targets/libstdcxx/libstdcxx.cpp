@@ -57,6 +57,14 @@ constexpr StdClass kClasses[] = {
     {"optional<", Shape::kOptional, "_M_payload"},
 };
 
+// Whether `t` (or a base or anonymous part of it) has a member `name`: a
+// layout's marker, asked of every container instance typed, so a member
+// search with no path parsed.
+bool has_member(const Type* t, const char* name) {
+  uint64_t off = 0;
+  return find_member(t, name, &off) != nullptr;
+}
+
 // A container no element count of a real process comes near.
 constexpr uint64_t kMaxElements = uint64_t{1} << 40;
 
@@ -80,7 +88,7 @@ Result<FieldLoc> need(const Container& c, const char* path) {
 const StdClass* std_class(const Type* t) {
   if (!t || !t->is_aggregate()) return nullptr;
   for (const auto& k : kClasses)
-    if (t->name.rfind(k.prefix, 0) == 0) return resolve_path(t, k.marker).ok() ? &k : nullptr;
+    if (t->name.rfind(k.prefix, 0) == 0) return has_member(t, k.marker) ? &k : nullptr;
   return nullptr;
 }
 
@@ -478,12 +486,12 @@ Result<const Type*> element_std(Program& prog, const Variable& head, const std::
 
 bool is_string(const Type* t) {
   return t && t->is_aggregate() && t->name.rfind("basic_string<", 0) == 0 &&
-         resolve_path(t, "_M_dataplus").ok();
+         has_member(t, "_M_dataplus");
 }
 
 bool is_shared(const Type* t) {
   return t && t->is_aggregate() && t->name.rfind("shared_ptr<", 0) == 0 &&
-         resolve_path(t, "_M_refcount").ok();
+         has_member(t, "_M_refcount");
 }
 
 // Whether `t` is a libstdc++ container this kind reads (a libc++ one, of
