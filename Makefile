@@ -366,7 +366,7 @@ $(FUZZ_DIR)/fx_cxx_types: fixtures/fx_cxx.cpp
 
 $(FUZZ_DIR)/fx_libcxx_types: fixtures/fx_libcxx.cpp
 	@mkdir -p $(dir $@)
-	clang++ -stdlib=libc++ -g -O0 -o $@ $<
+	clang++ -std=c++17 -stdlib=libc++ -g -O0 -o $@ $<
 
 $(FUZZ_DIR)/fuzz_std: tests/fuzz/fuzz_std.cpp $(FUZZ_LIBS) $(FUZZ_DIR)/fx_cxx_types \
                       $(FUZZ_DIR)/fx_libcxx_types

@@ -87,7 +87,34 @@ std::vector<const Type*> TypeRegistry::find_in_unit(Module* m, std::string_view 
   return out;
 }
 
+namespace {
+
+// A template's name as clang's DWARF spells it: "Point *" and "Point &"
+// in its arguments, where GCC's DWARF and the demangler (a vtable's class)
+// write "Point*" (LLVM 14's DW_AT_name of a class template instance).
+std::string clang_spelling(const std::string& name) {
+  const size_t lt = name.find('<');
+  if (lt == std::string::npos) return name;
+  std::string out = name.substr(0, lt);
+  for (size_t i = lt; i < name.size(); ++i) {
+    const char c = name[i];
+    if ((c == '*' || c == '&') && !out.empty() && out.back() != ' ' && out.back() != '*' &&
+        out.back() != '&')
+      out.push_back(' ');
+    out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace
+
 const Type* TypeRegistry::find_defined(const std::string& name, std::string* searched) {
+  if (const Type* t = find_spelled(name, searched)) return t;
+  const std::string clang = clang_spelling(name);
+  return clang == name ? nullptr : find_spelled(clang, nullptr);
+}
+
+const Type* TypeRegistry::find_spelled(const std::string& name, std::string* searched) {
   const bool tagged =
       name.rfind("struct ", 0) == 0 || name.rfind("union ", 0) == 0 || name.rfind("enum ", 0) == 0;
   for (const auto& m : mods_->modules()) {

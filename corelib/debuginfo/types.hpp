@@ -217,8 +217,10 @@ class TypeRegistry {
   std::string not_found_hint_;
   Index* index_for(Module* m);
   // The first definition of `name` (normalized, tagged or not, no stars) in
-  // a module's DWARF; null when none. `searched` lists the modules read.
+  // a module's DWARF, as GCC or clang spells a template's arguments; null
+  // when none. `searched` lists the modules read.
   const Type* find_defined(const std::string& name, std::string* searched);
+  const Type* find_spelled(const std::string& name, std::string* searched);  // as written
   const Type* convert(Module* m, Dwarf* dw, uint64_t die_off);
   // One DIE to a Type (cached by module and offset); nullptr when the
   // offset is not a DIE or nesting is too deep.

@@ -42,6 +42,7 @@ void register_layers(const TargetSpec& spec) {
   for (const auto& [n, f] : spec.thread_memory_readers) register_thread_memory_reader(n, f);
   for (const auto& [n, e] : spec.refcount_encodings) register_refcount_encoding(n, e);
   for (const auto& c : spec.containers) register_container(c);
+  for (const auto& l : spec.shared_layouts) register_shared_layout(l);
 }
 
 }  // namespace

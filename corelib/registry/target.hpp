@@ -21,6 +21,7 @@
 #include "corelib/registry/kernel_dumps.hpp"
 #include "corelib/registry/process_target.hpp"
 #include "corelib/walks/container_kinds.hpp"
+#include "corelib/walks/shared_layouts.hpp"
 
 namespace lr {
 
@@ -43,8 +44,9 @@ struct TargetSpec {
   std::vector<std::pair<std::string, ThreadMemoryReader>> thread_memory_readers;
   std::vector<std::pair<std::string, RefEncoding>> refcount_encodings;
   std::vector<ContainerKind> containers;
-  std::shared_ptr<ProcessTarget> process;  // a user-space program it knows
-  std::shared_ptr<KernelDumps> kernel;     // it opens kernel dumps
+  std::vector<SharedLayout> shared_layouts;  // a C++ library's shared_ptr control blocks
+  std::shared_ptr<ProcessTarget> process;    // a user-space program it knows
+  std::shared_ptr<KernelDumps> kernel;       // it opens kernel dumps
 };
 
 // Registers everything `spec` holds with the engine's layers. A name

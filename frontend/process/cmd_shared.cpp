@@ -1,5 +1,5 @@
 // `leakref shared CORE`: every shared_ptr control block of a C++ process
-// (libstdc++), its use and weak counts against the owners found in memory:
+// (libstdc++'s and libc++'s), its use and weak counts against the owners found in memory:
 // leaked owners, more owners than counted, blocks no root reaches (a cycle
 // of shared_ptrs or a lost last owner), with each owner named.
 #include <fmt/format.h>
@@ -7,13 +7,13 @@
 #include <map>
 #include <memory>
 
+#include "corelib/answers/shared_census.hpp"
 #include "frontend/base/commands.hpp"
 #include "frontend/base/errors.hpp"
 #include "frontend/base/options.hpp"
 #include "frontend/base/out.hpp"
 #include "frontend/base/process_core.hpp"
 #include "frontend/base/render.hpp"
-#include "targets/libstdcxx/shared_census.hpp"
 
 namespace lrcli {
 

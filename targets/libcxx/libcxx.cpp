@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string_view>
 
 #include "corelib/debuginfo/cxx_names.hpp"
@@ -10,12 +11,23 @@
 #include "corelib/objects/walkers.hpp"
 #include "corelib/walks/container_kinds.hpp"
 #include "corelib/walks/element_walks.hpp"
+#include "targets/libcxx/control_blocks.hpp"
 
 namespace lr {
 
 namespace {
 
-enum class Shape { kVector, kList, kForwardList, kTree, kHash, kArray, kUniquePtr, kRefused };
+enum class Shape {
+  kVector,
+  kDeque,
+  kList,
+  kForwardList,
+  kTree,
+  kHash,
+  kArray,
+  kUniquePtr,
+  kOptional
+};
 
 // The class templates, by their DWARF names, and the member only libc++'s
 // layout has (what tells it from libstdc++'s).
@@ -39,10 +51,8 @@ constexpr CxxClass kClasses[] = {
     {"unordered_multiset<", Shape::kHash, "__table_"},
     {"array<", Shape::kArray, "__elems_"},
     {"unique_ptr<", Shape::kUniquePtr, "__ptr_"},
-    {"deque<", Shape::kRefused, "__map_"},
-    {"optional<", Shape::kRefused, "__engaged_"},
-    {"basic_string<", Shape::kRefused, "__r_"},
-    {"shared_ptr<", Shape::kRefused, "__cntrl_"},
+    {"deque<", Shape::kDeque, "__map_"},
+    {"optional<", Shape::kOptional, "__engaged_"},
 };
 
 // Whether `t` (or a base or anonymous part of it) has a member `name`: a
@@ -87,6 +97,12 @@ Result<uint64_t> read_at(Program& prog, const Container& c, const char* path) {
   return prog.mem().read_u64(c.addr + f.offset);
 }
 
+// std::vector<bool>: its words of bits and their number (__size_), no
+// __end_.
+bool bit_vector(const Type* t) {
+  return has_member(t, "__size_") && !has_member(t, "__end_");
+}
+
 Result<Container> container_at(Program& prog, const Variable& head) {
   uint64_t addr = head.addr;
   const Type* t = head.type ? head.type->strip() : nullptr;
@@ -99,13 +115,6 @@ Result<Container> container_at(Program& prog, const Variable& head) {
     return make_error(Errc::kInvalidArgument,
                       fmt::format("{} is {}: not a libc++ container", head.name,
                                   t ? cxx_type_name(t) : "of no known type"));
-  if (k->shape == Shape::kRefused)
-    return make_error(
-        Errc::kUnsupported,
-        fmt::format("{} is {}: libc++'s {} is not read (vector, list, "
-                    "forward_list, map, set, unordered_map, unordered_set, array "
-                    "and unique_ptr are)",
-                    head.name, cxx_type_name(t), k->prefix.substr(0, k->prefix.size() - 1)));
   return Container{t, addr, k, head.name};
 }
 
@@ -123,13 +132,15 @@ const Type* allocated(const Type* t) {
 Result<const Type*> element_of(const Container& c) {
   switch (c.cls->shape) {
     case Shape::kVector: {
+      if (bit_vector(c.type))
+        return make_error(Errc::kUnsupported,
+                          c.name +
+                              ": std::vector<bool> packs its elements as bits: there are "
+                              "no element objects to walk");
       LR_ASSIGN(FieldLoc b, need(c, "__begin_"));
       const Type* p = b.type ? b.type->strip() : nullptr;
       if (p && p->kind == TypeKind::kPointer && p->target) return p->target;
-      return make_error(Errc::kUnsupported,
-                        c.name +
-                            ": std::vector<bool> packs its elements as bits: there are "
-                            "no element objects to walk");
+      break;
     }
     case Shape::kArray: {
       LR_ASSIGN(FieldLoc e, need(c, "__elems_"));
@@ -137,6 +148,10 @@ Result<const Type*> element_of(const Container& c) {
       if (a && a->kind == TypeKind::kArray && a->target) return a->target;
       break;
     }
+    case Shape::kOptional:
+      if (!c.type->template_args.empty() && c.type->template_args[0])
+        return c.type->template_args[0];
+      break;
     case Shape::kUniquePtr: {
       const Type* e = c.type->template_args.empty() ? nullptr : c.type->template_args[0];
       if (e && e->strip()->kind == TypeKind::kArray)
@@ -186,6 +201,81 @@ Result<VectorSpan> vector_span(Program& prog, const Container& c, uint64_t es) {
                                   "no whole number of {}-byte elements",
                                   c.name, b, e, cap, es));
   return VectorSpan{b, (e - b) / es};
+}
+
+// A deque: a map of pointers to blocks of `per_block` elements (the map's
+// [__begin_, __end_) slots in use; blocks may be spare at either end), the
+// first element at position __start_ and __size_ elements from there. The
+// elements a block holds are libc++'s __deque_block_size, not in the
+// DWARF: 4096 bytes' worth for an element under 256 bytes, else 16
+// (libcxx/include/deque, unchanged from LLVM 3 to 16).
+struct DequeSpan {
+  uint64_t map = 0;    // the map's block (__map_.__first_)
+  uint64_t slots = 0;  // the map's slots in use, from __map_.__begin_
+  uint64_t first = 0;  // __map_.__begin_: the first slot's address
+  uint64_t start = 0;  // the first element's position
+  uint64_t count = 0;  // elements
+  uint64_t per_block = 0;
+};
+Result<DequeSpan> deque_span(Program& prog, const Container& c, uint64_t es) {
+  DequeSpan d;
+  LR_ASSIGN(d.map, read_at(prog, c, "__map_.__first_"));
+  LR_ASSIGN(d.first, read_at(prog, c, "__map_.__begin_"));
+  LR_ASSIGN(uint64_t end, read_at(prog, c, "__map_.__end_"));
+  LR_ASSIGN(d.start, read_at(prog, c, "__start_"));
+  LR_ASSIGN(d.count, read_at(prog, c, "__size_.__value_"));
+  d.per_block = es && es < 256 ? 4096 / es : 16;
+  d.slots = (end - d.first) / 8;
+  auto bad = [&](const char* why) {
+    return make_error(Errc::kBadFormat,
+                      fmt::format("{} at {:#x}: {} (map slots {:#x}..{:#x}, __start_ {}, "
+                                  "__size_ {}): not a deque",
+                                  c.name, c.addr, why, d.first, end, d.start, d.count));
+  };
+  if (!es || end < d.first || (end - d.first) % 8 || d.first < d.map)
+    return bad("its map's slots are no whole number of pointers");
+  if (d.slots > kMaxElements / d.per_block || d.count > kMaxElements ||
+      d.start > d.slots * d.per_block || d.count > d.slots * d.per_block - d.start)
+    return bad("its elements lie past its blocks");
+  return d;
+}
+
+// The block in map slot `k`, checked readable at both ends: a slot that was
+// overwritten yields no elements.
+Result<uint64_t> deque_block(Program& prog, const DequeSpan& d, uint64_t k, uint64_t es) {
+  LR_ASSIGN(uint64_t b, prog.mem().read_u64(d.first + 8 * k));
+  const uint64_t bytes = d.per_block * es;
+  if (!b || !prog.mem().read_u64(b).ok() || !prog.mem().read_u64(b + bytes - 8).ok())
+    return make_error(Errc::kFault, fmt::format("map slot {:#x} holds {:#x}, a block the core "
+                                                "lacks",
+                                                d.first + 8 * k, b));
+  return b;
+}
+
+// The elements block by block, a block's slot read once.
+Result<WalkResult> walk_deque(Program& prog, const Container& c, uint64_t es,
+                              const WalkLimits& lim) {
+  LR_ASSIGN(DequeSpan d, deque_span(prog, c, es));
+  WalkResult r;
+  if (d.count > lim.max_nodes) {
+    r.stop = WalkStop::kLimit;
+    r.stop_detail =
+        fmt::format("{} holds {} elements, more than {}", c.name, d.count, lim.max_nodes_name);
+    return r;
+  }
+  r.objects.reserve(d.count);
+  for (uint64_t pos = d.start; pos < d.start + d.count;) {
+    auto b = deque_block(prog, d, pos / d.per_block, es);
+    if (!b.ok()) {
+      r.stop = WalkStop::kFault, r.stop_addr = d.first + 8 * (pos / d.per_block);
+      r.stop_detail = fmt::format("{}: {}", c.name, b.error().message);
+      break;
+    }
+    const uint64_t to = std::min(d.start + d.count, (pos / d.per_block + 1) * d.per_block);
+    for (; pos < to; ++pos) r.objects.push_back(b.value() + (pos % d.per_block) * es);
+  }
+  lim.sink(r.objects.data(), r.objects.size());
+  return r;
 }
 
 // A list's ring from its end node, bounded by the size it records: a ring
@@ -285,8 +375,19 @@ Result<WalkResult> walk_holder(Program& prog, const Container& c, uint64_t es,
     return walk_array(prog.mem(), c.addr + e.offset, a ? a->count : 0, es, lim);
   }
   WalkResult r;
-  LR_ASSIGN(uint64_t p, read_at(prog, c, "__ptr_.__value_"));
-  if (p) r.objects.push_back(p);
+  if (c.cls->shape == Shape::kUniquePtr) {
+    LR_ASSIGN(uint64_t p, read_at(prog, c, "__ptr_.__value_"));
+    if (p) r.objects.push_back(p);
+  } else {  // an optional's value, inside it, while engaged
+    LR_ASSIGN(FieldLoc on, need(c, "__engaged_"));
+    LR_ASSIGN(FieldLoc v, need(c, "__val_"));
+    uint8_t engaged = 0;
+    LR_TRY(prog.mem().read(c.addr + on.offset, &engaged, 1));
+    if (engaged > 1)
+      return make_error(Errc::kBadFormat, fmt::format("{} at {:#x}: __engaged_ is {}, no bool",
+                                                      c.name, c.addr, engaged));
+    if (engaged) r.objects.push_back(c.addr + v.offset);
+  }
   lim.sink(r.objects.data(), r.objects.size());
   return r;
 }
@@ -297,8 +398,8 @@ Result<WalkResult> walk_elements(Program& prog, const Container& c, uint64_t es,
     LR_ASSIGN(VectorSpan v, vector_span(prog, c, es));
     return walk_array(prog.mem(), v.start, v.count, es, lim);
   }
-  if (c.cls->shape == Shape::kArray || c.cls->shape == Shape::kUniquePtr)
-    return walk_holder(prog, c, es, lim);
+  if (c.cls->shape == Shape::kDeque) return walk_deque(prog, c, es, lim);
+  if (c.cls->shape >= Shape::kArray) return walk_holder(prog, c, es, lim);
   LR_ASSIGN(uint64_t off, value_offset(c, node_pair(c.cls->shape)));
   WalkLimits nl = lim;
   nl.sink = {};
@@ -328,16 +429,66 @@ Result<const Type*> element_cxx(Program& prog, const Variable& head, const std::
 
 // ---- the containers' own blocks ----
 
+// A basic_string (LLVM 14's default layout: its __long's __cap_ first,
+// whose lowest bit says the characters are a block of their own; the
+// alternate layout puts __data_ first and is refused).
+bool is_string(const Type* t) {
+  return t && t->is_aggregate() && t->name.rfind("basic_string<", 0) == 0 && has_member(t, "__r_");
+}
+
+bool is_shared(const Type* t) {
+  return t && t->is_aggregate() && t->name.rfind("shared_ptr<", 0) == 0 &&
+         has_member(t, "__cntrl_");
+}
+
+// The containers whose blocks are their own (array, unique_ptr and optional
+// allocate none: what a unique_ptr points at keeps its own type), a
+// string's characters, and a shared_ptr's control block.
 bool holds_cxx(const Type* t) {
   const CxxClass* k = cxx_class(t);
-  return k && k->shape < Shape::kArray;
+  return (k && k->shape < Shape::kArray) || is_string(t) || is_shared(t);
+}
+
+// A shared_ptr's control block. make_shared's holds the object just past
+// its counts (__ptr_ points into it), typed as the element while an owner
+// lives (__shared_owners_, one less than the owners, is 0 or more); a
+// separate object is a block of its own.
+Result<OwnBlocks> shared_blocks(Program& prog, const Type* t, uint64_t addr, OwnBlocks out) {
+  auto ptr = resolve_path(t, "__ptr_");
+  auto cntrl = resolve_path(t, "__cntrl_");
+  const Type* ct = cntrl.ok() && cntrl->type ? cntrl->type->strip() : nullptr;
+  auto owners = ct && ct->target ? resolve_path(ct->target, "__shared_owners_")
+                                 : Result<FieldLoc>(make_error(Errc::kNotFound, ""));
+  if (!ptr.ok() || !owners.ok())
+    return make_error(Errc::kUnsupported,
+                      fmt::format("{} at {:#x}: not libc++'s shared_ptr", out.container, addr));
+  LR_ASSIGN(uint64_t obj, prog.mem().read_u64(addr + ptr->offset));
+  LR_ASSIGN(uint64_t cb, prog.mem().read_u64(addr + cntrl->offset));
+  if (!cb) return out;
+  LR_ASSIGN(uint64_t count, prog.mem().read_u64(cb + owners->offset));
+  const Type* elem = t->template_args.empty() ? nullptr : t->template_args[0];
+  const bool live = static_cast<int64_t>(count) >= 0;
+  // The in-place object follows the vptr and the two counts, within the
+  // few words an allocator may add.
+  const bool in_place = obj > cb && obj - cb <= 64;
+  if (in_place && elem && live) {
+    out.blocks.push_back({cb, "control block", elem, obj - cb, 1});
+    return out;
+  }
+  out.blocks.push_back({cb, "control block", nullptr, 0, 0});
+  if (!in_place && obj && elem && live) {
+    OwnBlock o{obj, "object", elem, 0, 1};
+    o.maybe_inside = true;
+    out.blocks.push_back(o);
+  }
+  return out;
 }
 
 bool link_cxx(const Type* t) {
   static constexpr std::string_view kLinks[] = {
       "__list_node_base<",      "__tree_node_base<", "__tree_end_node<",       "__hash_node_base<",
       "__forward_begin_node<",  "__list_iterator<",  "__list_const_iterator<", "__tree_iterator<",
-      "__tree_const_iterator<", "__hash_iterator<",  "__hash_const_iterator<"};
+      "__tree_const_iterator<", "__hash_iterator<",  "__hash_const_iterator<", "__deque_iterator<"};
   for (std::string_view l : kLinks)
     if (t->name.rfind(l, 0) == 0) return true;
   return false;
@@ -349,20 +500,83 @@ void bucket_block(Program& prog, const Container& c, OwnBlocks* out) {
   if (b.ok() && b.value()) out->blocks.push_back({b.value(), "buckets", nullptr, 0, 0});
 }
 
+// A string's characters: a block of their own when the flag bit of its
+// first byte is set (a long string), else inside the object.
+Result<OwnBlocks> string_blocks(Program& prog, const Type* t, uint64_t addr, OwnBlocks out) {
+  auto cap = resolve_path(t, "__r_.__value_.__l.__cap_");
+  auto data = resolve_path(t, "__r_.__value_.__l.__data_");
+  auto rep = resolve_path(t, "__r_.__value_");
+  if (!cap.ok() || !data.ok() || !rep.ok() || cap->offset != rep->offset)
+    return make_error(Errc::kUnsupported,
+                      fmt::format("{} at {:#x}: not libc++'s string as LLVM 14 lays it out "
+                                  "(the alternate layout is not read)",
+                                  out.container, addr));
+  uint8_t flag = 0;
+  LR_TRY(prog.mem().read(addr + rep->offset, &flag, 1));
+  if (!(flag & 1)) return out;
+  LR_ASSIGN(uint64_t chars, prog.mem().read_u64(addr + data->offset));
+  if (chars) out.blocks.push_back({chars, "characters", nullptr, 0, 0});
+  return out;
+}
+
+// A deque's map and its blocks: those holding elements typed as them, the
+// spare ones libc++ keeps at either end as blocks with none.
+void deque_blocks(Program& prog, const Container& c, const Type* elem, const WalkLimits& lim,
+                  OwnBlocks* out) {
+  const uint64_t es = elem->strip()->size;
+  auto span = deque_span(prog, c, es);
+  if (!span.ok()) {
+    out->warning = span.error().message;
+    return;
+  }
+  const DequeSpan& d = span.value();
+  if (d.slots > lim.max_nodes) {
+    out->warning = fmt::format("{} at {:#x}: {} map slots, more than {}", c.name, c.addr, d.slots,
+                               lim.max_nodes_name);
+    return;
+  }
+  if (d.map) out->blocks.push_back({d.map, "map", nullptr, 0, 0});
+  for (uint64_t k = 0; k < d.slots; ++k) {
+    auto b = deque_block(prog, d, k, es);
+    if (!b.ok()) {
+      out->warning = fmt::format("{} at {:#x}: {}", c.name, c.addr, b.error().message);
+      return;
+    }
+    const uint64_t lo = std::max(d.start, k * d.per_block);
+    const uint64_t hi = std::min(d.start + d.count, (k + 1) * d.per_block);
+    if (lo >= hi)
+      out->blocks.push_back({b.value(), "spare block", nullptr, 0, 0});
+    else
+      out->blocks.push_back({b.value(), "block", elem, (lo - k * d.per_block) * es, hi - lo, true});
+  }
+}
+
 Result<OwnBlocks> own_blocks_cxx(Program& prog, const Type* t, uint64_t addr,
                                  const WalkLimits& lim) {
   t = t ? t->strip() : nullptr;
   OwnBlocks out;
   out.container = cxx_type_name(t);
+  if (is_string(t)) return string_blocks(prog, t, addr, std::move(out));
+  if (is_shared(t)) return shared_blocks(prog, t, addr, std::move(out));
   Variable v;
   v.name = out.container, v.type = t, v.addr = addr;
   LR_ASSIGN(Container c, container_at(prog, v));
+  if (c.cls->shape >= Shape::kArray) return out;
+  if (c.cls->shape == Shape::kVector && bit_vector(t)) {
+    LR_ASSIGN(uint64_t words, read_at(prog, c, "__begin_"));
+    if (words) out.blocks.push_back({words, "bits", nullptr, 0, 0});
+    return out;
+  }
   LR_ASSIGN(const Type* elem, element_of(c));
   const uint64_t es = elem->strip()->size;
   if (!es) return make_error(Errc::kBadFormat, c.name + ": an element of no size");
   if (c.cls->shape == Shape::kVector) {
     LR_ASSIGN(VectorSpan s, vector_span(prog, c, es));
     if (s.start) out.blocks.push_back({s.start, "elements", elem, 0, s.count, true});
+    return out;
+  }
+  if (c.cls->shape == Shape::kDeque) {
+    deque_blocks(prog, c, elem, lim, &out);
     return out;
   }
   LR_ASSIGN(uint64_t off, value_offset(c, node_pair(c.cls->shape)));
@@ -394,6 +608,7 @@ TargetSpec libcxx_target() {
   TargetSpec t;
   t.name = "libcxx";
   t.containers.push_back(k);
+  t.shared_layouts.push_back(libcxx_shared_layout());
   return t;
 }
 

@@ -10,6 +10,7 @@
 #include "corelib/objects/containers.hpp"
 #include "corelib/objects/walkers.hpp"
 #include "corelib/walks/element_walks.hpp"
+#include "targets/libstdcxx/control_blocks.hpp"
 
 namespace lr {
 
@@ -679,6 +680,7 @@ TargetSpec libstdcxx_target() {
   TargetSpec t;
   t.name = "libstdcxx";
   t.containers.push_back(k);
+  t.shared_layouts.push_back(libstdcxx_shared_layout());
   return t;
 }
 

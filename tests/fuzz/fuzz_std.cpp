@@ -32,9 +32,9 @@ using lrfuzz::kBase;
 const std::vector<const char*> kStdHeads = {
     "g_vec",  "g_points", "g_list",  "g_flist",   "g_map", "g_mmap", "g_set", "g_umap", "g_uset",
     "g_wide", "g_nodes",  "g_deque", "g_dpoints", "g_arr", "g_parr", "g_up",  "g_opt",  "g_names"};
-const std::vector<const char*> kLibcxxHeads = {"g_vec",  "g_points", "g_list", "g_flist",
-                                               "g_map",  "g_mmap",   "g_set",  "g_umap",
-                                               "g_uset", "g_nodes",  "g_arr",  "g_up"};
+const std::vector<const char*> kLibcxxHeads = {
+    "g_vec",   "g_points", "g_list", "g_flist", "g_map",     "g_mmap", "g_set", "g_umap", "g_uset",
+    "g_nodes", "g_arr",    "g_up",   "g_deque", "g_dpoints", "g_opt",  "g_str", "g_bits"};
 
 struct Library {
   std::unique_ptr<lr::Program> prog;

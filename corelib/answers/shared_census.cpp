@@ -1,9 +1,11 @@
 // shared_ptr control blocks and their owners (shared_census.hpp).
-#include "targets/libstdcxx/shared_census.hpp"
+#include "corelib/answers/shared_census.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <climits>
+#include <cstring>
 #include <optional>
 #include <unordered_map>
 
@@ -38,46 +40,6 @@ Ref SharedCensus::ref(const ControlBlock& b, const SharedOwner& o) {
 }
 
 namespace {
-
-constexpr std::string_view kControl = "std::_Sp_counted_";
-
-// Where the counts are, from the DWARF of the block's base class (its lock
-// policy as the block's class names it: "(__gnu_cxx::_Lock_policy)2").
-struct Counts {
-  uint64_t use = 0, weak = 0;
-};
-Result<Counts> counts_layout(Program& prog, const std::string& block_class) {
-  std::string policy = "2";
-  const std::string_view tag = "(__gnu_cxx::_Lock_policy)";
-  if (auto at = block_class.rfind(tag); at != std::string::npos)
-    policy = block_class.substr(at + tag.size(), 1);
-  const std::string base = "std::_Sp_counted_base<(__gnu_cxx::_Lock_policy)" + policy + ">";
-  auto t = prog.types().find(base);
-  if (!t.ok())
-    return make_error(Errc::kNotFound,
-                      fmt::format("{} is not in the program's DWARF: the counts of its "
-                                  "shared_ptr control blocks cannot be read",
-                                  base));
-  LR_ASSIGN(FieldLoc u, resolve_path(t.value(), "_M_use_count"));
-  LR_ASSIGN(FieldLoc w, resolve_path(t.value(), "_M_weak_count"));
-  return Counts{u.offset, w.offset};
-}
-
-// Where a block class keeps its object: inside it (make_shared's), or as
-// a pointer it holds (a separate or deleter block); looked up once a class.
-struct ObjectAt {
-  bool known = false, inside = false;
-  uint64_t off = 0;
-};
-ObjectAt object_layout(Program& prog, const std::string& block_class) {
-  auto t = prog.types().find(block_class);
-  if (!t.ok()) return {};
-  if (auto s = resolve_path(t.value(), "_M_impl._M_storage"); s.ok())
-    return {true, true, s->offset};
-  for (const char* p : {"_M_ptr", "_M_impl._M_ptr"})
-    if (auto f = resolve_path(t.value(), p); f.ok()) return {true, false, f->offset};
-  return {};
-}
 
 // An owner is a word that points at the block's start; registers' (a
 // stopped thread's copies, as the retained tree sets them aside) and dead
@@ -220,16 +182,24 @@ InPlace inplace_member(const IndexedCore& core, const SharedCensus& s, uint64_t 
   return p;
 }
 
-bool pi_member(const std::string& path) {
-  constexpr std::string_view kPi = "._M_pi";
-  return path.size() >= kPi.size() && path.compare(path.size() - kPi.size(), kPi.size(), kPi) == 0;
+// Whether a member path ends in a library's owner member ("._M_pi",
+// ".__cntrl_").
+bool owner_member(const std::string& path, const std::vector<SharedLayout>& layouts) {
+  for (const auto& l : layouts) {
+    const std::string m = "." + l.owner_member;
+    if (path.size() >= m.size() && path.compare(path.size() - m.size(), m.size(), m) == 0)
+      return true;
+  }
+  return false;
 }
 
 // Whether the types known say the word is a shared_ptr's or weak_ptr's
-// _M_pi: a member of a typed heap block, of another block's in-place
+// pointer to its block: a member of a typed heap block, of another block's in-place
 // object, or of a global.
 bool typed_owner(const IndexedCore& core, RefNamer& names, const SharedCensus& s,
                  const SharedOwner& o) {
+  static const std::vector<SharedLayout> layouts = shared_layouts();
+  auto pi_member = [&](const std::string& path) { return owner_member(path, layouts); };
   const RefIndex& ix = *core.ci.index;
   if (o.kind == RefFrom::kChunk) {
     const size_t src = ix.chunk_at(o.from);
@@ -265,27 +235,32 @@ void weigh_untyped(const IndexedCore& core, RefNamer& names, SharedCensus* s) {
 
 // The control-block classes met, by a block's first word when it points
 // into a module (-1: no control block's vtable): a program has a few
-// classes, met millions of times.
+// classes, met millions of times. Each class's layout is its library's.
 struct BlockClasses {
+  std::vector<SharedLayout> libraries = shared_layouts();
   std::unordered_map<uint64_t, int32_t> by_vptr;
-  std::vector<ObjectAt> layouts;  // by class
+  std::vector<SharedObjectAt> objects;  // by class
+  std::vector<SharedCounts> counts;     // by class
 };
 
 // The class of a block whose first word is `vptr`, as an index into
 // s->classes; -1 when it is no control block's.
-int32_t block_class(Program& prog, RefNamer& names, uint64_t vptr, BlockClasses* bc,
-                    SharedCensus* s) {
+Result<int32_t> block_class(Program& prog, RefNamer& names, uint64_t vptr, BlockClasses* bc,
+                            SharedCensus* s) {
   if (auto it = bc->by_vptr.find(vptr); it != bc->by_vptr.end()) return it->second;
   // A vtable lies in a module: the heap's own values (pointers, numbers),
   // millions of them, are told apart with no symbol lookup and not kept.
   if (!prog.modules().module_at(vptr)) return -1;
   std::string cls = names.types().vtable_class(vptr);
-  if (cls.empty()) return -1;
   int32_t i = -1;
-  if (cls.rfind(kControl, 0) == 0) {
+  for (const SharedLayout& l : bc->libraries) {
+    if (cls.empty() || !l.block_class(cls)) continue;
+    LR_ASSIGN(SharedCounts counts, l.counts(prog, cls));
     i = static_cast<int32_t>(s->classes.size());
-    bc->layouts.push_back(object_layout(prog, cls));
+    bc->objects.push_back(l.object(prog, cls));
+    bc->counts.push_back(counts);
     s->classes.push_back(std::move(cls));
+    break;
   }
   bc->by_vptr.emplace(vptr, i);
   return i;
@@ -311,6 +286,21 @@ bool read_at(const Memory& mem, Memory::Window& w, uint64_t a, void* out, size_t
   return mem.read(a, out, n).ok();
 }
 
+// A count of `c.width` bytes at `at`, as the library means it; -1 (no
+// count a program reaches) when unreadable or past an int.
+int32_t read_count(const Memory& mem, Memory::Window& w, uint64_t at, const SharedCounts& c) {
+  int64_t v = 0;
+  if (c.width == 4) {
+    int32_t n = 0;
+    if (!read_at(mem, w, at, &n, 4)) return -1;
+    v = n;
+  } else if (c.width != 8 || !read_at(mem, w, at, &v, 8)) {
+    return -1;
+  }
+  if (v > INT32_MAX - c.bias || v < INT32_MIN + 1 - c.bias) return -1;
+  return static_cast<int32_t>(v + c.bias);
+}
+
 // The control blocks among the heap's blocks: each block's first word
 // looked up as a vtable (once a value), then the blocks read, their number
 // known.
@@ -325,11 +315,9 @@ Result<void> find_blocks(const IndexedCore& core, RefNamer& names,
   for (size_t c = 0; c < chunks.size(); ++c) {
     uint64_t vptr = 0;
     if (!read_at(mem, w, chunks[c].user, &vptr, 8)) continue;
-    const int32_t cls = block_class(*core.prog, names, vptr, &bc, s);
+    LR_ASSIGN(const int32_t cls, block_class(*core.prog, names, vptr, &bc, s));
     if (cls >= 0) found.push_back({static_cast<uint32_t>(c), cls});
   }
-  if (found.empty()) return {};
-  LR_ASSIGN(Counts counts, counts_layout(*core.prog, s->classes[found[0].second]));
   reserve_huge(s->blocks, found.size());
   s->blocks.resize(found.size());
   for (size_t i = 0; i < found.size(); ++i) {
@@ -337,10 +325,10 @@ Result<void> find_blocks(const IndexedCore& core, RefNamer& names,
     ControlBlock& b = s->blocks[i];
     b.addr = chunks[c].user;
     b.size = chunks[c].usable();
-    uint32_t u = 0, wk = 0;
-    b.use = read_at(mem, w, b.addr + counts.use, &u, 4) ? static_cast<int32_t>(u) : -1;
-    b.weak = read_at(mem, w, b.addr + counts.weak, &wk, 4) ? static_cast<int32_t>(wk) : -1;
-    const ObjectAt& l = bc.layouts[cls];
+    const SharedCounts& counts = bc.counts[cls];
+    b.use = read_count(mem, w, b.addr + counts.use, counts);
+    b.weak = read_count(mem, w, b.addr + counts.weak, counts);
+    const SharedObjectAt& l = bc.objects[cls];
     uint64_t obj = 0;
     b.object = !l.known                                   ? 0
                : l.inside                                 ? b.addr + l.off

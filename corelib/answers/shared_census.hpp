@@ -1,12 +1,13 @@
-// libstdc++'s shared_ptr control blocks in a process core, each with its
-// counts and the owners found in memory (shared_census.cpp). A control
-// block is a heap block whose vtable is one of std::_Sp_counted_*
-// (make_shared's in-place block, a separate pointer block, a custom
-// deleter's); its _M_use_count and _M_weak_count are read through the
-// program's DWARF of std::_Sp_counted_base. Its owners are the words that
-// point at its start (every shared_ptr's and weak_ptr's _M_refcount._M_pi):
-// there should be use_count + weak_count - 1 of them (libstdc++ counts the
-// shared owners' one weak reference while any shared owner lives).
+// The shared_ptr control blocks in a process core, each with its counts
+// and the owners found in memory (shared_census.cpp). A control block is a
+// heap block whose vtable's class a registered C++ library calls one of
+// its own (walks/shared_layouts: GCC's std::_Sp_counted_*, LLVM's
+// __shared_ptr_emplace and __shared_ptr_pointer); its use and weak counts
+// are read as that library lays them out. Its owners are the words that
+// point at its start (every shared_ptr's and weak_ptr's pointer to its
+// block): there should be use_count + weak_count - 1 of them (both
+// libraries count the shared owners' one weak reference while any shared
+// owner lives).
 #pragma once
 
 #include <cstdint>
@@ -18,6 +19,7 @@
 #include "corelib/answers/container_blocks.hpp"
 #include "corelib/answers/core_index.hpp"
 #include "corelib/base/result.hpp"
+#include "corelib/walks/shared_layouts.hpp"
 
 namespace lr {
 
@@ -51,7 +53,7 @@ struct ControlBlock {
   uint64_t addr = 0;
   uint64_t object = 0;        // the managed object (0: the block's DWARF does not say)
   uint64_t size = 0;          // the block's usable bytes
-  int32_t use = 0, weak = 0;  // libstdc++'s _Atomic_word: an int
+  int32_t use = 0, weak = 0;  // as the library means them (-1: unreadable or past an int)
   uint32_t chunk = 0;         // its heap block's number in the index
   uint32_t cls = 0;           // its class, from its vtable: SharedCensus::classes
   // Its owners, when kept: SharedCensus::owners[owners_begin, owners_end),
@@ -83,15 +85,16 @@ struct SharedCensus {
   static Ref ref(const ControlBlock& b, const SharedOwner& o);
 };
 
-// Every control block of `core` with its owners. kNotFound when the
-// program's DWARF has no std::_Sp_counted_base.
+// Every control block of `core` with its owners; an error when a block
+// class's counts cannot be read (its library's DWARF lacks their base
+// class).
 // Every block's owners are counted; they are kept (SharedCensus::owners)
 // for the blocks that are not ok, or with `all_owners` for every block.
 Result<SharedCensus> shared_census(const IndexedCore& core, RefNamer& names,
                                    bool all_owners = false);
 // An owner's name, made only for the blocks shown (a core may hold
 // millions): as refs names the word ("global g_sp._M_refcount._M_pi
-// [fx]"), and a word inside another block's in-place object by that
+// [fx]", "global g_sp.__cntrl_ [fx]"), and a word inside another block's in-place object by that
 // object's member ("Cyc 0x...90.next._M_refcount._M_pi (in control block
 // 0x...80)"), so that a cycle reads member by member.
 std::string shared_owner_name(const IndexedCore& core, RefNamer& names, const SharedCensus& s,
