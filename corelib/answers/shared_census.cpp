@@ -72,24 +72,23 @@ void each_owner(const IndexedCore& core, const std::vector<uint32_t>& sel, const
                 const SharedCensus& s, Fn fn) {
   const RefIndex& ix = *core.ci.index;
   const auto& chunks = ix.heap().in_use;
-  std::vector<uint32_t> at, block_of;
+  std::vector<uint32_t> at;  // the blocks' chunks, ascending as `sel` is
   reserve_huge(at, sel.size());
-  reserve_huge(block_of, ix.chunks());
   at.resize(sel.size());
-  block_of.assign(ix.chunks(), UINT32_MAX);
-  for (size_t k = 0; k < sel.size(); ++k) {
-    at[k] = s.blocks[sel[k]].chunk;
-    block_of[at[k]] = sel[k];
-  }
+  for (size_t k = 0; k < sel.size(); ++k) at[k] = s.blocks[sel[k]].chunk;
+  auto block_of = [&](uint32_t chunk) {
+    auto b = std::lower_bound(at.begin(), at.end(), chunk);
+    return b == at.end() || *b != chunk ? UINT32_MAX : sel[static_cast<size_t>(b - at.begin())];
+  };
   for (size_t k = 0; k < ix.root_count(); ++k) {  // by target: roots first per block
     const Ref r = ix.root_ref(k);
-    const uint32_t i = block_of[r.target];
+    const uint32_t i = block_of(r.target);
     if (i != UINT32_MAX && owner_word(r, s.blocks[i].addr))
       fn(i, SharedOwner{r.from, r.tid, r.kind, true, false, false});
   }
   ix.each_chunk_ref_into(at, [&](const Ref& r, uint32_t src) {
-    const uint32_t i = block_of[r.target];
-    if (!owner_word(r, s.blocks[i].addr)) return;
+    const uint32_t i = block_of(r.target);
+    if (i == UINT32_MAX || !owner_word(r, s.blocks[i].addr)) return;
     const bool stale = !l.live.empty() && stale_word(l.live, src, chunks[src].user, r.from);
     fn(i, SharedOwner{r.from, r.tid, r.kind, !stale && (l.reach[src] & RefIndex::kReached) != 0,
                       stale, false});
@@ -106,10 +105,26 @@ void count_owners(const IndexedCore& core, const Liveness& l, SharedCensus* s) {
     s->blocks[i].reached = l.reach[s->blocks[i].chunk] & RefIndex::kReached;
   }
   s->stale_words = 0;
-  each_owner(core, all, l, *s, [&](uint32_t i, const SharedOwner& o) {
-    s->blocks[i].live += o.live;
-    s->stale_words += o.stale;
-  });
+  if (!l.live.empty()) {  // the heap typed: words past containers' elements set aside
+    each_owner(core, all, l, *s, [&](uint32_t i, const SharedOwner& o) {
+      s->blocks[i].live += o.live;
+      s->stale_words += o.stale;
+    });
+    return;
+  }
+  // Untyped, every word of a reached block is live: the index counts them.
+  const RefIndex& ix = *core.ci.index;
+  std::vector<uint32_t> chunk(s->blocks.size());
+  for (size_t i = 0; i < s->blocks.size(); ++i) chunk[i] = s->blocks[i].chunk;
+  const std::vector<uint32_t> counts = ix.start_refs_from_reached(chunk, l.reach);
+  for (size_t i = 0; i < counts.size(); ++i) s->blocks[i].live = counts[i];
+  for (size_t k = 0; k < ix.root_count(); ++k) {  // the blocks are in chunk order
+    const Ref r = ix.root_ref(k);
+    auto b = std::lower_bound(chunk.begin(), chunk.end(), r.target);
+    if (b == chunk.end() || *b != r.target) continue;
+    ControlBlock& cb = s->blocks[static_cast<size_t>(b - chunk.begin())];
+    cb.live += owner_word(r, cb.addr);
+  }
 }
 
 // The owners of the blocks that are not ok (`all`: of every block), kept

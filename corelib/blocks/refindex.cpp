@@ -104,6 +104,8 @@ struct RefIndex::Impl {
   // target[rows.begin(c) .. rows.begin(c + 1)), one per referring word.
   RowIndex rows;
   PodArray<uint32_t> target;
+  // Bit r of `at_start`: target[r]'s word points at its chunk's very start.
+  PodArray<uint64_t> at_start;
   PodArray<RootRef> roots;  // references from roots, by target then address
   // The reverse rows, made on first use (a random write per reference): the
   // chunks pointing at c are in_src[in_off[c] .. in_off[c + 1]), one entry
@@ -354,13 +356,16 @@ Result<std::unique_ptr<RefIndex>> RefIndex::build(const CoreFile& core, const Mo
     uint64_t self = 0;
     size_t next_row = 0;  // the first chunk whose row start is not set yet
     ix.rows.reset(ch.size());
-    Scanner sc(core, ix, [&](uint64_t, uint64_t, size_t t, uint32_t src) {
+    Scanner sc(core, ix, [&](uint64_t, uint64_t v, size_t t, uint32_t src) {
       if (t == src) {
         ++self;
         return;
       }
       while (next_row <= src)
         ix.rows.set_begin(next_row++, static_cast<uint32_t>(ix.target.size()));
+      const size_t r = ix.target.size();
+      if ((r & 63) == 0) ix.at_start.push_back(0);
+      ix.at_start[r >> 6] |= uint64_t{v == ch[t].user} << (r & 63);
       ix.target.push_back(static_cast<uint32_t>(t));
     });
     for (size_t c = 0; c < ch.size(); ++c) {
@@ -416,6 +421,7 @@ Result<std::unique_ptr<RefIndex>> RefIndex::build(const CoreFile& core, const Mo
                    [](const RootRef& a, const RootRef& b) { return a.target < b.target; });
   // The growth slack of the scan's vectors is given back.
   ix.target.shrink_to_fit();
+  ix.at_start.shrink_to_fit();
   ix.roots.shrink_to_fit();
   x->stats_.refs = ix.target.size() + ix.roots.size();
   x->stats_.roots = ix.roots.size();
@@ -466,17 +472,19 @@ std::vector<Ref> RefIndex::refs_to(size_t c) const {
 void RefIndex::each_chunk_ref_into(std::span<const uint32_t> targets,
                                    const std::function<void(const Ref&, uint32_t)>& fn) const {
   const Impl& ix = *impl_;
-  const auto& io = ix.in_off();
-  const auto& src = ix.in_src();
   // Targets and their sources as bitmaps: millions of targets often share
   // a few sources (one vector of owners), which a sorted list would repeat.
+  // The sources come from one pass over the forward rows, not the reverse
+  // ones (a random write per reference of the whole heap to make).
   std::vector<uint64_t> is_target((chunks() + 63) / 64), is_source(is_target.size());
-  for (uint32_t t : targets) {
-    if (t >= chunks()) continue;
-    is_target[t >> 6] |= uint64_t{1} << (t & 63);
-    for (uint32_t i = io[t]; i < io[t + 1]; ++i)
-      is_source[src[i] >> 6] |= uint64_t{1} << (src[i] & 63);
-  }
+  for (uint32_t t : targets)
+    if (t < chunks()) is_target[t >> 6] |= uint64_t{1} << (t & 63);
+  for (size_t c = 0; c < ix.rows.rows(); ++c)
+    for (uint32_t r = ix.rows.begin(c), e = ix.rows.begin(c + 1); r < e; ++r)
+      if ((is_target[ix.target[r] >> 6] >> (ix.target[r] & 63)) & 1) {
+        is_source[c >> 6] |= uint64_t{1} << (c & 63);
+        break;
+      }
   // The scan's own rule, source by source in address order.
   Scanner sc(mem_, ix, [&](uint64_t at, uint64_t v, size_t t, uint32_t s) {
     if (t == s || !((is_target[t >> 6] >> (t & 63)) & 1)) return;
@@ -492,6 +500,34 @@ void RefIndex::each_chunk_ref_into(std::span<const uint32_t> targets,
       sc.range(ix.ch[s].user, ix.ch[s].user + ix.ch[s].usable(), s);
     }
   sc.flush();
+}
+
+std::vector<uint32_t> RefIndex::start_refs_from_reached(std::span<const uint32_t> targets,
+                                                        const std::vector<uint8_t>& reach) const {
+  const Impl& ix = *impl_;
+  std::vector<uint32_t> out(targets.size(), 0);
+  if (!std::is_sorted(targets.begin(), targets.end()) ||
+      std::adjacent_find(targets.begin(), targets.end()) != targets.end() ||
+      (!targets.empty() && targets.back() >= chunks()))
+    return out;  // the contract: ascending chunk numbers, each once
+  // The targets as a bitmap with each word's rank before it: a target's
+  // place in `targets` is the targets below it (no chunk-sized table).
+  const size_t words = (chunks() + 63) / 64;
+  std::vector<uint64_t> bits(words);
+  std::vector<uint32_t> rank(words);
+  for (uint32_t t : targets) bits[t >> 6] |= uint64_t{1} << (t & 63);
+  for (size_t w = 1; w < words; ++w)
+    rank[w] = rank[w - 1] + static_cast<uint32_t>(__builtin_popcountll(bits[w - 1]));
+  for (size_t c = 0; c < ix.rows.rows() && c < reach.size(); ++c) {
+    if (!(reach[c] & kReached)) continue;
+    for (uint32_t r = ix.rows.begin(c), e = ix.rows.begin(c + 1); r < e; ++r) {
+      const uint32_t t = ix.target[r];
+      const uint64_t below = bits[t >> 6] & ((uint64_t{1} << (t & 63)) - 1);
+      if (((ix.at_start[r >> 6] >> (r & 63)) & 1) && ((bits[t >> 6] >> (t & 63)) & 1))
+        ++out[rank[t >> 6] + static_cast<uint32_t>(__builtin_popcountll(below))];
+    }
+  }
+  return out;
 }
 
 std::vector<uint8_t> RefIndex::reachable(const std::vector<LiveExtent>& live) const {
