@@ -9,8 +9,6 @@
 #include <optional>
 #include <unordered_map>
 
-#include "corelib/base/huge_pages.hpp"
-
 namespace lr {
 
 const char* shared_verdict_name(SharedVerdict v) {
@@ -64,78 +62,71 @@ struct Liveness {
   const std::vector<RefIndex::LiveExtent>& live;
 };
 
-// The owner words of the blocks `sel` (indices into s.blocks, ascending):
-// the roots' first, then each source block's, read once for all the
-// control blocks it points at; `fn(i, owner)` for each.
+// The owner words of the blocks in chunks `at` (ascending): the roots'
+// first, then each source block's, read once for all the control blocks it
+// points at; `fn(k, owner)` for each, k its block's place in `at`.
 template <class Fn>
-void each_owner(const IndexedCore& core, const std::vector<uint32_t>& sel, const Liveness& l,
-                const SharedCensus& s, Fn fn) {
+void each_owner(const IndexedCore& core, const std::vector<uint32_t>& at, const Liveness& l,
+                Fn fn) {
   const RefIndex& ix = *core.ci.index;
   const auto& chunks = ix.heap().in_use;
-  std::vector<uint32_t> at;  // the blocks' chunks, ascending as `sel` is
-  reserve_huge(at, sel.size());
-  at.resize(sel.size());
-  for (size_t k = 0; k < sel.size(); ++k) at[k] = s.blocks[sel[k]].chunk;
-  auto block_of = [&](uint32_t chunk) {
+  auto place = [&](uint32_t chunk) {
     auto b = std::lower_bound(at.begin(), at.end(), chunk);
-    return b == at.end() || *b != chunk ? UINT32_MAX : sel[static_cast<size_t>(b - at.begin())];
+    return b == at.end() || *b != chunk ? UINT32_MAX : static_cast<uint32_t>(b - at.begin());
   };
   for (size_t k = 0; k < ix.root_count(); ++k) {  // by target: roots first per block
     const Ref r = ix.root_ref(k);
-    const uint32_t i = block_of(r.target);
-    if (i != UINT32_MAX && owner_word(r, s.blocks[i].addr))
+    const uint32_t i = place(r.target);
+    if (i != UINT32_MAX && owner_word(r, chunks[r.target].user))
       fn(i, SharedOwner{r.from, r.tid, r.kind, true, false, false});
   }
   ix.each_chunk_ref_into(at, [&](const Ref& r, uint32_t src) {
-    const uint32_t i = block_of(r.target);
-    if (i == UINT32_MAX || !owner_word(r, s.blocks[i].addr)) return;
+    const uint32_t i = place(r.target);
+    if (i == UINT32_MAX || !owner_word(r, chunks[r.target].user)) return;
     const bool stale = !l.live.empty() && stale_word(l.live, src, chunks[src].user, r.from);
     fn(i, SharedOwner{r.from, r.tid, r.kind, !stale && (l.reach[src] & RefIndex::kReached) != 0,
                       stale, false});
   });
 }
 
+std::vector<uint32_t> chunks_of(const std::vector<SharedCensus::Found>& found) {
+  std::vector<uint32_t> at(found.size());
+  for (size_t i = 0; i < found.size(); ++i) at[i] = found[i].chunk;
+  return at;
+}
+
 // Each block's live owners counted (and the stale words), none kept: most
 // blocks are ok, and a core may hold millions.
-void count_owners(const IndexedCore& core, const Liveness& l, SharedCensus* s) {
-  std::vector<uint32_t> all(s->blocks.size());
-  for (size_t i = 0; i < all.size(); ++i) {
-    all[i] = static_cast<uint32_t>(i);
-    s->blocks[i].live = 0;
-    s->blocks[i].reached = l.reach[s->blocks[i].chunk] & RefIndex::kReached;
-  }
+std::vector<uint32_t> live_owners(const IndexedCore& core, const Liveness& l, SharedCensus* s) {
+  const std::vector<uint32_t> at = chunks_of(s->found);
   s->stale_words = 0;
   if (!l.live.empty()) {  // the heap typed: words past containers' elements set aside
-    each_owner(core, all, l, *s, [&](uint32_t i, const SharedOwner& o) {
-      s->blocks[i].live += o.live;
+    std::vector<uint32_t> live(at.size(), 0);
+    each_owner(core, at, l, [&](uint32_t k, const SharedOwner& o) {
+      live[k] += o.live;
       s->stale_words += o.stale;
     });
-    return;
+    return live;
   }
   // Untyped, every word of a reached block is live: the index counts them.
   const RefIndex& ix = *core.ci.index;
-  std::vector<uint32_t> chunk(s->blocks.size());
-  for (size_t i = 0; i < s->blocks.size(); ++i) chunk[i] = s->blocks[i].chunk;
-  const std::vector<uint32_t> counts = ix.start_refs_from_reached(chunk, l.reach);
-  for (size_t i = 0; i < counts.size(); ++i) s->blocks[i].live = counts[i];
-  for (size_t k = 0; k < ix.root_count(); ++k) {  // the blocks are in chunk order
+  std::vector<uint32_t> live = ix.start_refs_from_reached(at, l.reach);
+  for (size_t k = 0; k < ix.root_count(); ++k) {
     const Ref r = ix.root_ref(k);
-    auto b = std::lower_bound(chunk.begin(), chunk.end(), r.target);
-    if (b == chunk.end() || *b != r.target) continue;
-    ControlBlock& cb = s->blocks[static_cast<size_t>(b - chunk.begin())];
-    cb.live += owner_word(r, cb.addr);
+    auto b = std::lower_bound(at.begin(), at.end(), r.target);
+    if (b != at.end() && *b == r.target && owner_word(r, ix.heap().in_use[r.target].user))
+      ++live[static_cast<size_t>(b - at.begin())];
   }
+  return live;
 }
 
-// The owners of the blocks that are not ok (`all`: of every block), kept
-// block by block in one array by a counting sort (stable: the roots'
-// first).
-void collect_owners(const IndexedCore& core, const Liveness& l, bool all, SharedCensus* s) {
-  std::vector<uint32_t> sel;
-  for (size_t i = 0; i < s->blocks.size(); ++i)
-    if (all || s->blocks[i].verdict != SharedVerdict::kOk) sel.push_back(static_cast<uint32_t>(i));
+// The owners of the blocks listed, kept block by block in one array by a
+// counting sort (stable: the roots' first).
+void collect_owners(const IndexedCore& core, const Liveness& l, SharedCensus* s) {
+  std::vector<uint32_t> at(s->blocks.size());
+  for (size_t i = 0; i < at.size(); ++i) at[i] = s->blocks[i].chunk;
   std::vector<std::pair<uint32_t, SharedOwner>> found;
-  each_owner(core, sel, l, *s, [&](uint32_t i, const SharedOwner& o) { found.push_back({i, o}); });
+  each_owner(core, at, l, [&](uint32_t i, const SharedOwner& o) { found.push_back({i, o}); });
   std::vector<uint32_t> start(s->blocks.size() + 1, 0);
   for (const auto& f : found) ++start[f.first + 1];
   for (size_t i = 0; i < s->blocks.size(); ++i) {
@@ -161,39 +152,43 @@ SharedVerdict judge(const ControlBlock& b) {
 // shared_ptr's words stay in a vector's spare capacity, and a reader that
 // took them for owners would see one owner more than counted, and a cycle
 // as reached. `reach` and `live` become the ones the words past the
-// elements are left out of.
-void set_stale_aside(const IndexedCore& core, RefNamer& names, std::vector<uint8_t>* reach,
-                     std::vector<RefIndex::LiveExtent>* live, SharedCensus* s) {
+// elements are left out of; false when no container has such words.
+bool set_stale_aside(const IndexedCore& core, RefNamer& names, std::vector<uint8_t>* reach,
+                     std::vector<RefIndex::LiveExtent>* live) {
   names.types().each([&](uint32_t c, const BlockType& bt) {
     if (bt.live_end != UINT64_MAX) live->push_back({c, bt.offset, bt.live_end});
   });
-  if (live->empty()) return;
+  if (live->empty()) return false;
   std::sort(live->begin(), live->end(),
             [](const RefIndex::LiveExtent& a, const RefIndex::LiveExtent& b) {
               return a.chunk < b.chunk;
             });
   *reach = core.ci.index->reachable(*live);
-  count_owners(core, {*reach, *live}, s);
-  for (ControlBlock& b : s->blocks) b.verdict = judge(b);
+  return true;
 }
 
 std::string first_template_arg(const std::string& cls);
 
 // The member of another control block's in-place object that holds `at`
-// ("Cyc" and ".next._M_refcount._M_pi"); no class when none does.
+// ("Cyc" and ".next._M_refcount._M_pi"); no class when none does. Any
+// block found may hold it, listed or not.
 struct InPlace {
-  const ControlBlock* block = nullptr;
+  uint64_t block = 0, object = 0;
   std::string cls, path;
 };
 InPlace inplace_member(const IndexedCore& core, const SharedCensus& s, uint64_t at) {
-  auto it = std::upper_bound(s.blocks.begin(), s.blocks.end(), at,
-                             [](uint64_t a, const ControlBlock& x) { return a < x.addr; });
-  if (it == s.blocks.begin()) return {};
-  const ControlBlock& in = *std::prev(it);
-  if (in.object < in.addr || at < in.object || at >= in.addr + in.size) return {};
-  InPlace p{&in, first_template_arg(s.type(in)), ""};
+  const auto& chunks = core.ci.index->heap().in_use;
+  auto it = std::upper_bound(
+      s.found.begin(), s.found.end(), at,
+      [&](uint64_t a, const SharedCensus::Found& x) { return a < chunks[x.chunk].user; });
+  if (it == s.found.begin()) return {};
+  const SharedCensus::Found& in = *std::prev(it);
+  const SharedObjectAt& l = s.objects[static_cast<size_t>(in.cls)];
+  const HeapChunk& c = chunks[in.chunk];
+  if (!l.known || !l.inside || at < c.user + l.off || at >= c.user + c.usable()) return {};
+  InPlace p{c.user, c.user + l.off, first_template_arg(s.classes[static_cast<size_t>(in.cls)]), ""};
   auto t = core.prog->types().find(p.cls);
-  if (t.ok()) p.path = member_path_at(t.value(), at - in.object);
+  if (t.ok()) p.path = member_path_at(t.value(), at - p.object);
   return p;
 }
 
@@ -245,6 +240,8 @@ void weigh_untyped(const IndexedCore& core, RefNamer& names, SharedCensus* s) {
     }
     b.verdict = judge(b);
     s->unsure_blocks += b.verdict != SharedVerdict::kExtraOwner;
+    --s->verdicts[static_cast<size_t>(SharedVerdict::kExtraOwner)];
+    ++s->verdicts[static_cast<size_t>(b.verdict)];
   }
 }
 
@@ -254,8 +251,7 @@ void weigh_untyped(const IndexedCore& core, RefNamer& names, SharedCensus* s) {
 struct BlockClasses {
   std::vector<SharedLayout> libraries = shared_layouts();
   std::unordered_map<uint64_t, int32_t> by_vptr;
-  std::vector<SharedObjectAt> objects;  // by class
-  std::vector<SharedCounts> counts;     // by class
+  std::vector<SharedCounts> counts;  // by class (their objects: SharedCensus::objects)
 };
 
 // The class of a block whose first word is `vptr`, as an index into
@@ -272,7 +268,7 @@ Result<int32_t> block_class(Program& prog, RefNamer& names, uint64_t vptr, Block
     if (cls.empty() || !l.block_class(cls)) continue;
     LR_ASSIGN(SharedCounts counts, l.counts(prog, cls));
     i = static_cast<int32_t>(s->classes.size());
-    bc->objects.push_back(l.object(prog, cls));
+    s->objects.push_back(l.object(prog, cls));
     bc->counts.push_back(counts);
     s->classes.push_back(std::move(cls));
     break;
@@ -317,43 +313,60 @@ int32_t read_count(const Memory& mem, Memory::Window& w, uint64_t at, const Shar
 }
 
 // The control blocks among the heap's blocks: each block's first word
-// looked up as a vtable (once a value), then the blocks read, their number
-// known.
-Result<void> find_blocks(const IndexedCore& core, RefNamer& names,
-                         const std::vector<uint8_t>& reach, SharedCensus* s) {
+// looked up as a vtable (once a value).
+Result<void> find_blocks(const IndexedCore& core, RefNamer& names, BlockClasses* bc,
+                         SharedCensus* s) {
   const auto& chunks = core.ci.index->heap().in_use;
   const Memory& mem = core.prog->mem();
   Memory::Window w;
-  BlockClasses bc;
-  std::vector<std::pair<uint32_t, int32_t>> found;  // chunk, class
-  reserve_huge(found, chunks.size());
   for (size_t c = 0; c < chunks.size(); ++c) {
     uint64_t vptr = 0;
     if (!read_at(mem, w, chunks[c].user, &vptr, 8)) continue;
-    LR_ASSIGN(const int32_t cls, block_class(*core.prog, names, vptr, &bc, s));
-    if (cls >= 0) found.push_back({static_cast<uint32_t>(c), cls});
-  }
-  reserve_huge(s->blocks, found.size());
-  s->blocks.resize(found.size());
-  for (size_t i = 0; i < found.size(); ++i) {
-    const auto [c, cls] = found[i];
-    ControlBlock& b = s->blocks[i];
-    b.addr = chunks[c].user;
-    b.size = chunks[c].usable();
-    const SharedCounts& counts = bc.counts[cls];
-    b.use = read_count(mem, w, b.addr + counts.use, counts);
-    b.weak = read_count(mem, w, b.addr + counts.weak, counts);
-    const SharedObjectAt& l = bc.objects[cls];
-    uint64_t obj = 0;
-    b.object = !l.known                                   ? 0
-               : l.inside                                 ? b.addr + l.off
-               : read_at(mem, w, b.addr + l.off, &obj, 8) ? obj
-                                                          : 0;
-    b.chunk = c;
-    b.cls = static_cast<uint32_t>(cls);
-    b.reached = reach[c] & RefIndex::kReached;
+    LR_ASSIGN(const int32_t cls, block_class(*core.prog, names, vptr, bc, s));
+    if (cls >= 0) s->found.push_back({static_cast<uint32_t>(c), cls});
   }
   return {};
+}
+
+// A block found, read: its counts and object.
+ControlBlock read_block(const IndexedCore& core, const BlockClasses& bc, const SharedCensus& s,
+                        SharedCensus::Found f, Memory::Window& w) {
+  const Memory& mem = core.prog->mem();
+  const HeapChunk& c = core.ci.index->heap().in_use[f.chunk];
+  ControlBlock b;
+  b.addr = c.user;
+  b.size = c.usable();
+  const auto cls = static_cast<size_t>(f.cls);
+  const SharedCounts& counts = bc.counts[cls];
+  b.use = read_count(mem, w, b.addr + counts.use, counts);
+  b.weak = read_count(mem, w, b.addr + counts.weak, counts);
+  const SharedObjectAt& l = s.objects[cls];
+  uint64_t obj = 0;
+  b.object = !l.known                                   ? 0
+             : l.inside                                 ? b.addr + l.off
+             : read_at(mem, w, b.addr + l.off, &obj, 8) ? obj
+                                                        : 0;
+  b.chunk = f.chunk;
+  b.cls = static_cast<uint32_t>(f.cls);
+  return b;
+}
+
+// Every block judged by its owners live under `l`: the verdicts counted,
+// the blocks listed kept whole (those not ok; `all`: every one).
+void judge_all(const IndexedCore& core, const BlockClasses& bc, const Liveness& l, bool all,
+               SharedCensus* s) {
+  const std::vector<uint32_t> live = live_owners(core, l, s);
+  s->blocks.clear();
+  s->verdicts.fill(0);
+  Memory::Window w;
+  for (size_t i = 0; i < s->found.size(); ++i) {
+    ControlBlock b = read_block(core, bc, *s, s->found[i], w);
+    b.live = live[i];
+    b.reached = l.reach[b.chunk] & RefIndex::kReached;
+    b.verdict = judge(b);
+    ++s->verdicts[static_cast<size_t>(b.verdict)];
+    if (all || b.verdict != SharedVerdict::kOk) s->blocks.push_back(b);
+  }
 }
 
 }  // namespace
@@ -363,9 +376,9 @@ std::string shared_owner_name(const IndexedCore& core, RefNamer& names, const Sh
   if (o.kind == RefFrom::kChunk) {
     const InPlace p = inplace_member(core, s, o.from);
     if (p.block)
-      return fmt::format("{} {:#x}{} (in control block {:#x})", p.cls, p.block->object,
-                         p.path.empty() ? fmt::format("+{:#x}", o.from - p.block->object) : p.path,
-                         p.block->addr);
+      return fmt::format("{} {:#x}{} (in control block {:#x})", p.cls, p.object,
+                         p.path.empty() ? fmt::format("+{:#x}", o.from - p.object) : p.path,
+                         p.block);
   }
   const std::string n = names.describe(SharedCensus::ref(b, o));
   if (o.stale) return n + " (past its container's elements: stale, not counted)";
@@ -378,20 +391,19 @@ Result<SharedCensus> shared_census(const IndexedCore& core, RefNamer& names, boo
   out.partial = ix.partial();
   std::vector<uint8_t> reach = ix.reachable();
   std::vector<RefIndex::LiveExtent> live;  // none until the heap is typed
-  LR_TRY(find_blocks(core, names, reach, &out));
-  count_owners(core, {reach, live}, &out);
-  for (ControlBlock& b : out.blocks) b.verdict = judge(b);
+  BlockClasses bc;
+  LR_TRY(find_blocks(core, names, &bc, &out));
+  judge_all(core, bc, {reach, live}, all_owners, &out);
   // Blocks with more owners than counted are looked at again with the heap
   // typed by the containers the program holds (which reads every one of
   // them, so only then).
-  const bool extra = std::any_of(out.blocks.begin(), out.blocks.end(), [](const ControlBlock& b) {
-    return b.verdict == SharedVerdict::kExtraOwner;
-  });
+  const bool extra = out.count(SharedVerdict::kExtraOwner) > 0;
   if (extra) {
     type_heap_blocks(core, names.types());
-    set_stale_aside(core, names, &reach, &live, &out);
+    if (set_stale_aside(core, names, &reach, &live))
+      judge_all(core, bc, {reach, live}, all_owners, &out);
   }
-  collect_owners(core, {reach, live}, all_owners, &out);
+  collect_owners(core, {reach, live}, &out);
   if (extra) weigh_untyped(core, names, &out);
   return out;
 }

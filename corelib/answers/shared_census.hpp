@@ -10,6 +10,7 @@
 // owner lives).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -68,15 +69,26 @@ struct ControlBlock {
 
 // One array of owners and one of class names for all the blocks: a core
 // may hold millions of blocks, and a vector and a string per block would
-// cost more than finding them.
+// cost more than finding them. Only the blocks listed are kept whole (most
+// are ok, and 2 M whole blocks' fresh pages cost more than counting them).
 struct SharedCensus {
-  std::vector<ControlBlock> blocks;  // by address
-  std::vector<SharedOwner> owners;   // by block
-  std::vector<std::string> classes;  // the blocks' classes
-  std::vector<std::string> partial;  // the root model's reasons, when it is partial
-  uint64_t stale_words = 0;          // words past containers' elements, not counted
+  // Every block found, as its chunk and class, by address: what the counts
+  // are made of, and what names an owner inside another block's object.
+  struct Found {
+    uint32_t chunk = 0;
+    int32_t cls = 0;
+  };
+  std::vector<Found> found;
+  std::vector<ControlBlock> blocks;     // the listed ones: not ok, or all of them; by address
+  std::array<uint64_t, 5> verdicts{};   // every block's, by SharedVerdict
+  std::vector<SharedOwner> owners;      // the listed blocks' owners, by block
+  std::vector<std::string> classes;     // the blocks' classes
+  std::vector<SharedObjectAt> objects;  // where each class keeps its object
+  std::vector<std::string> partial;     // the root model's reasons, when it is partial
+  uint64_t stale_words = 0;             // words past containers' elements, not counted
   // Blocks with more owners than counted only through unsure words: ok.
   uint64_t unsure_blocks = 0;
+  uint64_t count(SharedVerdict v) const { return verdicts[static_cast<size_t>(v)]; }
   std::span<const SharedOwner> owners_of(const ControlBlock& b) const {
     return {owners.data() + b.owners_begin, owners.data() + b.owners_end};
   }
@@ -88,8 +100,9 @@ struct SharedCensus {
 // Every control block of `core` with its owners; an error when a block
 // class's counts cannot be read (its library's DWARF lacks their base
 // class).
-// Every block's owners are counted; they are kept (SharedCensus::owners)
-// for the blocks that are not ok, or with `all_owners` for every block.
+// Every block's owners are counted; the blocks and their owners are kept
+// (SharedCensus::blocks, owners) for the blocks that are not ok, or with
+// `all_owners` for every block.
 Result<SharedCensus> shared_census(const IndexedCore& core, RefNamer& names,
                                    bool all_owners = false);
 // An owner's name, made only for the blocks shown (a core may hold

@@ -107,7 +107,10 @@ int cmd_shared(const DumpOptions& c, const SharedArgs& a) {
   const auto& s = census.value();
   const Naming name{core.value(), names, s};
   std::map<std::string, uint64_t> by;  // verdict -> blocks
-  for (const auto& b : s.blocks) ++by[lr::shared_verdict_name(b.verdict)];
+  for (auto v :
+       {lr::SharedVerdict::kOk, lr::SharedVerdict::kLeakedOwner, lr::SharedVerdict::kExtraOwner,
+        lr::SharedVerdict::kLeaked, lr::SharedVerdict::kCorrupt})
+    by[lr::shared_verdict_name(v)] = s.count(v);
   const bool partial = !s.partial.empty();
   if (c.json) {
     ordered_json blocks = ordered_json::array(), counts = ordered_json::object();
@@ -119,7 +122,7 @@ int cmd_shared(const DumpOptions& c, const SharedArgs& a) {
                    {"core", c.core},
                    {"partial", partial},
                    {"partial_reasons", s.partial},
-                   {"control_blocks", s.blocks.size()},
+                   {"control_blocks", s.found.size()},
                    {"stale_words", s.stale_words},
                    {"unsure_blocks", s.unsure_blocks},
                    {"verdicts", counts},
@@ -131,8 +134,8 @@ int cmd_shared(const DumpOptions& c, const SharedArgs& a) {
     out_stdout().print(
         "{}{} shared_ptr control blocks: {} ok, {} with leaked owners, {} with more owners than "
         "counted, {} leaked, {} corrupt\n",
-        partial ? "partial: " : "", s.blocks.size(), by["ok"], by["leaked-owner"],
-        by["extra-owner"], by["leaked"], by["corrupt"]);
+        partial ? "partial: " : "", s.found.size(), by["ok"], by["leaked-owner"], by["extra-owner"],
+        by["leaked"], by["corrupt"]);
     if (s.stale_words)
       out_stdout().print(
           "{} words past containers' elements (an erased shared_ptr's, in a vector's spare "
