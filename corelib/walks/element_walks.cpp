@@ -97,4 +97,27 @@ void add_node_blocks(OwnBlocks* out, const WalkResult& nodes, const Type* elem, 
                                container, addr, recorded, nodes.objects.size());
 }
 
+bool over_limit(uint64_t count, const WalkLimits& lim, const std::string& container,
+                WalkResult* r) {
+  if (count <= lim.max_nodes) return false;
+  r->stop = WalkStop::kLimit;
+  r->stop_detail =
+      fmt::format("{} holds {} elements, more than {}", container, count, lim.max_nodes_name);
+  return true;
+}
+
+void add_shared_blocks(OwnBlocks* out, uint64_t cb, uint64_t obj, const Type* elem, bool live) {
+  const bool in_place = obj > cb && obj - cb <= 64;
+  if (in_place && elem && live) {
+    out->blocks.push_back({cb, "control block", elem, obj - cb, 1});
+    return;
+  }
+  out->blocks.push_back({cb, "control block", nullptr, 0, 0});
+  if (!in_place && obj && elem && live) {
+    OwnBlock o{obj, "object", elem, 0, 1};
+    o.maybe_inside = true;
+    out->blocks.push_back(o);
+  }
+}
+
 }  // namespace lr

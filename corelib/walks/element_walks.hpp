@@ -50,4 +50,16 @@ WalkResult node_elements(WalkResult nodes, uint64_t off, uint64_t recorded, uint
 void add_node_blocks(OwnBlocks* out, const WalkResult& nodes, const Type* elem, uint64_t off,
                      uint64_t recorded, uint64_t addr, const std::string& container);
 
+// A walk of `count` elements refused whole when past the object limit:
+// true, with `r` saying so.
+bool over_limit(uint64_t count, const WalkLimits& lim, const std::string& container, WalkResult* r);
+
+// A shared_ptr's blocks: its control block `cb`, and its object `obj`
+// (make_shared's lies inside the block, just past its counts, within the
+// few words an allocator may add; a separate one is a block of its own,
+// maybe entered by the aliasing constructor). The object is typed `elem`
+// only while an owner lives (`live`): after the last owner, its bytes are
+// stale.
+void add_shared_blocks(OwnBlocks* out, uint64_t cb, uint64_t obj, const Type* elem, bool live);
+
 }  // namespace lr

@@ -257,12 +257,7 @@ Result<WalkResult> walk_deque(Program& prog, const Container& c, uint64_t es,
                               const WalkLimits& lim) {
   LR_ASSIGN(DequeSpan d, deque_span(prog, c, es));
   WalkResult r;
-  if (d.count > lim.max_nodes) {
-    r.stop = WalkStop::kLimit;
-    r.stop_detail =
-        fmt::format("{} holds {} elements, more than {}", c.name, d.count, lim.max_nodes_name);
-    return r;
-  }
+  if (over_limit(d.count, lim, c.name, &r)) return r;
   r.objects.reserve(d.count);
   for (uint64_t pos = d.start; pos < d.start + d.count;) {
     auto b = deque_block(prog, d, pos / d.per_block, es);
@@ -449,10 +444,8 @@ bool holds_cxx(const Type* t) {
   return (k && k->shape < Shape::kArray) || is_string(t) || is_shared(t);
 }
 
-// A shared_ptr's control block. make_shared's holds the object just past
-// its counts (__ptr_ points into it), typed as the element while an owner
-// lives (__shared_owners_, one less than the owners, is 0 or more); a
-// separate object is a block of its own.
+// A shared_ptr's control block and object (add_shared_blocks): an owner
+// lives while __shared_owners_, one less than the owners, is 0 or more.
 Result<OwnBlocks> shared_blocks(Program& prog, const Type* t, uint64_t addr, OwnBlocks out) {
   auto ptr = resolve_path(t, "__ptr_");
   auto cntrl = resolve_path(t, "__cntrl_");
@@ -467,20 +460,7 @@ Result<OwnBlocks> shared_blocks(Program& prog, const Type* t, uint64_t addr, Own
   if (!cb) return out;
   LR_ASSIGN(uint64_t count, prog.mem().read_u64(cb + owners->offset));
   const Type* elem = t->template_args.empty() ? nullptr : t->template_args[0];
-  const bool live = static_cast<int64_t>(count) >= 0;
-  // The in-place object follows the vptr and the two counts, within the
-  // few words an allocator may add.
-  const bool in_place = obj > cb && obj - cb <= 64;
-  if (in_place && elem && live) {
-    out.blocks.push_back({cb, "control block", elem, obj - cb, 1});
-    return out;
-  }
-  out.blocks.push_back({cb, "control block", nullptr, 0, 0});
-  if (!in_place && obj && elem && live) {
-    OwnBlock o{obj, "object", elem, 0, 1};
-    o.maybe_inside = true;
-    out.blocks.push_back(o);
-  }
+  add_shared_blocks(&out, cb, obj, elem, static_cast<int64_t>(count) >= 0);
   return out;
 }
 

@@ -355,12 +355,7 @@ Result<WalkResult> walk_deque(Program& prog, const Container& c, uint64_t es,
                               const WalkLimits& lim) {
   LR_ASSIGN(DequeSpan d, deque_span(prog, c, es));
   WalkResult r;
-  if (d.count > lim.max_nodes) {
-    r.stop = WalkStop::kLimit;
-    r.stop_detail =
-        fmt::format("{} holds {} elements, more than {}", c.name, d.count, lim.max_nodes_name);
-    return r;
-  }
+  if (over_limit(d.count, lim, c.name, &r)) return r;
   r.objects.reserve(std::min<uint64_t>(d.count, 1 << 16));  // grows with what is read
   for (uint64_t k = 0; k < d.slots; ++k) {
     auto buf = prog.mem().read_u64(d.first_slot + 8 * k);
@@ -540,21 +535,7 @@ Result<OwnBlocks> shared_blocks(Program& prog, const Type* t, uint64_t addr, Own
   if (!cb) return out;
   LR_ASSIGN(uint32_t count, prog.mem().read_as<uint32_t>(cb + use.value().offset));
   const Type* elem = t->template_args.empty() ? nullptr : t->template_args[0];
-  // The in-place object follows the vptr and the two counts, within the
-  // few words an allocator's empty base may add.
-  const bool in_place = obj > cb && obj - cb <= 64;
-  const bool live = static_cast<int32_t>(count) > 0;
-  if (in_place && elem && live) {
-    out.blocks.push_back({cb, "control block", elem, obj - cb, 1});
-    return out;
-  }
-  out.blocks.push_back({cb, "control block", nullptr, 0, 0});
-  // A separate object (shared_ptr<T>(new T)): its own block, while owned.
-  if (!in_place && obj && elem && live) {
-    OwnBlock o{obj, "object", elem, 0, 1};
-    o.maybe_inside = true;
-    out.blocks.push_back(o);
-  }
+  add_shared_blocks(&out, cb, obj, elem, static_cast<int32_t>(count) > 0);
   return out;
 }
 
