@@ -319,11 +319,19 @@ Result<void> find_blocks(const IndexedCore& core, RefNamer& names, BlockClasses*
   const auto& chunks = core.ci.index->heap().in_use;
   const Memory& mem = core.prog->mem();
   Memory::Window w;
+  // The last vtable met and its class: a program's millions of blocks of
+  // one class follow one another, and skip the table's hashing.
+  uint64_t last = 0;
+  int32_t last_cls = -1;
   for (size_t c = 0; c < chunks.size(); ++c) {
     uint64_t vptr = 0;
     if (!read_at(mem, w, chunks[c].user, &vptr, 8)) continue;
-    LR_ASSIGN(const int32_t cls, block_class(*core.prog, names, vptr, bc, s));
-    if (cls >= 0) s->found.push_back({static_cast<uint32_t>(c), cls});
+    if (vptr != last || !last) {
+      LR_ASSIGN(const int32_t cls, block_class(*core.prog, names, vptr, bc, s));
+      if (cls < 0) continue;
+      last = vptr, last_cls = cls;
+    }
+    s->found.push_back({static_cast<uint32_t>(c), last_cls});
   }
   return {};
 }

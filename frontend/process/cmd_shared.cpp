@@ -93,6 +93,25 @@ void block_text(Out& out, const lr::ControlBlock& b, const Naming& name) {
               name(b, o));
 }
 
+// The document streamed: its head's members, then each block as it is
+// named (with --all a core's millions of blocks are never held as JSON
+// at once), then the warnings.
+void stream_json(const ordered_json& head, const lr::SharedCensus& s, bool all, const Naming& name,
+                 const std::vector<std::string>& warnings) {
+  Out& out = out_stdout();
+  out.put("{\n");
+  for (const auto& [k, v] : head.items())
+    out.print(" {}: {},\n", json_text(ordered_json(k)), json_text(v));
+  out.put(" \"blocks\": [");
+  bool first = true;
+  for (const auto& b : s.blocks) {
+    if (!all && b.verdict == lr::SharedVerdict::kOk) continue;
+    out.print("{}\n  {}", first ? "" : ",", json_text(block_json(b, name)));
+    first = false;
+  }
+  out.print("{}],\n \"warnings\": {}\n}}\n", first ? "" : "\n ", json_text(ordered_json(warnings)));
+}
+
 int cmd_shared(const DumpOptions& c, const SharedArgs& a) {
   for (const auto& f : a.fail_on)
     if (f != "leaked-owner" && f != "extra-owner" && f != "leaked" && f != "corrupt" &&
@@ -113,22 +132,18 @@ int cmd_shared(const DumpOptions& c, const SharedArgs& a) {
     by[lr::shared_verdict_name(v)] = s.count(v);
   const bool partial = !s.partial.empty();
   if (c.json) {
-    ordered_json blocks = ordered_json::array(), counts = ordered_json::object();
-    for (const auto& b : s.blocks)
-      if (a.all || b.verdict != lr::SharedVerdict::kOk) blocks.push_back(block_json(b, name));
+    ordered_json counts = ordered_json::object();
     for (const char* v : {"ok", "leaked-owner", "extra-owner", "leaked", "corrupt"})
       counts[v] = by[v];
-    ordered_json j{{"schema", "leakref.shared/1"},
-                   {"core", c.core},
-                   {"partial", partial},
-                   {"partial_reasons", s.partial},
-                   {"control_blocks", s.found.size()},
-                   {"stale_words", s.stale_words},
-                   {"unsure_blocks", s.unsure_blocks},
-                   {"verdicts", counts},
-                   {"blocks", std::move(blocks)},
-                   {"warnings", core.value().warnings}};
-    out_stdout().print("{}\n", json_text(j, 1));
+    ordered_json head{{"schema", "leakref.shared/1"},
+                      {"core", c.core},
+                      {"partial", partial},
+                      {"partial_reasons", s.partial},
+                      {"control_blocks", s.found.size()},
+                      {"stale_words", s.stale_words},
+                      {"unsure_blocks", s.unsure_blocks},
+                      {"verdicts", counts}};
+    stream_json(head, s, a.all, name, core.value().warnings);
   } else {
     print_warnings_text(core.value().warnings, out_stderr());
     out_stdout().print(
