@@ -207,8 +207,7 @@ bool owner_member(const std::string& path, const std::vector<SharedLayout>& layo
 // pointer to its block: a member of a typed heap block, of another block's in-place
 // object, or of a global.
 bool typed_owner(const IndexedCore& core, RefNamer& names, const SharedCensus& s,
-                 const SharedOwner& o) {
-  static const std::vector<SharedLayout> layouts = shared_layouts();
+                 const std::vector<SharedLayout>& layouts, const SharedOwner& o) {
   auto pi_member = [&](const std::string& path) { return owner_member(path, layouts); };
   const RefIndex& ix = *core.ci.index;
   if (o.kind == RefFrom::kChunk) {
@@ -229,13 +228,14 @@ bool typed_owner(const IndexedCore& core, RefNamer& names, const SharedCensus& s
 // only through words typed as owners: a conservative reader also finds
 // stale copies (a dead stack slot, a freed block's old contents reused by
 // malloc past the new owner's bytes), which a real daemon has plenty of.
-void weigh_untyped(const IndexedCore& core, RefNamer& names, SharedCensus* s) {
+void weigh_untyped(const IndexedCore& core, RefNamer& names,
+                   const std::vector<SharedLayout>& layouts, SharedCensus* s) {
   for (ControlBlock& b : s->blocks) {
     if (b.verdict != SharedVerdict::kExtraOwner) continue;
     b.unsure = 0;
     for (uint32_t k = b.owners_begin; k < b.owners_end; ++k) {
       SharedOwner& o = s->owners[k];
-      o.unsure = o.live && !typed_owner(core, names, *s, o);
+      o.unsure = o.live && !typed_owner(core, names, *s, layouts, o);
       b.unsure += o.unsure;
     }
     b.verdict = judge(b);
@@ -412,7 +412,7 @@ Result<SharedCensus> shared_census(const IndexedCore& core, RefNamer& names, boo
       judge_all(core, bc, {reach, live}, all_owners, &out);
   }
   collect_owners(core, {reach, live}, &out);
-  if (extra) weigh_untyped(core, names, &out);
+  if (extra) weigh_untyped(core, names, bc.libraries, &out);
   return out;
 }
 

@@ -505,28 +505,32 @@ void RefIndex::each_chunk_ref_into(std::span<const uint32_t> targets,
 std::vector<uint32_t> RefIndex::start_refs_from_reached(std::span<const uint32_t> targets,
                                                         const std::vector<uint8_t>& reach) const {
   const Impl& ix = *impl_;
-  std::vector<uint32_t> out(targets.size(), 0);
-  if (!std::is_sorted(targets.begin(), targets.end()) ||
-      std::adjacent_find(targets.begin(), targets.end()) != targets.end() ||
-      (!targets.empty() && targets.back() >= chunks()))
-    return out;  // the contract: ascending chunk numbers, each once
   // The targets as a bitmap with each word's rank before it: a target's
-  // place in `targets` is the targets below it (no chunk-sized table).
+  // count sits at its rank among the distinct targets (no chunk-sized
+  // table), and each of `targets`, in any order, reads its own.
   const size_t words = (chunks() + 63) / 64;
   std::vector<uint64_t> bits(words);
-  std::vector<uint32_t> rank(words);
-  for (uint32_t t : targets) bits[t >> 6] |= uint64_t{1} << (t & 63);
-  for (size_t w = 1; w < words; ++w)
-    rank[w] = rank[w - 1] + static_cast<uint32_t>(__builtin_popcountll(bits[w - 1]));
+  std::vector<uint32_t> rank(words + 1);
+  for (uint32_t t : targets)
+    if (t < chunks()) bits[t >> 6] |= uint64_t{1} << (t & 63);
+  for (size_t w = 0; w < words; ++w)
+    rank[w + 1] = rank[w] + static_cast<uint32_t>(__builtin_popcountll(bits[w]));
+  auto place = [&](uint32_t t) {
+    const uint64_t below = bits[t >> 6] & ((uint64_t{1} << (t & 63)) - 1);
+    return rank[t >> 6] + static_cast<uint32_t>(__builtin_popcountll(below));
+  };
+  std::vector<uint32_t> count(rank[words], 0);
   for (size_t c = 0; c < ix.rows.rows() && c < reach.size(); ++c) {
     if (!(reach[c] & kReached)) continue;
     for (uint32_t r = ix.rows.begin(c), e = ix.rows.begin(c + 1); r < e; ++r) {
       const uint32_t t = ix.target[r];
-      const uint64_t below = bits[t >> 6] & ((uint64_t{1} << (t & 63)) - 1);
       if (((ix.at_start[r >> 6] >> (r & 63)) & 1) && ((bits[t >> 6] >> (t & 63)) & 1))
-        ++out[rank[t >> 6] + static_cast<uint32_t>(__builtin_popcountll(below))];
+        ++count[place(t)];
     }
   }
+  std::vector<uint32_t> out(targets.size(), 0);
+  for (size_t k = 0; k < targets.size(); ++k)
+    if (targets[k] < chunks()) out[k] = count[place(targets[k])];
   return out;
 }
 

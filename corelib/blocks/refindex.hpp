@@ -131,8 +131,8 @@ class RefIndex final : public RefSource {
   // chunk then address.
   void each_chunk_ref_into(std::span<const uint32_t> targets,
                            const std::function<void(const Ref&, uint32_t src)>& fn) const;
-  // Per chunk of `targets` (ascending chunk numbers, each once; else all
-  // counts are zero), in their order: the words of chunks `reach`
+  // Per chunk of `targets` (in their order; a number past the chunks has
+  // none): the words of chunks `reach`
   // marks kReached that point at its very start, counted from the index
   // with no chunk read again (a shared_ptr's word points at its control
   // block's start; a census of millions of blocks would rescan the heap).
