@@ -153,6 +153,23 @@ TEST_CASE("diff: inputs that do not fit are refused in one line", "[diff][hostil
   CHECK(r.status == 3);
   CHECK(r.err.find("bad.dump:7: active-count is 'seven', not a number") != std::string::npos);
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  // A count no dump holds, alone or summed over a pool named twice (the
+  // fuzzer's find: 7777777777777777777 twice wrapped int64), is refused.
+  const std::string huge =
+      std::regex_replace(pools, std::regex("active-count=7"), "active-count=7777777777777");
+  for (const std::string& body :
+       {std::regex_replace(pools, std::regex("active-count=7"), "active-count=-3"),
+        std::regex_replace(pools, std::regex("active-count=7"), "active-count=7777777777777777777"),
+        huge + huge + huge + huge + huge + huge + huge + huge + huge + huge + huge + huge + huge +
+            huge + huge + huge + huge + huge + huge + huge + huge + huge + huge + huge + huge +
+            huge + huge + huge + huge + huge + huge + huge + huge + huge + huge + huge + huge}) {
+    lrtest::write_file(d + "/huge.dump", head + body + tail);
+    r = lrtest::leakref({"diff", d + "/a.dump", d + "/huge.dump"});
+    CHECK(r.status == 3);
+    CHECK(r.err.find("huge.dump: mempool 'inode_t@fuse' counts") != std::string::npos);
+    CHECK(r.err.find("the file is damaged") != std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
   // Cut short: the classes it has, and a warning that the rest is missing.
   lrtest::write_file(d + "/cut.dump", head + pools.substr(0, pools.size() - 20));
   r = lrtest::leakref({"diff", d + "/a.dump", d + "/cut.dump", "--json"});

@@ -51,6 +51,23 @@ void add_account_classes(Snapshot& s, const Account& a) {
         {"account", c.name, static_cast<int64_t>(c.blocks), static_cast<int64_t>(c.bytes)});
 }
 
+Result<void> check_snapshot_counts(const Snapshot& s) {
+  std::map<std::pair<std::string, std::string>, std::pair<int64_t, int64_t>> total;
+  for (const auto& c : s.classes) {
+    auto& [count, bytes] = total[{c.kind, c.name}];
+    // Each part is checked before it is added, so no sum passes 2^49.
+    const bool ok = c.count >= 0 && c.count <= kMaxSnapCount && c.bytes >= -1 &&
+                    c.bytes <= kMaxSnapCount && (count += c.count) <= kMaxSnapCount &&
+                    (bytes += std::max<int64_t>(c.bytes, 0)) <= kMaxSnapCount;
+    if (!ok)
+      return make_error(Errc::kBadFormat,
+                        fmt::format("{}: {} '{}' counts {} ({} bytes): no dump holds a negative "
+                                    "count or one past 2^48; the file is damaged",
+                                    s.source, c.kind, c.name, c.count, c.bytes));
+  }
+  return {};
+}
+
 namespace {
 
 // An account class's bytes; -1 when the snapshot has none.
@@ -124,6 +141,8 @@ bool Snapshot::knows(const std::string& k) const {
   return std::find(unknown_kinds.begin(), unknown_kinds.end(), k) == unknown_kinds.end();
 }
 
+// Both snapshots have passed check_snapshot_counts (or were counted from a
+// core), so no sum below overflows.
 SnapDiff diff_snapshots(const Snapshot& older, const Snapshot& newer) {
   SnapDiff d;
   std::map<std::pair<std::string, std::string>, ClassDelta> classes;

@@ -56,6 +56,16 @@ struct Snapshot {
   bool knows(const std::string& kind) const;
 };
 
+// No count or byte total in one dump passes 2^48 (256 TiB, an address
+// space): a number past it in a dump's text or a saved snapshot is damage.
+constexpr int64_t kMaxSnapCount = int64_t{1} << 48;
+
+// Refuses a snapshot read from text whose classes' counts or bytes (each,
+// and summed over a class named twice, as diff_snapshots and trend_of sum
+// them) are negative or past kMaxSnapCount. The readers call it, so the
+// sums below stay far from int64's end.
+Result<void> check_snapshot_counts(const Snapshot& s);
+
 // Adds the in-use chunks of `heap` as "heap" classes: one per usable size up
 // to 1024 bytes, then one per power-of-two range ("1025-2048"), and mmapped
 // chunks as "mmapped".

@@ -134,8 +134,6 @@ struct SnapReader {
   }
 };
 
-constexpr int64_t kMaxSnapCount = int64_t{1} << 48;
-
 lr::Result<void> read_classes(const SnapReader& r, const nlohmann::json& j, lr::Snapshot& s) {
   if (!j.contains("classes") || !j["classes"].is_array()) return r.bad("'classes' is not a list");
   std::set<std::pair<std::string, std::string>> seen;

@@ -218,6 +218,7 @@ bool looks_like_statedump(std::string_view head) {
 
 Result<Snapshot> snapshot_from_statedump(std::string_view text, const std::string& source) {
   LR_ASSIGN(Snapshot s, StatedumpReader(text, source).read());
+  LR_TRY(check_snapshot_counts(s));
   unique_keys(s);
   return s;
 }
