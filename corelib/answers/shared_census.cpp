@@ -9,6 +9,8 @@
 #include <optional>
 #include <unordered_map>
 
+#include "corelib/base/huge_pages.hpp"
+
 namespace lr {
 
 const char* shared_verdict_name(SharedVerdict v) {
@@ -38,6 +40,25 @@ Ref SharedCensus::ref(const ControlBlock& b, const SharedOwner& o) {
 }
 
 namespace {
+
+// `n` bytes at `a` through the window `w` (no virtual call while the
+// heap's blocks lie in one mapping), else read; false when unreadable.
+// Inlined: millions of blocks are read a word at a time, nearly all
+// through the window.
+[[gnu::always_inline]] inline bool read_at(const Memory& mem, Memory::Window& w, uint64_t a,
+                                           void* out, size_t n) {
+  if (const uint8_t* p = mem.direct(w, a, n)) return std::memcpy(out, p, n), true;
+  return mem.read(a, out, n).ok();
+}
+
+// The class of the control block at `addr`, by its first word as the
+// census found it; -1 when unreadable.
+int32_t class_of(const Memory& mem, Memory::Window& w, const SharedCensus& s, uint64_t addr) {
+  uint64_t vptr = 0;
+  if (!read_at(mem, w, addr, &vptr, 8)) return -1;
+  auto it = s.vtables.find(vptr);
+  return it == s.vtables.end() ? -1 : it->second;
+}
 
 // An owner is a word that points at the block's start; registers' (a
 // stopped thread's copies, as the retained tree sets them aside) and dead
@@ -89,16 +110,13 @@ void each_owner(const IndexedCore& core, const std::vector<uint32_t>& at, const 
   });
 }
 
-std::vector<uint32_t> chunks_of(const std::vector<SharedCensus::Found>& found) {
-  std::vector<uint32_t> at(found.size());
-  for (size_t i = 0; i < found.size(); ++i) at[i] = found[i].chunk;
-  return at;
-}
-
 // Each block's live owners counted (and the stale words), none kept: most
-// blocks are ok, and a core may hold millions.
-std::vector<uint32_t> live_owners(const IndexedCore& core, const Liveness& l, SharedCensus* s) {
-  const std::vector<uint32_t> at = chunks_of(s->found);
+// blocks are ok, and a core may hold millions. `starts`: the words of
+// reached blocks at each block's start (reachable_counting_starts), the
+// live owners while the heap is untyped.
+std::vector<uint32_t> live_owners(const IndexedCore& core, const Liveness& l,
+                                  std::vector<uint32_t> starts, SharedCensus* s) {
+  const std::vector<uint32_t>& at = s->found;
   s->stale_words = 0;
   if (!l.live.empty()) {  // the heap typed: words past containers' elements set aside
     std::vector<uint32_t> live(at.size(), 0);
@@ -108,16 +126,16 @@ std::vector<uint32_t> live_owners(const IndexedCore& core, const Liveness& l, Sh
     });
     return live;
   }
-  // Untyped, every word of a reached block is live: the index counts them.
+  // Untyped, every word of a reached block is live: the index counted
+  // them; the roots' are added.
   const RefIndex& ix = *core.ci.index;
-  std::vector<uint32_t> live = ix.start_refs_from_reached(at, l.reach);
   for (size_t k = 0; k < ix.root_count(); ++k) {
     const Ref r = ix.root_ref(k);
     auto b = std::lower_bound(at.begin(), at.end(), r.target);
     if (b != at.end() && *b == r.target && owner_word(r, ix.heap().in_use[r.target].user))
-      ++live[static_cast<size_t>(b - at.begin())];
+      ++starts[static_cast<size_t>(b - at.begin())];
   }
-  return live;
+  return starts;
 }
 
 // The owners of the blocks listed, kept block by block in one array by a
@@ -137,15 +155,29 @@ void collect_owners(const IndexedCore& core, const Liveness& l, SharedCensus* s)
   for (const auto& [i, o] : found) s->owners[s->blocks[i].owners_end++] = o;
 }
 
-SharedVerdict judge(const ControlBlock& b) {
-  constexpr int64_t kMaxCount = int64_t{1} << 28;
-  if (b.use < 0 || b.weak < 0 || b.use > kMaxCount || b.weak > kMaxCount)
-    return SharedVerdict::kCorrupt;
-  if (!b.reached && b.use > 0) return SharedVerdict::kLeaked;
-  const auto live = static_cast<int64_t>(b.live);
-  if (live < b.expected()) return SharedVerdict::kLeakedOwner;
-  if (live - b.unsure > b.expected()) return SharedVerdict::kExtraOwner;
+// A block's counts packed as judging needs them: the owners expected, bit
+// 30 set while use_count > 0; kCorruptCounts for counts no program reaches
+// (negative, or past 2^28; so the owners expected stay below 2^29).
+constexpr int32_t kCorruptCounts = -1, kUseAbove0 = int32_t{1} << 30;
+int32_t pack_counts(int32_t use, int32_t weak) {
+  constexpr int32_t kMaxCount = int32_t{1} << 28;
+  if (use < 0 || weak < 0 || use > kMaxCount || weak > kMaxCount) return kCorruptCounts;
+  ControlBlock b;
+  b.use = use, b.weak = weak;
+  return static_cast<int32_t>(b.expected()) | (use > 0 ? kUseAbove0 : 0);
+}
+
+SharedVerdict judge(int32_t counts, bool reached, uint32_t live, uint32_t unsure) {
+  if (counts == kCorruptCounts) return SharedVerdict::kCorrupt;
+  if (!reached && (counts & kUseAbove0)) return SharedVerdict::kLeaked;
+  const int64_t expected = counts & ~kUseAbove0;
+  if (int64_t{live} < expected) return SharedVerdict::kLeakedOwner;
+  if (int64_t{live} - unsure > expected) return SharedVerdict::kExtraOwner;
   return SharedVerdict::kOk;
+}
+
+SharedVerdict judge(const ControlBlock& b) {
+  return judge(pack_counts(b.use, b.weak), b.reached, b.live, b.unsure);
 }
 
 // Counted again without the words past containers' elements: an erased
@@ -178,15 +210,17 @@ struct InPlace {
 };
 InPlace inplace_member(const IndexedCore& core, const SharedCensus& s, uint64_t at) {
   const auto& chunks = core.ci.index->heap().in_use;
-  auto it = std::upper_bound(
-      s.found.begin(), s.found.end(), at,
-      [&](uint64_t a, const SharedCensus::Found& x) { return a < chunks[x.chunk].user; });
+  auto it = std::upper_bound(s.found.begin(), s.found.end(), at,
+                             [&](uint64_t a, uint32_t x) { return a < chunks[x].user; });
   if (it == s.found.begin()) return {};
-  const SharedCensus::Found& in = *std::prev(it);
-  const SharedObjectAt& l = s.objects[static_cast<size_t>(in.cls)];
-  const HeapChunk& c = chunks[in.chunk];
+  const HeapChunk& c = chunks[*std::prev(it)];
+  Memory::Window w;
+  const int32_t found_cls = class_of(core.prog->mem(), w, s, c.user);
+  if (found_cls < 0) return {};
+  const auto cls = static_cast<size_t>(found_cls);
+  const SharedObjectAt& l = s.objects[cls];
   if (!l.known || !l.inside || at < c.user + l.off || at >= c.user + c.usable()) return {};
-  InPlace p{c.user, c.user + l.off, first_template_arg(s.classes[static_cast<size_t>(in.cls)]), ""};
+  InPlace p{c.user, c.user + l.off, first_template_arg(s.classes[cls]), ""};
   auto t = core.prog->types().find(p.cls);
   if (t.ok()) p.path = member_path_at(t.value(), at - p.object);
   return p;
@@ -274,6 +308,7 @@ Result<int32_t> block_class(Program& prog, RefNamer& names, uint64_t vptr, Block
     break;
   }
   bc->by_vptr.emplace(vptr, i);
+  if (i >= 0) s->vtables.emplace(vptr, i);
   return i;
 }
 
@@ -288,13 +323,6 @@ std::string first_template_arg(const std::string& cls) {
     if (depth < 0 || (depth == 0 && cls[i] == ',')) return cls.substr(b + 1, i - b - 1);
   }
   return "";
-}
-
-// `n` bytes at `a` through the window `w` (no virtual call while the
-// heap's blocks lie in one mapping), else read; false when unreadable.
-bool read_at(const Memory& mem, Memory::Window& w, uint64_t a, void* out, size_t n) {
-  if (const uint8_t* p = mem.direct(w, a, n)) return std::memcpy(out, p, n), true;
-  return mem.read(a, out, n).ok();
 }
 
 // A count of `c.width` bytes at `at`, as the library means it; -1 (no
@@ -323,6 +351,11 @@ Result<void> find_blocks(const IndexedCore& core, RefNamer& names, BlockClasses*
   // one class follow one another, and skip the table's hashing.
   uint64_t last = 0;
   int32_t last_cls = -1;
+  // Room for every chunk reserved, written only as blocks are found: no
+  // regrowth copying millions of entries into fresh pages, and on huge
+  // pages (a fault per 2 MiB, not per 4 KiB).
+  reserve_huge(s->found, chunks.size());
+  reserve_huge(s->found_counts, chunks.size());
   for (size_t c = 0; c < chunks.size(); ++c) {
     uint64_t vptr = 0;
     if (!read_at(mem, w, chunks[c].user, &vptr, 8)) continue;
@@ -331,20 +364,28 @@ Result<void> find_blocks(const IndexedCore& core, RefNamer& names, BlockClasses*
       if (cls < 0) continue;
       last = vptr, last_cls = cls;
     }
-    s->found.push_back({static_cast<uint32_t>(c), last_cls});
+    const SharedCounts& counts = bc->counts[static_cast<size_t>(last_cls)];
+    s->found.push_back(static_cast<uint32_t>(c));
+    s->found_counts.push_back(
+        pack_counts(read_count(mem, w, chunks[c].user + counts.use, counts),
+                    read_count(mem, w, chunks[c].user + counts.weak, counts)));
   }
   return {};
 }
 
 // A block found, read: its counts and object.
 ControlBlock read_block(const IndexedCore& core, const BlockClasses& bc, const SharedCensus& s,
-                        SharedCensus::Found f, Memory::Window& w) {
+                        size_t i, Memory::Window& w) {
   const Memory& mem = core.prog->mem();
-  const HeapChunk& c = core.ci.index->heap().in_use[f.chunk];
+  const uint32_t chunk = s.found[i];
+  const HeapChunk& c = core.ci.index->heap().in_use[chunk];
+  // Its first word was a control block's vtable when found (the core is
+  // read-only), so its class is found again.
+  const int32_t found_cls = std::max(class_of(mem, w, s, c.user), 0);
   ControlBlock b;
   b.addr = c.user;
   b.size = c.usable();
-  const auto cls = static_cast<size_t>(f.cls);
+  const auto cls = static_cast<size_t>(found_cls);
   const SharedCounts& counts = bc.counts[cls];
   b.use = read_count(mem, w, b.addr + counts.use, counts);
   b.weak = read_count(mem, w, b.addr + counts.weak, counts);
@@ -354,26 +395,31 @@ ControlBlock read_block(const IndexedCore& core, const BlockClasses& bc, const S
              : l.inside                                 ? b.addr + l.off
              : read_at(mem, w, b.addr + l.off, &obj, 8) ? obj
                                                         : 0;
-  b.chunk = f.chunk;
-  b.cls = static_cast<uint32_t>(f.cls);
+  b.chunk = chunk;
+  b.cls = static_cast<uint32_t>(found_cls);
   return b;
 }
 
 // Every block judged by its owners live under `l`: the verdicts counted,
 // the blocks listed kept whole (those not ok; `all`: every one).
-void judge_all(const IndexedCore& core, const BlockClasses& bc, const Liveness& l, bool all,
-               SharedCensus* s) {
-  const std::vector<uint32_t> live = live_owners(core, l, s);
+void judge_all(const IndexedCore& core, const BlockClasses& bc, const Liveness& l,
+               std::vector<uint32_t> starts, bool all, SharedCensus* s) {
+  const std::vector<uint32_t> live = live_owners(core, l, std::move(starts), s);
   s->blocks.clear();
   s->verdicts.fill(0);
   Memory::Window w;
+  // Judged by the counts packed when found: most blocks are ok, and are
+  // not read again.
   for (size_t i = 0; i < s->found.size(); ++i) {
-    ControlBlock b = read_block(core, bc, *s, s->found[i], w);
+    const bool reached = l.reach[s->found[i]] & RefIndex::kReached;
+    const SharedVerdict v = judge(s->found_counts[i], reached, live[i], 0);
+    ++s->verdicts[static_cast<size_t>(v)];
+    if (!all && v == SharedVerdict::kOk) continue;
+    ControlBlock b = read_block(core, bc, *s, i, w);
     b.live = live[i];
-    b.reached = l.reach[b.chunk] & RefIndex::kReached;
-    b.verdict = judge(b);
-    ++s->verdicts[static_cast<size_t>(b.verdict)];
-    if (all || b.verdict != SharedVerdict::kOk) s->blocks.push_back(b);
+    b.reached = reached;
+    b.verdict = v;
+    s->blocks.push_back(b);
   }
 }
 
@@ -397,11 +443,12 @@ Result<SharedCensus> shared_census(const IndexedCore& core, RefNamer& names, boo
   SharedCensus out;
   const RefIndex& ix = *core.ci.index;
   out.partial = ix.partial();
-  std::vector<uint8_t> reach = ix.reachable();
-  std::vector<RefIndex::LiveExtent> live;  // none until the heap is typed
   BlockClasses bc;
   LR_TRY(find_blocks(core, names, &bc, &out));
-  judge_all(core, bc, {reach, live}, all_owners, &out);
+  std::vector<uint32_t> starts;
+  std::vector<uint8_t> reach = ix.reachable_counting_starts(out.found, &starts);
+  std::vector<RefIndex::LiveExtent> live;  // none until the heap is typed
+  judge_all(core, bc, {reach, live}, std::move(starts), all_owners, &out);
   // Blocks with more owners than counted are looked at again with the heap
   // typed by the containers the program holds (which reads every one of
   // them, so only then).
@@ -409,7 +456,7 @@ Result<SharedCensus> shared_census(const IndexedCore& core, RefNamer& names, boo
   if (extra) {
     type_heap_blocks(core, names.types());
     if (set_stale_aside(core, names, &reach, &live))
-      judge_all(core, bc, {reach, live}, all_owners, &out);
+      judge_all(core, bc, {reach, live}, {}, all_owners, &out);
   }
   collect_owners(core, {reach, live}, &out);
   if (extra) weigh_untyped(core, names, bc.libraries, &out);

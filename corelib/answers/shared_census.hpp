@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "corelib/answers/block_names.hpp"
@@ -72,13 +73,17 @@ struct ControlBlock {
 // cost more than finding them. Only the blocks listed are kept whole (most
 // are ok, and 2 M whole blocks' fresh pages cost more than counting them).
 struct SharedCensus {
-  // Every block found, as its chunk and class, by address: what the counts
-  // are made of, and what names an owner inside another block's object.
-  struct Found {
-    uint32_t chunk = 0;
-    int32_t cls = 0;
-  };
-  std::vector<Found> found;
+  // Every block found, as its chunk (ascending: by address) and its counts
+  // as judging needs them (found_counts, alike; shared_census.cpp packs
+  // them in 32 bits, read once while the block's first line is in cache):
+  // what the verdicts are made of, and what names an owner inside another
+  // block's object. Two arrays, not one of pairs: the chunks alone are what
+  // the index counts owners into, with no copy.
+  std::vector<uint32_t> found;
+  std::vector<int32_t> found_counts;
+  // Each control block's vtable address and its class (classes): a
+  // block's class, read again from its first word when it is listed.
+  std::unordered_map<uint64_t, int32_t> vtables;
   std::vector<ControlBlock> blocks;     // the listed ones: not ok, or all of them; by address
   std::array<uint64_t, 5> verdicts{};   // every block's, by SharedVerdict
   std::vector<SharedOwner> owners;      // the listed blocks' owners, by block

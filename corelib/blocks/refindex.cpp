@@ -15,10 +15,12 @@
 #include <chrono>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "corelib/base/huge_pages.hpp"
 #include "corelib/base/podarray.hpp"
 #include "corelib/blocks/reach.hpp"
 
@@ -469,6 +471,24 @@ std::vector<Ref> RefIndex::refs_to(size_t c) const {
   return out;
 }
 
+namespace {
+
+// The row holding reference `r` (< rows.begin(n)), at or after row
+// `from`'s: the last row starting at or before `r` (an empty row starts
+// where the next does).
+size_t row_of(const RowIndex& rows, size_t n, uint32_t r, size_t from) {
+  size_t lo = from, step = 1;
+  while (lo + step < n && rows.begin(lo + step) <= r) lo += step, step *= 2;
+  size_t hi = std::min(lo + step, n);  // rows.begin(hi) > r, or hi == n
+  while (hi - lo > 1) {
+    const size_t mid = lo + (hi - lo) / 2;
+    (rows.begin(mid) <= r ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+}  // namespace
+
 void RefIndex::each_chunk_ref_into(std::span<const uint32_t> targets,
                                    const std::function<void(const Ref&, uint32_t)>& fn) const {
   const Impl& ix = *impl_;
@@ -479,12 +499,17 @@ void RefIndex::each_chunk_ref_into(std::span<const uint32_t> targets,
   std::vector<uint64_t> is_target((chunks() + 63) / 64), is_source(is_target.size());
   for (uint32_t t : targets)
     if (t < chunks()) is_target[t >> 6] |= uint64_t{1} << (t & 63);
-  for (size_t c = 0; c < ix.rows.rows(); ++c)
-    for (uint32_t r = ix.rows.begin(c), e = ix.rows.begin(c + 1); r < e; ++r)
-      if ((is_target[ix.target[r] >> 6] >> (ix.target[r] & 63)) & 1) {
-        is_source[c >> 6] |= uint64_t{1} << (c & 63);
-        break;
-      }
+  // One run down every reference; a hit's row is found by galloping on
+  // from the last one's (hits are few, rows millions).
+  const size_t n = ix.rows.rows();
+  const uint32_t refs = ix.rows.begin(n);
+  size_t c = 0;
+  for (uint32_t r = 0; r < refs; ++r) {
+    if (!((is_target[ix.target[r] >> 6] >> (ix.target[r] & 63)) & 1)) continue;
+    c = row_of(ix.rows, n, r, c);
+    is_source[c >> 6] |= uint64_t{1} << (c & 63);
+    r = ix.rows.begin(c + 1) - 1;  // the rest of its row adds nothing
+  }
   // The scan's own rule, source by source in address order.
   Scanner sc(mem_, ix, [&](uint64_t at, uint64_t v, size_t t, uint32_t s) {
     if (t == s || !((is_target[t >> 6] >> (t & 63)) & 1)) return;
@@ -502,36 +527,57 @@ void RefIndex::each_chunk_ref_into(std::span<const uint32_t> targets,
   sc.flush();
 }
 
-std::vector<uint32_t> RefIndex::start_refs_from_reached(std::span<const uint32_t> targets,
-                                                        const std::vector<uint8_t>& reach) const {
-  const Impl& ix = *impl_;
-  // The targets as a bitmap with each word's rank before it: a target's
-  // count sits at its rank among the distinct targets (no chunk-sized
-  // table), and each of `targets`, in any order, reads its own.
-  const size_t words = (chunks() + 63) / 64;
-  std::vector<uint64_t> bits(words);
-  std::vector<uint32_t> rank(words + 1);
-  for (uint32_t t : targets)
-    if (t < chunks()) bits[t >> 6] |= uint64_t{1} << (t & 63);
-  for (size_t w = 0; w < words; ++w)
-    rank[w + 1] = rank[w] + static_cast<uint32_t>(__builtin_popcountll(bits[w]));
-  auto place = [&](uint32_t t) {
+namespace {
+
+// A set of chunks as a bitmap with each word's rank before it: a chunk's
+// place among the distinct ones, with no chunk-sized table.
+struct ChunkRanks {
+  std::vector<uint64_t> bits;
+  std::vector<uint32_t> rank;
+  ChunkRanks(std::span<const uint32_t> chunks, size_t n)
+      : bits((n + 63) / 64), rank(bits.size() + 1) {
+    for (uint32_t t : chunks)
+      if (t < n) bits[t >> 6] |= uint64_t{1} << (t & 63);
+    for (size_t w = 0; w < bits.size(); ++w)
+      rank[w + 1] = rank[w] + static_cast<uint32_t>(__builtin_popcountll(bits[w]));
+  }
+  bool has(uint32_t t) const { return (bits[t >> 6] >> (t & 63)) & 1; }
+  uint32_t place(uint32_t t) const {
     const uint64_t below = bits[t >> 6] & ((uint64_t{1} << (t & 63)) - 1);
     return rank[t >> 6] + static_cast<uint32_t>(__builtin_popcountll(below));
-  };
-  std::vector<uint32_t> count(rank[words], 0);
-  for (size_t c = 0; c < ix.rows.rows() && c < reach.size(); ++c) {
-    if (!(reach[c] & kReached)) continue;
-    for (uint32_t r = ix.rows.begin(c), e = ix.rows.begin(c + 1); r < e; ++r) {
-      const uint32_t t = ix.target[r];
-      if (((ix.at_start[r >> 6] >> (r & 63)) & 1) && ((bits[t >> 6] >> (t & 63)) & 1))
-        ++count[place(t)];
-    }
   }
-  std::vector<uint32_t> out(targets.size(), 0);
+  size_t size() const { return rank.back(); }
+};
+
+}  // namespace
+
+std::vector<uint8_t> RefIndex::reachable_counting_starts(std::span<const uint32_t> targets,
+                                                         std::vector<uint32_t>* start_refs) const {
+  const Impl& ix = *impl_;
+  const ChunkRanks set(targets, chunks());
+  std::vector<uint32_t> count;  // millions of counts: on huge pages
+  reserve_huge(count, set.size());
+  count.resize(set.size(), 0);
+  std::vector<uint32_t> roots;
+  roots.reserve(ix.roots.size());
+  for (const auto& r : ix.roots) roots.push_back(r.target);
+  std::vector<uint8_t> reach = mark_reachable(
+      heap_.in_use.size(), roots, [&](size_t c) { return ix.rows.begin(c); }, ix.target,
+      [&](uint32_t e, uint32_t t) {
+        if (((ix.at_start[e >> 6] >> (e & 63)) & 1) && set.has(t)) ++count[set.place(t)];
+      });
+  // Targets ascending and distinct (as a census finds them) are their own
+  // ranks: the counts are the answer, with no second array.
+  if (std::adjacent_find(targets.begin(), targets.end(), std::greater_equal<uint32_t>()) ==
+          targets.end() &&
+      (targets.empty() || targets.back() < chunks())) {
+    *start_refs = std::move(count);
+    return reach;
+  }
+  start_refs->assign(targets.size(), 0);
   for (size_t k = 0; k < targets.size(); ++k)
-    if (targets[k] < chunks()) out[k] = count[place(targets[k])];
-  return out;
+    if (targets[k] < chunks()) (*start_refs)[k] = count[set.place(targets[k])];
+  return reach;
 }
 
 std::vector<uint8_t> RefIndex::reachable(const std::vector<LiveExtent>& live) const {

@@ -131,13 +131,13 @@ class RefIndex final : public RefSource {
   // chunk then address.
   void each_chunk_ref_into(std::span<const uint32_t> targets,
                            const std::function<void(const Ref&, uint32_t src)>& fn) const;
-  // Per chunk of `targets` (in their order; a number past the chunks has
-  // none): the words of chunks `reach`
-  // marks kReached that point at its very start, counted from the index
-  // with no chunk read again (a shared_ptr's word points at its control
-  // block's start; a census of millions of blocks would rescan the heap).
-  std::vector<uint32_t> start_refs_from_reached(std::span<const uint32_t> targets,
-                                                const std::vector<uint8_t>& reach) const;
+  // reachable(), and per chunk of `targets` (in their order; a number past
+  // the chunks has none) the words of reached chunks that point at its very
+  // start, counted in the same pass from the index with no chunk read again
+  // (a shared_ptr's word points at its control block's start; a census of
+  // millions of blocks would rescan the heap, or walk every row twice).
+  std::vector<uint8_t> reachable_counting_starts(std::span<const uint32_t> targets,
+                                                 std::vector<uint32_t>* start_refs) const;
   // The references from roots (never stale), by target then address.
   size_t root_count() const;
   Ref root_ref(size_t i) const;
