@@ -48,6 +48,20 @@ struct RootRef {
 
 }  // namespace
 
+// A thread's vector registers hold no live value while it is stopped in a
+// system call on x86-64 (orig_rax, the call's number, is not -1): the SysV
+// ABI keeps none of them across a call, so a pointer there is a dead copy
+// (a string routine's, a struct move's), never a reference; as a root it
+// would hide a leak. A thread stopped in its own code keeps them all.
+// aarch64 keeps d8-d15 across calls and its registers say nothing of a
+// system call: every lane stays a root there.
+namespace {
+bool vector_regs_live(const ThreadInfo& th) {
+  constexpr int kOrigRax = 15;  // struct user_regs_struct's order
+  return th.machine != EM_X86_64 || static_cast<int64_t>(th.regs[kOrigRax]) == -1;
+}
+}  // namespace
+
 // Where each chunk's row of references starts in `target`, in about 2
 // bytes a chunk: a 32-bit start per group of 256 chunks and each chunk's
 // 16-bit offset from it; a group whose rows hold 64 Ki references or more
@@ -415,7 +429,8 @@ Result<std::unique_ptr<RefIndex>> RefIndex::build(const CoreFile& core, const Mo
              static_cast<uint32_t>(RefFrom::kRegister) | static_cast<uint32_t>(ti) << 3});
     };
     for (uint64_t i = 0; i < nregs; ++i) add(i, th.regs[i]);
-    for (uint64_t i = 0; i < th.vregs.size(); ++i) add(nregs + i, th.vregs[i].value);
+    if (vector_regs_live(th))
+      for (uint64_t i = 0; i < th.vregs.size(); ++i) add(nregs + i, th.vregs[i].value);
   }
   if (o.progress) o.progress->fetch_add(unpublished, std::memory_order_relaxed);
   // Roots by target.
@@ -699,7 +714,8 @@ std::vector<Ref> RefIndex::words_into(uint64_t a, uint64_t b) const {
       out.push_back(ref);
     };
     for (uint64_t i = 0; i < n; ++i) reg(i, th.regs[i]);
-    for (uint64_t i = 0; i < th.vregs.size(); ++i) reg(n + i, th.vregs[i].value);
+    if (vector_regs_live(th))
+      for (uint64_t i = 0; i < th.vregs.size(); ++i) reg(n + i, th.vregs[i].value);
   }
   return out;
 }
