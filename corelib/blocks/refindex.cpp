@@ -48,6 +48,8 @@ struct RootRef {
 
 }  // namespace
 
+namespace {
+
 // A thread's vector registers hold no live value while it is stopped in a
 // system call on x86-64 (orig_rax, the call's number, is not -1): the SysV
 // ABI keeps none of them across a call, so a pointer there is a dead copy
@@ -55,11 +57,11 @@ struct RootRef {
 // would hide a leak. A thread stopped in its own code keeps them all.
 // aarch64 keeps d8-d15 across calls and its registers say nothing of a
 // system call: every lane stays a root there.
-namespace {
 bool vector_regs_live(const ThreadInfo& th) {
   constexpr int kOrigRax = 15;  // struct user_regs_struct's order
   return th.machine != EM_X86_64 || static_cast<int64_t>(th.regs[kOrigRax]) == -1;
 }
+
 }  // namespace
 
 // Where each chunk's row of references starts in `target`, in about 2
@@ -122,6 +124,20 @@ struct RefIndex::Impl {
   PodArray<uint32_t> target;
   // Bit r of `at_start`: target[r]'s word points at its chunk's very start.
   PodArray<uint64_t> at_start;
+  // What the roots reach among `n` chunks (reach.hpp's marks); `edge(e,
+  // t)` sees each reference of every reached chunk once.
+  template <class Edge = NoEdgeSeen>
+  std::vector<uint8_t> mark_from_roots(size_t n, Edge edge = {}) const {
+    return mark_reachable(
+        n, root_targets(), [&](size_t c) { return rows.begin(c); }, target, edge);
+  }
+  // The chunk each root reference points into.
+  std::vector<uint32_t> root_targets() const {
+    std::vector<uint32_t> out;
+    out.reserve(roots.size());
+    for (const auto& r : roots) out.push_back(r.target);
+    return out;
+  }
   PodArray<RootRef> roots;  // references from roots, by target then address
   // The reverse rows, made on first use (a random write per reference): the
   // chunks pointing at c are in_src[in_off[c] .. in_off[c + 1]), one entry
@@ -573,14 +589,9 @@ std::vector<uint8_t> RefIndex::reachable_counting_starts(std::span<const uint32_
   std::vector<uint32_t> count;  // millions of counts: on huge pages
   reserve_huge(count, set.size());
   count.resize(set.size(), 0);
-  std::vector<uint32_t> roots;
-  roots.reserve(ix.roots.size());
-  for (const auto& r : ix.roots) roots.push_back(r.target);
-  std::vector<uint8_t> reach = mark_reachable(
-      heap_.in_use.size(), roots, [&](size_t c) { return ix.rows.begin(c); }, ix.target,
-      [&](uint32_t e, uint32_t t) {
-        if (((ix.at_start[e >> 6] >> (e & 63)) & 1) && set.has(t)) ++count[set.place(t)];
-      });
+  std::vector<uint8_t> reach = ix.mark_from_roots(heap_.in_use.size(), [&](uint32_t e, uint32_t t) {
+    if (((ix.at_start[e >> 6] >> (e & 63)) & 1) && set.has(t)) ++count[set.place(t)];
+  });
   // Targets ascending and distinct (as a census finds them) are their own
   // ranks: the counts are the answer, with no second array.
   if (std::adjacent_find(targets.begin(), targets.end(), std::greater_equal<uint32_t>()) ==
@@ -622,11 +633,8 @@ std::vector<uint8_t> RefIndex::reachable(const std::vector<LiveExtent>& live) co
     // left whole.
     if (all == ix.rows.begin(e.chunk + 1) - ix.rows.begin(e.chunk)) parts.emplace(e.chunk, p);
   }
-  std::vector<uint32_t> roots;
-  roots.reserve(ix.roots.size());
-  for (const auto& r : ix.roots) roots.push_back(r.target);
   return mark_reachable_rows(
-      chunks(), roots,
+      chunks(), ix.root_targets(),
       [&](size_t c) {
         uint32_t b = ix.rows.begin(c), e = ix.rows.begin(c + 1);
         if (auto p = parts.find(static_cast<uint32_t>(c)); p != parts.end()) {
@@ -787,12 +795,7 @@ Ref RefIndex::root_ref(size_t i) const {
 }
 
 std::vector<uint8_t> RefIndex::reachable() const {
-  const Impl& ix = *impl_;
-  std::vector<uint32_t> roots;
-  roots.reserve(ix.roots.size());
-  for (const auto& r : ix.roots) roots.push_back(r.target);
-  return mark_reachable(
-      heap_.in_use.size(), roots, [&](size_t c) { return ix.rows.begin(c); }, ix.target);
+  return impl_->mark_from_roots(heap_.in_use.size());
 }
 
 namespace {
