@@ -373,15 +373,19 @@ Result<void> find_blocks(const IndexedCore& core, RefNamer& names, BlockClasses*
   return {};
 }
 
-// A block found, read: its counts and object.
-ControlBlock read_block(const IndexedCore& core, const BlockClasses& bc, const SharedCensus& s,
-                        size_t i, Memory::Window& w) {
+// A block found, read: its counts and object. Its first word was a
+// control block's vtable when found, so its class is found again; memory
+// that reads otherwise now is refused, never read as another class.
+Result<ControlBlock> read_block(const IndexedCore& core, const BlockClasses& bc,
+                                const SharedCensus& s, size_t i, Memory::Window& w) {
   const Memory& mem = core.prog->mem();
   const uint32_t chunk = s.found[i];
   const HeapChunk& c = core.ci.index->heap().in_use[chunk];
-  // Its first word was a control block's vtable when found (the core is
-  // read-only), so its class is found again.
-  const int32_t found_cls = std::max(class_of(mem, w, s, c.user), 0);
+  const int32_t found_cls = class_of(mem, w, s, c.user);
+  if (found_cls < 0)
+    return make_error(Errc::kFault, fmt::format("control block at {:#x}: its first word no longer "
+                                                "reads as the vtable it was found by",
+                                                c.user));
   ControlBlock b;
   b.addr = c.user;
   b.size = c.usable();
@@ -402,8 +406,8 @@ ControlBlock read_block(const IndexedCore& core, const BlockClasses& bc, const S
 
 // Every block judged by its owners live under `l`: the verdicts counted,
 // the blocks listed kept whole (those not ok; `all`: every one).
-void judge_all(const IndexedCore& core, const BlockClasses& bc, const Liveness& l,
-               std::vector<uint32_t> starts, bool all, SharedCensus* s) {
+Result<void> judge_all(const IndexedCore& core, const BlockClasses& bc, const Liveness& l,
+                       std::vector<uint32_t> starts, bool all, SharedCensus* s) {
   const std::vector<uint32_t> live = live_owners(core, l, std::move(starts), s);
   s->blocks.clear();
   s->verdicts.fill(0);
@@ -415,12 +419,13 @@ void judge_all(const IndexedCore& core, const BlockClasses& bc, const Liveness& 
     const SharedVerdict v = judge(s->found_counts[i], reached, live[i], 0);
     ++s->verdicts[static_cast<size_t>(v)];
     if (!all && v == SharedVerdict::kOk) continue;
-    ControlBlock b = read_block(core, bc, *s, i, w);
+    LR_ASSIGN(ControlBlock b, read_block(core, bc, *s, i, w));
     b.live = live[i];
     b.reached = reached;
     b.verdict = v;
     s->blocks.push_back(b);
   }
+  return {};
 }
 
 }  // namespace
@@ -448,7 +453,7 @@ Result<SharedCensus> shared_census(const IndexedCore& core, RefNamer& names, boo
   std::vector<uint32_t> starts;
   std::vector<uint8_t> reach = ix.reachable_counting_starts(out.found, &starts);
   std::vector<RefIndex::LiveExtent> live;  // none until the heap is typed
-  judge_all(core, bc, {reach, live}, std::move(starts), all_owners, &out);
+  LR_TRY(judge_all(core, bc, {reach, live}, std::move(starts), all_owners, &out));
   // Blocks with more owners than counted are looked at again with the heap
   // typed by the containers the program holds (which reads every one of
   // them, so only then).
@@ -456,7 +461,7 @@ Result<SharedCensus> shared_census(const IndexedCore& core, RefNamer& names, boo
   if (extra) {
     type_heap_blocks(core, names.types());
     if (set_stale_aside(core, names, &reach, &live))
-      judge_all(core, bc, {reach, live}, {}, all_owners, &out);
+      LR_TRY(judge_all(core, bc, {reach, live}, {}, all_owners, &out));
   }
   collect_owners(core, {reach, live}, &out);
   if (extra) weigh_untyped(core, names, bc.libraries, &out);
