@@ -155,14 +155,13 @@ TEST_CASE("diff: inputs that do not fit are refused in one line", "[diff][hostil
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   // A count no dump holds, alone or summed over a pool named twice (the
   // fuzzer's find: 7777777777777777777 twice wrapped int64), is refused.
-  const std::string huge =
-      std::regex_replace(pools, std::regex("active-count=7"), "active-count=7777777777777");
-  for (const std::string& body :
-       {std::regex_replace(pools, std::regex("active-count=7"), "active-count=-3"),
-        std::regex_replace(pools, std::regex("active-count=7"), "active-count=7777777777777777777"),
-        huge + huge + huge + huge + huge + huge + huge + huge + huge + huge + huge + huge + huge +
-            huge + huge + huge + huge + huge + huge + huge + huge + huge + huge + huge + huge +
-            huge + huge + huge + huge + huge + huge + huge + huge + huge + huge + huge + huge}) {
+  auto count = [&](const char* n) {
+    return std::regex_replace(pools, std::regex("active-count=7"),
+                              std::string("active-count=") + n);
+  };
+  std::string many;  // 37 pools of 7777777777777 (each below 2^48): their sum is past it
+  for (int i = 0; i < 37; ++i) many += count("7777777777777");
+  for (const std::string& body : {count("-3"), count("7777777777777777777"), many}) {
     lrtest::write_file(d + "/huge.dump", head + body + tail);
     r = lrtest::leakref({"diff", d + "/a.dump", d + "/huge.dump"});
     CHECK(r.status == 3);
