@@ -202,8 +202,8 @@ std::string RefNamer::block_type(size_t c) {
   const HeapChunk h = core_.ci.index->heap().in_use[c];
   if (const auto* k = known_.at(h.user); k && k->addr - h.user < h.usable())
     return fmt::format("{} (set {})", k->type->display(), k->set);
-  if (const BlockType* t = types_.get(c)) return t->name;
-  if (types_.from_vtable(c)) return types_.get(c)->name;
+  if (const BlockType* t = types_.get(c)) return std::string(t->name);
+  if (types_.from_vtable(c)) return std::string(types_.get(c)->name);
   return core_.program_name(h);
 }
 
@@ -212,7 +212,7 @@ std::string RefNamer::block_type(size_t c) {
 // "Registry.items"), not by the member its first byte happens to be.
 std::string RefNamer::describe_whole(const Ref& r) {
   const BlockType* t = types_.get(r.target);
-  const std::string via = t && t->holder == r.from ? t->via : "";
+  const std::string via(t && t->holder == r.from ? t->via : "");
   Ref word = r;
   word.whole = false;
   if (via.empty()) return describe(word);
@@ -269,6 +269,10 @@ std::string RefNamer::describe(const Ref& r) {
       return fmt::format("global {:#x}", r.from);
     }
     case RefFrom::kMapping:
+      // A mapping the core leaves out, read from its file, says so.
+      if (const RootRange* rr = range_of(core_.ci.index->root_ranges(), r.from);
+          rr && rr->what.rfind("mapping of ", 0) == 0)
+        return fmt::format("{} at {:#x}", rr->what, r.from);
       return fmt::format("writable mapping at {:#x}", r.from);
     case RefFrom::kReadOnly:
       if (const RootRange* rr = range_of(core_.ci.index->root_ranges(), r.from))
@@ -301,7 +305,8 @@ std::string RefNamer::describe_in_block(const Ref& r) {
     return fmt::format("chunk {:#x}+{:#x} ({} bytes, {}, element{})", h.user, r.from - h.user,
                        h.usable(), type, member);
   return fmt::format("chunk {:#x}+{:#x} ({} bytes{}{})", h.user, r.from - h.user, h.usable(),
-                     type.empty() ? "" : ", " + type, member.empty() ? "" : " " + t->name + member);
+                     type.empty() ? "" : ", " + type,
+                     member.empty() ? "" : " " + std::string(t->name) + member);
 }
 
 }  // namespace lr

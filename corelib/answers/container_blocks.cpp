@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <deque>
 #include <string_view>
 #include <unordered_map>
@@ -55,7 +56,9 @@ class Typer {
         ix_(*core.ci.index),
         types_(types),
         within_(within),
-        max_blocks_(max_blocks) {}
+        max_blocks_(max_blocks),
+        examined_(ix_.chunks(), 0),
+        inner_read_(ix_.chunks(), 0) {}
 
   void from_globals();
   // Each thread's frames' variables in memory: their containers queued;
@@ -82,7 +85,7 @@ class Typer {
   // `via` and their member path.
   void queue(const Type* t, uint64_t addr, uint64_t n, const std::string& via);
   void warn(std::string w);
-  void type_block(const Job& j, const std::string& container, const OwnBlock& b);
+  void type_block(const Job& j, std::string_view container, const OwnBlock& b);
 
   Program& prog_;
   const RefIndex& ix_;
@@ -92,9 +95,13 @@ class Typer {
   std::deque<Job> jobs_;
   std::vector<FrameVariable> locals_;
   std::unordered_map<const Type*, std::vector<Slot>> slots_;
-  std::unordered_set<uint32_t> examined_;    // typed blocks already looked into
-  std::unordered_set<uint32_t> inner_read_;  // typed before: their contents queued once
-  uint64_t not_queued_ = 0;                  // containers past kMaxQueued
+  std::vector<uint8_t> examined_;    // per chunk: a typed block already looked into
+  std::vector<uint8_t> inner_read_;  // per chunk: typed before, its contents queued once
+  uint64_t not_queued_ = 0;          // containers past kMaxQueued
+  // The last block name made, and what it was made of.
+  std::string name_, name_via_;
+  const char* name_role_ = nullptr;
+  std::string_view name_container_;
   ContainerTyping out_;
 };
 
@@ -212,18 +219,20 @@ void Typer::from_typed_blocks() {
   if (!any) return;
   const auto& chunks = ix_.heap().in_use;
   types_.each([&](uint32_t c, const BlockType& bt) {
-    if (c >= within_.size() || !(within_[c] & 1) || !bt.type || slots(bt.type).empty() ||
-        !examined_.insert(c).second)
+    if (c >= within_.size() || !(within_[c] & 1) || !bt.type || examined_[c] ||
+        slots(bt.type).empty())
       return;
+    examined_[c] = 1;
     const uint64_t size = bt.type->strip()->size;
     const uint64_t room = chunks[c].usable() > bt.offset ? chunks[c].usable() - bt.offset : 0;
     const uint64_t n = size ? std::min(bt.live_count(), room / size) : 0;
     if (n)
-      queue(bt.type, chunks[c].user + bt.offset, n, holder_name(bt.name) + (n > 1 ? "[]" : ""));
+      queue(bt.type, chunks[c].user + bt.offset, n,
+            holder_name(std::string(bt.name)) + (n > 1 ? "[]" : ""));
   });
 }
 
-void Typer::type_block(const Job& j, const std::string& container, const OwnBlock& b) {
+void Typer::type_block(const Job& j, std::string_view container, const OwnBlock& b) {
   const size_t c = ix_.chunk_at(b.addr);
   const auto& chunks = ix_.heap().in_use;
   if (c == SIZE_MAX || chunks[c].user != b.addr) {
@@ -241,8 +250,14 @@ void Typer::type_block(const Job& j, const std::string& container, const OwnBloc
                      b.role, b.addr));
     return;
   }
+  // One name for all of a container's blocks of one role (a million
+  // nodes), made once.
+  if (b.role != name_role_ || container != name_container_ || j.via != name_via_) {
+    name_role_ = b.role, name_container_ = container, name_via_ = j.via;
+    name_ = fmt::format("{} of {} {}", b.role, container, j.via);
+  }
   BlockType t{b.elem,
-              fmt::format("{} of {} {}", b.role, container, j.via),
+              name_,
               j.via,
               false,
               b.elem_offset,
@@ -252,8 +267,10 @@ void Typer::type_block(const Job& j, const std::string& container, const OwnBloc
   if (!types_.set(c, std::move(t))) {
     // Typed already (a control block by its vtable, reached first through
     // a typed pointer): what the container says it holds is still read.
-    if (b.elem && b.elem_offset && inner_read_.insert(static_cast<uint32_t>(c)).second)
+    if (b.elem && b.elem_offset && !inner_read_[c]) {
+      inner_read_[c] = 1;
       queue(b.elem, b.addr + b.elem_offset, b.elem_count, j.via + "[]");
+    }
     return;
   }
   ++out_.blocks;
@@ -323,6 +340,37 @@ ContainerTyping type_heap_blocks(const IndexedCore& core, BlockTypes& types,
     if (typer.run() == 0) break;
   }
   return typer.result();
+}
+
+std::vector<RefIndex::LiveExtent> live_extents(const BlockTypes& types) {
+  std::vector<RefIndex::LiveExtent> live;
+  types.each([&](uint32_t c, const BlockType& bt) {
+    if (bt.live_end != UINT64_MAX) live.push_back({c, bt.offset, bt.live_end});
+  });
+  std::sort(live.begin(), live.end(),
+            [](const RefIndex::LiveExtent& a, const RefIndex::LiveExtent& b) {
+              return a.chunk < b.chunk;
+            });
+  return live;
+}
+
+bool may_hold_containers(Program& prog) {
+  for (const ContainerKind* k : container_kinds())
+    if (k->own_blocks && (k->runtime_symbol.empty() || prog.modules().defines(k->runtime_symbol)))
+      return true;
+  return false;
+}
+
+TypedReach typed_reach(const IndexedCore& core, BlockTypes& types) {
+  TypedReach out;
+  const RefIndex& ix = *core.ci.index;
+  if (may_hold_containers(*core.prog)) {
+    out.typing = type_heap_blocks(core, types);
+    out.typed = true;
+    out.live = live_extents(types);
+  }
+  out.reach = out.live.empty() ? ix.reachable() : ix.reachable(out.live);
+  return out;
 }
 
 }  // namespace lr

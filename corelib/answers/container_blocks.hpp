@@ -42,4 +42,26 @@ ContainerTyping type_heap_blocks(const IndexedCore& core, BlockTypes& types,
                                  const std::vector<uint8_t>* within = nullptr,
                                  uint64_t max_blocks = 100'000'000);
 
+// Whether `prog` may hold some registered kind's containers (its modules
+// define a kind's runtime symbol, or a kind names none).
+bool may_hold_containers(Program& prog);
+
+// Reachability with the heap typed by its containers first, when the
+// program may hold any (else plain reachable()): the words past a
+// container's elements hold nothing. `types` keeps the typing.
+struct TypedReach {
+  std::vector<uint8_t> reach;              // as RefIndex::reachable
+  std::vector<RefIndex::LiveExtent> live;  // the extents it kept to; empty: none
+  bool typed = false;                      // the whole heap was typed
+  ContainerTyping typing;                  // when typed
+};
+TypedReach typed_reach(const IndexedCore& core, BlockTypes& types);
+
+// The typed blocks whose words are live only in part (a vector's array:
+// its elements, not its spare capacity, where erased elements' words
+// stay), sorted by chunk: for RefIndex::reachable and live_rows, so that
+// such words hold nothing (a cycle of shared_ptrs erased from a vector is
+// still leaked). Empty when no container has such words.
+std::vector<RefIndex::LiveExtent> live_extents(const BlockTypes& types);
+
 }  // namespace lr

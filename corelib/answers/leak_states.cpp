@@ -12,11 +12,15 @@
 
 namespace lr {
 
-LeakStates find_leaks(const IndexedCore& core, RefNamer& names, std::vector<uint8_t> reach) {
+LeakStates find_leaks(const IndexedCore& core, RefNamer& names, TypedReach* reach) {
   LeakStates ls;
   const RefIndex& ix = *core.ci.index;
   const auto& chunks = ix.heap().in_use;
-  ls.state = reach.empty() ? ix.reachable() : std::move(reach);  // rewritten in place
+  TypedReach made;
+  if (!reach) made = typed_reach(core, names.types()), reach = &made;
+  ls.typed = reach->typed;
+  ls.typing = std::move(reach->typing);
+  ls.state = std::move(reach->reach);  // rewritten in place
   const std::vector<uint64_t> pooled = core.pooled_free();
   // The allocator's own structures (a thread's tcache) are its overhead,
   // never the program's leak: in a fork child the other threads' tcaches
@@ -82,7 +86,7 @@ AccountInput account_input(const IndexedCore& core, const LeakStates& ls,
 namespace {
 
 void tally_types(const IndexedCore& core, RefNamer& names, const LeakStates& ls, TypeTallies* out) {
-  ContainerTyping ct = type_heap_blocks(core, names.types());
+  ContainerTyping ct = ls.typed ? ls.typing : type_heap_blocks(core, names.types());
   out->warnings = std::move(ct.warnings);
   if (ct.warning_count > out->warnings.size())
     out->warnings.push_back(fmt::format("... and {} more containers read in part",

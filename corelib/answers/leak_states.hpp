@@ -11,6 +11,7 @@
 
 #include "corelib/analyses/account.hpp"
 #include "corelib/answers/block_names.hpp"
+#include "corelib/answers/container_blocks.hpp"
 #include "corelib/answers/core_index.hpp"
 
 namespace lr {
@@ -22,10 +23,17 @@ constexpr uint8_t kLeaked = 1, kRefd = 2, kPoolFree = 4;
 struct LeakStates {
   std::vector<uint8_t> state;
   uint64_t pool_free = 0;
+  // Whether the whole heap was typed by its containers first (typed_reach),
+  // and what that said of containers read in part: a caller that wants
+  // the heap typed has it in `names` already.
+  bool typed = false;
+  ContainerTyping typing;
 };
-// `reach`: the index's reachable() when the caller has it (a whole pass
-// over the graph saved); empty: made here.
-LeakStates find_leaks(const IndexedCore& core, RefNamer& names, std::vector<uint8_t> reach = {});
+// Reachability leaves out the words past a container's elements (a
+// vector's spare capacity), so a cycle erased from a vector is leaked.
+// `reach`: typed_reach(core, names.types()) when the caller made it
+// (taken from); null: made here.
+LeakStates find_leaks(const IndexedCore& core, RefNamer& names, TypedReach* reach = nullptr);
 
 // Each in-use block's class for the account (pooled, leaked, live).
 std::vector<ChunkClass> chunk_classes(const IndexedCore& core, const LeakStates& ls);

@@ -109,15 +109,17 @@ uint64_t set_weak_aside(const std::vector<Holder>& holders,
 // A process core's graph: the heap's in-use blocks as the index has them.
 class IndexGraph final : public RetainedGraph {
  public:
-  explicit IndexGraph(const RefIndex& ix) : ix_(ix) {}
+  // `rows`: the index's rows cut to containers' live extents.
+  IndexGraph(const RefIndex& ix, RefIndex::LiveRows rows) : ix_(ix), rows_(std::move(rows)) {}
   size_t blocks() const override { return ix_.chunks(); }
   uint64_t address(uint32_t b) const override { return ix_.heap().in_use[b].user; }
   uint64_t size(uint32_t b) const override { return ix_.heap().in_use[b].usable(); }
-  std::span<const uint32_t> row(uint32_t b) const override { return ix_.row(b); }
+  std::span<const uint32_t> row(uint32_t b) const override { return rows_.row(ix_, b); }
   size_t find(uint64_t addr) const override { return ix_.chunk_at(addr); }
 
  private:
   const RefIndex& ix_;
+  RefIndex::LiveRows rows_;
 };
 
 }  // namespace
@@ -437,16 +439,21 @@ Result<RetainedTree> retained_tree(const IndexedCore& core, RefNamer& names, boo
           {std::move(name), std::move(key), r.kind, r.kind == RefFrom::kRegister});
     parts.holder_edges.emplace_back(it->second, r.target);
   }
-  std::vector<uint8_t> reach = ix.reachable();  // for find_leaks too, below
-  parts.reached = reach;
+  // Reachability and the graph leave out the words past a container's
+  // elements (typed_reach): the heap is typed first.
+  uint64_t t0 = now_ns();
+  TypedReach reach = typed_reach(core, names.types());  // for find_leaks too, below
+  uint64_t typed_ns = now_ns() - t0;
+  parts.reached = reach.reach;
   for (uint8_t& r : parts.reached) r &= RefIndex::kReached;
   hold_unreached_free(core, &parts);
+  RefIndex::LiveRows rows = ix.live_rows(reach.live);
   // Types: the leak analysis's, the containers', the globals' typed
   // pointers, then typed pointers from every typed block; else what the
   // account names.
-  const uint64_t t0 = now_ns();
-  find_leaks(core, names, std::move(reach));
-  ContainerTyping ct = type_heap_blocks(core, names.types());
+  t0 = now_ns();
+  const LeakStates ls = find_leaks(core, names, &reach);
+  ContainerTyping ct = ls.typed ? ls.typing : type_heap_blocks(core, names.types());
   KnownObjects none;
   BlockKeys keys(core, names, none, BlockKeyBy::kType);
   const auto& chunks = ix.heap().in_use;
@@ -461,8 +468,8 @@ Result<RetainedTree> retained_tree(const IndexedCore& core, RefNamer& names, boo
     if (o < own.size() && own[o] == user) own_bits[c >> 6] |= uint64_t{1} << (c & 63);
   }
   parts.own = [&](uint32_t c) { return own_bits[c >> 6] >> (c & 63) & 1; };
-  const uint64_t typed_ns = now_ns() - t0;
-  auto t = build_retained(std::make_unique<IndexGraph>(ix), std::move(parts));
+  typed_ns += now_ns() - t0;
+  auto t = build_retained(std::make_unique<IndexGraph>(ix, std::move(rows)), std::move(parts));
   if (t.ok()) {
     t.value().stats.types_ns += typed_ns;
     t.value().warnings = std::move(ct.warnings);

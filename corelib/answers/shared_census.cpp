@@ -187,14 +187,8 @@ SharedVerdict judge(const ControlBlock& b) {
 // elements are left out of; false when no container has such words.
 bool set_stale_aside(const IndexedCore& core, RefNamer& names, std::vector<uint8_t>* reach,
                      std::vector<RefIndex::LiveExtent>* live) {
-  names.types().each([&](uint32_t c, const BlockType& bt) {
-    if (bt.live_end != UINT64_MAX) live->push_back({c, bt.offset, bt.live_end});
-  });
+  *live = live_extents(names.types());
   if (live->empty()) return false;
-  std::sort(live->begin(), live->end(),
-            [](const RefIndex::LiveExtent& a, const RefIndex::LiveExtent& b) {
-              return a.chunk < b.chunk;
-            });
   *reach = core.ci.index->reachable(*live);
   return true;
 }

@@ -77,10 +77,19 @@ std::string BlockType::member_at(uint64_t off) const {
   return count > 1 ? fmt::format("[{}]{}", i, m) : m;
 }
 
+std::string_view BlockTypes::keep(std::string_view s) {
+  auto it = kept_.find(s);
+  if (it == kept_.end()) it = kept_.emplace(s).first;
+  return *it;
+}
+
 bool BlockTypes::set(size_t c, BlockType t) {
   if (c >= ix_.chunks()) return false;
   const Type* type = t.type;
-  if (!types_.emplace(static_cast<uint32_t>(c), std::move(t)).second) return false;
+  auto [at, added] = types_.try_emplace(static_cast<uint32_t>(c), t);
+  if (!added) return false;
+  at->second.name = keep(t.name);
+  at->second.via = keep(t.via);
   if (type && type != last_type_) distinct_.insert(last_type_ = type);
   return true;
 }
@@ -158,7 +167,8 @@ bool BlockTypes::polymorphic(const Type* t) {
 
 bool BlockTypes::type_pointee(size_t d, const Type* pointee, std::string path) {
   if (polymorphic(pointee) && from_vtable(d)) return true;
-  return set(d, BlockType{pointee, pointee->display(), std::move(path), true});
+  const std::string name = pointee->display();
+  return set(d, BlockType{pointee, name, path, true});
 }
 
 size_t BlockTypes::from_globals() {
@@ -219,9 +229,10 @@ size_t BlockTypes::propagate(const std::vector<uint8_t>& within, size_t max_bloc
   while (!queue.empty() && typed < max_blocks) {
     const uint32_t c = queue.front();
     queue.pop_front();
-    const BlockType& bt = types_.at(c);
+    const BlockType& bt = types_.at(c);  // a node: stays put while types_ grows
     const Type* t = bt.type;
-    const std::string from = bt.name;
+    if (slots(t).empty()) continue;
+    const std::string from(bt.name);
     const HeapChunk& h = chunks[c];
     const uint64_t size = t->strip()->size;
     // A block of many elements (a vector's array) is read element by

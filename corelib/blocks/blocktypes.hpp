@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -20,9 +21,11 @@
 namespace lr {
 
 struct BlockType {
-  const Type* type = nullptr;    // the DWARF type at `offset` (null: a name only)
-  std::string name;              // "Widget", "struct part", "dict_t (pool, fuse)"
-  std::string via;               // how it is known: "vtable", "Widget.part", a program's name
+  const Type* type = nullptr;  // the DWARF type at `offset` (null: a name only)
+  // Kept by the BlockTypes it is set in (one copy of each distinct name: a
+  // million nodes of one map share theirs).
+  std::string_view name;         // "Widget", "struct part", "dict_t (pool, fuse)"
+  std::string_view via;          // how it is known: "vtable", "Widget.part", a program's name
   bool through_pointer = false;  // from a typed pointer of another block (`via` its member)
   // Where `type` lies in the block, and how many of it follow one another:
   // a std::map node's element is past the node's links, a vector's array
@@ -51,6 +54,7 @@ class BlockTypes {
   BlockTypes(Program& prog, const RefIndex& ix) : prog_(prog), ix_(ix) {}
 
   // Chunk `c`'s type; the first one given stays. False when it had one.
+  // `t`'s name and via are copied (views of the caller's strings will do).
   bool set(size_t c, BlockType t);
   // Types chunk `c` by its vtable pointer (its first word) when that points
   // into a `_ZTV` symbol; the class's DWARF type when the modules have it.
@@ -117,6 +121,13 @@ class BlockTypes {
   Program& prog_;
   const RefIndex& ix_;
   std::unordered_map<uint32_t, BlockType> types_;
+  // The names and vias types_ views (node-based: a kept string never moves).
+  struct ViewHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+  };
+  std::unordered_set<std::string, ViewHash, std::equal_to<>> kept_;
+  std::string_view keep(std::string_view s);
   std::unordered_map<const Type*, std::vector<PtrSlot>> slots_;
   std::unordered_map<const Type*, bool> polymorphic_;
   std::unordered_set<const Type*> distinct_;

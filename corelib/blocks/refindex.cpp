@@ -116,6 +116,7 @@ class RowIndex {
 struct RefIndex::Impl {
   const ChunkIndex& ch;
   const CoreFile* core = nullptr;
+  const std::vector<std::pair<uint64_t, uint64_t>>* file_words = nullptr;  // RootModel's
   std::vector<Span> spans;
   uint64_t lo = 0, hi = 0;  // [lo, hi): every chunk's user range lies inside
   // References from chunks, in scan order: chunk c's targets are
@@ -237,6 +238,12 @@ struct RefIndex::Impl {
         out.value = th[ti].vregs[r.from - n].value;
     } else if (!core->read(r.from, &out.value, 8).ok()) {
       out.value = 0;
+      // A word of a mapping the core leaves out, read from its file.
+      if (file_words) {
+        auto w = std::lower_bound(file_words->begin(), file_words->end(),
+                                  std::make_pair(r.from, uint64_t{0}));
+        if (w != file_words->end() && w->first == r.from) out.value = w->second;
+      }
     }
     return out;
   }
@@ -370,6 +377,7 @@ Result<std::unique_ptr<RefIndex>> RefIndex::build(const CoreFile& core, const Mo
                       fmt::format("{} heap chunks: more than the index numbers", ch.size()));
   ix.build_spans();
   x->model_ = find_roots(core, mods, heap, o.threads);
+  ix.file_words = &x->model_.file_words;
   x->warnings_ = x->model_.warnings;
   std::unordered_set<uint64_t> skip(o.skip_chunks.begin(), o.skip_chunks.end());
   uint64_t unpublished = 0;
@@ -431,6 +439,12 @@ Result<std::unique_ptr<RefIndex>> RefIndex::build(const CoreFile& core, const Mo
     sc.flush();
     x->stats_.bytes_scanned += r.end - r.start;
     publish(r.end - r.start);
+  }
+  // Words of mappings the core leaves out, read from their files.
+  for (const auto& [at, v] : x->model_.file_words) {
+    const size_t t = ix.lookup(v & ~uint64_t{7});
+    if (t != kNone)
+      ix.roots.push_back({at, static_cast<uint32_t>(t), static_cast<uint32_t>(RefFrom::kMapping)});
   }
   // Each thread's general registers, then its vector registers' lanes
   // (numbered on from the general ones: register_name names them).
@@ -606,18 +620,16 @@ std::vector<uint8_t> RefIndex::reachable_counting_starts(std::span<const uint32_
   return reach;
 }
 
-std::vector<uint8_t> RefIndex::reachable(const std::vector<LiveExtent>& live) const {
+RefIndex::LiveRows RefIndex::live_rows(const std::vector<LiveExtent>& live) const {
   const Impl& ix = *impl_;
+  LiveRows out;
+  out.has_.assign((chunks() + 63) / 64, 0);
   // A chunk's row lists its references in address order: a rescan by the
   // scan's rule counts the entries before its extent and inside it.
-  struct Part {
-    uint32_t skip = 0, keep = 0;
-  };
-  std::unordered_map<uint32_t, Part> parts;
   for (const LiveExtent& e : live) {
-    if (e.chunk >= chunks() || parts.count(e.chunk)) continue;
+    if (e.chunk >= chunks() || out.cut_.count(e.chunk)) continue;
     const HeapChunk c = ix.ch[e.chunk];
-    Part p;
+    LiveRows::Cut p;
     uint32_t all = 0;
     Scanner sc(mem_, ix, [&](uint64_t at, uint64_t, size_t t, uint32_t s) {
       if (t == s) return;
@@ -631,17 +643,29 @@ std::vector<uint8_t> RefIndex::reachable(const std::vector<LiveExtent>& live) co
     sc.flush();
     // A row that is not this scan's (a chunk the index did not scan) is
     // left whole.
-    if (all == ix.rows.begin(e.chunk + 1) - ix.rows.begin(e.chunk)) parts.emplace(e.chunk, p);
+    if (all != ix.rows.begin(e.chunk + 1) - ix.rows.begin(e.chunk)) continue;
+    out.cut_.emplace(e.chunk, p);
+    out.has_[e.chunk >> 6] |= uint64_t{1} << (e.chunk & 63);
   }
+  return out;
+}
+
+std::span<const uint32_t> RefIndex::LiveRows::row(const RefIndex& ix, size_t c) const {
+  const std::span<const uint32_t> whole = ix.row(c);
+  if (c >= ix.chunks() || !(has_[c >> 6] >> (c & 63) & 1)) return whole;
+  const Cut& p = cut_.at(static_cast<uint32_t>(c));
+  return whole.subspan(p.skip, p.keep);
+}
+
+std::vector<uint8_t> RefIndex::reachable(const std::vector<LiveExtent>& live) const {
+  const Impl& ix = *impl_;
+  const LiveRows rows = live_rows(live);
   return mark_reachable_rows(
       chunks(), ix.root_targets(),
       [&](size_t c) {
-        uint32_t b = ix.rows.begin(c), e = ix.rows.begin(c + 1);
-        if (auto p = parts.find(static_cast<uint32_t>(c)); p != parts.end()) {
-          b += p->second.skip;
-          e = b + p->second.keep;
-        }
-        return std::pair<uint32_t, uint32_t>(b, e);
+        const std::span<const uint32_t> r = rows.row(*this, c);
+        const auto b = static_cast<uint32_t>(r.data() - ix.target.data());
+        return std::pair<uint32_t, uint32_t>(b, b + static_cast<uint32_t>(r.size()));
       },
       ix.target);
 }

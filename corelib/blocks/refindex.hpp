@@ -15,6 +15,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "corelib/base/result.hpp"
@@ -154,6 +155,24 @@ class RefIndex final : public RefSource {
     uint64_t begin = 0, end = 0;
   };
   std::vector<uint8_t> reachable(const std::vector<LiveExtent>& live) const;
+  // Rows cut to their live extents: each extent's chunk's row keeps only
+  // the references from inside [begin, end) (a row is in address order, so
+  // they are one run of it); any other row is whole. For a graph over the
+  // index (the retained tree) that must agree with reachable(live).
+  class LiveRows {
+   public:
+    std::span<const uint32_t> row(const RefIndex& ix, size_t c) const;
+    bool empty() const { return cut_.empty(); }
+
+   private:
+    friend class RefIndex;
+    struct Cut {
+      uint32_t skip = 0, keep = 0;
+    };
+    std::unordered_map<uint32_t, Cut> cut_;
+    std::vector<uint64_t> has_;  // a bit per chunk: whether cut_ holds it
+  };
+  LiveRows live_rows(const std::vector<LiveExtent>& live) const;
   // One shortest chain of references from a root to chunk `c` (the root's
   // reference first, the one into `c` last); empty when unreachable or when
   // longer than `max_depth` steps. `holder` (may be empty) gives the address

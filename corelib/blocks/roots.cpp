@@ -5,8 +5,10 @@
 #include "corelib/blocks/roots.hpp"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
 #include <unordered_map>
 
@@ -65,23 +67,37 @@ std::vector<RootRange> subtract_ranges(std::vector<RootRange> ranges, Spans cut)
   return out;
 }
 
-// Whether `len` bytes of `path` at `off` may hold a word that points into
-// an in-use block of `heap` (all in [lo, hi)): true when they do, or cannot
-// be read whole (nobody can say they do not). The blocks themselves are
+// A file's modification time in ns since the epoch; INT64_MAX when it
+// cannot be told (nothing is older).
+int64_t mtime_ns(int fd) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return INT64_MAX;
+  return int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
+}
+
+// The words of `len` bytes of `path` at `off` (mapped at `at`) that point
+// into an in-use block of `heap` (all in [lo, hi)), added to `words` as
+// (address, value); false when they cannot be read whole, or are too many
+// (nobody can say what they hold), with `why`. The blocks themselves are
 // asked: a heap whose blocks lie both low (brk) and high (mmapped chunks,
 // a layer's arenas) spans most of the address space.
-bool file_may_point(const std::string& path, uint64_t off, uint64_t len, const HeapWalk& heap,
-                    uint64_t lo, uint64_t hi, std::string* why) {
+// `mtime`: the file's modification time (ns since the epoch).
+bool file_words(const std::string& path, uint64_t off, uint64_t len, uint64_t at_addr,
+                const HeapWalk& heap, uint64_t lo, uint64_t hi,
+                std::vector<std::pair<uint64_t, uint64_t>>* words, int64_t* mtime,
+                std::string* why) {
+  constexpr size_t kMaxWords = 1 << 16;  // a file of heap-like words is no locale table
   constexpr uint64_t kMaxScan = 256ull << 20;
   auto fd = open_input(path, "mapped file");
   if (!fd.ok()) {
     *why = fd.error().message;
-    return true;
+    return false;
   }
   Fd f(fd.value());
+  *mtime = mtime_ns(f.fd);
   if (len > kMaxScan) {
     *why = fmt::format("{} bytes, more than the {} MiB looked at", len, kMaxScan >> 20);
-    return true;
+    return false;
   }
   std::vector<uint64_t> buf(1 << 17);
   for (uint64_t at = 0; at < len;) {
@@ -89,7 +105,7 @@ bool file_may_point(const std::string& path, uint64_t off, uint64_t len, const H
     const ssize_t n = ::pread(f.fd, buf.data(), want, static_cast<off_t>(off + at));
     if (n < 0) {
       *why = fmt::format("{} cannot be read: {}", path, std::strerror(errno));
-      return true;
+      return false;
     }
     // Past the file's end a mapping holds nothing: a mapping is whole pages,
     // and the rest of the file's last page reads as zeros (a C library's
@@ -97,12 +113,16 @@ bool file_may_point(const std::string& path, uint64_t off, uint64_t len, const H
     if (n == 0) break;
     for (size_t i = 0; i < static_cast<size_t>(n) / 8; ++i)
       if (buf[i] - lo < hi - lo && heap.chunk_containing(buf[i])) {
-        *why = fmt::format("{} holds words that point into the heap", path);
-        return true;
+        if (words->size() >= kMaxWords) {
+          *why =
+              fmt::format("{} holds more than {} words that point into the heap", path, kMaxWords);
+          return false;
+        }
+        words->emplace_back(at_addr + at + 8 * i, buf[i]);
       }
     at += static_cast<uint64_t>(n);
   }
-  return false;
+  return true;
 }
 
 bool overlaps(const Spans& spans, uint64_t a, uint64_t b) {
@@ -126,6 +146,7 @@ class Planner {
 
   RootModel run() {
     unread_files();
+    std::sort(m_.file_words.begin(), m_.file_words.end());
     dead_stacks();
     for (const auto& t : core_.threads()) thread_stack(t);
     modules();
@@ -149,11 +170,12 @@ class Planner {
   }
 
   // A file mapping the core leaves out: gcore and the kernel skip shared
-  // file mappings and private ones never written. A MAP_SHARED mapping the
-  // program wrote pointers to keeps them in the file itself, so the file on
-  // disk is looked at: with no word in the heap's address range it held no
-  // root; otherwise (or unreadable) it is memory that may hold roots and
-  // that nobody read.
+  // file mappings and private ones never written. Either holds what the
+  // file on disk holds (a MAP_SHARED mapping the program wrote pointers to
+  // keeps them in the file itself), so the file is read: its words that
+  // point into the heap are roots (file_words), as any read-only mapping's
+  // are. A file that cannot be read whole is memory that may hold roots
+  // and that nobody read.
   void unread_files() {
     const auto& ch = heap_.in_use;
     if (ch.size() == 0) return;
@@ -166,6 +188,15 @@ class Planner {
     std::unordered_map<std::string, const MappedFileInfo*> files;
     for (const auto& mf : core_.mapped_files()) files[mf.path] = &mf;
     size_t looked = 0;  // files opened: bounded, the rest are said unread
+    // When the core was written (a core in memory: never, so no file is
+    // taken as unchanged since).
+    int64_t core_mtime = INT64_MIN;
+    if (!core_.path().empty())
+      if (auto fd = open_input(core_.path(), "core"); fd.ok()) {
+        Fd cf(fd.value());
+        core_mtime = mtime_ns(cf.fd);
+        if (core_mtime == INT64_MAX) core_mtime = INT64_MIN;
+      }
     for (const auto& s : missing_) {
       if (s.writable) continue;
       auto it = std::upper_bound(ranges.begin(), ranges.end(), s.start,
@@ -176,9 +207,28 @@ class Planner {
       if (f == files.end() || !may_be_data(*f->second)) continue;
       std::string why = "more data files than are looked at";
       const std::string& host = f->second->host_path.empty() ? r.path : f->second->host_path;
-      if (looked++ < kMaxFilesLooked && !file_may_point(host, r.file_offset + (s.start - r.start),
-                                                        s.end - s.start, heap_, lo, hi, &why))
+      std::vector<std::pair<uint64_t, uint64_t>> words;
+      int64_t mtime = INT64_MAX;
+      if (looked++ < kMaxFilesLooked &&
+          file_words(host, r.file_offset + (s.start - r.start), s.end - s.start, s.start, heap_, lo,
+                     hi, &words, &mtime, &why)) {
+        if (words.empty()) continue;
+        // Its words are the mapping's only while the file is as it was
+        // when the core was written (a process gcore left running goes on
+        // writing a shared mapping).
+        if (mtime > core_mtime) {
+          m_.unread.push_back(
+              {s.start, s.end, RefFrom::kMapping, 0,
+               fmt::format("a mapping of {} the core leaves out ({} holds words that point "
+                           "into the heap, and changed after the core was written)",
+                           r.path, host)});
+          continue;
+        }
+        out_.push_back({s.start, s.end, RefFrom::kMapping, 0,
+                        fmt::format("mapping of {} (read from the file)", r.path)});
+        m_.file_words.insert(m_.file_words.end(), words.begin(), words.end());
         continue;
+      }
       m_.unread.push_back({s.start, s.end, RefFrom::kMapping, 0,
                            fmt::format("a mapping of {} the core leaves out ({})", r.path, why)});
     }

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "corelib/blocks/heap.hpp"
@@ -49,6 +50,12 @@ struct RootModel {
   // Writable memory the core does not hold (cut off, or not dumped): roots
   // nobody could read, so an answer that a block is unreachable is partial.
   std::vector<RootRange> unread;
+  // A read-only mapping of a data file the core leaves out (a locale file:
+  // never written, its bytes are the file's) holds what the file on disk
+  // holds: its words that point into the heap, as (address, value), are
+  // roots read from the file. Its range is in `roots` too (named by it;
+  // the core has none of its bytes to scan).
+  std::vector<std::pair<uint64_t, uint64_t>> file_words;
   // Why an answer that a block is (un)reachable may be wrong, each said
   // once: roots not read, heap chains cut short, dead stacks not told from
   // live ones. Empty when the model is whole. Answers built on it say

@@ -1,6 +1,8 @@
 // C++ type names as a user writes them (cxx_names.hpp).
 #include "corelib/debuginfo/cxx_names.hpp"
 
+#include "corelib/debuginfo/type_memo.hpp"
+
 #include <string_view>
 #include <utility>
 
@@ -82,7 +84,15 @@ const Type* first_parameter(const Type* t, int depth) {
 }  // namespace
 
 std::string cxx_type_name(const Type* t) {
-  return cxx_name(t, 0);
+  return t ? cxx_type_name_kept(t) : cxx_name(t, 0);
+}
+
+const std::string& cxx_type_name_kept(const Type* t) {
+  static const std::string none;
+  if (!t) return none;
+  TypeMemo& m = memo_of(t);
+  if (!m.cxx_name) m.cxx_name = cxx_name(t, 0);
+  return *m.cxx_name;
 }
 
 const Type* first_template_parameter(const Type* t) {

@@ -14,6 +14,9 @@
 namespace lr {
 
 std::string cxx_type_name(const Type* t);
+// The same, kept with the type (valid while its registry lives): no string
+// made for each of a million containers of one type.
+const std::string& cxx_type_name_kept(const Type* t);
 
 // A class template's first type parameter, or its first base's
 // (std::allocator<T> names none of its own in GCC's library's DWARF: its base

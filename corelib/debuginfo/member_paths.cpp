@@ -11,6 +11,7 @@
 
 #include "corelib/base/names.hpp"
 #include "corelib/debuginfo/modules.hpp"
+#include "corelib/debuginfo/type_memo.hpp"
 #include "corelib/debuginfo/types.hpp"
 #include "corelib/debuginfo/types_internal.hpp"
 
@@ -203,9 +204,18 @@ Result<FieldLoc> resolve_path(const Type* t, const std::vector<PathStep>& steps)
   return within(t, loc);
 }
 
+// Found paths are kept with the type (a failed one says why each time: a
+// reader asks it rarely, and its message names the path).
 Result<FieldLoc> resolve_path(const Type* t, std::string_view path) {
+  constexpr size_t kKept = 16;  // paths kept per type
+  TypeMemo* m = t ? &memo_of(t) : nullptr;
+  if (m)
+    for (const auto& [p, loc] : m->paths)
+      if (p == path) return loc;
   LR_ASSIGN(auto steps, parse_member_path(path));
-  return resolve_path(t, steps);
+  auto r = resolve_path(t, steps);
+  if (m && r.ok() && m->paths.size() < kKept) m->paths.emplace_back(std::string(path), r.value());
+  return r;
 }
 
 Result<FieldLoc> resolve_refcount(const Type* t, std::string_view path) {

@@ -630,6 +630,12 @@ Result<std::pair<Module*, const Symbol*>> ModuleSet::lookup(const std::string& s
                                 mod.empty() ? "" : " in module " + mod, did_you_mean(name, names)));
 }
 
+bool ModuleSet::defines(const std::string& name) const {
+  for (const auto& m : mods_)
+    if (m->find_one_symbol(name)) return true;
+  return false;
+}
+
 SymbolHit ModuleSet::symbolize(uint64_t addr) const {
   SymbolHit h;
   h.module = module_at(addr);

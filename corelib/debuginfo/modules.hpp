@@ -143,6 +143,9 @@ class ModuleSet {
 
   // Symbol by name; "name@module" restricts the module. kNotFound if absent.
   Result<std::pair<Module*, const Symbol*>> lookup(const std::string& name) const;
+  // Whether some module's symbol tables name `name` (scanned, as
+  // Module::find_one_symbol does, not indexed).
+  bool defines(const std::string& name) const;
   // Address to symbol; `module` null when the address is in no module.
   SymbolHit symbolize(uint64_t addr) const;
   // symbolize() for .bss past a module's file mappings (Module::mem_end).

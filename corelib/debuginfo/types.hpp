@@ -56,6 +56,21 @@ struct Enumerator {
   int64_t value = 0;
 };
 
+// What is asked of one type again and again, kept with it (a reader of
+// millions of containers asks each container's type the same few member
+// paths and its C++ name). Defined in member_paths.cpp. A copy of a Type
+// (a caller's variant of it) starts with none: its answers may differ.
+struct TypeMemo;
+struct TypeMemoSlot {
+  mutable std::shared_ptr<TypeMemo> memo;
+  TypeMemoSlot() = default;
+  TypeMemoSlot(const TypeMemoSlot&) {}
+  TypeMemoSlot& operator=(const TypeMemoSlot&) {
+    memo.reset();
+    return *this;
+  }
+};
+
 struct Type {
   TypeKind kind = TypeKind::kVoid;
   std::string name;  // bare name: "node", "int", "atomic_t"; "" if anonymous
@@ -85,6 +100,7 @@ struct Type {
   mutable const Type* definition = nullptr;  // once resolved (itself if none)
   Module* decl_module = nullptr;
   uint64_t decl_off = 0;
+  TypeMemoSlot memo;  // resolve_path's and cxx_type_name's answers
 
   std::string display() const;  // "struct node", "struct node *", "int [4]"
   // Typedefs resolved, and a declaration replaced by its definition;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "corelib/base/result.hpp"
@@ -33,7 +34,7 @@ struct OwnBlock {
 // The container's own blocks, and its name as a C++ user writes it
 // ("std::map<int, Node*>").
 struct OwnBlocks {
-  std::string container;
+  std::string_view container;  // kept with the type (cxx_type_name_kept)
   std::vector<OwnBlock> blocks;
   std::string warning;  // a container walked only in part says why
 };
@@ -71,6 +72,11 @@ struct ContainerKind {
   // iterator): a pointer to one points at a node own_blocks types whole,
   // which a pointer's static type would only half name.
   bool (*link)(const Type* t) = nullptr;
+  // A symbol only a program that can hold these containers defines (its
+  // C++ runtime's personality routine): typing a heap by its containers
+  // reads every thread's frames and every typed block, which a program
+  // whose modules define no kind's symbol is spared. Empty: any program.
+  std::string runtime_symbol;
 };
 // Every registered kind, in registration order.
 std::vector<const ContainerKind*> container_kinds();

@@ -188,7 +188,7 @@ int cmd_account(const DumpOptions& c, const AccountArgs& a) {
   const lr::LeakStates ls = lr::find_leaks(op, names);
   if (a.by == "type") {
     // Live blocks by what holds them: containers' nodes, typed pointers.
-    lr::ContainerTyping ct = lr::type_heap_blocks(op, names.types());
+    lr::ContainerTyping ct = ls.typed ? ls.typing : lr::type_heap_blocks(op, names.types());
     res_warnings.insert(res_warnings.end(), ct.warnings.begin(), ct.warnings.end());
   }
   lr::AccountInput in = lr::account_input(op, ls, &res_warnings);

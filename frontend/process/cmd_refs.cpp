@@ -94,8 +94,12 @@ int cmd_refs(const DumpOptions& c, const RefsArgs& a) {
   const lr::RefIndex& ix = *o.value().ci.index;
   lr::RefNamer names(o.value(), known);
   names.type_containers();
+  // As leaks decides: the words past a container's elements reach nothing.
   std::vector<uint8_t> live;
-  if (a.depth) live = ix.reachable();
+  if (a.depth) {
+    const auto extents = lr::live_extents(names.types());
+    live = extents.empty() ? ix.reachable() : ix.reachable(extents);
+  }
   nlohmann::json out = nlohmann::json::array();
   int status = kOk;
   for (uint64_t addr : want) {
@@ -133,9 +137,12 @@ int cmd_refs(const DumpOptions& c, const RefsArgs& a) {
     const lr::HeapChunk h = o.value().ci.heap->in_use[ch];
     std::vector<lr::Ref> refs = ix.refs_to(ch);
     const std::vector<lr::Ref> stale = ix.stale_refs_to(ch);
+    // A chain only to a reached block: one through a word past a
+    // container's elements is no root's.
     std::vector<lr::Ref> chain =
-        a.depth ? ix.anchor_chain(ch, a.depth, [&](size_t b) { return names.container_of(b); })
-                : std::vector<lr::Ref>{};
+        a.depth && (live[ch] & lr::RefIndex::kReached)
+            ? ix.anchor_chain(ch, a.depth, [&](size_t b) { return names.container_of(b); })
+            : std::vector<lr::Ref>{};
     if (!c.json) {
       print_refs_text(names, h, ch, addr, refs, a.depth ? &chain : nullptr, a.depth,
                       a.depth && (live[ch] & lr::RefIndex::kReached), prog);

@@ -535,11 +535,11 @@ Result<OwnBlocks> own_blocks_cxx(Program& prog, const Type* t, uint64_t addr,
                                  const WalkLimits& lim) {
   t = t ? t->strip() : nullptr;
   OwnBlocks out;
-  out.container = cxx_type_name(t);
+  out.container = cxx_type_name_kept(t);
   if (is_string(t)) return string_blocks(prog, t, addr, std::move(out));
   if (is_shared(t)) return shared_blocks(prog, t, addr, std::move(out));
   Variable v;
-  v.name = out.container, v.type = t, v.addr = addr;
+  v.name = std::string(out.container), v.type = t, v.addr = addr;
   LR_ASSIGN(Container c, container_at(prog, v));
   if (c.cls->shape >= Shape::kArray) return out;
   if (c.cls->shape == Shape::kVector && bit_vector(t)) {
@@ -585,6 +585,7 @@ TargetSpec libcxx_target() {
   k.holds = &holds_cxx;
   k.own_blocks = &own_blocks_cxx;
   k.link = &link_cxx;
+  k.runtime_symbol = "__gxx_personality_v0";  // libstdc++'s and libc++abi's
   TargetSpec t;
   t.name = "libcxx";
   t.containers.push_back(k);

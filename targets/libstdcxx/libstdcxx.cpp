@@ -612,10 +612,10 @@ Result<OwnBlocks> own_blocks_std(Program& prog, const Type* t, uint64_t addr,
                                  const WalkLimits& lim) {
   t = t ? t->strip() : nullptr;
   OwnBlocks out;
-  out.container = cxx_type_name(t);
+  out.container = cxx_type_name_kept(t);
   if (is_string(t)) return string_blocks(prog, t, addr, std::move(out));
   if (is_shared(t)) return shared_blocks(prog, t, addr, std::move(out));
-  LR_ASSIGN(Container c, container_of(t, addr, out.container));
+  LR_ASSIGN(Container c, container_of(t, addr, std::string(out.container)));
   if (c.shape >= Shape::kArray) return out;
   if (c.shape == Shape::kVector && resolve_path(t, "_M_impl._M_start._M_p").ok())
     return bit_vector_blocks(prog, c, std::move(out));
@@ -658,6 +658,7 @@ TargetSpec libstdcxx_target() {
   k.holds = &holds_std;
   k.own_blocks = &own_blocks_std;
   k.link = &link_std;
+  k.runtime_symbol = "__gxx_personality_v0";  // libstdc++'s and libc++abi's
   TargetSpec t;
   t.name = "libstdcxx";
   t.containers.push_back(k);
