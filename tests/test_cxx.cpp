@@ -491,6 +491,22 @@ TEST_CASE("spare capacity: a cycle held only past a vector's elements is leaked 
     for (const auto& o : b["owners"])
       if (o["stale"] == true) pair.insert(b["addr"].get<std::string>());
   REQUIRE(pair.size() == 2);
+  // refs lists g_spare's word past its element as stale, no reference.
+  for (const auto& p : pair) {
+    auto f = lrtest::leakref({"refs", fc.core, p, "--depth", "8", "--json"}, 300);
+    REQUIRE(f.status == 0);
+    const json o = f.json()["objects"][0];
+    INFO(o.dump());
+    CHECK(o["reachable"] == false);
+    CHECK(o["anchor_chain"].empty());
+    int spare = 0;
+    for (const auto& r : o["referrers"])
+      CHECK(r["what"].get<std::string>().find("g_spare") == std::string::npos);
+    for (const auto& r : o["stale_referrers"])
+      spare += r["what"].get<std::string>().find("elements of std::vector") != std::string::npos &&
+               r["what"].get<std::string>().find("g_spare") != std::string::npos;
+    CHECK(spare >= 1);
+  }
   const std::string file = lrtest::tmp_dir() + "/spare-graph.json";
   auto r = lrtest::leakref({"retained", fc.core, "--export", file, "--json"}, 300);
   REQUIRE(r.status == 0);

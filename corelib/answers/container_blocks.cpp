@@ -354,6 +354,13 @@ std::vector<RefIndex::LiveExtent> live_extents(const BlockTypes& types) {
   return live;
 }
 
+bool past_live_extent(const std::vector<RefIndex::LiveExtent>& live, size_t c, uint64_t user,
+                      uint64_t at) {
+  auto e = std::lower_bound(live.begin(), live.end(), c,
+                            [](const RefIndex::LiveExtent& x, size_t k) { return x.chunk < k; });
+  return e != live.end() && e->chunk == c && (at - user < e->begin || at - user >= e->end);
+}
+
 bool may_hold_containers(Program& prog) {
   for (const ContainerKind* k : container_kinds())
     if (k->own_blocks && (k->runtime_symbol.empty() || prog.modules().defines(k->runtime_symbol)))

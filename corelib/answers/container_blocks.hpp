@@ -63,5 +63,10 @@ TypedReach typed_reach(const IndexedCore& core, BlockTypes& types);
 // such words hold nothing (a cycle of shared_ptrs erased from a vector is
 // still leaked). Empty when no container has such words.
 std::vector<RefIndex::LiveExtent> live_extents(const BlockTypes& types);
+// Whether the word at `at`, in chunk `c` starting at `user`, lies outside
+// its extent in `live` (sorted by chunk): past a container's elements, so
+// stale.
+bool past_live_extent(const std::vector<RefIndex::LiveExtent>& live, size_t c, uint64_t user,
+                      uint64_t at);
 
 }  // namespace lr

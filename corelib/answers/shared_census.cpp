@@ -67,15 +67,6 @@ bool owner_word(const Ref& r, uint64_t addr) {
   return r.value == addr && r.kind != RefFrom::kRegister && !r.stale;
 }
 
-// Whether the word at `at`, in chunk `c` starting at `user`, lies outside
-// its extent in `live` (sorted by chunk): a stale word.
-bool stale_word(const std::vector<RefIndex::LiveExtent>& live, size_t c, uint64_t user,
-                uint64_t at) {
-  auto e = std::lower_bound(live.begin(), live.end(), c,
-                            [](const RefIndex::LiveExtent& x, size_t k) { return x.chunk < k; });
-  return e != live.end() && e->chunk == c && (at - user < e->begin || at - user >= e->end);
-}
-
 // What makes an owner live: a root reaches its block (`reach`), and it lies
 // inside its container's elements (`live`, by chunk; empty: all do).
 struct Liveness {
@@ -104,7 +95,7 @@ void each_owner(const IndexedCore& core, const std::vector<uint32_t>& at, const 
   ix.each_chunk_ref_into(at, [&](const Ref& r, uint32_t src) {
     const uint32_t i = place(r.target);
     if (i == UINT32_MAX || !owner_word(r, chunks[r.target].user)) return;
-    const bool stale = !l.live.empty() && stale_word(l.live, src, chunks[src].user, r.from);
+    const bool stale = !l.live.empty() && past_live_extent(l.live, src, chunks[src].user, r.from);
     fn(i, SharedOwner{r.from, r.tid, r.kind, !stale && (l.reach[src] & RefIndex::kReached) != 0,
                       stale, false});
   });

@@ -652,7 +652,7 @@ RefIndex::LiveRows RefIndex::live_rows(const std::vector<LiveExtent>& live) cons
 
 std::span<const uint32_t> RefIndex::LiveRows::row(const RefIndex& ix, size_t c) const {
   const std::span<const uint32_t> whole = ix.row(c);
-  if (c >= ix.chunks() || !(has_[c >> 6] >> (c & 63) & 1)) return whole;
+  if (cut_.empty() || c >= ix.chunks() || !(has_[c >> 6] >> (c & 63) & 1)) return whole;
   const Cut& p = cut_.at(static_cast<uint32_t>(c));
   return whole.subspan(p.skip, p.keep);
 }
