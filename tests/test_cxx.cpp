@@ -355,10 +355,25 @@ void check_shared(const lrtest::FixtureCore& fc, const json& m, const std::strin
   CHECK(j["verdicts"]["ok"] == 2);
   r = lrtest::leakref({"shared", fc.core, "--fail-on", "leaked"}, 300);
   CHECK(r.status == 1);
-  // leaks agrees: the cycle's two blocks and the lost owner's are leaked.
+  // leaks agrees: the cycle's two blocks and the lost owner's are leaked,
+  // and it shows the cycle, each block's word by the Cyc member it is.
   auto l = lrtest::leakref({"leaks", fc.core, "--json"}, 300);
   REQUIRE(l.status == 0);
-  CHECK(l.json()["summary"]["leaked"] == 3);
+  const json lj = l.json();
+  CHECK(lj["summary"]["leaked"] == 3);
+  CHECK(lj["cycle_groups"] == 1);
+  REQUIRE(lj["cycles"].size() == 1);
+  const json& y = lj["cycles"][0];
+  INFO(y.dump());
+  CHECK(std::set<std::string>(y["blocks"].begin(), y["blocks"].end()) ==
+        std::set<std::string>{a[6], a[7]});
+  // libstdc++ keeps make_shared's object in a buffer templated on it, which
+  // is named as the object; libc++'s in a plain byte blob, named as bytes.
+  for (const auto& w : y["links"])
+    CHECK(
+        (w.get<std::string>().find(".next.") != std::string::npos || owner != "_M_refcount._M_pi"));
+  auto t = lrtest::leakref({"leaks", fc.core}, 300);
+  CHECK(t.out.find("1 group of leaked blocks that hold one another") != std::string::npos);
 }
 
 }  // namespace
@@ -474,7 +489,19 @@ TEST_CASE("spare capacity: a cycle held only past a vector's elements is leaked 
   auto l = lrtest::leakref({"leaks", fc.core, "--json"}, 300);
   INFO(l.err);
   REQUIRE(l.status == 0);
-  CHECK(l.json()["summary"]["leaked"] == leaked);
+  const json lj = l.json();
+  CHECK(lj["summary"]["leaked"] == leaked);
+  // Each pair is a group of two that hold each other, each block's word
+  // named through make_shared's buffer as the Node's member.
+  CHECK(lj["cycle_groups"] == m["cycles"]);
+  REQUIRE(lj["cycles"].size() == 100);
+  for (const auto& y : lj["cycles"]) {
+    INFO(y.dump());
+    CHECK(y["group_blocks"] == 2);
+    REQUIRE(y["blocks"].size() == 2);
+    for (const auto& w : y["links"])
+      CHECK(w.get<std::string>().find("._M_impl._M_storage.peer._M_") != std::string::npos);
+  }
   auto a = lrtest::leakref({"account", fc.core, "--json"}, 300);
   REQUIRE(a.status == 0);
   int64_t account_leaked = -1;

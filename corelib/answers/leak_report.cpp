@@ -60,6 +60,7 @@ LeakReport leak_report(const IndexedCore& core, RefNamer& names, const LeakState
     r.unreferenced_bytes += b.unreferenced ? b.size : 0;
     r.blocks.push_back(std::move(b));
   }
+  r.cycles = find_leak_cycles(core, names, ls, LeakReport::kShownCycles);
   return r;
 }
 

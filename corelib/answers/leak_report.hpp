@@ -12,6 +12,7 @@
 
 #include "corelib/answers/alloc_sites.hpp"
 #include "corelib/answers/core_index.hpp"
+#include "corelib/answers/leak_cycles.hpp"
 #include "corelib/answers/leak_states.hpp"
 
 namespace lr {
@@ -38,6 +39,10 @@ struct LeakReport {
   std::string pools;  // whose pools pool_free counts ("Foo's mem-pools")
   // Why the answer may be wrong (the index's root model); empty: whole.
   std::vector<std::string> partial;
+  // Groups of leaked blocks that hold one another, one cycle of each of
+  // the first kShownCycles.
+  LeakCycles cycles;
+  static constexpr size_t kShownCycles = 100;
 };
 
 // The report of `core`'s leak states (`names` typed them); `sites` (may be

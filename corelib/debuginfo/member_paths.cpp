@@ -124,6 +124,39 @@ bool empty_class(const Type* t, int depth = 0) {
 }
 }  // namespace
 
+namespace {
+
+// Whether `t` holds nothing but bytes: a char array, or structs and unions
+// of them beside empty ones (std::aligned_storage's alignment member, an
+// empty base).
+bool bytes_only(const Type* t, int depth) {
+  t = t ? t->strip() : nullptr;
+  if (!t || depth > 4) return false;
+  if (t->kind == TypeKind::kArray) return t->target && t->target->strip()->is_char;
+  if (!t->is_aggregate()) return false;
+  bool bytes = false;
+  for (const auto& m : t->members) {
+    const Type* mt = m.type ? m.type->strip() : nullptr;
+    if (mt && mt->is_aggregate() && mt->members.empty()) continue;  // empty
+    if (m.bit_size || !bytes_only(m.type, depth + 1)) return false;
+    bytes = true;
+  }
+  return bytes;
+}
+
+// The type a class template holds as raw bytes (a C++ library's aligned
+// buffer of T: make_shared's object, a node's element), when `t` is such
+// storage: bytes only, as large as its first parameter, a class. Its bytes
+// are then named as that class's members.
+const Type* stored_type(const Type* t) {
+  if (t->template_args.empty()) return nullptr;
+  const Type* held = t->template_args[0] ? t->template_args[0]->strip() : nullptr;
+  if (!held || !held->is_aggregate() || !held->size || held->size > t->size) return nullptr;
+  return bytes_only(t, 0) ? held : nullptr;
+}
+
+}  // namespace
+
 std::string member_path_at(const Type* t, uint64_t off, int depth) {
   t = t ? t->strip() : nullptr;
   if (!t || off >= t->size || depth > 16) return "";
@@ -133,6 +166,7 @@ std::string member_path_at(const Type* t, uint64_t off, int depth) {
     return fmt::format("[{}]{}", off / e->size, member_path_at(e, off % e->size, depth + 1));
   }
   if (t->kind != TypeKind::kStruct && t->kind != TypeKind::kUnion) return "";
+  if (const Type* held = stored_type(t)) return member_path_at(held, off, depth + 1);
   // The member whose bytes hold `off`: in a union the first that does.
   for (const auto& m : t->members) {
     const Type* mt = m.type ? m.type->strip() : nullptr;

@@ -219,6 +219,28 @@ nlohmann::json root_kinds(const lr::RefIndex& ix) {
   return roots;
 }
 
+// Each group of leaked blocks that hold one another, as one cycle word by
+// word: what keeps its refcounts above zero.
+void print_leak_cycles(const LeaksArgs& a, const lr::LeakCycles& c) {
+  if (!c.groups) return;
+  out_stdout().print(
+      "\n{} group{} of leaked blocks that hold one another (one cycle of each: a block, its "
+      "word that points on):\n",
+      c.groups, c.groups == 1 ? "" : "s");
+  for (size_t i = 0; i < c.shown.size() && i < a.top; ++i) {
+    const lr::LeakCycle& y = c.shown[i];
+    out_stdout().print(
+        "  cycle of {} block{}{}:\n", y.blocks.size(), y.blocks.size() == 1 ? "" : "s",
+        y.group_blocks > y.blocks.size() ? fmt::format(" (in a group of {})", y.group_blocks) : "");
+    for (size_t k = 0; k < y.blocks.size(); ++k)
+      out_stdout().print("    {:#x}  {}  -> {:#x}\n", y.blocks[k], y.links[k],
+                         y.blocks[(k + 1) % y.blocks.size()]);
+  }
+  if (c.groups > std::min<uint64_t>(c.shown.size(), a.top))
+    out_stdout().print("  ... {} more (--top N, --json: the first {})\n",
+                       c.groups - std::min<uint64_t>(c.shown.size(), a.top), c.shown.size());
+}
+
 void print_leaks_text(const LeaksArgs& a, const lr::LeakReport& r) {
   std::vector<std::pair<std::pair<std::string, uint64_t>, lr::LeakGroup>> rows(r.groups.begin(),
                                                                                r.groups.end());
@@ -243,6 +265,7 @@ void print_leaks_text(const LeaksArgs& a, const lr::LeakReport& r) {
                        rows[i].first.first.empty() ? "-" : rows[i].first.first);
   if (rows.size() > a.top)
     out_stdout().print("... {} more sizes (--top N, --json: all)\n", rows.size() - a.top);
+  print_leak_cycles(a, r.cycles);
 }
 
 // --list: one row per leaked block.
@@ -287,8 +310,17 @@ void print_leaks_json(const DumpOptions& c, const lr::LeakReport& r, const lr::R
                   {"count", g.count},
                   {"bytes", g.bytes},
                   {"unreferenced", g.unreferenced}});
+  nlohmann::json cj = nlohmann::json::array();
+  for (const auto& y : r.cycles.shown) {
+    nlohmann::json blocks = nlohmann::json::array();
+    for (uint64_t b : y.blocks) blocks.push_back(hex(b));
+    cj.push_back(
+        {{"blocks", std::move(blocks)}, {"links", y.links}, {"group_blocks", y.group_blocks}});
+  }
   const auto& st = ix.stats();
   nlohmann::json rest{{"partial", !r.partial.empty()},
+                      {"cycle_groups", r.cycles.groups},
+                      {"cycles", std::move(cj)},
                       {"partial_reasons", r.partial},
                       {"summary",
                        {{"blocks", r.heap_blocks},
