@@ -369,6 +369,7 @@ void check_shared(const lrtest::FixtureCore& fc, const json& m, const std::strin
         std::set<std::string>{a[6], a[7]});
   // libstdc++ keeps make_shared's object in a buffer templated on it, which
   // is named as the object; libc++'s in a plain byte blob, named as bytes.
+  REQUIRE(y["links"].size() == 2);
   for (const auto& w : y["links"])
     CHECK(
         (w.get<std::string>().find(".next.") != std::string::npos || owner != "_M_refcount._M_pi"));
@@ -499,6 +500,7 @@ TEST_CASE("spare capacity: a cycle held only past a vector's elements is leaked 
     INFO(y.dump());
     CHECK(y["group_blocks"] == 2);
     REQUIRE(y["blocks"].size() == 2);
+    REQUIRE(y["links"].size() == 2);
     for (const auto& w : y["links"])
       CHECK(w.get<std::string>().find("._M_impl._M_storage.peer._M_") != std::string::npos);
   }

@@ -361,6 +361,20 @@ bool past_live_extent(const std::vector<RefIndex::LiveExtent>& live, size_t c, u
   return e != live.end() && e->chunk == c && (at - user < e->begin || at - user >= e->end);
 }
 
+void set_past_extents_aside(const RefIndex& ix, const std::vector<RefIndex::LiveExtent>& live,
+                            std::vector<Ref>* refs, std::vector<Ref>* stale) {
+  if (live.empty()) return;
+  const auto& chunks = ix.heap().in_use;
+  auto past = [&](const Ref& r) {
+    if (r.kind != RefFrom::kChunk) return false;
+    const size_t src = ix.chunk_at(r.from);
+    return src != SIZE_MAX && past_live_extent(live, src, chunks[src].user, r.from);
+  };
+  for (const auto& r : *refs)
+    if (past(r)) stale->push_back(r);
+  refs->erase(std::remove_if(refs->begin(), refs->end(), past), refs->end());
+}
+
 bool may_hold_containers(Program& prog) {
   for (const ContainerKind* k : container_kinds())
     if (k->own_blocks && (k->runtime_symbol.empty() || prog.modules().defines(k->runtime_symbol)))

@@ -68,5 +68,9 @@ std::vector<RefIndex::LiveExtent> live_extents(const BlockTypes& types);
 // stale.
 bool past_live_extent(const std::vector<RefIndex::LiveExtent>& live, size_t c, uint64_t user,
                       uint64_t at);
+// The words of `refs` (a block's referrers) past a container's elements,
+// moved to `stale`: no reference, as leaks has them.
+void set_past_extents_aside(const RefIndex& ix, const std::vector<RefIndex::LiveExtent>& live,
+                            std::vector<Ref>* refs, std::vector<Ref>* stale);
 
 }  // namespace lr

@@ -87,9 +87,9 @@ class Groups {
 };
 
 // A shortest cycle through the group's lowest block `s` (breadth first
-// inside the group); its blocks from `s`.
+// inside the group); its blocks from `s`. `group` is sorted.
 std::vector<uint32_t> shortest_cycle(const RefIndex& ix, const std::vector<uint32_t>& group) {
-  const uint32_t s = *std::min_element(group.begin(), group.end());
+  const uint32_t s = group.front();
   std::unordered_map<uint32_t, uint32_t> parent;  // block -> the block it was reached from
   for (uint32_t c : group) parent.emplace(c, kUnset);
   std::deque<uint32_t> todo = {s};

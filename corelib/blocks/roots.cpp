@@ -67,12 +67,15 @@ std::vector<RootRange> subtract_ranges(std::vector<RootRange> ranges, Spans cut)
   return out;
 }
 
+int64_t ns_of(const struct stat& st) {
+  return int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
+}
+
 // A file's modification time in ns since the epoch; INT64_MAX when it
 // cannot be told (nothing is older).
 int64_t mtime_ns(int fd) {
   struct stat st {};
-  if (::fstat(fd, &st) != 0) return INT64_MAX;
-  return int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
+  return ::fstat(fd, &st) == 0 ? ns_of(st) : INT64_MAX;
 }
 
 // The words of `len` bytes of `path` at `off` (mapped at `at`) that point
@@ -190,13 +193,10 @@ class Planner {
     size_t looked = 0;  // files opened: bounded, the rest are said unread
     // When the core was written (a core in memory: never, so no file is
     // taken as unchanged since).
+    // stat, not open: the core was opened already, and nothing is read.
     int64_t core_mtime = INT64_MIN;
-    if (!core_.path().empty())
-      if (auto fd = open_input(core_.path(), "core"); fd.ok()) {
-        Fd cf(fd.value());
-        core_mtime = mtime_ns(cf.fd);
-        if (core_mtime == INT64_MAX) core_mtime = INT64_MIN;
-      }
+    struct stat cs {};
+    if (!core_.path().empty() && ::stat(core_.path().c_str(), &cs) == 0) core_mtime = ns_of(cs);
     for (const auto& s : missing_) {
       if (s.writable) continue;
       auto it = std::upper_bound(ranges.begin(), ranges.end(), s.start,

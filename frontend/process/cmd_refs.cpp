@@ -82,23 +82,6 @@ void print_refs_text(lr::RefNamer& names, const lr::HeapChunk& h, size_t ch, uin
   }
 }
 
-// The words past a container's elements (a vector's spare capacity) moved
-// from `refs` to `stale`: no reference, as leaks has them.
-void set_past_elements_aside(const lr::RefIndex& ix,
-                             const std::vector<lr::RefIndex::LiveExtent>& extents,
-                             std::vector<lr::Ref>* refs, std::vector<lr::Ref>* stale) {
-  if (extents.empty()) return;
-  const auto& chunks = ix.heap().in_use;
-  auto past = [&](const lr::Ref& r) {
-    if (r.kind != lr::RefFrom::kChunk) return false;
-    const size_t src = ix.chunk_at(r.from);
-    return src != SIZE_MAX && lr::past_live_extent(extents, src, chunks[src].user, r.from);
-  };
-  for (const auto& r : *refs)
-    if (past(r)) stale->push_back(r);
-  refs->erase(std::remove_if(refs->begin(), refs->end(), past), refs->end());
-}
-
 int cmd_refs(const DumpOptions& c, const RefsArgs& a) {
   // Addresses, or places as gdb writes them: "*g_list" (what g_list points
   // to), "owner[3]", "&g_obj".
@@ -153,7 +136,7 @@ int cmd_refs(const DumpOptions& c, const RefsArgs& a) {
     const lr::HeapChunk h = o.value().ci.heap->in_use[ch];
     std::vector<lr::Ref> refs = ix.refs_to(ch);
     std::vector<lr::Ref> stale = ix.stale_refs_to(ch);
-    set_past_elements_aside(ix, extents, &refs, &stale);
+    lr::set_past_extents_aside(ix, extents, &refs, &stale);
     // A chain only to a reached block: one through a word past a
     // container's elements is no root's.
     std::vector<lr::Ref> chain =
