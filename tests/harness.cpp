@@ -271,14 +271,16 @@ pid_t start_until_ready(const std::vector<std::string>& args, const std::string&
 }  // namespace
 
 const FixtureCore& fixture_core(const std::string& key, const std::string& exe,
-                                const std::vector<std::string>& extra_args) {
+                                const std::vector<std::string>& extra_args,
+                                const std::vector<std::string>& launcher) {
   static std::map<std::string, FixtureCore> cache;
   if (auto it = cache.find(key); it != cache.end()) return it->second;
   FixtureCore fc;
   fc.exe = exe;
   std::string dir = tmp_dir();
   std::string manifest = dir + "/" + key + ".manifest.json";
-  std::vector<std::string> args{exe, manifest};
+  std::vector<std::string> args = launcher;
+  args.insert(args.end(), {exe, manifest});
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   pid_t pid = start_until_ready(args, "READY");
   // The manifest is written before READY; a fixture whose truth is a child
@@ -290,6 +292,7 @@ const FixtureCore& fixture_core(const std::string& key, const std::string& exe,
     fc.pid = fc.manifest["pid"].get<int>();
   std::string prefix = dir + "/" + key;
   RunResult g = run({"gcore", "-o", prefix, std::to_string(fc.pid)}, 300);
+  if (fc.pid != pid) kill(fc.pid, SIGKILL);  // a launcher's child outlives it
   kill(pid, SIGKILL);
   waitpid(pid, nullptr, 0);
   fc.core = prefix + "." + std::to_string(fc.pid);

@@ -50,8 +50,11 @@ struct FixtureCore {
 // no PT_LOAD holds it (tests that damage a core in one place).
 uint64_t core_offset(const std::string& img, uint64_t va);
 
+// `launcher` runs before exe (an interpreter, a chroot): the manifest's
+// "pid" then names the process cored, and it is killed with the launcher.
 const FixtureCore& fixture_core(const std::string& key, const std::string& exe,
-                                const std::vector<std::string>& extra_args = {});
+                                const std::vector<std::string>& extra_args = {},
+                                const std::vector<std::string>& launcher = {});
 // The same for an aarch64 fixture run by qemu-aarch64 on the arm64 libc in
 // `sysroot`: once a stdout line starts with `ready`, the guest is sent
 // SIGABRT and the core is the one qemu writes. `guest_env` ("K=V") is set

@@ -27,8 +27,42 @@ const lrtest::FixtureCore& py_core() {
   return lrtest::fixture_core("pyobjects", lrtest::fixture_path("fx_pyobjects.py"));
 }
 
-json python_json(const std::vector<std::string>& extra = {}) {
-  std::vector<std::string> args{"python", py_core().core, "--json"};
+// The tree of Debian 13's python3.13 and its debug info
+// (scripts/debian-root, cached), where the 3.13 fixture runs chrooted.
+const std::string& py313_root() {
+  static std::string root;
+  if (root.empty()) {
+    auto r = lrtest::run({std::string(LR_SOURCE_DIR) + "/scripts/debian-root", "py313", "trixie",
+                          "python3.13", "python3.13-dbg", "libc6-dbg"},
+                         900);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    REQUIRE(r.out.rfind("ROOT=", 0) == 0);
+    root = r.out.substr(5, r.out.find('\n') - 5);
+  }
+  return root;
+}
+
+// fx_pyobjects under Debian 13's python3.13, chrooted in its tree; leakref
+// finds its debug info there (--debug-dir).
+const lrtest::FixtureCore& py313_core() {
+  const std::string& root = py313_root();
+  return lrtest::fixture_core(
+      "pyobjects313", lrtest::fixture_path("fx_pyobjects.py"), {},
+      {std::string(LR_SOURCE_DIR) + "/scripts/debian-root", "--in", root, "--bind",
+       lrtest::build_dir() + "/fixtures", "--bind-rw", lrtest::tmp_dir(), "/usr/bin/env",
+       "PYTHONDONTWRITEBYTECODE=1", "/usr/bin/python3.13"});
+}
+
+std::vector<std::string> py313_opts() {
+  return {"--debug-dir", py313_root() + "/usr/lib/debug"};
+}
+
+json python_json(const std::vector<std::string>& extra = {},
+                 const lrtest::FixtureCore& fc = py_core(),
+                 const std::vector<std::string>& opts = {}) {
+  std::vector<std::string> args{"python", fc.core, "--json"};
+  args.insert(args.end(), opts.begin(), opts.end());
   args.insert(args.end(), extra.begin(), extra.end());
   auto r = lrtest::leakref(args, 300);
   INFO(r.err);
@@ -53,12 +87,12 @@ std::string short_name(const std::string& tp_name) {
   return dot == std::string::npos ? tp_name : tp_name.substr(dot + 1);
 }
 
-}  // namespace
-
-TEST_CASE("python: every object of a CPython core, as the program counted them", "[python]") {
-  const auto& fc = py_core();
-  const json j = python_json({"--top", "100000"});
-  CHECK(j["version"].get<std::string>().rfind("3.11.", 0) == 0);
+// Every object of fx_pyobjects' core `fc` (a CPython `release`), against
+// the program's own count of them.
+void check_every_object(const lrtest::FixtureCore& fc, const std::string& release,
+                        const std::vector<std::string>& opts) {
+  const json j = python_json({"--top", "100000"}, fc, opts);
+  CHECK(j["version"].get<std::string>().rfind(release, 0) == 0);
   for (const auto& w : j["warnings"]) {
     INFO(w.get<std::string>());
     CHECK(w.get<std::string>().find("the core leaves out") != std::string::npos);
@@ -69,8 +103,9 @@ TEST_CASE("python: every object of a CPython core, as the program counted them",
   // pymalloc's blocks in use, walked pool by pool, and its own count of the
   // requests it passed on to malloc: sys.getallocatedblocks(), measured
   // when nothing more was allocated.
+  // Written beside the manifest: KEY.manifest.json.blocks for the core KEY.PID.
   const std::string blocks =
-      lrtest::read_file(lrtest::tmp_dir() + "/pyobjects.manifest.json.blocks");
+      lrtest::read_file(fc.core.substr(0, fc.core.rfind('.')) + ".manifest.json.blocks");
   REQUIRE(blocks.size() == 8);
   int64_t allocated = 0;
   std::memcpy(&allocated, blocks.data(), 8);
@@ -116,6 +151,12 @@ TEST_CASE("python: every object of a CPython core, as the program counted them",
     leaked.insert(o["addr"]);
   }
   CHECK(leaked == want_leaked);
+}
+
+}  // namespace
+
+TEST_CASE("python: every object of a CPython core, as the program counted them", "[python]") {
+  check_every_object(py_core(), "3.11.", {});
 }
 
 TEST_CASE("python: an object's refcount and the references found to it", "[python]") {
@@ -174,12 +215,15 @@ TEST_CASE("python: account and heap see pymalloc's blocks as Python objects", "[
   CHECK(lj.dump().find("GC chains every object it tracks") != std::string::npos);
 }
 
-TEST_CASE("python: who holds an object, named as a Python user writes it", "[python]") {
-  const auto& fc = py_core();
+namespace {
+
+// Who holds fx_pyobjects' named objects, as the fixture says it placed
+// them.
+void check_holders(const lrtest::FixtureCore& fc, const std::vector<std::string>& opts) {
   // Each object the fixture placed where it names it: a module's dict
   // entry, an instance's attribute, a class's attribute, a frame's local.
   for (const auto& [want, id] : fc.manifest["named"].items()) {
-    const json j = python_json({"--holders", std::to_string(id.get<uint64_t>())});
+    const json j = python_json({"--holders", std::to_string(id.get<uint64_t>())}, fc, opts);
     const json& h = j["holders"];
     INFO(want << ": " << h.dump());
     CHECK(h["addr"] == fmt::format("{:#x}", id.get<uint64_t>()));
@@ -196,8 +240,8 @@ TEST_CASE("python: who holds an object, named as a Python user writes it", "[pyt
     CHECK(h["holders"][0]["root"] == false);
   }
   // KEEP: each of the references sys.getrefcount counted, by name.
-  const json k =
-      python_json({"--holders", std::to_string(fc.manifest["keep"]["addr"].get<uint64_t>())});
+  const json k = python_json(
+      {"--holders", std::to_string(fc.manifest["keep"]["addr"].get<uint64_t>())}, fc, opts);
   std::multiset<std::string> names;
   for (const auto& h : k["holders"]["holders"]) names.insert(h["name"]);
   CHECK(names == std::multiset<std::string>{"module __main__, global KEEP",
@@ -206,31 +250,57 @@ TEST_CASE("python: who holds an object, named as a Python user writes it", "[pyt
                                             "module __main__, global HOLDERS[2][0]"});
   CHECK(names.size() == fc.manifest["keep"]["refcnt"].get<size_t>());
   // The text names them too; an address holding no object is refused.
-  auto t = lrtest::leakref({"python", fc.core, "--holders",
-                            fmt::format("{:#x}", fc.manifest["keep"]["addr"].get<uint64_t>())},
-                           300);
+  std::vector<std::string> args{"python", fc.core, "--holders",
+                                fmt::format("{:#x}", fc.manifest["keep"]["addr"].get<uint64_t>())};
+  args.insert(args.end(), opts.begin(), opts.end());
+  auto t = lrtest::leakref(args, 300);
   CHECK(t.status == 0);
   CHECK(t.out.find("held by 4 words:") != std::string::npos);
   CHECK(t.out.find("  module __main__, global HOLDERS[2][0]\n") != std::string::npos);
-  auto bad = lrtest::leakref({"python", fc.core, "--holders", "0x10"}, 300);
+  args.resize(4);
+  args[3] = "0x10";
+  args.insert(args.end(), opts.begin(), opts.end());
+  auto bad = lrtest::leakref(args, 300);
   CHECK(bad.status != 0);
   CHECK(bad.err.find("no live Python object at 0x10") != std::string::npos);
 }
 
-TEST_CASE("python: info prints each thread's Python stack as gdb's py-bt does", "[python]") {
-  const auto& fc = py_core();
-  auto r = lrtest::leakref({"info", fc.core, "--json"}, 300);
+// info's Python stack of fx_pyobjects' core, frame by frame; returns them
+// as "file:line:function", innermost first, and checks them against the
+// stack the program wrote of itself on the line it sleeps on.
+std::vector<std::string> check_stack(const lrtest::FixtureCore& fc, const std::string& release,
+                                     const std::vector<std::string>& opts) {
+  std::vector<std::string> args{"info", fc.core, "--json"};
+  args.insert(args.end(), opts.begin(), opts.end());
+  auto r = lrtest::leakref(args, 300);
   REQUIRE(r.status == 0);
   const json j = json::parse(r.out);
   REQUIRE(j["language_stacks"].size() == 1);
   const json& st = j["language_stacks"][0];
-  CHECK(st["language"].get<std::string>().rfind("Python 3.11.", 0) == 0);
+  CHECK(st["language"].get<std::string>().rfind("Python " + release, 0) == 0);
   REQUIRE(st["threads"].size() == 1);
   CHECK(st["threads"][0]["tid"] == j["threads"][0]["tid"]);
-  std::vector<std::string> ours;
+  std::vector<std::string> ours, own;
   for (const auto& f : st["threads"][0]["frames"])
     ours.push_back(fmt::format("{}:{}:{}", f["file"].get<std::string>(), f["line"].get<int>(),
                                f["function"].get<std::string>()));
+  for (const auto& f : fc.manifest["stack"])
+    own.push_back(
+        fmt::format("{}:{}:{}", f[0].get<std::string>(), f[1].get<int>(), f[2].get<std::string>()));
+  REQUIRE(own.size() == 2);  // main(), then the module
+  CHECK(ours == own);
+  return ours;
+}
+
+}  // namespace
+
+TEST_CASE("python: who holds an object, named as a Python user writes it", "[python]") {
+  check_holders(py_core(), {});
+}
+
+TEST_CASE("python: info prints each thread's Python stack as gdb's py-bt does", "[python]") {
+  const auto& fc = py_core();
+  const std::vector<std::string> ours = check_stack(fc, "3.11.", {});
   // gdb with python3.11-dbg's libpython.py, on the same core.
   auto g = lrtest::run({"gdb", "-batch", "-nx", "-iex", "set auto-load safe-path /",
                         "/usr/bin/python3.11", fc.core, "-ex", "py-bt"},
@@ -243,6 +313,34 @@ TEST_CASE("python: info prints each thread's Python stack as gdb's py-bt does", 
   REQUIRE(theirs.size() >= 2);
   CHECK(ours == theirs);
   CHECK(ours.back().find(":<module>") != std::string::npos);
+}
+
+// Debian 13's python3.13: its obmalloc state in the interpreter, frames
+// without _PyCFrame, attribute values inline after the object, immortal
+// objects. The same fixture and truth as 3.11's. gdb's py-bt is no oracle
+// here: Debian's optimized build leaves _PyEval_EvalFrameDefault's frame
+// <optimized out>, and py-bt says "unable to read python frame
+// information"; the program's own stack is.
+TEST_CASE("python: CPython 3.13's objects, holders and stack, as the program counted them",
+          "[python][py313]") {
+  const auto& fc = py313_core();
+  check_every_object(fc, "3.13.", py313_opts());
+  check_holders(fc, py313_opts());
+  check_stack(fc, "3.13.", py313_opts());
+  // Immortal objects (the interned strs, the types' own) say so, with no
+  // excess however large their counts read.
+  const json j = python_json({"--type", "str", "--top", "100000"}, fc, py313_opts());
+  CHECK(j["immortal"].get<int64_t>() > 1000);
+  size_t immortal = 0;
+  for (const auto& o : j["listed"]) {
+    if (!o["immortal"].get<bool>()) continue;
+    ++immortal;
+    INFO(o.dump());
+    CHECK(o["refcnt"].get<int64_t>() >= (int64_t{1} << 31));
+    CHECK(o["excess"] == 0);
+    CHECK(o["leaked"] == false);
+  }
+  CHECK(immortal > 100);
 }
 
 TEST_CASE("python: a C extension's missing Py_DECREF, under an http.server's load", "[python]") {

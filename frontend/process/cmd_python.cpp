@@ -58,6 +58,7 @@ ordered_json object_json(const lr::PyReport& r, size_t i, const Names* names) {
           {"reached", f.reached},
           {"tracked", (o.flags & lr::PyObj::kTracked) != 0},
           {"interned", (o.flags & lr::PyObj::kInterned) != 0},
+          {"immortal", f.immortal},
           {"free_list", !o.live()},
           {"leaked", r.leaked_object(i)}};
 }
@@ -77,6 +78,7 @@ std::string object_text(const lr::PyReport& r, size_t i, const Names* names) {
   else if (!f.reached && o.live())
     s += "; no root reaches it: cyclic garbage the next collection frees";
   if (!o.live()) s += "; on a free list";
+  if (f.immortal) s += "; immortal";
   return s;
 }
 
@@ -103,7 +105,8 @@ void print_json(const DumpOptions& c, const lr::IndexedCore& core, const lr::PyR
                      {"excess_objects", row.excess_objects},
                      {"excess_refs", row.excess_refs},
                      {"unreachable", row.unreachable},
-                     {"leaked", row.leaked}});
+                     {"leaked", row.leaked},
+                     {"immortal", row.immortal}});
   for (size_t i = 0; i < r.census().objects.size() && objects.size() < a.top; ++i)
     if (shown(r, i, a)) objects.push_back(object_json(r, i, a.type.empty() ? names : nullptr));
   std::vector<std::string> warnings = core.warnings;
@@ -127,6 +130,7 @@ void print_json(const DumpOptions& c, const lr::IndexedCore& core, const lr::PyR
                  {"excess_refs", r.excess_refs},
                  {"unreachable", r.unreachable},
                  {"leaked", r.leaked},
+                 {"immortal", r.immortal},
                  {"types", std::move(types)},
                  {"listed", std::move(objects)},
                  {"warnings", warnings}};

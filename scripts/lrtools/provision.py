@@ -1,6 +1,7 @@
 """Fills the caches the tests read, ahead of them: every kernel's guest dumps,
 the kmemleak kernel, the allocators built from Debian's source, the other
-releases' glibc, and the tree of sid's packages crash 9 runs in. make test
+releases' glibc, the tree of sid's packages crash 9 runs in, and Debian 13's
+python3.13 with its debug info. make test
 runs it while leakref builds, so a fresh machine downloads and boots while it
 compiles, and the test shards find everything made.
 
@@ -44,6 +45,8 @@ STEPS = [
     ("glibc-experimental", [f"{S}/glibc-release", "experimental"], "net"),
     ("glibc-arm64", [f"{S}/glibc-release", "bookworm", "arm64"], "net"),
     ("crash-sid", [f"{S}/debian-root", *SID_CRASH], "net"),
+    ("python3.13", [f"{S}/debian-root", "py313", "trixie", "python3.13", "python3.13-dbg",
+                    "libc6-dbg"], "net"),
     ("guest-6.1", [f"{S}/kernel-vmcore", "--kernel", "6.1"], "cpu"),
     ("guest-6.12", [f"{S}/kernel-vmcore", "--kernel", "6.12"], "cpu"),
     ("guest-5.10", [f"{S}/kernel-vmcore", "--kernel", "5.10"], "cpu"),

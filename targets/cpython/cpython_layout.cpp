@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <span>
+
 #include "corelib/debuginfo/modules.hpp"
 #include "corelib/debuginfo/program.hpp"
 #include "corelib/debuginfo/types.hpp"
@@ -68,6 +70,40 @@ struct Field {
   std::string_view type, path;
 };
 
+// The offsets of `fields`, from the DWARF; the first missing one is the
+// error.
+template <size_t N>
+Result<void> read_fields(TypeRegistry& types, const Field (&fields)[N], PyLayout& L) {
+  for (const Field& f : fields) {
+    auto r = offset_of(types, f.type, f.path);
+    if (!r.ok())
+      return make_error(r.error().code,
+                        fmt::format("{}.{}: {}", f.type, f.path, r.error().message));
+    L.*f.out = r.value();
+  }
+  return {};
+}
+
+// What 3.11 and 3.13 name apart (cpython_layout.hpp says what changed).
+constexpr Field k311[] = {
+    {&PyLayout::ts_cframe, "PyThreadState", "cframe"},
+    {&PyLayout::cf_current, "_PyCFrame", "current_frame"},
+    {&PyLayout::fr_code, "struct _PyInterpreterFrame", "f_code"},
+    {&PyLayout::fr_func, "struct _PyInterpreterFrame", "f_func"},
+    {&PyLayout::fr_prev_instr, "struct _PyInterpreterFrame", "prev_instr"},
+    {&PyLayout::long_digit, "struct _longobject", "ob_digit"},
+};
+constexpr Field k313[] = {
+    {&PyLayout::ts_cframe, "PyThreadState", "current_frame"},
+    {&PyLayout::fr_code, "struct _PyInterpreterFrame", "f_executable"},
+    {&PyLayout::fr_func, "struct _PyInterpreterFrame", "f_funcobj"},
+    {&PyLayout::fr_prev_instr, "struct _PyInterpreterFrame", "instr_ptr"},
+    {&PyLayout::long_digit, "struct _longobject", "long_value.ob_digit"},
+    {&PyLayout::long_tag, "struct _longobject", "long_value.lv_tag"},
+    {&PyLayout::values_items, "struct _dictvalues", "values"},
+    {&PyLayout::interp_obmalloc, "PyInterpreterState", "obmalloc"},
+};
+
 // Every offset the readers use, from the DWARF; the first missing one is
 // the error.
 Result<void> fields_from_dwarf(TypeRegistry& types, PyLayout& L) {
@@ -89,11 +125,8 @@ Result<void> fields_from_dwarf(TypeRegistry& types, PyLayout& L) {
       {&PyLayout::gc_permanent, "PyInterpreterState", "gc.permanent_generation"},
       {&PyLayout::interp_threads, "PyInterpreterState", "threads.head"},
       {&PyLayout::ts_next, "PyThreadState", "next"},
-      {&PyLayout::ts_cframe, "PyThreadState", "cframe"},
       {&PyLayout::ts_chunk, "PyThreadState", "datastack_chunk"},
       {&PyLayout::ts_top, "PyThreadState", "datastack_top"},
-      {&PyLayout::cf_current, "_PyCFrame", "current_frame"},
-      {&PyLayout::fr_code, "struct _PyInterpreterFrame", "f_code"},
       {&PyLayout::fr_previous, "struct _PyInterpreterFrame", "previous"},
       {&PyLayout::fr_stacktop, "struct _PyInterpreterFrame", "stacktop"},
       {&PyLayout::fr_localsplus, "struct _PyInterpreterFrame", "localsplus"},
@@ -104,8 +137,6 @@ Result<void> fields_from_dwarf(TypeRegistry& types, PyLayout& L) {
       {&PyLayout::sc_top, "_PyStackChunk", "top"},
       {&PyLayout::sc_data, "_PyStackChunk", "data"},
       {&PyLayout::ts_native_tid, "PyThreadState", "native_thread_id"},
-      {&PyLayout::fr_func, "struct _PyInterpreterFrame", "f_func"},
-      {&PyLayout::fr_prev_instr, "struct _PyInterpreterFrame", "prev_instr"},
       {&PyLayout::fr_owner, "struct _PyInterpreterFrame", "owner"},
       {&PyLayout::co_name, "PyCodeObject", "co_name"},
       {&PyLayout::co_qualname, "PyCodeObject", "co_qualname"},
@@ -116,7 +147,6 @@ Result<void> fields_from_dwarf(TypeRegistry& types, PyLayout& L) {
       {&PyLayout::co_code, "PyCodeObject", "co_code_adaptive"},
       {&PyLayout::bytes_sval, "PyBytesObject", "ob_sval"},
       {&PyLayout::tuple_item, "PyTupleObject", "ob_item"},
-      {&PyLayout::long_digit, "struct _longobject", "ob_digit"},
       {&PyLayout::list_item, "PyListObject", "ob_item"},
       {&PyLayout::list_allocated, "PyListObject", "allocated"},
       {&PyLayout::dict_used, "PyDictObject", "ma_used"},
@@ -144,13 +174,9 @@ Result<void> fields_from_dwarf(TypeRegistry& types, PyLayout& L) {
       {&PyLayout::ph_nextoffset, "struct pool_header", "nextoffset"},
       {&PyLayout::ph_maxnextoffset, "struct pool_header", "maxnextoffset"},
   };
-  for (const Field& f : kFields) {
-    auto r = offset_of(types, f.type, f.path);
-    if (!r.ok())
-      return make_error(r.error().code,
-                        fmt::format("{}.{}: {}", f.type, f.path, r.error().message));
-    L.*f.out = r.value();
-  }
+  if (auto r = read_fields(types, kFields, L); !r.ok()) return r;
+  if (auto r = L.minor() == 11 ? read_fields(types, k311, L) : read_fields(types, k313, L); !r.ok())
+    return r;
   LR_ASSIGN(L.type_size, size_of(types, "PyTypeObject"));
   LR_ASSIGN(L.ascii_size, size_of(types, "PyASCIIObject"));
   LR_ASSIGN(L.compact_size, size_of(types, "PyCompactUnicodeObject"));
@@ -169,6 +195,55 @@ Result<void> fields_from_dwarf(TypeRegistry& types, PyLayout& L) {
   return {};
 }
 
+// The free lists kept as arrays (PyLayout::free_arrays), each as its
+// array's and its count's member paths in PyInterpreterState.
+Result<void> free_arrays(TypeRegistry& types, PyLayout& L) {
+  static constexpr std::pair<std::string_view, std::string_view> k311[] = {
+      {"dict_state.free_list", "dict_state.numfree"},
+      {"dict_state.keys_free_list", "dict_state.keys_numfree"},
+      {"list.free_list", "list.numfree"},
+      {"async_gen.value_freelist", "async_gen.value_numfree"},
+      {"async_gen.asend_freelist", "async_gen.asend_numfree"}};
+  static constexpr std::pair<std::string_view, std::string_view> k313[] = {
+      {"object_state.freelists.dicts.items", "object_state.freelists.dicts.numfree"},
+      {"object_state.freelists.dictkeys.items", "object_state.freelists.dictkeys.numfree"},
+      {"object_state.freelists.lists.items", "object_state.freelists.lists.numfree"},
+      {"object_state.freelists.async_gens.items", "object_state.freelists.async_gens.numfree"},
+      {"object_state.freelists.async_gen_asends.items",
+       "object_state.freelists.async_gen_asends.numfree"}};
+  LR_ASSIGN(const Type* interp, types.find("PyInterpreterState"));
+  for (const auto& [items, numfree] : L.minor() == 11 ? std::span(k311) : std::span(k313)) {
+    LR_ASSIGN(FieldLoc a, resolve_path(interp, items));
+    LR_ASSIGN(FieldLoc n, resolve_path(interp, numfree));
+    const Type* t = a.type ? a.type->strip() : nullptr;
+    if (!t || t->size == 0 || t->size % 8)
+      return make_error(Errc::kBadFormat,
+                        fmt::format("PyInterpreterState.{} is no array of pointers", items));
+    L.free_arrays.push_back({a.offset, n.offset, t->size / 8});
+  }
+  return {};
+}
+
+// 3.13's pymalloc state: the main interpreter's (_PyRuntime.interpreters.main
+// ->obmalloc; Objects/obmalloc.c's obmalloc_state_main), whose `mgmt` holds
+// the arena table and its counts.
+Result<void> main_obmalloc(const Program& prog, PyLayout& L) {
+  TypeRegistry& types = prog.types();
+  LR_ASSIGN(uint64_t main_off, offset_of(types, "_PyRuntimeState", "interpreters.main"));
+  LR_ASSIGN(uint64_t arenas, offset_of(types, "struct _obmalloc_state", "mgmt.arenas"));
+  LR_ASSIGN(uint64_t maxarenas, offset_of(types, "struct _obmalloc_state", "mgmt.maxarenas"));
+  LR_ASSIGN(uint64_t raw, offset_of(types, "struct _obmalloc_state", "mgmt.raw_allocated_blocks"));
+  LR_ASSIGN(uint64_t interp, prog.mem().read_u64(L.runtime + main_off));
+  if (!interp) return make_error(Errc::kBadFormat, "it has no main interpreter");
+  LR_ASSIGN(L.main_obmalloc, prog.mem().read_u64(interp + L.interp_obmalloc));
+  if (!L.main_obmalloc)
+    return make_error(Errc::kBadFormat, "its main interpreter has no pymalloc state");
+  L.arenas_var = L.main_obmalloc + arenas;
+  L.maxarenas_var = L.main_obmalloc + maxarenas;
+  L.raw_blocks_var = L.main_obmalloc + raw;
+  return {};
+}
+
 }  // namespace
 
 Result<PyLayout> python_layout(const Program& prog) {
@@ -182,7 +257,7 @@ Result<PyLayout> python_layout(const Program& prog) {
   if (!pv)
     return make_error(Errc::kUnsupported,
                       fmt::format("{} is a CPython older than 3.11 (it has no Py_Version); "
-                                  "leakref reads CPython 3.11",
+                                  "leakref reads CPython 3.11 and 3.13",
                                   m->basename()));
   auto hex = prog.mem().read_u64(pv->addr);
   if (!hex.ok() || !tt)
@@ -191,24 +266,38 @@ Result<PyLayout> python_layout(const Program& prog) {
   L.hex = static_cast<uint32_t>(hex.value());
   L.version = version_text(L.hex);
   L.type_type = tt->addr;
-  if ((L.hex >> 16) != 0x030b)
+  if ((L.hex >> 24) != 3 || (L.minor() != 11 && L.minor() != 13))
     return make_error(Errc::kUnsupported,
-                      fmt::format("{} is CPython {}; leakref reads CPython 3.11 (Debian 12's "
-                                  "python3.11)",
+                      fmt::format("{} is CPython {}; leakref reads CPython 3.11 and 3.13 "
+                                  "(Debian 12's python3.11, Debian 13's python3.13)",
                                   m->basename(), L.version));
   if (!m->has_dwarf())
     return make_error(
         Errc::kUnsupported,
         fmt::format("{} is CPython {} without its debug info ({}); install "
                     "python{}.{}-dbg",
-                    m->basename(), L.version, m->debug_missing, L.hex >> 24, (L.hex >> 16) & 0xff));
+                    m->basename(), L.version, m->debug_missing, L.hex >> 24, L.minor()));
   L.from = "the DWARF of " + m->debug_path;
+  if (L.minor() == 13) {
+    L.cframe = false;
+    L.immortals = true;
+    L.inline_values = true;
+    L.preheader_flags = kTpManagedDict | kTpManagedWeakref;
+  }
   if (auto r = fields_from_dwarf(prog.types(), L); !r.ok())
     return make_error(Errc::kUnsupported, fmt::format("CPython {} ({}): its DWARF lacks {}",
                                                       L.version, m->basename(), r.error().message));
-  L.arenas_var = static_var(*m, "arenas");
-  L.maxarenas_var = static_var(*m, "maxarenas");
-  L.raw_blocks_var = static_var(*m, "raw_allocated_blocks");
+  if (auto r = free_arrays(prog.types(), L); !r.ok())
+    return make_error(Errc::kUnsupported, fmt::format("CPython {} ({}): its DWARF lacks {}",
+                                                      L.version, m->basename(), r.error().message));
+  if (L.minor() == 11) {
+    L.arenas_var = static_var(*m, "arenas");
+    L.maxarenas_var = static_var(*m, "maxarenas");
+    L.raw_blocks_var = static_var(*m, "raw_allocated_blocks");
+  } else if (auto r = main_obmalloc(prog, L); !r.ok()) {
+    return make_error(Errc::kBadFormat, fmt::format("CPython {} ({}): {}", L.version, m->basename(),
+                                                    r.error().message));
+  }
   return L;
 }
 

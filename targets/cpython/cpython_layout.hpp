@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "corelib/base/result.hpp"
 
@@ -20,8 +21,11 @@ class Module;
 class ModuleSet;
 class Program;
 
-// Py_TPFLAGS_* (Include/object.h of 3.11).
-inline constexpr uint64_t kTpManagedDict = 1ull << 4;  // 3.11: dict pointers before the object
+// Py_TPFLAGS_* (Include/object.h of 3.11; 3.12 added MANAGED_WEAKREF, 3.13
+// INLINE_VALUES).
+inline constexpr uint64_t kTpInlineValues = 1ull << 2;    // 3.13: attribute values after the object
+inline constexpr uint64_t kTpManagedWeakref = 1ull << 3;  // 3.12+: a weakref list before it
+inline constexpr uint64_t kTpManagedDict = 1ull << 4;     // dict pointers before the object
 inline constexpr uint64_t kTpHeapType = 1ull << 9;
 inline constexpr uint64_t kTpReady = 1ull << 12;
 inline constexpr uint64_t kTpHaveGc = 1ull << 14;
@@ -33,10 +37,36 @@ inline constexpr uint64_t kTpBytesSubclass = 1ull << 27;
 inline constexpr uint64_t kTpDictSubclass = 1ull << 29;
 inline constexpr uint64_t kTpTypeSubclass = 1ull << 31;
 
+// _PyInterpreterFrame.owner of a frame on the C stack (3.12's
+// FRAME_OWNED_BY_CSTACK, Include/internal/pycore_frame.h): an entry frame
+// with no code (f_executable is None), which py-bt does not show. 3.11's
+// owners stop at 2.
+inline constexpr uint8_t kFrameOwnedByCStack = 3;
+
 struct PyLayout {
   std::string version;  // "3.11.2"
   uint32_t hex = 0;     // PY_VERSION_HEX
-  std::string from;     // "the DWARF of /usr/lib/debug/..."
+  uint32_t minor() const { return (hex >> 16) & 0xff; }
+  // What changed between the releases leakref reads (3.11, 3.13), each
+  // cited where it is used:
+  // - 3.13 dropped _PyCFrame: tstate.current_frame is the frame itself;
+  bool cframe = true;
+  // - 3.12 made objects immortal: a count whose low 32 bits read as a
+  //   negative int32 is never changed (Include/object.h, _Py_IsImmortal);
+  bool immortals = false;
+  // - 3.13 keeps a managed dict's values inline, after the object
+  //   (tp_basicsize): the values' items at `values_items` from there
+  //   (struct _dictvalues); 3.11 keeps them in a block of their own whose
+  //   address is the word before the dict pointer;
+  bool inline_values = false;
+  uint64_t values_items = 0;
+  // - 3.12 gave an int a tag (its digits' count << 3 | sign) in place of
+  //   ob_size (Include/cpython/longintrepr.h): its offset, 0 in 3.11.
+  uint64_t long_tag = 0;
+  // The flags that give an object two words before its GC head: 3.11's
+  // MANAGED_DICT, 3.12's Py_TPFLAGS_PREHEADER (MANAGED_DICT | MANAGED_WEAKREF).
+  uint64_t preheader_flags = kTpManagedDict;
+  std::string from;  // "the DWARF of /usr/lib/debug/..."
   Module* module = nullptr;
   uint64_t runtime = 0, type_type = 0;  // &_PyRuntime, &PyType_Type
   // PyObject, PyVarObject
@@ -62,9 +92,10 @@ struct PyLayout {
   uint64_t interp_head = 0, interp_next = 0, gc_generations = 0, gc_permanent = 0;
   uint64_t gen_size = 0, ngenerations = 3;
   // Each thread's frames on its data stack (3.11's _PyInterpreterFrame in
-  // _PyStackChunks): interp.threads.head, tstate.next, tstate.cframe,
-  // cframe.current_frame, tstate.datastack_chunk and datastack_top; a
-  // frame's code, caller, saved stack top (-1: not saved) and slots; a
+  // _PyStackChunks): interp.threads.head, tstate.next, tstate.cframe and
+  // cframe.current_frame (3.13: ts_cframe is tstate.current_frame),
+  // tstate.datastack_chunk and datastack_top; a frame's code (3.13:
+  // f_executable), caller, saved stack top (-1: not saved) and slots; a
   // code's local and stack slots; a chunk's caller, size, saved top (in
   // slots from `data`) and data.
   uint64_t interp_threads = 0, ts_next = 0, ts_cframe = 0, ts_chunk = 0, ts_top = 0;
@@ -72,7 +103,9 @@ struct PyLayout {
   uint64_t co_nlocalsplus = 0, co_stacksize = 0;
   uint64_t sc_previous = 0, sc_size = 0, sc_top = 0, sc_data = 0;
   // What a Python user's names are made of: a frame's function and its
-  // last instruction (tstate.native_thread_id: the thread's LWP); a code's
+  // last instruction (3.11's prev_instr, 3.13's instr_ptr: both the
+  // instruction a calling frame is in; tstate.native_thread_id: the
+  // thread's LWP); a code's
   // names, first line, location table (3.11's, Objects/locations.md) and
   // instructions; bytes' and tuples' contents; a list's, dict's and keys
   // table's fields and the entries' two forms (general, with the hash; str
@@ -88,11 +121,25 @@ struct PyLayout {
   uint64_t entry_key = 0, entry_value = 0, entry_size = 0;
   uint64_t uentry_key = 0, uentry_value = 0, uentry_size = 0;
   uint64_t md_dict = 0, md_name = 0, md_state = 0, ht_cached_keys = 0;
-  // pymalloc (Objects/obmalloc.c): `arenas` and `maxarenas` (statics an
-  // LTO build renames arenas.lto_priv.0), struct arena_object and struct
-  // pool_header.
+  // pymalloc (Objects/obmalloc.c): the addresses of `arenas` and
+  // `maxarenas` (in 3.11 statics an LTO build renames arenas.lto_priv.0; in
+  // 3.13 members of the main interpreter's obmalloc state,
+  // interp->obmalloc->mgmt), struct arena_object and struct pool_header.
   uint64_t arenas_var = 0, maxarenas_var = 0;
   uint64_t raw_blocks_var = 0;  // raw_allocated_blocks: its requests passed on to malloc
+  // The interpreter's free lists kept as arrays (dicts, dict keys, lists,
+  // async generators' values and asends: Objects/dictobject.c,
+  // listobject.c, genobject.c; in 3.11 interp.dict_state and its likes, in
+  // 3.13 interp.object_state.freelists): the array's offset in the
+  // interpreter, its `numfree` count's, and its slots. The slots past
+  // numfree keep the objects they last held, reused or freed since.
+  struct FreeArray {
+    uint64_t items = 0, numfree = 0, capacity = 0;
+  };
+  std::vector<FreeArray> free_arrays;
+  // 3.13: PyInterpreterState.obmalloc, and the main interpreter's value of
+  // it (an interpreter with its own holds objects leakref does not walk).
+  uint64_t interp_obmalloc = 0, main_obmalloc = 0;
   uint64_t arena_size_of = 0, ao_address = 0, ao_pool_address = 0, ao_ntotalpools = 0;
   uint64_t pool_header_size = 0, ph_count = 0, ph_freeblock = 0, ph_szidx = 0, ph_nextoffset = 0,
            ph_maxnextoffset = 0;
@@ -110,7 +157,11 @@ struct PyLayout {
   // 3.11 the managed dict's two pointers (pycore_object.h,
   // _PyType_PreHeaderSize).
   uint64_t preheader(uint64_t flags) const {
-    return ((flags & kTpHaveGc) ? gc_head : 0) + ((flags & kTpManagedDict) ? 16 : 0);
+    return ((flags & kTpHaveGc) ? gc_head : 0) + ((flags & preheader_flags) ? 16 : 0);
+  }
+  // Whether a count `refcnt` is an immortal object's (3.12+).
+  bool immortal(int64_t refcnt) const {
+    return immortals && static_cast<int32_t>(static_cast<uint32_t>(refcnt)) < 0;
   }
 };
 

@@ -17,6 +17,7 @@
 #include "corelib/dump/elfcore.hpp"
 #include "targets/cpython/cpython.hpp"
 #include "targets/cpython/cpython_layout.hpp"
+#include "targets/cpython/py_frames.hpp"
 
 namespace lr {
 
@@ -40,6 +41,7 @@ class DeadSlots {
   void run() {
     auto is = mem_.read_u64(L_.runtime + L_.interp_head);
     for (int n = 0; is.ok() && is.value() && n < 64; ++n) {
+      free_arrays(is.value());
       auto ts = mem_.read_u64(is.value() + L_.interp_threads);
       for (int t = 0; ts.ok() && ts.value() && t < kMaxThreads; ++t) {
         thread(ts.value());
@@ -57,6 +59,17 @@ class DeadSlots {
         h_.dead.push_back({a, b, what});
         return;
       }
+  }
+
+  // The slots of the interpreter's free-list arrays past their count
+  // (PyLayout::free_arrays); a count outside the array says nothing.
+  void free_arrays(uint64_t is) {
+    for (const auto& f : L_.free_arrays) {
+      auto n = mem_.read_as<int32_t>(is + f.numfree);
+      if (!n.ok() || n.value() < 0 || uint64_t(n.value()) >= f.capacity) continue;
+      h_.dead.push_back({is + f.items + uint64_t(n.value()) * 8, is + f.items + f.capacity * 8,
+                         "CPython free list past its count"});
+    }
   }
 
   bool anonymous(uint64_t a, uint64_t b) const {
@@ -92,11 +105,15 @@ class DeadSlots {
 
   // Each frame's value stack past its saved top.
   void frames(uint64_t ts) {
-    auto cf = mem_.read_u64(ts + L_.ts_cframe);
-    if (!cf.ok() || !cf.value()) return;
-    auto f = mem_.read_u64(cf.value() + L_.cf_current);
+    auto f = python_current_frame(mem_, L_, ts);
     for (int n = 0; f.ok() && f.value() && n < kMaxFrames; ++n) {
       const uint64_t fr = f.value();
+      // An entry frame lies on the C stack, with no code (3.12+).
+      if (auto owner = mem_.read_as<uint8_t>(fr + L_.fr_owner);
+          owner.ok() && owner.value() == kFrameOwnedByCStack) {
+        f = mem_.read_u64(fr + L_.fr_previous);
+        continue;
+      }
       auto code = mem_.read_u64(fr + L_.fr_code);
       auto top = mem_.read_as<int32_t>(fr + L_.fr_stacktop);
       if (!code.ok() || !top.ok()) return;

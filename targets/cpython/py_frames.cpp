@@ -59,6 +59,12 @@ int python_line(const std::string& t, int first, int64_t addrq) {
   return -1;
 }
 
+Result<uint64_t> python_current_frame(const Memory& mem, const PyLayout& L, uint64_t ts) {
+  LR_ASSIGN(uint64_t f, mem.read_u64(ts + L.ts_cframe));
+  if (!L.cframe || !f) return f;
+  return mem.read_u64(f + L.cf_current);
+}
+
 std::string python_local_name(const PyValues& v, uint64_t code, uint64_t i) {
   auto names = v.mem().read_u64(code + v.layout().co_localsplusnames);
   if (!names.ok()) return "";
@@ -91,8 +97,7 @@ class Stacks {
     PyThreadStack s;
     s.tstate = ts;
     if (auto tid = mem_.read_u64(ts + L_.ts_native_tid); tid.ok()) s.tid = tid.value();
-    auto cf = mem_.read_u64(ts + L_.ts_cframe);
-    auto f = cf.ok() && cf.value() ? mem_.read_u64(cf.value() + L_.cf_current) : cf;
+    auto f = python_current_frame(mem_, L_, ts);
     for (int n = 0; f.ok() && f.value(); ++n) {
       if (++read_ > kMaxAllFrames) {
         s.cut = fmt::format("more than {} frames in all threads: read no further", kMaxAllFrames);
@@ -102,12 +107,14 @@ class Stacks {
         s.cut = fmt::format("more than {} frames: a cycle", kMaxFrames);
         return s;
       }
-      auto fr = frame(f.value());
-      if (!fr) {
+      auto owner = mem_.read_as<uint8_t>(f.value() + L_.fr_owner);
+      auto fr =
+          owner.ok() && owner.value() != kFrameOwnedByCStack ? frame(f.value()) : std::nullopt;
+      if (!owner.ok() || (!fr && owner.value() != kFrameOwnedByCStack)) {
         s.cut = fmt::format("frame {:#x} is unreadable", f.value());
         return s;
       }
-      s.frames.push_back(std::move(*fr));
+      if (fr) s.frames.push_back(std::move(*fr));
       f = mem_.read_u64(f.value() + L_.fr_previous);
     }
     if (!f.ok()) s.cut = "the frame chain breaks";

@@ -1,6 +1,7 @@
 // The Python stack of each thread of a CPython core, as gdb's py-bt prints
 // it (Tools/gdb/libpython.py): since 3.11 each thread's frames are
-// _PyInterpreterFrames chained from tstate->cframe->current_frame, each with
+// _PyInterpreterFrames chained from tstate->cframe->current_frame (3.13:
+// tstate->current_frame; entry frames on the C stack skipped), each with
 // its code object (function name, file) and its last instruction, whose
 // line comes from the code's location table (Objects/locations.md of
 // 3.11).
@@ -10,10 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "corelib/base/result.hpp"
 #include "targets/cpython/cpython_layout.hpp"
 
 namespace lr {
 
+class Memory;
 class PyValues;
 
 struct PyFrame {
@@ -31,6 +34,10 @@ struct PyThreadStack {
   std::vector<PyFrame> frames;  // innermost first
   std::string cut;              // why the chain was not read to its end ("" whole)
 };
+
+// The innermost frame of thread state `ts` (3.11: through its _PyCFrame;
+// 0 for none).
+Result<uint64_t> python_current_frame(const Memory& mem, const PyLayout& L, uint64_t ts);
 
 // Every thread of every interpreter, bounded (a damaged chain is cut, and
 // says so in `cut`).

@@ -46,6 +46,7 @@ PyNamer::PyNamer(const IndexedCore& core, const PyCensus& census,
   std::sort(frames_.begin(), frames_.end(),
             [](const FrameRange& a, const FrameRange& b) { return a.begin < b.begin; });
   index_owners();
+  spare_ = python_spare_slots(ix_, v_.mem(), c_);
 }
 
 PyNamer::~PyNamer() = default;
@@ -61,9 +62,13 @@ const PyObj* PyNamer::object(uint32_t chunk) const {
 void PyNamer::index_owners() {
   const std::vector<uint8_t> module = c_.modules();
   const Memory& mem = v_.mem();
+  // A block that is an object is named as one (3.13: a dict's values may
+  // lie inside the instance that owns them).
   auto own = [&](uint64_t p, Aux::Kind k, uint32_t i) {
     if (!p) return;
-    if (const size_t ch = ix_.chunk_at(p); ch != SIZE_MAX) aux_[uint32_t(ch)] = {k, i};
+    if (const size_t ch = ix_.chunk_at(p);
+        ch != SIZE_MAX && (ch >= obj_of_.size() || obj_of_[ch] == kNone))
+      aux_[uint32_t(ch)] = {k, i};
   };
   for (uint32_t i = 0; i < c_.objects.size(); ++i) {
     const PyObj& o = c_.objects[i];
@@ -83,10 +88,12 @@ void PyNamer::index_owners() {
       const size_t ch = d.ok() ? ix_.chunk_at(d.value()) : SIZE_MAX;
       if (ch != SIZE_MAX) modules_[uint32_t(ch)] = name ? *name : "?";
     }
-    // 3.11's managed dict: the values at word -4 of the object, a __dict__
-    // made of them at word -3 (pycore_object.h, _PyObject_ValuesPointer).
+    // A managed dict: a __dict__ made of the values at word -3 of the
+    // object; 3.11 keeps the values at word -4 (pycore_object.h,
+    // _PyObject_ValuesPointer), 3.13 inline after the object (step()).
     if (T.flags & kTpManagedDict) {
-      if (auto v = mem.read_u64(o.addr - 32); v.ok()) own(v.value(), Aux::kInstanceValues, i);
+      if (auto v = mem.read_u64(o.addr - 32); v.ok() && !L_.inline_values)
+        own(v.value(), Aux::kInstanceValues, i);
       if (auto d = mem.read_u64(o.addr - 24); d.ok() && d.value()) instance_of_[d.value()] = i;
     }
   }
@@ -106,17 +113,14 @@ bool PyNamer::usable(Ref r, uint32_t dst) const {
   if (r.stale || gc_link(r)) return false;
   if (r.kind == RefFrom::kChunk) {
     const size_t src = ix_.chunk_at(r.from);
-    if (src != SIZE_MAX && src < obj_of_.size() && obj_of_[src] != kNone &&
-        !c_.objects[obj_of_[src]].live())
-      return false;  // a free-listed object's words are from its last life
-    // A list's spare slots keep the items it dropped (list.pop()).
-    if (auto a = aux_.find(uint32_t(src)); a != aux_.end() && a->second.kind == Aux::kListItems) {
-      const uint64_t l = c_.objects[a->second.owner].addr;
-      auto items = v_.mem().read_u64(l + L_.list_item);
-      auto size = v_.mem().read_as<int64_t>(l + L_.ob_size);
-      if (items.ok() && size.ok() && r.from >= items.value() + uint64_t(size.value()) * 8)
-        return false;
+    if (src != SIZE_MAX && src < obj_of_.size() && obj_of_[src] != kNone) {
+      const PyObj& s = c_.objects[obj_of_[src]];
+      if (!s.live()) return false;  // a free-listed object's words are from its last life
+      if (holds_no_references(c_.type(s)) && r.from >= s.addr + 16) return false;
     }
+    // A list's spare slots, a dict's keys table past its entries.
+    if (auto sp = spare_.find(uint32_t(src)); sp != spare_.end() && r.from >= sp->second)
+      return false;
   }
   if (const PyObj* o = object(dst)) return r.value == o->addr;
   return aux_.count(dst) != 0;
@@ -173,6 +177,29 @@ void PyNamer::dict_key(uint32_t dict, uint64_t from, bool values, Mode& mode,
   out += key_text(key.value(), mode);
 }
 
+// The attribute of instance `owner` whose value is the word `from` of its
+// values at `vals`, named by the class's shared keys
+// (PyHeapTypeObject.ht_cached_keys).
+void PyNamer::attribute(const PyObj& owner, uint64_t vals, uint64_t from, Mode& mode,
+                        std::string& out) const {
+  const Memory& mem = v_.mem();
+  auto keys = mem.read_u64(c_.type(owner).addr + L_.ht_cached_keys);
+  auto lg = keys.ok() ? mem.read_as<uint8_t>(keys.value() + L_.dk_log2_index_bytes)
+                      : Result<uint8_t>(keys.error());
+  auto n = keys.ok() ? mem.read_as<int64_t>(keys.value() + L_.dk_nentries)
+                     : Result<int64_t>(keys.error());
+  mode = Mode::kPlain;
+  const uint64_t index = (from - vals) / 8;
+  if (!vals || !lg.ok() || !n.ok() || lg.value() > 40 || from < vals ||
+      index >= uint64_t(std::max<int64_t>(n.value(), 0)))
+    return void(out += ".?");
+  const uint64_t e =
+      keys.value() + L_.dk_indices + (uint64_t{1} << lg.value()) + index * L_.uentry_size;
+  auto key = mem.read_u64(e + L_.uentry_key);
+  Mode attr = Mode::kAttr;
+  out += key.ok() ? key_text(key.value(), attr) : ".?";
+}
+
 void PyNamer::step(uint32_t src, uint64_t from, Mode& mode, std::string& out) const {
   const Memory& mem = v_.mem();
   if (auto a = aux_.find(src); a != aux_.end()) {
@@ -190,20 +217,8 @@ void PyNamer::step(uint32_t src, uint64_t from, Mode& mode, std::string& out) co
         return;
       }
       case Aux::kInstanceValues: {
-        // Named by the class's shared keys (PyHeapTypeObject.ht_cached_keys).
         auto vals = mem.read_u64(owner.addr - 32);
-        auto keys = mem.read_u64(c_.type(owner).addr + L_.ht_cached_keys);
-        auto lg = keys.ok() ? mem.read_as<uint8_t>(keys.value() + L_.dk_log2_index_bytes)
-                            : Result<uint8_t>(keys.error());
-        if (!vals.ok() || !lg.ok() || lg.value() > 40 || from < vals.value())
-          return void(out += ".?");
-        const uint64_t e = keys.value() + L_.dk_indices + (uint64_t{1} << lg.value()) +
-                           (from - vals.value()) / 8 * L_.uentry_size;
-        auto key = mem.read_u64(e + L_.uentry_key);
-        Mode attr = Mode::kAttr;
-        out += key.ok() ? key_text(key.value(), attr) : ".?";
-        mode = Mode::kPlain;
-        return;
+        return attribute(owner, vals.ok() ? vals.value() : 0, from, mode, out);
       }
     }
   }
@@ -226,10 +241,14 @@ void PyNamer::step(uint32_t src, uint64_t from, Mode& mode, std::string& out) co
     mode = Mode::kAttr;  // a class's attributes
     return;
   }
-  if ((T.flags & kTpManagedDict) && (from == s->addr - 32 || from == s->addr - 24)) {
+  if ((T.flags & kTpManagedDict) &&
+      (from == s->addr - 24 || (!L_.inline_values && from == s->addr - 32))) {
     mode = Mode::kAttr;
     return;
   }
+  if (L_.inline_values && (T.flags & kTpInlineValues) &&
+      from >= s->addr + T.basicsize + L_.values_items)
+    return attribute(*s, s->addr + T.basicsize + L_.values_items, from, mode, out);
   if ((T.flags & kTpTupleSubclass) && from >= s->addr + L_.tuple_item) {
     mode = Mode::kPlain;
     out += fmt::format("[{}]", (from - s->addr - L_.tuple_item) / 8);

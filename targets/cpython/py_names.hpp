@@ -20,6 +20,7 @@
 #include "corelib/answers/core_index.hpp"
 #include "targets/cpython/py_frames.hpp"
 #include "targets/cpython/py_objects.hpp"
+#include "targets/cpython/py_reconcile.hpp"
 #include "targets/cpython/py_values.hpp"
 
 namespace lr {
@@ -55,6 +56,8 @@ class PyNamer {
   // appended to `out`; `mode` carries how the next key is written.
   enum class Mode { kPlain, kGlobal, kAttr };
   void step(uint32_t src, uint64_t from, Mode& mode, std::string& out) const;
+  void attribute(const PyObj& owner, uint64_t vals, uint64_t from, Mode& mode,
+                 std::string& out) const;
   void dict_key(uint32_t dict, uint64_t from, bool values, Mode& mode, std::string& out) const;
   std::string key_text(uint64_t key, Mode& mode) const;
   // A root word's anchor: a frame's local ("" when not in a frame).
@@ -86,6 +89,7 @@ class PyNamer {
   };
   std::vector<FrameRange> frames_;                      // by address
   std::unordered_map<uint32_t, Aux> aux_;               // by block
+  std::unordered_map<uint32_t, uint64_t> spare_;        // python_spare_slots
   std::unordered_map<uint32_t, std::string> modules_;   // a module's dict block: its name
   std::unordered_map<uint64_t, uint32_t> instance_of_;  // an instance's dict: the instance
   std::vector<uint32_t> obj_of_;                        // block -> census.objects (or none)

@@ -109,6 +109,21 @@ class Census {
   // vary with the value (3.11 allocates at least one).
   static bool exact(const PyType& T) { return !(T.flags & kTpLongSubclass); }
 
+  // 3.13: the inline values after an object of a type with them (at
+  // tp_basicsize): a header whose first byte is their capacity, the values,
+  // and a byte of order each, rounded to 8 (Objects/dictobject.c,
+  // _PyObject_InitInlineValues; pycore_object.h, _PyInlineValuesSize).
+  // The block may be larger: the allocation asked the class's shared keys
+  // before the values recorded their capacity (seen: 29 recorded in a
+  // 336-byte block sized for 31), so such an object is only checked to fit.
+  // 0: none; UINT64_MAX: unreadable.
+  uint64_t inline_values(const PyType& T, uint64_t obj) const {
+    if (!L_.inline_values || !(T.flags & kTpInlineValues)) return 0;
+    auto cap = mem_.read_as<uint8_t>(obj + T.basicsize);
+    if (!cap.ok()) return UINT64_MAX;
+    return L_.values_items + cap.value() * 8 + ((cap.value() + 7) & ~7u);
+  }
+
   // A str's bytes: a compact one's header and characters with their NUL,
   // else its type's size (its characters lie elsewhere). 0: no str's state.
   uint64_t str_size(const PyType& T, const uint8_t* p) const {
@@ -167,9 +182,11 @@ class Census {
       if (off + L_.head_read(T.flags, T.itemsize) > head) continue;
       // PyType_GenericAlloc allocates one item more than ob_size (a
       // sentinel): heap types, instances of var-sized subclasses.
-      const uint64_t size = object_size(T, p + off), need = off + size;
+      const uint64_t values = inline_values(T, c.user + off);
+      const uint64_t size = object_size(T, p + off), need = off + size + values;
+      if (values == UINT64_MAX) continue;
       if (size == 0 || need > u ||
-          (exact(T) && !fits(c, need) &&
+          (exact(T) && !values && !fits(c, need) &&
            !(T.itemsize && fits(c, (need + T.itemsize + 7) & ~uint64_t{7}))))
         continue;
       PyObj o{c.user + off, i, static_cast<uint32_t>(t), rc, static_cast<uint32_t>(u), 0, 0};
@@ -179,6 +196,7 @@ class Census {
         if (!free_listed_type(T)) continue;
         o.flags |= PyObj::kFreeList;
       }
+      if (L_.immortal(rc)) o.flags |= PyObj::kImmortal;
       if (T.flags & kTpUnicodeSubclass) {
         uint32_t state;
         std::memcpy(&state, p + off + L_.str_state, 4);
@@ -269,6 +287,7 @@ class Census {
     for (int n = 0; interp.ok() && interp.value() && n < 64; ++n) {
       const uint64_t is = interp.value();
       ++out_.interpreters;
+      own_allocator(is);
       for (uint64_t g = 0; g <= L_.ngenerations; ++g) {
         const uint64_t head =
             g < L_.ngenerations ? is + L_.gc_generations + g * L_.gen_size : is + L_.gc_permanent;
@@ -276,6 +295,19 @@ class Census {
       }
       interp = mem_.read_u64(is + L_.interp_next);
     }
+  }
+
+  // 3.13: an interpreter made with its own pymalloc state (a
+  // sub-interpreter with its own GIL) keeps its objects in arenas leakref
+  // does not walk.
+  void own_allocator(uint64_t is) {
+    if (!L_.interp_obmalloc) return;
+    auto ob = mem_.read_u64(is + L_.interp_obmalloc);
+    if (!ob.ok() || ob.value() != L_.main_obmalloc)
+      warn(
+          fmt::format("interpreter {:#x} keeps its own pymalloc state: its objects are not "
+                      "read",
+                      is));
   }
 
   void gc_list(uint64_t head, uint8_t gen) {

@@ -26,11 +26,21 @@ struct PyType {
   uint64_t basicsize = 0, itemsize = 0, flags = 0;
 };
 
+// Whether objects of type `T` hold no reference past their header (a str's,
+// a bytes', an int's or a float's words are characters and digits; a
+// subclass with a __dict__ is a GC type): a word there that equals an
+// address is data, or the allocator's rounding past the object's end.
+inline bool holds_no_references(const PyType& T) {
+  constexpr uint64_t kLeaf = kTpUnicodeSubclass | kTpBytesSubclass | kTpLongSubclass;
+  return !(T.flags & kTpHaveGc) && ((T.flags & kLeaf) || T.name == "float");
+}
+
 struct PyObj {
   enum Flag : uint8_t {
     kTracked = 1,   // on a GC generation's list
     kFreeList = 2,  // refcount 0: kept on a free list for reuse, not live
     kInterned = 4,  // a str in the interned dict
+    kImmortal = 8,  // 3.12+: its count never changes (PyLayout::immortal)
   };
   uint64_t addr = 0;   // the PyObject*
   uint32_t chunk = 0;  // its block's number in the heap walk

@@ -16,24 +16,6 @@ namespace {
 
 constexpr uint32_t kNone = UINT32_MAX;
 
-// Each list's items block and the address its spare capacity begins at
-// (ob_item + ob_size): list.pop() and del leave the pointers of the items
-// removed there (Objects/listobject.c shrinks ob_size, not the slots), and
-// they hold nothing.
-std::unordered_map<uint32_t, uint64_t> list_spare(const RefIndex& ix, const Memory& mem,
-                                                  const PyCensus& c) {
-  std::unordered_map<uint32_t, uint64_t> out;
-  for (const PyObj& o : c.objects) {
-    if (!o.live() || !(c.type(o).flags & kTpListSubclass)) continue;
-    auto items = mem.read_u64(o.addr + c.layout.list_item);
-    auto size = mem.read_as<int64_t>(o.addr + c.layout.ob_size);
-    if (!items.ok() || !size.ok() || !items.value() || size.value() < 0) continue;
-    if (const size_t ch = ix.chunk_at(items.value()); ch != SIZE_MAX)
-      out[uint32_t(ch)] = items.value() + uint64_t(size.value()) * 8;
-  }
-  return out;
-}
-
 // The heap's references without the GC's links, by source block (CSR),
 // each with the object it points at exactly (kNone: a C block, or inside
 // an object); and the roots' references, likewise.
@@ -43,7 +25,9 @@ class Graph {
       : ix_(ix), c_(c), by_chunk_(ix.chunks(), kNone) {
     for (size_t i = 0; i < c.objects.size(); ++i)
       by_chunk_[c.objects[i].chunk] = static_cast<uint32_t>(i);
-    spare_ = list_spare(ix, mem, c);
+    spare_ = python_spare_slots(ix, mem, c);
+    leaf_.resize(c.types.size());
+    for (size_t t = 0; t < c.types.size(); ++t) leaf_[t] = holds_no_references(c.types[t]);
     build();
   }
 
@@ -97,7 +81,8 @@ class Graph {
     // An object on a free list (refcount 0) keeps the words of its last
     // life: none is a reference.
     ix_.each_chunk_ref_into(all, [&](const Ref& r, uint32_t src) {
-      if (gc_link(r) || free_listed(src) || spare(r, src) || inside_object(r)) return;
+      if (gc_link(r) || free_listed(src) || spare(r, src) || inside_object(r) || leaf_data(r, src))
+        return;
       while (start_.size() <= src) start_.push_back(static_cast<uint32_t>(to_.size()));
       to_.push_back(r.target);
       exact_.push_back(exact(r));
@@ -120,6 +105,12 @@ class Graph {
     return i != kNone && c_.objects[i].live() && r.value != c_.objects[i].addr;
   }
 
+  // A word of a str's, bytes', int's or float's block past its header.
+  bool leaf_data(const Ref& r, uint32_t src) const {
+    const uint32_t i = by_chunk_[src];
+    return i != kNone && leaf_[c_.objects[i].type] && r.from >= c_.objects[i].addr + 16;
+  }
+
   bool spare(const Ref& r, uint32_t src) const {
     auto it = spare_.find(src);
     return it != spare_.end() && r.from >= it->second;
@@ -129,7 +120,8 @@ class Graph {
   const PyCensus& c_;
   std::vector<uint32_t> by_chunk_;
   std::unordered_map<uint32_t, uint64_t>
-      spare_;  // a list's items block: where its spare slots begin
+      spare_;                  // a list's items block: where its spare slots begin
+  std::vector<uint8_t> leaf_;  // by type: holds_no_references
   std::vector<uint32_t> start_, to_, exact_;
   std::vector<uint32_t> roots_, root_exact_;
 };
@@ -182,13 +174,14 @@ void mark_leaked(const Graph& g, const Memory& mem, const HeapWalk& h, PyReport&
     PyObjRefs& f = r.refs[i];
     if (!o.live()) continue;
     if (f.excess(o.refcnt) > 0) f.found += self_refs(mem, h, o);
-    if (f.reached) continue;
+    if (f.reached || f.immortal) continue;
     const uint32_t own = (o.flags & PyObj::kTracked) ? self_refs(mem, h, o) : 0;
     if (o.refcnt > int64_t{f.from_gc} + own) seeds.push_back(o.chunk);
   }
   g.spread(seeds, mark, kUnreached, kLeaked);
   for (size_t i = 0; i < r.census().objects.size(); ++i)
-    r.refs[i].leaked = r.census().objects[i].live() && mark[r.census().objects[i].chunk] == kLeaked;
+    r.refs[i].leaked = r.census().objects[i].live() && !r.refs[i].immortal &&
+                       mark[r.census().objects[i].chunk] == kLeaked;
 }
 
 void tally(PyReport& r) {
@@ -210,6 +203,7 @@ void tally(PyReport& r) {
     }
     if (!f.reached) ++row.unreachable, ++r.unreachable;
     if (f.leaked) ++row.leaked, ++r.leaked;
+    if (f.immortal) ++row.immortal, ++r.immortal;
   }
   std::erase_if(rows, [](const PyTypeRow& x) { return !x.objects && !x.free_listed; });
   std::sort(rows.begin(), rows.end(), [](const PyTypeRow& a, const PyTypeRow& b) {
@@ -219,6 +213,39 @@ void tally(PyReport& r) {
 }
 
 }  // namespace
+
+std::unordered_map<uint32_t, uint64_t> python_spare_slots(const RefIndex& ix, const Memory& mem,
+                                                          const PyCensus& c) {
+  const PyLayout& L = c.layout;
+  std::unordered_map<uint32_t, uint64_t> out;
+  auto spare_from = [&](uint64_t block_addr, uint64_t from) {
+    if (const size_t ch = ix.chunk_at(block_addr); ch != SIZE_MAX) out[uint32_t(ch)] = from;
+  };
+  for (const PyObj& o : c.objects) {
+    if (!o.live()) continue;
+    const uint64_t flags = c.type(o).flags;
+    if (flags & kTpListSubclass) {
+      auto items = mem.read_u64(o.addr + L.list_item);
+      auto size = mem.read_as<int64_t>(o.addr + L.ob_size);
+      if (items.ok() && size.ok() && items.value() && size.value() >= 0)
+        spare_from(items.value(), items.value() + uint64_t(size.value()) * 8);
+    } else if (flags & kTpDictSubclass) {
+      // Entries follow the indices (DK_ENTRIES): general ones (hash, key,
+      // value) when dk_kind is 0, else str-keyed ones (key, value).
+      auto keys = mem.read_u64(o.addr + L.dict_keys);
+      const uint8_t* k = keys.ok() ? mem.span(keys.value(), L.dk_indices) : nullptr;
+      if (!k) continue;
+      int64_t n;
+      std::memcpy(&n, k + L.dk_nentries, 8);
+      const uint8_t lgi = k[L.dk_log2_index_bytes];
+      if (n < 0 || n > (int64_t{1} << 40) || lgi > 40) continue;
+      const uint64_t entry = k[L.dk_kind] == 0 ? L.entry_size : L.uentry_size;
+      spare_from(keys.value(),
+                 keys.value() + L.dk_indices + (uint64_t{1} << lgi) + uint64_t(n) * entry);
+    }
+  }
+  return out;
+}
 
 const PyCensus* tagged_census(const IndexedCore& core) {
   for (const auto& t : core.tags)
@@ -238,6 +265,8 @@ Result<PyReport> python_report(const IndexedCore& core) {
     LR_ASSIGN(r.own, python_census(*core.prog, ix.heap()));
   }
   r.refs.resize(r.census().objects.size());
+  for (size_t i = 0; i < r.refs.size(); ++i)
+    r.refs[i].immortal = (r.census().objects[i].flags & PyObj::kImmortal) != 0;
   const Graph g(ix, core.prog->mem(), r.census());
   std::vector<uint8_t> mark(ix.chunks(), kUnreached);
   count_refs(g, r, mark);

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "corelib/answers/core_index.hpp"
@@ -32,6 +33,7 @@ struct PyTypeRow {
   uint64_t excess_objects = 0, excess_refs = 0;  // objects with refs counted past those found
   uint64_t unreachable = 0;                      // live objects no root reaches
   uint64_t leaked = 0;                           // of them, those no collection frees
+  uint64_t immortal = 0;                         // 3.12+: never freed, counts unkept
 };
 
 struct PyObjRefs {
@@ -40,7 +42,8 @@ struct PyObjRefs {
   uint32_t from_gc = 0;    // of those, from objects the GC tracks (what it can explain)
   bool reached = true;     // a root reaches its block (the GC's own links not followed)
   bool leaked = false;     // unreachable, and no collection will free it
-  int64_t excess(int64_t refcnt) const { return refcnt - found - from_dead; }
+  bool immortal = false;   // 3.12+: its count is no count (PyLayout::immortal)
+  int64_t excess(int64_t refcnt) const { return immortal ? 0 : refcnt - found - from_dead; }
 };
 
 struct PyReport {
@@ -53,9 +56,18 @@ struct PyReport {
   std::vector<PyTypeRow> rows;       // by bytes, largest first
   std::vector<std::string> partial;  // the root model's reasons, when it is partial
   uint64_t live = 0, live_bytes = 0, free_listed = 0;
-  uint64_t excess_objects = 0, excess_refs = 0, leaked = 0, unreachable = 0;
+  uint64_t excess_objects = 0, excess_refs = 0, leaked = 0, unreachable = 0, immortal = 0;
   bool leaked_object(size_t i) const { return refs[i].leaked; }
 };
+
+// The blocks whose tail words are stale, each with the address the stale
+// part begins at: a list's items block past ob_size (list.pop() and del
+// shrink ob_size, not the slots: Objects/listobject.c), a dict's keys
+// table past its dk_nentries entries (a table reused from the free list,
+// or the allocator's rounding, keeps older words there). A word there
+// holds nothing.
+std::unordered_map<uint32_t, uint64_t> python_spare_slots(const RefIndex& ix, const Memory& mem,
+                                                          const PyCensus& c);
 
 // The census the CPython target's tagger made of the heap `core`'s index
 // numbers; null when none was.

@@ -67,16 +67,31 @@ std::optional<std::string> PyValues::str(uint64_t o, size_t max) const {
 std::optional<int64_t> PyValues::small_int(uint64_t o) const {
   auto f = flags_of(o);
   if (!f || !(*f & kTpLongSubclass)) return std::nullopt;
-  auto size = mem_.read_as<int64_t>(o + L_.ob_size);
-  if (!size.ok() || size.value() < -2 || size.value() > 2) return std::nullopt;
-  const int64_t n = size.value() < 0 ? -size.value() : size.value();
+  auto size = digits(o);
+  if (!size || *size < -2 || *size > 2) return std::nullopt;
+  const int64_t n = *size < 0 ? -*size : *size;
   int64_t v = 0;
   for (int64_t i = n - 1; i >= 0; --i) {
     auto d = mem_.read_as<uint32_t>(o + L_.long_digit + uint64_t(i) * 4);
     if (!d.ok() || d.value() >= (1u << 30)) return std::nullopt;
     v = (v << 30) | d.value();
   }
-  return size.value() < 0 ? -v : v;
+  return *size < 0 ? -v : v;
+}
+
+// An int's digits, negative for a negative int: 3.11's ob_size; 3.12's tag
+// holds the count above 3 bits and the sign in the low 2 (0: positive, 1:
+// zero, 2: negative; Include/cpython/longintrepr.h).
+std::optional<int64_t> PyValues::digits(uint64_t o) const {
+  if (!L_.long_tag) {
+    auto size = mem_.read_as<int64_t>(o + L_.ob_size);
+    return size.ok() ? std::optional<int64_t>(size.value()) : std::nullopt;
+  }
+  auto tag = mem_.read_u64(o + L_.long_tag);
+  if (!tag.ok() || (tag.value() & 3) == 3 || (tag.value() >> 3) > (uint64_t{1} << 40))
+    return std::nullopt;
+  const int64_t n = int64_t(tag.value() >> 3);
+  return (tag.value() & 3) == 2 ? -n : n;
 }
 
 std::optional<std::string> PyValues::bytes(uint64_t o, size_t max) const {

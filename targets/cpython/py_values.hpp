@@ -37,6 +37,7 @@ class PyValues {
   const Memory& mem() const { return mem_; }
 
  private:
+  std::optional<int64_t> digits(uint64_t o) const;
   const Memory& mem_;
   const PyLayout& L_;
 };
