@@ -382,6 +382,27 @@ bool may_hold_containers(Program& prog) {
   return false;
 }
 
+void add_tagger_spans(const IndexedCore& core, std::vector<RefIndex::LiveExtent>& live) {
+  const RefIndex& ix = *core.ci.index;
+  const size_t typed = live.size();
+  for (const auto& t : core.tags) {
+    if (t.tagger->heap() && t.tagger->heap() != &ix.heap()) continue;  // another walk's blocks
+    for (const auto& s : t.tagger->live_spans())
+      if (const size_t c = ix.chunk_at(s.user); c != SIZE_MAX && ix.heap().in_use[c].user == s.user)
+        live.push_back({static_cast<uint32_t>(c), s.begin, s.end});
+  }
+  if (live.size() == typed) return;
+  auto by_chunk = [](const RefIndex::LiveExtent& a, const RefIndex::LiveExtent& b) {
+    return a.chunk < b.chunk;
+  };
+  std::stable_sort(live.begin(), live.end(), by_chunk);
+  live.erase(std::unique(live.begin(), live.end(),
+                         [](const RefIndex::LiveExtent& a, const RefIndex::LiveExtent& b) {
+                           return a.chunk == b.chunk;
+                         }),
+             live.end());
+}
+
 TypedReach typed_reach(const IndexedCore& core, BlockTypes& types) {
   TypedReach out;
   const RefIndex& ix = *core.ci.index;
@@ -390,6 +411,7 @@ TypedReach typed_reach(const IndexedCore& core, BlockTypes& types) {
     out.typed = true;
     out.live = live_extents(types);
   }
+  add_tagger_spans(core, out.live);
   out.reach = out.live.empty() ? ix.reachable() : ix.reachable(out.live);
   return out;
 }

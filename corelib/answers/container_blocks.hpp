@@ -63,6 +63,10 @@ TypedReach typed_reach(const IndexedCore& core, BlockTypes& types);
 // such words hold nothing (a cycle of shared_ptrs erased from a vector is
 // still leaked). Empty when no container has such words.
 std::vector<RefIndex::LiveExtent> live_extents(const BlockTypes& types);
+// The program targets' live spans (BlockTagger::live_spans: a Python
+// list's items past its length) added to `live`, which stays sorted by
+// chunk; a chunk the typing bounded keeps its extent.
+void add_tagger_spans(const IndexedCore& core, std::vector<RefIndex::LiveExtent>& live);
 // Whether the word at `at`, in chunk `c` starting at `user`, lies outside
 // its extent in `live` (sorted by chunk): past a container's elements, so
 // stale.

@@ -197,6 +197,12 @@ struct HeapWalk {
     std::string what;
   };
   std::vector<Dead> dead;
+  // Pairs of words inside in-use blocks that chain the block into a list of
+  // the runtime's own (a garbage collector's generation lists, which reach
+  // every object the collector tracks), by the pair's address, sorted:
+  // never references. Every scan of a block's words leaves them out.
+  std::vector<uint64_t> links;
+  static constexpr uint64_t kLinkBytes = 16;
   // Why a layer knows that which blocks are reachable, taken over this
   // heap's words, may be wrong: the layer's own links among its blocks,
   // which the engine follows as references. Answers on reachability say

@@ -115,6 +115,7 @@ class RowIndex {
 
 struct RefIndex::Impl {
   const ChunkIndex& ch;
+  const std::vector<uint64_t>& links;  // HeapWalk::links: never scanned
   const CoreFile* core = nullptr;
   const std::vector<std::pair<uint64_t, uint64_t>>* file_words = nullptr;  // RootModel's
   std::vector<Span> spans;
@@ -169,8 +170,19 @@ struct RefIndex::Impl {
   }
   // The words of chunk `src` pointing into chunk `dst` (the scan's rule).
   std::vector<uint64_t> words_into(const Memory& mem, size_t src, size_t dst) const;
+  // range(a, b) for each part of chunk c's words the scans read: all of
+  // them but a pair of link words inside it (HeapWalk::links).
+  template <class R>
+  void chunk_parts(size_t c, R&& range) const {
+    const HeapChunk hc = ch[c];
+    const uint64_t a = hc.user, b = a + hc.usable();
+    auto it = links.empty() ? links.end() : std::lower_bound(links.begin(), links.end(), a);
+    if (it == links.end() || *it + HeapWalk::kLinkBytes > b) return range(a, b);
+    range(a, *it);
+    range(*it + HeapWalk::kLinkBytes, b);
+  }
 
-  explicit Impl(const ChunkIndex& c) : ch(c) {}
+  Impl(const ChunkIndex& c, const std::vector<uint64_t>& l) : ch(c), links(l) {}
 
   // Chunk lookup granularity: a table entry (4 bytes) per line of heap, a
   // line being about eight mean chunks (a power of two, 64 bytes to 16 KiB),
@@ -259,7 +271,7 @@ struct RefIndex::Impl {
 };
 
 RefIndex::RefIndex(const HeapWalk& heap, const Memory& mem)
-    : heap_(heap), mem_(mem), impl_(std::make_unique<Impl>(heap.in_use)) {}
+    : heap_(heap), mem_(mem), impl_(std::make_unique<Impl>(heap.in_use, heap.links)) {}
 RefIndex::~RefIndex() = default;
 
 size_t RefIndex::chunk_at(uint64_t addr) const {
@@ -411,11 +423,11 @@ Result<std::unique_ptr<RefIndex>> RefIndex::build(const CoreFile& core, const Mo
     for (size_t c = 0; c < ch.size(); ++c) {
       if ((c & 0xffff) == 0 && stop()) return make_error(Errc::kInterrupted, "interrupted");
       if (!skip.empty() && skip.count(ch[c].user)) continue;
-      const HeapChunk hc = ch[c];
-      const uint64_t a = hc.user, b = a + hc.usable();
-      x->stats_.words += sc.range(a, b, static_cast<uint32_t>(c));
-      x->stats_.bytes_scanned += b - a;
-      publish(b - a);
+      ix.chunk_parts(c, [&](uint64_t a, uint64_t b) {
+        x->stats_.words += sc.range(a, b, static_cast<uint32_t>(c));
+        x->stats_.bytes_scanned += b - a;
+        publish(b - a);
+      });
     }
     sc.flush();
     while (next_row <= ch.size())
@@ -490,8 +502,10 @@ std::vector<uint64_t> RefIndex::Impl::words_into(const Memory& mem, size_t src, 
   std::vector<uint64_t> out;
   const uint64_t lo = ch[dst].user, size = ch[dst].usable();
   Memory::Window w;
-  each_word(mem, w, ch[src].user, ch[src].user + ch[src].usable(), [&](uint64_t at, uint64_t v) {
-    if ((v & ~uint64_t{7}) - lo < size) out.push_back(at);
+  chunk_parts(src, [&](uint64_t a, uint64_t b) {
+    each_word(mem, w, a, b, [&](uint64_t at, uint64_t v) {
+      if ((v & ~uint64_t{7}) - lo < size) out.push_back(at);
+    });
   });
   return out;
 }
@@ -567,7 +581,7 @@ void RefIndex::each_chunk_ref_into(std::span<const uint32_t> targets,
   for (size_t w = 0; w < is_source.size(); ++w)
     for (uint64_t bits = is_source[w]; bits; bits &= bits - 1) {
       const auto s = static_cast<uint32_t>(w * 64 + static_cast<unsigned>(__builtin_ctzll(bits)));
-      sc.range(ix.ch[s].user, ix.ch[s].user + ix.ch[s].usable(), s);
+      ix.chunk_parts(s, [&](uint64_t a, uint64_t b) { sc.range(a, b, s); });
     }
   sc.flush();
 }
@@ -639,7 +653,7 @@ RefIndex::LiveRows RefIndex::live_rows(const std::vector<LiveExtent>& live) cons
       else if (at < c.user + e.end)
         ++p.keep;
     });
-    sc.range(c.user, c.user + c.usable(), e.chunk);
+    ix.chunk_parts(e.chunk, [&](uint64_t a, uint64_t b) { sc.range(a, b, e.chunk); });
     sc.flush();
     // A row that is not this scan's (a chunk the index did not scan) is
     // left whole.
@@ -731,12 +745,13 @@ std::vector<Ref> RefIndex::words_into(uint64_t a, uint64_t b) const {
     });
   const auto& ch = heap_.in_use;
   for (size_t c = 0; c < ch.size(); ++c)
-    each_word_into(mem_, ch[c].user, ch[c].user + ch[c].usable(), a, b,
-                   [&](uint64_t at, uint64_t v) {
-                     Ref ref;
-                     ref.from = at, ref.value = v, ref.kind = RefFrom::kChunk;
-                     out.push_back(ref);
-                   });
+    impl_->chunk_parts(c, [&](uint64_t s, uint64_t e) {
+      each_word_into(mem_, s, e, a, b, [&](uint64_t at, uint64_t v) {
+        Ref ref;
+        ref.from = at, ref.value = v, ref.kind = RefFrom::kChunk;
+        out.push_back(ref);
+      });
+    });
   for (const auto& th : impl_->core->threads()) {
     const uint64_t n = static_cast<uint64_t>(th.nregs());
     auto reg = [&](uint64_t index, uint64_t v) {

@@ -74,6 +74,13 @@ class BlockTagger {
   }
   // Objects its caches keep (read only when the maker asked for caches).
   virtual KeptObjects kept() const { return {}; }
+  // Blocks whose words are live only in [begin, end) (bytes from the block's
+  // start, `user`): the rest keeps what the program dropped (a list's
+  // items past its length). Reachability takes no reference from there.
+  struct LiveSpan {
+    uint64_t user = 0, begin = 0, end = 0;
+  };
+  virtual std::vector<LiveSpan> live_spans() const { return {}; }
   // What could not be read of the program's state (its blocks are then
   // named in part).
   std::vector<std::string> warnings;

@@ -96,7 +96,8 @@ int cmd_refs(const DumpOptions& c, const RefsArgs& a) {
   names.type_containers();
   // As leaks decides: the words past a container's elements reach nothing
   // (they are listed as stale).
-  const auto extents = lr::live_extents(names.types());
+  auto extents = lr::live_extents(names.types());
+  lr::add_tagger_spans(o.value(), extents);
   std::vector<uint8_t> live;
   if (a.depth) live = extents.empty() ? ix.reachable() : ix.reachable(extents);
   nlohmann::json out = nlohmann::json::array();

@@ -19,14 +19,25 @@ namespace {
 class PythonTagger final : public BlockTagger, public CensusHolder {
  public:
   const PyCensus& census() const override { return c_; }
-  PythonTagger(HeapWalk heap, PyCensus c) : heap_(std::move(heap)), c_(std::move(c)) {
+  PythonTagger(const Program& prog, HeapWalk heap, PyCensus c)
+      : heap_(std::move(heap)), c_(std::move(c)) {
     warnings = c_.warnings;
+    owned_ = python_owned_blocks(heap_, prog.mem(), c_);
   }
   const HeapWalk* heap() const override { return &heap_; }
   std::string name(const HeapChunk& c) const override {
-    const PyObj* o = object_in(c);
-    if (!o) return "";
-    return fmt::format("Python {}{}", c_.type(*o).name, o->live() ? "" : " (free list)");
+    if (const PyObj* o = object_in(c))
+      return fmt::format("Python {}{}", c_.type(*o).name, o->live() ? "" : " (free list)");
+    auto it = std::lower_bound(owned_.begin(), owned_.end(), c.user,
+                               [](const PyOwnedBlock& b, uint64_t a) { return b.user < a; });
+    return it != owned_.end() && it->user == c.user ? python_owned_name(c_, *it) : "";
+  }
+  // A list's items past its length, a keys table past its entries.
+  std::vector<LiveSpan> live_spans() const override {
+    std::vector<LiveSpan> out;
+    for (const PyOwnedBlock& b : owned_)
+      if (b.live_end != UINT64_MAX) out.push_back({b.user, 0, b.live_end - b.user});
+    return out;
   }
   std::string owner(const HeapChunk&) const override { return ""; }
 
@@ -39,6 +50,7 @@ class PythonTagger final : public BlockTagger, public CensusHolder {
   }
   HeapWalk heap_;
   PyCensus c_;
+  std::vector<PyOwnedBlock> owned_;  // by address
 };
 
 Result<PyCensus> census_of(Program& prog, HeapWalk* keep) {
@@ -64,7 +76,8 @@ class Cpython final : public ProcessTarget {
   Result<std::unique_ptr<BlockTagger>> tagger(Program& prog, bool) override {
     HeapWalk h;
     LR_ASSIGN(PyCensus c, census_of(prog, &h));
-    return std::unique_ptr<BlockTagger>(std::make_unique<PythonTagger>(std::move(h), std::move(c)));
+    return std::unique_ptr<BlockTagger>(
+        std::make_unique<PythonTagger>(prog, std::move(h), std::move(c)));
   }
   Result<std::optional<LanguageStacks>> stacks(Program& prog) override {
     LR_ASSIGN(PyLayout L, python_layout(prog));

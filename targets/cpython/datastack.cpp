@@ -9,6 +9,7 @@
 // executing when the core was taken) is all live.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -42,6 +43,7 @@ class DeadSlots {
     auto is = mem_.read_u64(L_.runtime + L_.interp_head);
     for (int n = 0; is.ok() && is.value() && n < 64; ++n) {
       free_arrays(is.value());
+      gc_links(is.value());
       auto ts = mem_.read_u64(is.value() + L_.interp_threads);
       for (int t = 0; ts.ok() && ts.value() && t < kMaxThreads; ++t) {
         thread(ts.value());
@@ -59,6 +61,30 @@ class DeadSlots {
         h_.dead.push_back({a, b, what});
         return;
       }
+  }
+
+  // The GC's generation lists (Modules/gcmodule.c: each tracked object's
+  // PyGC_Head chains it to the next and the previous, the heads lie in the
+  // interpreter): links, never references. A list that breaks or loops
+  // leaves the links past that point followed, and says so.
+  void gc_links(uint64_t is) {
+    for (uint64_t g = 0; g <= L_.ngenerations; ++g) {
+      const uint64_t head =
+          g < L_.ngenerations ? is + L_.gc_generations + g * L_.gen_size : is + L_.gc_permanent;
+      h_.dead.push_back({head, head + HeapWalk::kLinkBytes, "CPython GC generation list head"});
+      auto next = mem_.read_u64(head);
+      uint64_t steps = 0;
+      while (next.ok() && (next.value() & ~uint64_t{3}) != head &&
+             ++steps <= h_.in_use.size() + 1) {
+        h_.links.push_back(next.value() & ~uint64_t{3});
+        next = mem_.read_u64(next.value() & ~uint64_t{3});
+      }
+      if (!next.ok() || steps > h_.in_use.size() + 1)
+        h_.partial.push_back(fmt::format(
+            "{} {} at {:#x} breaks or loops: the links of the objects past that point are "
+            "followed as references",
+            kGcListCut, g, head));
+    }
   }
 
   // The slots of the interpreter's free-list arrays past their count
@@ -142,6 +168,8 @@ Result<void> mark_data_stacks(const Program& prog, const HeapLimits&, HeapWalk& 
   // Without the layout, pymalloc's layer has said why.
   if (!L.ok()) return make_error(Errc::kNotFound, L.error().message);
   DeadSlots(prog, L.value(), h).run();
+  std::sort(h.links.begin(), h.links.end());
+  h.links.erase(std::unique(h.links.begin(), h.links.end()), h.links.end());
   return {};
 }
 

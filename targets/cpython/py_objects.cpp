@@ -353,6 +353,73 @@ class Census {
 
 }  // namespace
 
+std::vector<PyOwnedBlock> python_owned_blocks(const HeapWalk& heap, const Memory& mem,
+                                              const PyCensus& c) {
+  const PyLayout& L = c.layout;
+  const auto& in = heap.in_use;
+  std::vector<PyOwnedBlock> out;
+  // The start of the in-use block holding `p` when no object lies in it
+  // (3.11's split values lie past a prefix of order bytes: inside); 0
+  // otherwise.
+  auto block = [&](uint64_t p) -> uint64_t {
+    auto it = std::upper_bound(in.begin(), in.end(), p,
+                               [](uint64_t a, const HeapChunk& k) { return a < k.user; });
+    if (p == 0 || it == in.begin()) return 0;
+    const HeapChunk k = *--it;
+    if (p >= k.user + k.usable()) return 0;
+    auto ob = std::lower_bound(c.objects.begin(), c.objects.end(), k.user,
+                               [](const PyObj& x, uint64_t a) { return x.addr < a; });
+    return ob == c.objects.end() || ob->addr >= k.user + k.usable() ? k.user : 0;
+  };
+  for (uint32_t i = 0; i < c.objects.size(); ++i) {
+    const PyObj& o = c.objects[i];
+    if (!o.live()) continue;
+    const uint64_t flags = c.type(o).flags;
+    if (flags & kTpListSubclass) {
+      auto items = mem.read_u64(o.addr + L.list_item);
+      auto size = mem.read_as<int64_t>(o.addr + L.ob_size);
+      if (items.ok() && size.ok() && size.value() >= 0 && block(items.value()) == items.value())
+        out.push_back({items.value(), i, PyOwnedBlock::kListItems,
+                       items.value() + uint64_t(size.value()) * 8});
+    } else if (flags & kTpDictSubclass) {
+      // Entries follow the indices (DK_ENTRIES): general ones (hash, key,
+      // value) when dk_kind is 0, else str-keyed ones (key, value).
+      auto keys = mem.read_u64(o.addr + L.dict_keys);
+      const uint8_t* k = keys.ok() ? mem.span(keys.value(), L.dk_indices) : nullptr;
+      int64_t n = -1;
+      if (k) std::memcpy(&n, k + L.dk_nentries, 8);
+      if (k && n >= 0 && n <= (int64_t{1} << 40) && k[L.dk_log2_index_bytes] <= 40 &&
+          block(keys.value()) == keys.value()) {
+        const uint64_t entry = k[L.dk_kind] == 0 ? L.entry_size : L.uentry_size;
+        out.push_back({keys.value(), i, PyOwnedBlock::kDictKeys,
+                       keys.value() + L.dk_indices + (uint64_t{1} << k[L.dk_log2_index_bytes]) +
+                           uint64_t(n) * entry});
+      }
+      if (auto v = mem.read_u64(o.addr + L.dict_values); v.ok())
+        if (const uint64_t b = block(v.value()))
+          out.push_back({b, i, PyOwnedBlock::kDictValues, UINT64_MAX});
+    }
+    // 3.11 keeps a managed dict's values in a block of their own, its
+    // address the object's word -4 (pycore_object.h, _PyObject_ValuesPointer).
+    if (!L.inline_values && (flags & kTpManagedDict))
+      if (auto v = mem.read_u64(o.addr - 32); v.ok())
+        if (const uint64_t b = block(v.value()))
+          out.push_back({b, i, PyOwnedBlock::kInstanceValues, UINT64_MAX});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const PyOwnedBlock& a, const PyOwnedBlock& b) { return a.user < b.user; });
+  out.erase(
+      std::unique(out.begin(), out.end(),
+                  [](const PyOwnedBlock& a, const PyOwnedBlock& b) { return a.user == b.user; }),
+      out.end());
+  return out;
+}
+
+std::string python_owned_name(const PyCensus& c, const PyOwnedBlock& b) {
+  static constexpr const char* kWhat[] = {"items", "keys", "values", "attribute values"};
+  return fmt::format("Python {} ({})", c.type(c.objects[b.owner]).name, kWhat[b.kind]);
+}
+
 Result<PyCensus> python_census(const Program& prog, const HeapWalk& heap) {
   PyCensus out;
   LR_ASSIGN(out.layout, python_layout(prog));

@@ -18,6 +18,7 @@
 namespace lr {
 
 struct HeapWalk;
+class Memory;
 class Program;
 
 struct PyType {
@@ -78,6 +79,28 @@ struct PyCensus {
     return m;
   }
 };
+
+// A block an object keeps apart from itself (a list's items, a dict's keys
+// table or split values, 3.11's managed dict values), by its user address,
+// with the object (census index) and how far its words are live: a list's
+// items past ob_size and a keys table past its dk_nentries entries keep
+// older words (list.pop() and del shrink ob_size, not the slots:
+// Objects/listobject.c; a table reused from the free list, or the
+// allocator's rounding, keeps what was there). `live_end` is the address
+// the stale part begins at, UINT64_MAX when all is live.
+struct PyOwnedBlock {
+  enum Kind : uint8_t { kListItems, kDictKeys, kDictValues, kInstanceValues };
+  uint64_t user = 0;
+  uint32_t owner = 0;
+  Kind kind = kListItems;
+  uint64_t live_end = UINT64_MAX;
+};
+// Every such block among `heap`'s in-use blocks that is no object itself,
+// by address (a block two objects name, a shared keys table, once).
+std::vector<PyOwnedBlock> python_owned_blocks(const HeapWalk& heap, const Memory& mem,
+                                              const PyCensus& c);
+// What account calls such a block: "Python list (items)".
+std::string python_owned_name(const PyCensus& c, const PyOwnedBlock& b);
 
 // What holds a census already made (the CPython target's block tagger,
 // over the heap walk the reference index numbers): asked before one is

@@ -216,34 +216,10 @@ void tally(PyReport& r) {
 
 std::unordered_map<uint32_t, uint64_t> python_spare_slots(const RefIndex& ix, const Memory& mem,
                                                           const PyCensus& c) {
-  const PyLayout& L = c.layout;
   std::unordered_map<uint32_t, uint64_t> out;
-  auto spare_from = [&](uint64_t block_addr, uint64_t from) {
-    if (const size_t ch = ix.chunk_at(block_addr); ch != SIZE_MAX) out[uint32_t(ch)] = from;
-  };
-  for (const PyObj& o : c.objects) {
-    if (!o.live()) continue;
-    const uint64_t flags = c.type(o).flags;
-    if (flags & kTpListSubclass) {
-      auto items = mem.read_u64(o.addr + L.list_item);
-      auto size = mem.read_as<int64_t>(o.addr + L.ob_size);
-      if (items.ok() && size.ok() && items.value() && size.value() >= 0)
-        spare_from(items.value(), items.value() + uint64_t(size.value()) * 8);
-    } else if (flags & kTpDictSubclass) {
-      // Entries follow the indices (DK_ENTRIES): general ones (hash, key,
-      // value) when dk_kind is 0, else str-keyed ones (key, value).
-      auto keys = mem.read_u64(o.addr + L.dict_keys);
-      const uint8_t* k = keys.ok() ? mem.span(keys.value(), L.dk_indices) : nullptr;
-      if (!k) continue;
-      int64_t n;
-      std::memcpy(&n, k + L.dk_nentries, 8);
-      const uint8_t lgi = k[L.dk_log2_index_bytes];
-      if (n < 0 || n > (int64_t{1} << 40) || lgi > 40) continue;
-      const uint64_t entry = k[L.dk_kind] == 0 ? L.entry_size : L.uentry_size;
-      spare_from(keys.value(),
-                 keys.value() + L.dk_indices + (uint64_t{1} << lgi) + uint64_t(n) * entry);
-    }
-  }
+  for (const PyOwnedBlock& b : python_owned_blocks(ix.heap(), mem, c))
+    if (b.live_end != UINT64_MAX)
+      if (const size_t ch = ix.chunk_at(b.user); ch != SIZE_MAX) out[uint32_t(ch)] = b.live_end;
   return out;
 }
 
@@ -273,7 +249,8 @@ Result<PyReport> python_report(const IndexedCore& core) {
   mark_leaked(g, core.prog->mem(), ix.heap(), r, mark);
   tally(r);
   r.partial = ix.partial();
-  std::erase(r.partial, std::string(kGcLinksFollowed));  // not followed here
+  // The GC's links are never followed here, whole lists or not.
+  std::erase_if(r.partial, [](const std::string& p) { return p.starts_with(kGcListCut); });
   // Damage the census met (a GC list that breaks or lists no object, a
   // type chain that loops) leaves objects uncounted or untracked.
   if (!r.census().warnings.empty())

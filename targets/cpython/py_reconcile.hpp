@@ -60,12 +60,9 @@ struct PyReport {
   bool leaked_object(size_t i) const { return refs[i].leaked; }
 };
 
-// The blocks whose tail words are stale, each with the address the stale
-// part begins at: a list's items block past ob_size (list.pop() and del
-// shrink ob_size, not the slots: Objects/listobject.c), a dict's keys
-// table past its dk_nentries entries (a table reused from the free list,
-// or the allocator's rounding, keeps older words there). A word there
-// holds nothing.
+// The blocks whose tail words are stale (python_owned_blocks' live_end),
+// by chunk number, each with the address the stale part begins at: a word
+// there holds nothing.
 std::unordered_map<uint32_t, uint64_t> python_spare_slots(const RefIndex& ix, const Memory& mem,
                                                           const PyCensus& c);
 

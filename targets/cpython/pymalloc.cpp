@@ -25,10 +25,7 @@
 
 namespace lr {
 
-const char* const kGcLinksFollowed =
-    "CPython's GC chains every object it tracks into its generation's list, and these "
-    "links are followed as references: no tracked Python object is called leaked here "
-    "(leakref python does not follow them)";
+const char* const kGcListCut = "CPython's GC generation list";
 
 namespace {
 
@@ -232,7 +229,6 @@ Result<void> carve_pymalloc(const Program& prog, const HeapLimits& lim, HeapWalk
     return make_error(Errc::kUnsupported, L.error().message);
   }
   LR_TRY(Carver(prog, L.value(), lim, h).run());
-  h.partial.push_back(kGcLinksFollowed);
   return {};
 }
 
