@@ -471,6 +471,20 @@ TEST_CASE("python: a damaged core gives a bounded answer that says so", "[python
   auto f = lrtest::leakref({"python", bad_dict, "--fail-on", "partial"}, 300);
   CHECK(f.status == 1);
   CHECK(f.out.rfind("partial: ", 0) == 0);
+  // An arena table entry pointing outside every mapping (its address read
+  // from the table by gdb): named, its megabyte not walked, the objects
+  // the GC lists there warned of, the rest counted, and partial.
+  auto g = lrtest::run({"gdb", "-batch", "-nx", "/usr/bin/python3.11", fc.core, "-ex",
+                        "p/x (long)'arenas.lto_priv.0'"},
+                       120);
+  std::smatch tm;
+  REQUIRE(std::regex_search(g.out, tm, std::regex(R"(\$1 = (0x[0-9a-f]+))")));
+  const uint64_t table = std::stoull(tm[1].str(), nullptr, 16);
+  const json arena = run(lrtest::patched(fc.core, dir + "/py-arena.core", {{table, 0x10000000}}));
+  CHECK(warned(arena, "arena 0x10000000: its entry does not read as an arena"));
+  CHECK(arena["partial"] == true);
+  CHECK(arena["objects"].get<int64_t>() > 0);
+  CHECK(arena["objects"].get<int64_t>() < whole["objects"].get<int64_t>());
   // --holders through the damaged dict: bounded, named as far as it reads.
   const uint64_t k42 = fc.manifest["named"]["module __main__, global _CACHE['k42']"];
   auto h = lrtest::leakref({"python", bad_dict, "--holders", std::to_string(k42)}, 300);

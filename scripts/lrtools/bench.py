@@ -618,6 +618,80 @@ print("TRACKED %d" % n)
 """
 
 
+# The reconcile a gdb user scripts for the same objects: each tracked
+# object's header read in one go, its type's name and sizes once per type,
+# and its words (its body, a list's items, a dict's entries) counted
+# against the tracked objects' addresses; an object counted more times than
+# found has excess references.
+GDB_PY_RECONCILE = """
+import gdb, struct
+inf = gdb.selected_inferior()
+interp = gdb.parse_and_eval("_PyRuntime")["interpreters"]["head"]
+gc = interp["gc"]
+heads = [int(gc["generations"][i]["head"].address) for i in range(3)]
+heads.append(int(gc["permanent_generation"]["head"].address))
+types = {}
+def type_of(t):
+    if t not in types:
+        v = gdb.Value(t).cast(gdb.lookup_type("PyTypeObject").pointer())
+        types[t] = (v["tp_name"].string(), int(v["tp_basicsize"]), int(v["tp_itemsize"]),
+                    int(v["tp_flags"]))
+    return types[t]
+objs = []
+for h in heads:
+    p = struct.unpack("<Q", bytes(inf.read_memory(h, 8)))[0] & ~3
+    while p != h:
+        nxt, _, rc, tp = struct.unpack("<QQqQ", bytes(inf.read_memory(p, 32)))
+        objs.append((p + 16, rc, tp))
+        p = nxt & ~3
+found = {o: 0 for o, _, _ in objs}
+def count(addr, n):
+    if n <= 0 or n > (1 << 26):
+        return
+    b = bytes(inf.read_memory(addr, n * 8))
+    for w in struct.unpack("<%dQ" % n, b):
+        if w in found:
+            found[w] += 1
+for o, rc, tp in objs:
+    name, basic, item, flags = type_of(tp)
+    size = struct.unpack("<q", bytes(inf.read_memory(o + 16, 8)))[0] if item else 0
+    count(o + 8, (basic + abs(size) * item) // 8 - 1)
+    if flags & (1 << 25):  # a list: its items
+        items = struct.unpack("<Q", bytes(inf.read_memory(o + 24, 8)))[0]
+        count(items, size)
+    if flags & (1 << 29):  # a dict: its keys table's entries
+        keys = struct.unpack("<Q", bytes(inf.read_memory(o + 32, 8)))[0]
+        hdr = bytes(inf.read_memory(keys, 32))
+        lgi, kind, n = hdr[9], hdr[10], struct.unpack_from("<q", hdr, 24)[0]
+        count(keys + 32 + (1 << lgi), n * (3 if kind == 0 else 2))
+excess = sum(1 for o, rc, _ in objs if rc > found[o])
+print("TRACKED %d EXCESS %d" % (len(objs), excess))
+"""
+
+
+def gdb_reconcile(w, core, lt, tracked, leak):
+    """GDB_PY_RECONCILE on `core`, stopped after BENCH_GDB_SECONDS: its time
+    against leakref's `lt`."""
+    script = w.path("reconcile.py")
+    with open(script, "w") as f:
+        f.write(GDB_PY_RECONCILE)
+    limit = float(os.environ.get("BENCH_GDB_SECONDS", "600"))
+    gout = w.path("gdb-reconcile.out")
+    gs, _, ghwm = measure(gout, ["gdb", "-batch", "-nx", "-x", script, "/usr/bin/python3.11", core],
+                          limit)
+    if gs is None:
+        print(f"gdb Python reconcile of the GC's objects: still counting after {limit:.0f} s (peak "
+              f"RSS {ghwm >> 20} MiB, stopped) = more than {limit / lt:.0f}x (target >= 100x)")
+        return
+    with open(gout, errors="replace") as f:
+        got = re.search(r"TRACKED (\d+) EXCESS (\d+)", f.read())
+    if not got or int(got.group(1)) != tracked or int(got.group(2)) < leak:
+        raise Fail(f"gdb reconcile: {got and got.groups()}; leakref {tracked} tracked, {leak} leaked")
+    print(f"gdb Python reconcile of the GC's objects (type, refcount and the references found to "
+          f"each from the others' words; {got.group(2)} with excess): {gs:.1f} s (peak RSS "
+          f"{ghwm >> 20} MiB) = {gs / lt:.0f}x (target >= 100x)")
+
+
 def python():
     """leakref python (every object with its type and refcount, and the
     reconcile) on a core of N items (3 objects each), medians of 3, against
@@ -661,6 +735,7 @@ def python():
             print(f"gdb Python walk of the GC's lists ({j['tracked']} objects, type and refcount each): "
                   f"{gs:.1f} s (peak RSS {ghwm >> 20} MiB) = {gs / lt:.0f}x (target >= 100x); the same "
                   f"tracked objects")
+        gdb_reconcile(w, core, lt, j["tracked"], leak)
         os.unlink(core)
     return 0
 
