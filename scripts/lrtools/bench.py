@@ -654,7 +654,8 @@ def count(addr, n):
             found[w] += 1
 for o, rc, tp in objs:
     name, basic, item, flags = type_of(tp)
-    size = struct.unpack("<q", bytes(inf.read_memory(o + 16, 8)))[0] if item else 0
+    var = item or flags & (1 << 25)
+    size = struct.unpack("<q", bytes(inf.read_memory(o + 16, 8)))[0] if var else 0
     count(o + 8, (basic + abs(size) * item) // 8 - 1)
     if flags & (1 << 25):  # a list: its items
         items = struct.unpack("<Q", bytes(inf.read_memory(o + 24, 8)))[0]
