@@ -121,6 +121,9 @@ struct PyLayout {
   uint64_t entry_key = 0, entry_value = 0, entry_size = 0;
   uint64_t uentry_key = 0, uentry_value = 0, uentry_size = 0;
   uint64_t md_dict = 0, md_name = 0, md_state = 0, ht_cached_keys = 0;
+  // A closure's cells: a cell's contents, and a function's closure (a tuple
+  // of cells), defaults and keyword defaults.
+  uint64_t cell_ref = 0, func_closure = 0, func_defaults = 0, func_kwdefaults = 0;
   // pymalloc (Objects/obmalloc.c): the addresses of `arenas` and
   // `maxarenas` (in 3.11 statics an LTO build renames arenas.lto_priv.0; in
   // 3.13 members of the main interpreter's obmalloc state,

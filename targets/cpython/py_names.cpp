@@ -200,6 +200,17 @@ void PyNamer::attribute(const PyObj& owner, uint64_t vals, uint64_t from, Mode& 
   out += key.ok() ? key_text(key.value(), attr) : ".?";
 }
 
+// How a Python user reaches word `off` of a cell or a function: a closure
+// variable is handler.__closure__[0].cell_contents. Null for any other.
+const char* PyNamer::closure_attr(const PyType& T, uint64_t off) const {
+  if (T.name == "cell" && off == L_.cell_ref) return ".cell_contents";
+  if (T.name != "function") return nullptr;
+  if (off == L_.func_closure) return ".__closure__";
+  if (off == L_.func_defaults) return ".__defaults__";
+  if (off == L_.func_kwdefaults) return ".__kwdefaults__";
+  return nullptr;
+}
+
 void PyNamer::step(uint32_t src, uint64_t from, Mode& mode, std::string& out) const {
   const Memory& mem = v_.mem();
   if (auto a = aux_.find(src); a != aux_.end()) {
@@ -255,6 +266,7 @@ void PyNamer::step(uint32_t src, uint64_t from, Mode& mode, std::string& out) co
     return;
   }
   mode = Mode::kPlain;
+  if (const char* attr = closure_attr(T, off)) return void(out += attr);
   out += fmt::format(" → {} at {:#x}, word +{:#x}", T.name, s->addr, from - s->addr);
 }
 

@@ -56,6 +56,7 @@ class PyNamer {
   // appended to `out`; `mode` carries how the next key is written.
   enum class Mode { kPlain, kGlobal, kAttr };
   void step(uint32_t src, uint64_t from, Mode& mode, std::string& out) const;
+  const char* closure_attr(const PyType& T, uint64_t off) const;
   void attribute(const PyObj& owner, uint64_t vals, uint64_t from, Mode& mode,
                  std::string& out) const;
   void dict_key(uint32_t dict, uint64_t from, bool values, Mode& mode, std::string& out) const;
