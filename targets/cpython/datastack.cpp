@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "corelib/blocks/heap.hpp"
+#include "corelib/debuginfo/modules.hpp"
 #include "corelib/debuginfo/program.hpp"
 #include "corelib/dump/elfcore.hpp"
 #include "targets/cpython/cpython.hpp"
@@ -71,20 +72,47 @@ class DeadSlots {
     for (uint64_t g = 0; g <= L_.ngenerations; ++g) {
       const uint64_t head =
           g < L_.ngenerations ? is + L_.gc_generations + g * L_.gen_size : is + L_.gc_permanent;
-      h_.dead.push_back({head, head + HeapWalk::kLinkBytes, "CPython GC generation list head"});
+      module_dead(head, head + HeapWalk::kLinkBytes, "CPython GC generation list head");
       auto next = mem_.read_u64(head);
       uint64_t steps = 0;
-      while (next.ok() && (next.value() & ~uint64_t{3}) != head &&
-             ++steps <= h_.in_use.size() + 1) {
-        h_.links.push_back(next.value() & ~uint64_t{3});
-        next = mem_.read_u64(next.value() & ~uint64_t{3});
+      bool whole = true;
+      while (next.ok() && (next.value() & ~uint64_t{3}) != head) {
+        const uint64_t at = next.value() & ~uint64_t{3};
+        // A head lies at its block's start, or past 3.11's managed dict
+        // pointers (or 3.12's pre-header): anywhere else, the list is
+        // damaged, and no word is taken out of a block on its say.
+        if (++steps > h_.in_use.size() + 1 || !head_in_block(at)) {
+          whole = false;
+          break;
+        }
+        h_.links.push_back(at);
+        next = mem_.read_u64(at);
       }
-      if (!next.ok() || steps > h_.in_use.size() + 1)
+      if (!next.ok() || !whole)
         h_.partial.push_back(fmt::format(
-            "{} {} at {:#x} breaks or loops: the links of the objects past that point are "
-            "followed as references",
+            "{} {} at {:#x} breaks, loops or leaves the heap's blocks: the links of the "
+            "objects past that point are followed as references",
             kGcListCut, g, head));
     }
+  }
+
+  // [a, b) is dead when it lies in the interpreter's module (the main
+  // interpreter's state is in _PyRuntime): a damaged interpreter pointer
+  // never cuts other roots.
+  void module_dead(uint64_t a, uint64_t b, const char* what) {
+    const Module* m = L_.module;
+    if (m && a < b && a >= m->base && b <= m->end) h_.dead.push_back({a, b, what});
+  }
+
+  // Whether a PyGC_Head at `g` lies at 0 or 16 bytes into an in-use block,
+  // its two words inside it.
+  bool head_in_block(uint64_t g) const {
+    const auto& in = h_.in_use;
+    auto it = std::upper_bound(in.begin(), in.end(), g,
+                               [](uint64_t a, const HeapChunk& k) { return a < k.user; });
+    if (it == in.begin()) return false;
+    const HeapChunk k = *--it;
+    return (g == k.user || g == k.user + 16) && g + HeapWalk::kLinkBytes <= k.user + k.usable();
   }
 
   // The slots of the interpreter's free-list arrays past their count
@@ -93,8 +121,8 @@ class DeadSlots {
     for (const auto& f : L_.free_arrays) {
       auto n = mem_.read_as<int32_t>(is + f.numfree);
       if (!n.ok() || n.value() < 0 || uint64_t(n.value()) >= f.capacity) continue;
-      h_.dead.push_back({is + f.items + uint64_t(n.value()) * 8, is + f.items + f.capacity * 8,
-                         "CPython free list past its count"});
+      module_dead(is + f.items + uint64_t(n.value()) * 8, is + f.items + f.capacity * 8,
+                  "CPython free list past its count");
     }
   }
 

@@ -353,6 +353,55 @@ class Census {
 
 }  // namespace
 
+namespace {
+
+// The usable end of the in-use block starting at `user` (0: none).
+uint64_t block_end(const HeapWalk& heap, uint64_t user) {
+  const auto& in = heap.in_use;
+  auto it = std::lower_bound(in.begin(), in.end(), user,
+                             [](const HeapChunk& k, uint64_t a) { return k.user < a; });
+  return it != in.end() && (*it).user == user ? user + (*it).usable() : 0;
+}
+
+// Where list `l`'s items at `items` stop being live (ob_size), when the
+// list reads as one: 0 <= ob_size <= allocated, its slots inside the block.
+// A damaged one cuts nothing (UINT64_MAX): no word is taken for stale on
+// its say.
+uint64_t list_live_end(const HeapWalk& heap, const Memory& mem, const PyLayout& L, uint64_t l,
+                       uint64_t items) {
+  auto size = mem.read_as<int64_t>(l + L.ob_size);
+  auto alloc = mem.read_as<int64_t>(l + L.list_allocated);
+  if (!size.ok() || !alloc.ok() || size.value() < 0 || size.value() > alloc.value() ||
+      alloc.value() > (int64_t{1} << 40) ||
+      items + uint64_t(alloc.value()) * 8 > block_end(heap, items))
+    return UINT64_MAX;
+  return items + uint64_t(size.value()) * 8;
+}
+
+// Where dict `d`'s keys table at `keys` stops being live (DK_ENTRIES past
+// its dk_nentries: general entries (hash, key, value) when dk_kind is 0,
+// else str-keyed ones), when the table reads as dictobject.c keeps one
+// (the census's check_dicts: a damaged one is named there); else
+// UINT64_MAX.
+uint64_t keys_live_end(const HeapWalk& heap, const Memory& mem, const PyLayout& L, uint64_t d,
+                       uint64_t keys) {
+  const uint8_t* k = mem.span(keys, L.dk_indices);
+  auto used = mem.read_as<int64_t>(d + L.dict_used);
+  auto values = mem.read_u64(d + L.dict_values);
+  if (!k || !used.ok() || !values.ok()) return UINT64_MAX;
+  const uint8_t lg = k[L.dk_log2_size], lgi = k[L.dk_log2_index_bytes], kind = k[L.dk_kind];
+  int64_t n;
+  std::memcpy(&n, k + L.dk_nentries, 8);
+  if (lg > 40 || lgi < lg || lgi > lg + 3 || kind > 2 || n < 0 || n > (int64_t{1} << lg) ||
+      used.value() < 0 || (!values.value() && used.value() > n))
+    return UINT64_MAX;
+  const uint64_t end = keys + L.dk_indices + (uint64_t{1} << lgi) +
+                       uint64_t(n) * (kind == 0 ? L.entry_size : L.uentry_size);
+  return end <= block_end(heap, keys) ? end : UINT64_MAX;
+}
+
+}  // namespace
+
 std::vector<PyOwnedBlock> python_owned_blocks(const HeapWalk& heap, const Memory& mem,
                                               const PyCensus& c) {
   const PyLayout& L = c.layout;
@@ -377,24 +426,14 @@ std::vector<PyOwnedBlock> python_owned_blocks(const HeapWalk& heap, const Memory
     const uint64_t flags = c.type(o).flags;
     if (flags & kTpListSubclass) {
       auto items = mem.read_u64(o.addr + L.list_item);
-      auto size = mem.read_as<int64_t>(o.addr + L.ob_size);
-      if (items.ok() && size.ok() && size.value() >= 0 && block(items.value()) == items.value())
+      if (items.ok() && block(items.value()) == items.value())
         out.push_back({items.value(), i, PyOwnedBlock::kListItems,
-                       items.value() + uint64_t(size.value()) * 8});
+                       list_live_end(heap, mem, L, o.addr, items.value())});
     } else if (flags & kTpDictSubclass) {
-      // Entries follow the indices (DK_ENTRIES): general ones (hash, key,
-      // value) when dk_kind is 0, else str-keyed ones (key, value).
       auto keys = mem.read_u64(o.addr + L.dict_keys);
-      const uint8_t* k = keys.ok() ? mem.span(keys.value(), L.dk_indices) : nullptr;
-      int64_t n = -1;
-      if (k) std::memcpy(&n, k + L.dk_nentries, 8);
-      if (k && n >= 0 && n <= (int64_t{1} << 40) && k[L.dk_log2_index_bytes] <= 40 &&
-          block(keys.value()) == keys.value()) {
-        const uint64_t entry = k[L.dk_kind] == 0 ? L.entry_size : L.uentry_size;
+      if (keys.ok() && block(keys.value()) == keys.value())
         out.push_back({keys.value(), i, PyOwnedBlock::kDictKeys,
-                       keys.value() + L.dk_indices + (uint64_t{1} << k[L.dk_log2_index_bytes]) +
-                           uint64_t(n) * entry});
-      }
+                       keys_live_end(heap, mem, L, o.addr, keys.value())});
       if (auto v = mem.read_u64(o.addr + L.dict_values); v.ok())
         if (const uint64_t b = block(v.value()))
           out.push_back({b, i, PyOwnedBlock::kDictValues, UINT64_MAX});
@@ -406,8 +445,11 @@ std::vector<PyOwnedBlock> python_owned_blocks(const HeapWalk& heap, const Memory
         if (const uint64_t b = block(v.value()))
           out.push_back({b, i, PyOwnedBlock::kInstanceValues, UINT64_MAX});
   }
-  std::sort(out.begin(), out.end(),
-            [](const PyOwnedBlock& a, const PyOwnedBlock& b) { return a.user < b.user; });
+  // A block two owners name (a shared keys table) keeps the larger live
+  // part of the two.
+  std::sort(out.begin(), out.end(), [](const PyOwnedBlock& a, const PyOwnedBlock& b) {
+    return a.user != b.user ? a.user < b.user : a.live_end > b.live_end;
+  });
   out.erase(
       std::unique(out.begin(), out.end(),
                   [](const PyOwnedBlock& a, const PyOwnedBlock& b) { return a.user == b.user; }),
