@@ -471,6 +471,16 @@ TEST_CASE("python: a damaged core gives a bounded answer that says so", "[python
   auto f = lrtest::leakref({"python", bad_dict, "--fail-on", "partial"}, 300);
   CHECK(f.status == 1);
   CHECK(f.out.rfind("partial: ", 0) == 0);
+  // A GC list link (KEEP's _gc_next, the word of its PyGC_Head 16 bytes
+  // before it) pointing out of the heap: leaks takes the links past it for
+  // references, and says so.
+  const std::string bad_link =
+      lrtest::patched(fc.core, dir + "/py-link.core", {{keep - 16, 0x10000000}});
+  auto bl = lrtest::leakref({"leaks", bad_link, "--json"}, 300);
+  REQUIRE(bl.status == 0);
+  const json blj = json::parse(bl.out);
+  CHECK(blj["partial"] == true);
+  CHECK(blj["partial_reasons"].dump().find("CPython's GC generation list") != std::string::npos);
   // An arena table entry pointing outside every mapping (its address read
   // from the table by gdb): named, its megabyte not walked, the objects
   // the GC lists there warned of, the rest counted, and partial.
