@@ -172,14 +172,23 @@ struct RefIndex::Impl {
   std::vector<uint64_t> words_into(const Memory& mem, size_t src, size_t dst) const;
   // range(a, b) for each part of chunk c's words the scans read: all of
   // them but a pair of link words inside it (HeapWalk::links).
+  // A scan of every chunk in order passes `cursor` (a place in `links`,
+  // 0 at first): links are then found by stepping on, not by a search each.
   template <class R>
-  void chunk_parts(size_t c, R&& range) const {
+  void chunk_parts(size_t c, R&& range, size_t* cursor = nullptr) const {
     const HeapChunk hc = ch[c];
     const uint64_t a = hc.user, b = a + hc.usable();
-    auto it = links.empty() ? links.end() : std::lower_bound(links.begin(), links.end(), a);
-    if (it == links.end() || *it + HeapWalk::kLinkBytes > b) return range(a, b);
-    range(a, *it);
-    range(*it + HeapWalk::kLinkBytes, b);
+    if (links.empty()) return range(a, b);
+    size_t k;
+    if (cursor) {
+      while (*cursor < links.size() && links[*cursor] < a) ++*cursor;
+      k = *cursor;
+    } else {
+      k = static_cast<size_t>(std::lower_bound(links.begin(), links.end(), a) - links.begin());
+    }
+    if (k == links.size() || links[k] + HeapWalk::kLinkBytes > b) return range(a, b);
+    range(a, links[k]);
+    range(links[k] + HeapWalk::kLinkBytes, b);
   }
 
   Impl(const ChunkIndex& c, const std::vector<uint64_t>& l) : ch(c), links(l) {}
@@ -407,6 +416,7 @@ Result<std::unique_ptr<RefIndex>> RefIndex::build(const CoreFile& core, const Mo
   {
     uint64_t self = 0;
     size_t next_row = 0;  // the first chunk whose row start is not set yet
+    size_t link = 0;      // chunk_parts' place in the heap's links
     ix.rows.reset(ch.size());
     Scanner sc(core, ix, [&](uint64_t, uint64_t v, size_t t, uint32_t src) {
       if (t == src) {
@@ -423,11 +433,14 @@ Result<std::unique_ptr<RefIndex>> RefIndex::build(const CoreFile& core, const Mo
     for (size_t c = 0; c < ch.size(); ++c) {
       if ((c & 0xffff) == 0 && stop()) return make_error(Errc::kInterrupted, "interrupted");
       if (!skip.empty() && skip.count(ch[c].user)) continue;
-      ix.chunk_parts(c, [&](uint64_t a, uint64_t b) {
-        x->stats_.words += sc.range(a, b, static_cast<uint32_t>(c));
-        x->stats_.bytes_scanned += b - a;
-        publish(b - a);
-      });
+      ix.chunk_parts(
+          c,
+          [&](uint64_t a, uint64_t b) {
+            x->stats_.words += sc.range(a, b, static_cast<uint32_t>(c));
+            x->stats_.bytes_scanned += b - a;
+            publish(b - a);
+          },
+          &link);
     }
     sc.flush();
     while (next_row <= ch.size())
@@ -578,10 +591,12 @@ void RefIndex::each_chunk_ref_into(std::span<const uint32_t> targets,
     r.target = static_cast<uint32_t>(t);
     fn(r, s);
   });
+  size_t link = 0;  // sources come in address order
   for (size_t w = 0; w < is_source.size(); ++w)
     for (uint64_t bits = is_source[w]; bits; bits &= bits - 1) {
       const auto s = static_cast<uint32_t>(w * 64 + static_cast<unsigned>(__builtin_ctzll(bits)));
-      ix.chunk_parts(s, [&](uint64_t a, uint64_t b) { sc.range(a, b, s); });
+      ix.chunk_parts(
+          s, [&](uint64_t a, uint64_t b) { sc.range(a, b, s); }, &link);
     }
   sc.flush();
 }

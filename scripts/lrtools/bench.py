@@ -670,22 +670,28 @@ print("TRACKED %d EXCESS %d" % (len(objs), excess))
 """
 
 
-def gdb_reconcile(w, core, lt, tracked, leak):
-    """GDB_PY_RECONCILE on `core`, stopped after BENCH_GDB_SECONDS: its time
-    against leakref's `lt`."""
-    script = w.path("reconcile.py")
+def gdb_python(w, name, text, core):
+    """gdb with python3.11 and Python script `text` on `core`, stopped after
+    BENCH_GDB_SECONDS: (seconds or None, peak RSS, its output, the limit)."""
+    script = w.path(name + ".py")
     with open(script, "w") as f:
-        f.write(GDB_PY_RECONCILE)
+        f.write(text)
     limit = float(os.environ.get("BENCH_GDB_SECONDS", "600"))
-    gout = w.path("gdb-reconcile.out")
+    gout = w.path(name + ".out")
     gs, _, ghwm = measure(gout, ["gdb", "-batch", "-nx", "-x", script, "/usr/bin/python3.11", core],
                           limit)
+    with open(gout, errors="replace") as f:
+        return gs, ghwm, f.read(), limit
+
+
+def gdb_reconcile(w, core, lt, tracked, leak):
+    """GDB_PY_RECONCILE on `core`: its time against leakref's `lt`."""
+    gs, ghwm, out, limit = gdb_python(w, "reconcile", GDB_PY_RECONCILE, core)
     if gs is None:
         print(f"gdb Python reconcile of the GC's objects: still counting after {limit:.0f} s (peak "
               f"RSS {ghwm >> 20} MiB, stopped) = more than {limit / lt:.0f}x (target >= 100x)")
         return
-    with open(gout, errors="replace") as f:
-        got = re.search(r"TRACKED (\d+) EXCESS (\d+)", f.read())
+    got = re.search(r"TRACKED (\d+) EXCESS (\d+)", out)
     if not got or int(got.group(1)) != tracked or int(got.group(2)) < leak:
         raise Fail(f"gdb reconcile: {got and got.groups()}; leakref {tracked} tracked, {leak} leaked")
     print(f"gdb Python reconcile of the GC's objects (type, refcount and the references found to "
@@ -718,19 +724,12 @@ def python():
               f"{os.path.getsize(core) >> 20} MiB): median {lt:.2f} s, peak RSS {runs[0][2] >> 20} MiB, "
               f"anonymous {runs[0][1] >> 20} MiB (target < 3 s for 5 M objects); the manifest's Items "
               f"and its {leak} leaked references")
-        script = w.path("walk.py")
-        with open(script, "w") as f:
-            f.write(GDB_PY_WALK)
-        limit = float(os.environ.get("BENCH_GDB_SECONDS", "600"))
-        gout = w.path("gdb.out")
-        gs, _, ghwm = measure(gout, ["gdb", "-batch", "-nx", "-x", script, "/usr/bin/python3.11", core],
-                              limit)
+        gs, ghwm, out, limit = gdb_python(w, "walk", GDB_PY_WALK, core)
         if gs is None:
             print(f"gdb Python walk of the GC's lists: still walking after {limit:.0f} s (peak RSS "
                   f"{ghwm >> 20} MiB, stopped) = more than {limit / lt:.0f}x (target >= 100x)")
         else:
-            with open(gout, errors="replace") as f:
-                got = re.search(r"TRACKED (\d+)", f.read())
+            got = re.search(r"TRACKED (\d+)", out)
             if not got or int(got.group(1)) != j["tracked"]:
                 raise Fail(f"gdb walk: {got and got.group(1)} tracked objects, leakref {j['tracked']}")
             print(f"gdb Python walk of the GC's lists ({j['tracked']} objects, type and refcount each): "
