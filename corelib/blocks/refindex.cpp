@@ -430,17 +430,16 @@ Result<std::unique_ptr<RefIndex>> RefIndex::build(const CoreFile& core, const Mo
       ix.at_start[r >> 6] |= uint64_t{v == ch[t].user} << (r & 63);
       ix.target.push_back(static_cast<uint32_t>(t));
     });
-    for (size_t c = 0; c < ch.size(); ++c) {
+    size_t c = 0;
+    auto part = [&](uint64_t a, uint64_t b) {
+      x->stats_.words += sc.range(a, b, static_cast<uint32_t>(c));
+      x->stats_.bytes_scanned += b - a;
+      publish(b - a);
+    };
+    for (; c < ch.size(); ++c) {
       if ((c & 0xffff) == 0 && stop()) return make_error(Errc::kInterrupted, "interrupted");
       if (!skip.empty() && skip.count(ch[c].user)) continue;
-      ix.chunk_parts(
-          c,
-          [&](uint64_t a, uint64_t b) {
-            x->stats_.words += sc.range(a, b, static_cast<uint32_t>(c));
-            x->stats_.bytes_scanned += b - a;
-            publish(b - a);
-          },
-          &link);
+      ix.chunk_parts(c, part, &link);
     }
     sc.flush();
     while (next_row <= ch.size())
