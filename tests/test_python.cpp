@@ -384,6 +384,11 @@ TEST_CASE("python: CPython 3.13's objects, holders and stack, as the program cou
     CHECK(o["leaked"] == false);
   }
   CHECK(immortal > 100);
+  std::vector<std::string> args{"python", fc.core};
+  for (const auto& o : py313_opts()) args.push_back(o);
+  auto t = lrtest::leakref(args, 300);
+  CHECK(t.out.find(fmt::format("\nimmortal: {} objects,", j["immortal"].get<int64_t>())) !=
+        std::string::npos);
 }
 
 TEST_CASE("python: a C extension's missing Py_DECREF, under an http.server's load", "[python]") {

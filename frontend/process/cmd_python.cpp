@@ -162,6 +162,11 @@ void print_text(const lr::IndexedCore& core, const lr::PyReport& r, const Python
       "references: {} objects have {} references counted that no live memory holds; {} "
       "objects no root reaches, {} of them leaked (no collection frees them)\n",
       r.excess_objects, r.excess_refs, r.unreachable, r.leaked);
+  if (r.immortal)
+    out.print(
+        "immortal: {} objects, whose counts never change (no excess or leak is said of "
+        "them)\n",
+        r.immortal);
   for (const auto& p : r.partial) out.print("partial: {}\n", p);
   out.print("\n{:>10} {:>12} {:>9} {:>8} {:>8} {:>8}  {}\n", "OBJECTS", "BYTES", "TRACKED",
             "EXCESS", "UNREACH", "LEAKED", "TYPE");
