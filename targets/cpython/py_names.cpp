@@ -46,7 +46,6 @@ PyNamer::PyNamer(const IndexedCore& core, const PyCensus& census,
   std::sort(frames_.begin(), frames_.end(),
             [](const FrameRange& a, const FrameRange& b) { return a.begin < b.begin; });
   index_owners();
-  spare_ = python_spare_slots(ix_, v_.mem(), c_);
 }
 
 PyNamer::~PyNamer() = default;
@@ -62,26 +61,18 @@ const PyObj* PyNamer::object(uint32_t chunk) const {
 void PyNamer::index_owners() {
   const std::vector<uint8_t> module = c_.modules();
   const Memory& mem = v_.mem();
-  // A block that is an object is named as one (3.13: a dict's values may
-  // lie inside the instance that owns them).
-  auto own = [&](uint64_t p, Aux::Kind k, uint32_t i) {
-    if (!p) return;
-    if (const size_t ch = ix_.chunk_at(p);
-        ch != SIZE_MAX && (ch >= obj_of_.size() || obj_of_[ch] == kNone))
-      aux_[uint32_t(ch)] = {k, i};
-  };
+  // The blocks objects keep apart (python_owned_blocks: a block that is an
+  // object is named as one), and where their words stop being live.
+  for (const PyOwnedBlock& b : python_owned_blocks(ix_.heap(), mem, c_)) {
+    const size_t ch = ix_.chunk_at(b.user);
+    if (ch == SIZE_MAX) continue;
+    aux_[uint32_t(ch)] = {b.kind, b.owner};
+    if (b.live_end != UINT64_MAX) spare_[uint32_t(ch)] = b.live_end;
+  }
   for (uint32_t i = 0; i < c_.objects.size(); ++i) {
     const PyObj& o = c_.objects[i];
     if (!o.live()) continue;
-    const PyType& T = c_.type(o);
-    if (T.flags & kTpDictSubclass) {
-      if (auto k = mem.read_u64(o.addr + L_.dict_keys); k.ok()) own(k.value(), Aux::kDictKeys, i);
-      if (auto v = mem.read_u64(o.addr + L_.dict_values); v.ok())
-        own(v.value(), Aux::kDictValues, i);
-    } else if (T.flags & kTpListSubclass) {
-      if (auto it = mem.read_u64(o.addr + L_.list_item); it.ok())
-        own(it.value(), Aux::kListItems, i);
-    } else if (module[o.type]) {
+    if (module[o.type]) {
       auto d = mem.read_u64(o.addr + L_.md_dict);
       auto n = mem.read_u64(o.addr + L_.md_name);
       auto name = n.ok() ? v_.str(n.value(), 200) : std::nullopt;
@@ -89,13 +80,9 @@ void PyNamer::index_owners() {
       if (ch != SIZE_MAX) modules_[uint32_t(ch)] = name ? *name : "?";
     }
     // A managed dict: a __dict__ made of the values at word -3 of the
-    // object; 3.11 keeps the values at word -4 (pycore_object.h,
-    // _PyObject_ValuesPointer), 3.13 inline after the object (step()).
-    if (T.flags & kTpManagedDict) {
-      if (auto v = mem.read_u64(o.addr - 32); v.ok() && !L_.inline_values)
-        own(v.value(), Aux::kInstanceValues, i);
+    // object (its values: python_owned_blocks, or 3.13's inline, step()).
+    if (c_.type(o).flags & kTpManagedDict)
       if (auto d = mem.read_u64(o.addr - 24); d.ok() && d.value()) instance_of_[d.value()] = i;
-    }
   }
 }
 
@@ -216,18 +203,18 @@ void PyNamer::step(uint32_t src, uint64_t from, Mode& mode, std::string& out) co
   if (auto a = aux_.find(src); a != aux_.end()) {
     const PyObj& owner = c_.objects[a->second.owner];
     switch (a->second.kind) {
-      case Aux::kDictKeys:
+      case PyOwnedBlock::kDictKeys:
         return dict_key(a->second.owner, from, false, mode, out);
-      case Aux::kDictValues:
+      case PyOwnedBlock::kDictValues:
         return dict_key(a->second.owner, from, true, mode, out);
-      case Aux::kListItems: {
+      case PyOwnedBlock::kListItems: {
         auto items = mem.read_u64(owner.addr + L_.list_item);
         mode = Mode::kPlain;
         out += items.ok() && from >= items.value() ? fmt::format("[{}]", (from - items.value()) / 8)
                                                    : "[?]";
         return;
       }
-      case Aux::kInstanceValues: {
+      case PyOwnedBlock::kInstanceValues: {
         auto vals = mem.read_u64(owner.addr - 32);
         return attribute(owner, vals.ok() ? vals.value() : 0, from, mode, out);
       }

@@ -44,7 +44,7 @@ class PyNamer {
 
  private:
   struct Aux {
-    enum Kind : uint8_t { kDictKeys, kDictValues, kListItems, kInstanceValues } kind;
+    PyOwnedBlock::Kind kind;
     uint32_t owner;  // census.objects
   };
   struct Parent {
@@ -90,7 +90,7 @@ class PyNamer {
   };
   std::vector<FrameRange> frames_;                      // by address
   std::unordered_map<uint32_t, Aux> aux_;               // by block
-  std::unordered_map<uint32_t, uint64_t> spare_;        // python_spare_slots
+  std::unordered_map<uint32_t, uint64_t> spare_;        // live_end of python_owned_blocks
   std::unordered_map<uint32_t, std::string> modules_;   // a module's dict block: its name
   std::unordered_map<uint64_t, uint32_t> instance_of_;  // an instance's dict: the instance
   std::vector<uint32_t> obj_of_;                        // block -> census.objects (or none)
