@@ -19,6 +19,7 @@
 #include <map>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 #ifndef LR_BUILD_DIR
 #error "LR_BUILD_DIR must be defined by the build"
@@ -268,6 +269,30 @@ pid_t start_until_ready(const std::vector<std::string>& args, const std::string&
   return pid;
 }
 
+// Until every thread of PID sleeps (state S in /proc/PID/task/*/stat), for
+// at most 10 s. A fixture says READY just before it pauses, and its threads
+// reach their pause on their own time: a signal sent at once can catch one
+// still in the fixture's own code, between its last write and its pause,
+// where a test that reads the threads' places would see the wrong one.
+void wait_until_asleep(pid_t pid) {
+  const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
+  auto all_asleep = [&] {
+    std::error_code ec;
+    int n = 0;
+    for (const auto& t : std::filesystem::directory_iterator(tasks, ec)) {
+      std::string stat = read_file(t.path().string() + "/stat");
+      size_t paren = stat.rfind(')');
+      if (paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] != 'S')
+        return false;
+      ++n;
+    }
+    return !ec && n > 0;
+  };
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!all_asleep() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+}
+
 }  // namespace
 
 const FixtureCore& fixture_core(const std::string& key, const std::string& exe,
@@ -321,6 +346,7 @@ const FixtureCore& qemu_fixture_core(const std::string& key, const std::string& 
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   pid_t pid = start_until_ready(args, ready, dir);
   fc.pid = pid;
+  wait_until_asleep(pid);  // qemu's core holds each guest thread where it was
   // The guest dies of SIGABRT: qemu writes its core (qemu_PROG_DATE_PID.core).
   kill(pid, SIGABRT);
   int status = 0;
