@@ -619,7 +619,8 @@ TEST_CASE("hostile: a core listing 100,000 mappings of missing files", "[hostile
 // clear verdict, and under ASan (make test-sanitize) no read leaves its
 // buffer. note-padding-past-end.kdump read past the notes region once: the
 // padding after a descriptor cut at the region's end moved the note cursor
-// beyond it.
+// beyond it; header-reads-as-32bit.kdump passed the check once, and
+// libkdumpfile then took it for a 32-bit header.
 TEST_CASE("hostile: the kdump check on the fuzzer's kept inputs", "[hostile][kdump]") {
   std::string dir = std::string(LR_SOURCE_DIR) + "/tests/fuzz/seeds/fuzz_kdump";
   auto ls = lrtest::run({"ls", dir});
@@ -635,6 +636,8 @@ TEST_CASE("hostile: the kdump check on the fuzzer's kept inputs", "[hostile][kdu
     ++n;
     if (f == "note-pagesize-cut.kdump") CHECK(!r.ok());  // PAGESIZE= with no digits
     if (f == "minimal.kdump") CHECK(r.ok());
+    // libkdumpfile read it as a 32-bit big-endian header and asked for 200 GiB.
+    if (f == "header-reads-as-32bit.kdump") CHECK(!r.ok());
     if (!r.ok()) {
       ++refused;
       CHECK(r.error().message.rfind(f + ": ", 0) == 0);  // names the file

@@ -175,6 +175,9 @@ TEST_CASE("kernel: hostile dumps and vmlinux give one clear error", "[kernel][ho
       {"mapnr64", patched(4096 + 96, 0xffffffffull, 8), 3, "page frames but its bitmaps hold"},
       {"vmcoreinfo-past-end", patched(4096 + 40, 1 << 30, 8), 3, "past its end"},
       {"version9", patched(8, 9, 4), 3, "header version 9"},
+      // A dump taken 4096 microseconds into its second: libkdumpfile takes
+      // the header as 32-bit (its block size from tv_usec, found by fuzz_kdump).
+      {"usec4096", patched(416, 4096, 4), 3, "also reads as a 32-bit one (block size 4096"},
       {"pagesize0", page0, 3, "PAGESIZE=0"},
       {"note-pagesize-cut", notecut, 3, "PAGESIZE=0"},
       {"cut-pages", data.substr(0, data.size() / 2), 4, "the walk cannot start"},

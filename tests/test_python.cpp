@@ -398,6 +398,7 @@ TEST_CASE("python: a C extension's missing Py_DECREF, under an http.server's loa
   REQUIRE(std::filesystem::exists(lrtest::fixture_path("lrpyext.so")));
   const auto& fc = lrtest::fixture_core("pyserver", lrtest::fixture_path("fx_pyserver.py"));
   CHECK(fc.manifest["served"] == 400);
+  REQUIRE(fc.manifest["settled"] == true);  // only the main and the serving thread left
   std::set<std::string> want;
   for (const auto& a : fc.manifest["leaked"]) want.insert(fmt::format("{:#x}", a.get<uint64_t>()));
   REQUIRE(want.size() == 58);  // every 7th of 400 requests

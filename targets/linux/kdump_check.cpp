@@ -74,6 +74,26 @@ Result<void> check_note_pagesizes(const std::string& notes, const std::string& p
   return {};
 }
 
+// libkdumpfile 0.5 tries the 32-bit header layout before the 64-bit one,
+// little- then big-endian (diskdump.c, open_common and try_header): its
+// block size at offset 416, bitmap blocks at 424 and max_mapnr at 428. In a
+// 64-bit header those are tv_usec's low word, the status and the block
+// size, so a timestamp can make the 32-bit reading pass; the file is then
+// read by offsets this check did not validate (a fuzzed header made it
+// malloc 200 GiB). Returns the 32-bit block size it would take, or 0.
+uint32_t reads_as_32bit(const uint8_t* h) {
+  for (bool big : {false, true}) {
+    auto u32 = [&](size_t off) {
+      uint32_t v = field<uint32_t>(h, off);
+      return big ? __builtin_bswap32(v) : v;
+    };
+    const uint32_t block = u32(416), bitmap_blocks = u32(424), max_mapnr = u32(428);
+    const bool page = block >= 4096 && block <= (1u << 18) && std::has_single_bit(block);
+    if (page && uint64_t{8} * bitmap_blocks * block >= max_mapnr) return block;
+  }
+  return 0;
+}
+
 }  // namespace
 
 Result<KdumpLayout> check_kdump_file(int fd, const std::string& path) {
@@ -95,8 +115,15 @@ Result<KdumpLayout> check_kdump_file(int fd, const std::string& path) {
   uint64_t max_mapnr = field<uint32_t>(h, 440);
   if (L.header_version < 1 || L.header_version > 6)
     return bad(fmt::format("has header version {} (1 to 6 are known)", L.header_version));
-  if (block < 4096 || block > (1u << 21) || !std::has_single_bit(block))
+  // libkdumpfile's own range (MIN_PAGE_SIZE, MAX_PAGE_SIZE): past it, it
+  // would try the header big-endian.
+  if (block < 4096 || block > (1u << 18) || !std::has_single_bit(block))
     return bad(fmt::format("has block size {} (a page size is expected)", block));
+  if (uint32_t b32 = reads_as_32bit(h))
+    return bad(
+        fmt::format("has a header that also reads as a 32-bit one (block size {}, from the "
+                    "timestamp at offset 416), which libkdumpfile would take first; not opened",
+                    b32));
   if (sub_blocks == 0 || bitmap_blocks == 0 || bitmap_blocks % 2)
     return bad(fmt::format("has {} sub-header and {} bitmap blocks", sub_blocks, bitmap_blocks));
   // Within the file: the header block, the sub-header and both bitmaps.
