@@ -351,6 +351,20 @@ TEST_CASE("hostile profiles: one clear error, never a crash or hang", "[profile]
       {"nul byte", std::string("format = 1\n[\0]", 15), "control character", 3},
       {"non-ascii outside a comment", "format = 1\n\xe2\xb3\x80 = 1\n",
        "fx_bad.toml:2:1: non-ASCII", 3},
+      // A '#' inside a """ string starts no comment (fuzz_profile's input:
+      // toml++ reached its unreachable point on U+FE3F after a backslash).
+      {"non-ascii after a hash in a multi-line string",
+       "format = 1\nname = \"\"\"a # \xc2\xa7\"\"\"\n", "fx_bad.toml:2:15: non-ASCII", 3},
+      {"fuzz_profile's multi-line string",
+       lrtest::read_file(std::string(LR_SOURCE_DIR) +
+                         "/tests/fuzz/seeds/fuzz_profile/regress-hash-in-multiline-string"),
+       "fx_bad.toml:1:34: non-ASCII", 3},
+      // After the string's closing quotes (one of four is its own), a
+      // comment may hold any UTF-8, and the profile is read.
+      {"a comment after a multi-line string",
+       with("description = \"ldlm namespaces, resources and locks; AFS vcaches\"",
+            "description = \"\"\"ldlm \"# x\"\"\"\"  # caf\xc3\xa9"),
+       "\"fx_locks\"", 0},
   };
   for (const auto& c : cases) {
     INFO(c.name);

@@ -500,12 +500,22 @@ namespace {
 // Before toml++ sees the text: TOML allows no raw control characters but
 // tab, LF and CR, and profiles are ASCII outside comments (they name C
 // identifiers and expressions). toml++ 3.3.0 reaches an "unreachable" point
-// classifying some non-ASCII code points outside comments, so they are
-// refused here with their position. Comments may hold any UTF-8.
+// classifying some non-ASCII code points outside comments (its issues 190
+// and 295), so they are refused here with their position. Comments may hold
+// any UTF-8. Strings are followed only to know where a '#' starts a
+// comment, and by TOML's rules: a """ or ''' string runs over lines to its
+// closing three quotes (with up to two more before them), and only basic
+// strings have escapes. Reading a '#' inside a string as a comment would let
+// its non-ASCII bytes through, which fuzz_profile found.
 Result<void> check_bytes(std::string_view text, const std::string& source) {
   size_t line = 1, col = 1;
-  bool comment = false, in_str = false;
+  bool comment = false, in_str = false, multi = false;
   char quote = 0;
+  auto quotes_at = [&](size_t at) {  // the run of `quote` characters at `at`
+    size_t n = 0;
+    while (at + n < text.size() && text[at + n] == quote) ++n;
+    return n;
+  };
   for (size_t i = 0; i < text.size(); ++i) {
     unsigned char c = static_cast<unsigned char>(text[i]);
     auto bad = [&](const char* what) {
@@ -523,19 +533,30 @@ Result<void> check_bytes(std::string_view text, const std::string& source) {
     }
     ++col;
     if (comment) continue;
-    // Track strings only to know where a '#' starts a comment.
+    size_t skip = 0;  // characters after this one taken with it
     if (in_str) {
       if (c == '\\' && quote == '"') {
-        ++i, ++col;
+        // Only an escaped quote or backslash is skipped: every other
+        // escaped character is checked as any other is.
+        if (i + 1 < text.size() && (text[i + 1] == '"' || text[i + 1] == '\\')) skip = 1;
       } else if (c == static_cast<unsigned char>(quote)) {
-        in_str = false;
+        const size_t run = multi ? quotes_at(i) : 1;
+        if (run >= 3 || !multi) {
+          in_str = false;
+          skip = std::min<size_t>(run, 5) - 1;
+        }
       }
     } else if (c == '"' || c == '\'') {
-      in_str = true;
       quote = static_cast<char>(c);
+      const size_t run = quotes_at(i);
+      multi = run >= 3;
+      in_str = run != 2;  // two quotes and no third: an empty string
+      skip = multi ? 2 : run == 2 ? 1 : 0;
     } else if (c == '#') {
       comment = true;
     }
+    i += skip;
+    col += skip;
   }
   return {};
 }
